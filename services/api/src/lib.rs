@@ -1,0 +1,96 @@
+//! paceline's stateless HTTP API. Any pod answers any request: state lives in Postgres,
+//! live-session operations go to the owning worker over NATS.
+//!
+//! `run(config, listener, shutdown)` is the whole service; the `paceline` binary and the
+//! tests start it the same way.
+
+pub mod extract;
+pub mod metrics;
+pub mod middleware;
+pub mod openapi;
+pub mod pagination;
+pub mod routes;
+pub mod state;
+
+use std::future::IntoFuture;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderName, Request};
+use axum::Router;
+use shared::{Config, Shutdown};
+use tokio::net::TcpListener;
+use tower::ServiceBuilder;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
+use tracing::Level;
+
+pub use state::AppState;
+
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Connects to the backends and serves until `shutdown`, then drains.
+pub async fn run(config: Config, listener: TcpListener, shutdown: Shutdown) -> anyhow::Result<()> {
+    let state = AppState::connect(config, shutdown).await?;
+    serve(state, listener).await
+}
+
+/// The router with every layer.
+pub fn app(state: AppState) -> Router {
+    let (router, _) = routes::all().split_for_parts();
+    let trace = TraceLayer::new_for_http()
+        .make_span_with(|req: &Request<_>| {
+            let request_id = req.headers().get(&REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("");
+            let route = req
+                .extensions()
+                .get::<axum::extract::MatchedPath>()
+                .map_or("unmatched", |p| p.as_str());
+            tracing::info_span!("request", method = %req.method(), route, request_id)
+        })
+        .on_request(())
+        .on_response(DefaultOnResponse::new().level(Level::INFO));
+    router
+        .fallback(routes::not_found)
+        .method_not_allowed_fallback(routes::method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::shutdown_gate))
+        .layer(axum::middleware::from_fn(middleware::track))
+        .layer(DefaultBodyLimit::max(routes::BODY_LIMIT))
+        .layer(
+            ServiceBuilder::new()
+                .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+                .layer(trace)
+                .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+                .layer(CatchPanicLayer::custom(middleware::panic_response)),
+        )
+        .with_state(state)
+}
+
+/// Serves `state` on `listener`. On shutdown: answers 503 `shutting_down` for
+/// `drain_ms`, then stops accepting and gives in-flight requests `shutdown_timeout_ms`.
+pub async fn serve(state: AppState, listener: TcpListener) -> anyhow::Result<()> {
+    metrics::describe();
+    let drain = Duration::from_millis(state.config.drain_ms);
+    let grace = Duration::from_millis(state.config.shutdown_timeout_ms);
+    let shutdown = state.shutdown.clone();
+    let addr = listener.local_addr()?;
+    tracing::info!(%addr, "api listening");
+    let server = axum::serve(listener, app(state).into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown({
+            let shutdown = shutdown.clone();
+            async move {
+                shutdown.cancelled().await;
+                tracing::info!(drain_ms = drain.as_millis() as u64, "draining");
+                tokio::time::sleep(drain).await;
+            }
+        });
+    tokio::select! {
+        res = server.into_future() => res?,
+        _ = async { shutdown.cancelled().await; tokio::time::sleep(drain + grace).await } => {
+            tracing::warn!("shutdown timeout reached; closing remaining requests");
+        }
+    }
+    tracing::info!("api stopped");
+    Ok(())
+}

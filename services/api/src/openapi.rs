@@ -1,0 +1,107 @@
+//! The OpenAPI 3.1 description: the base document (info, security schemes, shared
+//! schemas); paths come from the `#[utoipa::path]` of each handler via `routes::all()`.
+
+use std::sync::OnceLock;
+
+use shared::error::{ErrorBody, ErrorCode, ErrorDetail};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::OpenApi as Doc;
+use utoipa::{Modify, OpenApi};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "paceline",
+        description = "A horizontally scalable gateway for messaging-network accounts (instances). \
+            Errors use the envelope `{\"error\": {\"code\", \"message\", \"retryable\"}}`; clients handle `code`. \
+            Unknown routes answer 404 `not_found`, wrong methods 405 `method_not_allowed`, routes of later \
+            milestones 501 `not_implemented`; bodies are limited to 1 MB (140 MB on POST messages) with 413 \
+            `media_too_large` beyond; while a pod drains after SIGTERM it answers 503 `shutting_down`.",
+        license(name = "MIT")
+    ),
+    modifiers(&Security),
+    components(schemas(ErrorBody, ErrorDetail, ErrorCode)),
+    tags(
+        (name = "instances", description = "Create, list, edit and delete instances"),
+        (name = "messages", description = "The paced send queue"),
+        (name = "operation", description = "Health, identity and this description"),
+    )
+)]
+struct Base;
+
+struct Security;
+
+impl Modify for Security {
+    fn modify(&self, doc: &mut Doc) {
+        let components = doc.components.get_or_insert_with(Default::default);
+        let bearer = |desc: &str| {
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).description(Some(desc)).build())
+        };
+        components.add_security_scheme("admin", bearer("The operator's admin token, `pl_admin_...`: reaches everything."));
+        components.add_security_scheme(
+            "instance",
+            bearer("An instance token, `pl_inst_...`: reaches only `/v1/instances/{id}/...` of its own instance, from its IP allow-list."),
+        );
+        components.add_security_scheme(
+            "api_key",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "X-API-Key",
+                "An instance token on the action-style routes.",
+            ))),
+        );
+    }
+}
+
+pub fn base() -> Doc {
+    Base::openapi()
+}
+
+/// The whole description, built once.
+pub fn spec() -> &'static Doc {
+    static SPEC: OnceLock<Doc> = OnceLock::new();
+    SPEC.get_or_init(|| crate::routes::all().split_for_parts().1)
+}
+
+/// The description as pretty JSON (what is committed as `services/api/openapi.json`).
+pub fn json() -> &'static String {
+    static JSON: OnceLock<String> = OnceLock::new();
+    JSON.get_or_init(|| {
+        let mut s = spec().to_pretty_json().expect("the description serializes");
+        s.push('\n');
+        s
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    /// The committed copy must match the code; `PACELINE_UPDATE_OPENAPI=1` rewrites it.
+    #[test]
+    fn committed_description_matches_the_code() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.json");
+        let generated = super::json();
+        if std::env::var_os("PACELINE_UPDATE_OPENAPI").is_some() {
+            std::fs::write(path, generated).unwrap();
+        }
+        let committed = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            committed == *generated,
+            "services/api/openapi.json is out of date: run `PACELINE_UPDATE_OPENAPI=1 cargo test -p paceline-api openapi` and commit it"
+        );
+    }
+
+    #[test]
+    fn is_openapi_3_1_and_every_operation_documents_errors() {
+        let doc: serde_json::Value = serde_json::from_str(super::json()).unwrap();
+        assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                let responses = op["responses"].as_object().unwrap();
+                assert!(
+                    responses.keys().any(|s| s.starts_with('4') || s.starts_with('5')),
+                    "{method} {path} documents no error"
+                );
+                assert!(op.get("security").is_some(), "{method} {path} declares no security");
+            }
+        }
+    }
+}

@@ -1,0 +1,527 @@
+//! `/v1/instances`: create, list, get, patch, delete.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use base64::Engine;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use shared::auth::{generate_token, hash_token, INSTANCE_TOKEN_PREFIX};
+use shared::db::instances::{self, InstanceFields, InstanceRow, InstanceState, ListFilter, WriteError};
+use shared::error::ErrorBody;
+use shared::ids::InstanceId;
+use shared::ApiError;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::extract::{Principal, ValidatedJson, ValidatedQuery};
+use crate::state::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(create, list)).routes(routes!(get_one, patch, delete))
+}
+
+/// Pacing floors that only `unsafe_pacing` (admin-set) lifts.
+pub const MIN_INTERVAL_FLOOR_MS: u32 = 1_000;
+pub const MAX_PER_MINUTE_CEILING: u32 = 60;
+/// Bounds that hold even with `unsafe_pacing`.
+const MAX_INTERVAL_MS: u32 = 86_400_000;
+const MAX_PER_MINUTE_UNSAFE: u32 = 100_000;
+const MAX_TAGS: usize = 32;
+const MAX_ALLOWLIST: usize = 100;
+const MAX_MSG_CALL: usize = 4_096;
+
+/// Call handling settings (`PATCH /instance/settings/{instanceName}` edits the same).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct SettingsOut {
+    /// Reject incoming voice calls.
+    pub reject_call: bool,
+    /// Text sent to the caller on rejection; empty sends nothing.
+    pub msg_call: String,
+}
+
+/// An instance.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct InstanceOut {
+    pub id: InstanceId,
+    /// Unique, 1-64 of `[A-Za-z0-9_-]`; the `{instanceName}` of the action routes.
+    pub name: String,
+    pub state: InstanceState,
+    pub tags: Vec<String>,
+    /// CIDRs the instance's tokens may be used from; empty allows every address.
+    pub ip_allowlist: Vec<String>,
+    pub min_interval_ms: u32,
+    pub max_per_minute: u32,
+    pub unsafe_pacing: bool,
+    /// The proxy the session connects through, with any password shown as `***`.
+    pub proxy_url: Option<String>,
+    /// The linked number, once paired.
+    pub phone: Option<String>,
+    /// `personal` or `business`, once paired.
+    pub account_type: Option<String>,
+    pub settings: SettingsOut,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<InstanceRow> for InstanceOut {
+    fn from(r: InstanceRow) -> Self {
+        InstanceOut {
+            state: r.state(),
+            proxy_url: r.proxy_url.as_deref().map(redact_proxy),
+            id: r.id,
+            name: r.name,
+            tags: r.tags,
+            ip_allowlist: r.ip_allowlist,
+            min_interval_ms: r.min_interval_ms.max(0) as u32,
+            max_per_minute: r.max_per_minute.max(0) as u32,
+            unsafe_pacing: r.unsafe_pacing,
+            phone: r.phone,
+            account_type: r.account_type,
+            settings: SettingsOut { reject_call: r.reject_call, msg_call: r.msg_call },
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        }
+    }
+}
+
+/// Body of `POST /v1/instances`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InstanceIn {
+    pub name: String,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// CIDRs or single addresses.
+    #[serde(default)]
+    pub ip_allowlist: Vec<String>,
+    /// At least 1000 unless `unsafe_pacing`; defaults from the server config.
+    pub min_interval_ms: Option<u32>,
+    /// At most 60 unless `unsafe_pacing`; defaults from the server config.
+    pub max_per_minute: Option<u32>,
+    #[serde(default)]
+    pub unsafe_pacing: bool,
+    /// `http://`, `https://`, `socks5://` or `socks5h://`, with optional credentials.
+    pub proxy_url: Option<String>,
+    pub settings: Option<SettingsPatch>,
+}
+
+/// Settings fields; absent ones stay as they are.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SettingsPatch {
+    pub reject_call: Option<bool>,
+    pub msg_call: Option<String>,
+}
+
+/// Answer of `POST /v1/instances`: the only time the token is shown.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct InstanceCreatedOut {
+    pub instance: InstanceOut,
+    /// `pl_inst_...`: store it now, it is never shown again.
+    pub token: String,
+}
+
+/// Body of `PATCH /v1/instances/{id}`: absent fields stay as they are.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InstancePatch {
+    pub name: Option<String>,
+    pub tags: Option<Vec<String>>,
+    pub ip_allowlist: Option<Vec<String>>,
+    pub min_interval_ms: Option<u32>,
+    pub max_per_minute: Option<u32>,
+    /// Admin only.
+    pub unsafe_pacing: Option<bool>,
+    /// Admin only; `null` removes the proxy.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub proxy_url: Option<Option<String>>,
+    pub settings: Option<SettingsPatch>,
+}
+
+/// Distinguishes an absent field (`None`) from an explicit `null` (`Some(None)`).
+fn double_option<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(d).map(Some)
+}
+
+/// Query of `GET /v1/instances`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    /// Only instances carrying this tag.
+    pub tag: Option<String>,
+    /// Only instances in this state.
+    pub state: Option<InstanceState>,
+    /// Page size, 1-200 (default 50).
+    pub limit: Option<u32>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// A page of instances.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct InstanceListOut {
+    pub instances: Vec<InstanceOut>,
+    /// Absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// Create an instance (admin). The answer carries its token, shown only here.
+#[utoipa::path(post, path = "/v1/instances", tag = "instances",
+    request_body = InstanceIn,
+    responses(
+        (status = 201, description = "created", body = InstanceCreatedOut),
+        (status = 400, description = "`validation_failed`", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: not the admin token", body = ErrorBody),
+        (status = 409, description = "`conflict`: the name is taken", body = ErrorBody),
+    ),
+    security(("admin" = [])))]
+async fn create(
+    State(state): State<AppState>,
+    principal: Principal,
+    ValidatedJson(body): ValidatedJson<InstanceIn>,
+) -> Result<(StatusCode, Json<InstanceCreatedOut>), ApiError> {
+    principal.require_admin()?;
+    let settings = body.settings.unwrap_or_default();
+    let fields = InstanceFields {
+        name: body.name,
+        tags: body.tags,
+        ip_allowlist: body.ip_allowlist,
+        min_interval_ms: body.min_interval_ms.unwrap_or(state.config.default_min_interval_ms) as i32,
+        max_per_minute: body.max_per_minute.unwrap_or(state.config.default_max_per_minute) as i32,
+        unsafe_pacing: body.unsafe_pacing,
+        proxy_url: body.proxy_url,
+        reject_call: settings.reject_call.unwrap_or(false),
+        msg_call: settings.msg_call.unwrap_or_default(),
+    };
+    let fields = validate(fields)?;
+    let token = generate_token(INSTANCE_TOKEN_PREFIX);
+    let id = InstanceId::new();
+    let row = instances::insert(&state.db, &id, &hash_token(&token), &fields).await.map_err(write_error)?;
+    tracing::info!(instance_id = %row.id, "instance created");
+    Ok((StatusCode::CREATED, Json(InstanceCreatedOut { instance: row.into(), token })))
+}
+
+/// List instances (admin), oldest first, with filters and cursor pagination.
+#[utoipa::path(get, path = "/v1/instances", tag = "instances",
+    params(ListQuery),
+    responses(
+        (status = 200, description = "a page", body = InstanceListOut),
+        (status = 400, description = "`validation_failed`: bad filter, limit or cursor", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: not the admin token", body = ErrorBody),
+    ),
+    security(("admin" = [])))]
+async fn list(
+    State(state): State<AppState>,
+    principal: Principal,
+    ValidatedQuery(q): ValidatedQuery<ListQuery>,
+) -> Result<Json<InstanceListOut>, ApiError> {
+    principal.require_admin()?;
+    let limit = crate::pagination::limit(q.limit, 50, 200)?;
+    let after = q.cursor.as_deref().map(decode_cursor).transpose()?;
+    let mut rows = instances::list(
+        &state.db,
+        &ListFilter { tag: q.tag, state: q.state, after, limit: i64::from(limit) + 1 },
+    )
+    .await?;
+    let next_cursor = if rows.len() > limit as usize {
+        rows.truncate(limit as usize);
+        rows.last().map(|r| encode_cursor(&r.id))
+    } else {
+        None
+    };
+    Ok(Json(InstanceListOut { instances: rows.into_iter().map(Into::into).collect(), next_cursor }))
+}
+
+/// Read an instance and its state.
+#[utoipa::path(get, path = "/v1/instances/{id}", tag = "instances",
+    params(("id" = InstanceId, Path, description = "instance id")),
+    responses(
+        (status = 200, description = "the instance", body = InstanceOut),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: another instance's token", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn get_one(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<String>,
+) -> Result<Json<InstanceOut>, ApiError> {
+    let id = principal.instance(&id)?;
+    let row = instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
+    Ok(Json(row.into()))
+}
+
+/// Edit an instance: rename, tags, IP restriction, pacing, settings. `proxy_url` and
+/// `unsafe_pacing` need the admin token.
+#[utoipa::path(patch, path = "/v1/instances/{id}", tag = "instances",
+    params(("id" = InstanceId, Path, description = "instance id")),
+    request_body = InstancePatch,
+    responses(
+        (status = 200, description = "the updated instance", body = InstanceOut),
+        (status = 400, description = "`validation_failed`", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: another instance, or an admin-only field", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+        (status = 409, description = "`conflict`: the new name is taken", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn patch(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<String>,
+    ValidatedJson(p): ValidatedJson<InstancePatch>,
+) -> Result<Json<InstanceOut>, ApiError> {
+    let id = principal.instance(&id)?;
+    if !principal.is_admin() && (p.proxy_url.is_some() || p.unsafe_pacing.is_some()) {
+        return Err(ApiError::forbidden("proxy_url and unsafe_pacing can only be set with the admin token"));
+    }
+    let mut tx = state.db.begin().await?;
+    let current = instances::get_for_update(&mut *tx, &id).await?.ok_or_else(ApiError::instance_not_found)?;
+    let mut f = InstanceFields::from(&current);
+    if let Some(v) = p.name {
+        f.name = v;
+    }
+    if let Some(v) = p.tags {
+        f.tags = v;
+    }
+    if let Some(v) = p.ip_allowlist {
+        f.ip_allowlist = v;
+    }
+    if let Some(v) = p.min_interval_ms {
+        f.min_interval_ms = clamp_i32(v);
+    }
+    if let Some(v) = p.max_per_minute {
+        f.max_per_minute = clamp_i32(v);
+    }
+    if let Some(v) = p.unsafe_pacing {
+        f.unsafe_pacing = v;
+    }
+    if let Some(v) = p.proxy_url {
+        f.proxy_url = v;
+    }
+    if let Some(s) = p.settings {
+        if let Some(v) = s.reject_call {
+            f.reject_call = v;
+        }
+        if let Some(v) = s.msg_call {
+            f.msg_call = v;
+        }
+    }
+    let f = validate(f)?;
+    let row = instances::update(&mut *tx, &id, &f).await.map_err(write_error)?.ok_or_else(ApiError::instance_not_found)?;
+    tx.commit().await?;
+    Ok(Json(row.into()))
+}
+
+/// Delete an instance (admin). Its token stops working at once.
+#[utoipa::path(delete, path = "/v1/instances/{id}", tag = "instances",
+    params(("id" = InstanceId, Path, description = "instance id")),
+    responses(
+        (status = 204, description = "deleted"),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: not the admin token", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+    ),
+    security(("admin" = [])))]
+async fn delete(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let id = principal.instance(&id)?;
+    principal.require_admin()?;
+    if !instances::delete(&state.db, &id).await? {
+        return Err(ApiError::instance_not_found());
+    }
+    tracing::info!(instance_id = %id, "instance deleted");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+fn clamp_i32(v: u32) -> i32 {
+    i32::try_from(v).unwrap_or(i32::MAX)
+}
+
+fn write_error(e: WriteError) -> ApiError {
+    match e {
+        WriteError::NameTaken => ApiError::new(shared::ErrorCode::Conflict, "an instance with this name already exists"),
+        WriteError::Db(e) => e.into(),
+    }
+}
+
+/// Checks and normalizes every settable field. Messages name the field, not its value.
+pub fn validate(mut f: InstanceFields) -> Result<InstanceFields, ApiError> {
+    if !valid_name(&f.name) {
+        return Err(ApiError::validation("name must be 1-64 characters of [A-Za-z0-9_-]"));
+    }
+    if f.tags.len() > MAX_TAGS {
+        return Err(ApiError::validation(format!("at most {MAX_TAGS} tags")));
+    }
+    if f.tags.iter().any(|t| t.is_empty() || t.chars().count() > 64 || t.chars().any(char::is_control)) {
+        return Err(ApiError::validation("each tag must be 1-64 printable characters"));
+    }
+    f.tags.sort();
+    f.tags.dedup();
+    if f.ip_allowlist.len() > MAX_ALLOWLIST {
+        return Err(ApiError::validation(format!("at most {MAX_ALLOWLIST} ip_allowlist entries")));
+    }
+    let mut nets = Vec::with_capacity(f.ip_allowlist.len());
+    for entry in &f.ip_allowlist {
+        nets.push(parse_net(entry).ok_or_else(|| {
+            ApiError::validation("ip_allowlist entries must be IP addresses or CIDRs (e.g. 203.0.113.0/24)")
+        })?);
+    }
+    nets.sort();
+    nets.dedup();
+    f.ip_allowlist = nets.iter().map(ToString::to_string).collect();
+    let min = f.min_interval_ms.max(0) as u32;
+    let max = f.max_per_minute.max(0) as u32;
+    if f.unsafe_pacing {
+        if min > MAX_INTERVAL_MS || !(1..=MAX_PER_MINUTE_UNSAFE).contains(&max) {
+            return Err(ApiError::validation(format!(
+                "min_interval_ms must be at most {MAX_INTERVAL_MS} and max_per_minute 1-{MAX_PER_MINUTE_UNSAFE}"
+            )));
+        }
+    } else {
+        if !(MIN_INTERVAL_FLOOR_MS..=MAX_INTERVAL_MS).contains(&min) {
+            return Err(ApiError::validation(format!(
+                "min_interval_ms must be at least {MIN_INTERVAL_FLOOR_MS} (lower needs unsafe_pacing, set by the admin)"
+            )));
+        }
+        if !(1..=MAX_PER_MINUTE_CEILING).contains(&max) {
+            return Err(ApiError::validation(format!(
+                "max_per_minute must be 1-{MAX_PER_MINUTE_CEILING} (higher needs unsafe_pacing, set by the admin)"
+            )));
+        }
+    }
+    if let Some(p) = &f.proxy_url {
+        validate_proxy(p)?;
+    }
+    if f.msg_call.chars().count() > MAX_MSG_CALL {
+        return Err(ApiError::validation(format!("settings.msg_call must be at most {MAX_MSG_CALL} characters")));
+    }
+    Ok(f)
+}
+
+pub fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+fn parse_net(s: &str) -> Option<ipnet::IpNet> {
+    let s = s.trim();
+    s.parse::<ipnet::IpNet>()
+        .map(|n| n.trunc())
+        .ok()
+        .or_else(|| s.parse::<std::net::IpAddr>().ok().map(ipnet::IpNet::from))
+}
+
+fn validate_proxy(p: &str) -> Result<(), ApiError> {
+    let err = || ApiError::validation("proxy_url must be an http, https, socks5 or socks5h URL with a host and port");
+    let u = url::Url::parse(p).map_err(|_| err())?;
+    if !matches!(u.scheme(), "http" | "https" | "socks5" | "socks5h") || u.host_str().is_none() || p.len() > 2048 {
+        return Err(err());
+    }
+    if u.port_or_known_default().is_none() {
+        return Err(err());
+    }
+    Ok(())
+}
+
+/// The proxy URL with its password replaced by `***`, for answers and logs.
+pub fn redact_proxy(p: &str) -> String {
+    match url::Url::parse(p) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        Ok(u) => u.to_string(),
+        Err(_) => "***".into(),
+    }
+}
+
+fn encode_cursor(id: &InstanceId) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("i1:{id}"))
+}
+
+fn decode_cursor(c: &str) -> Result<InstanceId, ApiError> {
+    let bad = || ApiError::validation("invalid cursor");
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(c).map_err(|_| bad())?;
+    let s = String::from_utf8(raw).map_err(|_| bad())?;
+    s.strip_prefix("i1:").and_then(|id| InstanceId::parse(id).ok()).ok_or_else(bad)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields() -> InstanceFields {
+        InstanceFields {
+            name: "shop-1".into(),
+            tags: vec!["eu".into(), "eu".into(), "a".into()],
+            ip_allowlist: vec!["203.0.113.7/24".into(), "2001:db8::1".into()],
+            min_interval_ms: 2000,
+            max_per_minute: 20,
+            unsafe_pacing: false,
+            proxy_url: None,
+            reject_call: false,
+            msg_call: String::new(),
+        }
+    }
+
+    #[test]
+    fn normalizes_tags_and_networks() {
+        let f = validate(fields()).unwrap();
+        assert_eq!(f.tags, vec!["a", "eu"]);
+        assert_eq!(f.ip_allowlist, vec!["203.0.113.0/24", "2001:db8::1/128"]);
+    }
+
+    #[test]
+    fn pacing_floors_hold_without_unsafe_pacing() {
+        let mut f = fields();
+        f.min_interval_ms = 999;
+        assert!(validate(f.clone()).is_err());
+        f.unsafe_pacing = true;
+        assert!(validate(f.clone()).is_ok());
+        f.unsafe_pacing = false;
+        f.min_interval_ms = 1000;
+        f.max_per_minute = 61;
+        assert!(validate(f.clone()).is_err());
+        f.unsafe_pacing = true;
+        assert!(validate(f.clone()).is_ok());
+        f.max_per_minute = 0;
+        assert!(validate(f).is_err());
+    }
+
+    #[test]
+    fn rejects_bad_names_networks_and_proxies() {
+        for bad in ["", "has space", &"x".repeat(65), "ünï"] {
+            assert!(validate(InstanceFields { name: bad.into(), ..fields() }).is_err(), "{bad:?}");
+        }
+        assert!(validate(InstanceFields { ip_allowlist: vec!["10.0.0.300/8".into()], ..fields() }).is_err());
+        for bad in ["ftp://h:1", "not a url", "socks5://"] {
+            assert!(validate(InstanceFields { proxy_url: Some(bad.into()), ..fields() }).is_err(), "{bad}");
+        }
+        assert!(validate(InstanceFields { proxy_url: Some("socks5://u:p@127.0.0.1:1080".into()), ..fields() }).is_ok());
+    }
+
+    #[test]
+    fn proxy_passwords_are_redacted() {
+        assert_eq!(redact_proxy("http://user:hunter2@proxy:3128"), "http://user:***@proxy:3128/");
+        assert_eq!(redact_proxy("socks5://proxy:1080"), "socks5://proxy:1080");
+    }
+
+    #[test]
+    fn cursors_round_trip_and_reject_garbage() {
+        let id = InstanceId::new();
+        assert_eq!(decode_cursor(&encode_cursor(&id)).unwrap(), id);
+        assert!(decode_cursor("!!").is_err());
+        assert!(decode_cursor(&base64::engine::general_purpose::URL_SAFE_NO_PAD.encode("i1:msg_1")).is_err());
+    }
+}

@@ -1,0 +1,36 @@
+//! Every route, merged in one place. One module per resource, each exporting `router()`.
+
+pub mod health;
+pub mod instances;
+pub mod me;
+pub mod messages;
+pub mod openapi;
+
+use axum::http::Method;
+use shared::{ApiError, ErrorCode};
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::state::AppState;
+
+/// The body limit of every route but `POST {inst}/messages`.
+pub const BODY_LIMIT: usize = 1024 * 1024;
+
+/// All routes with their OpenAPI description.
+pub fn all() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(crate::openapi::base())
+        .merge(me::router())
+        .merge(instances::router())
+        .merge(messages::router())
+        .merge(health::router())
+        .merge(openapi::router())
+}
+
+/// Unknown routes get the envelope too.
+pub async fn not_found() -> ApiError {
+    ApiError::new(ErrorCode::NotFound, "no such route")
+}
+
+/// Known routes called with another method.
+pub async fn method_not_allowed(method: Method) -> ApiError {
+    ApiError::new(ErrorCode::MethodNotAllowed, format!("method {method} is not allowed on this route"))
+}

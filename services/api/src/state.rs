@@ -1,0 +1,57 @@
+//! The one state every handler shares.
+
+use std::sync::Arc;
+
+use shared::{bus, db, kv, Config, Shutdown};
+
+/// Pools, clients and config; cheap to clone.
+#[derive(Clone)]
+pub struct AppState(Arc<Inner>);
+
+pub struct Inner {
+    pub config: Config,
+    pub db: sqlx::PgPool,
+    pub redis: deadpool_redis::Pool,
+    pub nats: async_nats::Client,
+    pub keys: kv::Keys,
+    pub subjects: bus::Subjects,
+    /// Cancelled on SIGTERM: new requests get 503 `shutting_down` from then on.
+    pub shutdown: Shutdown,
+    /// `/healthz` and `/readyz` are public when the API listens on loopback only.
+    pub health_public: bool,
+    /// The admin token, checked on every admin request.
+    pub admin_token: String,
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl AppState {
+    /// Connects to Postgres (applying migrations when configured), Redis and NATS.
+    pub async fn connect(config: Config, shutdown: Shutdown) -> anyhow::Result<AppState> {
+        use anyhow::Context;
+        config.validate(shared::config::Role::Api)?;
+        let db = db::connect(&config).await.context("connecting to postgres")?;
+        if config.migrate_on_start {
+            db::migrate(&db).await.context("applying migrations")?;
+        }
+        let redis = kv::connect(&config).context("configuring redis")?;
+        let nats = bus::connect(&config, "api").await.context("connecting to nats")?;
+        let admin_token = config.admin_token.clone().context("admin_token is required")?;
+        Ok(AppState(Arc::new(Inner {
+            keys: kv::Keys::new(&config),
+            subjects: bus::Subjects::new(&config),
+            health_public: config.listen_addr.ip().is_loopback(),
+            admin_token,
+            config,
+            db,
+            redis,
+            nats,
+            shutdown,
+        })))
+    }
+}

@@ -1,0 +1,190 @@
+//! `paceline`: one binary, every role. `paceline api|worker|dispatcher|netsim` runs one
+//! role; `paceline dev` runs a whole node in one process; `paceline migrate` applies
+//! migrations; `paceline openapi` prints the OpenAPI description.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use shared::config::{Network, Role};
+use shared::{Config, Shutdown};
+use tokio::net::TcpListener;
+
+#[derive(Parser)]
+#[command(name = "paceline", version, about = "A horizontally scalable messaging-account gateway")]
+struct Cli {
+    /// A TOML config file (also `PACELINE_CONFIG`); `PACELINE_*` variables override it.
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the HTTP API (listens on PACELINE_LISTEN_ADDR).
+    Api,
+    /// Run an instance worker.
+    Worker,
+    /// Run a webhook dispatcher.
+    Dispatcher,
+    /// Run netsim, the simulated network (listens on PACELINE_NETSIM_LISTEN_ADDR).
+    Netsim,
+    /// Apply database migrations and exit.
+    Migrate,
+    /// Run api + worker + dispatcher (+ netsim with `--network sim`) in one process.
+    Dev {
+        /// `sim` (start netsim and use it) or `whatsapp`.
+        #[arg(long)]
+        network: Option<String>,
+    },
+    /// Print the OpenAPI 3.1 description.
+    Openapi,
+}
+
+type Task = Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send>>;
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    match real_main(cli).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = format!("{e:#}"), "exiting");
+            eprintln!("paceline: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn real_main(cli: Cli) -> anyhow::Result<()> {
+    if let Command::Openapi = cli.command {
+        print!("{}", api::openapi::json());
+        return Ok(());
+    }
+    let mut config = Config::load(cli.config.as_deref())?;
+    if let Command::Dev { network: Some(n) } = &cli.command {
+        config.network = match n.as_str() {
+            "sim" => Network::Sim,
+            "whatsapp" => Network::Whatsapp,
+            _ => anyhow::bail!("--network must be sim or whatsapp"),
+        };
+    }
+    shared::telemetry::init_logging(&config);
+    let shutdown = Shutdown::new();
+    spawn_signal_handler(shutdown.clone());
+
+    let mut tasks: Vec<(&str, Task)> = Vec::new();
+    let metrics = |tasks: &mut Vec<(&str, Task)>, config: &Config| {
+        let addr = config.metrics_addr;
+        let shutdown = shutdown.clone();
+        tasks.push((
+            "metrics",
+            Box::pin(async move {
+                let l = bind(addr, "metrics").await?;
+                shared::telemetry::serve_metrics(l, shutdown).await?;
+                Ok(())
+            }),
+        ));
+    };
+    match cli.command {
+        Command::Openapi => unreachable!("handled above"),
+        Command::Migrate => {
+            config.validate(Role::Migrate)?;
+            let pool = shared::db::connect(&config).await.context("connecting to postgres")?;
+            shared::db::migrate(&pool).await.context("applying migrations")?;
+            tracing::info!("migrations applied");
+            return Ok(());
+        }
+        Command::Api => {
+            config.validate(Role::Api)?;
+            let l = bind(config.listen_addr, "api").await?;
+            metrics(&mut tasks, &config);
+            tasks.push(("api", Box::pin(api::run(config, l, shutdown.clone()))));
+        }
+        Command::Worker => {
+            config.validate(Role::Worker)?;
+            metrics(&mut tasks, &config);
+            tasks.push(("worker", Box::pin(worker::run(config, shutdown.clone()))));
+        }
+        Command::Dispatcher => {
+            config.validate(Role::Dispatcher)?;
+            metrics(&mut tasks, &config);
+            tasks.push(("dispatcher", Box::pin(dispatcher::run(config, shutdown.clone()))));
+        }
+        Command::Netsim => {
+            config.validate(Role::Netsim)?;
+            let l = bind(config.netsim_listen_addr, "netsim").await?;
+            tasks.push(("netsim", Box::pin(netsim::run(l, shutdown.clone()))));
+        }
+        Command::Dev { .. } => {
+            for role in [Role::Api, Role::Worker, Role::Dispatcher] {
+                config.validate(role)?;
+            }
+            // Migrate once before the roles start, so they do not queue on the lock.
+            let pool = shared::db::connect(&config).await.context("connecting to postgres")?;
+            shared::db::migrate(&pool).await.context("applying migrations")?;
+            pool.close().await;
+            if config.network == Network::Sim {
+                let l = bind(config.netsim_listen_addr, "netsim").await?;
+                tasks.push(("netsim", Box::pin(netsim::run(l, shutdown.clone()))));
+            }
+            let l = bind(config.listen_addr, "api").await?;
+            metrics(&mut tasks, &config);
+            tasks.push(("api", Box::pin(api::run(config.clone(), l, shutdown.clone()))));
+            tasks.push(("worker", Box::pin(worker::run(config.clone(), shutdown.clone()))));
+            tasks.push(("dispatcher", Box::pin(dispatcher::run(config, shutdown.clone()))));
+        }
+    }
+    run_all(tasks, shutdown).await
+}
+
+/// Runs every task; the first to fail stops the others, and its error is returned.
+async fn run_all(tasks: Vec<(&'static str, Task)>, shutdown: Shutdown) -> anyhow::Result<()> {
+    let mut set = tokio::task::JoinSet::new();
+    for (name, task) in tasks {
+        let shutdown = shutdown.clone();
+        set.spawn(async move {
+            let res = task.await.with_context(|| format!("{name} failed"));
+            // One role ending (failure or not) ends the process: a half-running pod
+            // is worse than a restarted one.
+            shutdown.cancel();
+            res
+        });
+    }
+    let mut first_err = None;
+    while let Some(res) = set.join_next().await {
+        let res = res.map_err(anyhow::Error::from).and_then(|r| r);
+        if let Err(e) = res {
+            first_err.get_or_insert(e);
+        }
+    }
+    first_err.map_or(Ok(()), Err)
+}
+
+async fn bind(addr: std::net::SocketAddr, what: &str) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(addr).await.with_context(|| format!("binding the {what} listener on {addr}"))
+}
+
+/// SIGTERM or Ctrl-C starts a graceful shutdown; a second one exits at once.
+fn spawn_signal_handler(shutdown: Shutdown) {
+    tokio::spawn(async move {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("installing the SIGTERM handler");
+        for n in 0.. {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            if n == 0 {
+                tracing::info!("shutdown requested");
+                shutdown.cancel();
+            } else {
+                tracing::warn!("second signal: exiting now");
+                std::process::exit(130);
+            }
+        }
+    });
+}

@@ -1,0 +1,401 @@
+//! Layered configuration: compiled-in defaults, then an optional TOML file
+//! (`PACELINE_CONFIG` or `--config`), then `PACELINE_*` environment variables.
+//!
+//! One struct serves every role; a role validates what it needs with [`Config::validate`].
+//! Tests build a [`Config`] directly (`Config { .., ..Config::default() }`) without
+//! touching the process environment.
+
+use std::net::SocketAddr;
+use std::path::Path;
+
+use figment::providers::{Env, Format, Serialized, Toml};
+use figment::Figment;
+use ipnet::IpNet;
+use serde::{Deserialize, Serialize};
+
+use crate::auth::ADMIN_TOKEN_PREFIX;
+
+/// Which messaging network the workers talk to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Network {
+    /// The simulator, `services/netsim`.
+    Sim,
+    /// The real WhatsApp network.
+    Whatsapp,
+}
+
+impl std::fmt::Display for Network {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Network::Sim => "sim",
+            Network::Whatsapp => "whatsapp",
+        })
+    }
+}
+
+/// How logs are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// One JSON object per line (the default; what log pipelines want).
+    Json,
+    /// Human-readable lines for a terminal.
+    Pretty,
+}
+
+/// The roles a process can run; each validates the part of the config it uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Api,
+    Worker,
+    Dispatcher,
+    Netsim,
+    Migrate,
+}
+
+/// paceline's whole configuration.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    /// Where the API listens (`PACELINE_LISTEN_ADDR`).
+    pub listen_addr: SocketAddr,
+    /// Where Prometheus `/metrics` is served (`PACELINE_METRICS_ADDR`).
+    pub metrics_addr: SocketAddr,
+    /// Postgres URL (`PACELINE_DATABASE_URL`), required by every role but netsim.
+    pub database_url: String,
+    /// Postgres schema to use (search_path); tests give each test its own.
+    pub database_schema: Option<String>,
+    /// Connections per process in the Postgres pool.
+    pub database_max_connections: u32,
+    /// Redis URL (`PACELINE_REDIS_URL`).
+    pub redis_url: String,
+    /// NATS URL (`PACELINE_NATS_URL`).
+    pub nats_url: String,
+    /// Prefix of every Redis key; tests give each test its own.
+    pub key_prefix: String,
+    /// Prefix of every NATS subject; tests give each test its own.
+    pub subject_prefix: String,
+    /// The admin token (`PACELINE_ADMIN_TOKEN`), `pl_admin_` + at least 24 characters.
+    pub admin_token: Option<String>,
+    /// The public base URL of the API, when it is served beyond loopback.
+    pub public_url: Option<url::Url>,
+    /// Peers whose client-address header is believed (CIDRs, comma-separated in the environment).
+    #[serde(deserialize_with = "de::list")]
+    pub trusted_proxies: Vec<IpNet>,
+    /// The header a trusted proxy puts the client address in.
+    pub client_ip_header: String,
+    /// After SIGTERM: how long the API keeps its listener open answering 503 `shutting_down`
+    /// (so load balancers see `/readyz` fail and move traffic) before it closes.
+    pub drain_ms: u64,
+    /// After the drain: how long in-flight requests get to finish.
+    pub shutdown_timeout_ms: u64,
+    /// `sim` or `whatsapp`.
+    pub network: Network,
+    /// Where workers reach netsim.
+    pub netsim_url: url::Url,
+    /// Where netsim listens (its socket protocol and control API).
+    pub netsim_listen_addr: SocketAddr,
+    /// Let `media.url` and webhook URLs reach loopback and private addresses (tests, demos).
+    #[serde(deserialize_with = "de::flexible_bool")]
+    pub allow_private_targets: bool,
+    /// `json` or `pretty`.
+    pub log_format: LogFormat,
+    /// A tracing filter, e.g. `info` or `info,paceline_api=debug`.
+    pub log_level: String,
+    /// Pacing given to new instances that do not set `min_interval_ms`.
+    pub default_min_interval_ms: u32,
+    /// Pacing given to new instances that do not set `max_per_minute`.
+    pub default_max_per_minute: u32,
+    /// Apply migrations at start-up (under an advisory lock).
+    #[serde(deserialize_with = "de::flexible_bool")]
+    pub migrate_on_start: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen_addr: ([127, 0, 0, 1], 8787).into(),
+            metrics_addr: ([127, 0, 0, 1], 9464).into(),
+            database_url: String::new(),
+            database_schema: None,
+            database_max_connections: 20,
+            redis_url: String::new(),
+            nats_url: String::new(),
+            key_prefix: "pl".into(),
+            subject_prefix: "pl".into(),
+            admin_token: None,
+            public_url: None,
+            trusted_proxies: Vec::new(),
+            client_ip_header: "x-forwarded-for".into(),
+            drain_ms: 5_000,
+            shutdown_timeout_ms: 25_000,
+            network: Network::Whatsapp,
+            netsim_url: url::Url::parse("http://127.0.0.1:8790").expect("static url"),
+            netsim_listen_addr: ([127, 0, 0, 1], 8790).into(),
+            allow_private_targets: false,
+            log_format: LogFormat::Json,
+            log_level: "info".into(),
+            default_min_interval_ms: 2_000,
+            default_max_per_minute: 20,
+            migrate_on_start: true,
+        }
+    }
+}
+
+/// A configuration that could not be loaded or is invalid; the message names the key.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("configuration could not be read: {0}")]
+    Load(String),
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+impl Config {
+    /// Loads defaults, then `file` (or `PACELINE_CONFIG`) if given, then the environment.
+    pub fn load(file: Option<&Path>) -> Result<Config, ConfigError> {
+        let mut fig = Figment::from(Serialized::defaults(Config::default()));
+        let env_file = std::env::var_os("PACELINE_CONFIG");
+        if let Some(path) = file.or(env_file.as_deref().map(Path::new)) {
+            if !path.exists() {
+                return Err(ConfigError::Load(format!("config file {} does not exist", path.display())));
+            }
+            fig = fig.merge(Toml::file(path));
+        }
+        Self::from_figment(fig.merge(Env::prefixed("PACELINE_").ignore(&["CONFIG", "BIN"])))
+    }
+
+    fn from_figment(fig: Figment) -> Result<Config, ConfigError> {
+        // figment's messages name the key and where it came from, never a secret's value:
+        // every secret-bearing key is a plain string, which cannot fail to deserialize.
+        fig.extract::<Config>().map_err(|e| ConfigError::Load(e.to_string()))
+    }
+
+    /// Checks every value the given role uses, with one clear message per bad value.
+    pub fn validate(&self, role: Role) -> Result<(), ConfigError> {
+        let mut errors = Vec::new();
+        let needs_backends = role != Role::Netsim;
+        if needs_backends {
+            check_url(&mut errors, "database_url", &self.database_url, &["postgres", "postgresql"]);
+        }
+        if matches!(role, Role::Api | Role::Worker | Role::Dispatcher) {
+            check_url(&mut errors, "redis_url", &self.redis_url, &["redis", "rediss", "redis+unix", "unix"]);
+            check_url(&mut errors, "nats_url", &self.nats_url, &["nats", "tls", "ws", "wss"]);
+            if !valid_prefix(&self.key_prefix) {
+                errors.push("key_prefix must be 1-64 of [A-Za-z0-9_-]".to_string());
+            }
+            if !valid_prefix(&self.subject_prefix) {
+                errors.push("subject_prefix must be 1-64 of [A-Za-z0-9_-]".to_string());
+            }
+        }
+        if let Some(schema) = &self.database_schema {
+            if !valid_prefix(schema) {
+                errors.push("database_schema must be 1-64 of [A-Za-z0-9_-]".to_string());
+            }
+        }
+        if self.database_max_connections == 0 {
+            errors.push("database_max_connections must be at least 1".to_string());
+        }
+        if role == Role::Api {
+            match &self.admin_token {
+                None => errors.push(
+                    "admin_token is required (set PACELINE_ADMIN_TOKEN to pl_admin_ followed by at least 24 random characters)"
+                        .to_string(),
+                ),
+                Some(t) if !crate::auth::valid_admin_token(t) => errors.push(format!(
+                    "admin_token must be {ADMIN_TOKEN_PREFIX} followed by at least 24 characters of [A-Za-z0-9_-]"
+                )),
+                Some(_) => {}
+            }
+            if self.client_ip_header.is_empty()
+                || axum::http::HeaderName::from_bytes(self.client_ip_header.as_bytes()).is_err()
+            {
+                errors.push("client_ip_header must be a valid HTTP header name".to_string());
+            }
+            if let Some(u) = &self.public_url {
+                if !matches!(u.scheme(), "http" | "https") {
+                    errors.push("public_url must be an http or https URL".to_string());
+                }
+            }
+        }
+        if !(1_000..=60_000).contains(&self.default_min_interval_ms) {
+            errors.push("default_min_interval_ms must be between 1000 and 60000".to_string());
+        }
+        if !(1..=60).contains(&self.default_max_per_minute) {
+            errors.push("default_max_per_minute must be between 1 and 60".to_string());
+        }
+        if tracing_subscriber::EnvFilter::try_new(&self.log_level).is_err() {
+            errors.push("log_level is not a valid tracing filter".to_string());
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigError::Invalid(errors.join("; ")))
+        }
+    }
+}
+
+fn valid_prefix(s: &str) -> bool {
+    (1..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Checks a URL's form and scheme without ever echoing it (URLs carry passwords).
+fn check_url(errors: &mut Vec<String>, key: &str, value: &str, schemes: &[&str]) {
+    if value.is_empty() {
+        errors.push(format!("{key} is required (PACELINE_{})", key.to_uppercase()));
+        return;
+    }
+    // NATS accepts a comma-separated server list.
+    for part in value.split(',') {
+        match url::Url::parse(part.trim()) {
+            Ok(u) if schemes.contains(&u.scheme()) => {}
+            Ok(_) => {
+                errors.push(format!("{key} must use one of the schemes {}", schemes.join(", ")));
+                return;
+            }
+            Err(e) => {
+                errors.push(format!("{key} is not a valid URL ({e})"));
+                return;
+            }
+        }
+    }
+}
+
+/// Lenient deserializers for values that arrive as environment strings.
+mod de {
+    use serde::de::{DeserializeOwned, Error};
+    use serde::{Deserialize, Deserializer};
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum BoolLike {
+        Bool(bool),
+        Int(i64),
+        Str(String),
+    }
+
+    /// Accepts `true`/`false`, `1`/`0`, `yes`/`no`, `on`/`off`.
+    pub fn flexible_bool<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+        match BoolLike::deserialize(d)? {
+            BoolLike::Bool(b) => Ok(b),
+            BoolLike::Int(0) => Ok(false),
+            BoolLike::Int(1) => Ok(true),
+            BoolLike::Str(s) => match s.to_ascii_lowercase().as_str() {
+                "1" | "true" | "yes" | "on" => Ok(true),
+                "0" | "false" | "no" | "off" | "" => Ok(false),
+                _ => Err(D::Error::custom("expected a boolean (true/false, 1/0)")),
+            },
+            BoolLike::Int(_) => Err(D::Error::custom("expected a boolean (true/false, 1/0)")),
+        }
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum ListLike<T> {
+        List(Vec<T>),
+        Str(String),
+    }
+
+    /// Accepts a list, or a comma-separated string (from the environment).
+    pub fn list<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+    where
+        D: Deserializer<'de>,
+        T: DeserializeOwned + std::str::FromStr,
+        T::Err: std::fmt::Display,
+    {
+        match ListLike::<T>::deserialize(d)? {
+            ListLike::List(v) => Ok(v),
+            ListLike::Str(s) => s
+                .split(',')
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .map(|p| p.parse::<T>().map_err(|e| D::Error::custom(format!("invalid list item: {e}"))))
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use figment::Jail;
+
+    fn load_in(jail_env: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let mut out = None;
+        Jail::expect_with(|jail| {
+            for (k, v) in jail_env {
+                jail.set_env(k, v);
+            }
+            out = Some(Config::load(None));
+            Ok(())
+        });
+        out.unwrap()
+    }
+
+    #[test]
+    fn environment_overrides_defaults() {
+        let c = load_in(&[
+            ("PACELINE_LISTEN_ADDR", "0.0.0.0:9000"),
+            ("PACELINE_ALLOW_PRIVATE_TARGETS", "1"),
+            ("PACELINE_TRUSTED_PROXIES", "10.0.0.0/8, 192.168.1.1/32"),
+            ("PACELINE_NETWORK", "sim"),
+            ("PACELINE_BIN", "/ignored"),
+        ])
+        .unwrap();
+        assert_eq!(c.listen_addr.to_string(), "0.0.0.0:9000");
+        assert!(c.allow_private_targets);
+        assert_eq!(c.trusted_proxies.len(), 2);
+        assert_eq!(c.network, Network::Sim);
+        assert_eq!(c.metrics_addr.to_string(), "127.0.0.1:9464");
+    }
+
+    #[test]
+    fn file_then_environment() {
+        Jail::expect_with(|jail| {
+            jail.create_file("p.toml", "log_level = \"debug\"\ndrain_ms = 7\n")?;
+            jail.set_env("PACELINE_DRAIN_MS", "9");
+            let c = Config::load(Some(Path::new("p.toml"))).unwrap();
+            assert_eq!(c.log_level, "debug");
+            assert_eq!(c.drain_ms, 9);
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let e = load_in(&[("PACELINE_LISTEN_ADDR", "nope")]).unwrap_err().to_string().to_lowercase();
+        assert!(e.contains("listen_addr"), "{e}");
+        let e = load_in(&[("PACELINE_ALLOW_PRIVATE_TARGETS", "maybe")]).unwrap_err().to_string().to_lowercase();
+        assert!(e.contains("allow_private_targets"), "{e}");
+    }
+
+    #[test]
+    fn validation_lists_each_problem_without_secrets() {
+        let c = Config {
+            database_url: "mysql://user:hunter2@db/x".into(),
+            admin_token: Some("pl_admin_short".into()),
+            default_max_per_minute: 0,
+            ..Config::default()
+        };
+        let e = c.validate(Role::Api).unwrap_err().to_string();
+        for needle in ["database_url", "redis_url is required", "nats_url is required", "admin_token", "default_max_per_minute"] {
+            assert!(e.contains(needle), "{needle} missing from {e}");
+        }
+        assert!(!e.contains("hunter2"));
+        assert!(!e.contains("pl_admin_short"));
+    }
+
+    #[test]
+    fn a_complete_config_validates() {
+        let c = Config {
+            database_url: "postgres://u@127.0.0.1/db".into(),
+            redis_url: "redis://127.0.0.1:6379".into(),
+            nats_url: "nats://127.0.0.1:4222".into(),
+            admin_token: Some(format!("{ADMIN_TOKEN_PREFIX}{}", "a".repeat(30))),
+            ..Config::default()
+        };
+        c.validate(Role::Api).unwrap();
+        Config::default().validate(Role::Netsim).unwrap();
+    }
+}

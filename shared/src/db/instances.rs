@@ -1,0 +1,258 @@
+//! The `instances` table.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sqlx::PgExecutor;
+use utoipa::ToSchema;
+
+use crate::ids::InstanceId;
+
+/// An instance's connection state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum InstanceState {
+    /// No session running.
+    Disconnected,
+    /// Waiting for a QR scan or a pairing code.
+    QrPending,
+    /// A session is starting.
+    Connecting,
+    /// Linked and online.
+    Connected,
+    /// The phone unlinked this device; pair again.
+    LoggedOut,
+    /// The number is banned; delete the instance.
+    Banned,
+}
+
+impl InstanceState {
+    pub const ALL: [InstanceState; 6] = [
+        InstanceState::Disconnected,
+        InstanceState::QrPending,
+        InstanceState::Connecting,
+        InstanceState::Connected,
+        InstanceState::LoggedOut,
+        InstanceState::Banned,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InstanceState::Disconnected => "disconnected",
+            InstanceState::QrPending => "qr_pending",
+            InstanceState::Connecting => "connecting",
+            InstanceState::Connected => "connected",
+            InstanceState::LoggedOut => "logged_out",
+            InstanceState::Banned => "banned",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<InstanceState> {
+        Self::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+}
+
+/// A row of `instances` (without the token hash).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct InstanceRow {
+    pub id: InstanceId,
+    pub name: String,
+    pub state: String,
+    pub tags: Vec<String>,
+    pub ip_allowlist: Vec<String>,
+    pub min_interval_ms: i32,
+    pub max_per_minute: i32,
+    pub unsafe_pacing: bool,
+    pub proxy_url: Option<String>,
+    pub reject_call: bool,
+    pub msg_call: String,
+    pub phone: Option<String>,
+    pub account_type: Option<String>,
+    pub owner_epoch: i64,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl InstanceRow {
+    pub fn state(&self) -> InstanceState {
+        // The CHECK constraint keeps the column within the enum.
+        InstanceState::parse(&self.state).unwrap_or(InstanceState::Disconnected)
+    }
+}
+
+/// What an instance token resolves to: enough to authorize a request.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct InstanceAuth {
+    pub id: InstanceId,
+    pub name: String,
+    pub ip_allowlist: Vec<String>,
+}
+
+/// The settable fields of an instance, as written on create and on patch.
+#[derive(Debug, Clone)]
+pub struct InstanceFields {
+    pub name: String,
+    pub tags: Vec<String>,
+    pub ip_allowlist: Vec<String>,
+    pub min_interval_ms: i32,
+    pub max_per_minute: i32,
+    pub unsafe_pacing: bool,
+    pub proxy_url: Option<String>,
+    pub reject_call: bool,
+    pub msg_call: String,
+}
+
+impl From<&InstanceRow> for InstanceFields {
+    fn from(r: &InstanceRow) -> Self {
+        InstanceFields {
+            name: r.name.clone(),
+            tags: r.tags.clone(),
+            ip_allowlist: r.ip_allowlist.clone(),
+            min_interval_ms: r.min_interval_ms,
+            max_per_minute: r.max_per_minute,
+            unsafe_pacing: r.unsafe_pacing,
+            proxy_url: r.proxy_url.clone(),
+            reject_call: r.reject_call,
+            msg_call: r.msg_call.clone(),
+        }
+    }
+}
+
+/// A write that broke a uniqueness rule users can hit.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("an instance with this name already exists")]
+    NameTaken,
+    #[error(transparent)]
+    Db(#[from] sqlx::Error),
+}
+
+fn map_write(e: sqlx::Error) -> WriteError {
+    if super::is_constraint_violation(&e, "instances_name_key") {
+        WriteError::NameTaken
+    } else {
+        WriteError::Db(e)
+    }
+}
+
+const COLUMNS: &str = "id, name, state, tags, ip_allowlist, min_interval_ms, max_per_minute, \
+    unsafe_pacing, proxy_url, reject_call, msg_call, phone, account_type, owner_epoch, created_at, updated_at";
+
+pub async fn insert(
+    db: impl PgExecutor<'_>,
+    id: &InstanceId,
+    token_hash: &str,
+    f: &InstanceFields,
+) -> Result<InstanceRow, WriteError> {
+    sqlx::query_as::<_, InstanceRow>(&format!(
+        "INSERT INTO instances (id, token_hash, name, tags, ip_allowlist, min_interval_ms, max_per_minute, \
+         unsafe_pacing, proxy_url, reject_call, msg_call) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING {COLUMNS}"
+    ))
+    .bind(id)
+    .bind(token_hash)
+    .bind(&f.name)
+    .bind(&f.tags)
+    .bind(&f.ip_allowlist)
+    .bind(f.min_interval_ms)
+    .bind(f.max_per_minute)
+    .bind(f.unsafe_pacing)
+    .bind(&f.proxy_url)
+    .bind(f.reject_call)
+    .bind(&f.msg_call)
+    .fetch_one(db)
+    .await
+    .map_err(map_write)
+}
+
+pub async fn get(db: impl PgExecutor<'_>, id: &InstanceId) -> Result<Option<InstanceRow>, sqlx::Error> {
+    sqlx::query_as::<_, InstanceRow>(&format!("SELECT {COLUMNS} FROM instances WHERE id = $1"))
+        .bind(id)
+        .fetch_optional(db)
+        .await
+}
+
+/// Like [`get`], locking the row for the rest of the transaction.
+pub async fn get_for_update(
+    db: impl PgExecutor<'_>,
+    id: &InstanceId,
+) -> Result<Option<InstanceRow>, sqlx::Error> {
+    sqlx::query_as::<_, InstanceRow>(&format!("SELECT {COLUMNS} FROM instances WHERE id = $1 FOR UPDATE"))
+        .bind(id)
+        .fetch_optional(db)
+        .await
+}
+
+pub async fn get_by_name(db: impl PgExecutor<'_>, name: &str) -> Result<Option<InstanceRow>, sqlx::Error> {
+    sqlx::query_as::<_, InstanceRow>(&format!("SELECT {COLUMNS} FROM instances WHERE name = $1"))
+        .bind(name)
+        .fetch_optional(db)
+        .await
+}
+
+pub async fn auth_by_token_hash(
+    db: impl PgExecutor<'_>,
+    token_hash: &str,
+) -> Result<Option<InstanceAuth>, sqlx::Error> {
+    sqlx::query_as::<_, InstanceAuth>("SELECT id, name, ip_allowlist FROM instances WHERE token_hash = $1")
+        .bind(token_hash)
+        .fetch_optional(db)
+        .await
+}
+
+/// Filters of the instance list.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    pub tag: Option<String>,
+    pub state: Option<InstanceState>,
+    /// Keyset cursor: only ids after this one.
+    pub after: Option<InstanceId>,
+    pub limit: i64,
+}
+
+/// Instances in id (creation) order.
+pub async fn list(db: impl PgExecutor<'_>, f: &ListFilter) -> Result<Vec<InstanceRow>, sqlx::Error> {
+    sqlx::query_as::<_, InstanceRow>(&format!(
+        "SELECT {COLUMNS} FROM instances \
+         WHERE ($1::text IS NULL OR tags @> ARRAY[$1::text]) \
+           AND ($2::text IS NULL OR state = $2) \
+           AND ($3::text IS NULL OR id > $3) \
+         ORDER BY id LIMIT $4"
+    ))
+    .bind(&f.tag)
+    .bind(f.state.map(InstanceState::as_str))
+    .bind(&f.after)
+    .bind(f.limit)
+    .fetch_all(db)
+    .await
+}
+
+/// Writes every settable field; returns the new row.
+pub async fn update(
+    db: impl PgExecutor<'_>,
+    id: &InstanceId,
+    f: &InstanceFields,
+) -> Result<Option<InstanceRow>, WriteError> {
+    sqlx::query_as::<_, InstanceRow>(&format!(
+        "UPDATE instances SET name = $2, tags = $3, ip_allowlist = $4, min_interval_ms = $5, \
+         max_per_minute = $6, unsafe_pacing = $7, proxy_url = $8, reject_call = $9, msg_call = $10, \
+         updated_at = now() WHERE id = $1 RETURNING {COLUMNS}"
+    ))
+    .bind(id)
+    .bind(&f.name)
+    .bind(&f.tags)
+    .bind(&f.ip_allowlist)
+    .bind(f.min_interval_ms)
+    .bind(f.max_per_minute)
+    .bind(f.unsafe_pacing)
+    .bind(&f.proxy_url)
+    .bind(f.reject_call)
+    .bind(&f.msg_call)
+    .fetch_optional(db)
+    .await
+    .map_err(map_write)
+}
+
+/// Deletes the instance; its token stops working with the commit.
+pub async fn delete(db: impl PgExecutor<'_>, id: &InstanceId) -> Result<bool, sqlx::Error> {
+    Ok(sqlx::query("DELETE FROM instances WHERE id = $1").bind(id).execute(db).await?.rows_affected() == 1)
+}

@@ -1,0 +1,138 @@
+//! Typed, prefixed identifiers. Every id is `<prefix><32 lowercase hex>` built from a
+//! UUIDv7, so ids sort by creation time (keyset pagination relies on it).
+
+use std::fmt;
+
+/// Declares a prefixed id type: string form on the wire and in Postgres (`TEXT`).
+macro_rules! prefixed_id {
+    ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
+        $(#[$doc])*
+        #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, sqlx::Type)]
+        #[serde(transparent)]
+        #[sqlx(transparent)]
+        pub struct $name(String);
+
+        impl $name {
+            /// The id's fixed prefix.
+            pub const PREFIX: &'static str = $prefix;
+
+            /// A new, time-ordered id.
+            pub fn new() -> Self {
+                Self(format!("{}{}", $prefix, uuid::Uuid::now_v7().simple()))
+            }
+
+            /// Parses an id, checking its prefix and shape.
+            pub fn parse(s: &str) -> Result<Self, InvalidId> {
+                let hex = s.strip_prefix($prefix).ok_or(InvalidId($prefix))?;
+                if hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+                    Ok(Self(s.to_owned()))
+                } else {
+                    Err(InvalidId($prefix))
+                }
+            }
+
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = InvalidId;
+            fn from_str(s: &str) -> Result<Self, InvalidId> {
+                Self::parse(s)
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                Self::parse(&s).map_err(serde::de::Error::custom)
+            }
+        }
+
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::Type::String)
+                    .pattern(Some(concat!("^", $prefix, "[0-9a-f]{32}$")))
+                    .examples([serde_json::json!(concat!($prefix, "0195f0c2a8b37d31a0c4e1f2d3b4a5c6"))])
+                    .into()
+            }
+        }
+
+        impl utoipa::ToSchema for $name {}
+    };
+}
+
+/// The error for an id of the wrong shape; it names the expected prefix, never the input.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("expected an id starting with {0}")]
+pub struct InvalidId(&'static str);
+
+prefixed_id!(
+    /// An instance: one messaging-network account.
+    InstanceId, "inst_"
+);
+prefixed_id!(
+    /// A message in an instance's log or queue.
+    MessageId, "msg_"
+);
+prefixed_id!(
+    /// A stored media object.
+    MediaId, "med_"
+);
+prefixed_id!(
+    /// A webhook endpoint.
+    WebhookId, "wh_"
+);
+prefixed_id!(
+    /// One delivery of an event to a webhook.
+    DeliveryId, "dlv_"
+);
+prefixed_id!(
+    /// An event (outbox row, webhook body, SSE item).
+    EventId, "evt_"
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_order() {
+        let a = InstanceId::new();
+        let b = InstanceId::new();
+        assert!(a.as_str().starts_with("inst_"));
+        assert_eq!(InstanceId::parse(a.as_str()).unwrap(), a);
+        assert!(a < b, "ids are time-ordered");
+        let json = serde_json::to_string(&a).unwrap();
+        assert_eq!(serde_json::from_str::<InstanceId>(&json).unwrap(), a);
+    }
+
+    #[test]
+    fn rejects_wrong_prefix_and_shape() {
+        let m = MessageId::new();
+        assert!(InstanceId::parse(m.as_str()).is_err());
+        assert!(InstanceId::parse("inst_XYZ").is_err());
+        assert!(InstanceId::parse("inst_0195F0C2A8B37D31A0C4E1F2D3B4A5C6").is_err());
+        assert!(serde_json::from_str::<InstanceId>("\"wh_1\"").is_err());
+    }
+}

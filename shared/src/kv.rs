@@ -1,0 +1,33 @@
+//! Redis: the pool and every key name. Only this module formats keys.
+
+use deadpool_redis::{redis, Pool, Runtime};
+
+use crate::Config;
+
+/// Builds the Redis pool (connections are opened lazily).
+pub fn connect(config: &Config) -> Result<Pool, deadpool_redis::CreatePoolError> {
+    deadpool_redis::Config::from_url(config.redis_url.clone()).create_pool(Some(Runtime::Tokio1))
+}
+
+/// Builds keys under the configured prefix (tests give each test its own).
+#[derive(Debug, Clone)]
+pub struct Keys {
+    prefix: String,
+}
+
+impl Keys {
+    pub fn new(config: &Config) -> Self {
+        Keys { prefix: config.key_prefix.clone() }
+    }
+
+    /// The lease of an instance: held by the worker that runs it.
+    pub fn lease(&self, instance: &crate::ids::InstanceId) -> String {
+        format!("{}:lease:{instance}", self.prefix)
+    }
+}
+
+/// Whether Redis answers PING (used by `/readyz`).
+pub async fn is_ready(pool: &Pool) -> bool {
+    let Ok(mut conn) = pool.get().await else { return false };
+    redis::cmd("PING").query_async::<String>(&mut conn).await.is_ok()
+}

@@ -1,0 +1,27 @@
+//! paceline's shared library: everything more than one service needs.
+//!
+//! - [`config`]: layered configuration (defaults, file, `PACELINE_*` environment), validated.
+//! - [`ids`]: typed, prefixed identifiers (`inst_`, `msg_`, ...).
+//! - [`error`]: the one error type at the HTTP edge and its closed [`error::ErrorCode`] enum.
+//! - [`db`]: the Postgres pool, migrations and the repository modules (all SQL lives there).
+//! - [`bus`]: NATS connection and subject builders (nobody else formats a subject).
+//! - [`kv`]: the Redis pool and key builders (nobody else formats a key).
+//! - [`auth`]: token formats, generation and hashing.
+//! - [`net`]: client address resolution and IP allow-lists.
+//! - [`telemetry`]: JSON logs and the Prometheus recorder.
+
+pub mod auth;
+pub mod bus;
+pub mod config;
+pub mod db;
+pub mod error;
+pub mod ids;
+pub mod kv;
+pub mod net;
+pub mod telemetry;
+
+pub use config::Config;
+pub use error::{ApiError, ErrorCode};
+
+/// The cancellation signal every service's `run` takes: cancelled once on SIGTERM/Ctrl-C.
+pub type Shutdown = tokio_util::sync::CancellationToken;

@@ -1,0 +1,48 @@
+//! Logs and metrics set-up shared by every role.
+
+use std::sync::OnceLock;
+
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use tracing_subscriber::EnvFilter;
+
+use crate::config::{Config, LogFormat};
+
+/// Installs the global log subscriber (JSON lines by default). Safe to call twice.
+pub fn init_logging(config: &Config) {
+    let filter = EnvFilter::try_new(&config.log_level).unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = match config.log_format {
+        LogFormat::Json => builder.json().flatten_event(true).with_current_span(true).with_span_list(false).try_init(),
+        LogFormat::Pretty => builder.try_init(),
+    };
+}
+
+/// The process-wide Prometheus recorder, installed on first use.
+pub fn prometheus() -> &'static PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE.get_or_init(|| {
+        let handle = PrometheusBuilder::new()
+            .set_buckets(&[0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 120.0])
+            .expect("static buckets")
+            .install_recorder()
+            .expect("the Prometheus recorder is installed once");
+        let upkeep = handle.clone();
+        // The exporter needs periodic upkeep to drain histogram buffers.
+        std::thread::Builder::new()
+            .name("metrics-upkeep".into())
+            .spawn(move || loop {
+                std::thread::sleep(std::time::Duration::from_secs(5));
+                upkeep.run_upkeep();
+            })
+            .expect("spawn metrics upkeep");
+        handle
+    })
+}
+
+/// Serves `GET /metrics` on `listener` until `shutdown`.
+pub async fn serve_metrics(listener: tokio::net::TcpListener, shutdown: crate::Shutdown) -> std::io::Result<()> {
+    use axum::routing::get;
+    let handle = prometheus();
+    let app = axum::Router::new().route("/metrics", get(move || async move { handle.render() }));
+    axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await
+}

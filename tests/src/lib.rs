@@ -1,0 +1,195 @@
+//! The integration-test harness: real Postgres, Redis and NATS (started by
+//! `scripts/test`, found through `PACELINE_TEST_*`), a fresh schema and key/subject
+//! prefixes per test, in-process services on port 0, and a typed HTTP client.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde_json::Value;
+use shared::auth::{generate_token, ADMIN_TOKEN_PREFIX};
+use shared::{Config, Shutdown};
+
+/// The backends' URLs, from the environment `scripts/test` sets.
+pub struct Backends {
+    pub database_url: String,
+    pub redis_url: String,
+    pub nats_url: String,
+}
+
+pub fn backends() -> Backends {
+    let var = |k: &str| {
+        std::env::var(k).unwrap_or_else(|_| {
+            panic!("{k} is not set: run the integration tests through scripts/test, which starts Postgres, Redis and NATS")
+        })
+    };
+    Backends {
+        database_url: var("PACELINE_TEST_DATABASE_URL"),
+        redis_url: var("PACELINE_TEST_REDIS_URL"),
+        nats_url: var("PACELINE_TEST_NATS_URL"),
+    }
+}
+
+/// A config isolated from every other test: its own schema, key prefix, subject prefix
+/// and admin token; no drain delay.
+pub fn test_config() -> Config {
+    let b = backends();
+    let tag = format!("t_{}", uuid::Uuid::new_v4().simple());
+    Config {
+        database_url: b.database_url,
+        redis_url: b.redis_url,
+        nats_url: b.nats_url,
+        database_schema: Some(tag.clone()),
+        database_max_connections: 5,
+        key_prefix: tag.clone(),
+        subject_prefix: tag,
+        admin_token: Some(generate_token(ADMIN_TOKEN_PREFIX)),
+        listen_addr: ([127, 0, 0, 1], 0).into(),
+        drain_ms: 0,
+        shutdown_timeout_ms: 5_000,
+        ..Config::default()
+    }
+}
+
+/// An API server running in this process.
+pub struct TestApi {
+    pub addr: SocketAddr,
+    pub config: Config,
+    pub shutdown: Shutdown,
+    task: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+}
+
+impl TestApi {
+    pub async fn start() -> TestApi {
+        Self::start_with(test_config()).await
+    }
+
+    /// Starts the API with `config`, bound to `config.listen_addr` (port 0 picks one).
+    pub async fn start_with(config: Config) -> TestApi {
+        let listener = tokio::net::TcpListener::bind(config.listen_addr).await.expect("bind");
+        let mut addr = listener.local_addr().unwrap();
+        if addr.ip().is_unspecified() {
+            addr.set_ip([127, 0, 0, 1].into());
+        }
+        let shutdown = Shutdown::new();
+        let state = api::AppState::connect(config.clone(), shutdown.clone()).await.expect("api state");
+        let task = tokio::spawn(api::serve(state, listener));
+        TestApi { addr, config, shutdown, task: Some(task) }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// A client with the admin token.
+    pub fn admin(&self) -> Client {
+        self.client(self.config.admin_token.clone())
+    }
+
+    /// A client with no token.
+    pub fn anon(&self) -> Client {
+        self.client(None)
+    }
+
+    pub fn client(&self, token: Option<String>) -> Client {
+        Client { http: reqwest::Client::new(), base: format!("http://{}", self.addr), token, headers: Vec::new() }
+    }
+
+    /// Creates an instance with the admin token; returns (instance, token).
+    pub async fn create_instance(&self, name: &str) -> (Value, String) {
+        let body = self.admin().post("/v1/instances", &serde_json::json!({ "name": name })).await.expect(201);
+        (body["instance"].clone(), body["token"].as_str().unwrap().to_string())
+    }
+
+    /// Starts the graceful shutdown and waits for the server to stop.
+    pub async fn stop(mut self) -> anyhow::Result<()> {
+        self.shutdown.cancel();
+        let task = self.task.take().unwrap();
+        tokio::time::timeout(Duration::from_secs(30), task).await??
+    }
+}
+
+impl Drop for TestApi {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// A small typed HTTP client: every call returns a [`Resp`] to assert on.
+#[derive(Clone)]
+pub struct Client {
+    pub http: reqwest::Client,
+    pub base: String,
+    pub token: Option<String>,
+    pub headers: Vec<(String, String)>,
+}
+
+impl Client {
+    pub fn with_header(mut self, k: &str, v: &str) -> Self {
+        self.headers.push((k.into(), v.into()));
+        self
+    }
+
+    pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let mut rb = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(t) = &self.token {
+            rb = rb.bearer_auth(t);
+        }
+        for (k, v) in &self.headers {
+            rb = rb.header(k, v);
+        }
+        rb
+    }
+
+    pub async fn send(&self, rb: reqwest::RequestBuilder) -> Resp {
+        let res = rb.send().await.expect("request failed");
+        let status = res.status().as_u16();
+        let headers = res.headers().clone();
+        let text = res.text().await.unwrap_or_default();
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Resp { status, headers, body, text }
+    }
+
+    pub async fn get(&self, path: &str) -> Resp {
+        self.send(self.request(reqwest::Method::GET, path)).await
+    }
+
+    pub async fn delete(&self, path: &str) -> Resp {
+        self.send(self.request(reqwest::Method::DELETE, path)).await
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> Resp {
+        self.send(self.request(reqwest::Method::POST, path).json(body)).await
+    }
+
+    pub async fn patch(&self, path: &str, body: &Value) -> Resp {
+        self.send(self.request(reqwest::Method::PATCH, path).json(body)).await
+    }
+}
+
+/// An answer: status, headers, and the body as JSON (Null when not JSON).
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Value,
+    pub text: String,
+}
+
+impl Resp {
+    /// Asserts the status and returns the body.
+    #[track_caller]
+    pub fn expect(self, status: u16) -> Value {
+        assert_eq!(self.status, status, "unexpected status; body: {}", self.text);
+        self.body
+    }
+
+    /// Asserts an error envelope with this status and code; returns the message.
+    #[track_caller]
+    pub fn expect_error(self, status: u16, code: &str) -> String {
+        assert_eq!(self.status, status, "unexpected status; body: {}", self.text);
+        let err = &self.body["error"];
+        assert_eq!(err["code"], code, "unexpected code; body: {}", self.text);
+        assert!(err["retryable"].is_boolean(), "envelope lacks retryable: {}", self.text);
+        err["message"].as_str().expect("envelope lacks message").to_string()
+    }
+}

@@ -1,0 +1,73 @@
+//! The error envelope: malformed input, unknown routes and methods, body limits.
+
+use futures::stream;
+use harness::TestApi;
+use serde_json::json;
+
+#[tokio::test]
+async fn malformed_json_is_400_whatever_the_content_type() {
+    let api = TestApi::start().await;
+    let admin = api.admin();
+    for ct in ["application/json", "text/plain", "application/x-www-form-urlencoded"] {
+        let rb = admin.request(reqwest::Method::POST, "/v1/instances").header("content-type", ct).body("{\"name\": ");
+        admin.send(rb).await.expect_error(400, "validation_failed");
+    }
+    // Valid JSON without a Content-Type is read as JSON.
+    let rb = admin.request(reqwest::Method::POST, "/v1/instances").body(r#"{"name":"no-ct"}"#);
+    admin.send(rb).await.expect(201);
+    let rb = admin.request(reqwest::Method::POST, "/v1/instances");
+    admin.send(rb).await.expect_error(400, "validation_failed");
+}
+
+#[tokio::test]
+async fn messages_never_echo_numbers_or_tokens() {
+    let api = TestApi::start().await;
+    let admin = api.admin();
+    let msg = admin.post("/v1/instances", &json!({ "name": 5511999990001u64 })).await.expect_error(400, "validation_failed");
+    assert!(!msg.contains("5511999990001"), "{msg}");
+    let msg = admin
+        .post("/v1/instances", &json!({ "name": "x", "tags": "5511999990001" }))
+        .await
+        .expect_error(400, "validation_failed");
+    assert!(!msg.contains("5511999990001"), "{msg}");
+    let bad = "pl_inst_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+    let r = api.client(Some(bad.into())).get("/v1/me").await;
+    assert!(!r.text.contains(bad));
+    r.expect_error(401, "unauthorized");
+}
+
+#[tokio::test]
+async fn unknown_routes_and_methods_get_the_envelope() {
+    let api = TestApi::start().await;
+    api.admin().get("/v1/nope").await.expect_error(404, "not_found");
+    api.anon().get("/").await.expect_error(404, "not_found");
+    let r = api.admin().send(api.admin().request(reqwest::Method::PUT, "/v1/instances")).await;
+    assert!(r.headers.get("allow").is_some() || r.status == 405);
+    r.expect_error(405, "method_not_allowed");
+}
+
+#[tokio::test]
+async fn body_over_1mb_is_413() {
+    let api = TestApi::start().await;
+    let big = json!({ "name": "x", "tags": ["a".repeat(1024 * 1024)] });
+    api.admin().post("/v1/instances", &big).await.expect_error(413, "media_too_large");
+    // Just under the limit is read (and then validated).
+    let near = json!({ "name": "x", "tags": ["a".repeat(1000 * 1000)] });
+    api.admin().post("/v1/instances", &near).await.expect_error(400, "validation_failed");
+}
+
+#[tokio::test]
+async fn messages_route_reads_up_to_140mb() {
+    let api = TestApi::start().await;
+    let (inst, token) = api.create_instance("big").await;
+    let path = format!("/v1/instances/{}/messages", inst["id"].as_str().unwrap());
+    let own = api.client(Some(token));
+    // 2 MB is over the default limit but within this route's: it reaches the handler.
+    let two_mb = json!({ "to": "x", "type": "document", "media": { "data": "A".repeat(2 * 1024 * 1024) } });
+    own.post(&path, &two_mb).await.expect_error(501, "not_implemented");
+    // Over 140 MB: 413, streamed so the test does not hold it in memory.
+    let chunk = bytes::Bytes::from(vec![b' '; 1024 * 1024]);
+    let chunks = (0..141).map(move |_| Ok::<_, std::io::Error>(chunk.clone()));
+    let rb = own.request(reqwest::Method::POST, &path).body(reqwest::Body::wrap_stream(stream::iter(chunks)));
+    own.send(rb).await.expect_error(413, "media_too_large");
+}

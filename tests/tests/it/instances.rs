@@ -1,0 +1,222 @@
+//! Instances: create, list, get, patch, delete, and the tokens they carry.
+
+use harness::TestApi;
+use serde_json::json;
+
+#[tokio::test]
+async fn create_returns_instance_and_token_once() {
+    let api = TestApi::start().await;
+    let body = api
+        .admin()
+        .post(
+            "/v1/instances",
+            &json!({ "name": "shop-1", "tags": ["eu", "b2c"], "ip_allowlist": ["203.0.113.0/24"],
+                     "min_interval_ms": 2000, "max_per_minute": 20, "unsafe_pacing": false, "proxy_url": null }),
+        )
+        .await
+        .expect(201);
+    let inst = &body["instance"];
+    let token = body["token"].as_str().unwrap();
+    assert!(token.starts_with("pl_inst_"));
+    assert!(inst["id"].as_str().unwrap().starts_with("inst_"));
+    assert_eq!(inst["name"], "shop-1");
+    assert_eq!(inst["state"], "disconnected");
+    assert_eq!(inst["tags"], json!(["b2c", "eu"]));
+    assert_eq!(inst["ip_allowlist"], json!(["203.0.113.0/24"]));
+    assert_eq!(inst["min_interval_ms"], 2000);
+    assert_eq!(inst["max_per_minute"], 20);
+    assert_eq!(inst["unsafe_pacing"], false);
+    assert!(inst["proxy_url"].is_null());
+    assert!(inst["created_at"].is_string());
+    assert!(inst.get("token").is_none());
+
+    let id = inst["id"].as_str().unwrap();
+    let got = api.admin().get(&format!("/v1/instances/{id}")).await.expect(200);
+    assert!(got.get("token").is_none(), "the token is shown only at creation");
+    assert_eq!(got["name"], "shop-1");
+
+    // The token is stored hashed.
+    let pool = shared::db::connect(&api.config).await.unwrap();
+    let (hash,): (String,) = sqlx::query_as("SELECT token_hash FROM instances WHERE id = $1")
+        .bind(id)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_ne!(hash, token);
+    assert_eq!(hash, shared::auth::hash_token(token));
+}
+
+#[tokio::test]
+async fn defaults_and_duplicate_names() {
+    let api = TestApi::start().await;
+    let (inst, _) = api.create_instance("dup").await;
+    assert_eq!(inst["min_interval_ms"], 2000);
+    assert_eq!(inst["max_per_minute"], 20);
+    assert_eq!(inst["settings"], json!({ "reject_call": false, "msg_call": "" }));
+    api.admin().post("/v1/instances", &json!({ "name": "dup" })).await.expect_error(409, "conflict");
+}
+
+#[tokio::test]
+async fn bad_input_is_rejected_and_changes_nothing() {
+    let api = TestApi::start().await;
+    let admin = api.admin();
+    for body in [
+        json!({ "name": "" }),
+        json!({ "name": "with space" }),
+        json!({ "name": "a", "min_interval_ms": 999 }),
+        json!({ "name": "a", "max_per_minute": 61 }),
+        json!({ "name": "a", "ip_allowlist": ["not-an-ip"] }),
+        json!({ "name": "a", "proxy_url": "ftp://x:1" }),
+        json!({ "name": "a", "unknown_field": 1 }),
+        json!({ "name": 5 }),
+    ] {
+        admin.post("/v1/instances", &body).await.expect_error(400, "validation_failed");
+    }
+    let list = admin.get("/v1/instances").await.expect(200);
+    assert_eq!(list["instances"], json!([]));
+    // Below the floors only with unsafe_pacing, which the admin sets.
+    let ok = admin
+        .post("/v1/instances", &json!({ "name": "fast", "min_interval_ms": 100, "max_per_minute": 600, "unsafe_pacing": true }))
+        .await
+        .expect(201);
+    assert_eq!(ok["instance"]["min_interval_ms"], 100);
+}
+
+#[tokio::test]
+async fn list_filters_and_paginates_without_gaps() {
+    let api = TestApi::start().await;
+    let admin = api.admin();
+    let mut ids = Vec::new();
+    for i in 0..7 {
+        let tags = if i % 2 == 0 { json!(["even"]) } else { json!(["odd"]) };
+        let b = admin.post("/v1/instances", &json!({ "name": format!("i{i}"), "tags": tags })).await.expect(201);
+        ids.push(b["instance"]["id"].as_str().unwrap().to_string());
+    }
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let path = match &cursor {
+            Some(c) => format!("/v1/instances?limit=3&cursor={c}"),
+            None => "/v1/instances?limit=3".to_string(),
+        };
+        let page = admin.get(&path).await.expect(200);
+        let items = page["instances"].as_array().unwrap();
+        assert!(items.len() <= 3);
+        seen.extend(items.iter().map(|i| i["id"].as_str().unwrap().to_string()));
+        match page.get("next_cursor").and_then(|c| c.as_str()) {
+            Some(c) => cursor = Some(c.to_string()),
+            None => break,
+        }
+    }
+    assert_eq!(seen, ids, "every instance once, in creation order");
+
+    let even = admin.get("/v1/instances?tag=even").await.expect(200);
+    assert_eq!(even["instances"].as_array().unwrap().len(), 4);
+    let disc = admin.get("/v1/instances?state=disconnected&limit=200").await.expect(200);
+    assert_eq!(disc["instances"].as_array().unwrap().len(), 7);
+    let conn = admin.get("/v1/instances?state=connected").await.expect(200);
+    assert_eq!(conn["instances"], json!([]));
+
+    admin.get("/v1/instances?cursor=garbage").await.expect_error(400, "validation_failed");
+    admin.get("/v1/instances?limit=0").await.expect_error(400, "validation_failed");
+    admin.get("/v1/instances?limit=201").await.expect_error(400, "validation_failed");
+    admin.get("/v1/instances?state=nope").await.expect_error(400, "validation_failed");
+}
+
+#[tokio::test]
+async fn patch_edits_fields_and_guards_admin_only_ones() {
+    let api = TestApi::start().await;
+    let (inst, token) = api.create_instance("editable").await;
+    let id = inst["id"].as_str().unwrap();
+    let path = format!("/v1/instances/{id}");
+    let own = api.client(Some(token));
+
+    let b = own
+        .patch(
+            &path,
+            &json!({ "name": "renamed", "tags": ["x"], "min_interval_ms": 5000, "max_per_minute": 10,
+                     "settings": { "reject_call": true, "msg_call": "busy" } }),
+        )
+        .await
+        .expect(200);
+    assert_eq!(b["name"], "renamed");
+    assert_eq!(b["tags"], json!(["x"]));
+    assert_eq!(b["min_interval_ms"], 5000);
+    assert_eq!(b["settings"], json!({ "reject_call": true, "msg_call": "busy" }));
+
+    // Admin-only fields: 403 for the instance token, and nothing changes.
+    own.patch(&path, &json!({ "proxy_url": "http://p:3128", "name": "sneaky" })).await.expect_error(403, "forbidden");
+    own.patch(&path, &json!({ "unsafe_pacing": true })).await.expect_error(403, "forbidden");
+    assert_eq!(own.get(&path).await.expect(200)["name"], "renamed");
+
+    // Floors hold until the admin lifts them.
+    own.patch(&path, &json!({ "min_interval_ms": 10 })).await.expect_error(400, "validation_failed");
+    let admin = api.admin();
+    let b = admin
+        .patch(&path, &json!({ "unsafe_pacing": true, "proxy_url": "socks5://user:hunter2@127.0.0.1:1080" }))
+        .await
+        .expect(200);
+    assert_eq!(b["proxy_url"], "socks5://user:***@127.0.0.1:1080", "passwords never come back");
+    own.patch(&path, &json!({ "min_interval_ms": 10 })).await.expect(200);
+    // Turning unsafe_pacing off while below the floors is refused, not silently clamped.
+    admin.patch(&path, &json!({ "unsafe_pacing": false })).await.expect_error(400, "validation_failed");
+    let b = admin.patch(&path, &json!({ "proxy_url": null })).await.expect(200);
+    assert!(b["proxy_url"].is_null());
+
+    // Renaming onto a taken name.
+    api.create_instance("taken").await;
+    admin.patch(&path, &json!({ "name": "taken" })).await.expect_error(409, "conflict");
+}
+
+#[tokio::test]
+async fn delete_revokes_the_token_at_once() {
+    let api = TestApi::start().await;
+    let (inst, token) = api.create_instance("doomed").await;
+    let id = inst["id"].as_str().unwrap();
+    let own = api.client(Some(token));
+    own.get("/v1/me").await.expect(200);
+    own.delete(&format!("/v1/instances/{id}")).await.expect_error(403, "forbidden");
+    assert_eq!(api.admin().delete(&format!("/v1/instances/{id}")).await.status, 204);
+    own.get("/v1/me").await.expect_error(401, "unauthorized");
+    api.admin().get(&format!("/v1/instances/{id}")).await.expect_error(404, "instance_not_found");
+    api.admin().delete(&format!("/v1/instances/{id}")).await.expect_error(404, "instance_not_found");
+}
+
+#[tokio::test]
+async fn ip_allowlist_uses_socket_or_trusted_proxy_header() {
+    // Direct: the socket address (127.0.0.1) decides.
+    let api = TestApi::start().await;
+    let b = api.admin().post("/v1/instances", &json!({ "name": "ipr", "ip_allowlist": ["203.0.113.0/24"] })).await.expect(201);
+    let token = b["token"].as_str().unwrap().to_string();
+    let id = b["instance"]["id"].as_str().unwrap().to_string();
+    let own = api.client(Some(token.clone()));
+    own.get("/v1/me").await.expect_error(403, "forbidden");
+    // A header from an untrusted peer is ignored.
+    own.clone().with_header("x-forwarded-for", "203.0.113.5").get("/v1/me").await.expect_error(403, "forbidden");
+    // The admin is not bound by the instance's list.
+    api.admin().get(&format!("/v1/instances/{id}")).await.expect(200);
+    api.admin().patch(&format!("/v1/instances/{id}"), &json!({ "ip_allowlist": ["127.0.0.0/8"] })).await.expect(200);
+    own.get("/v1/me").await.expect(200);
+    drop(api);
+
+    // Behind a trusted proxy (loopback here), the header decides.
+    let mut config = harness::test_config();
+    config.trusted_proxies = vec!["127.0.0.0/8".parse().unwrap()];
+    let api = TestApi::start_with(config).await;
+    let b = api.admin().post("/v1/instances", &json!({ "name": "ipp", "ip_allowlist": ["203.0.113.0/24"] })).await.expect(201);
+    let own = api.client(Some(b["token"].as_str().unwrap().to_string()));
+    own.clone().with_header("x-forwarded-for", "203.0.113.5").get("/v1/me").await.expect(200);
+    own.clone().with_header("x-forwarded-for", "198.51.100.1").get("/v1/me").await.expect_error(403, "forbidden");
+    own.get("/v1/me").await.expect_error(403, "forbidden");
+}
+
+#[tokio::test]
+async fn me_tells_who_the_token_is() {
+    let api = TestApi::start().await;
+    assert_eq!(api.admin().get("/v1/me").await.expect(200)["kind"], "admin");
+    let (inst, token) = api.create_instance("me").await;
+    let me = api.client(Some(token)).get("/v1/me").await.expect(200);
+    assert_eq!(me["kind"], "instance");
+    assert_eq!(me["instance_id"], inst["id"]);
+    assert_eq!(me["instance_name"], "me");
+}
