@@ -92,6 +92,17 @@ impl FromRequestParts<AppState> for Principal {
     }
 }
 
+/// The admin principal: any other valid token gets 403 before the body is read.
+pub struct Admin;
+
+impl FromRequestParts<AppState> for Admin {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        Principal::from_request_parts(parts, state).await?.require_admin().map(|()| Admin)
+    }
+}
+
 /// A JSON body parsed whatever the Content-Type, with 400 `validation_failed` for
 /// malformed JSON or wrong fields and 413 `media_too_large` over the route's body limit.
 pub struct ValidatedJson<T>(pub T);
@@ -137,34 +148,30 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     })
 }
 
-/// Strips user-supplied values from serde's messages (`invalid type: string "…"`,
-/// `unknown variant `…``) and its position suffix: values may be phone numbers or secrets.
+/// Strips user-supplied values from serde's messages and its position suffix: values
+/// may be phone numbers or secrets. serde quotes input before `, expected` (`invalid
+/// type: integer `5511…``, `unknown variant `…``) and schema words after it; only
+/// `missing field` and `duplicate field` quote a schema word before it.
 pub fn sanitize_serde_message(msg: &str) -> String {
     let msg = msg.split(" at line ").next().unwrap_or(msg);
+    let (head, tail) = match msg.find(", expected") {
+        Some(i) => msg.split_at(i),
+        None => (msg, ""),
+    };
+    if head.starts_with("missing field") || head.starts_with("duplicate field") {
+        return msg.to_string();
+    }
     let mut out = String::with_capacity(msg.len());
-    let mut rest = msg;
+    let mut rest = head;
     while let Some(start) = rest.find(['"', '`']) {
         let quote = rest.as_bytes()[start] as char;
         out.push_str(&rest[..start]);
+        out.push_str("(value)");
         let after = &rest[start + 1..];
-        let Some(end) = after.find(quote) else {
-            rest = "";
-            break;
-        };
-        let quoted = &after[..end];
-        // Keep quoted schema words (field and variant names serde lists as expected);
-        // drop anything that came from the input.
-        let from_input = out.ends_with("string ") || out.ends_with("variant ") || out.ends_with("field ");
-        if from_input {
-            out.push_str("(value)");
-        } else {
-            out.push(quote);
-            out.push_str(quoted);
-            out.push(quote);
-        }
-        rest = &after[end + 1..];
+        rest = after.find(quote).map_or("", |end| &after[end + 1..]);
     }
     out.push_str(rest);
+    out.push_str(tail);
     out
 }
 
@@ -214,6 +221,10 @@ mod tests {
         assert!(e.message.contains("`text`"), "expected variants stay: {}", e.message);
         let e = parse_json::<Body>(br#"{"count": 1, "pl_inst_secret": 1}"#).unwrap_err();
         assert!(!e.message.contains("pl_inst_secret"), "{}", e.message);
+        let e = parse_json::<Body>(br#"{"count": 5511999990001}"#).unwrap_err();
+        assert!(!e.message.contains("5511999990001"), "{}", e.message);
+        let e = parse_json::<Body>(br#"{}"#).unwrap_err();
+        assert!(e.message.contains("missing field `count`"), "{}", e.message);
         let e = parse_json::<Body>(b"{not json").unwrap_err();
         assert!(e.message.starts_with("malformed JSON"), "{}", e.message);
         let e = parse_json::<Body>(b"").unwrap_err();

@@ -15,7 +15,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::extract::{Principal, ValidatedJson, ValidatedQuery};
+use crate::extract::{Admin, Principal, ValidatedJson, ValidatedQuery};
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -183,10 +183,9 @@ pub struct InstanceListOut {
     security(("admin" = [])))]
 async fn create(
     State(state): State<AppState>,
-    principal: Principal,
+    _admin: Admin,
     ValidatedJson(body): ValidatedJson<InstanceIn>,
 ) -> Result<(StatusCode, Json<InstanceCreatedOut>), ApiError> {
-    principal.require_admin()?;
     let settings = body.settings.unwrap_or_default();
     let fields = InstanceFields {
         name: body.name,
@@ -219,10 +218,9 @@ async fn create(
     security(("admin" = [])))]
 async fn list(
     State(state): State<AppState>,
-    principal: Principal,
+    _admin: Admin,
     ValidatedQuery(q): ValidatedQuery<ListQuery>,
 ) -> Result<Json<InstanceListOut>, ApiError> {
-    principal.require_admin()?;
     let limit = crate::pagination::limit(q.limit, 50, 200)?;
     let after = q.cursor.as_deref().map(decode_cursor).transpose()?;
     let mut rows = instances::list(
