@@ -584,6 +584,30 @@ pl_wipe_data() {
     return 0
 }
 
+# Stop services that an earlier run on the same DATA_DIR left behind (its script was
+# killed before its trap ran): pids are recorded in DATA_DIR/services.pids, and a pid is
+# only signalled while its executable is still the one recorded.
+_pl_reap_orphans() {
+    local data_dir=$1 name pid exe
+    local pidfile=$data_dir/services.pids
+    [[ -f $pidfile ]] || return 0
+    while read -r name pid; do
+        [[ $pid =~ ^[0-9]+$ ]] || continue
+        # argv[0], not /proc/PID/exe: Debian's redis-server is a symlink to redis-check-rdb,
+        # and Redis rewrites its argv to "path addr:port".
+        exe=$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | head -n 1) || continue
+        exe=${exe%% *}
+        [[ ${exe##*/} == "$name" ]] || continue
+        _pl_log "stopping $name (pid $pid) left running by an earlier run on $data_dir"
+        if [[ $name == postgres ]]; then
+            _pl_terminate "$pid" postgres INT || true
+        else
+            _pl_terminate "$pid" "$name" TERM || true
+        fi
+    done <"$pidfile"
+    rm -f "$pidfile"
+}
+
 pl_start_services() {
     if [[ $# -ne 4 ]]; then
         _pl_err "usage: pl_start_services DATA_DIR PG_PORT REDIS_PORT NATS_PORT"
@@ -611,6 +635,10 @@ pl_start_services() {
     fi
     if [[ -z ${PL_PG_BIN:-} || -z ${PL_REDIS_SERVER:-} || -z ${PL_NATS_SERVER:-} ]]; then
         pl_ensure_deps || return 1
+    fi
+
+    if [[ -d $data_dir ]]; then
+        _pl_reap_orphans "$(cd "$data_dir" && pwd -P)"
     fi
 
     # Check every port before starting anything.
@@ -653,6 +681,10 @@ pl_start_services() {
         return 1
     fi
 
+    printf 'postgres %s\nredis-server %s\nnats-server %s\n' "$_PL_PG_PID" "$_PL_REDIS_PID" "$_PL_NATS_PID" \
+        >"$data_dir/services.pids"
+    _PL_PIDFILE=$data_dir/services.pids
+
     export PACELINE_DATABASE_URL="postgres://paceline@127.0.0.1:$pg_port/paceline"
     export PACELINE_REDIS_URL="redis://127.0.0.1:$redis_port"
     export PACELINE_NATS_URL="nats://127.0.0.1:$nats_port"
@@ -684,6 +716,10 @@ pl_stop_services() {
         fi
         # Normally gone by now; otherwise SIGINT is Postgres' "fast shutdown".
         _pl_terminate "$pid" postgres INT || true
+    fi
+    if [[ -n ${_PL_PIDFILE:-} ]]; then
+        rm -f "$_PL_PIDFILE"
+        _PL_PIDFILE=''
     fi
     return 0
 }

@@ -35,3 +35,14 @@ pub async fn is_ready(client: &async_nats::Client) -> bool {
     client.connection_state() == async_nats::connection::State::Connected
         && tokio::time::timeout(Duration::from_secs(2), client.flush()).await.is_ok_and(|r| r.is_ok())
 }
+
+/// Flushes pending publishes, giving up after `FLUSH_TIMEOUT` (NATS may be down while
+/// we stop; shutting down must not wait for it to come back).
+pub async fn flush_bounded(client: &async_nats::Client) {
+    if tokio::time::timeout(FLUSH_TIMEOUT, client.flush()).await.is_err() {
+        tracing::warn!("nats flush timed out");
+    }
+}
+
+/// How long a flush may take on shutdown.
+pub const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);

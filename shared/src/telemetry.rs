@@ -10,11 +10,28 @@ use crate::config::{Config, LogFormat};
 /// Installs the global log subscriber (JSON lines by default). Safe to call twice.
 pub fn init_logging(config: &Config) {
     let filter = EnvFilter::try_new(&config.log_level).unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(|| QuietStderr);
     let _ = match config.log_format {
         LogFormat::Json => builder.json().flatten_event(true).with_current_span(true).with_span_list(false).try_init(),
         LogFormat::Pretty => builder.try_init(),
     };
+}
+
+/// stderr that swallows write errors. When the terminal or pipe behind stderr is gone,
+/// tracing-subscriber would report a failed write with `eprintln!`, which panics, and a
+/// panic in a signal handler or worker loop must not be what a closed terminal causes.
+struct QuietStderr;
+
+impl std::io::Write for QuietStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let _ = std::io::stderr().write_all(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = std::io::stderr().flush();
+        Ok(())
+    }
 }
 
 /// The process-wide Prometheus recorder, installed on first use.

@@ -39,7 +39,7 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
             }
         }
     }
-    let _ = nats.flush().await;
+    bus::flush_bounded(&nats).await;
     pool.close().await;
     tracing::info!("worker stopped");
     Ok(())

@@ -3,6 +3,7 @@
 //! migrations; `paceline openapi` prints the OpenAPI description.
 
 use std::future::Future;
+use std::io::Write;
 use std::path::PathBuf;
 use std::pin::Pin;
 
@@ -53,7 +54,7 @@ async fn main() -> std::process::ExitCode {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = format!("{e:#}"), "exiting");
-            eprintln!("paceline: {e:#}");
+            let _ = writeln!(std::io::stderr(), "paceline: {e:#}");
             std::process::ExitCode::FAILURE
         }
     }
@@ -76,6 +77,8 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
     let shutdown = Shutdown::new();
     spawn_signal_handler(shutdown.clone());
 
+    // Once shutdown starts, the process ends within this time even if a backend hangs.
+    let config_deadline_ms = config.drain_ms + config.shutdown_timeout_ms + 5_000;
     let mut tasks: Vec<(&str, Task)> = Vec::new();
     let metrics = |tasks: &mut Vec<(&str, Task)>, config: &Config| {
         let addr = config.metrics_addr;
@@ -138,11 +141,26 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
             tasks.push(("dispatcher", Box::pin(dispatcher::run(config, shutdown.clone()))));
         }
     }
-    run_all(tasks, shutdown).await
+    let deadline = std::time::Duration::from_millis(config_deadline_ms);
+    run_all(tasks, shutdown, deadline).await
 }
 
-/// Runs every task; the first to fail stops the others, and its error is returned.
-async fn run_all(tasks: Vec<(&'static str, Task)>, shutdown: Shutdown) -> anyhow::Result<()> {
+/// Runs every task; the first to fail stops the others, and its error is returned. Once
+/// shutdown has started, tasks get `deadline` to finish before the process exits anyway.
+async fn run_all(
+    tasks: Vec<(&'static str, Task)>,
+    shutdown: Shutdown,
+    deadline: std::time::Duration,
+) -> anyhow::Result<()> {
+    tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move {
+            shutdown.cancelled().await;
+            tokio::time::sleep(deadline).await;
+            tracing::error!(deadline_ms = deadline.as_millis() as u64, "shutdown deadline passed; exiting");
+            std::process::exit(1);
+        }
+    });
     let mut set = tokio::task::JoinSet::new();
     for (name, task) in tasks {
         let shutdown = shutdown.clone();
@@ -179,8 +197,8 @@ fn spawn_signal_handler(shutdown: Shutdown) {
                 _ = term.recv() => {}
             }
             if n == 0 {
-                tracing::info!("shutdown requested");
                 shutdown.cancel();
+                tracing::info!("shutdown requested");
             } else {
                 tracing::warn!("second signal: exiting now");
                 std::process::exit(130);

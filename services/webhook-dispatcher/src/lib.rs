@@ -18,7 +18,7 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let nats = bus::connect(&config, "dispatcher").await.context("connecting to nats")?;
     tracing::info!("dispatcher started");
     shutdown.cancelled().await;
-    let _ = nats.flush().await;
+    bus::flush_bounded(&nats).await;
     pool.close().await;
     tracing::info!("dispatcher stopped");
     Ok(())
