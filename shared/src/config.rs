@@ -110,6 +110,16 @@ pub struct Config {
     /// Apply migrations at start-up (under an advisory lock).
     #[serde(deserialize_with = "de::flexible_bool")]
     pub migrate_on_start: bool,
+    /// Time-to-live of an instance lease; a dead worker's instances move within it.
+    pub lease_ttl_ms: u64,
+    /// How often a worker looks for instances that should run and nobody holds.
+    pub worker_scan_ms: u64,
+    /// Most instances one worker runs.
+    pub worker_max_instances: usize,
+    /// How long the API waits for a worker's answer before 504 `worker_timeout`.
+    pub rpc_timeout_ms: u64,
+    /// netsim: how often a shown QR code is replaced (the network's 20 s).
+    pub netsim_qr_rotate_ms: u64,
 }
 
 impl Default for Config {
@@ -139,6 +149,11 @@ impl Default for Config {
             default_min_interval_ms: 2_000,
             default_max_per_minute: 20,
             migrate_on_start: true,
+            lease_ttl_ms: 10_000,
+            worker_scan_ms: 1_000,
+            worker_max_instances: 5_000,
+            rpc_timeout_ms: 10_000,
+            netsim_qr_rotate_ms: 20_000,
         }
     }
 }
@@ -224,6 +239,15 @@ impl Config {
         }
         if !(1..=60).contains(&self.default_max_per_minute) {
             errors.push("default_max_per_minute must be between 1 and 60".to_string());
+        }
+        if self.lease_ttl_ms < 300 {
+            errors.push("lease_ttl_ms must be at least 300".to_string());
+        }
+        if self.worker_scan_ms == 0 || self.rpc_timeout_ms == 0 || self.netsim_qr_rotate_ms == 0 {
+            errors.push("worker_scan_ms, rpc_timeout_ms and netsim_qr_rotate_ms must be positive".to_string());
+        }
+        if self.worker_max_instances == 0 {
+            errors.push("worker_max_instances must be at least 1".to_string());
         }
         if tracing_subscriber::EnvFilter::try_new(&self.log_level).is_err() {
             errors.push("log_level is not a valid tracing filter".to_string());

@@ -15,9 +15,11 @@ pub mod bus;
 pub mod config;
 pub mod db;
 pub mod error;
+pub mod http;
 pub mod ids;
 pub mod kv;
 pub mod net;
+pub mod simproto;
 pub mod telemetry;
 
 pub use config::Config;

@@ -1,0 +1,216 @@
+use super::*;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+
+fn conn(net: &Net) -> (ConnId, UnboundedReceiver<ServerEv>) {
+    let (tx, rx) = unbounded_channel();
+    (net.connect(tx), rx)
+}
+
+fn ttl() -> chrono::Duration {
+    chrono::Duration::seconds(20)
+}
+
+fn drain(rx: &mut UnboundedReceiver<ServerEv>) -> Vec<ServerEv> {
+    let mut v = Vec::new();
+    while let Ok(ev) = rx.try_recv() {
+        v.push(ev);
+    }
+    v
+}
+
+fn qr_of(evs: &[ServerEv]) -> String {
+    evs.iter()
+        .rev()
+        .find_map(|e| match e {
+            ServerEv::Qr { code, .. } => Some(code.clone()),
+            _ => None,
+        })
+        .expect("a qr event")
+}
+
+fn msg(id: &str, to: &str) -> SimMessage {
+    SimMessage { id: id.into(), from: String::new(), to: to.into(), kind: "text".into(), text: Some("hi".into()), body: serde_json::Value::Null, timestamp: Utc::now() }
+}
+
+/// Pairs a new connection with `number` by QR; returns (conn, rx, session).
+fn paired(net: &Net, number: &str) -> (ConnId, UnboundedReceiver<ServerEv>, String) {
+    let (c, mut rx) = conn(net);
+    net.hello(c, None, ttl());
+    let code = qr_of(&drain(&mut rx));
+    let session = net.scan(&code, number).unwrap();
+    (c, rx, session)
+}
+
+#[test]
+fn qr_pairing_links_and_rotation_invalidates_old_codes() {
+    let net = Net::default();
+    net.register("5511999990001", true).unwrap();
+    let (c, mut rx) = conn(&net);
+    net.hello(c, None, ttl());
+    let first = qr_of(&drain(&mut rx));
+    assert!(net.rotate_qr(c, ttl()));
+    let second = qr_of(&drain(&mut rx));
+    assert_ne!(first, second);
+    assert_eq!(net.scan(&first, "5511999990001"), Err(NetError::UnknownCode));
+    assert_eq!(net.scan(&second, "5511999990002"), Err(NetError::NoAccount));
+    let session = net.scan(&second, "5511999990001").unwrap();
+    let evs = drain(&mut rx);
+    assert!(matches!(&evs[0], ServerEv::Paired { session: s, business: true, .. } if *s == session));
+    assert!(matches!(&evs[1], ServerEv::History { .. }));
+    assert!(!net.rotate_qr(c, ttl()), "no rotation once linked");
+    assert_eq!(net.phone_info("5511999990001"), Some((true, false, 1, 1)));
+}
+
+#[test]
+fn pairing_code_links_only_the_number_it_was_asked_for() {
+    let net = Net::default();
+    net.register("5511999990001", false).unwrap();
+    net.register("5511999990002", false).unwrap();
+    let (c, mut rx) = conn(&net);
+    net.hello(c, None, ttl());
+    net.pair_code(c, 1, "5511999990009");
+    net.pair_code(c, 2, "5511999990001");
+    let evs = drain(&mut rx);
+    let code = evs
+        .iter()
+        .find_map(|e| match e {
+            ServerEv::Reply { req: 1, ok, code, .. } => {
+                assert!(!ok);
+                assert_eq!(code.as_deref(), Some("invalid_number"));
+                None
+            }
+            ServerEv::Reply { req: 2, value, .. } => Some(value["code"].as_str().unwrap().to_string()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(code.len(), 8);
+    assert_eq!(net.enter_code("5511999990002", &code), Err(NetError::UnknownCode));
+    net.enter_code("5511999990001", &code).unwrap();
+}
+
+#[test]
+fn sends_deduplicate_by_network_id_and_reach_linked_recipients() {
+    let net = Net::default();
+    for n in ["5511999990001", "5511999990002"] {
+        net.register(n, false).unwrap();
+    }
+    let (a, mut arx, _) = paired(&net, "5511999990001");
+    let (_b, mut brx, _) = paired(&net, "5511999990002");
+    drain(&mut arx);
+    drain(&mut brx);
+    net.device_send(a, 1, msg("ID1", "5511999990002"));
+    net.device_send(a, 2, msg("ID1", "5511999990002"));
+    net.device_send(a, 3, msg("ID2", "5511999990404"));
+    let inbox = net.inbox("5511999990002").unwrap();
+    assert_eq!(inbox.messages.len(), 1);
+    assert_eq!(inbox.duplicates, 1);
+    assert_eq!(inbox.messages[0].from, "5511999990001");
+    let got: Vec<_> = drain(&mut brx).into_iter().filter(|e| matches!(e, ServerEv::Message { .. })).collect();
+    assert_eq!(got.len(), 1, "the recipient's device sees the message once");
+    let replies: Vec<_> = drain(&mut arx)
+        .into_iter()
+        .filter_map(|e| match e {
+            ServerEv::Reply { req, ok, code, .. } => Some((req, ok, code)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(replies[0], (1, true, None));
+    assert_eq!(replies[1], (2, true, None), "a re-send of the same id is acknowledged, not delivered again");
+    assert_eq!(replies[2], (3, false, Some("invalid_number".into())));
+}
+
+#[test]
+fn resume_replace_logout_and_ban() {
+    let net = Net::default();
+    net.register("5511999990001", false).unwrap();
+    let (_a, mut arx, session) = paired(&net, "5511999990001");
+    drain(&mut arx);
+    // A second connection resuming the session replaces the first.
+    let (b, mut brx) = conn(&net);
+    net.hello(b, Some(session.clone()), ttl());
+    assert!(matches!(drain(&mut arx).last(), Some(ServerEv::Replaced)));
+    assert!(matches!(drain(&mut brx)[0], ServerEv::Connected { .. }));
+    // Messages for an offline device wait for its next connect.
+    net.disconnect(b);
+    net.register("5511999990002", false).unwrap();
+    net.phone_send("5511999990002", "5511999990001", "text", Some("while away".into()), serde_json::Value::Null).unwrap();
+    let (c, mut crx) = conn(&net);
+    net.hello(c, Some(session.clone()), ttl());
+    let evs = drain(&mut crx);
+    assert!(evs.iter().any(|e| matches!(e, ServerEv::Message { message, .. } if message.text.as_deref() == Some("while away"))));
+    // Logout from the phone unlinks; the session no longer resumes.
+    assert_eq!(net.logout_phone("5511999990001").unwrap(), 1);
+    assert!(matches!(drain(&mut crx).last(), Some(ServerEv::LoggedOut)));
+    let (d, mut drx) = conn(&net);
+    net.hello(d, Some(session), ttl());
+    assert!(matches!(drain(&mut drx)[0], ServerEv::LoggedOut));
+    // A banned account's devices are told so.
+    let (_e, mut erx, session) = paired(&net, "5511999990002");
+    drain(&mut erx);
+    net.ban("5511999990002").unwrap();
+    assert!(matches!(drain(&mut erx).last(), Some(ServerEv::Banned)));
+    let (f, mut frx) = conn(&net);
+    net.hello(f, Some(session), ttl());
+    assert!(matches!(drain(&mut frx)[0], ServerEv::Banned));
+}
+
+#[test]
+fn history_sync_carries_earlier_messages() {
+    let net = Net::default();
+    net.register("5511999990001", false).unwrap();
+    net.register("5511999990002", false).unwrap();
+    net.phone_send("5511999990002", "5511999990001", "text", Some("old".into()), serde_json::Value::Null).unwrap();
+    let (c, mut rx) = conn(&net);
+    net.hello(c, None, ttl());
+    let code = qr_of(&drain(&mut rx));
+    net.scan(&code, "5511999990001").unwrap();
+    let history = drain(&mut rx)
+        .into_iter()
+        .find_map(|e| match e {
+            ServerEv::History { messages } => Some(messages),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(history[0].text.as_deref(), Some("old"));
+}
+
+#[test]
+fn calls_are_rejected_with_a_message_to_the_caller() {
+    let net = Net::default();
+    net.register("5511999990001", false).unwrap();
+    net.register("5511999990002", false).unwrap();
+    let (a, mut arx, _) = paired(&net, "5511999990001");
+    drain(&mut arx);
+    let call = net.call("5511999990002", "5511999990001").unwrap();
+    assert_eq!(call.state, "ringing");
+    assert!(matches!(drain(&mut arx)[0], ServerEv::Call { .. }));
+    net.reject_call(a, 7, &call.id, Some("busy".into()));
+    assert_eq!(net.calls()[0].state, "rejected");
+    let inbox = net.inbox("5511999990002").unwrap();
+    assert_eq!(inbox.messages[0].text.as_deref(), Some("busy"));
+}
+
+#[test]
+fn faults_validate_and_drop_connections_keeps_devices_linked() {
+    let net = Net::default();
+    net.register("5511999990001", false).unwrap();
+    let (_a, _arx, _) = paired(&net, "5511999990001");
+    assert!(net.set_faults(Faults { error_rate: 1.5, ..Faults::default() }).is_err());
+    let f = net.set_faults(Faults { drop_connections: true, latency_ms: 5, ..Faults::default() }).unwrap();
+    assert!(!f.drop_connections);
+    assert_eq!(net.stats(), (1, 1, 0, 0));
+}
+
+#[test]
+fn holds_thousands_of_linked_accounts() {
+    let net = Net::default();
+    let mut rxs = Vec::new();
+    for i in 0..5_000u32 {
+        let number = format!("55119{i:08}");
+        net.register(&number, false).unwrap();
+        let (_c, rx, _) = paired(&net, &number);
+        rxs.push(rx);
+    }
+    assert_eq!(net.stats(), (5_000, 5_000, 5_000, 5_000));
+}

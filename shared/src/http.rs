@@ -1,0 +1,121 @@
+//! HTTP pieces every service with a JSON API shares: the body extractor whose
+//! rejections are error envelopes, and the sanitizing of serde's messages.
+
+use axum::extract::{FromRequest, Request};
+use bytes::Bytes;
+use serde::de::DeserializeOwned;
+
+use crate::ApiError;
+
+/// A JSON body parsed whatever the Content-Type, with 400 `validation_failed` for
+/// malformed JSON or wrong fields and 413 `media_too_large` over the route's body limit.
+pub struct ValidatedJson<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ValidatedJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(crate::ErrorCode::MediaTooLarge, "request body is larger than this route accepts")
+            } else {
+                ApiError::validation("request body could not be read")
+            }
+        })?;
+        parse_json(&bytes).map(ValidatedJson)
+    }
+}
+
+/// Parses JSON with an error message that names the field but never echoes input values.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::validation("request body must be a JSON document"));
+    }
+    let de = &mut serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let reason = sanitize_serde_message(&inner.to_string());
+        let msg = match inner.classify() {
+            serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
+                format!("malformed JSON at line {} column {}", inner.line(), inner.column())
+            }
+            // The last path segment of an unknown field is the input's own key: drop it.
+            _ if reason.starts_with("unknown field") => match path.rsplit_once('.') {
+                Some((parent, _)) => format!("invalid object `{parent}`: {reason}"),
+                None => format!("invalid request body: {reason}"),
+            },
+            _ if path == "." || path.is_empty() => format!("invalid request body: {reason}"),
+            _ => format!("invalid field `{path}`: {reason}"),
+        };
+        ApiError::validation(msg)
+    })
+}
+
+/// Strips user-supplied values from serde's messages and its position suffix: values
+/// may be phone numbers or secrets. serde quotes input before `, expected` (`invalid
+/// type: integer `5511…``, `unknown variant `…``) and schema words after it; only
+/// `missing field` and `duplicate field` quote a schema word before it.
+pub fn sanitize_serde_message(msg: &str) -> String {
+    let msg = msg.split(" at line ").next().unwrap_or(msg);
+    let (head, tail) = match msg.find(", expected") {
+        Some(i) => msg.split_at(i),
+        None => (msg, ""),
+    };
+    if head.starts_with("missing field") || head.starts_with("duplicate field") {
+        return msg.to_string();
+    }
+    let mut out = String::with_capacity(msg.len());
+    let mut rest = head;
+    while let Some(start) = rest.find(['"', '`']) {
+        let quote = rest.as_bytes()[start] as char;
+        out.push_str(&rest[..start]);
+        out.push_str("(value)");
+        let after = &rest[start + 1..];
+        rest = after.find(quote).map_or("", |end| &after[end + 1..]);
+    }
+    out.push_str(rest);
+    out.push_str(tail);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Body {
+        count: u32,
+        kind: Option<Kind>,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    #[allow(dead_code)]
+    enum Kind {
+        Text,
+    }
+
+    #[test]
+    fn json_errors_name_fields_not_values() {
+        let e = parse_json::<Body>(br#"{"count": "5511999990001"}"#).unwrap_err();
+        assert!(e.message.contains("`count`"), "{}", e.message);
+        assert!(!e.message.contains("5511999990001"), "{}", e.message);
+        let e = parse_json::<Body>(br#"{"count": 1, "kind": "5511999990001"}"#).unwrap_err();
+        assert!(!e.message.contains("5511999990001"), "{}", e.message);
+        assert!(e.message.contains("`text`"), "expected variants stay: {}", e.message);
+        let e = parse_json::<Body>(br#"{"count": 1, "pl_inst_secret": 1}"#).unwrap_err();
+        assert!(!e.message.contains("pl_inst_secret"), "{}", e.message);
+        let e = parse_json::<Body>(br#"{"count": 5511999990001}"#).unwrap_err();
+        assert!(!e.message.contains("5511999990001"), "{}", e.message);
+        let e = parse_json::<Body>(br#"{}"#).unwrap_err();
+        assert!(e.message.contains("missing field `count`"), "{}", e.message);
+        let e = parse_json::<Body>(b"{not json").unwrap_err();
+        assert!(e.message.starts_with("malformed JSON"), "{}", e.message);
+        let e = parse_json::<Body>(b"").unwrap_err();
+        assert_eq!(e.code, crate::ErrorCode::ValidationFailed);
+        assert!(parse_json::<Body>(br#"{"count": 3}"#).is_ok());
+    }
+}

@@ -1,0 +1,96 @@
+//! The wire protocol between the `sim` network driver (in the worker) and netsim: JSON
+//! text frames over a WebSocket at `ws://<netsim>/session`. One connection is one device
+//! session. The client opens with `hello`; everything after is events from netsim and
+//! requests (with a `req` number echoed in the `reply`) from the client.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// A message as the simulated network carries it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SimMessage {
+    /// The network message id (assigned by the sender, de-duplicated by netsim).
+    pub id: String,
+    /// Sender's number.
+    pub from: String,
+    /// Recipient's number.
+    pub to: String,
+    /// `text`, `image`, ...
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Type-specific content (media, location, poll, ...).
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub body: serde_json::Value,
+    pub timestamp: DateTime<Utc>,
+}
+
+/// Client to netsim.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum ClientOp {
+    /// Resume a linked device (`session` set) or start pairing (`session` absent).
+    Hello { session: Option<String> },
+    /// Ask for a phone pairing code for `phone` (while pairing).
+    PairCode { req: u64, phone: String },
+    /// Send a message; `message.from` is ignored (netsim knows the account).
+    Send { req: u64, message: SimMessage },
+    /// Unlink this device.
+    Logout { req: u64 },
+    /// Reject an incoming call, optionally texting the caller.
+    RejectCall { req: u64, call_id: String, message: Option<String> },
+}
+
+/// netsim to client.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "ev", rename_all = "snake_case")]
+pub enum ServerEv {
+    /// A QR payload to show; replaced by the next one at `expires_at`.
+    Qr { code: String, expires_at: DateTime<Utc> },
+    /// The device was linked by a scan or a pairing code; `session` resumes it later.
+    Paired { session: String, phone: String, business: bool },
+    /// A resumed session is online.
+    Connected { phone: String, business: bool },
+    /// The device was unlinked (or the session is unknown).
+    LoggedOut,
+    /// The account is banned.
+    Banned,
+    /// Another connection resumed this session; this one is closed.
+    Replaced,
+    /// The answer to a request.
+    Reply {
+        req: u64,
+        ok: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+        #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+        value: serde_json::Value,
+    },
+    /// A message for this account (`from_me`: sent from the phone itself).
+    Message { message: SimMessage, from_me: bool },
+    /// A receipt for a message this account sent.
+    Receipt { id: String, status: String, from: String, timestamp: DateTime<Utc> },
+    /// The account's recent messages, once after linking.
+    History { messages: Vec<SimMessage> },
+    /// An incoming voice call.
+    Call { call_id: String, from: String },
+}
+
+impl ServerEv {
+    pub fn ok(req: u64, value: serde_json::Value) -> ServerEv {
+        ServerEv::Reply { req, ok: true, code: None, detail: None, value }
+    }
+
+    pub fn err(req: u64, code: &str, detail: &str) -> ServerEv {
+        ServerEv::Reply {
+            req,
+            ok: false,
+            code: Some(code.to_string()),
+            detail: Some(detail.to_string()),
+            value: serde_json::Value::Null,
+        }
+    }
+}
