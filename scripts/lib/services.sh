@@ -83,7 +83,9 @@ _pl_alive() {
     [[ $pid =~ ^[0-9]+$ ]] || return 1
     kill -0 "$pid" 2>/dev/null || return 1
     if [[ -r /proc/$pid/stat ]]; then
-        IFS= read -r stat <"/proc/$pid/stat" 2>/dev/null || return 0
+        # 2>/dev/null first: a redirection error goes to the stderr in effect at
+        # that point. Unreadable now = exited (and reaped) since kill -0 above.
+        IFS= read -r stat 2>/dev/null <"/proc/$pid/stat" || return 1
         state=${stat##*) }
         state=${state%% *}
         [[ $state != Z && $state != X ]] || return 1
@@ -578,6 +580,10 @@ pl_wipe_data() {
     fi
     if [[ -d $dir ]]; then
         dir=$(cd "$dir" && pwd -P) || return 1
+        # Services a killed earlier run left running on DATA_DIR: stop them now,
+        # or deleting services.pids would orphan them for good (their ports
+        # stay taken, so the next pl_start_services fails).
+        _pl_reap_orphans "$dir"
         rm -rf "$(_pl_pg_fallback_dir "$dir")" || return 1
         rm -rf "$dir" || return 1
     fi
@@ -595,7 +601,7 @@ _pl_reap_orphans() {
         [[ $pid =~ ^[0-9]+$ ]] || continue
         # argv[0], not /proc/PID/exe: Debian's redis-server is a symlink to redis-check-rdb,
         # and Redis rewrites its argv to "path addr:port".
-        exe=$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | head -n 1) || continue
+        exe=$(tr '\0' '\n' 2>/dev/null <"/proc/$pid/cmdline" | head -n 1) || continue
         exe=${exe%% *}
         [[ ${exe##*/} == "$name" ]] || continue
         _pl_log "stopping $name (pid $pid) left running by an earlier run on $data_dir"

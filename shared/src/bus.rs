@@ -2,7 +2,10 @@
 
 use std::time::Duration;
 
-use crate::Config;
+use serde::{Deserialize, Serialize};
+
+use crate::ids::InstanceId;
+use crate::{ApiError, Config, ErrorCode};
 
 /// Connects to NATS, naming the connection after the role.
 pub async fn connect(config: &Config, role: &str) -> Result<async_nats::Client, async_nats::ConnectError> {
@@ -27,6 +30,86 @@ impl Subjects {
     /// Liveness announcements of every pod, `<prefix>.pods.<role>`.
     pub fn pods(&self, role: &str) -> String {
         format!("{}.pods.{role}", self.prefix)
+    }
+
+    /// Requests to the worker that runs `instance` (only the lease holder subscribes).
+    pub fn instance_rpc(&self, instance: &InstanceId) -> String {
+        format!("{}.inst.{instance}.rpc", self.prefix)
+    }
+
+    /// "An instance wants to run": workers scan at once instead of at their next tick.
+    pub fn workers_wake(&self) -> String {
+        format!("{}.workers.wake", self.prefix)
+    }
+}
+
+/// A request from an API pod to the worker that runs an instance.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RpcRequest {
+    /// A phone pairing code for `phone` (only while `qr_pending`).
+    PairingCode { phone: String },
+    /// Unlink the device; the instance becomes `logged_out`.
+    Logout,
+    /// Close and reopen the session.
+    Restart,
+}
+
+/// The worker's answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum RpcReply {
+    Ok {
+        #[serde(default)]
+        value: serde_json::Value,
+    },
+    Err { code: ErrorCode, message: String, retryable: bool },
+}
+
+impl RpcReply {
+    pub fn err(code: ErrorCode, message: impl Into<String>) -> RpcReply {
+        RpcReply::Err { code, message: message.into(), retryable: code.retryable() }
+    }
+}
+
+impl From<RpcReply> for Result<serde_json::Value, ApiError> {
+    fn from(r: RpcReply) -> Self {
+        match r {
+            RpcReply::Ok { value } => Ok(value),
+            RpcReply::Err { code, message, retryable } => Err(ApiError::new(code, message).with_retryable(retryable)),
+        }
+    }
+}
+
+/// Why a request to a worker got no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum RpcError {
+    #[error("no worker runs this instance")]
+    NoResponders,
+    #[error("the worker did not answer in time")]
+    Timeout,
+    #[error("rpc failed: {0}")]
+    Other(String),
+}
+
+/// Sends `req` to the worker running `instance` and waits up to `timeout`.
+pub async fn request(
+    client: &async_nats::Client,
+    subjects: &Subjects,
+    instance: &InstanceId,
+    req: &RpcRequest,
+    timeout: Duration,
+) -> Result<RpcReply, RpcError> {
+    use async_nats::RequestErrorKind;
+    let payload = serde_json::to_vec(req).expect("rpc requests serialize");
+    let request = async_nats::Request::new().payload(payload.into()).timeout(Some(timeout));
+    match client.send_request(subjects.instance_rpc(instance), request).await {
+        Ok(msg) => serde_json::from_slice(&msg.payload).map_err(|e| RpcError::Other(format!("bad reply: {e}"))),
+        Err(e) => Err(match e.kind() {
+            RequestErrorKind::NoResponders => RpcError::NoResponders,
+            RequestErrorKind::TimedOut => RpcError::Timeout,
+            RequestErrorKind::Other => RpcError::Other(e.to_string()),
+        }),
     }
 }
 

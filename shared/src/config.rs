@@ -120,6 +120,8 @@ pub struct Config {
     pub rpc_timeout_ms: u64,
     /// netsim: how often a shown QR code is replaced (the network's 20 s).
     pub netsim_qr_rotate_ms: u64,
+    /// `GET /instance/connect/{name}`: how long to wait for a first QR code.
+    pub connect_qr_wait_ms: u64,
 }
 
 impl Default for Config {
@@ -154,6 +156,7 @@ impl Default for Config {
             worker_max_instances: 5_000,
             rpc_timeout_ms: 10_000,
             netsim_qr_rotate_ms: 20_000,
+            connect_qr_wait_ms: 5_000,
         }
     }
 }

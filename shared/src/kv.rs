@@ -20,9 +20,19 @@ impl Keys {
         Keys { prefix: config.key_prefix.clone() }
     }
 
-    /// The lease of an instance: held by the worker that runs it.
+    /// The lease of an instance: held by the worker that runs it (value: worker id).
     pub fn lease(&self, instance: &crate::ids::InstanceId) -> String {
         format!("{}:lease:{instance}", self.prefix)
+    }
+
+    /// The lease epoch counter of an instance (INCR on each acquisition).
+    pub fn epoch(&self, instance: &crate::ids::InstanceId) -> String {
+        format!("{}:epoch:{instance}", self.prefix)
+    }
+
+    /// Live workers: a sorted set of worker ids scored by their last heartbeat (ms).
+    pub fn workers(&self) -> String {
+        format!("{}:workers", self.prefix)
     }
 }
 

@@ -2,6 +2,8 @@
 //! `scripts/test`, found through `PACELINE_TEST_*`), a fresh schema and key/subject
 //! prefixes per test, in-process services on port 0, and a typed HTTP client.
 
+pub mod cluster;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -46,6 +48,8 @@ pub fn test_config() -> Config {
         listen_addr: ([127, 0, 0, 1], 0).into(),
         drain_ms: 0,
         shutdown_timeout_ms: 5_000,
+        connect_qr_wait_ms: 0,
+        rpc_timeout_ms: 2_000,
         ..Config::default()
     }
 }

@@ -92,6 +92,27 @@ impl FromRequestParts<AppState> for Principal {
     }
 }
 
+/// The caller and the instance named by the path's `{id}`, checked before any body is
+/// read: another instance's token gets 403 whatever the body.
+pub struct InstanceAccess {
+    pub principal: Principal,
+    pub id: InstanceId,
+}
+
+impl FromRequestParts<AppState> for InstanceAccess {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let principal = Principal::from_request_parts(parts, state).await?;
+        let params = axum::extract::RawPathParams::from_request_parts(parts, state)
+            .await
+            .map_err(|_| ApiError::instance_not_found())?;
+        let raw = params.iter().find(|(k, _)| *k == "id").map(|(_, v)| v).ok_or_else(ApiError::instance_not_found)?;
+        let id = principal.instance(raw)?;
+        Ok(InstanceAccess { principal, id })
+    }
+}
+
 /// The admin principal: any other valid token gets 403 before the body is read.
 pub struct Admin;
 

@@ -9,6 +9,8 @@ pub mod metrics;
 pub mod middleware;
 pub mod openapi;
 pub mod pagination;
+pub mod qr;
+pub mod rpc;
 pub mod routes;
 pub mod state;
 

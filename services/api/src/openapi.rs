@@ -23,7 +23,9 @@ use utoipa::{Modify, OpenApi};
     components(schemas(ErrorBody, ErrorDetail, ErrorCode)),
     tags(
         (name = "instances", description = "Create, list, edit and delete instances"),
+        (name = "pairing", description = "Connect, QR codes, pairing codes, logout and restart"),
         (name = "messages", description = "The paced send queue"),
+        (name = "actions", description = "Action-style routes (X-API-Key, instance name in the path)"),
         (name = "operation", description = "Health, identity and this description"),
     )
 )]

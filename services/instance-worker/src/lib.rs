@@ -1,46 +1,230 @@
 //! The instance worker: claims instance leases in Redis, runs each instance's session
-//! through a network driver and its paced send queue.
+//! through a network driver, and answers the API's requests for it over NATS.
 //!
-//! This milestone provides the service shell only: it connects to Postgres, Redis and
-//! NATS, announces itself, and stops cleanly. Leases, drivers and the queue arrive with
-//! the worker/netsim and send-queue issues.
+//! Scheduling: every `worker_scan_ms` (or at once when the API publishes a wake-up) the
+//! worker lists the instances that should run, finds those nobody holds, and claims up to
+//! its fair share (instances / live workers). Each claim takes a lease (`SET NX PX`) and
+//! a new epoch recorded on the instance row; all later writes are fenced on it. Leases are
+//! renewed in batches every third of their TTL; on SIGTERM the worker stops its sessions,
+//! releases its leases and wakes the others, which take over at once.
 
-use std::time::Duration;
+pub mod actor;
+pub mod driver;
+pub mod lease;
+pub mod metrics;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use shared::config::Role;
+use futures::StreamExt;
+use rand::seq::SliceRandom;
+use shared::config::{Network, Role};
+use shared::db::sessions;
+use shared::ids::InstanceId;
 use shared::{bus, db, kv, Config, Shutdown};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
 
-/// How often a worker announces itself on the bus.
-const HEARTBEAT: Duration = Duration::from_secs(5);
+use crate::actor::{Ctx, Outcome};
+use crate::lease::Leases;
+use crate::metrics::{LEASES_HELD, LEASE_ACQUIRED, LEASE_LOST};
+
+/// How long stopping sessions may take on shutdown before leases are released anyway.
+const STOP_GRACE: Duration = Duration::from_secs(10);
 
 /// Runs the worker until `shutdown`.
 pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     config.validate(Role::Worker)?;
+    metrics::describe();
     let pool = db::connect(&config).await.context("connecting to postgres")?;
     if config.migrate_on_start {
         db::migrate(&pool).await.context("applying migrations")?;
     }
     let redis = kv::connect(&config).context("configuring redis")?;
     let nats = bus::connect(&config, "worker").await.context("connecting to nats")?;
-    let subject = bus::Subjects::new(&config).pods("worker");
-    let pod = uuid::Uuid::new_v4().to_string();
-    tracing::info!(network = %config.network, "worker started");
-    let mut tick = tokio::time::interval(HEARTBEAT);
+    let subjects = bus::Subjects::new(&config);
+    let worker_id = format!("wk_{}", uuid::Uuid::new_v4().simple());
+    let ttl = Duration::from_millis(config.lease_ttl_ms);
+    let leases = Leases::new(redis, kv::Keys::new(&config), worker_id.clone(), ttl);
+    let ctx = Arc::new(Ctx {
+        db: pool.clone(),
+        nats: nats.clone(),
+        subjects: subjects.clone(),
+        sim: (config.network == Network::Sim).then(|| {
+            Arc::new(driver::sim::SimDriver::new(&config.netsim_url)) as Arc<dyn driver::Driver>
+        }),
+        whatsapp: Arc::new(driver::whatsapp::WhatsappDriver),
+        default_network: config.network,
+    });
+    tracing::info!(worker_id, network = %config.network, "worker started");
+    let mut w = Worker {
+        ctx,
+        leases,
+        worker_id,
+        max: config.worker_max_instances,
+        held: HashMap::new(),
+        actors: JoinSet::new(),
+        last_renewal: Instant::now(),
+    };
+    let mut wake = nats.subscribe(subjects.workers_wake()).await.context("subscribing to wake-ups")?;
+    let mut scan = tokio::time::interval(Duration::from_millis(config.worker_scan_ms));
+    scan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut renew = tokio::time::interval(ttl / 3);
+    renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
-            _ = tick.tick() => {
-                let ready = kv::is_ready(&redis).await;
-                let body = serde_json::json!({ "pod": pod, "redis": ready, "network": config.network.to_string() });
-                if let Err(e) = nats.publish(subject.clone(), body.to_string().into()).await {
-                    tracing::warn!(error = %e, "heartbeat publish failed");
-                }
-            }
+            _ = scan.tick() => w.scan().await,
+            Some(_) = wake.next() => w.scan().await,
+            _ = renew.tick() => w.renew().await,
+            Some(done) = w.actors.join_next(), if !w.actors.is_empty() => w.finished(done).await,
         }
     }
+    w.shutdown().await;
+    let _ = nats.publish(subjects.workers_wake(), "handoff".into()).await;
     bus::flush_bounded(&nats).await;
     pool.close().await;
     tracing::info!("worker stopped");
     Ok(())
+}
+
+struct Worker {
+    ctx: Arc<Ctx>,
+    leases: Leases,
+    worker_id: String,
+    max: usize,
+    held: HashMap<InstanceId, CancellationToken>,
+    actors: JoinSet<(InstanceId, Outcome)>,
+    last_renewal: Instant,
+}
+
+impl Worker {
+    /// Claims free instances up to this worker's fair share.
+    async fn scan(&mut self) {
+        let workers = match self.leases.heartbeat().await {
+            Ok(n) => n.max(1),
+            Err(e) => return tracing::warn!(error = %e, "heartbeat failed"),
+        };
+        let ids = match sessions::desired_ids(&self.ctx.db, 1_000_000).await {
+            Ok(ids) => ids,
+            Err(e) => return tracing::warn!(error = %e, "listing instances failed"),
+        };
+        let share = ids.len().div_ceil(workers).min(self.max);
+        if self.held.len() >= share {
+            return;
+        }
+        let candidates: Vec<InstanceId> = ids.into_iter().filter(|id| !self.held.contains_key(id)).collect();
+        let mut free = match self.leases.free(&candidates).await {
+            Ok(f) => f,
+            Err(e) => return tracing::warn!(error = %e, "reading leases failed"),
+        };
+        // Workers scanning at once should not all race for the same instances.
+        free.shuffle(&mut rand::thread_rng());
+        for id in free {
+            if self.held.len() >= share {
+                break;
+            }
+            self.claim(id).await;
+        }
+    }
+
+    async fn claim(&mut self, id: InstanceId) {
+        let epoch = match self.leases.acquire(&id).await {
+            Ok(Some(e)) => e,
+            Ok(None) => return,
+            Err(e) => return tracing::warn!(error = %e, "lease acquire failed"),
+        };
+        let claim = match sessions::claim(&self.ctx.db, &id, epoch, &self.worker_id).await {
+            Ok(Some(c)) => c,
+            Ok(None) => {
+                // Deleted or no longer wanted since the scan.
+                let _ = self.leases.release(&id).await;
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "claim failed");
+                let _ = self.leases.release(&id).await;
+                return;
+            }
+        };
+        ::metrics::counter!(LEASE_ACQUIRED).increment(1);
+        tracing::info!(instance_id = %id, epoch = claim.owner_epoch, "instance claimed");
+        let cancel = CancellationToken::new();
+        self.held.insert(id.clone(), cancel.clone());
+        ::metrics::gauge!(LEASES_HELD).set(self.held.len() as f64);
+        let ctx = self.ctx.clone();
+        self.actors.spawn(async move {
+            let outcome = actor::run(ctx, id.clone(), claim, cancel).await;
+            (id, outcome)
+        });
+    }
+
+    /// Renews every held lease in one batch; lost ones stop their actors.
+    async fn renew(&mut self) {
+        if self.held.is_empty() {
+            self.last_renewal = Instant::now();
+            return;
+        }
+        let ids: Vec<InstanceId> = self.held.keys().cloned().collect();
+        match self.leases.renew(&ids).await {
+            Ok(lost) => {
+                self.last_renewal = Instant::now();
+                for id in lost {
+                    tracing::warn!(instance_id = %id, "lease lost");
+                    ::metrics::counter!(LEASE_LOST).increment(1);
+                    if let Some(c) = self.held.get(&id) {
+                        c.cancel();
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "lease renewal failed");
+                // Past the TTL our leases may be someone else's: stop everything.
+                if self.last_renewal.elapsed() >= self.leases.ttl() {
+                    for c in self.held.values() {
+                        c.cancel();
+                    }
+                }
+            }
+        }
+    }
+
+    async fn finished(&mut self, done: Result<(InstanceId, Outcome), tokio::task::JoinError>) {
+        let Ok((id, outcome)) = done else {
+            tracing::error!("an instance task panicked");
+            return;
+        };
+        self.held.remove(&id);
+        ::metrics::gauge!(LEASES_HELD).set(self.held.len() as f64);
+        // Compare-and-delete: harmless when the lease is already someone else's.
+        if let Err(e) = self.leases.release(&id).await {
+            tracing::warn!(error = %e, "lease release failed");
+        }
+        tracing::debug!(instance_id = %id, ?outcome, "instance released");
+    }
+
+    /// Stops every session, then releases the leases so others take over at once.
+    async fn shutdown(&mut self) {
+        for c in self.held.values() {
+            c.cancel();
+        }
+        let deadline = tokio::time::Instant::now() + STOP_GRACE;
+        while !self.actors.is_empty() {
+            match tokio::time::timeout_at(deadline, self.actors.join_next()).await {
+                Ok(Some(done)) => self.finished(done).await,
+                Ok(None) => break,
+                Err(_) => {
+                    tracing::warn!("sessions did not stop in time; releasing leases anyway");
+                    self.actors.abort_all();
+                    break;
+                }
+            }
+        }
+        for id in self.held.keys().cloned().collect::<Vec<_>>() {
+            let _ = self.leases.release(&id).await;
+        }
+        let _ = self.leases.leave().await;
+    }
 }

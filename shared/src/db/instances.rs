@@ -68,6 +68,10 @@ pub struct InstanceRow {
     pub phone: Option<String>,
     pub account_type: Option<String>,
     pub owner_epoch: i64,
+    /// Whether a session should run (connect asked, not logged out, banned or deleted).
+    pub desired: bool,
+    /// Per-instance network driver; `None` means the deployment's.
+    pub network: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -135,7 +139,7 @@ fn map_write(e: sqlx::Error) -> WriteError {
 }
 
 const COLUMNS: &str = "id, name, state, tags, ip_allowlist, min_interval_ms, max_per_minute, \
-    unsafe_pacing, proxy_url, reject_call, msg_call, phone, account_type, owner_epoch, created_at, updated_at";
+    unsafe_pacing, proxy_url, reject_call, msg_call, phone, account_type, owner_epoch, desired, network, created_at, updated_at";
 
 pub async fn insert(
     db: impl PgExecutor<'_>,

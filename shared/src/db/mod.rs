@@ -2,6 +2,7 @@
 //! All SQL lives in these modules; handlers call functions taking `impl PgExecutor`.
 
 pub mod instances;
+pub mod sessions;
 
 use std::time::Duration;
 
@@ -23,7 +24,14 @@ pub async fn connect(config: &Config) -> Result<PgPool, sqlx::Error> {
         let mut conn_opts = opts.clone();
         conn_opts = conn_opts.options([("search_path", schema.as_str())]);
         let admin = PgPoolOptions::new().max_connections(1).connect_with(opts.clone()).await?;
-        sqlx::query(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\"")).execute(&admin).await?;
+        // IF NOT EXISTS still races between pods booting at once: a concurrent creator
+        // surfaces as a unique violation (23505) or duplicate_schema (42P06).
+        if let Err(e) = sqlx::query(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\"")).execute(&admin).await {
+            let code = e.as_database_error().and_then(|d| d.code()).map(|c| c.to_string());
+            if !matches!(code.as_deref(), Some("23505" | "42P06")) {
+                return Err(e);
+            }
+        }
         admin.close().await;
         opts = conn_opts;
     }

@@ -27,12 +27,25 @@ fn operations() -> Vec<Op> {
     ops
 }
 
-fn fill(path: &str, instance_id: &str) -> String {
-    path.replace("{id}", instance_id).replace("{msg_id}", "msg_00000000000000000000000000000000")
+/// An instance as the routes name it: by id (`/v1`) or by name (action routes).
+struct Target<'a> {
+    id: &'a str,
+    name: &'a str,
 }
 
-async fn call(client: &Client, op: &Op, instance_id: &str) -> harness::Resp {
-    let mut rb = client.request(op.method.clone(), &fill(&op.path, instance_id));
+fn fill(path: &str, t: &Target) -> String {
+    path.replace("{id}", t.id).replace("{instanceName}", t.name).replace("{msg_id}", "msg_00000000000000000000000000000000")
+}
+
+async fn call(client: &Client, op: &Op, t: &Target<'_>) -> harness::Resp {
+    let mut client = client.clone();
+    if op.schemes.iter().any(|s| s == "api_key") {
+        // Action routes take the token in X-API-Key.
+        if let Some(token) = client.token.take() {
+            client = client.with_header("x-api-key", &token);
+        }
+    }
+    let mut rb = client.request(op.method.clone(), &fill(&op.path, t));
     if op.method == reqwest::Method::POST || op.method == reqwest::Method::PATCH {
         rb = rb.json(&json!({}));
     }
@@ -44,26 +57,28 @@ async fn every_route_enforces_its_tokens() {
     let api = TestApi::start().await;
     let (own, own_token) = api.create_instance("owner").await;
     let (other, _) = api.create_instance("other").await;
-    let own_id = own["id"].as_str().unwrap();
-    let other_id = other["id"].as_str().unwrap();
+    let own_t = Target { id: own["id"].as_str().unwrap(), name: own["name"].as_str().unwrap() };
+    let other_t = Target { id: other["id"].as_str().unwrap(), name: other["name"].as_str().unwrap() };
     let own_client = api.client(Some(own_token));
     let bad = api.client(Some("pl_inst_notarealtokennotarealtokennotarealtoken1".into()));
     let bad_admin = api.client(Some("pl_admin_notthetokennotthetokennotthetoken".into()));
 
     for op in operations() {
         let what = format!("{} {}", op.method, op.path);
-        let per_instance = op.path.contains("{id}");
+        let by_name = op.path.contains("{instanceName}");
+        let per_instance = op.path.contains("{id}") || by_name;
         if !op.public {
-            assert_eq!(call(&api.anon(), &op, own_id).await.status, 401, "{what} without a token");
-            assert_eq!(call(&bad, &op, own_id).await.status, 401, "{what} with a bad token");
-            assert_eq!(call(&bad_admin, &op, own_id).await.status, 401, "{what} with a wrong admin token");
+            assert_eq!(call(&api.anon(), &op, &own_t).await.status, 401, "{what} without a token");
+            assert_eq!(call(&bad, &op, &own_t).await.status, 401, "{what} with a bad token");
+            assert_eq!(call(&bad_admin, &op, &own_t).await.status, 401, "{what} with a wrong admin token");
         }
-        let allows_instance = op.schemes.iter().any(|s| s == "instance");
+        let allows_instance = op.schemes.iter().any(|s| s == "instance" || s == "api_key");
         if per_instance {
-            let r = call(&own_client, &op, other_id).await;
-            assert_eq!(r.status, 403, "{what} with another instance's token: {}", r.text);
+            // Action routes hide other instances (404); /v1 routes forbid them (403).
+            let r = call(&own_client, &op, &other_t).await;
+            assert_eq!(r.status, if by_name { 404 } else { 403 }, "{what} with another instance's token: {}", r.text);
         }
-        let r = call(&own_client, &op, own_id).await;
+        let r = call(&own_client, &op, &own_t).await;
         if allows_instance || op.public {
             assert!(![401, 403].contains(&r.status), "{what} with its own token: {}", r.text);
         } else {
@@ -71,7 +86,8 @@ async fn every_route_enforces_its_tokens() {
         }
         // The admin passes auth everywhere (on a throwaway instance: DELETE is real).
         let (spare, _) = api.create_instance(&format!("spare-{}", uuid_suffix())).await;
-        let r = call(&api.admin(), &op, spare["id"].as_str().unwrap()).await;
+        let spare_t = Target { id: spare["id"].as_str().unwrap(), name: spare["name"].as_str().unwrap() };
+        let r = call(&api.admin(), &op, &spare_t).await;
         assert!(![401, 403].contains(&r.status), "{what} with the admin token: {}", r.text);
     }
 }

@@ -3,5 +3,6 @@
 
 mod auth_matrix;
 mod errors;
+mod fencing;
 mod instances;
 mod operation;

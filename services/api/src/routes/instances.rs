@@ -1,6 +1,6 @@
 //! `/v1/instances`: create, list, get, patch, delete.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use base64::Engine;
@@ -15,7 +15,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::extract::{Admin, Principal, ValidatedJson, ValidatedQuery};
+use crate::extract::{Admin, InstanceAccess, ValidatedJson, ValidatedQuery};
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -249,10 +249,8 @@ async fn list(
     security(("admin" = []), ("instance" = [])))]
 async fn get_one(
     State(state): State<AppState>,
-    principal: Principal,
-    Path(id): Path<String>,
+    InstanceAccess { id, .. }: InstanceAccess,
 ) -> Result<Json<InstanceOut>, ApiError> {
-    let id = principal.instance(&id)?;
     let row = instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
     Ok(Json(row.into()))
 }
@@ -273,11 +271,9 @@ async fn get_one(
     security(("admin" = []), ("instance" = [])))]
 async fn patch(
     State(state): State<AppState>,
-    principal: Principal,
-    Path(id): Path<String>,
+    InstanceAccess { principal, id }: InstanceAccess,
     ValidatedJson(p): ValidatedJson<InstancePatch>,
 ) -> Result<Json<InstanceOut>, ApiError> {
-    let id = principal.instance(&id)?;
     if !principal.is_admin() && (p.proxy_url.is_some() || p.unsafe_pacing.is_some()) {
         return Err(ApiError::forbidden("proxy_url and unsafe_pacing can only be set with the admin token"));
     }
@@ -331,10 +327,8 @@ async fn patch(
     security(("admin" = [])))]
 async fn delete(
     State(state): State<AppState>,
-    principal: Principal,
-    Path(id): Path<String>,
+    InstanceAccess { principal, id }: InstanceAccess,
 ) -> Result<StatusCode, ApiError> {
-    let id = principal.instance(&id)?;
     principal.require_admin()?;
     if !instances::delete(&state.db, &id).await? {
         return Err(ApiError::instance_not_found());

@@ -1,14 +1,14 @@
 //! `{inst}/messages`: the paced send queue. The routes exist (with their 140 MB body
 //! limit and auth) but answer 501 `not_implemented` until the send-queue issue lands.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use shared::db::instances;
 use shared::error::ErrorBody;
 use shared::ApiError;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::extract::{Principal, ValidatedJson};
+use crate::extract::{InstanceAccess, ValidatedJson};
 use crate::state::AppState;
 
 /// Body limit of `POST {inst}/messages` (media as base64).
@@ -36,11 +36,9 @@ pub fn router() -> OpenApiRouter<AppState> {
     security(("admin" = []), ("instance" = [])))]
 async fn send(
     State(state): State<AppState>,
-    principal: Principal,
-    Path(id): Path<String>,
+    InstanceAccess { id, .. }: InstanceAccess,
     ValidatedJson(_body): ValidatedJson<serde_json::Value>,
 ) -> Result<(), ApiError> {
-    let id = principal.instance(&id)?;
     instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
     Err(ApiError::not_implemented("the send queue"))
 }
@@ -57,10 +55,8 @@ async fn send(
     security(("admin" = []), ("instance" = [])))]
 async fn get_message(
     State(state): State<AppState>,
-    principal: Principal,
-    Path((id, _msg_id)): Path<(String, String)>,
+    InstanceAccess { id, .. }: InstanceAccess,
 ) -> Result<(), ApiError> {
-    let id = principal.instance(&id)?;
     instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
     Err(ApiError::not_implemented("reading messages"))
 }

@@ -1,10 +1,12 @@
 //! Every route, merged in one place. One module per resource, each exporting `router()`.
 
+pub mod actions;
 pub mod health;
 pub mod instances;
 pub mod me;
 pub mod messages;
 pub mod openapi;
+pub mod pairing;
 
 use axum::http::Method;
 use shared::{ApiError, ErrorCode};
@@ -20,7 +22,9 @@ pub fn all() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(crate::openapi::base())
         .merge(me::router())
         .merge(instances::router())
+        .merge(pairing::router())
         .merge(messages::router())
+        .merge(actions::router())
         .merge(health::router())
         .merge(openapi::router())
 }

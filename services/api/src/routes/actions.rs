@@ -1,0 +1,179 @@
+//! Action-style routes (interface.md 4.13): named after the action, `X-API-Key` header,
+//! `{instanceName}` in the path, statuses 200, 400 and 404 (plus 401 for a missing or
+//! invalid key). An instance token naming another instance gets 404, as if it did not
+//! exist. Send routes arrive with the send queue.
+
+use std::time::Duration;
+
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use shared::bus::RpcRequest;
+use shared::db::instances::{self, InstanceRow, InstanceState};
+use shared::error::ErrorBody;
+use shared::ApiError;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::extract::{authenticate, Principal, ValidatedJson, ValidatedQuery};
+use crate::routes::instances::SettingsOut;
+use crate::routes::pairing;
+use crate::state::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(connect)).routes(routes!(settings))
+}
+
+/// How often the connect route looks for the first QR code (for `connect_qr_wait_ms`).
+const QR_POLL: Duration = Duration::from_millis(100);
+
+/// The caller of an action route: `X-API-Key` checked against `{instanceName}`.
+pub struct ActionKey(pub Principal);
+
+impl FromRequestParts<AppState> for ActionKey {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let key = parts
+            .headers
+            .get("x-api-key")
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+            .ok_or_else(|| ApiError::new(shared::ErrorCode::Unauthorized, "the X-API-Key header is required"))?;
+        Ok(ActionKey(authenticate(key, parts, state).await?))
+    }
+}
+
+/// The instance named in the path, if the key may see it (404 otherwise).
+async fn named(state: &AppState, key: &ActionKey, name: &str) -> Result<InstanceRow, ApiError> {
+    let row = instances::get_by_name(&state.db, name).await?.ok_or_else(ApiError::instance_not_found)?;
+    match &key.0 {
+        Principal::Admin => Ok(row),
+        Principal::Instance { id, .. } if *id == row.id => Ok(row),
+        Principal::Instance { .. } => Err(ApiError::instance_not_found()),
+    }
+}
+
+/// Answer of `GET /instance/connect/{instanceName}`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConnectActionOut {
+    /// A phone pairing code when `number` was given; null otherwise.
+    pub pairing_code: Option<String>,
+    /// The QR payload (empty once connected).
+    pub code: String,
+    /// The QR code as a PNG `data:` URL (empty once connected).
+    pub base64: String,
+    /// The instance's state.
+    pub state: InstanceState,
+}
+
+/// Query of the connect action.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct ConnectQuery {
+    /// Also ask for a phone pairing code for this number (digits with country code).
+    pub number: Option<String>,
+}
+
+/// Connect the instance and get its QR code (changes every 20 s: call again every 10 to
+/// 20 s; after 3 calls without a scan, stop and ask the user).
+#[utoipa::path(get, path = "/instance/connect/{instanceName}", tag = "actions",
+    params(("instanceName" = String, Path, description = "the instance's name"), ConnectQuery),
+    responses(
+        (status = 200, description = "the QR code (and pairing code) to link the number", body = ConnectActionOut),
+        (status = 400, description = "`validation_failed`, `invalid_number` or `instance_banned`", body = ErrorBody),
+        (status = 401, description = "`unauthorized`: missing or invalid X-API-Key", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+    ),
+    security(("api_key" = [])))]
+async fn connect(
+    State(state): State<AppState>,
+    key: ActionKey,
+    Path(name): Path<String>,
+    ValidatedQuery(q): ValidatedQuery<ConnectQuery>,
+) -> Result<Json<ConnectActionOut>, ApiError> {
+    let row = named(&state, &key, &name).await?;
+    let phone = q.number.as_deref().map(pairing::normalize_phone).transpose()?;
+    pairing::start(&state, &row.id).await.map_err(as_400)?;
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(state.config.connect_qr_wait_ms);
+    let qr = loop {
+        match pairing::current_qr(&state, &row.id).await? {
+            Ok(qr) => break Some(qr),
+            Err(e) if e.retryable && tokio::time::Instant::now() < deadline => tokio::time::sleep(QR_POLL).await,
+            Err(_) => break None,
+        }
+    };
+    let pairing_code = match (&qr, phone) {
+        (Some(_), Some(phone)) => {
+            let v = crate::rpc::call(&state, &row.id, RpcRequest::PairingCode { phone }).await.map_err(as_400)?;
+            v["pairing_code"].as_str().map(str::to_owned)
+        }
+        _ => None,
+    };
+    let current = instances::get(&state.db, &row.id).await?.ok_or_else(ApiError::instance_not_found)?;
+    let (code, base64) = qr.map(|q| (q.code, q.base64)).unwrap_or_default();
+    Ok(Json(ConnectActionOut { pairing_code, code, base64, state: current.state() }))
+}
+
+/// Body of `PATCH /instance/settings/{instanceName}`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SettingsIn {
+    /// Reject incoming voice calls.
+    #[serde(alias = "rejectCall")]
+    pub reject_call: Option<bool>,
+    /// Text sent to the caller on rejection (only when reject_call); empty sends nothing.
+    #[serde(alias = "msgCall")]
+    pub msg_call: Option<String>,
+}
+
+/// Call handling: reject incoming calls and optionally text the caller.
+#[utoipa::path(patch, path = "/instance/settings/{instanceName}", tag = "actions",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    request_body = SettingsIn,
+    responses(
+        (status = 200, description = "the settings now in force", body = SettingsOut),
+        (status = 400, description = "`validation_failed`", body = ErrorBody),
+        (status = 401, description = "`unauthorized`: missing or invalid X-API-Key", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+    ),
+    security(("api_key" = [])))]
+async fn settings(
+    State(state): State<AppState>,
+    key: ActionKey,
+    Path(name): Path<String>,
+    ValidatedJson(body): ValidatedJson<SettingsIn>,
+) -> Result<Json<SettingsOut>, ApiError> {
+    let row = named(&state, &key, &name).await?;
+    let mut tx = state.db.begin().await?;
+    let current = instances::get_for_update(&mut *tx, &row.id).await?.ok_or_else(ApiError::instance_not_found)?;
+    let mut f = instances::InstanceFields::from(&current);
+    if let Some(v) = body.reject_call {
+        f.reject_call = v;
+    }
+    if let Some(v) = body.msg_call {
+        f.msg_call = v;
+    }
+    let f = crate::routes::instances::validate(f)?;
+    let updated = instances::update(&mut *tx, &row.id, &f)
+        .await
+        .map_err(|e| ApiError::internal(e))?
+        .ok_or_else(ApiError::instance_not_found)?;
+    tx.commit().await?;
+    Ok(Json(SettingsOut { reject_call: updated.reject_call, msg_call: updated.msg_call }))
+}
+
+/// The action routes document only 200, 400 and 404: other refusals become 400.
+fn as_400(e: ApiError) -> ApiError {
+    if matches!(e.status.as_u16(), 400 | 401 | 404) {
+        e
+    } else {
+        let retryable = e.retryable;
+        ApiError { status: axum::http::StatusCode::BAD_REQUEST, ..e }.with_retryable(retryable)
+    }
+}

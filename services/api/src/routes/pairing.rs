@@ -1,0 +1,206 @@
+//! Pairing and session control: `{inst}/connect`, `/qr`, `/pairing-code`, `/logout`,
+//! `/restart`. Connect only records that the session should run (Postgres) and wakes the
+//! workers; the rest goes to the worker that runs the instance.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use shared::bus::RpcRequest;
+use shared::db::instances::{self, InstanceState};
+use shared::db::sessions;
+use shared::error::ErrorBody;
+use shared::ids::InstanceId;
+use shared::{ApiError, ErrorCode};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::extract::{InstanceAccess, ValidatedJson};
+use crate::routes::instances::InstanceOut;
+use crate::state::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(connect))
+        .routes(routes!(qr))
+        .routes(routes!(pairing_code))
+        .routes(routes!(logout))
+        .routes(routes!(restart))
+}
+
+/// The QR code to show while `qr_pending`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct QrOut {
+    /// The QR payload (what the code encodes).
+    pub code: String,
+    /// The QR code as a PNG `data:` URL.
+    pub base64: String,
+    /// When the network replaces it (every 20 s).
+    pub expires_at: DateTime<Utc>,
+}
+
+/// Body of `POST {inst}/pairing-code`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PairingCodeIn {
+    /// The number to link, with country code, digits only.
+    pub phone: String,
+}
+
+/// A phone pairing code: enter it on the phone under "Link with phone number".
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct PairingCodeOut {
+    pub pairing_code: String,
+}
+
+/// Marks the instance to run and wakes the workers. Shared with the action route.
+pub async fn start(state: &AppState, id: &InstanceId) -> Result<InstanceState, ApiError> {
+    let st = sessions::request_run(&state.db, id).await?.ok_or_else(ApiError::instance_not_found)?;
+    if st == InstanceState::Banned {
+        return Err(ApiError::new(ErrorCode::InstanceBanned, "the number is banned; delete the instance"));
+    }
+    if let Err(e) = state.nats.publish(state.subjects.workers_wake(), "connect".into()).await {
+        // Workers also find it on their next scan.
+        tracing::warn!(error = %e, "wake publish failed");
+    }
+    Ok(st)
+}
+
+/// The current QR code, if the instance is showing one.
+pub async fn current_qr(state: &AppState, id: &InstanceId) -> Result<Result<QrOut, ApiError>, ApiError> {
+    let (st, desired, code, expires) = sessions::qr(&state.db, id).await?.ok_or_else(ApiError::instance_not_found)?;
+    let st = InstanceState::parse(&st).unwrap_or(InstanceState::Disconnected);
+    match (st, code, expires) {
+        (InstanceState::QrPending, Some(code), Some(expires_at)) if expires_at > Utc::now() => {
+            let base64 = crate::qr::png_data_url(&code).map_err(ApiError::internal)?;
+            Ok(Ok(QrOut { code, base64, expires_at }))
+        }
+        (st, _, _) => {
+            // A QR is about to appear while a session is starting; not once connected.
+            let soon = desired && matches!(st, InstanceState::Disconnected | InstanceState::Connecting | InstanceState::QrPending);
+            Ok(Err(ApiError::new(
+                ErrorCode::InstanceNotPairing,
+                format!("the instance is {}, not showing a QR code", st.as_str()),
+            )
+            .with_retryable(soon)))
+        }
+    }
+}
+
+/// Start the session on some worker (idempotent). A new or logged-out instance starts
+/// pairing (`qr_pending`); a linked one reconnects.
+#[utoipa::path(post, path = "/v1/instances/{id}/connect", tag = "pairing",
+    params(("id" = InstanceId, Path, description = "instance id")),
+    responses(
+        (status = 202, description = "the session is starting", body = InstanceOut),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+        (status = 409, description = "`instance_banned`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn connect(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+) -> Result<(StatusCode, Json<InstanceOut>), ApiError> {
+    start(&state, &id).await?;
+    let row = instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
+    Ok((StatusCode::ACCEPTED, Json(row.into())))
+}
+
+/// The QR code to scan while `qr_pending`; it changes every 20 s.
+#[utoipa::path(get, path = "/v1/instances/{id}/qr", tag = "pairing",
+    params(("id" = InstanceId, Path, description = "instance id")),
+    responses(
+        (status = 200, description = "the QR code", body = QrOut),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+        (status = 409, description = "`instance_not_pairing` (retryable while the session is starting)", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn qr(State(state): State<AppState>, InstanceAccess { id, .. }: InstanceAccess) -> Result<Json<QrOut>, ApiError> {
+    current_qr(&state, &id).await?.map(Json)
+}
+
+/// A phone pairing code, an alternative to scanning (only while `qr_pending`).
+#[utoipa::path(post, path = "/v1/instances/{id}/pairing-code", tag = "pairing",
+    params(("id" = InstanceId, Path, description = "instance id")),
+    request_body = PairingCodeIn,
+    responses(
+        (status = 200, description = "the code to enter on the phone", body = PairingCodeOut),
+        (status = 400, description = "`validation_failed` or `invalid_number` (no account)", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+        (status = 409, description = "`instance_not_pairing` or `instance_not_connected`", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn pairing_code(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+    ValidatedJson(body): ValidatedJson<PairingCodeIn>,
+) -> Result<Json<PairingCodeOut>, ApiError> {
+    let phone = normalize_phone(&body.phone)?;
+    let v = crate::rpc::call(&state, &id, RpcRequest::PairingCode { phone }).await?;
+    let pairing_code = v["pairing_code"].as_str().ok_or_else(|| ApiError::internal("pairing code reply without a code"))?;
+    Ok(Json(PairingCodeOut { pairing_code: pairing_code.to_string() }))
+}
+
+/// Unlink the device from the number; the instance becomes `logged_out`.
+#[utoipa::path(post, path = "/v1/instances/{id}/logout", tag = "pairing",
+    params(("id" = InstanceId, Path, description = "instance id")),
+    responses(
+        (status = 200, description = "logged out", body = InstanceOut),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+        (status = 409, description = "`instance_not_connected` or `instance_banned`", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn logout(State(state): State<AppState>, InstanceAccess { id, .. }: InstanceAccess) -> Result<Json<InstanceOut>, ApiError> {
+    crate::rpc::call(&state, &id, RpcRequest::Logout).await?;
+    let row = instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
+    Ok(Json(row.into()))
+}
+
+/// Close and reopen the session (starts it when no worker runs it).
+#[utoipa::path(post, path = "/v1/instances/{id}/restart", tag = "pairing",
+    params(("id" = InstanceId, Path, description = "instance id")),
+    responses(
+        (status = 202, description = "restarting", body = InstanceOut),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+        (status = 409, description = "`instance_banned`", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn restart(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+) -> Result<(StatusCode, Json<InstanceOut>), ApiError> {
+    match crate::rpc::call(&state, &id, RpcRequest::Restart).await {
+        Ok(_) => {}
+        Err(e) if e.code == ErrorCode::InstanceNotConnected => {
+            start(&state, &id).await?;
+        }
+        Err(e) => return Err(e),
+    }
+    let row = instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
+    Ok((StatusCode::ACCEPTED, Json(row.into())))
+}
+
+/// A phone number as digits (a leading `+` and separators are dropped): 7-15 digits.
+pub fn normalize_phone(raw: &str) -> Result<String, ApiError> {
+    let digits: String = raw.chars().filter(|c| !matches!(c, '+' | ' ' | '-' | '(' | ')' | '.')).collect();
+    if (7..=15).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit()) {
+        Ok(digits)
+    } else {
+        Err(ApiError::validation("phone must be a number with country code, 7-15 digits"))
+    }
+}

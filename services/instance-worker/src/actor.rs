@@ -1,0 +1,323 @@
+//! One instance's session on this worker: opens it through the driver, keeps the
+//! instance row in step with what the network says (every write fenced on the lease
+//! epoch), answers RPC requests, and reconnects with backoff.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use shared::bus::{RpcReply, RpcRequest, Subjects};
+use shared::config::Network;
+use shared::db::instances::InstanceState;
+use shared::db::sessions::{self, Claim};
+use shared::ids::InstanceId;
+use shared::ErrorCode;
+use tokio_util::sync::CancellationToken;
+
+use crate::driver::{Driver, DriverEvent, Session};
+use crate::metrics::{FENCED_WRITES, RPC, SESSIONS};
+
+/// Waits between reconnect attempts (the last one repeats).
+const RECONNECT: [Duration; 6] = [
+    Duration::from_millis(200),
+    Duration::from_millis(500),
+    Duration::from_secs(1),
+    Duration::from_secs(2),
+    Duration::from_secs(5),
+    Duration::from_secs(10),
+];
+
+/// What the worker shares with every actor.
+pub struct Ctx {
+    pub db: sqlx::PgPool,
+    pub nats: async_nats::Client,
+    pub subjects: Subjects,
+    pub sim: Option<Arc<dyn Driver>>,
+    pub whatsapp: Arc<dyn Driver>,
+    pub default_network: Network,
+}
+
+/// How an actor ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Stopped on request (shutdown or lease lost): the row says `disconnected` if we
+    /// still owned it.
+    Stopped,
+    /// The session ended for good (logged out, banned): the instance no longer runs.
+    Ended,
+    /// Ownership moved on (a fenced write was refused, or the session was replaced):
+    /// nothing more was written.
+    Lost,
+}
+
+enum Step {
+    Continue,
+    Reconnect,
+    Exit(Outcome),
+}
+
+struct Actor {
+    ctx: Arc<Ctx>,
+    id: InstanceId,
+    epoch: i64,
+    state: InstanceState,
+    credentials: Option<serde_json::Value>,
+}
+
+/// Runs the instance until `cancel` or until its session ends.
+#[tracing::instrument(skip_all, fields(instance_id = %id, epoch = claim.owner_epoch))]
+pub async fn run(ctx: Arc<Ctx>, id: InstanceId, claim: Claim, cancel: CancellationToken) -> Outcome {
+    let driver = match claim.network.as_deref() {
+        Some("whatsapp") => Some(ctx.whatsapp.clone()),
+        Some("sim") => ctx.sim.clone(),
+        _ => match ctx.default_network {
+            Network::Sim => ctx.sim.clone(),
+            Network::Whatsapp => Some(ctx.whatsapp.clone()),
+        },
+    };
+    let mut actor = Actor {
+        state: InstanceState::parse(&claim.state).unwrap_or(InstanceState::Disconnected),
+        credentials: claim.session,
+        epoch: claim.owner_epoch,
+        id,
+        ctx,
+    };
+    let mut rpc = match actor.ctx.nats.subscribe(actor.ctx.subjects.instance_rpc(&actor.id)).await {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(error = %e, "rpc subscribe failed");
+            return Outcome::Stopped;
+        }
+    };
+    let outcome = actor.run(driver, &mut rpc, &cancel).await;
+    let _ = rpc.unsubscribe().await;
+    tracing::info!(?outcome, "instance stopped");
+    outcome
+}
+
+impl Actor {
+    async fn run(
+        &mut self,
+        driver: Option<Arc<dyn Driver>>,
+        rpc: &mut async_nats::Subscriber,
+        cancel: &CancellationToken,
+    ) -> Outcome {
+        let mut attempt = 0usize;
+        loop {
+            if cancel.is_cancelled() {
+                return self.stop().await;
+            }
+            if let Step::Exit(o) = self.write_state(InstanceState::Connecting, None).await {
+                return o;
+            }
+            let Some(driver) = driver.clone() else {
+                tracing::warn!("the sim network is not configured on this worker");
+                return self.stop().await;
+            };
+            let opened = tokio::select! {
+                _ = cancel.cancelled() => return self.stop().await,
+                r = driver.open(self.credentials.clone()) => r,
+            };
+            let (session, mut events) = match opened {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(code = %e.code, detail = %e.detail, "opening the session failed");
+                    let wait = if e.code == ErrorCode::NotImplemented {
+                        if let Step::Exit(o) = self.write_state(InstanceState::Disconnected, None).await {
+                            return o;
+                        }
+                        Duration::from_secs(60)
+                    } else {
+                        RECONNECT[attempt.min(RECONNECT.len() - 1)]
+                    };
+                    attempt += 1;
+                    tokio::select! {
+                        _ = cancel.cancelled() => return self.stop().await,
+                        _ = tokio::time::sleep(wait) => continue,
+                    }
+                }
+            };
+            let step = loop {
+                let step = tokio::select! {
+                    _ = cancel.cancelled() => {
+                        session.close().await;
+                        return self.stop().await;
+                    }
+                    Some(msg) = rpc.next() => self.rpc(&*session, msg).await,
+                    ev = events.recv() => match ev {
+                        Some(ev) => {
+                            if matches!(ev, DriverEvent::Connected { .. } | DriverEvent::Paired { .. }) {
+                                attempt = 0;
+                            }
+                            self.event(&*session, ev).await
+                        }
+                        None => Step::Reconnect,
+                    },
+                };
+                match step {
+                    Step::Continue => continue,
+                    other => break other,
+                }
+            };
+            session.close().await;
+            match step {
+                Step::Exit(o) => return o,
+                _ => {
+                    let wait = RECONNECT[attempt.min(RECONNECT.len() - 1)];
+                    attempt += 1;
+                    tokio::select! {
+                        _ = cancel.cancelled() => return self.stop().await,
+                        _ = tokio::time::sleep(wait) => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// Applies a fenced write's result: refused means someone else owns the instance now.
+    fn fenced(&self, r: Result<bool, sqlx::Error>) -> Step {
+        match r {
+            Ok(true) => {
+                metrics::counter!(FENCED_WRITES, "result" => "applied").increment(1);
+                Step::Continue
+            }
+            Ok(false) => {
+                metrics::counter!(FENCED_WRITES, "result" => "rejected").increment(1);
+                tracing::warn!("fenced write refused: the instance has a new owner");
+                Step::Exit(Outcome::Lost)
+            }
+            Err(e) => {
+                // Postgres is unreachable: keep the session; the next change retries.
+                tracing::warn!(error = %e, "instance write failed");
+                Step::Continue
+            }
+        }
+    }
+
+    async fn write_state(&mut self, state: InstanceState, qr: Option<(&str, chrono::DateTime<chrono::Utc>)>) -> Step {
+        if self.state == state && qr.is_none() && state != InstanceState::QrPending {
+            return Step::Continue;
+        }
+        let step = self.fenced(sessions::set_state(&self.ctx.db, &self.id, self.epoch, state, qr).await);
+        if matches!(step, Step::Continue) {
+            self.state = state;
+        }
+        step
+    }
+
+    /// Stopping on request: leave the row `disconnected` if it is still ours.
+    async fn stop(&mut self) -> Outcome {
+        match self.write_state(InstanceState::Disconnected, None).await {
+            Step::Exit(o) => o,
+            _ => Outcome::Stopped,
+        }
+    }
+
+    async fn event(&mut self, session: &dyn Session, ev: DriverEvent) -> Step {
+        let kind = match &ev {
+            DriverEvent::Qr { .. } => "qr",
+            DriverEvent::Paired { .. } => "paired",
+            DriverEvent::Connected { .. } => "connected",
+            DriverEvent::LoggedOut => "logged_out",
+            DriverEvent::Banned => "banned",
+            DriverEvent::Replaced => "replaced",
+            DriverEvent::Closed { .. } => "closed",
+            DriverEvent::Call { .. } => "call",
+            DriverEvent::Message { .. } => "message",
+            DriverEvent::Receipt { .. } => "receipt",
+            DriverEvent::History { .. } => "history",
+        };
+        metrics::counter!(SESSIONS, "kind" => kind).increment(1);
+        match ev {
+            DriverEvent::Qr { code, expires_at } => self.write_state(InstanceState::QrPending, Some((&code, expires_at))).await,
+            DriverEvent::Paired { credentials, phone, business } => {
+                let step = self.fenced(
+                    sessions::set_linked(&self.ctx.db, &self.id, self.epoch, Some(&credentials), &phone, business).await,
+                );
+                self.credentials = Some(credentials);
+                self.state = InstanceState::Connected;
+                tracing::info!(business, "paired");
+                step
+            }
+            DriverEvent::Connected { phone, business } => {
+                let step = self.fenced(sessions::set_linked(&self.ctx.db, &self.id, self.epoch, None, &phone, business).await);
+                self.state = InstanceState::Connected;
+                step
+            }
+            DriverEvent::LoggedOut => self.end(InstanceState::LoggedOut).await,
+            DriverEvent::Banned => self.end(InstanceState::Banned).await,
+            DriverEvent::Replaced => {
+                tracing::warn!("session replaced by another connection");
+                Step::Exit(Outcome::Lost)
+            }
+            DriverEvent::Closed { reason } => {
+                tracing::info!(%reason, "session closed; reconnecting");
+                Step::Reconnect
+            }
+            DriverEvent::Call { call_id, .. } => {
+                match sessions::call_settings(&self.ctx.db, &self.id).await {
+                    Ok(Some((true, msg))) => {
+                        let msg = Some(msg).filter(|m| !m.is_empty());
+                        if let Err(e) = session.reject_call(&call_id, msg).await {
+                            tracing::warn!(error = %e, "rejecting a call failed");
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "reading call settings failed"),
+                }
+                Step::Continue
+            }
+            // Recorded by the receive path (later milestone).
+            DriverEvent::Message { .. } | DriverEvent::Receipt { .. } | DriverEvent::History { .. } => Step::Continue,
+        }
+    }
+
+    async fn end(&mut self, state: InstanceState) -> Step {
+        tracing::info!(state = state.as_str(), "session ended");
+        match self.fenced(sessions::set_ended(&self.ctx.db, &self.id, self.epoch, state).await) {
+            Step::Continue => {
+                self.state = state;
+                Step::Exit(Outcome::Ended)
+            }
+            other => other,
+        }
+    }
+
+    async fn rpc(&mut self, session: &dyn Session, msg: async_nats::Message) -> Step {
+        let Some(reply_to) = msg.reply.clone() else { return Step::Continue };
+        let (reply, step, kind) = match serde_json::from_slice::<RpcRequest>(&msg.payload) {
+            Err(_) => (RpcReply::err(ErrorCode::ValidationFailed, "unknown request"), Step::Continue, "unknown"),
+            Ok(RpcRequest::PairingCode { phone }) => {
+                let reply = if self.state != InstanceState::QrPending {
+                    let retryable = self.state == InstanceState::Connecting;
+                    RpcReply::Err {
+                        code: ErrorCode::InstanceNotPairing,
+                        message: format!("the instance is {}, not qr_pending", self.state.as_str()),
+                        retryable,
+                    }
+                } else {
+                    match session.pairing_code(&phone).await {
+                        Ok(code) => RpcReply::Ok { value: serde_json::json!({ "pairing_code": code }) },
+                        Err(e) => RpcReply::err(e.code, e.detail),
+                    }
+                };
+                (reply, Step::Continue, "pairing_code")
+            }
+            Ok(RpcRequest::Logout) => match session.logout().await {
+                Ok(()) => {
+                    let step = self.end(InstanceState::LoggedOut).await;
+                    (RpcReply::Ok { value: serde_json::Value::Null }, step, "logout")
+                }
+                Err(e) => (RpcReply::err(e.code, e.detail), Step::Continue, "logout"),
+            },
+            Ok(RpcRequest::Restart) => (RpcReply::Ok { value: serde_json::Value::Null }, Step::Reconnect, "restart"),
+        };
+        let result = if matches!(reply, RpcReply::Ok { .. }) { "ok" } else { "error" };
+        metrics::counter!(RPC, "type" => kind, "result" => result).increment(1);
+        let payload = serde_json::to_vec(&reply).expect("replies serialize");
+        if let Err(e) = self.ctx.nats.publish(reply_to, payload.into()).await {
+            tracing::warn!(error = %e, "rpc reply failed");
+        }
+        step
+    }
+}

@@ -1,0 +1,80 @@
+//! Network drivers: one trait, one implementation per network. `sim` talks to netsim;
+//! `whatsapp` (the real network, on whatsapp-rust) plugs into the same seam.
+//!
+//! A driver opens sessions. A session resumes stored credentials, or pairs when it has
+//! none; it reports what happens as [`DriverEvent`]s and takes requests through
+//! [`Session`]. Credentials are an opaque JSON value the worker stores in Postgres
+//! (fenced), so any worker can resume any instance.
+
+pub mod sim;
+pub mod whatsapp;
+
+use chrono::{DateTime, Utc};
+use shared::ErrorCode;
+use tokio::sync::mpsc;
+
+/// Something the network told the session.
+#[derive(Debug, Clone)]
+pub enum DriverEvent {
+    /// A QR payload to show until `expires_at`.
+    Qr { code: String, expires_at: DateTime<Utc> },
+    /// Linked: store `credentials` to resume later.
+    Paired { credentials: serde_json::Value, phone: String, business: bool },
+    /// A resumed session is online.
+    Connected { phone: String, business: bool },
+    /// The device was unlinked: pair again.
+    LoggedOut,
+    /// The account is banned.
+    Banned,
+    /// Another connection took over this session (e.g. a new owner after a takeover).
+    Replaced,
+    /// The connection dropped; the session may be reopened.
+    Closed { reason: String },
+    /// An incoming voice call.
+    Call { call_id: String, from: String },
+    /// Messages, receipts and history: recorded by the receive path (later milestone).
+    Message { id: String, from_me: bool },
+    Receipt { id: String, status: String },
+    History { count: usize },
+}
+
+/// A failed driver request, in the terms of the error table.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{code}: {detail}")]
+pub struct DriverError {
+    pub code: ErrorCode,
+    pub detail: String,
+}
+
+impl DriverError {
+    pub fn new(code: ErrorCode, detail: impl Into<String>) -> Self {
+        DriverError { code, detail: detail.into() }
+    }
+}
+
+/// Opens sessions on one network.
+#[async_trait::async_trait]
+pub trait Driver: Send + Sync + 'static {
+    /// The network's name (`sim`, `whatsapp`).
+    fn name(&self) -> &'static str;
+
+    /// Opens a session: resumes `credentials`, or starts pairing when there are none.
+    /// Events arrive on the returned receiver until it closes.
+    async fn open(
+        &self,
+        credentials: Option<serde_json::Value>,
+    ) -> Result<(Box<dyn Session>, mpsc::Receiver<DriverEvent>), DriverError>;
+}
+
+/// A live session's requests.
+#[async_trait::async_trait]
+pub trait Session: Send + Sync {
+    /// A phone pairing code for `phone` (while pairing).
+    async fn pairing_code(&self, phone: &str) -> Result<String, DriverError>;
+    /// Unlinks the device.
+    async fn logout(&self) -> Result<(), DriverError>;
+    /// Rejects a call, texting the caller `message` when given.
+    async fn reject_call(&self, call_id: &str, message: Option<String>) -> Result<(), DriverError>;
+    /// Closes the connection (the device stays linked).
+    async fn close(&self);
+}

@@ -1,0 +1,188 @@
+//! The `sim` driver: one WebSocket to netsim per session (protocol: `shared::simproto`).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use shared::simproto::{ClientOp, ServerEv};
+use shared::ErrorCode;
+use tokio::sync::{mpsc, oneshot};
+use tokio_tungstenite::tungstenite::Message;
+
+use super::{Driver, DriverError, DriverEvent, Session};
+
+/// How long a request to netsim may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub struct SimDriver {
+    url: String,
+}
+
+impl SimDriver {
+    /// `base` is netsim's HTTP address; sessions go to `ws://.../session`.
+    pub fn new(base: &url::Url) -> Self {
+        let mut u = base.clone();
+        let _ = u.set_scheme(if base.scheme() == "https" { "wss" } else { "ws" });
+        u.set_path("/session");
+        SimDriver { url: u.to_string() }
+    }
+}
+
+type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<ServerEv>>>>;
+
+struct SimSession {
+    out: mpsc::UnboundedSender<ClientOp>,
+    pending: Pending,
+    next: AtomicU64,
+    closer: tokio_util::sync::CancellationToken,
+}
+
+#[async_trait::async_trait]
+impl Driver for SimDriver {
+    fn name(&self) -> &'static str {
+        "sim"
+    }
+
+    async fn open(
+        &self,
+        credentials: Option<serde_json::Value>,
+    ) -> Result<(Box<dyn Session>, mpsc::Receiver<DriverEvent>), DriverError> {
+        let session = match credentials {
+            None => None,
+            Some(v) => Some(
+                v.get("session")
+                    .and_then(|s| s.as_str())
+                    .map(str::to_owned)
+                    .ok_or_else(|| DriverError::new(ErrorCode::WorkerError, "stored sim credentials are malformed"))?,
+            ),
+        };
+        let (ws, _) = tokio::time::timeout(Duration::from_secs(10), tokio_tungstenite::connect_async(self.url.as_str()))
+            .await
+            .map_err(|_| DriverError::new(ErrorCode::WorkerTimeout, "connecting to netsim timed out"))?
+            .map_err(|e| DriverError::new(ErrorCode::WorkerError, format!("connecting to netsim: {e}")))?;
+        let (mut sink, mut stream) = ws.split();
+        let (out_tx, mut out_rx) = mpsc::unbounded_channel::<ClientOp>();
+        let (ev_tx, ev_rx) = mpsc::channel::<DriverEvent>(256);
+        let pending: Pending = Arc::default();
+        let closer = tokio_util::sync::CancellationToken::new();
+
+        out_tx.send(ClientOp::Hello { session }).expect("receiver alive");
+        // Writer: ops to frames, until closed.
+        let writer_closer = closer.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = writer_closer.cancelled() => break,
+                    op = out_rx.recv() => {
+                        let Some(op) = op else { break };
+                        let text = serde_json::to_string(&op).expect("ops serialize");
+                        if sink.send(Message::Text(text.into())).await.is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+            let _ = sink.close().await;
+        });
+        // Reader: frames to events and replies; a closed socket is `Closed`.
+        let reader_pending = pending.clone();
+        let reader_closer = closer.clone();
+        tokio::spawn(async move {
+            let mut reason = "connection closed".to_string();
+            loop {
+                let frame = tokio::select! {
+                    _ = reader_closer.cancelled() => { reason = "closed by us".into(); break }
+                    f = stream.next() => f,
+                };
+                let text = match frame {
+                    Some(Ok(Message::Text(t))) => t,
+                    Some(Ok(Message::Close(_))) | None => break,
+                    Some(Ok(_)) => continue,
+                    Some(Err(e)) => {
+                        reason = format!("connection error: {e}");
+                        break;
+                    }
+                };
+                let Ok(ev) = serde_json::from_str::<ServerEv>(&text) else { continue };
+                let out = match ev {
+                    ServerEv::Reply { req, .. } => {
+                        if let Some(tx) = reader_pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&req) {
+                            let _ = tx.send(ev);
+                        }
+                        continue;
+                    }
+                    ServerEv::Qr { code, expires_at } => DriverEvent::Qr { code, expires_at },
+                    ServerEv::Paired { session, phone, business } => {
+                        DriverEvent::Paired { credentials: serde_json::json!({ "session": session }), phone, business }
+                    }
+                    ServerEv::Connected { phone, business } => DriverEvent::Connected { phone, business },
+                    ServerEv::LoggedOut => DriverEvent::LoggedOut,
+                    ServerEv::Banned => DriverEvent::Banned,
+                    ServerEv::Replaced => DriverEvent::Replaced,
+                    ServerEv::Message { message, from_me } => DriverEvent::Message { id: message.id, from_me },
+                    ServerEv::Receipt { id, status, .. } => DriverEvent::Receipt { id, status },
+                    ServerEv::History { messages } => DriverEvent::History { count: messages.len() },
+                    ServerEv::Call { call_id, from } => DriverEvent::Call { call_id, from },
+                };
+                if ev_tx.send(out).await.is_err() {
+                    break;
+                }
+            }
+            reader_closer.cancel();
+            let _ = ev_tx.send(DriverEvent::Closed { reason }).await;
+        });
+        let session = SimSession { out: out_tx, pending, next: AtomicU64::new(1), closer };
+        Ok((Box::new(session), ev_rx))
+    }
+}
+
+impl SimSession {
+    async fn request(&self, make: impl FnOnce(u64) -> ClientOp) -> Result<serde_json::Value, DriverError> {
+        let req = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.pending.lock().unwrap_or_else(|p| p.into_inner()).insert(req, tx);
+        let gone = || DriverError::new(ErrorCode::InstanceNotConnected, "the session is closed");
+        self.out.send(make(req)).map_err(|_| gone())?;
+        let reply = tokio::time::timeout(REQUEST_TIMEOUT, rx)
+            .await
+            .map_err(|_| DriverError::new(ErrorCode::WorkerTimeout, "the network did not answer in time"))?
+            .map_err(|_| gone())?;
+        match reply {
+            ServerEv::Reply { ok: true, value, .. } => Ok(value),
+            ServerEv::Reply { code, detail, .. } => {
+                let code = match code.as_deref() {
+                    Some("invalid_number") => ErrorCode::InvalidNumber,
+                    Some("not_pairing") => ErrorCode::InstanceNotPairing,
+                    Some("not_connected") => ErrorCode::InstanceNotConnected,
+                    Some("validation_failed") => ErrorCode::ValidationFailed,
+                    Some("not_found") => ErrorCode::NotFound,
+                    _ => ErrorCode::WorkerError,
+                };
+                Err(DriverError::new(code, detail.unwrap_or_default()))
+            }
+            _ => Err(DriverError::new(ErrorCode::WorkerError, "unexpected reply")),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Session for SimSession {
+    async fn pairing_code(&self, phone: &str) -> Result<String, DriverError> {
+        let v = self.request(|req| ClientOp::PairCode { req, phone: phone.to_string() }).await?;
+        v["code"].as_str().map(str::to_owned).ok_or_else(|| DriverError::new(ErrorCode::WorkerError, "no code in reply"))
+    }
+
+    async fn logout(&self) -> Result<(), DriverError> {
+        self.request(|req| ClientOp::Logout { req }).await.map(|_| ())
+    }
+
+    async fn reject_call(&self, call_id: &str, message: Option<String>) -> Result<(), DriverError> {
+        self.request(|req| ClientOp::RejectCall { req, call_id: call_id.to_string(), message }).await.map(|_| ())
+    }
+
+    async fn close(&self) {
+        self.closer.cancel();
+    }
+}

@@ -1,0 +1,18 @@
+//! The worker's metrics, named in one place and described at start-up.
+
+pub const LEASES_HELD: &str = "paceline_worker_leases_held";
+pub const LEASE_ACQUIRED: &str = "paceline_worker_lease_acquired_total";
+pub const LEASE_LOST: &str = "paceline_worker_lease_lost_total";
+pub const FENCED_WRITES: &str = "paceline_worker_fenced_writes_total";
+pub const SESSIONS: &str = "paceline_worker_session_events_total";
+pub const RPC: &str = "paceline_worker_rpc_total";
+
+pub fn describe() {
+    shared::telemetry::prometheus();
+    metrics::describe_gauge!(LEASES_HELD, "instance leases this worker holds");
+    metrics::describe_counter!(LEASE_ACQUIRED, "instance leases acquired (instance moves onto this worker)");
+    metrics::describe_counter!(LEASE_LOST, "leases lost to expiry or another worker before release");
+    metrics::describe_counter!(FENCED_WRITES, "fenced Postgres writes, by result (applied or rejected: ownership moved on)");
+    metrics::describe_counter!(SESSIONS, "network session events, by kind");
+    metrics::describe_counter!(RPC, "worker RPC requests handled, by type and result");
+}

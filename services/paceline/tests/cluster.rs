@@ -1,0 +1,240 @@
+//! Multi-pod scenarios: netsim and the API in this process, two or more real worker
+//! processes. Pairing, logout and ban, RPC errors, call rejection, and failover by
+//! SIGKILL, SIGTERM and SIGSTOP with the takeover times printed.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use harness::cluster::{wait_for, Cluster};
+use serde_json::json;
+
+fn bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_paceline"))
+}
+
+const A: &str = "5511999990001";
+const B: &str = "5511999990002";
+const C: &str = "5511999990003";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pairing_by_qr_and_by_code() {
+    let c = Cluster::start(bin(), 2, |_| {}).await;
+    c.phone(A, false).await;
+    c.phone(B, true).await;
+    let admin = c.api.admin();
+
+    // By QR.
+    let (inst, _) = c.paired_instance("by-qr", A).await;
+    assert_eq!(inst["phone"], A);
+    assert_eq!(inst["account_type"], "personal");
+    let id = inst["id"].as_str().unwrap();
+    let msg = admin.get(&format!("/v1/instances/{id}/qr")).await.expect_error(409, "instance_not_pairing");
+    assert!(!msg.contains(A));
+    let r = admin.post(&format!("/v1/instances/{id}/pairing-code"), &json!({ "phone": B })).await;
+    assert_eq!(r.body["error"]["retryable"], false);
+    r.expect_error(409, "instance_not_pairing");
+
+    // By code.
+    let (inst, token) = c.api.create_instance("by-code").await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    let own = c.api.client(Some(token));
+    own.post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect(202);
+    let qr = wait_for(Duration::from_secs(20), || async {
+        let r = own.get(&format!("/v1/instances/{id}/qr")).await;
+        (r.status == 200).then_some(r.body)
+    })
+    .await
+    .unwrap();
+    assert!(qr["base64"].as_str().unwrap().starts_with("data:image/png;base64,"));
+    assert!(qr["expires_at"].is_string());
+    own.post(&format!("/v1/instances/{id}/pairing-code"), &json!({ "phone": "5511999990404" }))
+        .await
+        .expect_error(400, "invalid_number");
+    own.post(&format!("/v1/instances/{id}/pairing-code"), &json!({ "phone": "12" })).await.expect_error(400, "validation_failed");
+    let code = own.post(&format!("/v1/instances/{id}/pairing-code"), &json!({ "phone": format!("+{B}") })).await.expect(200);
+    let code = code["pairing_code"].as_str().unwrap().to_string();
+    assert_eq!(code.len(), 8);
+    c.netsim().post("/control/enter-code", &json!({ "number": B, "pairing_code": code })).await.expect(200);
+    let inst = c.wait_state(&id, "connected", Duration::from_secs(20)).await;
+    assert_eq!(inst["phone"], B);
+    assert_eq!(inst["account_type"], "business");
+
+    // Connect is idempotent: a linked instance stays linked, no new pairing.
+    own.post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect(202);
+    let info = c.netsim().get(&format!("/control/phones/{B}")).await.expect(200);
+    assert_eq!(info["linked_devices"], 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logout_and_ban_are_reported() {
+    let c = Cluster::start(bin(), 2, |_| {}).await;
+    for n in [A, B, C] {
+        c.phone(n, false).await;
+    }
+    let admin = c.api.admin();
+
+    // Logged out from the phone.
+    let (inst, _) = c.paired_instance("lo", A).await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    c.netsim().post(&format!("/control/phones/{A}/logout"), &json!({})).await.expect(200);
+    c.wait_state(&id, "logged_out", Duration::from_secs(10)).await;
+    let r = admin.post(&format!("/v1/instances/{id}/logout"), &json!({})).await;
+    assert_eq!(r.body["error"]["retryable"], false, "{}", r.text);
+    r.expect_error(409, "instance_not_connected");
+    // Connecting again means pairing again.
+    admin.post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect(202);
+    c.wait_state(&id, "qr_pending", Duration::from_secs(10)).await;
+
+    // Banned.
+    let (inst, _) = c.paired_instance("ban", B).await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    c.netsim().post(&format!("/control/phones/{B}/ban"), &json!({})).await.expect(200);
+    c.wait_state(&id, "banned", Duration::from_secs(10)).await;
+    admin.post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect_error(409, "instance_banned");
+    admin.post(&format!("/v1/instances/{id}/pairing-code"), &json!({ "phone": B })).await.expect_error(409, "instance_banned");
+
+    // Logged out through the API.
+    let (inst, _) = c.paired_instance("api-lo", C).await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    let out = admin.post(&format!("/v1/instances/{id}/logout"), &json!({})).await.expect(200);
+    assert_eq!(out["state"], "logged_out");
+    let info = c.netsim().get(&format!("/control/phones/{C}")).await.expect(200);
+    assert_eq!(info["linked_devices"], 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rpc_errors_map_to_not_connected_and_timeout() {
+    let c = Cluster::start(bin(), 1, |cfg| cfg.rpc_timeout_ms = 1_000).await;
+    c.phone(A, false).await;
+    let (inst, _) = c.api.create_instance("rpc").await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    let admin = c.api.admin();
+    // Nobody runs it: 409, retryable (connecting makes a retry succeed).
+    let r = admin.post(&format!("/v1/instances/{id}/pairing-code"), &json!({ "phone": A })).await;
+    assert_eq!(r.body["error"]["retryable"], true, "{}", r.text);
+    r.expect_error(409, "instance_not_connected");
+    // The worker asks a slow network: the API gives up with 504.
+    admin.post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect(202);
+    c.wait_state(&id, "qr_pending", Duration::from_secs(10)).await;
+    c.netsim().post("/control/faults", &json!({ "latency_ms": 3000 })).await.expect(200);
+    admin.post(&format!("/v1/instances/{id}/pairing-code"), &json!({ "phone": A })).await.expect_error(504, "worker_timeout");
+    c.netsim().post("/control/faults", &json!({ "latency_ms": 0 })).await.expect(200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_are_rejected_per_settings_and_action_connect_works() {
+    let c = Cluster::start(bin(), 1, |_| {}).await;
+    c.phone(A, false).await;
+    c.phone(C, false).await;
+    // The action route pairs too: QR and a pairing code for the number asked.
+    let (inst, token) = c.api.create_instance("acts").await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    let key = c.api.anon().with_header("x-api-key", &token);
+    let out = key.get(&format!("/instance/connect/acts?number={A}")).await.expect(200);
+    assert!(out["code"].as_str().unwrap().starts_with("2@"), "{out}");
+    assert!(out["base64"].as_str().unwrap().starts_with("data:image/png;base64,"));
+    let pairing = out["pairingCode"].as_str().unwrap().to_string();
+    key.get("/instance/connect/nope").await.expect_error(404, "instance_not_found");
+    c.netsim().post("/control/enter-code", &json!({ "number": A, "pairing_code": pairing })).await.expect(200);
+    c.wait_state(&id, "connected", Duration::from_secs(10)).await;
+    let out = key.get("/instance/connect/acts").await.expect(200);
+    assert_eq!(out["state"], "connected");
+    assert!(out["pairingCode"].is_null());
+
+    // Calls: rejected with a message once the setting is on.
+    let s = key
+        .send(key.request(reqwest::Method::PATCH, "/instance/settings/acts").json(&json!({ "reject_call": true, "msg_call": "busy, text me" })))
+        .await
+        .expect(200);
+    assert_eq!(s, json!({ "reject_call": true, "msg_call": "busy, text me" }));
+    let call = c.netsim().post(&format!("/control/phones/{C}/call"), &json!({ "to": A })).await.expect(201);
+    let call_id = call["id"].as_str().unwrap().to_string();
+    let rejected = wait_for(Duration::from_secs(10), || async {
+        let calls = c.netsim().get("/control/calls").await.body;
+        calls["calls"].as_array().unwrap().iter().find(|k| k["id"] == call_id.as_str() && k["state"] == "rejected").cloned()
+    })
+    .await
+    .expect("the call is rejected");
+    assert_eq!(rejected["message"], "busy, text me");
+    let inbox = c.netsim().get(&format!("/control/phones/{C}/inbox")).await.expect(200);
+    assert_eq!(inbox["messages"][0]["text"], "busy, text me");
+}
+
+/// Pairs an instance on a two-worker cluster and returns (cluster, id, owner index).
+async fn owned(name: &str) -> (Cluster, String, usize) {
+    let c = Cluster::start(bin(), 2, |_| {}).await;
+    c.phone(A, false).await;
+    let (inst, _) = c.paired_instance(name, A).await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    let owner = wait_for(Duration::from_secs(5), || c.owner()).await.expect("an owner reports its lease");
+    (c, id, owner)
+}
+
+/// Waits until another worker owns the instance (epoch moved on) and it is connected.
+async fn wait_takeover(c: &Cluster, id: &str, epoch: i64, within: Duration) -> Duration {
+    let start = Instant::now();
+    wait_for(within, || async {
+        let (e, state, _) = c.ownership(id).await;
+        (e > epoch && state == "connected").then_some(())
+    })
+    .await
+    .unwrap_or_else(|| panic!("no takeover of {id} within {within:?}"));
+    start.elapsed()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_moves_instances_within_the_lease_ttl() {
+    let (c, id, owner) = owned("kill").await;
+    let (epoch, _, _) = c.ownership(&id).await;
+    c.signal(owner, "KILL");
+    let ttl = Duration::from_millis(c.config.lease_ttl_ms);
+    let took = wait_takeover(&c, &id, epoch, ttl * 3).await;
+    println!("takeover after SIGKILL: {} ms (lease TTL {} ms)", took.as_millis(), ttl.as_millis());
+    assert!(took <= ttl + Duration::from_millis(1_500), "takeover took {took:?}");
+    // Resumed from the stored session: no second pairing.
+    let info = c.netsim().get(&format!("/control/phones/{A}")).await.expect(200);
+    assert_eq!(info["linked_devices"], 1);
+    assert_eq!(info["online_devices"], 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_hands_off_before_the_lease_expires() {
+    let (mut c, id, owner) = owned("term").await;
+    let (epoch, _, _) = c.ownership(&id).await;
+    c.signal(owner, "TERM");
+    let ttl = Duration::from_millis(c.config.lease_ttl_ms);
+    let took = wait_takeover(&c, &id, epoch, ttl * 3).await;
+    println!("takeover after SIGTERM: {} ms (lease TTL {} ms)", took.as_millis(), ttl.as_millis());
+    assert!(took < ttl, "a graceful handoff beats lease expiry, took {took:?}");
+    let status = c.workers[owner].child.wait().unwrap();
+    assert!(status.success(), "the stopped worker exits cleanly: {status:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_ex_owner_writes_nothing() {
+    let (c, id, owner) = owned("pause").await;
+    let (epoch, _, _) = c.ownership(&id).await;
+    c.signal(owner, "STOP");
+    let ttl = Duration::from_millis(c.config.lease_ttl_ms);
+    let took = wait_takeover(&c, &id, epoch, ttl * 3).await;
+    println!("takeover of a paused owner: {} ms", took.as_millis());
+    let before = c.ownership(&id).await;
+    c.signal(owner, "CONT");
+    // The ex-owner wakes up, finds its lease gone or its session replaced, and stops.
+    let released = wait_for(Duration::from_secs(10), || async {
+        let m = c.worker_metrics(owner).await;
+        let held = m.lines().find(|l| l.starts_with("paceline_worker_leases_held")).and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok());
+        (held == Some(0.0)).then_some(())
+    })
+    .await;
+    assert!(released.is_some(), "the ex-owner lets go");
+    // Give it time to try anything it would still try, then check nothing was written.
+    tokio::time::sleep(ttl).await;
+    let after = c.ownership(&id).await;
+    assert_eq!(before, after, "the ex-owner wrote nothing after the takeover");
+    let refused = c.worker_metric(owner, "paceline_worker_fenced_writes_total", "rejected").await;
+    println!("ex-owner fenced writes refused: {}", refused as u64);
+    assert_eq!(after.1, "connected");
+    let info = c.netsim().get(&format!("/control/phones/{A}")).await.expect(200);
+    assert_eq!(info["online_devices"], 1, "one live session");
+}

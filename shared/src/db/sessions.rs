@@ -1,0 +1,141 @@
+//! The worker's side of `instances`: claiming with a lease epoch and every write fenced
+//! on it. A write returns `false` when the row's `owner_epoch` moved on (another worker
+//! took the instance over): the caller must stop and write nothing more.
+
+use chrono::{DateTime, Utc};
+use sqlx::PgExecutor;
+
+use crate::db::instances::InstanceState;
+use crate::ids::InstanceId;
+
+/// Ids of instances that should run (connect asked, not logged out, banned or deleted).
+pub async fn desired_ids(db: impl PgExecutor<'_>, limit: i64) -> Result<Vec<InstanceId>, sqlx::Error> {
+    sqlx::query_scalar("SELECT id FROM instances WHERE desired ORDER BY id LIMIT $1").bind(limit).fetch_all(db).await
+}
+
+/// What a worker loads when it claims an instance.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Claim {
+    pub owner_epoch: i64,
+    pub session: Option<serde_json::Value>,
+    pub network: Option<String>,
+    pub state: String,
+}
+
+/// Takes ownership: sets `owner_epoch` to more than it was and at least `lease_epoch`
+/// (the Redis counter, which may have been lost), only while the instance should run.
+pub async fn claim(
+    db: impl PgExecutor<'_>,
+    id: &InstanceId,
+    lease_epoch: i64,
+    worker: &str,
+) -> Result<Option<Claim>, sqlx::Error> {
+    sqlx::query_as(
+        "UPDATE instances SET owner_epoch = GREATEST(owner_epoch + 1, $2), owner_worker = $3 \
+         WHERE id = $1 AND desired RETURNING owner_epoch, session, network, state",
+    )
+    .bind(id)
+    .bind(lease_epoch)
+    .bind(worker)
+    .fetch_optional(db)
+    .await
+}
+
+/// A state change, fenced. `qr` is set with `qr_pending` and cleared otherwise.
+pub async fn set_state(
+    db: impl PgExecutor<'_>,
+    id: &InstanceId,
+    epoch: i64,
+    state: InstanceState,
+    qr: Option<(&str, DateTime<Utc>)>,
+) -> Result<bool, sqlx::Error> {
+    let res = sqlx::query(
+        "UPDATE instances SET state = $3, qr_code = $4, qr_expires_at = $5, \
+         state_changed_at = CASE WHEN state = $3 THEN state_changed_at ELSE now() END, updated_at = now() \
+         WHERE id = $1 AND owner_epoch = $2",
+    )
+    .bind(id)
+    .bind(epoch)
+    .bind(state.as_str())
+    .bind(qr.map(|q| q.0))
+    .bind(qr.map(|q| q.1))
+    .execute(db)
+    .await?;
+    Ok(res.rows_affected() == 1)
+}
+
+/// The device is linked (or resumed): credentials, number and account type, `connected`.
+pub async fn set_linked(
+    db: impl PgExecutor<'_>,
+    id: &InstanceId,
+    epoch: i64,
+    session: Option<&serde_json::Value>,
+    phone: &str,
+    business: bool,
+) -> Result<bool, sqlx::Error> {
+    let res = sqlx::query(
+        "UPDATE instances SET state = 'connected', session = COALESCE($3, session), phone = $4, account_type = $5, \
+         qr_code = NULL, qr_expires_at = NULL, \
+         state_changed_at = CASE WHEN state = 'connected' THEN state_changed_at ELSE now() END, updated_at = now() \
+         WHERE id = $1 AND owner_epoch = $2",
+    )
+    .bind(id)
+    .bind(epoch)
+    .bind(session)
+    .bind(phone)
+    .bind(if business { "business" } else { "personal" })
+    .execute(db)
+    .await?;
+    Ok(res.rows_affected() == 1)
+}
+
+/// The session ended for good (`logged_out` or `banned`): it no longer should run, and
+/// a logout forgets the credentials.
+pub async fn set_ended(
+    db: impl PgExecutor<'_>,
+    id: &InstanceId,
+    epoch: i64,
+    state: InstanceState,
+) -> Result<bool, sqlx::Error> {
+    let res = sqlx::query(
+        "UPDATE instances SET state = $3, desired = FALSE, qr_code = NULL, qr_expires_at = NULL, \
+         session = CASE WHEN $3 = 'logged_out' THEN NULL ELSE session END, \
+         state_changed_at = now(), updated_at = now() WHERE id = $1 AND owner_epoch = $2",
+    )
+    .bind(id)
+    .bind(epoch)
+    .bind(state.as_str())
+    .execute(db)
+    .await?;
+    Ok(res.rows_affected() == 1)
+}
+
+/// Call settings, read when a call comes in (so edits apply without telling the worker).
+pub async fn call_settings(db: impl PgExecutor<'_>, id: &InstanceId) -> Result<Option<(bool, String)>, sqlx::Error> {
+    sqlx::query_as("SELECT reject_call, msg_call FROM instances WHERE id = $1").bind(id).fetch_optional(db).await
+}
+
+/// API side: ask for the session to run. After a logout or a forgotten session this means
+/// pairing again. Returns `None` for an unknown instance; a banned one stays as it is.
+pub async fn request_run(db: impl PgExecutor<'_>, id: &InstanceId) -> Result<Option<InstanceState>, sqlx::Error> {
+    let state: Option<String> = sqlx::query_scalar(
+        "UPDATE instances SET desired = (state <> 'banned'), \
+         state = CASE WHEN state = 'logged_out' THEN 'disconnected' ELSE state END, updated_at = now() \
+         WHERE id = $1 RETURNING state",
+    )
+    .bind(id)
+    .fetch_optional(db)
+    .await?;
+    Ok(state.and_then(|s| InstanceState::parse(&s)))
+}
+
+/// The QR code on show, if any: (state, code, expiry).
+pub async fn qr(
+    db: impl PgExecutor<'_>,
+    id: &InstanceId,
+) -> Result<Option<(String, bool, Option<String>, Option<DateTime<Utc>>)>, sqlx::Error> {
+    sqlx::query_as("SELECT state, desired, qr_code, qr_expires_at FROM instances WHERE id = $1")
+        .bind(id)
+        .fetch_optional(db)
+        .await
+}

@@ -1,0 +1,214 @@
+//! A cluster for multi-pod tests: the API and netsim in this process, workers as real
+//! `paceline worker` processes (so tests can SIGKILL, SIGTERM, SIGSTOP and SIGCONT them),
+//! all on one test's schema and prefixes.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use shared::config::Network;
+use shared::{Config, Shutdown};
+
+use crate::{test_config, Client, TestApi};
+
+/// A worker process and where its metrics are served.
+pub struct WorkerProc {
+    pub child: Child,
+    pub metrics: SocketAddr,
+}
+
+pub struct Cluster {
+    pub api: TestApi,
+    pub netsim: SocketAddr,
+    pub config: Config,
+    pub workers: Vec<WorkerProc>,
+    bin: PathBuf,
+    netsim_shutdown: Shutdown,
+}
+
+fn free_addr() -> SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
+}
+
+impl Cluster {
+    /// Starts netsim and the API, then `workers` worker processes of `bin`. `tweak`
+    /// adjusts the shared config (lease TTL, scan interval, ...) before anything starts.
+    pub async fn start(bin: &Path, workers: usize, tweak: impl FnOnce(&mut Config)) -> Cluster {
+        let mut config = test_config();
+        config.network = Network::Sim;
+        config.lease_ttl_ms = 2_000;
+        config.worker_scan_ms = 200;
+        config.connect_qr_wait_ms = 5_000;
+        let netsim_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let netsim = netsim_listener.local_addr().unwrap();
+        config.netsim_url = url::Url::parse(&format!("http://{netsim}")).unwrap();
+        tweak(&mut config);
+        let netsim_shutdown = Shutdown::new();
+        tokio::spawn(netsim::run(
+            netsim_listener,
+            Duration::from_millis(config.netsim_qr_rotate_ms),
+            netsim_shutdown.clone(),
+        ));
+        let api = TestApi::start_with(config.clone()).await;
+        let mut c = Cluster { api, netsim, config, workers: Vec::new(), bin: bin.to_path_buf(), netsim_shutdown };
+        for _ in 0..workers {
+            c.spawn_worker();
+        }
+        c
+    }
+
+    /// Starts one more worker process; returns its index.
+    pub fn spawn_worker(&mut self) -> usize {
+        let metrics = free_addr();
+        let c = &self.config;
+        let mut cmd = Command::new(&self.bin);
+        for (k, _) in std::env::vars() {
+            if k.starts_with("PACELINE_") {
+                cmd.env_remove(k);
+            }
+        }
+        cmd.arg("worker")
+            .env("PACELINE_DATABASE_URL", &c.database_url)
+            .env("PACELINE_DATABASE_SCHEMA", c.database_schema.as_deref().unwrap())
+            .env("PACELINE_DATABASE_MAX_CONNECTIONS", "5")
+            .env("PACELINE_REDIS_URL", &c.redis_url)
+            .env("PACELINE_NATS_URL", &c.nats_url)
+            .env("PACELINE_KEY_PREFIX", &c.key_prefix)
+            .env("PACELINE_SUBJECT_PREFIX", &c.subject_prefix)
+            .env("PACELINE_NETWORK", "sim")
+            .env("PACELINE_NETSIM_URL", c.netsim_url.as_str())
+            .env("PACELINE_LEASE_TTL_MS", c.lease_ttl_ms.to_string())
+            .env("PACELINE_WORKER_SCAN_MS", c.worker_scan_ms.to_string())
+            .env("PACELINE_METRICS_ADDR", metrics.to_string())
+            .env("PACELINE_LOG_LEVEL", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null());
+        let child = cmd.spawn().expect("spawn paceline worker");
+        self.workers.push(WorkerProc { child, metrics });
+        self.workers.len() - 1
+    }
+
+    /// Sends a signal (`KILL`, `TERM`, `STOP`, `CONT`) to worker `idx`.
+    pub fn signal(&self, idx: usize, sig: &str) {
+        let ok = Command::new("kill").args([&format!("-{sig}"), &self.workers[idx].child.id().to_string()]).status().unwrap();
+        assert!(ok.success(), "kill -{sig} failed");
+    }
+
+    /// A worker's `/metrics` text ("" when it does not answer).
+    pub async fn worker_metrics(&self, idx: usize) -> String {
+        let url = format!("http://{}/metrics", self.workers[idx].metrics);
+        match tokio::time::timeout(Duration::from_secs(2), reqwest::get(url)).await {
+            Ok(Ok(r)) => r.text().await.unwrap_or_default(),
+            _ => String::new(),
+        }
+    }
+
+    /// A metric's value in a worker's exposition (sum over label sets matching `filter`).
+    pub async fn worker_metric(&self, idx: usize, name: &str, filter: &str) -> f64 {
+        self.worker_metrics(idx)
+            .await
+            .lines()
+            .filter(|l| l.starts_with(name) && l.contains(filter))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    }
+
+    /// The index of the worker that holds `n` leases or more, if any answers so.
+    pub async fn owner(&self) -> Option<usize> {
+        for i in 0..self.workers.len() {
+            if self.worker_metric(i, "paceline_worker_leases_held", "").await >= 1.0 {
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// A client for netsim's control API.
+    pub fn netsim(&self) -> Client {
+        Client { http: reqwest::Client::new(), base: format!("http://{}", self.netsim), token: None, headers: Vec::new() }
+    }
+
+    /// Registers `number` on the simulated network.
+    pub async fn phone(&self, number: &str, business: bool) {
+        self.netsim().post("/control/phones", &json!({ "number": number, "business": business })).await.expect(201);
+    }
+
+    /// Creates an instance, connects it and pairs it by QR with `number`; returns
+    /// (instance, token).
+    pub async fn paired_instance(&self, name: &str, number: &str) -> (Value, String) {
+        let (inst, token) = self.api.create_instance(name).await;
+        let id = inst["id"].as_str().unwrap().to_string();
+        let admin = self.api.admin();
+        admin.post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect(202);
+        let qr = wait_for(Duration::from_secs(20), || async {
+            let r = admin.get(&format!("/v1/instances/{id}/qr")).await;
+            (r.status == 200).then_some(r.body)
+        })
+        .await
+        .expect("a QR code appears");
+        self.netsim().post("/control/scan", &json!({ "code": qr["code"], "number": number })).await.expect(200);
+        let inst = self.wait_state(&id, "connected", Duration::from_secs(20)).await;
+        (inst, token)
+    }
+
+    /// Waits until the instance is in `state`; returns its record.
+    pub async fn wait_state(&self, id: &str, state: &str, within: Duration) -> Value {
+        let admin = self.api.admin();
+        let path = format!("/v1/instances/{id}");
+        let got = wait_for(within, || async {
+            let r = admin.get(&path).await.body;
+            (r["state"] == state).then_some(r)
+        })
+        .await;
+        match got {
+            Some(v) => v,
+            None => panic!("instance did not reach {state}: {}", admin.get(&path).await.text),
+        }
+    }
+
+    /// The instance's row as workers see it: (owner_epoch, state, updated_at text).
+    pub async fn ownership(&self, id: &str) -> (i64, String, String) {
+        let pool = self.pool().await;
+        sqlx::query_as("SELECT owner_epoch, state, updated_at::text FROM instances WHERE id = $1")
+            .bind(id)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    }
+
+    pub async fn pool(&self) -> sqlx::PgPool {
+        shared::db::connect(&Config { database_max_connections: 1, ..self.config.clone() }).await.unwrap()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for w in &mut self.workers {
+            let _ = Command::new("kill").args(["-CONT", &w.child.id().to_string()]).stderr(Stdio::null()).status();
+            let _ = w.child.kill();
+            let _ = w.child.wait();
+        }
+        self.netsim_shutdown.cancel();
+    }
+}
+
+/// Polls `f` every 50 ms until it yields a value or `within` passes. This waits for a
+/// cluster to converge; it asserts nothing about timing.
+pub async fn wait_for<T, F, Fut>(within: Duration, mut f: F) -> Option<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f().await {
+            return Some(v);
+        }
+        if start.elapsed() >= within {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
