@@ -24,6 +24,8 @@ pub struct Claim {
 
 /// Takes ownership: sets `owner_epoch` to more than it was and at least `lease_epoch`
 /// (the Redis counter, which may have been lost), only while the instance should run.
+/// The state becomes `connecting` in the same write: whatever the previous owner last
+/// recorded (say `connected`) is no longer true once it is gone.
 pub async fn claim(
     db: impl PgExecutor<'_>,
     id: &InstanceId,
@@ -31,7 +33,9 @@ pub async fn claim(
     worker: &str,
 ) -> Result<Option<Claim>, sqlx::Error> {
     sqlx::query_as(
-        "UPDATE instances SET owner_epoch = GREATEST(owner_epoch + 1, $2), owner_worker = $3 \
+        "UPDATE instances SET owner_epoch = GREATEST(owner_epoch + 1, $2), owner_worker = $3, \
+         state = 'connecting', qr_code = NULL, qr_expires_at = NULL, \
+         state_changed_at = CASE WHEN state = 'connecting' THEN state_changed_at ELSE now() END, updated_at = now() \
          WHERE id = $1 AND desired RETURNING owner_epoch, session, network, state",
     )
     .bind(id)
