@@ -119,6 +119,21 @@ async fn rpc_errors_map_to_not_connected_and_timeout() {
     c.netsim().post("/control/faults", &json!({ "latency_ms": 3000 })).await.expect(200);
     admin.post(&format!("/v1/instances/{id}/pairing-code"), &json!({ "phone": A })).await.expect_error(504, "worker_timeout");
     c.netsim().post("/control/faults", &json!({ "latency_ms": 0 })).await.expect(200);
+
+    // A dropped connection is reopened by the same owner, resuming the linked session.
+    c.netsim().post("/control/scan", &json!({ "code": admin.get(&format!("/v1/instances/{id}/qr")).await.expect(200)["code"], "number": A })).await.expect(200);
+    c.wait_state(&id, "connected", Duration::from_secs(10)).await;
+    let (epoch, _, _) = c.ownership(&id).await;
+    c.netsim().post("/control/faults", &json!({ "drop_connections": true })).await.expect(200);
+    wait_for(Duration::from_secs(10), || async {
+        let info = c.netsim().get(&format!("/control/phones/{A}")).await.body;
+        (info["online_devices"] == 1).then_some(())
+    })
+    .await
+    .expect("the session comes back");
+    c.wait_state(&id, "connected", Duration::from_secs(10)).await;
+    assert_eq!(c.ownership(&id).await.0, epoch, "same owner, no takeover");
+    assert_eq!(c.netsim().get(&format!("/control/phones/{A}")).await.body["linked_devices"], 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

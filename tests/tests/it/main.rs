@@ -5,4 +5,5 @@ mod auth_matrix;
 mod errors;
 mod fencing;
 mod instances;
+mod leases;
 mod operation;
