@@ -122,6 +122,15 @@ pub struct Config {
     pub netsim_qr_rotate_ms: u64,
     /// `GET /instance/connect/{name}`: how long to wait for a first QR code.
     pub connect_qr_wait_ms: u64,
+    /// Pacing: the post-connection grace is drawn from [min, max] after each (re)connect.
+    pub pacing_grace_min_ms: u64,
+    pub pacing_grace_max_ms: u64,
+    /// Pacing: each interval is lengthened by a random 0..jitter fraction of itself.
+    pub pacing_jitter: f64,
+    /// Pacing: after the grace, the rate rises linearly from `pacing_ramp_start` of the
+    /// full rate to all of it over `pacing_ramp_ms`.
+    pub pacing_ramp_ms: u64,
+    pub pacing_ramp_start: f64,
 }
 
 impl Default for Config {
@@ -157,6 +166,11 @@ impl Default for Config {
             rpc_timeout_ms: 10_000,
             netsim_qr_rotate_ms: 20_000,
             connect_qr_wait_ms: 5_000,
+            pacing_grace_min_ms: 15_000,
+            pacing_grace_max_ms: 30_000,
+            pacing_jitter: 0.25,
+            pacing_ramp_ms: 600_000,
+            pacing_ramp_start: 0.25,
         }
     }
 }
@@ -248,6 +262,15 @@ impl Config {
         }
         if self.worker_scan_ms == 0 || self.rpc_timeout_ms == 0 || self.netsim_qr_rotate_ms == 0 {
             errors.push("worker_scan_ms, rpc_timeout_ms and netsim_qr_rotate_ms must be positive".to_string());
+        }
+        if self.pacing_grace_min_ms > self.pacing_grace_max_ms {
+            errors.push("pacing_grace_min_ms must not exceed pacing_grace_max_ms".to_string());
+        }
+        if !(0.0..=1.0).contains(&self.pacing_jitter) {
+            errors.push("pacing_jitter must be between 0 and 1".to_string());
+        }
+        if !(self.pacing_ramp_start > 0.0 && self.pacing_ramp_start <= 1.0) {
+            errors.push("pacing_ramp_start must be in (0, 1]".to_string());
         }
         if self.worker_max_instances == 0 {
             errors.push("worker_max_instances must be at least 1".to_string());

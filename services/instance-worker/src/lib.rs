@@ -12,6 +12,7 @@ pub mod actor;
 pub mod driver;
 pub mod lease;
 pub mod metrics;
+pub mod pacer;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -2,6 +2,8 @@
 //! All SQL lives in these modules; handlers call functions taking `impl PgExecutor`.
 
 pub mod instances;
+pub mod messages;
+pub mod outbox;
 pub mod sessions;
 
 use std::time::Duration;

@@ -1,0 +1,280 @@
+//! The `messages` and `media` tables: the send queue and its log. Worker writes are
+//! fenced on the instance's lease epoch (the instance row is share-locked for the
+//! statement, so a takeover's claim cannot slip between the check and the commit) and
+//! each status change writes its outbox event in the same transaction.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::{PgExecutor, PgPool};
+
+use crate::db::outbox;
+use crate::ids::{InstanceId, MediaId, MessageId};
+
+/// A row of `messages`.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct MessageRow {
+    pub id: MessageId,
+    pub instance_id: InstanceId,
+    pub seq: i64,
+    pub status: String,
+    pub to_jid: String,
+    #[sqlx(rename = "type")]
+    pub kind: String,
+    pub content: serde_json::Value,
+    pub client_message_id: Option<String>,
+    pub content_hash: String,
+    pub wa_message_id: String,
+    pub error: Option<String>,
+    pub attempts: i32,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub sent_at: Option<DateTime<Utc>>,
+    pub expires_at: DateTime<Utc>,
+}
+
+const COLUMNS: &str = "id, instance_id, seq, status, to_jid, type, content, client_message_id, content_hash, \
+    wa_message_id, error, attempts, created_at, updated_at, sent_at, expires_at";
+
+/// The message as events and the API show it.
+#[derive(Debug, Clone, Serialize)]
+pub struct MessageView<'a> {
+    pub id: &'a MessageId,
+    pub status: &'a str,
+    pub to: &'a str,
+    #[serde(rename = "type")]
+    pub kind: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_message_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wa_message_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<&'a str>,
+    pub created_at: DateTime<Utc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sent_at: Option<DateTime<Utc>>,
+    pub expires_at: DateTime<Utc>,
+}
+
+impl MessageRow {
+    /// `wa_message_id` shows once the message is sent (it is assigned before).
+    pub fn view(&self) -> MessageView<'_> {
+        MessageView {
+            id: &self.id,
+            status: &self.status,
+            to: &self.to_jid,
+            kind: &self.kind,
+            client_message_id: self.client_message_id.as_deref(),
+            wa_message_id: (self.status == "sent").then_some(self.wa_message_id.as_str()),
+            error: self.error.as_deref(),
+            created_at: self.created_at,
+            sent_at: self.sent_at,
+            expires_at: self.expires_at,
+        }
+    }
+}
+
+/// A message to queue.
+pub struct NewMessage<'a> {
+    pub id: &'a MessageId,
+    pub instance_id: &'a InstanceId,
+    pub to_jid: &'a str,
+    pub kind: &'a str,
+    pub content: &'a serde_json::Value,
+    pub client_message_id: Option<&'a str>,
+    pub content_hash: &'a str,
+    pub wa_message_id: &'a str,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// The result of queueing.
+pub enum Queued {
+    New(MessageRow),
+    /// A message with the same `client_message_id` existed already.
+    Existing(MessageRow),
+}
+
+/// Inserts the message with its `message.queued` event, or finds the one with the same
+/// `client_message_id`.
+pub async fn enqueue(pool: &PgPool, m: &NewMessage<'_>) -> Result<Queued, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let row: Option<MessageRow> = sqlx::query_as(&format!(
+        "INSERT INTO messages (id, instance_id, to_jid, type, content, client_message_id, content_hash, wa_message_id, expires_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+         ON CONFLICT ON CONSTRAINT messages_client_id_key DO NOTHING RETURNING {COLUMNS}"
+    ))
+    .bind(m.id)
+    .bind(m.instance_id)
+    .bind(m.to_jid)
+    .bind(m.kind)
+    .bind(m.content)
+    .bind(m.client_message_id)
+    .bind(m.content_hash)
+    .bind(m.wa_message_id)
+    .bind(m.expires_at)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(row) = row else {
+        tx.rollback().await?;
+        let existing = sqlx::query_as(&format!(
+            "SELECT {COLUMNS} FROM messages WHERE instance_id = $1 AND client_message_id = $2"
+        ))
+        .bind(m.instance_id)
+        .bind(m.client_message_id)
+        .fetch_one(pool)
+        .await?;
+        return Ok(Queued::Existing(existing));
+    };
+    outbox::insert(&mut *tx, m.instance_id, "message.queued", serde_json::to_value(row.view()).expect("serializes")).await?;
+    tx.commit().await?;
+    Ok(Queued::New(row))
+}
+
+pub async fn get(db: impl PgExecutor<'_>, instance: &InstanceId, id: &str) -> Result<Option<MessageRow>, sqlx::Error> {
+    sqlx::query_as(&format!("SELECT {COLUMNS} FROM messages WHERE instance_id = $1 AND id = $2"))
+        .bind(instance)
+        .bind(id)
+        .fetch_optional(db)
+        .await
+}
+
+/// The head of an instance's queue: its oldest unfinished message.
+pub async fn head(db: impl PgExecutor<'_>, instance: &InstanceId) -> Result<Option<MessageRow>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM messages WHERE instance_id = $1 AND status IN ('queued', 'in_flight') ORDER BY seq LIMIT 1"
+    ))
+    .bind(instance)
+    .fetch_optional(db)
+    .await
+}
+
+/// Unfinished messages of an instance (queue depth).
+pub async fn depth(db: impl PgExecutor<'_>, instance: &InstanceId) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar("SELECT count(*) FROM messages WHERE instance_id = $1 AND status IN ('queued', 'in_flight')")
+        .bind(instance)
+        .fetch_one(db)
+        .await
+}
+
+const OWNED: &str = "WITH owner AS (SELECT id FROM instances WHERE id = $2 AND owner_epoch = $3 FOR SHARE)";
+
+/// `queued -> in_flight` (or another attempt of an `in_flight` one), fenced.
+/// `None`: the instance has a new owner.
+pub async fn start_attempt(
+    db: impl PgExecutor<'_>,
+    id: &MessageId,
+    instance: &InstanceId,
+    epoch: i64,
+) -> Result<Option<MessageRow>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "{OWNED} UPDATE messages SET status = 'in_flight', attempts = attempts + 1, updated_at = now() \
+         WHERE id = $1 AND instance_id IN (SELECT id FROM owner) AND status IN ('queued', 'in_flight') RETURNING {COLUMNS}"
+    ))
+    .bind(id)
+    .bind(instance)
+    .bind(epoch)
+    .fetch_optional(db)
+    .await
+}
+
+/// How a message ended.
+pub enum Outcome<'a> {
+    Sent,
+    /// `error` is `<code>: <detail>`.
+    Failed { error: &'a str },
+}
+
+/// `-> sent | failed`, fenced, with its `message.sent` / `message.failed` event.
+/// `None`: the instance has a new owner (or the message already ended).
+pub async fn finish(
+    pool: &PgPool,
+    id: &MessageId,
+    instance: &InstanceId,
+    epoch: i64,
+    outcome: Outcome<'_>,
+) -> Result<Option<MessageRow>, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let (status, error, event) = match outcome {
+        Outcome::Sent => ("sent", None, "message.sent"),
+        Outcome::Failed { error } => ("failed", Some(error), "message.failed"),
+    };
+    let row: Option<MessageRow> = sqlx::query_as(&format!(
+        "{OWNED} UPDATE messages SET status = $4, error = $5, updated_at = now(), \
+         sent_at = CASE WHEN $4 = 'sent' THEN now() ELSE sent_at END \
+         WHERE id = $1 AND instance_id IN (SELECT id FROM owner) AND status IN ('queued', 'in_flight') RETURNING {COLUMNS}"
+    ))
+    .bind(id)
+    .bind(instance)
+    .bind(epoch)
+    .bind(status)
+    .bind(error)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(row) = row else {
+        tx.rollback().await?;
+        return Ok(None);
+    };
+    outbox::insert(&mut *tx, instance, event, serde_json::to_value(row.view()).expect("serializes")).await?;
+    tx.commit().await?;
+    Ok(Some(row))
+}
+
+/// Fails queued messages past their expiry on instances no worker runs (running ones are
+/// expired by their worker, in order). Returns the expired rows.
+pub async fn expire_idle(pool: &PgPool, limit: i64) -> Result<Vec<MessageRow>, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let rows: Vec<MessageRow> = sqlx::query_as(&format!(
+        "UPDATE messages SET status = 'failed', error = 'message_expired: not sent before expires_after', updated_at = now() \
+         WHERE id IN (SELECT m.id FROM messages m JOIN instances i ON i.id = m.instance_id \
+                      WHERE m.status = 'queued' AND m.expires_at <= now() AND NOT i.desired \
+                      ORDER BY m.expires_at LIMIT $1 FOR UPDATE OF m SKIP LOCKED) \
+         RETURNING {COLUMNS}"
+    ))
+    .bind(limit)
+    .fetch_all(&mut *tx)
+    .await?;
+    for r in &rows {
+        outbox::insert(&mut *tx, &r.instance_id, "message.failed", serde_json::to_value(r.view()).expect("serializes")).await?;
+    }
+    tx.commit().await?;
+    Ok(rows)
+}
+
+/// Stored media.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct MediaRow {
+    pub id: MediaId,
+    pub mime_type: String,
+    pub filename: Option<String>,
+    pub size: i64,
+    pub sha256: String,
+    pub data: Vec<u8>,
+}
+
+pub async fn insert_media(
+    db: impl PgExecutor<'_>,
+    instance: &InstanceId,
+    mime_type: &str,
+    filename: Option<&str>,
+    data: &[u8],
+    sha256: &str,
+) -> Result<MediaId, sqlx::Error> {
+    let id = MediaId::new();
+    sqlx::query("INSERT INTO media (id, instance_id, mime_type, filename, size, sha256, data) VALUES ($1, $2, $3, $4, $5, $6, $7)")
+        .bind(&id)
+        .bind(instance)
+        .bind(mime_type)
+        .bind(filename)
+        .bind(data.len() as i64)
+        .bind(sha256)
+        .bind(data)
+        .execute(db)
+        .await?;
+    Ok(id)
+}
+
+pub async fn get_media(db: impl PgExecutor<'_>, id: &str) -> Result<Option<MediaRow>, sqlx::Error> {
+    sqlx::query_as("SELECT id, mime_type, filename, size, sha256, data FROM media WHERE id = $1")
+        .bind(id)
+        .fetch_optional(db)
+        .await
+}

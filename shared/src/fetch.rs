@@ -1,0 +1,215 @@
+//! Fetching URLs that tenants give us (`media.url`, later webhook URLs) without letting
+//! them reach internal addresses. The guard sits where connections are made: a DNS
+//! resolver that drops every non-public address (so the address actually connected to is
+//! the one checked, on the first request and on every redirect), plus a check of IP
+//! literals in the URL and in each redirect target.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+
+/// Why a fetch failed.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// The URL points to a private, loopback, link-local or otherwise internal address.
+    #[error("the URL points to a private or local address")]
+    Refused,
+    /// The body is larger than allowed (stopped early).
+    #[error("the download is larger than allowed")]
+    TooLarge,
+    /// Anything else: DNS, connection, status, timeout.
+    #[error("the download failed: {0}")]
+    Failed(String),
+}
+
+/// A refused address, as an error the resolver can return and we can find again.
+#[derive(Debug, thiserror::Error)]
+#[error("refused non-public address")]
+struct RefusedAddr;
+
+/// Whether an address is on the public internet.
+pub fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            !(v4.is_private()
+                || v4.is_loopback()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || v4.is_documentation()
+                || o[0] == 0
+                || (o[0] == 100 && (64..128).contains(&o[1])) // CGNAT 100.64/10
+                || (o[0] == 192 && o[1] == 0 && o[2] == 0) // IETF protocol 192.0.0/24
+                || (o[0] == 198 && (18..20).contains(&o[1])) // benchmarking 198.18/15
+                || o[0] >= 240) // reserved 240/4
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_public(IpAddr::V4(v4));
+            }
+            let s = v6.segments();
+            // NAT64 64:ff9b::/96 embeds an IPv4 address.
+            if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
+                let v4 = std::net::Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
+                return is_public(IpAddr::V4(v4));
+            }
+            !(v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (s[0] & 0xfe00) == 0xfc00 // unique local fc00::/7
+                || (s[0] & 0xffc0) == 0xfe80 // link-local fe80::/10
+                || (s[0] == 0x2001 && s[1] == 0x0db8)) // documentation
+        }
+    }
+}
+
+/// Resolves names keeping only public addresses (unless private targets are allowed).
+struct GuardedResolver {
+    allow_private: bool,
+}
+
+impl Resolve for GuardedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let allow = self.allow_private;
+        Box::pin(async move {
+            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((name.as_str(), 0)).await?.collect();
+            let kept: Vec<SocketAddr> = addrs.into_iter().filter(|a| allow || is_public(a.ip())).collect();
+            if kept.is_empty() {
+                return Err(Box::new(RefusedAddr) as Box<dyn std::error::Error + Send + Sync>);
+            }
+            Ok(Box::new(kept.into_iter()) as Addrs)
+        })
+    }
+}
+
+fn literal_ok(url: &url::Url, allow_private: bool) -> bool {
+    let ip = match url.host() {
+        Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip),
+        Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip),
+        Some(url::Host::Domain(d)) => match d.parse::<IpAddr>() {
+            Ok(ip) => ip,
+            // Names go through the guarded resolver.
+            Err(_) => return !d.eq_ignore_ascii_case("localhost") || allow_private,
+        },
+        None => return false,
+    };
+    allow_private || is_public(ip)
+}
+
+/// An HTTP client for tenant URLs.
+#[derive(Clone)]
+pub struct GuardedClient {
+    http: reqwest::Client,
+    allow_private: bool,
+}
+
+impl GuardedClient {
+    pub fn new(allow_private: bool, timeout: Duration) -> GuardedClient {
+        let policy = reqwest::redirect::Policy::custom(move |attempt| {
+            let ok = matches!(attempt.url().scheme(), "http" | "https") && literal_ok(attempt.url(), allow_private);
+            if !ok {
+                attempt.error(RefusedAddr)
+            } else if attempt.previous().len() >= 5 {
+                attempt.error("too many redirects")
+            } else {
+                attempt.follow()
+            }
+        });
+        let http = reqwest::Client::builder()
+            .dns_resolver(Arc::new(GuardedResolver { allow_private }))
+            .redirect(policy)
+            .timeout(timeout)
+            .connect_timeout(Duration::from_secs(10))
+            .user_agent("paceline")
+            .no_proxy()
+            .build()
+            .expect("the HTTP client builds");
+        GuardedClient { http, allow_private }
+    }
+
+    /// Downloads `url`, stopping as soon as the body passes `limit` bytes.
+    /// Returns the bytes and the response's Content-Type.
+    pub async fn download(&self, url: &url::Url, limit: usize) -> Result<(Vec<u8>, Option<String>), FetchError> {
+        if !matches!(url.scheme(), "http" | "https") || !literal_ok(url, self.allow_private) {
+            return Err(FetchError::Refused);
+        }
+        let res = self.http.get(url.clone()).send().await.map_err(classify)?;
+        if !res.status().is_success() {
+            return Err(FetchError::Failed(format!("status {}", res.status().as_u16())));
+        }
+        if res.content_length().is_some_and(|n| n > limit as u64) {
+            return Err(FetchError::TooLarge);
+        }
+        let content_type = res
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.split(';').next().unwrap_or(v).trim().to_string());
+        let mut body = Vec::new();
+        let mut stream = res.bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(classify)?;
+            if body.len() + chunk.len() > limit {
+                return Err(FetchError::TooLarge);
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok((body, content_type))
+    }
+}
+
+/// A refusal anywhere in the error's chain (resolver or redirect policy) is `Refused`.
+fn classify(e: reqwest::Error) -> FetchError {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+    while let Some(s) = src {
+        if s.is::<RefusedAddr>() {
+            return FetchError::Refused;
+        }
+        src = s.source();
+    }
+    // reqwest's message carries the URL, which may hold credentials: keep the kind only.
+    let kind = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "could not connect"
+    } else if e.is_redirect() {
+        "too many redirects"
+    } else {
+        "request failed"
+    };
+    FetchError::Failed(kind.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_and_internal_addresses() {
+        for ip in ["8.8.8.8", "1.1.1.1", "2606:4700::1111", "64:ff9b::808:808"] {
+            assert!(is_public(ip.parse().unwrap()), "{ip}");
+        }
+        for ip in [
+            "127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "0.0.0.0", "100.64.0.1",
+            "198.18.0.1", "224.0.0.1", "255.255.255.255", "::1", "fe80::1", "fd00::1", "::ffff:127.0.0.1",
+            "64:ff9b::a00:1", "192.0.0.1", "240.0.0.1",
+        ] {
+            assert!(!is_public(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    #[test]
+    fn literals_and_localhost_are_checked_before_connecting() {
+        let u = |s: &str| url::Url::parse(s).unwrap();
+        assert!(!literal_ok(&u("http://127.0.0.1/x"), false));
+        assert!(!literal_ok(&u("http://[::1]/x"), false));
+        assert!(!literal_ok(&u("http://localhost/x"), false));
+        assert!(literal_ok(&u("http://example.com/x"), false));
+        assert!(literal_ok(&u("http://127.0.0.1/x"), true));
+    }
+}
