@@ -200,7 +200,7 @@ _PL_APT_UPDATED=${_PL_APT_UPDATED:-}
 
 # apt-get install PKG... quietly (output goes to $cache/apt.log).
 _pl_apt_install() {
-    local cache log policy=/usr/sbin/policy-rc.d made_policy=0 rc=0
+    local cache log policy=/usr/sbin/policy-rc.d rc=0
     cache=$(pl_cache_dir)
     mkdir -p "$cache" || return 1
     log=$cache/apt.log
@@ -214,18 +214,23 @@ _pl_apt_install() {
     fi
     # Do not let package scripts start system-wide services (a stray cluster
     # on 5432 or redis on 6379): policy-rc.d exit 101 = "action forbidden".
-    if [[ $EUID -eq 0 && ! -e $policy ]]; then
-        if printf '#!/bin/sh\n# temporary, written by paceline scripts/lib/services.sh\nexit 101\n' >"$policy" &&
-            chmod 755 "$policy"; then
-            made_policy=1
+    # In a subshell whose traps remove it again even when apt-get is
+    # interrupted (Ctrl-C, SIGTERM, SIGHUP): a left-over policy-rc.d would
+    # silently keep every service installed later on this machine from
+    # starting. The signal is then re-raised so the caller still sees it.
+    (
+        if [[ $EUID -eq 0 && ! -e $policy ]]; then
+            trap 'rm -f "$policy"' EXIT
+            trap 'rm -f "$policy"; trap - INT EXIT; kill -s INT "$BASHPID"' INT
+            trap 'rm -f "$policy"; trap - TERM EXIT; kill -s TERM "$BASHPID"' TERM
+            trap 'rm -f "$policy"; trap - HUP EXIT; kill -s HUP "$BASHPID"' HUP
+            printf '#!/bin/sh\n# temporary, written by paceline scripts/lib/services.sh\nexit 101\n' >"$policy" &&
+                chmod 755 "$policy" || rm -f "$policy"
         fi
-    fi
-    _pl_as_root env DEBIAN_FRONTEND=noninteractive \
-        apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends "$@" \
-        >>"$log" 2>&1 || rc=$?
-    if [[ $made_policy -eq 1 ]]; then
-        rm -f "$policy"
-    fi
+        _pl_as_root env DEBIAN_FRONTEND=noninteractive \
+            apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends "$@" \
+            >>"$log" 2>&1
+    ) || rc=$?
     if [[ $rc -ne 0 ]]; then
         _pl_err "apt-get install $* failed (exit $rc); see $log"
         _pl_tail_log "$log" 20

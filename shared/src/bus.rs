@@ -37,6 +37,16 @@ impl Subjects {
         format!("{}.inst.{instance}.rpc", self.prefix)
     }
 
+    /// "The instance's queue has news": its worker looks at the queue head now.
+    pub fn instance_queue(&self, instance: &InstanceId) -> String {
+        format!("{}.inst.{instance}.queue", self.prefix)
+    }
+
+    /// A message's final status (sent or failed), for `wait=true` requests.
+    pub fn message_result(&self, message: &crate::ids::MessageId) -> String {
+        format!("{}.msg.{message}.result", self.prefix)
+    }
+
     /// "An instance wants to run": workers scan at once instead of at their next tick.
     pub fn workers_wake(&self) -> String {
         format!("{}.workers.wake", self.prefix)

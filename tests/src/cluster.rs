@@ -41,6 +41,10 @@ impl Cluster {
         config.lease_ttl_ms = 2_000;
         config.worker_scan_ms = 200;
         config.connect_qr_wait_ms = 5_000;
+        // No post-connection grace or ramp unless a test asks for them.
+        config.pacing_grace_min_ms = 0;
+        config.pacing_grace_max_ms = 0;
+        config.pacing_ramp_ms = 0;
         let netsim_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let netsim = netsim_listener.local_addr().unwrap();
         config.netsim_url = url::Url::parse(&format!("http://{netsim}")).unwrap();
@@ -82,6 +86,10 @@ impl Cluster {
             .env("PACELINE_LEASE_TTL_MS", c.lease_ttl_ms.to_string())
             .env("PACELINE_WORKER_SCAN_MS", c.worker_scan_ms.to_string())
             .env("PACELINE_METRICS_ADDR", metrics.to_string())
+            .env("PACELINE_PACING_GRACE_MIN_MS", c.pacing_grace_min_ms.to_string())
+            .env("PACELINE_PACING_GRACE_MAX_MS", c.pacing_grace_max_ms.to_string())
+            .env("PACELINE_PACING_RAMP_MS", c.pacing_ramp_ms.to_string())
+            .env("PACELINE_PACING_JITTER", c.pacing_jitter.to_string())
             .env("PACELINE_LOG_LEVEL", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::null());
@@ -166,6 +174,15 @@ impl Cluster {
             Some(v) => v,
             None => panic!("instance did not reach {state}: {}", admin.get(&path).await.text),
         }
+    }
+
+    /// Lets an instance send as fast as the network takes it (admin-only unsafe pacing).
+    pub async fn unpaced(&self, id: &str) {
+        self.api
+            .admin()
+            .patch(&format!("/v1/instances/{id}"), &json!({ "unsafe_pacing": true, "min_interval_ms": 0, "max_per_minute": 100000 }))
+            .await
+            .expect(200);
     }
 
     /// The instance's row as workers see it: (owner_epoch, state, updated_at text).

@@ -21,6 +21,8 @@ pub struct Inner {
     pub health_public: bool,
     /// The admin token, checked on every admin request.
     pub admin_token: String,
+    /// Fetches tenant URLs (media) without reaching internal addresses.
+    pub fetcher: shared::fetch::GuardedClient,
 }
 
 impl std::ops::Deref for AppState {
@@ -47,6 +49,7 @@ impl AppState {
             subjects: bus::Subjects::new(&config),
             health_public: config.listen_addr.ip().is_loopback(),
             admin_token,
+            fetcher: shared::fetch::GuardedClient::new(config.allow_private_targets, std::time::Duration::from_secs(60)),
             config,
             db,
             redis,

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::driver::{Driver, DriverEvent, Session};
 use crate::metrics::{FENCED_WRITES, RPC, SESSIONS};
+use crate::queue::Queue;
 
 /// Waits between reconnect attempts (the last one repeats).
 const RECONNECT: [Duration; 6] = [
@@ -35,6 +36,18 @@ pub struct Ctx {
     pub sim: Option<Arc<dyn Driver>>,
     pub whatsapp: Arc<dyn Driver>,
     pub default_network: Network,
+    /// Deployment-wide pacing settings (grace, jitter, ramp).
+    pub pacing: PacingDefaults,
+}
+
+/// Pacing settings that come from the config rather than the instance.
+#[derive(Debug, Clone)]
+pub struct PacingDefaults {
+    pub grace_min: Duration,
+    pub grace_max: Duration,
+    pub jitter: f64,
+    pub ramp: Duration,
+    pub ramp_start: f64,
 }
 
 /// How an actor ended.
@@ -50,18 +63,19 @@ pub enum Outcome {
     Lost,
 }
 
-enum Step {
+pub(crate) enum Step {
     Continue,
     Reconnect,
     Exit(Outcome),
 }
 
-struct Actor {
-    ctx: Arc<Ctx>,
-    id: InstanceId,
-    epoch: i64,
+pub(crate) struct Actor {
+    pub(crate) ctx: Arc<Ctx>,
+    pub(crate) id: InstanceId,
+    pub(crate) epoch: i64,
     state: InstanceState,
     credentials: Option<serde_json::Value>,
+    pub(crate) queue: Queue,
 }
 
 /// Runs the instance until `cancel` or until its session ends.
@@ -79,6 +93,7 @@ pub async fn run(ctx: Arc<Ctx>, id: InstanceId, claim: Claim, cancel: Cancellati
         state: InstanceState::parse(&claim.state).unwrap_or(InstanceState::Disconnected),
         credentials: claim.session,
         epoch: claim.owner_epoch,
+        queue: Queue::new(&ctx.pacing),
         id,
         ctx,
     };
@@ -89,8 +104,16 @@ pub async fn run(ctx: Arc<Ctx>, id: InstanceId, claim: Claim, cancel: Cancellati
             return Outcome::Stopped;
         }
     };
-    let outcome = actor.run(driver, &mut rpc, &cancel).await;
+    let mut wake = match actor.ctx.nats.subscribe(actor.ctx.subjects.instance_queue(&actor.id)).await {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(error = %e, "queue subscribe failed");
+            return Outcome::Stopped;
+        }
+    };
+    let outcome = actor.run(driver, &mut rpc, &mut wake, &cancel).await;
     let _ = rpc.unsubscribe().await;
+    let _ = wake.unsubscribe().await;
     tracing::info!(?outcome, "instance stopped");
     outcome
 }
@@ -100,6 +123,7 @@ impl Actor {
         &mut self,
         driver: Option<Arc<dyn Driver>>,
         rpc: &mut async_nats::Subscriber,
+        wake: &mut async_nats::Subscriber,
         cancel: &CancellationToken,
     ) -> Outcome {
         let mut attempt = 0usize;
@@ -138,12 +162,18 @@ impl Actor {
                 }
             };
             let step = loop {
+                let pump_at = self.queue.wake_at;
                 let step = tokio::select! {
                     _ = cancel.cancelled() => {
                         session.close().await;
                         return self.stop().await;
                     }
                     Some(msg) = rpc.next() => self.rpc(&*session, msg).await,
+                    Some(_) = wake.next() => {
+                        self.queue.wake_at = tokio::time::Instant::now();
+                        Step::Continue
+                    }
+                    _ = tokio::time::sleep_until(pump_at) => self.pump(&*session).await,
                     ev = events.recv() => match ev {
                         Some(ev) => {
                             if matches!(ev, DriverEvent::Connected { .. } | DriverEvent::Paired { .. }) {
@@ -160,6 +190,7 @@ impl Actor {
                 }
             };
             session.close().await;
+            self.queue.disconnected();
             match step {
                 Step::Exit(o) => return o,
                 _ => {
@@ -175,7 +206,7 @@ impl Actor {
     }
 
     /// Applies a fenced write's result: refused means someone else owns the instance now.
-    fn fenced(&self, r: Result<bool, sqlx::Error>) -> Step {
+    pub(crate) fn fenced(&self, r: Result<bool, sqlx::Error>) -> Step {
         match r {
             Ok(true) => {
                 metrics::counter!(FENCED_WRITES, "result" => "applied").increment(1);
@@ -236,12 +267,14 @@ impl Actor {
                 );
                 self.credentials = Some(credentials);
                 self.state = InstanceState::Connected;
+                self.queue.connected();
                 tracing::info!(business, "paired");
                 step
             }
             DriverEvent::Connected { phone, business } => {
                 let step = self.fenced(sessions::set_linked(&self.ctx.db, &self.id, self.epoch, None, &phone, business).await);
                 self.state = InstanceState::Connected;
+                self.queue.connected();
                 step
             }
             DriverEvent::LoggedOut => self.end(InstanceState::LoggedOut).await,

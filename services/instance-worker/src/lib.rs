@@ -13,6 +13,7 @@ pub mod driver;
 pub mod lease;
 pub mod metrics;
 pub mod pacer;
+pub mod queue;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -58,6 +59,13 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
         }),
         whatsapp: Arc::new(driver::whatsapp::WhatsappDriver),
         default_network: config.network,
+        pacing: actor::PacingDefaults {
+            grace_min: Duration::from_millis(config.pacing_grace_min_ms),
+            grace_max: Duration::from_millis(config.pacing_grace_max_ms),
+            jitter: config.pacing_jitter,
+            ramp: Duration::from_millis(config.pacing_ramp_ms),
+            ramp_start: config.pacing_ramp_start,
+        },
     });
     tracing::info!(worker_id, network = %config.network, "worker started");
     let mut w = Worker {
@@ -102,8 +110,18 @@ struct Worker {
 }
 
 impl Worker {
-    /// Claims free instances up to this worker's fair share.
+    /// Claims free instances up to this worker's fair share, and expires queued messages
+    /// of instances nobody runs.
     async fn scan(&mut self) {
+        match shared::db::messages::expire_idle(&self.ctx.db, 500).await {
+            Ok(rows) => {
+                for r in rows {
+                    let payload = serde_json::to_vec(&r.view()).expect("serializes");
+                    let _ = self.ctx.nats.publish(self.ctx.subjects.message_result(&r.id), payload.into()).await;
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "expiring idle messages failed"),
+        }
         let workers = match self.leases.heartbeat().await {
             Ok(n) => n.max(1),
             Err(e) => return tracing::warn!(error = %e, "heartbeat failed"),

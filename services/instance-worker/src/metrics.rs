@@ -6,6 +6,9 @@ pub const LEASE_LOST: &str = "paceline_worker_lease_lost_total";
 pub const FENCED_WRITES: &str = "paceline_worker_fenced_writes_total";
 pub const SESSIONS: &str = "paceline_worker_session_events_total";
 pub const RPC: &str = "paceline_worker_rpc_total";
+pub const SENDS: &str = "paceline_queue_sends_total";
+pub const PACING_DELAY: &str = "paceline_queue_pacing_delay_seconds";
+pub const SEND_LATENCY: &str = "paceline_queue_send_latency_seconds";
 
 pub fn describe() {
     shared::telemetry::prometheus();
@@ -15,4 +18,7 @@ pub fn describe() {
     metrics::describe_counter!(FENCED_WRITES, "fenced Postgres writes, by result (applied or rejected: ownership moved on)");
     metrics::describe_counter!(SESSIONS, "network session events, by kind");
     metrics::describe_counter!(RPC, "worker RPC requests handled, by type and result");
+    metrics::describe_counter!(SENDS, "messages by send result (sent, a failure code, or retried)");
+    metrics::describe_histogram!(PACING_DELAY, metrics::Unit::Seconds, "time from queueing to the send attempt");
+    metrics::describe_histogram!(SEND_LATENCY, metrics::Unit::Seconds, "time the network took to accept a send");
 }

@@ -43,8 +43,12 @@ struct Phone {
     /// What this phone received, each network id once.
     inbox: Vec<SimMessage>,
     inbox_ids: HashSet<String>,
-    /// Repeated deliveries of an id already in the inbox.
+    /// Repeated deliveries of an id already in the inbox (from another sender: a real
+    /// duplicate the phone would show twice).
     duplicates: u64,
+    /// Re-sends of an id by its own sender, absorbed by the network's de-duplication
+    /// (what a new owner does with an in-flight message after a crash).
+    absorbed: u64,
     /// What this account sent (for history sync).
     sent: Vec<SimMessage>,
     /// Events for linked devices that were offline, delivered on their next connect.
@@ -119,6 +123,7 @@ pub enum NetError {
 pub struct Inbox {
     pub messages: Vec<InboxItem>,
     pub duplicates: u64,
+    pub resends_absorbed: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -197,11 +202,17 @@ impl State {
         self.codes.retain(|_, (c, _)| *c != conn);
     }
 
-    /// Records a message in the recipient's inbox; false if the id was there already.
+    /// Records a message in the recipient's inbox; false if the id was there already
+    /// (a re-send by the same sender is absorbed, by anyone else counted a duplicate).
     fn deliver(&mut self, msg: &SimMessage) -> bool {
         let Some(to) = self.phones.get_mut(&msg.to) else { return false };
         if !to.inbox_ids.insert(msg.id.clone()) {
-            to.duplicates += 1;
+            let same_sender = to.inbox.iter().any(|m| m.id == msg.id && m.from == msg.from);
+            if same_sender {
+                to.absorbed += 1;
+            } else {
+                to.duplicates += 1;
+            }
             return false;
         }
         to.inbox.push(msg.clone());
@@ -282,6 +293,7 @@ impl Net {
                 })
                 .collect(),
             duplicates: p.duplicates,
+            resends_absorbed: p.absorbed,
         })
     }
 

@@ -143,3 +143,22 @@ pub async fn qr(
         .fetch_optional(db)
         .await
 }
+
+/// An instance's pacing settings, as the worker's pacer reads them.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct PacingRow {
+    pub min_interval_ms: i32,
+    pub max_per_minute: i32,
+    pub time_zone: String,
+    pub send_window_start: Option<chrono::NaiveTime>,
+    pub send_window_end: Option<chrono::NaiveTime>,
+}
+
+pub async fn pacing(db: impl PgExecutor<'_>, id: &InstanceId) -> Result<Option<PacingRow>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT min_interval_ms, max_per_minute, time_zone, send_window_start, send_window_end FROM instances WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_optional(db)
+    .await
+}

@@ -6,4 +6,5 @@ mod errors;
 mod fencing;
 mod instances;
 mod leases;
+mod messages;
 mod operation;

@@ -1,18 +1,35 @@
-//! `{inst}/messages`: the paced send queue. The routes exist (with their 140 MB body
-//! limit and auth) but answer 501 `not_implemented` until the send-queue issue lands.
+//! `{inst}/messages`: the paced send queue. POST validates, stores media, queues the
+//! message (with its network id assigned and its `message.queued` event) and wakes the
+//! instance's worker; `wait=true` then waits for the result.
 
-use axum::extract::State;
-use shared::db::instances;
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use chrono::{DateTime, Utc};
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use shared::db::instances::{self, InstanceState};
+use shared::db::messages::{self, MessageRow, NewMessage, Queued};
 use shared::error::ErrorBody;
-use shared::ApiError;
+use shared::fetch::FetchError;
+use shared::ids::{InstanceId, MessageId};
+use shared::message::{self, MediaSource, MessageIn, MessageType};
+use shared::{ApiError, ErrorCode};
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::extract::{InstanceAccess, ValidatedJson};
+use crate::extract::{InstanceAccess, ValidatedJson, ValidatedQuery};
 use crate::state::AppState;
 
 /// Body limit of `POST {inst}/messages` (media as base64).
 pub const MESSAGES_BODY_LIMIT: usize = 140 * 1024 * 1024;
+/// `wait=true`: default and ceiling of `timeout`.
+const WAIT_DEFAULT: Duration = Duration::from_secs(30);
+const WAIT_CEILING: Duration = Duration::from_secs(120);
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -21,42 +38,241 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_message))
 }
 
-/// Queue a message (not implemented yet).
+/// A message and its status.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct MessageOut {
+    pub id: MessageId,
+    /// `queued`, `in_flight`, `sent` or `failed`.
+    pub status: String,
+    /// The recipient's JID.
+    pub to: String,
+    #[serde(rename = "type")]
+    pub kind: MessageType,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_message_id: Option<String>,
+    /// The network's id, once sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wa_message_id: Option<String>,
+    /// `<code>: <detail>`, when failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub created_at: DateTime<Utc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sent_at: Option<DateTime<Utc>>,
+    pub expires_at: DateTime<Utc>,
+}
+
+impl From<&MessageRow> for MessageOut {
+    fn from(r: &MessageRow) -> Self {
+        let v = r.view();
+        MessageOut {
+            id: r.id.clone(),
+            status: r.status.clone(),
+            to: r.to_jid.clone(),
+            kind: serde_json::from_value(serde_json::Value::String(r.kind.clone())).unwrap_or(MessageType::Text),
+            client_message_id: r.client_message_id.clone(),
+            wa_message_id: v.wa_message_id.map(str::to_owned),
+            error: r.error.clone(),
+            created_at: r.created_at,
+            sent_at: r.sent_at,
+            expires_at: r.expires_at,
+        }
+    }
+}
+
+/// Query of `POST {inst}/messages`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct SendQuery {
+    /// Wait for the result (sent or failed) up to `timeout`.
+    pub wait: Option<bool>,
+    /// How long to wait: `30s`, `90s`, `2m` (default 30s; longer waits stop at 2m).
+    pub timeout: Option<String>,
+}
+
+/// Queue a message. Without `wait` the answer is 202 once it is stored. With
+/// `wait=true`: 200 when sent in time, the failure's error when it fails, 202 (still
+/// queued) when the timeout passes first.
 #[utoipa::path(post, path = "/v1/instances/{id}/messages", tag = "messages",
-    params(("id" = String, Path, description = "instance id")),
-    request_body(content = serde_json::Value, description = "the message; up to 140 MB"),
+    params(("id" = InstanceId, Path, description = "instance id"), SendQuery),
+    request_body(content = MessageIn, description = "the message; up to 140 MB with media as base64"),
     responses(
-        (status = 400, description = "`validation_failed`", body = ErrorBody),
+        (status = 200, description = "sent (wait=true)", body = MessageOut),
+        (status = 202, description = "queued", body = MessageOut),
+        (status = 400, description = "`validation_failed` (also media.url not http(s) or internal), or with wait=true `invalid_number`", body = ErrorBody),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
         (status = 403, description = "`forbidden`", body = ErrorBody),
         (status = 404, description = "`instance_not_found`", body = ErrorBody),
-        (status = 413, description = "`media_too_large`: body over 140 MB", body = ErrorBody),
-        (status = 501, description = "`not_implemented`", body = ErrorBody),
+        (status = 409, description = "`conflict`: client_message_id reused with other content; `instance_banned`; with wait=true `instance_not_connected`", body = ErrorBody),
+        (status = 410, description = "`message_expired` (wait=true)", body = ErrorBody),
+        (status = 413, description = "`media_too_large`: body over 140 MB or media over its type's limit", body = ErrorBody),
+        (status = 422, description = "`media_fetch_failed`: media.url could not be downloaded", body = ErrorBody),
+        (status = 502, description = "`worker_error` (wait=true)", body = ErrorBody),
+        (status = 504, description = "`worker_timeout` (wait=true)", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
 async fn send(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
-    ValidatedJson(_body): ValidatedJson<serde_json::Value>,
-) -> Result<(), ApiError> {
-    instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
-    Err(ApiError::not_implemented("the send queue"))
+    ValidatedQuery(q): ValidatedQuery<SendQuery>,
+    ValidatedJson(body): ValidatedJson<MessageIn>,
+) -> Result<(StatusCode, Json<MessageOut>), ApiError> {
+    let wait = match (q.wait.unwrap_or(false), q.timeout.as_deref()) {
+        (false, _) => None,
+        (true, None) => Some(WAIT_DEFAULT),
+        (true, Some(t)) => Some(
+            message::parse_duration(t)
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| ApiError::validation("timeout must be a duration such as 30s, 90s or 2m"))?
+                .min(WAIT_CEILING),
+        ),
+    };
+    let inst = instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
+    if inst.state() == InstanceState::Banned {
+        return Err(ApiError::new(ErrorCode::InstanceBanned, "the number is banned; delete the instance"));
+    }
+    let row = queue(&state, &id, body, wait).await?;
+    match wait {
+        None => Ok((StatusCode::ACCEPTED, Json((&row.0).into()))),
+        Some(timeout) => wait_result(&state, &id, row, timeout).await,
+    }
 }
 
-/// Read a message (not implemented yet).
+/// Validates and queues a message; with `wait` the result subscription is taken first.
+/// Shared with the action-style send routes.
+pub async fn queue(
+    state: &AppState,
+    id: &InstanceId,
+    body: MessageIn,
+    wait: Option<Duration>,
+) -> Result<(MessageRow, Option<async_nats::Subscriber>), ApiError> {
+    let v = message::validate(body)?;
+    let mut content = v.content.clone();
+    let mut media_sha = None;
+    if let Some(src) = &v.media {
+        let limit = v.kind.media_limit().expect("media types have limits");
+        let (data, mime_type, filename) = match src {
+            MediaSource::Bytes { data, mime_type, filename } => (data.clone(), mime_type.clone(), filename.clone()),
+            MediaSource::Url { url, mime_type, filename } => {
+                let (data, ct) = state.fetcher.download(url, limit).await.map_err(|e| match e {
+                    FetchError::Refused => ApiError::validation("media.url must not point to a private or local address"),
+                    FetchError::TooLarge => ApiError::new(ErrorCode::MediaTooLarge, "the media at media.url is over its size limit"),
+                    FetchError::Failed(why) => ApiError::new(ErrorCode::MediaFetchFailed, format!("media.url could not be downloaded ({why})")),
+                })?;
+                let mime = mime_type.clone().or(ct).unwrap_or_else(|| default_mime(v.kind).to_string());
+                let name = filename.clone().or_else(|| url.path_segments().and_then(|mut s| s.next_back()).filter(|s| !s.is_empty()).map(str::to_owned));
+                (data, mime, name)
+            }
+        };
+        let sha = hex::encode(Sha256::digest(&data));
+        let media_id = messages::insert_media(&state.db, id, &mime_type, filename.as_deref(), &data, &sha).await?;
+        content["media"] = serde_json::json!({
+            "id": media_id, "mime_type": mime_type, "filename": filename, "size": data.len(), "sha256": sha,
+        });
+        media_sha = Some(sha);
+    }
+    let hash = message::content_hash(&v, media_sha.as_deref());
+    let msg_id = MessageId::new();
+    // Subscribe before the insert: a result published after it cannot be missed.
+    let mut sub = match wait {
+        Some(_) => Some(state.nats.subscribe(state.subjects.message_result(&msg_id)).await.map_err(ApiError::internal)?),
+        None => None,
+    };
+    let network_id = message::new_network_id();
+    let queued = messages::enqueue(
+        &state.db,
+        &NewMessage {
+            id: &msg_id,
+            instance_id: id,
+            to_jid: &v.to_jid,
+            kind: v.kind.as_str(),
+            content: &content,
+            client_message_id: v.client_message_id.as_deref(),
+            content_hash: &hash,
+            wa_message_id: &network_id,
+            expires_at: Utc::now() + chrono::Duration::from_std(v.expires_after).expect("bounded"),
+        },
+    )
+    .await?;
+    let row = match queued {
+        Queued::New(row) => row,
+        Queued::Existing(row) if row.content_hash == hash => {
+            // An idempotent replay: wait on the original message instead.
+            if wait.is_some() {
+                sub = Some(state.nats.subscribe(state.subjects.message_result(&row.id)).await.map_err(ApiError::internal)?);
+            }
+            row
+        }
+        Queued::Existing(_) => {
+            return Err(ApiError::new(ErrorCode::Conflict, "client_message_id was used for a different message"));
+        }
+    };
+    if let Err(e) = state.nats.publish(state.subjects.instance_queue(id), bytes::Bytes::new()).await {
+        // The worker also polls its queue.
+        tracing::debug!(error = %e, "queue wake publish failed");
+    }
+    Ok((row, sub))
+}
+
+/// `wait=true`: the result if it comes in time (re-reading the row after the wait, so a
+/// result published before the subscription is seen too), else 202.
+async fn wait_result(
+    state: &AppState,
+    id: &InstanceId,
+    (row, sub): (MessageRow, Option<async_nats::Subscriber>),
+    timeout: Duration,
+) -> Result<(StatusCode, Json<MessageOut>), ApiError> {
+    if let Some(mut sub) = sub {
+        if !matches!(row.status.as_str(), "sent" | "failed") {
+            let _ = tokio::time::timeout(timeout, sub.next()).await;
+        }
+        let _ = sub.unsubscribe().await;
+    }
+    let row = messages::get(&state.db, id, row.id.as_str()).await?.ok_or_else(|| ApiError::not_found("message"))?;
+    match row.status.as_str() {
+        "sent" => Ok((StatusCode::OK, Json((&row).into()))),
+        "failed" => Err(failure_error(row.error.as_deref().unwrap_or("worker_error: failed"))),
+        _ => Ok((StatusCode::ACCEPTED, Json((&row).into()))),
+    }
+}
+
+/// The error for a failed message's `<code>: <detail>`.
+pub fn failure_error(error: &str) -> ApiError {
+    let (code, detail) = error.split_once(": ").unwrap_or((error, ""));
+    let code = ErrorCode::ALL.into_iter().find(|c| c.as_str() == code).unwrap_or(ErrorCode::WorkerError);
+    // A message that failed for good is not retryable as it is, whatever its code.
+    ApiError::new(code, format!("the message failed: {detail}")).with_retryable(false)
+}
+
+fn default_mime(kind: MessageType) -> &'static str {
+    match kind {
+        MessageType::Image => "image/jpeg",
+        MessageType::Sticker => "image/webp",
+        MessageType::Video => "video/mp4",
+        MessageType::Audio => "audio/mpeg",
+        MessageType::Voice => "audio/ogg",
+        _ => "application/octet-stream",
+    }
+}
+
+/// Read a message and its status.
 #[utoipa::path(get, path = "/v1/instances/{id}/messages/{msg_id}", tag = "messages",
-    params(("id" = String, Path, description = "instance id"), ("msg_id" = String, Path, description = "message id")),
+    params(("id" = InstanceId, Path, description = "instance id"), ("msg_id" = MessageId, Path, description = "message id")),
     responses(
+        (status = 200, description = "the message", body = MessageOut),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
         (status = 403, description = "`forbidden`", body = ErrorBody),
-        (status = 404, description = "`instance_not_found`", body = ErrorBody),
-        (status = 501, description = "`not_implemented`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found` or `not_found`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
 async fn get_message(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
-) -> Result<(), ApiError> {
+    Path(ids): Path<(String, String)>,
+) -> Result<Json<MessageOut>, ApiError> {
+    let msg_id = ids.1;
     instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
-    Err(ApiError::not_implemented("reading messages"))
+    let row = messages::get(&state.db, &id, &msg_id).await?.ok_or_else(|| ApiError::not_found("message"))?;
+    Ok(Json((&row).into()))
 }

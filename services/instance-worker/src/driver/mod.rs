@@ -66,9 +66,39 @@ pub trait Driver: Send + Sync + 'static {
     ) -> Result<(Box<dyn Session>, mpsc::Receiver<DriverEvent>), DriverError>;
 }
 
+/// A message to send, as the queue hands it to a driver.
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    /// The network id, assigned before the first attempt; a re-send reuses it.
+    pub network_id: String,
+    pub to_jid: String,
+    pub kind: String,
+    /// The validated content (text, caption, location, ...; `media` describes the bytes).
+    pub content: serde_json::Value,
+    pub media: Option<Media>,
+}
+
+/// Media bytes of a message.
+#[derive(Debug, Clone)]
+pub struct Media {
+    pub mime_type: String,
+    pub filename: Option<String>,
+    pub sha256: String,
+    pub data: Vec<u8>,
+}
+
+impl DriverError {
+    /// Failures that no retry fixes: the message fails at once.
+    pub fn is_permanent(&self) -> bool {
+        matches!(self.code, ErrorCode::InvalidNumber | ErrorCode::ValidationFailed | ErrorCode::Forbidden | ErrorCode::NotFound)
+    }
+}
+
 /// A live session's requests.
 #[async_trait::async_trait]
 pub trait Session: Send + Sync {
+    /// Sends a message under its pre-assigned network id.
+    async fn send(&self, msg: &Outgoing) -> Result<(), DriverError>;
     /// A phone pairing code for `phone` (while pairing).
     async fn pairing_code(&self, phone: &str) -> Result<String, DriverError>;
     /// Unlinks the device.

@@ -169,6 +169,29 @@ impl SimSession {
 
 #[async_trait::async_trait]
 impl Session for SimSession {
+    async fn send(&self, msg: &super::Outgoing) -> Result<(), DriverError> {
+        let to = msg.to_jid.split('@').next().unwrap_or_default().to_string();
+        let mut body = msg.content.clone();
+        if let (Some(m), Some(obj)) = (&msg.media, body.as_object_mut()) {
+            // The simulator carries the media's description; its bytes' hash proves them.
+            obj.insert(
+                "media".into(),
+                serde_json::json!({ "mime_type": m.mime_type, "filename": m.filename, "size": m.data.len(), "sha256": m.sha256 }),
+            );
+        }
+        let text = msg.content.get("text").or_else(|| msg.content.get("caption")).and_then(|t| t.as_str()).map(str::to_owned);
+        let message = shared::simproto::SimMessage {
+            id: msg.network_id.clone(),
+            from: String::new(),
+            to,
+            kind: msg.kind.clone(),
+            text,
+            body,
+            timestamp: chrono::Utc::now(),
+        };
+        self.request(|req| ClientOp::Send { req, message }).await.map(|_| ())
+    }
+
     async fn pairing_code(&self, phone: &str) -> Result<String, DriverError> {
         let v = self.request(|req| ClientOp::PairCode { req, phone: phone.to_string() }).await?;
         v["code"].as_str().map(str::to_owned).ok_or_else(|| DriverError::new(ErrorCode::WorkerError, "no code in reply"))

@@ -103,7 +103,14 @@ fn sends_deduplicate_by_network_id_and_reach_linked_recipients() {
     net.device_send(a, 3, msg("ID2", "5511999990404"));
     let inbox = net.inbox("5511999990002").unwrap();
     assert_eq!(inbox.messages.len(), 1);
-    assert_eq!(inbox.duplicates, 1);
+    assert_eq!(inbox.duplicates, 0, "a re-send of the same id by its sender is absorbed");
+    assert_eq!(inbox.resends_absorbed, 1);
+    // The same id from another account is a real duplicate.
+    net.register("5511999990003", false).unwrap();
+    let (c3, mut c3rx, _) = paired(&net, "5511999990003");
+    drain(&mut c3rx);
+    net.device_send(c3, 9, msg("ID1", "5511999990002"));
+    assert_eq!(net.inbox("5511999990002").unwrap().duplicates, 1);
     assert_eq!(inbox.messages[0].from, "5511999990001");
     let got: Vec<_> = drain(&mut brx).into_iter().filter(|e| matches!(e, ServerEv::Message { .. })).collect();
     assert_eq!(got.len(), 1, "the recipient's device sees the message once");

@@ -1,0 +1,196 @@
+//! The send queue of one instance, run inside its actor: strictly in order, paced, each
+//! transition fenced and written with its outbox event. A message found `in_flight` (its
+//! sender died mid-send) is sent again under the same network id; the network
+//! de-duplicates (invariant 3).
+
+use std::time::Duration;
+
+use chrono::Utc;
+use shared::db::messages::{self, MessageRow, Outcome as Finish};
+use shared::db::sessions;
+use shared::ErrorCode;
+use tokio::time::Instant;
+
+use crate::actor::{Actor, PacingDefaults, Step};
+use crate::driver::{DriverError, Media, Outgoing, Session};
+use crate::metrics::{PACING_DELAY, SENDS, SEND_LATENCY};
+use crate::pacer::{Pacer, Rules, SendWindow};
+
+/// How often an idle queue looks at Postgres even without a wake-up (a lost NATS
+/// notification delays a message by at most this).
+const IDLE_POLL: Duration = Duration::from_secs(1);
+/// How often pacing settings are re-read from the instance row.
+const RULES_TTL: Duration = Duration::from_secs(5);
+/// Attempts of a message before a transient failure becomes final.
+pub const MAX_ATTEMPTS: i32 = 5;
+/// Waits after a transient failure, by attempt.
+const RETRY: [Duration; 4] = [Duration::from_millis(500), Duration::from_secs(2), Duration::from_secs(5), Duration::from_secs(15)];
+
+pub struct Queue {
+    pub pacer: Pacer,
+    pub wake_at: Instant,
+    defaults: PacingDefaults,
+    rules_at: Option<Instant>,
+    connected: bool,
+}
+
+impl Queue {
+    pub fn new(defaults: &PacingDefaults) -> Queue {
+        let rules = Rules {
+            min_interval: Duration::from_secs(2),
+            max_per_minute: 20,
+            jitter: defaults.jitter,
+            grace_min: defaults.grace_min,
+            grace_max: defaults.grace_max,
+            ramp: defaults.ramp,
+            ramp_start: defaults.ramp_start,
+            window: None,
+        };
+        Queue { pacer: Pacer::new(rules), wake_at: Instant::now(), defaults: defaults.clone(), rules_at: None, connected: false }
+    }
+
+    /// The session is (re)connected: a new grace period starts, and the queue looks now.
+    pub fn connected(&mut self) {
+        self.connected = true;
+        self.pacer.connected(Instant::now(), &mut rand::thread_rng());
+        self.wake_at = Instant::now();
+    }
+}
+
+impl Queue {
+    /// The session dropped: nothing is sent until it is back and a new grace has passed.
+    pub fn disconnected(&mut self) {
+        self.connected = false;
+        self.pacer.disconnected();
+    }
+}
+
+impl Actor {
+    async fn refresh_rules(&mut self) {
+        if self.queue.rules_at.is_some_and(|t| t.elapsed() < RULES_TTL) {
+            return;
+        }
+        let Ok(Some(p)) = sessions::pacing(&self.ctx.db, &self.id).await else { return };
+        let d = &self.queue.defaults;
+        let window = match (p.send_window_start, p.send_window_end, p.time_zone.parse::<chrono_tz::Tz>()) {
+            (Some(start), Some(end), Ok(tz)) => Some(SendWindow { start, end, tz }),
+            _ => None,
+        };
+        self.queue.pacer.set_rules(Rules {
+            min_interval: Duration::from_millis(p.min_interval_ms.max(0) as u64),
+            max_per_minute: p.max_per_minute.max(1) as u32,
+            jitter: d.jitter,
+            grace_min: d.grace_min,
+            grace_max: d.grace_max,
+            ramp: d.ramp,
+            ramp_start: d.ramp_start,
+            window,
+        });
+        self.queue.rules_at = Some(Instant::now());
+    }
+
+    /// Looks at the queue head: expires it, waits for the pacer, or sends it.
+    pub(crate) async fn pump(&mut self, session: &dyn Session) -> Step {
+        let now = Instant::now();
+        self.queue.wake_at = now + IDLE_POLL;
+        let head = match messages::head(&self.ctx.db, &self.id).await {
+            Ok(Some(m)) => m,
+            Ok(None) => return Step::Continue,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the queue failed");
+                return Step::Continue;
+            }
+        };
+        let wall = Utc::now();
+        if head.expires_at <= wall {
+            return self.fail(&head, ErrorCode::MessageExpired, "not sent before expires_after").await;
+        }
+        let until_expiry = (head.expires_at - wall).to_std().unwrap_or_default();
+        if !self.queue.connected {
+            self.queue.wake_at = now + until_expiry.min(IDLE_POLL);
+            return Step::Continue;
+        }
+        self.refresh_rules().await;
+        let Some(at) = self.queue.pacer.next_at(now, wall) else { return Step::Continue };
+        if at > now {
+            // Wake for the pacer, or for the expiry if that comes first.
+            self.queue.wake_at = at.min(now + until_expiry);
+            return Step::Continue;
+        }
+        let delay = (wall - head.created_at).to_std().unwrap_or_default();
+        metrics::histogram!(PACING_DELAY).record(delay.as_secs_f64());
+        let m = match messages::start_attempt(&self.ctx.db, &head.id, &self.id, self.epoch).await {
+            Ok(Some(m)) => m,
+            Ok(None) => return self.fenced(Ok(false)),
+            Err(e) => {
+                tracing::warn!(error = %e, "starting a send failed");
+                return Step::Continue;
+            }
+        };
+        let out = match self.outgoing(&m).await {
+            Ok(o) => o,
+            Err(step) => return step,
+        };
+        let started = Instant::now();
+        let result = session.send(&out).await;
+        metrics::histogram!(SEND_LATENCY).record(started.elapsed().as_secs_f64());
+        self.queue.pacer.sent(Instant::now(), &mut rand::thread_rng());
+        self.queue.wake_at = Instant::now();
+        match result {
+            Ok(()) => self.finish(&m, Finish::Sent, "sent").await,
+            Err(e) if e.is_permanent() || m.attempts >= MAX_ATTEMPTS => self.fail(&m, e.code, &e.detail).await,
+            Err(e) => self.retry(&m, e),
+        }
+    }
+
+    fn retry(&mut self, m: &MessageRow, e: DriverError) -> Step {
+        metrics::counter!(SENDS, "result" => "retried").increment(1);
+        tracing::info!(message_id = %m.id, code = %e.code, attempt = m.attempts, "send failed; retrying");
+        self.queue.wake_at = Instant::now() + RETRY[(m.attempts.max(1) as usize - 1).min(RETRY.len() - 1)];
+        if e.code == ErrorCode::InstanceNotConnected {
+            // The connection is gone: reopen it; the message stays in flight.
+            return Step::Reconnect;
+        }
+        Step::Continue
+    }
+
+    /// Builds what the driver sends, loading media bytes from Postgres.
+    async fn outgoing(&mut self, m: &MessageRow) -> Result<Outgoing, Step> {
+        let media = match m.content.get("media").and_then(|v| v.get("id")).and_then(|v| v.as_str()) {
+            None => None,
+            Some(media_id) => match messages::get_media(&self.ctx.db, media_id).await {
+                Ok(Some(row)) => Some(Media { mime_type: row.mime_type, filename: row.filename, sha256: row.sha256, data: row.data }),
+                Ok(None) => return Err(self.fail(m, ErrorCode::ValidationFailed, "the message's media is gone").await),
+                Err(e) => {
+                    tracing::warn!(error = %e, "loading media failed");
+                    return Err(Step::Continue);
+                }
+            },
+        };
+        Ok(Outgoing { network_id: m.wa_message_id.clone(), to_jid: m.to_jid.clone(), kind: m.kind.clone(), content: m.content.clone(), media })
+    }
+
+    async fn fail(&mut self, m: &MessageRow, code: ErrorCode, detail: &str) -> Step {
+        let error = format!("{}: {detail}", code.as_str());
+        self.finish(m, Finish::Failed { error: &error }, code.as_str()).await
+    }
+
+    async fn finish(&mut self, m: &MessageRow, outcome: Finish<'_>, result: &'static str) -> Step {
+        match messages::finish(&self.ctx.db, &m.id, &self.id, self.epoch, outcome).await {
+            Ok(Some(row)) => {
+                metrics::counter!(SENDS, "result" => result).increment(1);
+                self.queue.wake_at = self.queue.wake_at.min(Instant::now() + Duration::from_millis(1));
+                let payload = serde_json::to_vec(&row.view()).expect("serializes");
+                if let Err(e) = self.ctx.nats.publish(self.ctx.subjects.message_result(&row.id), payload.into()).await {
+                    tracing::debug!(error = %e, "result publish failed");
+                }
+                Step::Continue
+            }
+            Ok(None) => self.fenced(Ok(false)),
+            Err(e) => {
+                tracing::warn!(error = %e, "recording a send failed");
+                Step::Continue
+            }
+        }
+    }
+}

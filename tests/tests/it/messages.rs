@@ -1,0 +1,136 @@
+//! POST/GET {inst}/messages without a worker: validation, media storage and limits, the
+//! SSRF guard, idempotency, and wait=true timing out to 202.
+
+use base64::Engine;
+use harness::{test_config, TestApi};
+use serde_json::json;
+
+fn b64(n: usize) -> String {
+    base64::engine::general_purpose::STANDARD.encode(vec![7u8; n])
+}
+
+#[tokio::test]
+async fn queued_messages_have_a_record_and_an_event() {
+    let api = TestApi::start().await;
+    let (inst, token) = api.create_instance("q").await;
+    let id = inst["id"].as_str().unwrap();
+    let own = api.client(Some(token));
+    let m = own
+        .post(&format!("/v1/instances/{id}/messages"), &json!({ "to": "+55 11 99999-0001", "type": "text", "text": "hello" }))
+        .await
+        .expect(202);
+    assert!(m["id"].as_str().unwrap().starts_with("msg_"));
+    assert_eq!(m["status"], "queued");
+    assert_eq!(m["to"], "5511999990001@s.whatsapp.net");
+    assert!(m.get("wa_message_id").is_none(), "shown once sent");
+    let got = own.get(&format!("/v1/instances/{id}/messages/{}", m["id"].as_str().unwrap())).await.expect(200);
+    assert_eq!(got["id"], m["id"]);
+    own.get(&format!("/v1/instances/{id}/messages/msg_00000000000000000000000000000000")).await.expect_error(404, "not_found");
+    // The network id is assigned at once, and the queued event written with the row.
+    let db = shared::db::connect(&api.config).await.unwrap();
+    let (wa,): (String,) = sqlx::query_as("SELECT wa_message_id FROM messages WHERE id = $1").bind(m["id"].as_str()).fetch_one(&db).await.unwrap();
+    assert!(wa.starts_with("3EB0"));
+    let events = shared::db::outbox::types_for(&db, &shared::ids::InstanceId::parse(id).unwrap()).await.unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].0, "message.queued");
+    assert!(events[0].1["id"].as_str().unwrap().starts_with("evt_"));
+    assert_eq!(events[0].1["data"]["id"], m["id"]);
+}
+
+#[tokio::test]
+async fn idempotency_by_client_message_id() {
+    let api = TestApi::start().await;
+    let (inst, token) = api.create_instance("idem").await;
+    let path = format!("/v1/instances/{}/messages", inst["id"].as_str().unwrap());
+    let own = api.client(Some(token));
+    let body = json!({ "to": "5511999990001", "type": "text", "text": "once", "client_message_id": "order-42" });
+    let a = own.post(&path, &body).await.expect(202);
+    let b = own.post(&path, &json!({ "to": "+5511999990001", "type": "text", "text": "once", "client_message_id": "order-42" })).await.expect(202);
+    assert_eq!(a["id"], b["id"], "same key, same content: the same message");
+    own.post(&path, &json!({ "to": "5511999990001", "type": "text", "text": "other", "client_message_id": "order-42" }))
+        .await
+        .expect_error(409, "conflict");
+    // Keys are per instance.
+    let (other, other_token) = api.create_instance("idem2").await;
+    let c = api.client(Some(other_token)).post(&format!("/v1/instances/{}/messages", other["id"].as_str().unwrap()), &body).await.expect(202);
+    assert_ne!(c["id"], a["id"]);
+}
+
+#[tokio::test]
+async fn wait_times_out_to_202_while_queued() {
+    let api = TestApi::start().await;
+    let (inst, token) = api.create_instance("w").await;
+    let path = format!("/v1/instances/{}/messages?wait=true&timeout=1s", inst["id"].as_str().unwrap());
+    let m = api.client(Some(token.clone())).post(&path, &json!({ "to": "5511999990001", "type": "text", "text": "x" })).await.expect(202);
+    assert_eq!(m["status"], "queued");
+    let bad = format!("/v1/instances/{}/messages?wait=true&timeout=soon", inst["id"].as_str().unwrap());
+    api.client(Some(token)).post(&bad, &json!({ "to": "5511999990001", "type": "text", "text": "x" })).await.expect_error(400, "validation_failed");
+}
+
+#[tokio::test]
+async fn limits_give_413_and_bad_types_400() {
+    let api = TestApi::start().await;
+    let (inst, token) = api.create_instance("lim").await;
+    let path = format!("/v1/instances/{}/messages", inst["id"].as_str().unwrap());
+    let own = api.client(Some(token));
+    let over_image = json!({ "to": "5511999990001", "type": "image", "media": { "data": b64(16 * 1024 * 1024 + 1), "mime_type": "image/png" } });
+    own.post(&path, &over_image).await.expect_error(413, "media_too_large");
+    let big_text = json!({ "to": "5511999990001", "type": "text", "text": "x".repeat(64 * 1024 + 1) });
+    own.post(&path, &big_text).await.expect_error(413, "media_too_large");
+    let ok_doc = json!({ "to": "5511999990001", "type": "document", "media": { "data": b64(2 * 1024 * 1024), "mime_type": "application/pdf", "filename": "a.pdf" } });
+    let m = own.post(&path, &ok_doc).await.expect(202);
+    assert_eq!(m["type"], "document");
+    own.post(&path, &json!({ "to": "5511999990001", "type": "fax" })).await.expect_error(400, "validation_failed");
+    own.post(&path, &json!({ "to": "5511999990001", "type": "poll", "poll": { "name": "p", "values": ["one"] } })).await.expect_error(400, "validation_failed");
+}
+
+#[tokio::test]
+async fn media_urls_are_guarded_fetched_and_limited() {
+    // Without the private-target escape hatch, internal addresses are refused.
+    let api = TestApi::start().await;
+    let (inst, token) = api.create_instance("ssrf").await;
+    let path = format!("/v1/instances/{}/messages", inst["id"].as_str().unwrap());
+    let own = api.client(Some(token));
+    let server = harness::media_server().await;
+    // Names that resolve to loopback here go through the guarded resolver.
+    let loopback_names: Vec<String> = ["localhost.", "ip6-localhost", "ip6-loopback"]
+        .iter()
+        .filter(|n| std::net::ToSocketAddrs::to_socket_addrs(&(**n, 80)).is_ok_and(|mut a| a.all(|a| a.ip().is_loopback())))
+        .map(|n| format!("http://{n}:{}/file/10", server.port()))
+        .collect();
+    for url in loopback_names.into_iter().chain([
+        format!("http://{server}/file/10"),
+        format!("http://localhost:{}/file/10", server.port()),
+        "http://[::1]/x".to_string(),
+        "http://169.254.169.254/latest/meta-data".to_string(),
+        "http://10.0.0.1/x".to_string(),
+        "ftp://example.com/x".to_string(),
+    ]) {
+        let r = own.post(&path, &json!({ "to": "5511999990001", "type": "image", "media": { "url": url } })).await;
+        let msg = r.expect_error(400, "validation_failed");
+        assert!(!msg.contains("169.254") && !msg.contains("localhost"), "{msg}");
+    }
+    drop(api);
+
+    // With it (tests only), downloads work and their limits hold.
+    let mut config = test_config();
+    config.allow_private_targets = true;
+    let api = TestApi::start_with(config).await;
+    let (inst, token) = api.create_instance("fetch").await;
+    let path = format!("/v1/instances/{}/messages", inst["id"].as_str().unwrap());
+    let own = api.client(Some(token));
+    let m = own.post(&path, &json!({ "to": "5511999990001", "type": "image", "media": { "url": format!("http://{server}/file/1000") } })).await.expect(202);
+    let db = shared::db::connect(&api.config).await.unwrap();
+    let (size, mime): (i64, String) = sqlx::query_as("SELECT size, mime_type FROM media WHERE id = (SELECT content->'media'->>'id' FROM messages WHERE id = $1)")
+        .bind(m["id"].as_str())
+        .fetch_one(&db)
+        .await
+        .unwrap();
+    assert_eq!((size, mime.as_str()), (1000, "image/png"));
+    let over = 16 * 1024 * 1024 + 1;
+    own.post(&path, &json!({ "to": "5511999990001", "type": "image", "media": { "url": format!("http://{server}/file/{over}") } })).await.expect_error(413, "media_too_large");
+    own.post(&path, &json!({ "to": "5511999990001", "type": "image", "media": { "url": format!("http://{server}/stream/{over}") } })).await.expect_error(413, "media_too_large");
+    own.post(&path, &json!({ "to": "5511999990001", "type": "image", "media": { "url": format!("http://{server}/missing") } })).await.expect_error(422, "media_fetch_failed");
+    let redirected = format!("http://{server}/redirect?to=/file/5");
+    own.post(&path, &json!({ "to": "5511999990001", "type": "image", "media": { "url": redirected } })).await.expect(202);
+}
