@@ -131,6 +131,12 @@ pub struct Config {
     /// full rate to all of it over `pacing_ramp_ms`.
     pub pacing_ramp_ms: u64,
     pub pacing_ramp_start: f64,
+    /// Cluster-wide slots for POST /messages bodies over 1 MB.
+    pub large_body_slots: u32,
+    /// A slot's lease; its holder renews it, a crashed pod's slot frees itself after it.
+    pub large_body_slot_ttl_ms: u64,
+    /// How long a large request waits for a slot before 503 `rate_limited`.
+    pub large_body_wait_ms: u64,
 }
 
 impl Default for Config {
@@ -171,6 +177,9 @@ impl Default for Config {
             pacing_jitter: 0.25,
             pacing_ramp_ms: 600_000,
             pacing_ramp_start: 0.25,
+            large_body_slots: 3,
+            large_body_slot_ttl_ms: 30_000,
+            large_body_wait_ms: 60_000,
         }
     }
 }
@@ -271,6 +280,9 @@ impl Config {
         }
         if !(self.pacing_ramp_start > 0.0 && self.pacing_ramp_start <= 1.0) {
             errors.push("pacing_ramp_start must be in (0, 1]".to_string());
+        }
+        if self.large_body_slots == 0 || self.large_body_slot_ttl_ms < 300 {
+            errors.push("large_body_slots must be at least 1 and large_body_slot_ttl_ms at least 300".to_string());
         }
         if self.worker_max_instances == 0 {
             errors.push("worker_max_instances must be at least 1".to_string());

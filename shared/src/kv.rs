@@ -30,6 +30,11 @@ impl Keys {
         format!("{}:epoch:{instance}", self.prefix)
     }
 
+    /// Holders of the large-body slots: a sorted set of holder ids scored by expiry (ms).
+    pub fn large_body_slots(&self) -> String {
+        format!("{}:sem:large_body", self.prefix)
+    }
+
     /// Live workers: a sorted set of worker ids scored by their last heartbeat (ms).
     pub fn workers(&self) -> String {
         format!("{}:workers", self.prefix)

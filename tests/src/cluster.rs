@@ -66,33 +66,8 @@ impl Cluster {
     /// Starts one more worker process; returns its index.
     pub fn spawn_worker(&mut self) -> usize {
         let metrics = free_addr();
-        let c = &self.config;
-        let mut cmd = Command::new(&self.bin);
-        for (k, _) in std::env::vars() {
-            if k.starts_with("PACELINE_") {
-                cmd.env_remove(k);
-            }
-        }
-        cmd.arg("worker")
-            .env("PACELINE_DATABASE_URL", &c.database_url)
-            .env("PACELINE_DATABASE_SCHEMA", c.database_schema.as_deref().unwrap())
-            .env("PACELINE_DATABASE_MAX_CONNECTIONS", "5")
-            .env("PACELINE_REDIS_URL", &c.redis_url)
-            .env("PACELINE_NATS_URL", &c.nats_url)
-            .env("PACELINE_KEY_PREFIX", &c.key_prefix)
-            .env("PACELINE_SUBJECT_PREFIX", &c.subject_prefix)
-            .env("PACELINE_NETWORK", "sim")
-            .env("PACELINE_NETSIM_URL", c.netsim_url.as_str())
-            .env("PACELINE_LEASE_TTL_MS", c.lease_ttl_ms.to_string())
-            .env("PACELINE_WORKER_SCAN_MS", c.worker_scan_ms.to_string())
-            .env("PACELINE_METRICS_ADDR", metrics.to_string())
-            .env("PACELINE_PACING_GRACE_MIN_MS", c.pacing_grace_min_ms.to_string())
-            .env("PACELINE_PACING_GRACE_MAX_MS", c.pacing_grace_max_ms.to_string())
-            .env("PACELINE_PACING_RAMP_MS", c.pacing_ramp_ms.to_string())
-            .env("PACELINE_PACING_JITTER", c.pacing_jitter.to_string())
-            .env("PACELINE_LOG_LEVEL", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null());
+        let mut cmd = command(&self.bin, "worker", &self.config);
+        cmd.env("PACELINE_METRICS_ADDR", metrics.to_string());
         let child = cmd.spawn().expect("spawn paceline worker");
         self.workers.push(WorkerProc { child, metrics });
         self.workers.len() - 1
@@ -208,6 +183,77 @@ impl Drop for Cluster {
             let _ = w.child.wait();
         }
         self.netsim_shutdown.cancel();
+    }
+}
+
+/// `paceline <role>` configured like `c` (only the `PACELINE_*` it sets; nothing inherited).
+pub fn command(bin: &Path, role: &str, c: &Config) -> Command {
+    let mut cmd = Command::new(bin);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("PACELINE_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.arg(role)
+        .env("PACELINE_DATABASE_URL", &c.database_url)
+        .env("PACELINE_DATABASE_SCHEMA", c.database_schema.as_deref().unwrap_or("public"))
+        .env("PACELINE_DATABASE_MAX_CONNECTIONS", "5")
+        .env("PACELINE_REDIS_URL", &c.redis_url)
+        .env("PACELINE_NATS_URL", &c.nats_url)
+        .env("PACELINE_KEY_PREFIX", &c.key_prefix)
+        .env("PACELINE_SUBJECT_PREFIX", &c.subject_prefix)
+        .env("PACELINE_NETWORK", c.network.to_string())
+        .env("PACELINE_NETSIM_URL", c.netsim_url.as_str())
+        .env("PACELINE_LEASE_TTL_MS", c.lease_ttl_ms.to_string())
+        .env("PACELINE_WORKER_SCAN_MS", c.worker_scan_ms.to_string())
+        .env("PACELINE_PACING_GRACE_MIN_MS", c.pacing_grace_min_ms.to_string())
+        .env("PACELINE_PACING_GRACE_MAX_MS", c.pacing_grace_max_ms.to_string())
+        .env("PACELINE_PACING_RAMP_MS", c.pacing_ramp_ms.to_string())
+        .env("PACELINE_PACING_JITTER", c.pacing_jitter.to_string())
+        .env("PACELINE_LARGE_BODY_SLOTS", c.large_body_slots.to_string())
+        .env("PACELINE_LARGE_BODY_SLOT_TTL_MS", c.large_body_slot_ttl_ms.to_string())
+        .env("PACELINE_LARGE_BODY_WAIT_MS", c.large_body_wait_ms.to_string())
+        .env("PACELINE_ALLOW_PRIVATE_TARGETS", c.allow_private_targets.to_string())
+        .env("PACELINE_DRAIN_MS", c.drain_ms.to_string())
+        .env("PACELINE_LOG_LEVEL", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    if let Some(t) = &c.admin_token {
+        cmd.env("PACELINE_ADMIN_TOKEN", t);
+    }
+    cmd
+}
+
+/// An API process on a free port, killed on drop.
+pub struct ApiProc {
+    pub child: Child,
+    pub addr: SocketAddr,
+}
+
+impl ApiProc {
+    /// Starts `paceline api` with `c` and waits until it is ready.
+    pub async fn start(bin: &Path, c: &Config) -> ApiProc {
+        let addr = free_addr();
+        let mut cmd = command(bin, "api", c);
+        cmd.env("PACELINE_LISTEN_ADDR", addr.to_string()).env("PACELINE_METRICS_ADDR", free_addr().to_string());
+        let child = cmd.spawn().expect("spawn paceline api");
+        let ready = wait_for(Duration::from_secs(30), || async {
+            reqwest::get(format!("http://{addr}/readyz")).await.ok().filter(|r| r.status() == 200).map(|_| ())
+        })
+        .await;
+        assert!(ready.is_some(), "paceline api did not become ready");
+        ApiProc { child, addr }
+    }
+
+    pub fn client(&self, token: Option<String>) -> Client {
+        Client { http: reqwest::Client::new(), base: format!("http://{}", self.addr), token, headers: Vec::new() }
+    }
+}
+
+impl Drop for ApiProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 

@@ -11,6 +11,7 @@ pub mod openapi;
 pub mod pagination;
 pub mod qr;
 pub mod rpc;
+pub mod semaphore;
 pub mod routes;
 pub mod state;
 
@@ -57,6 +58,7 @@ pub fn app(state: AppState) -> Router {
         .fallback(routes::not_found)
         .method_not_allowed_fallback(routes::method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::shutdown_gate))
+        .layer(axum::Extension(state.clone()))
         .layer(axum::middleware::from_fn(middleware::track))
         .layer(DefaultBodyLimit::max(routes::BODY_LIMIT))
         .layer(

@@ -2,10 +2,14 @@
 
 pub const HTTP_REQUESTS: &str = "paceline_http_requests_total";
 pub const HTTP_DURATION: &str = "paceline_http_request_duration_seconds";
+pub const SEMAPHORE_HOLDERS: &str = "paceline_semaphore_holders";
+pub const SEMAPHORE_WAITERS: &str = "paceline_semaphore_waiters";
 
 /// Installs the process's recorder (if not yet) and describes the API's metrics.
 pub fn describe() {
     shared::telemetry::prometheus();
     metrics::describe_counter!(HTTP_REQUESTS, "HTTP requests answered, by route template, method and status");
+    metrics::describe_gauge!(SEMAPHORE_HOLDERS, "large-body send slots held by this pod");
+    metrics::describe_gauge!(SEMAPHORE_WAITERS, "large-body sends of this pod waiting for a slot");
     metrics::describe_histogram!(HTTP_DURATION, metrics::Unit::Seconds, "HTTP request latency by route template and method");
 }

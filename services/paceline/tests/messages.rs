@@ -256,3 +256,49 @@ async fn an_in_flight_message_is_resent_under_its_id_after_a_crash() {
     let (attempts,): (i32,) = sqlx::query_as("SELECT attempts FROM messages WHERE id = $1").bind(m["id"].as_str()).fetch_one(&db).await.unwrap();
     assert_eq!(attempts, 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn action_send_routes_go_through_the_same_queue() {
+    let c = Cluster::start(bin(), 1, |cfg| cfg.allow_private_targets = true).await;
+    c.phone(A, false).await;
+    c.phone(B, false).await;
+    let (inst, token) = c.paired_instance("evo", A).await;
+    c.unpaced(inst["id"].as_str().unwrap()).await;
+    let key = c.api.anon().with_header("x-api-key", &token);
+    let server = harness::media_server().await;
+    let first = key.post("/message/sendText/evo", &json!({ "number": B, "message": "line1\\nline2", "linkPreview": false, "delay": 0 })).await.expect(200);
+    assert!(first["messageId"].as_str().unwrap().starts_with("3EB0"));
+    assert_eq!(first["serviceId"].as_str().unwrap().len(), 36, "UUID-shaped");
+    let calls = [
+        ("/message/sendContact/evo", json!({ "number": B, "contactName": "Ana", "contactPhone": "5511999990009", "organization": "ACME" })),
+        ("/message/sendReaction/evo", json!({ "phone": B, "reaction": "🔥", "messageId": first["messageId"] })),
+        ("/message/sendLocation/evo", json!({ "number": B, "title": "Office", "address": "Av. Paulista", "latitude": -23.56, "longitude": -46.65 })),
+        ("/message/sendPoll/evo", json!({ "number": B, "name": "When?", "values": ["mon", "tue", "wed"], "selectableCount": 2 })),
+        ("/message/sendMedia/evo", json!({ "number": B, "caption": "sheet", "media": format!("http://{server}/file/300"), "fileName": "q3.xlsx" })),
+        ("/message/sendMedia/evo", json!({ "number": B, "media": format!("http://{server}/file/200?name=p.png"), "mediatype": "image" })),
+        ("/message/sendWhatsAppAudio/evo", json!({ "number": B, "audio": format!("http://{server}/file/100") })),
+    ];
+    for (path, body) in calls {
+        key.post(path, &body).await.expect(200);
+    }
+    let msgs = wait_for(Duration::from_secs(20), || async {
+        let m = inbox(&c, B).await["messages"].as_array().unwrap().clone();
+        (m.len() == 8).then_some(m)
+    })
+    .await
+    .expect("all eight arrive");
+    let kinds: Vec<&str> = msgs.iter().map(|m| m["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["text", "contact", "reaction", "location", "poll", "document", "image", "voice"]);
+    assert_eq!(msgs[0]["text"], "line1\nline2");
+    assert_eq!(msgs[4]["body"]["poll"]["selectable_count"], 2);
+    // Refusals use 400 and 404 only.
+    key.post("/message/sendText/evo", &json!({ "number": "12", "message": "x" })).await.expect_error(400, "validation_failed");
+    key.post("/message/sendText/evo", &json!({ "message": "x" })).await.expect_error(400, "validation_failed");
+    key.post("/message/sendText/nobody", &json!({ "number": B, "message": "x" })).await.expect_error(404, "instance_not_found");
+    let r = key.post("/message/sendMedia/evo", &json!({ "number": B, "media": format!("http://{server}/file/{}", 101 * 1024 * 1024), "mediatype": "document" })).await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.body["error"]["code"], "media_too_large");
+    let r = key.post("/message/sendMedia/evo", &json!({ "number": B, "media": format!("http://{server}/missing") })).await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.body["error"]["code"], "media_fetch_failed");
+}

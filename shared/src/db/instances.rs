@@ -72,6 +72,10 @@ pub struct InstanceRow {
     pub desired: bool,
     /// Per-instance network driver; `None` means the deployment's.
     pub network: Option<String>,
+    /// IANA time zone of the send window.
+    pub time_zone: String,
+    pub send_window_start: Option<chrono::NaiveTime>,
+    pub send_window_end: Option<chrono::NaiveTime>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -103,6 +107,9 @@ pub struct InstanceFields {
     pub proxy_url: Option<String>,
     pub reject_call: bool,
     pub msg_call: String,
+    pub time_zone: String,
+    /// Daily send window (local start, local end), both or neither.
+    pub send_window: Option<(chrono::NaiveTime, chrono::NaiveTime)>,
 }
 
 impl From<&InstanceRow> for InstanceFields {
@@ -117,6 +124,8 @@ impl From<&InstanceRow> for InstanceFields {
             proxy_url: r.proxy_url.clone(),
             reject_call: r.reject_call,
             msg_call: r.msg_call.clone(),
+            time_zone: r.time_zone.clone(),
+            send_window: r.send_window_start.zip(r.send_window_end),
         }
     }
 }
@@ -139,7 +148,7 @@ fn map_write(e: sqlx::Error) -> WriteError {
 }
 
 const COLUMNS: &str = "id, name, state, tags, ip_allowlist, min_interval_ms, max_per_minute, \
-    unsafe_pacing, proxy_url, reject_call, msg_call, phone, account_type, owner_epoch, desired, network, created_at, updated_at";
+    unsafe_pacing, proxy_url, reject_call, msg_call, phone, account_type, owner_epoch, desired, network, time_zone, send_window_start, send_window_end, created_at, updated_at";
 
 pub async fn insert(
     db: impl PgExecutor<'_>,
@@ -149,8 +158,8 @@ pub async fn insert(
 ) -> Result<InstanceRow, WriteError> {
     sqlx::query_as::<_, InstanceRow>(&format!(
         "INSERT INTO instances (id, token_hash, name, tags, ip_allowlist, min_interval_ms, max_per_minute, \
-         unsafe_pacing, proxy_url, reject_call, msg_call) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING {COLUMNS}"
+         unsafe_pacing, proxy_url, reject_call, msg_call, time_zone, send_window_start, send_window_end) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING {COLUMNS}"
     ))
     .bind(id)
     .bind(token_hash)
@@ -163,6 +172,9 @@ pub async fn insert(
     .bind(&f.proxy_url)
     .bind(f.reject_call)
     .bind(&f.msg_call)
+    .bind(&f.time_zone)
+    .bind(f.send_window.map(|w| w.0))
+    .bind(f.send_window.map(|w| w.1))
     .fetch_one(db)
     .await
     .map_err(map_write)
@@ -239,6 +251,7 @@ pub async fn update(
     sqlx::query_as::<_, InstanceRow>(&format!(
         "UPDATE instances SET name = $2, tags = $3, ip_allowlist = $4, min_interval_ms = $5, \
          max_per_minute = $6, unsafe_pacing = $7, proxy_url = $8, reject_call = $9, msg_call = $10, \
+         time_zone = $11, send_window_start = $12, send_window_end = $13, \
          updated_at = now() WHERE id = $1 RETURNING {COLUMNS}"
     ))
     .bind(id)
@@ -251,6 +264,9 @@ pub async fn update(
     .bind(&f.proxy_url)
     .bind(f.reject_call)
     .bind(&f.msg_call)
+    .bind(&f.time_zone)
+    .bind(f.send_window.map(|w| w.0))
+    .bind(f.send_window.map(|w| w.1))
     .fetch_optional(db)
     .await
     .map_err(map_write)

@@ -163,6 +163,16 @@ async fn patch_edits_fields_and_guards_admin_only_ones() {
     let b = admin.patch(&path, &json!({ "proxy_url": null })).await.expect(200);
     assert!(b["proxy_url"].is_null());
 
+    // Time zone and send window.
+    let b = own.patch(&path, &json!({ "time_zone": "America/Sao_Paulo", "send_window": { "start": "09:00", "end": "18:00" } })).await.expect(200);
+    assert_eq!(b["time_zone"], "America/Sao_Paulo");
+    assert_eq!(b["send_window"], json!({ "start": "09:00", "end": "18:00" }));
+    own.patch(&path, &json!({ "time_zone": "Mars/Olympus" })).await.expect_error(400, "validation_failed");
+    own.patch(&path, &json!({ "send_window": { "start": "9am", "end": "18:00" } })).await.expect_error(400, "validation_failed");
+    let b = own.patch(&path, &json!({ "send_window": null })).await.expect(200);
+    assert!(b["send_window"].is_null());
+    assert_eq!(b["time_zone"], "America/Sao_Paulo");
+
     // Renaming onto a taken name.
     api.create_instance("taken").await;
     admin.patch(&path, &json!({ "name": "taken" })).await.expect_error(409, "conflict");

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use axum::extract::{FromRequestParts, Path, State};
+use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -44,6 +44,23 @@ impl FromRequestParts<AppState> for ActionKey {
             .filter(|k| !k.is_empty())
             .ok_or_else(|| ApiError::new(shared::ErrorCode::Unauthorized, "the X-API-Key header is required"))?;
         Ok(ActionKey(authenticate(key, parts, state).await?))
+    }
+}
+
+/// The instance named by the path's `{instanceName}`, resolved (and the key checked)
+/// before any body is read.
+pub struct ActionInstance(pub InstanceRow);
+
+impl FromRequestParts<AppState> for ActionInstance {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let key = ActionKey::from_request_parts(parts, state).await?;
+        let params = axum::extract::RawPathParams::from_request_parts(parts, state)
+            .await
+            .map_err(|_| ApiError::instance_not_found())?;
+        let name = params.iter().find(|(k, _)| *k == "instanceName").map(|(_, v)| v).ok_or_else(ApiError::instance_not_found)?;
+        Ok(ActionInstance(named(state, &key, name).await?))
     }
 }
 
@@ -93,11 +110,9 @@ pub struct ConnectQuery {
     security(("api_key" = [])))]
 async fn connect(
     State(state): State<AppState>,
-    key: ActionKey,
-    Path(name): Path<String>,
+    ActionInstance(row): ActionInstance,
     ValidatedQuery(q): ValidatedQuery<ConnectQuery>,
 ) -> Result<Json<ConnectActionOut>, ApiError> {
-    let row = named(&state, &key, &name).await?;
     let phone = q.number.as_deref().map(pairing::normalize_phone).transpose()?;
     pairing::start(&state, &row.id).await.map_err(as_400)?;
     let deadline = tokio::time::Instant::now() + Duration::from_millis(state.config.connect_qr_wait_ms);
@@ -145,11 +160,9 @@ pub struct SettingsIn {
     security(("api_key" = [])))]
 async fn settings(
     State(state): State<AppState>,
-    key: ActionKey,
-    Path(name): Path<String>,
+    ActionInstance(row): ActionInstance,
     ValidatedJson(body): ValidatedJson<SettingsIn>,
 ) -> Result<Json<SettingsOut>, ApiError> {
-    let row = named(&state, &key, &name).await?;
     let mut tx = state.db.begin().await?;
     let current = instances::get_for_update(&mut *tx, &row.id).await?.ok_or_else(ApiError::instance_not_found)?;
     let mut f = instances::InstanceFields::from(&current);
@@ -169,7 +182,7 @@ async fn settings(
 }
 
 /// The action routes document only 200, 400 and 404: other refusals become 400.
-fn as_400(e: ApiError) -> ApiError {
+pub fn as_400(e: ApiError) -> ApiError {
     if matches!(e.status.as_u16(), 400 | 401 | 404) {
         e
     } else {

@@ -41,6 +41,18 @@ pub struct SettingsOut {
     pub msg_call: String,
 }
 
+/// A daily send window in the instance's time zone (`end` before `start` spans midnight).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SendWindowIo {
+    /// Local time the window opens, `HH:MM`.
+    #[schema(example = "09:00")]
+    pub start: String,
+    /// Local time the window closes, `HH:MM`.
+    #[schema(example = "18:00")]
+    pub end: String,
+}
+
 /// An instance.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct InstanceOut {
@@ -61,6 +73,10 @@ pub struct InstanceOut {
     /// `personal` or `business`, once paired.
     pub account_type: Option<String>,
     pub settings: SettingsOut,
+    /// IANA time zone of the send window (default `UTC`).
+    pub time_zone: String,
+    /// Sends happen only inside this window; absent: any time.
+    pub send_window: Option<SendWindowIo>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -80,6 +96,11 @@ impl From<InstanceRow> for InstanceOut {
             phone: r.phone,
             account_type: r.account_type,
             settings: SettingsOut { reject_call: r.reject_call, msg_call: r.msg_call },
+            send_window: r.send_window_start.zip(r.send_window_end).map(|(a, b)| SendWindowIo {
+                start: a.format("%H:%M").to_string(),
+                end: b.format("%H:%M").to_string(),
+            }),
+            time_zone: r.time_zone,
             created_at: r.created_at,
             updated_at: r.updated_at,
         }
@@ -105,6 +126,9 @@ pub struct InstanceIn {
     /// `http://`, `https://`, `socks5://` or `socks5h://`, with optional credentials.
     pub proxy_url: Option<String>,
     pub settings: Option<SettingsPatch>,
+    /// IANA time zone, e.g. `America/Sao_Paulo` (default `UTC`).
+    pub time_zone: Option<String>,
+    pub send_window: Option<SendWindowIo>,
 }
 
 /// Settings fields; absent ones stay as they are.
@@ -139,11 +163,29 @@ pub struct InstancePatch {
     #[schema(value_type = Option<String>)]
     pub proxy_url: Option<Option<String>>,
     pub settings: Option<SettingsPatch>,
+    pub time_zone: Option<String>,
+    /// `null` removes the window.
+    #[serde(default, deserialize_with = "double_option_window")]
+    #[schema(value_type = Option<SendWindowIo>)]
+    pub send_window: Option<Option<SendWindowIo>>,
 }
 
 /// Distinguishes an absent field (`None`) from an explicit `null` (`Some(None)`).
 fn double_option<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
     Option::<String>::deserialize(d).map(Some)
+}
+
+fn double_option_window<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<SendWindowIo>>, D::Error> {
+    Option::<SendWindowIo>::deserialize(d).map(Some)
+}
+
+/// Parses a send window's `HH:MM` times.
+fn parse_window(w: &SendWindowIo) -> Result<(chrono::NaiveTime, chrono::NaiveTime), ApiError> {
+    let t = |s: &str| chrono::NaiveTime::parse_from_str(s, "%H:%M");
+    match (t(&w.start), t(&w.end)) {
+        (Ok(a), Ok(b)) if a != b => Ok((a, b)),
+        _ => Err(ApiError::validation("send_window start and end must be different HH:MM times")),
+    }
 }
 
 /// Query of `GET /v1/instances`.
@@ -197,6 +239,8 @@ async fn create(
         proxy_url: body.proxy_url,
         reject_call: settings.reject_call.unwrap_or(false),
         msg_call: settings.msg_call.unwrap_or_default(),
+        time_zone: body.time_zone.unwrap_or_else(|| "UTC".into()),
+        send_window: body.send_window.as_ref().map(parse_window).transpose()?,
     };
     let fields = validate(fields)?;
     let token = generate_token(INSTANCE_TOKEN_PREFIX);
@@ -301,6 +345,12 @@ async fn patch(
     if let Some(v) = p.proxy_url {
         f.proxy_url = v;
     }
+    if let Some(v) = p.time_zone {
+        f.time_zone = v;
+    }
+    if let Some(w) = p.send_window {
+        f.send_window = w.as_ref().map(parse_window).transpose()?;
+    }
     if let Some(s) = p.settings {
         if let Some(v) = s.reject_call {
             f.reject_call = v;
@@ -396,6 +446,9 @@ pub fn validate(mut f: InstanceFields) -> Result<InstanceFields, ApiError> {
     if let Some(p) = &f.proxy_url {
         validate_proxy(p)?;
     }
+    if f.time_zone.parse::<chrono_tz::Tz>().is_err() {
+        return Err(ApiError::validation("time_zone must be an IANA time zone such as America/Sao_Paulo"));
+    }
     if f.msg_call.chars().count() > MAX_MSG_CALL {
         return Err(ApiError::validation(format!("settings.msg_call must be at most {MAX_MSG_CALL} characters")));
     }
@@ -464,6 +517,8 @@ mod tests {
             proxy_url: None,
             reject_call: false,
             msg_call: String::new(),
+            time_zone: "UTC".into(),
+            send_window: None,
         }
     }
 

@@ -31,9 +31,12 @@ pub const MESSAGES_BODY_LIMIT: usize = 140 * 1024 * 1024;
 const WAIT_DEFAULT: Duration = Duration::from_secs(30);
 const WAIT_CEILING: Duration = Duration::from_secs(120);
 
+/// The send route with its 140 MB limit and the large-body semaphore, which runs before
+/// the body is read.
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(send))
+        .layer(axum::middleware::from_fn(crate::semaphore::gate))
         .layer(axum::extract::DefaultBodyLimit::max(MESSAGES_BODY_LIMIT))
         .routes(routes!(get_message))
 }
@@ -108,6 +111,7 @@ pub struct SendQuery {
         (status = 410, description = "`message_expired` (wait=true)", body = ErrorBody),
         (status = 413, description = "`media_too_large`: body over 140 MB or media over its type's limit", body = ErrorBody),
         (status = 422, description = "`media_fetch_failed`: media.url could not be downloaded", body = ErrorBody),
+        (status = 503, description = "`rate_limited`: a body over 1 MB waited too long for one of the cluster's large-send slots; or `shutting_down`", body = ErrorBody),
         (status = 502, description = "`worker_error` (wait=true)", body = ErrorBody),
         (status = 504, description = "`worker_timeout` (wait=true)", body = ErrorBody),
     ),

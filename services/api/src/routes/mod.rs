@@ -1,5 +1,6 @@
 //! Every route, merged in one place. One module per resource, each exporting `router()`.
 
+pub mod action_send;
 pub mod actions;
 pub mod health;
 pub mod instances;
@@ -25,6 +26,7 @@ pub fn all() -> OpenApiRouter<AppState> {
         .merge(pairing::router())
         .merge(messages::router())
         .merge(actions::router())
+        .merge(action_send::router())
         .merge(health::router())
         .merge(openapi::router())
 }
