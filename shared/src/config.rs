@@ -137,6 +137,10 @@ pub struct Config {
     pub large_body_slot_ttl_ms: u64,
     /// How long a large request waits for a slot before 503 `rate_limited`.
     pub large_body_wait_ms: u64,
+    /// Also export queue depth and age per instance (one series per instance: opt in
+    /// only where the instance count keeps Prometheus comfortable).
+    #[serde(deserialize_with = "de::flexible_bool")]
+    pub metrics_per_instance: bool,
 }
 
 impl Default for Config {
@@ -180,6 +184,7 @@ impl Default for Config {
             large_body_slots: 3,
             large_body_slot_ttl_ms: 30_000,
             large_body_wait_ms: 60_000,
+            metrics_per_instance: false,
         }
     }
 }

@@ -31,10 +31,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::actor::{Ctx, Outcome};
 use crate::lease::Leases;
-use crate::metrics::{LEASES_HELD, LEASE_ACQUIRED, LEASE_LOST};
+use crate::metrics::{
+    LEASES_HELD, LEASE_ACQUIRED, LEASE_LOST, QUEUE_DEPTH, QUEUE_DEPTH_INSTANCE, QUEUE_OLDEST, QUEUE_OLDEST_INSTANCE,
+};
 
 /// How long stopping sessions may take on shutdown before leases are released anyway.
 const STOP_GRACE: Duration = Duration::from_secs(10);
+/// How often queue depth and age are measured for the metrics.
+const QUEUE_STATS_EVERY: Duration = Duration::from_secs(5);
 
 /// Runs the worker until `shutdown`.
 pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
@@ -76,7 +80,10 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
         held: HashMap::new(),
         actors: JoinSet::new(),
         last_renewal: Instant::now(),
+        per_instance: config.metrics_per_instance,
+        reported: Vec::new(),
     };
+    let mut stats = tokio::time::interval(QUEUE_STATS_EVERY);
     let mut wake = nats.subscribe(subjects.workers_wake()).await.context("subscribing to wake-ups")?;
     let mut scan = tokio::time::interval(Duration::from_millis(config.worker_scan_ms));
     scan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -88,6 +95,7 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
             _ = scan.tick() => w.scan().await,
             Some(_) = wake.next() => w.scan().await,
             _ = renew.tick() => w.renew().await,
+            _ = stats.tick() => w.queue_stats().await,
             Some(done) = w.actors.join_next(), if !w.actors.is_empty() => w.finished(done).await,
         }
     }
@@ -107,6 +115,9 @@ struct Worker {
     held: HashMap<InstanceId, CancellationToken>,
     actors: JoinSet<(InstanceId, Outcome)>,
     last_renewal: Instant,
+    per_instance: bool,
+    /// Instances with per-instance series, to zero them once they leave.
+    reported: Vec<InstanceId>,
 }
 
 impl Worker {
@@ -178,6 +189,30 @@ impl Worker {
             let outcome = actor::run(ctx, id.clone(), claim, cancel).await;
             (id, outcome)
         });
+    }
+
+    /// Measures the queues of the held instances: aggregate gauges always, per-instance
+    /// series when `metrics_per_instance` is on.
+    async fn queue_stats(&mut self) {
+        let ids: Vec<InstanceId> = self.held.keys().cloned().collect();
+        let rows = match shared::db::messages::queue_stats(&self.ctx.db, &ids).await {
+            Ok(r) => r,
+            Err(e) => return tracing::debug!(error = %e, "queue stats failed"),
+        };
+        ::metrics::gauge!(QUEUE_DEPTH).set(rows.iter().map(|r| r.1).sum::<i64>() as f64);
+        ::metrics::gauge!(QUEUE_OLDEST).set(rows.iter().map(|r| r.2).fold(0.0, f64::max));
+        if !self.per_instance {
+            return;
+        }
+        for gone in self.reported.iter().filter(|id| !rows.iter().any(|r| &r.0 == *id)) {
+            ::metrics::gauge!(QUEUE_DEPTH_INSTANCE, "instance_id" => gone.to_string()).set(0.0);
+            ::metrics::gauge!(QUEUE_OLDEST_INSTANCE, "instance_id" => gone.to_string()).set(0.0);
+        }
+        for (id, depth, age) in &rows {
+            ::metrics::gauge!(QUEUE_DEPTH_INSTANCE, "instance_id" => id.to_string()).set(*depth as f64);
+            ::metrics::gauge!(QUEUE_OLDEST_INSTANCE, "instance_id" => id.to_string()).set(*age);
+        }
+        self.reported = rows.into_iter().map(|r| r.0).collect();
     }
 
     /// Renews every held lease in one batch; lost ones stop their actors.

@@ -9,6 +9,10 @@ pub const RPC: &str = "paceline_worker_rpc_total";
 pub const SENDS: &str = "paceline_queue_sends_total";
 pub const PACING_DELAY: &str = "paceline_queue_pacing_delay_seconds";
 pub const SEND_LATENCY: &str = "paceline_queue_send_latency_seconds";
+pub const QUEUE_DEPTH: &str = "paceline_queue_depth";
+pub const QUEUE_OLDEST: &str = "paceline_queue_oldest_age_seconds";
+pub const QUEUE_DEPTH_INSTANCE: &str = "paceline_queue_instance_depth";
+pub const QUEUE_OLDEST_INSTANCE: &str = "paceline_queue_instance_oldest_age_seconds";
 
 pub fn describe() {
     shared::telemetry::prometheus();
@@ -20,5 +24,9 @@ pub fn describe() {
     metrics::describe_counter!(RPC, "worker RPC requests handled, by type and result");
     metrics::describe_counter!(SENDS, "messages by send result (sent, a failure code, or retried)");
     metrics::describe_histogram!(PACING_DELAY, metrics::Unit::Seconds, "time from queueing to the send attempt");
+    metrics::describe_gauge!(QUEUE_DEPTH, "unfinished messages of the instances this worker runs");
+    metrics::describe_gauge!(QUEUE_OLDEST, "age of the oldest unfinished message among them");
+    metrics::describe_gauge!(QUEUE_DEPTH_INSTANCE, "unfinished messages per instance (metrics_per_instance only)");
+    metrics::describe_gauge!(QUEUE_OLDEST_INSTANCE, "oldest unfinished message's age per instance (metrics_per_instance only)");
     metrics::describe_histogram!(SEND_LATENCY, metrics::Unit::Seconds, "time the network took to accept a send");
 }

@@ -70,6 +70,14 @@ async fn every_type_is_delivered_once() {
     assert_eq!(msgs[7]["body"]["location"]["latitude"], -23.55);
     assert_eq!(msgs[9]["body"]["poll"]["values"], json!(["pizza", "sushi"]));
     assert_eq!(msgs[11]["body"]["reply_to"], sent[0]["id"]);
+    // The workers count sends by result and time them.
+    let mut sent_metric = 0.0;
+    for i in 0..c.workers.len() {
+        sent_metric += c.worker_metric(i, "paceline_queue_sends_total", "result=\"sent\"").await;
+        let text = c.worker_metrics(i).await;
+        assert!(text.contains("paceline_queue_depth"), "queue depth gauge exported");
+    }
+    assert_eq!(sent_metric as usize, sent.len());
     // Each status change left its event.
     let db = c.pool().await;
     let (n,): (i64,) = sqlx::query_as("SELECT count(*) FROM outbox WHERE instance_id = $1 AND type = 'message.sent'").bind(&id).fetch_one(&db).await.unwrap();

@@ -155,6 +155,17 @@ pub async fn depth(db: impl PgExecutor<'_>, instance: &InstanceId) -> Result<i64
         .await
 }
 
+/// Per instance among `ids`: (unfinished messages, age in seconds of the oldest).
+pub async fn queue_stats(db: impl PgExecutor<'_>, ids: &[InstanceId]) -> Result<Vec<(InstanceId, i64, f64)>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT instance_id, count(*), EXTRACT(EPOCH FROM now() - min(created_at))::float8 FROM messages \
+         WHERE instance_id = ANY($1) AND status IN ('queued', 'in_flight') GROUP BY instance_id",
+    )
+    .bind(ids)
+    .fetch_all(db)
+    .await
+}
+
 const OWNED: &str = "WITH owner AS (SELECT id FROM instances WHERE id = $2 AND owner_epoch = $3 FOR SHARE)";
 
 /// `queued -> in_flight` (or another attempt of an `in_flight` one), fenced.

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+#
+# loadtest/send-throughput.sh [seconds]
+#
+# One run, one report: starts the local cluster (release build, netsim network), creates
+# an instance, measures accepted POST {inst}/messages per second and p50/p99 latency with
+# goose at 64 concurrent users sending 1 KB texts, then measures pgbench single-row-insert
+# TPS (64 clients, 1 KB rows) on the same Postgres, and prints both and their ratio.
+# The instance is not paired, so this measures accepting (validate, store, queue), which
+# is what a client waits for; sending is paced per instance by design.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+SECS=${1:-30}
+USERS=${LOADTEST_USERS:-64}
+
+# shellcheck source=scripts/lib/services.sh
+source scripts/lib/services.sh
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$(pl_cache_dir)/target}
+
+echo "==> building the benchmark (goose)"
+cargo build --release --manifest-path loadtest/Cargo.toml --target-dir "$CARGO_TARGET_DIR/loadtest" >/dev/null
+LOADER=$CARGO_TARGET_DIR/loadtest/release/send-throughput
+
+echo "==> starting the local cluster (release build)"
+LOG=$(mktemp)
+PL_DEV_PROFILE=release PACELINE_LOG_LEVEL=warn setsid scripts/dev --network sim >"$LOG" 2>&1 &
+DEV=$!
+cleanup() {
+    kill -TERM "$DEV" 2>/dev/null || true
+    wait "$DEV" 2>/dev/null || true
+    rm -f "$LOG"
+}
+trap cleanup EXIT
+for _ in $(seq 1 600); do
+    if curl -sf http://127.0.0.1:8787/readyz >/dev/null 2>&1; then break; fi
+    if ! kill -0 "$DEV" 2>/dev/null; then tail -30 "$LOG"; echo "the cluster did not start" >&2; exit 1; fi
+    sleep 1
+done
+# shellcheck source=/dev/null
+source .paceline/env
+ADMIN=$PACELINE_ADMIN_TOKEN
+
+NAME="bench-$(date +%s)"
+CREATED=$(curl -sf http://127.0.0.1:8787/v1/instances -H "Authorization: Bearer $ADMIN" -d "{\"name\": \"$NAME\"}")
+export LOADTEST_TOKEN
+export LOADTEST_INSTANCE
+LOADTEST_TOKEN=$(printf '%s' "$CREATED" | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+LOADTEST_INSTANCE=$(printf '%s' "$CREATED" | python3 -c 'import json,sys; print(json.load(sys.stdin)["instance"]["id"])')
+
+echo "==> goose: $USERS users, ${SECS}s, POST /v1/instances/{id}/messages with 1 KB texts"
+RESULT=$("$LOADER" --host http://127.0.0.1:8787 --users "$USERS" --hatch-rate "$USERS" --run-time "${SECS}s" --quiet --no-print-metrics 2>/dev/null | grep '^accepted=')
+echo "    $RESULT"
+ACCEPTED=$(printf '%s' "$RESULT" | sed -E 's/.*accepted_per_sec=([0-9.]+).*/\1/')
+
+echo "==> pgbench: $USERS clients, ${SECS}s, single-row INSERT of 1 KB on the same Postgres"
+pl_ensure_deps
+PGBIN=$PL_PG_BIN
+psql -q "$PACELINE_DATABASE_URL" -c "CREATE TABLE IF NOT EXISTS bench_insert (id bigserial PRIMARY KEY, payload text NOT NULL)"
+SCRIPT=$(mktemp)
+echo "INSERT INTO bench_insert (payload) VALUES (repeat('x', 1024));" >"$SCRIPT"
+TPS=$("$PGBIN/pgbench" -n -c "$USERS" -j 2 -T "$SECS" -f "$SCRIPT" "$PACELINE_DATABASE_URL" 2>/dev/null | sed -nE 's/^tps = ([0-9.]+).*/\1/p' | head -n 1)
+rm -f "$SCRIPT"
+psql -q "$PACELINE_DATABASE_URL" -c "DROP TABLE bench_insert"
+echo "    tps=$TPS"
+
+python3 - "$ACCEPTED" "$TPS" <<'PY'
+import sys
+accepted, tps = float(sys.argv[1]), float(sys.argv[2])
+print(f"==> accepted {accepted:.0f}/s vs pgbench {tps:.0f} tps: ratio {accepted / tps:.2f} (goals: >= 0.8 and >= 3000/s)")
+PY
