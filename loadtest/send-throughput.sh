@@ -48,7 +48,7 @@ LOADTEST_TOKEN=$(printf '%s' "$CREATED" | python3 -c 'import json,sys; print(jso
 LOADTEST_INSTANCE=$(printf '%s' "$CREATED" | python3 -c 'import json,sys; print(json.load(sys.stdin)["instance"]["id"])')
 
 echo "==> goose: $USERS users, ${SECS}s, POST /v1/instances/{id}/messages with 1 KB texts"
-RESULT=$("$LOADER" --host http://127.0.0.1:8787 --users "$USERS" --hatch-rate "$USERS" --run-time "${SECS}s" --quiet --no-print-metrics 2>/dev/null | grep '^accepted=')
+RESULT=$("$LOADER" --host http://127.0.0.1:8787 --users "$USERS" --increase-rate "$USERS" --run-time "${SECS}s" --quiet --no-print-metrics 2>/dev/null | grep '^accepted=')
 echo "    $RESULT"
 ACCEPTED=$(printf '%s' "$RESULT" | sed -E 's/.*accepted_per_sec=([0-9.]+).*/\1/')
 

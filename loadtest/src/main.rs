@@ -41,8 +41,8 @@ async fn send(user: &mut GooseUser) -> TransactionResult {
     Ok(())
 }
 
-/// The response time at `pct` percent from goose's (rounded) times histogram.
-fn percentile(times: &std::collections::BTreeMap<usize, usize>, total: usize, pct: f64) -> usize {
+/// The response time (µs) at `pct` percent from goose's (rounded) times histogram.
+fn percentile(times: &std::collections::BTreeMap<u64, usize>, total: usize, pct: f64) -> u64 {
     let want = ((total as f64) * pct).ceil() as usize;
     let mut seen = 0;
     for (ms, n) in times {
@@ -71,17 +71,17 @@ async fn main() -> Result<(), GooseError> {
     for agg in metrics.requests.values() {
         ok += agg.success_count;
         failed += agg.fail_count;
-        for (ms, n) in &agg.raw_data.times {
-            *times.entry(*ms).or_insert(0) += n;
+        for (us, n) in &agg.raw_data.times_us {
+            *times.entry(*us).or_insert(0) += n;
             total += n;
         }
     }
     let secs = metrics.duration.max(1) as f64;
     println!(
-        "accepted={ok} failed={failed} seconds={secs} accepted_per_sec={:.0} p50_ms={} p99_ms={}",
+        "accepted={ok} failed={failed} seconds={secs} accepted_per_sec={:.0} p50_ms={:.1} p99_ms={:.1}",
         ok as f64 / secs,
-        percentile(&times, total, 0.50),
-        percentile(&times, total, 0.99)
+        percentile(&times, total, 0.50) as f64 / 1000.0,
+        percentile(&times, total, 0.99) as f64 / 1000.0
     );
     Ok(())
 }

@@ -120,6 +120,10 @@ pub struct Config {
     pub rpc_timeout_ms: u64,
     /// netsim: how often a shown QR code is replaced (the network's 20 s).
     pub netsim_qr_rotate_ms: u64,
+    /// sim driver: how long a request to netsim may take before `worker_timeout`.
+    pub netsim_request_timeout_ms: u64,
+    /// Queue: the first wait after a transient send failure; it doubles per attempt (cap 30 s).
+    pub queue_retry_base_ms: u64,
     /// `GET /instance/connect/{name}`: how long to wait for a first QR code.
     pub connect_qr_wait_ms: u64,
     /// Pacing: the post-connection grace is drawn from [min, max] after each (re)connect.
@@ -175,6 +179,8 @@ impl Default for Config {
             worker_max_instances: 5_000,
             rpc_timeout_ms: 10_000,
             netsim_qr_rotate_ms: 20_000,
+            netsim_request_timeout_ms: 30_000,
+            queue_retry_base_ms: 500,
             connect_qr_wait_ms: 5_000,
             pacing_grace_min_ms: 15_000,
             pacing_grace_max_ms: 30_000,

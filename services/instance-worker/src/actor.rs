@@ -38,6 +38,8 @@ pub struct Ctx {
     pub default_network: Network,
     /// Deployment-wide pacing settings (grace, jitter, ramp).
     pub pacing: PacingDefaults,
+    /// The first wait after a transient send failure (doubling per attempt).
+    pub retry_base: Duration,
 }
 
 /// Pacing settings that come from the config rather than the instance.

@@ -59,7 +59,8 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
         nats: nats.clone(),
         subjects: subjects.clone(),
         sim: (config.network == Network::Sim).then(|| {
-            Arc::new(driver::sim::SimDriver::new(&config.netsim_url)) as Arc<dyn driver::Driver>
+            Arc::new(driver::sim::SimDriver::new(&config.netsim_url, Duration::from_millis(config.netsim_request_timeout_ms)))
+                as Arc<dyn driver::Driver>
         }),
         whatsapp: Arc::new(driver::whatsapp::WhatsappDriver),
         default_network: config.network,
@@ -70,6 +71,7 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
             ramp: Duration::from_millis(config.pacing_ramp_ms),
             ramp_start: config.pacing_ramp_start,
         },
+        retry_base: Duration::from_millis(config.queue_retry_base_ms),
     });
     tracing::info!(worker_id, network = %config.network, "worker started");
     let mut w = Worker {
@@ -124,7 +126,7 @@ impl Worker {
     /// Claims free instances up to this worker's fair share, and expires queued messages
     /// of instances nobody runs.
     async fn scan(&mut self) {
-        match shared::db::messages::expire_idle(&self.ctx.db, 500).await {
+        match shared::db::messages::fail_idle(&self.ctx.db, 500).await {
             Ok(rows) => {
                 for r in rows {
                     let payload = serde_json::to_vec(&r.view()).expect("serializes");

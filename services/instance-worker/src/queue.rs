@@ -23,8 +23,8 @@ const IDLE_POLL: Duration = Duration::from_secs(1);
 const RULES_TTL: Duration = Duration::from_secs(5);
 /// Attempts of a message before a transient failure becomes final.
 pub const MAX_ATTEMPTS: i32 = 5;
-/// Waits after a transient failure, by attempt.
-const RETRY: [Duration; 4] = [Duration::from_millis(500), Duration::from_secs(2), Duration::from_secs(5), Duration::from_secs(15)];
+/// The longest wait between attempts.
+const RETRY_CAP: Duration = Duration::from_secs(30);
 
 pub struct Queue {
     pub pacer: Pacer,
@@ -146,7 +146,8 @@ impl Actor {
     fn retry(&mut self, m: &MessageRow, e: DriverError) -> Step {
         metrics::counter!(SENDS, "result" => "retried").increment(1);
         tracing::info!(message_id = %m.id, code = %e.code, attempt = m.attempts, "send failed; retrying");
-        self.queue.wake_at = Instant::now() + RETRY[(m.attempts.max(1) as usize - 1).min(RETRY.len() - 1)];
+        let wait = self.ctx.retry_base.saturating_mul(1 << (m.attempts.clamp(1, 16) - 1)).min(RETRY_CAP);
+        self.queue.wake_at = Instant::now() + wait;
         if e.code == ErrorCode::InstanceNotConnected {
             // The connection is gone: reopen it; the message stays in flight.
             return Step::Reconnect;

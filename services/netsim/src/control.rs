@@ -22,6 +22,8 @@ pub fn router() -> Router<App> {
         .route("/control/phones/{number}/logout", post(logout))
         .route("/control/phones/{number}/ban", post(ban))
         .route("/control/phones/{number}/call", post(call))
+        .route("/control/phones/{number}/block", post(block))
+        .route("/control/phones/{number}/unblock", post(unblock))
         .route("/control/calls", get(calls))
         .route("/control/scan", post(scan))
         .route("/control/enter-code", post(enter_code))
@@ -106,6 +108,22 @@ async fn logout(State(app): State<App>, Path(number): Path<String>) -> Result<Js
 async fn ban(State(app): State<App>, Path(number): Path<String>) -> Result<Json<Value>, ApiError> {
     app.net.ban(&number).map_err(err)?;
     Ok(Json(json!({ "banned": true })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BlockIn {
+    number: String,
+}
+
+async fn block(State(app): State<App>, Path(number): Path<String>, ValidatedJson(b): ValidatedJson<BlockIn>) -> Result<Json<Value>, ApiError> {
+    app.net.set_blocked(&number, &b.number, true).map_err(err)?;
+    Ok(Json(json!({ "blocked": true })))
+}
+
+async fn unblock(State(app): State<App>, Path(number): Path<String>, ValidatedJson(b): ValidatedJson<BlockIn>) -> Result<Json<Value>, ApiError> {
+    app.net.set_blocked(&number, &b.number, false).map_err(err)?;
+    Ok(Json(json!({ "blocked": false })))
 }
 
 #[derive(Deserialize)]

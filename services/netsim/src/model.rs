@@ -53,6 +53,8 @@ struct Phone {
     sent: Vec<SimMessage>,
     /// Events for linked devices that were offline, delivered on their next connect.
     pending: Vec<ServerEv>,
+    /// Numbers this account blocked: their messages are refused (`forbidden`).
+    blocked: HashSet<String>,
 }
 
 #[derive(Debug)]
@@ -367,6 +369,18 @@ impl Net {
         Ok(sessions.len())
     }
 
+    /// `number` blocks (or unblocks) `other`.
+    pub fn set_blocked(&self, number: &str, other: &str, blocked: bool) -> Result<(), NetError> {
+        let mut s = self.lock();
+        let p = s.phones.get_mut(number).ok_or(NetError::NoAccount)?;
+        if blocked {
+            p.blocked.insert(other.to_string());
+        } else {
+            p.blocked.remove(other);
+        }
+        Ok(())
+    }
+
     pub fn ban(&self, number: &str) -> Result<(), NetError> {
         let mut s = self.lock();
         let p = s.phones.get_mut(number).ok_or(NetError::NoAccount)?;
@@ -536,8 +550,11 @@ impl Net {
         if msg.id.is_empty() || msg.id.len() > 128 {
             return s.send_to(conn, ServerEv::err(req, "validation_failed", "the message id must be 1-128 characters"));
         }
-        if !s.phones.contains_key(&msg.to) {
+        let Some(recipient) = s.phones.get(&msg.to) else {
             return s.send_to(conn, ServerEv::err(req, "invalid_number", "no account has this number"));
+        };
+        if recipient.blocked.contains(&number) {
+            return s.send_to(conn, ServerEv::err(req, "forbidden", "the recipient blocked this account"));
         }
         let rate = s.faults.error_rate;
         if rate > 0.0 && rand::thread_rng().gen_bool(rate) {

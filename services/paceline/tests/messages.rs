@@ -310,3 +310,36 @@ async fn action_send_routes_go_through_the_same_queue() {
     assert_eq!(r.status, 400);
     assert_eq!(r.body["error"]["code"], "media_fetch_failed");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_remaining_failure_codes() {
+    let c = Cluster::start(bin(), 1, |cfg| cfg.netsim_request_timeout_ms = 400).await;
+    c.phone(A, false).await;
+    c.phone(B, false).await;
+    let (inst, token) = c.paired_instance("codes", A).await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    c.unpaced(&id).await;
+    let own = c.api.client(Some(token));
+    let path = format!("/v1/instances/{id}/messages?wait=true&timeout=60s");
+
+    // forbidden: the recipient blocked us; permanent, no retry.
+    c.netsim().post(&format!("/control/phones/{B}/block"), &json!({ "number": A })).await.expect(200);
+    own.post(&path, &json!({ "to": B, "type": "text", "text": "blocked" })).await.expect_error(403, "forbidden");
+    c.netsim().post(&format!("/control/phones/{B}/unblock"), &json!({ "number": A })).await.expect(200);
+
+    // worker_timeout: the network never answers in time; after its attempts, final.
+    c.netsim().post("/control/faults", &json!({ "latency_ms": 1000 })).await.expect(200);
+    let r = own.post(&path, &json!({ "to": B, "type": "text", "text": "slow" })).await;
+    assert_eq!(r.body["error"]["retryable"], false, "{}", r.text);
+    r.expect_error(504, "worker_timeout");
+    c.netsim().post("/control/faults", &json!({ "latency_ms": 0 })).await.expect(200);
+
+    // instance_not_connected: queued messages of an instance that logged out fail, not linger.
+    own.post(&path, &json!({ "to": B, "type": "text", "text": "still fine" })).await.expect(200);
+    c.netsim().post(&format!("/control/phones/{A}/logout"), &json!({})).await.expect(200);
+    c.wait_state(&id, "logged_out", Duration::from_secs(10)).await;
+    let r = own.post(&path, &json!({ "to": B, "type": "text", "text": "after logout" })).await;
+    assert_eq!(r.body["error"]["retryable"], false, "{}", r.text);
+    let msg = r.expect_error(409, "instance_not_connected");
+    assert!(msg.contains("logged out"), "{msg}");
+}

@@ -150,34 +150,43 @@ fn map_write(e: sqlx::Error) -> WriteError {
 const COLUMNS: &str = "id, name, state, tags, ip_allowlist, min_interval_ms, max_per_minute, \
     unsafe_pacing, proxy_url, reject_call, msg_call, phone, account_type, owner_epoch, desired, network, time_zone, send_window_start, send_window_end, created_at, updated_at";
 
+/// The settable columns, bound by [`bind_fields`] as `$2` to `$13` (`$1` is the id).
+const FIELD_COLUMNS: &str = "name, tags, ip_allowlist, min_interval_ms, max_per_minute, unsafe_pacing, proxy_url, \
+    reject_call, msg_call, time_zone, send_window_start, send_window_end";
+
+type RowQuery<'q> = sqlx::query::QueryAs<'q, sqlx::Postgres, InstanceRow, sqlx::postgres::PgArguments>;
+
+/// Binds the settable fields in [`FIELD_COLUMNS`] order.
+fn bind_fields<'q>(q: RowQuery<'q>, f: &'q InstanceFields) -> RowQuery<'q> {
+    q.bind(&f.name)
+        .bind(&f.tags)
+        .bind(&f.ip_allowlist)
+        .bind(f.min_interval_ms)
+        .bind(f.max_per_minute)
+        .bind(f.unsafe_pacing)
+        .bind(&f.proxy_url)
+        .bind(f.reject_call)
+        .bind(&f.msg_call)
+        .bind(&f.time_zone)
+        .bind(f.send_window.map(|w| w.0))
+        .bind(f.send_window.map(|w| w.1))
+}
+
 pub async fn insert(
     db: impl PgExecutor<'_>,
     id: &InstanceId,
     token_hash: &str,
     f: &InstanceFields,
 ) -> Result<InstanceRow, WriteError> {
-    sqlx::query_as::<_, InstanceRow>(&format!(
-        "INSERT INTO instances (id, token_hash, name, tags, ip_allowlist, min_interval_ms, max_per_minute, \
-         unsafe_pacing, proxy_url, reject_call, msg_call, time_zone, send_window_start, send_window_end) \
+    let sql = format!(
+        "INSERT INTO instances (id, {FIELD_COLUMNS}, token_hash) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING {COLUMNS}"
-    ))
-    .bind(id)
-    .bind(token_hash)
-    .bind(&f.name)
-    .bind(&f.tags)
-    .bind(&f.ip_allowlist)
-    .bind(f.min_interval_ms)
-    .bind(f.max_per_minute)
-    .bind(f.unsafe_pacing)
-    .bind(&f.proxy_url)
-    .bind(f.reject_call)
-    .bind(&f.msg_call)
-    .bind(&f.time_zone)
-    .bind(f.send_window.map(|w| w.0))
-    .bind(f.send_window.map(|w| w.1))
-    .fetch_one(db)
-    .await
-    .map_err(map_write)
+    );
+    bind_fields(sqlx::query_as::<_, InstanceRow>(&sql).bind(id), f)
+        .bind(token_hash)
+        .fetch_one(db)
+        .await
+        .map_err(map_write)
 }
 
 pub async fn get(db: impl PgExecutor<'_>, id: &InstanceId) -> Result<Option<InstanceRow>, sqlx::Error> {
@@ -248,28 +257,11 @@ pub async fn update(
     id: &InstanceId,
     f: &InstanceFields,
 ) -> Result<Option<InstanceRow>, WriteError> {
-    sqlx::query_as::<_, InstanceRow>(&format!(
-        "UPDATE instances SET name = $2, tags = $3, ip_allowlist = $4, min_interval_ms = $5, \
-         max_per_minute = $6, unsafe_pacing = $7, proxy_url = $8, reject_call = $9, msg_call = $10, \
-         time_zone = $11, send_window_start = $12, send_window_end = $13, \
-         updated_at = now() WHERE id = $1 RETURNING {COLUMNS}"
-    ))
-    .bind(id)
-    .bind(&f.name)
-    .bind(&f.tags)
-    .bind(&f.ip_allowlist)
-    .bind(f.min_interval_ms)
-    .bind(f.max_per_minute)
-    .bind(f.unsafe_pacing)
-    .bind(&f.proxy_url)
-    .bind(f.reject_call)
-    .bind(&f.msg_call)
-    .bind(&f.time_zone)
-    .bind(f.send_window.map(|w| w.0))
-    .bind(f.send_window.map(|w| w.1))
-    .fetch_optional(db)
-    .await
-    .map_err(map_write)
+    let sql = format!(
+        "UPDATE instances SET ({FIELD_COLUMNS}, updated_at) = \
+         ($2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, now()) WHERE id = $1 RETURNING {COLUMNS}"
+    );
+    bind_fields(sqlx::query_as::<_, InstanceRow>(&sql).bind(id), f).fetch_optional(db).await.map_err(map_write)
 }
 
 /// Deletes the instance; its token stops working with the commit.

@@ -229,16 +229,24 @@ pub async fn finish(
     Ok(Some(row))
 }
 
-/// Fails queued messages past their expiry on instances no worker runs (running ones are
-/// expired by their worker, in order). Returns the expired rows.
-pub async fn expire_idle(pool: &PgPool, limit: i64) -> Result<Vec<MessageRow>, sqlx::Error> {
+/// Fails queued messages of instances no worker runs: those past their expiry
+/// (`message_expired`), and all of an instance that logged out or is banned
+/// (`instance_not_connected`: they could only go after pairing again). Running instances
+/// expire their own, in order. Returns the failed rows.
+pub async fn fail_idle(pool: &PgPool, limit: i64) -> Result<Vec<MessageRow>, sqlx::Error> {
     let mut tx = pool.begin().await?;
     let rows: Vec<MessageRow> = sqlx::query_as(&format!(
-        "UPDATE messages SET status = 'failed', error = 'message_expired: not sent before expires_after', updated_at = now() \
-         WHERE id IN (SELECT m.id FROM messages m JOIN instances i ON i.id = m.instance_id \
-                      WHERE m.status = 'queued' AND m.expires_at <= now() AND NOT i.desired \
-                      ORDER BY m.expires_at LIMIT $1 FOR UPDATE OF m SKIP LOCKED) \
-         RETURNING {COLUMNS}"
+        "WITH doomed AS ( \
+           SELECT m.id, CASE WHEN i.state IN ('logged_out', 'banned') \
+                    THEN 'instance_not_connected: the number is ' || replace(i.state, '_', ' ') || '; pair it again' \
+                    ELSE 'message_expired: not sent before expires_after' END AS why \
+           FROM messages m JOIN instances i ON i.id = m.instance_id \
+           WHERE m.status = 'queued' AND NOT i.desired \
+             AND (m.expires_at <= now() OR i.state IN ('logged_out', 'banned')) \
+           ORDER BY m.expires_at LIMIT $1 FOR UPDATE OF m SKIP LOCKED) \
+         UPDATE messages SET status = 'failed', error = doomed.why, updated_at = now() \
+         FROM doomed WHERE messages.id = doomed.id RETURNING {}",
+        COLUMNS.split(", ").map(|c| format!("messages.{c}")).collect::<Vec<_>>().join(", ")
     ))
     .bind(limit)
     .fetch_all(&mut *tx)

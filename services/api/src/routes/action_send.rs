@@ -30,6 +30,19 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(send_audio))
 }
 
+/// The refusals of every action route: 400 for any invalid data (its code in the
+/// envelope), 401 for a missing or invalid key, 404 for an unknown instance.
+#[derive(utoipa::IntoResponses)]
+pub enum ActionErrors {
+    /// Invalid data: `validation_failed`, `media_too_large`, `media_fetch_failed`, ...
+    #[response(status = 400, description = "invalid data; the envelope's `code` tells which (e.g. `validation_failed`, `media_too_large`, `media_fetch_failed`)")]
+    Invalid(ErrorBody),
+    #[response(status = 401, description = "`unauthorized`: missing or invalid X-API-Key")]
+    Unauthorized(ErrorBody),
+    #[response(status = 404, description = "`instance_not_found`")]
+    NotFound(ErrorBody),
+}
+
 /// Answer of every send action.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -85,12 +98,7 @@ pub struct SendTextIn {
 #[utoipa::path(post, path = "/message/sendText/{instanceName}", tag = "actions",
     params(("instanceName" = String, Path, description = "the instance's name")),
     request_body = SendTextIn,
-    responses(
-        (status = 200, description = "queued", body = SendActionOut),
-        (status = 400, description = "invalid data (the envelope's code tells which)", body = ErrorBody),
-        (status = 401, description = "`unauthorized`: missing or invalid X-API-Key", body = ErrorBody),
-        (status = 404, description = "`instance_not_found`", body = ErrorBody),
-    ),
+    responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = [])))]
 async fn send_text(State(s): State<AppState>, ActionInstance(row): ActionInstance, ValidatedJson(b): ValidatedJson<SendTextIn>) -> Result<Json<SendActionOut>, ApiError> {
     let mut m = message(b.number, MessageType::Text);
@@ -114,12 +122,7 @@ pub struct SendContactIn {
 #[utoipa::path(post, path = "/message/sendContact/{instanceName}", tag = "actions",
     params(("instanceName" = String, Path, description = "the instance's name")),
     request_body = SendContactIn,
-    responses(
-        (status = 200, description = "queued", body = SendActionOut),
-        (status = 400, description = "invalid data", body = ErrorBody),
-        (status = 401, description = "`unauthorized`", body = ErrorBody),
-        (status = 404, description = "`instance_not_found`", body = ErrorBody),
-    ),
+    responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = [])))]
 async fn send_contact(State(s): State<AppState>, ActionInstance(row): ActionInstance, ValidatedJson(b): ValidatedJson<SendContactIn>) -> Result<Json<SendActionOut>, ApiError> {
     let mut m = message(b.number, MessageType::Contact);
@@ -141,12 +144,7 @@ pub struct SendReactionIn {
 #[utoipa::path(post, path = "/message/sendReaction/{instanceName}", tag = "actions",
     params(("instanceName" = String, Path, description = "the instance's name")),
     request_body = SendReactionIn,
-    responses(
-        (status = 200, description = "queued", body = SendActionOut),
-        (status = 400, description = "invalid data", body = ErrorBody),
-        (status = 401, description = "`unauthorized`", body = ErrorBody),
-        (status = 404, description = "`instance_not_found`", body = ErrorBody),
-    ),
+    responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = [])))]
 async fn send_reaction(State(s): State<AppState>, ActionInstance(row): ActionInstance, ValidatedJson(b): ValidatedJson<SendReactionIn>) -> Result<Json<SendActionOut>, ApiError> {
     let mut m = message(b.phone, MessageType::Reaction);
@@ -168,12 +166,7 @@ pub struct SendLocationIn {
 #[utoipa::path(post, path = "/message/sendLocation/{instanceName}", tag = "actions",
     params(("instanceName" = String, Path, description = "the instance's name")),
     request_body = SendLocationIn,
-    responses(
-        (status = 200, description = "queued", body = SendActionOut),
-        (status = 400, description = "invalid data", body = ErrorBody),
-        (status = 401, description = "`unauthorized`", body = ErrorBody),
-        (status = 404, description = "`instance_not_found`", body = ErrorBody),
-    ),
+    responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = [])))]
 async fn send_location(State(s): State<AppState>, ActionInstance(row): ActionInstance, ValidatedJson(b): ValidatedJson<SendLocationIn>) -> Result<Json<SendActionOut>, ApiError> {
     let mut m = message(b.number, MessageType::Location);
@@ -200,12 +193,7 @@ fn one() -> u32 {
 #[utoipa::path(post, path = "/message/sendPoll/{instanceName}", tag = "actions",
     params(("instanceName" = String, Path, description = "the instance's name")),
     request_body = SendPollIn,
-    responses(
-        (status = 200, description = "queued", body = SendActionOut),
-        (status = 400, description = "invalid data", body = ErrorBody),
-        (status = 401, description = "`unauthorized`", body = ErrorBody),
-        (status = 404, description = "`instance_not_found`", body = ErrorBody),
-    ),
+    responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = [])))]
 async fn send_poll(State(s): State<AppState>, ActionInstance(row): ActionInstance, ValidatedJson(b): ValidatedJson<SendPollIn>) -> Result<Json<SendActionOut>, ApiError> {
     let mut m = message(b.number, MessageType::Poll);
@@ -231,12 +219,7 @@ pub struct SendMediaIn {
 #[utoipa::path(post, path = "/message/sendMedia/{instanceName}", tag = "actions",
     params(("instanceName" = String, Path, description = "the instance's name")),
     request_body = SendMediaIn,
-    responses(
-        (status = 200, description = "queued", body = SendActionOut),
-        (status = 400, description = "invalid data, an internal address, a download that failed or is too large", body = ErrorBody),
-        (status = 401, description = "`unauthorized`", body = ErrorBody),
-        (status = 404, description = "`instance_not_found`", body = ErrorBody),
-    ),
+    responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = [])))]
 async fn send_media(State(s): State<AppState>, ActionInstance(row): ActionInstance, ValidatedJson(b): ValidatedJson<SendMediaIn>) -> Result<Json<SendActionOut>, ApiError> {
     let kind = match b.mediatype.as_deref() {
@@ -275,12 +258,7 @@ pub struct SendAudioIn {
 #[utoipa::path(post, path = "/message/sendWhatsAppAudio/{instanceName}", tag = "actions",
     params(("instanceName" = String, Path, description = "the instance's name")),
     request_body = SendAudioIn,
-    responses(
-        (status = 200, description = "queued", body = SendActionOut),
-        (status = 400, description = "invalid data, an internal address, a download that failed or is too large", body = ErrorBody),
-        (status = 401, description = "`unauthorized`", body = ErrorBody),
-        (status = 404, description = "`instance_not_found`", body = ErrorBody),
-    ),
+    responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = [])))]
 async fn send_audio(State(s): State<AppState>, ActionInstance(row): ActionInstance, ValidatedJson(b): ValidatedJson<SendAudioIn>) -> Result<Json<SendActionOut>, ApiError> {
     let mut m = message(b.number, MessageType::Voice);

@@ -13,26 +13,26 @@ use tokio_tungstenite::tungstenite::Message;
 
 use super::{Driver, DriverError, DriverEvent, Session};
 
-/// How long a request to netsim may take.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-
 pub struct SimDriver {
     url: String,
+    /// How long a request to netsim may take before `worker_timeout`.
+    timeout: Duration,
 }
 
 impl SimDriver {
     /// `base` is netsim's HTTP address; sessions go to `ws://.../session`.
-    pub fn new(base: &url::Url) -> Self {
+    pub fn new(base: &url::Url, timeout: Duration) -> Self {
         let mut u = base.clone();
         let _ = u.set_scheme(if base.scheme() == "https" { "wss" } else { "ws" });
         u.set_path("/session");
-        SimDriver { url: u.to_string() }
+        SimDriver { url: u.to_string(), timeout }
     }
 }
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<ServerEv>>>>;
 
 struct SimSession {
+    timeout: Duration,
     out: mpsc::UnboundedSender<ClientOp>,
     pending: Pending,
     next: AtomicU64,
@@ -133,7 +133,7 @@ impl Driver for SimDriver {
             reader_closer.cancel();
             let _ = ev_tx.send(DriverEvent::Closed { reason }).await;
         });
-        let session = SimSession { out: out_tx, pending, next: AtomicU64::new(1), closer };
+        let session = SimSession { timeout: self.timeout, out: out_tx, pending, next: AtomicU64::new(1), closer };
         Ok((Box::new(session), ev_rx))
     }
 }
@@ -145,9 +145,13 @@ impl SimSession {
         self.pending.lock().unwrap_or_else(|p| p.into_inner()).insert(req, tx);
         let gone = || DriverError::new(ErrorCode::InstanceNotConnected, "the session is closed");
         self.out.send(make(req)).map_err(|_| gone())?;
-        let reply = tokio::time::timeout(REQUEST_TIMEOUT, rx)
+        let reply = tokio::time::timeout(self.timeout, rx)
             .await
-            .map_err(|_| DriverError::new(ErrorCode::WorkerTimeout, "the network did not answer in time"))?
+            .map_err(|_| {
+                // A late reply must not pile up in the table.
+                self.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&req);
+                DriverError::new(ErrorCode::WorkerTimeout, "the network did not answer in time")
+            })?
             .map_err(|_| gone())?;
         match reply {
             ServerEv::Reply { ok: true, value, .. } => Ok(value),
@@ -158,6 +162,7 @@ impl SimSession {
                     Some("not_connected") => ErrorCode::InstanceNotConnected,
                     Some("validation_failed") => ErrorCode::ValidationFailed,
                     Some("not_found") => ErrorCode::NotFound,
+                    Some("forbidden") => ErrorCode::Forbidden,
                     _ => ErrorCode::WorkerError,
                 };
                 Err(DriverError::new(code, detail.unwrap_or_default()))

@@ -124,6 +124,12 @@ fn sends_deduplicate_by_network_id_and_reach_linked_recipients() {
     assert_eq!(replies[0], (1, true, None));
     assert_eq!(replies[1], (2, true, None), "a re-send of the same id is acknowledged, not delivered again");
     assert_eq!(replies[2], (3, false, Some("invalid_number".into())));
+    // A recipient that blocked the sender refuses its messages.
+    net.set_blocked("5511999990002", "5511999990001", true).unwrap();
+    drain(&mut arx);
+    net.device_send(a, 10, msg("ID9", "5511999990002"));
+    let refused = drain(&mut arx).into_iter().any(|e| matches!(e, ServerEv::Reply { req: 10, ok: false, code: Some(c), .. } if c == "forbidden"));
+    assert!(refused);
 }
 
 #[test]
