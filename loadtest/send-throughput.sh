@@ -48,8 +48,18 @@ LOADTEST_TOKEN=$(printf '%s' "$CREATED" | python3 -c 'import json,sys; print(jso
 LOADTEST_INSTANCE=$(printf '%s' "$CREATED" | python3 -c 'import json,sys; print(json.load(sys.stdin)["instance"]["id"])')
 
 echo "==> goose: $USERS users, ${SECS}s, POST /v1/instances/{id}/messages with 1 KB texts"
+# Where the time goes: CPU per process over 10 s in the middle of the run.
+(
+    sleep $((SECS / 3))
+    top -b -d 10 -n 2 -w 200 | awk '/^top -/{n++} n==2 && $1 ~ /^[0-9]+$/ {cpu[$12]+=$9} END {for (c in cpu) if (cpu[c] > 1) printf "    cpu %-16s %5.0f%%\n", c, cpu[c]}' | sort -k3 -rn >"$LOG.cpu"
+) &
+SAMPLER=$!
 RESULT=$("$LOADER" --host http://127.0.0.1:8787 --users "$USERS" --increase-rate "$USERS" --run-time "${SECS}s" --quiet --no-print-metrics 2>/dev/null | grep '^accepted=')
 echo "    $RESULT"
+wait "$SAMPLER" || true
+echo "    CPU by process during the run (200% = both cores):"
+cat "$LOG.cpu" 2>/dev/null || true
+rm -f "$LOG.cpu"
 ACCEPTED=$(printf '%s' "$RESULT" | sed -E 's/.*accepted_per_sec=([0-9.]+).*/\1/')
 
 echo "==> pgbench: $USERS clients, ${SECS}s, single-row INSERT of 1 KB on the same Postgres"

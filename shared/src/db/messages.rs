@@ -91,16 +91,42 @@ pub enum Queued {
     New(MessageRow),
     /// A message with the same `client_message_id` existed already.
     Existing(MessageRow),
+    /// The instance does not exist or is banned: nothing was written.
+    Refused,
 }
 
-/// Inserts the message with its `message.queued` event, or finds the one with the same
-/// `client_message_id`.
+/// Queues the message and its `message.queued` event in one statement (one round trip,
+/// atomic): only for an instance that exists and is not banned; on a
+/// `client_message_id` already used, returns that message instead.
 pub async fn enqueue(pool: &PgPool, m: &NewMessage<'_>) -> Result<Queued, sqlx::Error> {
-    let mut tx = pool.begin().await?;
+    let now = Utc::now();
+    let view = MessageView {
+        id: m.id,
+        status: "queued",
+        to: m.to_jid,
+        kind: m.kind,
+        client_message_id: m.client_message_id,
+        wa_message_id: None,
+        error: None,
+        created_at: now,
+        sent_at: None,
+        expires_at: m.expires_at,
+    };
+    let event_id = crate::ids::EventId::new();
+    let event = serde_json::json!({
+        "id": event_id, "type": "message.queued", "instance_id": m.instance_id, "created_at": now, "data": view,
+    });
     let row: Option<MessageRow> = sqlx::query_as(&format!(
-        "INSERT INTO messages (id, instance_id, to_jid, type, content, client_message_id, content_hash, wa_message_id, expires_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
-         ON CONFLICT ON CONSTRAINT messages_client_id_key DO NOTHING RETURNING {COLUMNS}"
+        "WITH inst AS (SELECT id FROM instances WHERE id = $2 AND state <> 'banned'), \
+         ins AS ( \
+           INSERT INTO messages (id, instance_id, to_jid, type, content, client_message_id, content_hash, wa_message_id, \
+                                 expires_at, created_at, updated_at) \
+           SELECT $1, inst.id, $3, $4, $5, $6, $7, $8, $9, $10, $10 FROM inst \
+           ON CONFLICT ON CONSTRAINT messages_client_id_key DO NOTHING RETURNING {COLUMNS}), \
+         ev AS ( \
+           INSERT INTO outbox (id, instance_id, type, payload, created_at) \
+           SELECT $11, instance_id, 'message.queued', $12, $10 FROM ins) \
+         SELECT {COLUMNS} FROM ins"
     ))
     .bind(m.id)
     .bind(m.instance_id)
@@ -111,22 +137,23 @@ pub async fn enqueue(pool: &PgPool, m: &NewMessage<'_>) -> Result<Queued, sqlx::
     .bind(m.content_hash)
     .bind(m.wa_message_id)
     .bind(m.expires_at)
-    .fetch_optional(&mut *tx)
+    .bind(now)
+    .bind(&event_id)
+    .bind(event)
+    .fetch_optional(pool)
     .await?;
-    let Some(row) = row else {
-        tx.rollback().await?;
-        let existing = sqlx::query_as(&format!(
-            "SELECT {COLUMNS} FROM messages WHERE instance_id = $1 AND client_message_id = $2"
-        ))
-        .bind(m.instance_id)
-        .bind(m.client_message_id)
-        .fetch_one(pool)
-        .await?;
-        return Ok(Queued::Existing(existing));
+    if let Some(row) = row {
+        return Ok(Queued::New(row));
+    }
+    let existing = match m.client_message_id {
+        Some(key) => sqlx::query_as(&format!("SELECT {COLUMNS} FROM messages WHERE instance_id = $1 AND client_message_id = $2"))
+            .bind(m.instance_id)
+            .bind(key)
+            .fetch_optional(pool)
+            .await?,
+        None => None,
     };
-    outbox::insert(&mut *tx, m.instance_id, "message.queued", serde_json::to_value(row.view()).expect("serializes")).await?;
-    tx.commit().await?;
-    Ok(Queued::New(row))
+    Ok(existing.map_or(Queued::Refused, Queued::Existing))
 }
 
 pub async fn get(db: impl PgExecutor<'_>, instance: &InstanceId, id: &str) -> Result<Option<MessageRow>, sqlx::Error> {

@@ -132,10 +132,6 @@ async fn send(
                 .min(WAIT_CEILING),
         ),
     };
-    let inst = instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
-    if inst.state() == InstanceState::Banned {
-        return Err(ApiError::new(ErrorCode::InstanceBanned, "the number is banned; delete the instance"));
-    }
     let row = queue(&state, &id, body, wait).await?;
     match wait {
         None => Ok((StatusCode::ACCEPTED, Json((&row.0).into()))),
@@ -155,6 +151,8 @@ pub async fn queue(
     let mut content = v.content.clone();
     let mut media_sha = None;
     if let Some(src) = &v.media {
+        // Media is stored before the message: make sure there is an instance to own it.
+        check_instance(state, id).await?;
         let limit = v.kind.media_limit().expect("media types have limits");
         let (data, mime_type, filename) = match src {
             MediaSource::Bytes { data, mime_type, filename } => (data.clone(), mime_type.clone(), filename.clone()),
@@ -211,12 +209,27 @@ pub async fn queue(
         Queued::Existing(_) => {
             return Err(ApiError::new(ErrorCode::Conflict, "client_message_id was used for a different message"));
         }
+        Queued::Refused => {
+            check_instance(state, id).await?;
+            return Err(ApiError::internal("a message was refused for an instance that takes messages"));
+        }
     };
     if let Err(e) = state.nats.publish(state.subjects.instance_queue(id), bytes::Bytes::new()).await {
         // The worker also polls its queue.
         tracing::debug!(error = %e, "queue wake publish failed");
     }
     Ok((row, sub))
+}
+
+/// The instance takes messages: 404 when it does not exist, 409 when it is banned.
+async fn check_instance(state: &AppState, id: &InstanceId) -> Result<(), ApiError> {
+    match instances::get(&state.db, id).await? {
+        None => Err(ApiError::instance_not_found()),
+        Some(row) if row.state() == InstanceState::Banned => {
+            Err(ApiError::new(ErrorCode::InstanceBanned, "the number is banned; delete the instance"))
+        }
+        Some(_) => Ok(()),
+    }
 }
 
 /// `wait=true`: the result if it comes in time (re-reading the row after the wait, so a
