@@ -22,8 +22,14 @@ pub fn router() -> Router<App> {
         .route("/control/phones/{number}/logout", post(logout))
         .route("/control/phones/{number}/ban", post(ban))
         .route("/control/phones/{number}/call", post(call))
-        .route("/control/phones/{number}/block", post(block))
-        .route("/control/phones/{number}/unblock", post(unblock))
+        .route(
+            "/control/phones/{number}/block",
+            post(|State(app): State<App>, Path(n): Path<String>, ValidatedJson(b): ValidatedJson<BlockIn>| set_blocked(app, n, b, true)),
+        )
+        .route(
+            "/control/phones/{number}/unblock",
+            post(|State(app): State<App>, Path(n): Path<String>, ValidatedJson(b): ValidatedJson<BlockIn>| set_blocked(app, n, b, false)),
+        )
         .route("/control/calls", get(calls))
         .route("/control/scan", post(scan))
         .route("/control/enter-code", post(enter_code))
@@ -116,14 +122,10 @@ struct BlockIn {
     number: String,
 }
 
-async fn block(State(app): State<App>, Path(number): Path<String>, ValidatedJson(b): ValidatedJson<BlockIn>) -> Result<Json<Value>, ApiError> {
-    app.net.set_blocked(&number, &b.number, true).map_err(err)?;
-    Ok(Json(json!({ "blocked": true })))
-}
-
-async fn unblock(State(app): State<App>, Path(number): Path<String>, ValidatedJson(b): ValidatedJson<BlockIn>) -> Result<Json<Value>, ApiError> {
-    app.net.set_blocked(&number, &b.number, false).map_err(err)?;
-    Ok(Json(json!({ "blocked": false })))
+/// `number` blocks (`blocked`) or unblocks another account.
+async fn set_blocked(app: App, number: String, b: BlockIn, blocked: bool) -> Result<Json<Value>, ApiError> {
+    app.net.set_blocked(&number, &b.number, blocked).map_err(err)?;
+    Ok(Json(json!({ "blocked": blocked })))
 }
 
 #[derive(Deserialize)]
