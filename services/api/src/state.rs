@@ -23,6 +23,8 @@ pub struct Inner {
     pub admin_token: String,
     /// Fetches tenant URLs (media) without reaching internal addresses.
     pub fetcher: shared::fetch::GuardedClient,
+    /// Batches accepted messages into shared statements.
+    pub enqueuer: crate::enqueue::Enqueuer,
 }
 
 impl std::ops::Deref for AppState {
@@ -50,6 +52,7 @@ impl AppState {
             health_public: config.listen_addr.ip().is_loopback(),
             admin_token,
             fetcher: shared::fetch::GuardedClient::new(config.allow_private_targets, std::time::Duration::from_secs(60)),
+            enqueuer: crate::enqueue::Enqueuer::start(db.clone()),
             config,
             db,
             redis,

@@ -74,19 +74,21 @@ impl MessageRow {
 }
 
 /// A message to queue.
-pub struct NewMessage<'a> {
-    pub id: &'a MessageId,
-    pub instance_id: &'a InstanceId,
-    pub to_jid: &'a str,
-    pub kind: &'a str,
-    pub content: &'a serde_json::Value,
-    pub client_message_id: Option<&'a str>,
-    pub content_hash: &'a str,
-    pub wa_message_id: &'a str,
+#[derive(Debug, Clone)]
+pub struct NewMessage {
+    pub id: MessageId,
+    pub instance_id: InstanceId,
+    pub to_jid: String,
+    pub kind: String,
+    pub content: serde_json::Value,
+    pub client_message_id: Option<String>,
+    pub content_hash: String,
+    pub wa_message_id: String,
     pub expires_at: DateTime<Utc>,
 }
 
 /// The result of queueing.
+#[derive(Debug)]
 pub enum Queued {
     New(MessageRow),
     /// A message with the same `client_message_id` existed already.
@@ -95,65 +97,84 @@ pub enum Queued {
     Refused,
 }
 
-/// Queues the message and its `message.queued` event in one statement (one round trip,
-/// atomic): only for an instance that exists and is not banned; on a
-/// `client_message_id` already used, returns that message instead.
-pub async fn enqueue(pool: &PgPool, m: &NewMessage<'_>) -> Result<Queued, sqlx::Error> {
+/// Queues messages with their `message.queued` events in one statement (one round trip,
+/// one commit, atomic), each only for an instance that exists and is not banned; a
+/// `client_message_id` already used yields that message instead. Results are in input
+/// order.
+pub async fn enqueue(pool: &PgPool, batch: &[NewMessage]) -> Result<Vec<Queued>, sqlx::Error> {
     let now = Utc::now();
-    let view = MessageView {
-        id: m.id,
-        status: "queued",
-        to: m.to_jid,
-        kind: m.kind,
-        client_message_id: m.client_message_id,
-        wa_message_id: None,
-        error: None,
-        created_at: now,
-        sent_at: None,
-        expires_at: m.expires_at,
-    };
-    let event_id = crate::ids::EventId::new();
-    let event = serde_json::json!({
-        "id": event_id, "type": "message.queued", "instance_id": m.instance_id, "created_at": now, "data": view,
-    });
-    let row: Option<MessageRow> = sqlx::query_as(&format!(
-        "WITH inst AS (SELECT id FROM instances WHERE id = $2 AND state <> 'banned'), \
+    let mut event_ids = Vec::with_capacity(batch.len());
+    let mut events = Vec::with_capacity(batch.len());
+    for m in batch {
+        let view = MessageView {
+            id: &m.id,
+            status: "queued",
+            to: &m.to_jid,
+            kind: &m.kind,
+            client_message_id: m.client_message_id.as_deref(),
+            wa_message_id: None,
+            error: None,
+            created_at: now,
+            sent_at: None,
+            expires_at: m.expires_at,
+        };
+        let event_id = crate::ids::EventId::new();
+        events.push(serde_json::json!({
+            "id": event_id, "type": "message.queued", "instance_id": m.instance_id, "created_at": now, "data": view,
+        }));
+        event_ids.push(event_id);
+    }
+    let col = |f: fn(&NewMessage) -> String| batch.iter().map(f).collect::<Vec<String>>();
+    let rows: Vec<MessageRow> = sqlx::query_as(&format!(
+        "WITH input AS ( \
+           SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::text[], $7::text[], \
+                                $8::text[], $9::timestamptz[], $10::text[], $11::jsonb[]) \
+             AS t(id, instance_id, to_jid, type, content, client_message_id, content_hash, wa_message_id, expires_at, \
+                  event_id, event)), \
          ins AS ( \
            INSERT INTO messages (id, instance_id, to_jid, type, content, client_message_id, content_hash, wa_message_id, \
                                  expires_at, created_at, updated_at) \
-           SELECT $1, inst.id, $3, $4, $5, $6, $7, $8, $9, $10, $10 FROM inst \
+           SELECT t.id, t.instance_id, t.to_jid, t.type, t.content, t.client_message_id, t.content_hash, t.wa_message_id, \
+                  t.expires_at, $12, $12 \
+           FROM input t JOIN instances i ON i.id = t.instance_id AND i.state <> 'banned' \
            ON CONFLICT ON CONSTRAINT messages_client_id_key DO NOTHING RETURNING {COLUMNS}), \
          ev AS ( \
            INSERT INTO outbox (id, instance_id, type, payload, created_at) \
-           SELECT $11, instance_id, 'message.queued', $12, $10 FROM ins) \
+           SELECT t.event_id, ins.instance_id, 'message.queued', t.event, $12 FROM ins JOIN input t ON t.id = ins.id) \
          SELECT {COLUMNS} FROM ins"
     ))
-    .bind(m.id)
-    .bind(m.instance_id)
-    .bind(m.to_jid)
-    .bind(m.kind)
-    .bind(m.content)
-    .bind(m.client_message_id)
-    .bind(m.content_hash)
-    .bind(m.wa_message_id)
-    .bind(m.expires_at)
+    .bind(col(|m| m.id.to_string()))
+    .bind(col(|m| m.instance_id.to_string()))
+    .bind(col(|m| m.to_jid.clone()))
+    .bind(col(|m| m.kind.clone()))
+    .bind(batch.iter().map(|m| m.content.clone()).collect::<Vec<_>>())
+    .bind(batch.iter().map(|m| m.client_message_id.clone()).collect::<Vec<_>>())
+    .bind(col(|m| m.content_hash.clone()))
+    .bind(col(|m| m.wa_message_id.clone()))
+    .bind(batch.iter().map(|m| m.expires_at).collect::<Vec<_>>())
+    .bind(event_ids.iter().map(ToString::to_string).collect::<Vec<_>>())
+    .bind(events)
     .bind(now)
-    .bind(&event_id)
-    .bind(event)
-    .fetch_optional(pool)
+    .fetch_all(pool)
     .await?;
-    if let Some(row) = row {
-        return Ok(Queued::New(row));
+    let mut inserted: std::collections::HashMap<MessageId, MessageRow> = rows.into_iter().map(|r| (r.id.clone(), r)).collect();
+    let mut out = Vec::with_capacity(batch.len());
+    for m in batch {
+        if let Some(row) = inserted.remove(&m.id) {
+            out.push(Queued::New(row));
+            continue;
+        }
+        let existing = match &m.client_message_id {
+            Some(key) => sqlx::query_as(&format!("SELECT {COLUMNS} FROM messages WHERE instance_id = $1 AND client_message_id = $2"))
+                .bind(&m.instance_id)
+                .bind(key)
+                .fetch_optional(pool)
+                .await?,
+            None => None,
+        };
+        out.push(existing.map_or(Queued::Refused, Queued::Existing));
     }
-    let existing = match m.client_message_id {
-        Some(key) => sqlx::query_as(&format!("SELECT {COLUMNS} FROM messages WHERE instance_id = $1 AND client_message_id = $2"))
-            .bind(m.instance_id)
-            .bind(key)
-            .fetch_optional(pool)
-            .await?,
-        None => None,
-    };
-    Ok(existing.map_or(Queued::Refused, Queued::Existing))
+    Ok(out)
 }
 
 pub async fn get(db: impl PgExecutor<'_>, instance: &InstanceId, id: &str) -> Result<Option<MessageRow>, sqlx::Error> {

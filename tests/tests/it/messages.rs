@@ -134,3 +134,43 @@ async fn media_urls_are_guarded_fetched_and_limited() {
     let redirected = format!("http://{server}/redirect?to=/file/5");
     own.post(&path, &json!({ "to": "5511999990001", "type": "image", "media": { "url": redirected } })).await.expect(202);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_accepts_batch_without_breaking_idempotency() {
+    let api = TestApi::start().await;
+    let (inst, token) = api.create_instance("batch").await;
+    let path = format!("/v1/instances/{}/messages", inst["id"].as_str().unwrap());
+    let own = api.client(Some(token));
+    // Many at once with one key: one message, every answer names it.
+    let body = json!({ "to": "5511999990001", "type": "text", "text": "same", "client_message_id": "k-1" });
+    let tasks: Vec<_> = (0..40).map(|_| {
+        let (own, path, body) = (own.clone(), path.clone(), body.clone());
+        tokio::spawn(async move { own.post(&path, &body).await.expect(202)["id"].as_str().unwrap().to_string() })
+    }).collect();
+    let mut ids = std::collections::HashSet::new();
+    for t in tasks {
+        ids.insert(t.await.unwrap());
+    }
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    // Many distinct ones at once: all stored, each with its event.
+    let tasks: Vec<_> = (0..60).map(|i| {
+        let (own, path) = (own.clone(), path.clone());
+        tokio::spawn(async move { own.post(&path, &json!({ "to": "5511999990001", "type": "text", "text": format!("n{i}") })).await.status })
+    }).collect();
+    for t in tasks {
+        assert_eq!(t.await.unwrap(), 202);
+    }
+    let db = shared::db::connect(&api.config).await.unwrap();
+    let (messages, events): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM messages WHERE instance_id = $1), \
+                (SELECT count(*) FROM outbox WHERE instance_id = $1 AND type = 'message.queued')",
+    )
+    .bind(inst["id"].as_str())
+    .fetch_one(&db)
+    .await
+    .unwrap();
+    assert_eq!((messages, events), (61, 61));
+    // A deleted instance takes nothing.
+    api.admin().delete(&format!("/v1/instances/{}", inst["id"].as_str().unwrap())).await;
+    api.admin().post(&path, &json!({ "to": "5511999990001", "type": "text", "text": "gone" })).await.expect_error(404, "instance_not_found");
+}

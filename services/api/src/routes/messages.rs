@@ -182,21 +182,20 @@ pub async fn queue(
         None => None,
     };
     let network_id = message::new_network_id();
-    let queued = messages::enqueue(
-        &state.db,
-        &NewMessage {
-            id: &msg_id,
-            instance_id: id,
-            to_jid: &v.to_jid,
-            kind: v.kind.as_str(),
-            content: &content,
-            client_message_id: v.client_message_id.as_deref(),
-            content_hash: &hash,
-            wa_message_id: &network_id,
+    let queued = state
+        .enqueuer
+        .enqueue(NewMessage {
+            id: msg_id.clone(),
+            instance_id: id.clone(),
+            to_jid: v.to_jid.clone(),
+            kind: v.kind.as_str().to_string(),
+            content,
+            client_message_id: v.client_message_id.clone(),
+            content_hash: hash.clone(),
+            wa_message_id: network_id,
             expires_at: Utc::now() + chrono::Duration::from_std(v.expires_after).expect("bounded"),
-        },
-    )
-    .await?;
+        })
+        .await?;
     let row = match queued {
         Queued::New(row) => row,
         Queued::Existing(row) if row.content_hash == hash => {
