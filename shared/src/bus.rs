@@ -47,6 +47,22 @@ impl Subjects {
         format!("{}.msg.{message}.result", self.prefix)
     }
 
+    /// Where an event is published: `<prefix>.events.<instance>.<type>` (types are dotted,
+    /// e.g. `message.queued`, so they filter with subject wildcards).
+    pub fn event(&self, instance: &str, kind: &str) -> String {
+        format!("{}.events.{instance}.{kind}", self.prefix)
+    }
+
+    /// Every event subject (the stream's filter).
+    pub fn events_all(&self) -> String {
+        format!("{}.events.>", self.prefix)
+    }
+
+    /// The JetStream stream that keeps events (stream names cannot contain dots).
+    pub fn events_stream(&self) -> String {
+        format!("{}_EVENTS", self.prefix.replace('-', "_").to_uppercase())
+    }
+
     /// "An instance wants to run": workers scan at once instead of at their next tick.
     pub fn workers_wake(&self) -> String {
         format!("{}.workers.wake", self.prefix)

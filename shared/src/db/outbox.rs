@@ -34,3 +34,33 @@ pub async fn types_for(db: impl PgExecutor<'_>, instance: &InstanceId) -> Result
         .fetch_all(db)
         .await
 }
+
+/// An event waiting to be published.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Pending {
+    pub id: EventId,
+    pub instance_id: InstanceId,
+    #[sqlx(rename = "type")]
+    pub kind: String,
+    pub payload: serde_json::Value,
+}
+
+/// Locks up to `limit` unpublished events, oldest first, skipping ones another relay
+/// holds; the caller publishes them and marks them in the same transaction.
+pub async fn lock_unpublished(
+    tx: &mut sqlx::PgConnection,
+    limit: i64,
+) -> Result<Vec<Pending>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT id, instance_id, type, payload FROM outbox WHERE published_at IS NULL \
+         ORDER BY created_at, id LIMIT $1 FOR UPDATE SKIP LOCKED",
+    )
+    .bind(limit)
+    .fetch_all(tx)
+    .await
+}
+
+pub async fn mark_published(tx: &mut sqlx::PgConnection, ids: &[EventId]) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE outbox SET published_at = now() WHERE id = ANY($1)").bind(ids).execute(tx).await?;
+    Ok(())
+}

@@ -3,6 +3,7 @@
 
 mod auth_matrix;
 mod errors;
+mod events;
 mod fencing;
 mod instances;
 mod leases;

@@ -1,0 +1,110 @@
+//! The outbox relay: publishes events committed in Postgres to JetStream, with
+//! `Nats-Msg-Id` = the event id, and marks them published only after JetStream acked
+//! them, in the same transaction that locked them. A crash or a NATS outage between the
+//! commit of an event and its publish loses nothing (the row stays unpublished and is
+//! sent again), and JetStream's de-duplication window drops the repeats.
+
+use std::time::Duration;
+
+use async_nats::jetstream;
+use shared::bus::Subjects;
+use shared::db::outbox;
+
+use crate::metrics::{RELAY_LAG, RELAY_PUBLISHED};
+
+/// Events per transaction.
+const BATCH: i64 = 500;
+/// Waits when there is nothing to publish, and after a failure (doubling to the last).
+const IDLE: Duration = Duration::from_millis(100);
+const BACKOFF: [Duration; 5] = [
+    Duration::from_millis(200),
+    Duration::from_millis(500),
+    Duration::from_secs(1),
+    Duration::from_secs(2),
+    Duration::from_secs(5),
+];
+/// How long JetStream remembers message ids (repeats within it are dropped).
+pub const DEDUP_WINDOW: Duration = Duration::from_secs(120);
+/// How long events stay in the stream (what the real-time stream can resume from).
+pub const RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Creates (or updates) the events stream.
+pub async fn ensure_stream(js: &jetstream::Context, subjects: &Subjects) -> Result<(), String> {
+    let config = jetstream::stream::Config {
+        name: subjects.events_stream(),
+        subjects: vec![subjects.events_all()],
+        duplicate_window: DEDUP_WINDOW,
+        max_age: RETENTION,
+        ..Default::default()
+    };
+    js.get_or_create_stream(config).await.map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// Runs the relay until `shutdown`.
+pub async fn run(db: sqlx::PgPool, js: jetstream::Context, subjects: Subjects, shutdown: shared::Shutdown) {
+    let mut failures = 0usize;
+    let mut stream_ready = false;
+    loop {
+        if !stream_ready {
+            match ensure_stream(&js, &subjects).await {
+                Ok(()) => stream_ready = true,
+                Err(e) => tracing::warn!(error = %e, "creating the events stream failed"),
+            }
+        }
+        let wait = match if stream_ready { relay_once(&db, &js, &subjects).await } else { Err("no stream".into()) } {
+            Ok(n) => {
+                failures = 0;
+                if n as i64 == BATCH {
+                    Duration::ZERO
+                } else {
+                    IDLE
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "publishing events failed; they stay in the outbox");
+                failures += 1;
+                BACKOFF[(failures - 1).min(BACKOFF.len() - 1)]
+            }
+        };
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+/// Publishes one batch; returns how many events went out.
+async fn relay_once(db: &sqlx::PgPool, js: &jetstream::Context, subjects: &Subjects) -> Result<usize, String> {
+    let mut tx = db.begin().await.map_err(|e| e.to_string())?;
+    let events = outbox::lock_unpublished(&mut tx, BATCH).await.map_err(|e| e.to_string())?;
+    if events.is_empty() {
+        return Ok(0);
+    }
+    let mut acks = Vec::with_capacity(events.len());
+    for ev in &events {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(async_nats::header::NATS_MESSAGE_ID, ev.id.as_str());
+        let payload = serde_json::to_vec(&ev.payload).expect("json serializes");
+        let ack = js
+            .publish_with_headers(subjects.event(ev.instance_id.as_str(), &ev.kind), headers, payload.into())
+            .await
+            .map_err(|e| e.to_string())?;
+        acks.push(ack);
+    }
+    for ack in acks {
+        tokio::time::timeout(Duration::from_secs(10), ack)
+            .await
+            .map_err(|_| "publish ack timed out".to_string())?
+            .map_err(|e| e.to_string())?;
+    }
+    let ids: Vec<_> = events.iter().map(|e| e.id.clone()).collect();
+    outbox::mark_published(&mut tx, &ids).await.map_err(|e| e.to_string())?;
+    tx.commit().await.map_err(|e| e.to_string())?;
+    if let Some(created) = events.last().and_then(|e| e.payload.get("created_at")).and_then(|c| c.as_str()) {
+        if let Ok(t) = created.parse::<chrono::DateTime<chrono::Utc>>() {
+            metrics::gauge!(RELAY_LAG).set((chrono::Utc::now() - t).num_milliseconds().max(0) as f64 / 1000.0);
+        }
+    }
+    metrics::counter!(RELAY_PUBLISHED).increment(events.len() as u64);
+    Ok(events.len())
+}
