@@ -11,6 +11,16 @@ pub const ADMIN_TOKEN_PREFIX: &str = "pl_admin_";
 pub const INSTANCE_TOKEN_PREFIX: &str = "pl_inst_";
 /// Prefix of restricted API keys.
 pub const API_KEY_PREFIX: &str = "pl_key_";
+/// Prefix of webhook signing secrets (Standard Webhooks form: the rest is base64).
+pub const WEBHOOK_SECRET_PREFIX: &str = "whsec_";
+
+/// A new webhook signing secret: `whsec_` + base64 of 32 random bytes (the Standard
+/// Webhooks form, which their verifiers accept as is).
+pub fn generate_webhook_secret() -> String {
+    let mut bytes = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    format!("{WEBHOOK_SECRET_PREFIX}{}", base64::engine::general_purpose::STANDARD.encode(bytes))
+}
 
 /// What a bearer token claims to be, from its prefix alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

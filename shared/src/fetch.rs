@@ -101,6 +101,28 @@ fn literal_ok(url: &url::Url, allow_private: bool) -> bool {
     allow_private || is_public(ip)
 }
 
+/// Checks a URL tenants register (webhooks) before storing it: http(s), and every
+/// address its host resolves to public (unless private targets are allowed). Deliveries
+/// still go through [`GuardedClient`], which checks again where it connects.
+pub async fn check_url(url: &url::Url, allow_private: bool) -> Result<(), FetchError> {
+    if !matches!(url.scheme(), "http" | "https") || !literal_ok(url, allow_private) {
+        return Err(FetchError::Refused);
+    }
+    let Some(url::Host::Domain(host)) = url.host() else { return Ok(()) };
+    if host.parse::<IpAddr>().is_ok() {
+        return Ok(());
+    }
+    let port = url.port_or_known_default().unwrap_or(443);
+    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
+        .await
+        .map_err(|_| FetchError::Failed("the host does not resolve".into()))?
+        .collect();
+    if addrs.is_empty() || (!allow_private && addrs.iter().any(|a| !is_public(a.ip()))) {
+        return Err(FetchError::Refused);
+    }
+    Ok(())
+}
+
 /// An HTTP client for tenant URLs.
 #[derive(Clone)]
 pub struct GuardedClient {

@@ -15,6 +15,7 @@ pub mod bus;
 pub mod config;
 pub mod db;
 pub mod error;
+pub mod events;
 pub mod fetch;
 pub mod http;
 pub mod ids;

@@ -5,6 +5,7 @@ pub mod instances;
 pub mod messages;
 pub mod outbox;
 pub mod sessions;
+pub mod webhooks;
 
 use std::time::Duration;
 

@@ -35,6 +35,7 @@ struct Target<'a> {
 
 fn fill(path: &str, t: &Target) -> String {
     path.replace("{id}", t.id).replace("{instanceName}", t.name).replace("{msg_id}", "msg_00000000000000000000000000000000")
+        .replace("{webhook_id}", "wh_00000000000000000000000000000000")
 }
 
 async fn call(client: &Client, op: &Op, t: &Target<'_>) -> harness::Resp {

@@ -9,3 +9,4 @@ mod instances;
 mod leases;
 mod messages;
 mod operation;
+mod webhooks;

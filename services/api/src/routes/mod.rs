@@ -8,6 +8,7 @@ pub mod me;
 pub mod messages;
 pub mod openapi;
 pub mod pairing;
+pub mod webhooks;
 
 use axum::http::Method;
 use shared::{ApiError, ErrorCode};
@@ -27,6 +28,7 @@ pub fn all() -> OpenApiRouter<AppState> {
         .merge(messages::router())
         .merge(actions::router())
         .merge(action_send::router())
+        .merge(webhooks::router())
         .merge(health::router())
         .merge(openapi::router())
 }

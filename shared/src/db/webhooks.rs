@@ -1,0 +1,89 @@
+//! The `webhooks` table: endpoints of an instance. Every query is scoped by instance, so
+//! another instance's webhook is simply not found.
+
+use chrono::{DateTime, Utc};
+use sqlx::PgExecutor;
+
+use crate::ids::{InstanceId, WebhookId};
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct WebhookRow {
+    pub id: WebhookId,
+    pub instance_id: InstanceId,
+    pub url: String,
+    pub events: Vec<String>,
+    pub secret: String,
+    pub enabled: bool,
+    pub disabled_reason: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+const COLUMNS: &str = "id, instance_id, url, events, secret, enabled, disabled_reason, created_at, updated_at";
+
+pub async fn insert(
+    db: impl PgExecutor<'_>,
+    instance: &InstanceId,
+    url: &str,
+    events: &[String],
+    secret: &str,
+) -> Result<WebhookRow, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "INSERT INTO webhooks (id, instance_id, url, events, secret) VALUES ($1, $2, $3, $4, $5) RETURNING {COLUMNS}"
+    ))
+    .bind(WebhookId::new())
+    .bind(instance)
+    .bind(url)
+    .bind(events)
+    .bind(secret)
+    .fetch_one(db)
+    .await
+}
+
+pub async fn get(db: impl PgExecutor<'_>, instance: &InstanceId, id: &str) -> Result<Option<WebhookRow>, sqlx::Error> {
+    sqlx::query_as(&format!("SELECT {COLUMNS} FROM webhooks WHERE instance_id = $1 AND id = $2"))
+        .bind(instance)
+        .bind(id)
+        .fetch_optional(db)
+        .await
+}
+
+pub async fn list(db: impl PgExecutor<'_>, instance: &InstanceId) -> Result<Vec<WebhookRow>, sqlx::Error> {
+    sqlx::query_as(&format!("SELECT {COLUMNS} FROM webhooks WHERE instance_id = $1 ORDER BY id"))
+        .bind(instance)
+        .fetch_all(db)
+        .await
+}
+
+/// Sets the editable fields; `new_secret` rotates (the old one stays as the previous).
+pub async fn update(
+    db: impl PgExecutor<'_>,
+    instance: &InstanceId,
+    id: &str,
+    url: &str,
+    events: &[String],
+    enabled: bool,
+    new_secret: Option<&str>,
+) -> Result<Option<WebhookRow>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "UPDATE webhooks SET url = $3, events = $4, enabled = $5, \
+         disabled_reason = CASE WHEN $5 THEN NULL ELSE disabled_reason END, \
+         previous_secret = CASE WHEN $6::text IS NULL THEN previous_secret ELSE secret END, \
+         secret_rotated_at = CASE WHEN $6::text IS NULL THEN secret_rotated_at ELSE now() END, \
+         secret = COALESCE($6, secret), updated_at = now() \
+         WHERE instance_id = $1 AND id = $2 RETURNING {COLUMNS}"
+    ))
+    .bind(instance)
+    .bind(id)
+    .bind(url)
+    .bind(events)
+    .bind(enabled)
+    .bind(new_secret)
+    .fetch_optional(db)
+    .await
+}
+
+pub async fn delete(db: impl PgExecutor<'_>, instance: &InstanceId, id: &str) -> Result<bool, sqlx::Error> {
+    let r = sqlx::query("DELETE FROM webhooks WHERE instance_id = $1 AND id = $2").bind(instance).bind(id).execute(db).await?;
+    Ok(r.rows_affected() == 1)
+}

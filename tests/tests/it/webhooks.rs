@@ -1,0 +1,61 @@
+//! Webhook endpoints: register, list, read, rotate, disable, delete; the URL guard; and
+//! another instance's webhooks stay invisible.
+
+use harness::{test_config, TestApi};
+use serde_json::json;
+
+#[tokio::test]
+async fn internal_urls_and_unknown_events_are_refused() {
+    let api = TestApi::start().await;
+    let (inst, token) = api.create_instance("wh-guard").await;
+    let path = format!("/v1/instances/{}/webhooks", inst["id"].as_str().unwrap());
+    let own = api.client(Some(token));
+    for url in ["http://127.0.0.1:9/hook", "http://localhost/hook", "http://[::1]/h", "http://169.254.169.254/", "ftp://example.com/h", "not a url"] {
+        own.post(&path, &json!({ "url": url })).await.expect_error(400, "validation_failed");
+    }
+    assert_eq!(own.get(&path).await.expect(200)["webhooks"], json!([]));
+}
+
+#[tokio::test]
+async fn webhook_lifecycle() {
+    let mut config = test_config();
+    config.allow_private_targets = true;
+    let api = TestApi::start_with(config).await;
+    let (inst, token) = api.create_instance("wh").await;
+    let path = format!("/v1/instances/{}/webhooks", inst["id"].as_str().unwrap());
+    let own = api.client(Some(token));
+    own.post(&path, &json!({ "url": "http://127.0.0.1:9/hook", "events": ["message.nope"] })).await.expect_error(400, "validation_failed");
+    let w = own
+        .post(&path, &json!({ "url": "http://127.0.0.1:9/hook", "events": ["message.sent", "message.received", "message.sent"] }))
+        .await
+        .expect(201);
+    let wid = w["id"].as_str().unwrap().to_string();
+    assert!(wid.starts_with("wh_"));
+    let secret = w["secret"].as_str().unwrap().to_string();
+    assert!(secret.starts_with("whsec_"));
+    assert_eq!(w["events"], json!(["message.received", "message.sent"]));
+    assert_eq!(w["enabled"], true);
+
+    let listed = own.get(&path).await.expect(200);
+    assert_eq!(listed["webhooks"].as_array().unwrap().len(), 1);
+    assert!(listed["webhooks"][0].get("secret").is_none(), "secrets only at creation and rotation");
+    let one = own.get(&format!("{path}/{wid}")).await.expect(200);
+    assert!(one.get("secret").is_none());
+
+    let rotated = own.patch(&format!("{path}/{wid}"), &json!({ "rotate_secret": true, "enabled": false })).await.expect(200);
+    let new_secret = rotated["secret"].as_str().unwrap();
+    assert!(new_secret.starts_with("whsec_") && new_secret != secret);
+    assert_eq!(rotated["enabled"], false);
+    let edited = own.patch(&format!("{path}/{wid}"), &json!({ "events": [] })).await.expect(200);
+    assert!(edited.get("secret").is_none());
+    assert_eq!(edited["events"], json!([]));
+
+    // Another instance's webhook is not found, even with the admin token on that path.
+    let (other, other_token) = api.create_instance("wh-other").await;
+    let other_path = format!("/v1/instances/{}/webhooks", other["id"].as_str().unwrap());
+    api.client(Some(other_token)).get(&format!("{other_path}/{wid}")).await.expect_error(404, "not_found");
+    api.admin().delete(&format!("{other_path}/{wid}")).await.expect_error(404, "not_found");
+
+    assert_eq!(own.delete(&format!("{path}/{wid}")).await.status, 204);
+    own.get(&format!("{path}/{wid}")).await.expect_error(404, "not_found");
+}
