@@ -79,6 +79,8 @@ pub enum RpcRequest {
     Logout,
     /// Close and reopen the session.
     Restart,
+    /// Which of these numbers (digits) have an account.
+    CheckNumbers { numbers: Vec<String> },
 }
 
 /// The worker's answer.

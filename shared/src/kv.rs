@@ -35,6 +35,16 @@ impl Keys {
         format!("{}:sem:large_body", self.prefix)
     }
 
+    /// New number lookups of an instance in the last minute (sorted set by time).
+    pub fn lookups_minute(&self, instance: &crate::ids::InstanceId) -> String {
+        format!("{}:quota:lookups:{instance}:minute", self.prefix)
+    }
+
+    /// New number lookups of an instance on a UTC day (`YYYYMMDD`).
+    pub fn lookups_day(&self, instance: &crate::ids::InstanceId, day: &str) -> String {
+        format!("{}:quota:lookups:{instance}:day:{day}", self.prefix)
+    }
+
     /// Live workers: a sorted set of worker ids scored by their last heartbeat (ms).
     pub fn workers(&self) -> String {
         format!("{}:workers", self.prefix)

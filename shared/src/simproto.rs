@@ -40,6 +40,8 @@ pub enum ClientOp {
     Logout { req: u64 },
     /// Reject an incoming call, optionally texting the caller.
     RejectCall { req: u64, call_id: String, message: Option<String> },
+    /// Which of these numbers have an account (reply value: `{"results": [...]}`).
+    CheckNumbers { req: u64, numbers: Vec<String> },
 }
 
 /// netsim to client.

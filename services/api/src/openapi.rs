@@ -25,6 +25,7 @@ use utoipa::{Modify, OpenApi};
         (name = "instances", description = "Create, list, edit and delete instances"),
         (name = "pairing", description = "Connect, QR codes, pairing codes, logout and restart"),
         (name = "messages", description = "The paced send queue"),
+        (name = "numbers", description = "Which numbers have an account"),
         (name = "webhooks", description = "Webhook endpoints of an instance"),
         (name = "actions", description = "Action-style routes (X-API-Key, instance name in the path)"),
         (name = "operation", description = "Health, identity and this description"),

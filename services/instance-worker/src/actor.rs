@@ -346,6 +346,17 @@ impl Actor {
                 Err(e) => (RpcReply::err(e.code, e.detail), Step::Continue, "logout"),
             },
             Ok(RpcRequest::Restart) => (RpcReply::Ok { value: serde_json::Value::Null }, Step::Reconnect, "restart"),
+            Ok(RpcRequest::CheckNumbers { numbers }) => {
+                let reply = if self.state != InstanceState::Connected {
+                    RpcReply::err(ErrorCode::InstanceNotConnected, "the instance is not connected")
+                } else {
+                    match session.check_numbers(&numbers).await {
+                        Ok(results) => RpcReply::Ok { value: serde_json::json!({ "results": results }) },
+                        Err(e) => RpcReply::err(e.code, e.detail),
+                    }
+                };
+                (reply, Step::Continue, "check_numbers")
+            }
         };
         let result = if matches!(reply, RpcReply::Ok { .. }) { "ok" } else { "error" };
         metrics::counter!(RPC, "type" => kind, "result" => result).increment(1);

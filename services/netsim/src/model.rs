@@ -587,6 +587,22 @@ impl Net {
         s.close(conn, ServerEv::LoggedOut);
     }
 
+    /// Which numbers have an account (only for an online session, as on the real network).
+    pub fn check_numbers(&self, conn: ConnId, req: u64, numbers: &[String]) {
+        let mut s = self.lock();
+        if !matches!(s.conns.get(&conn).map(|c| &c.state), Some(ConnState::Online { .. })) {
+            return s.send_to(conn, ServerEv::err(req, "not_connected", "this session is not online"));
+        }
+        let results: Vec<serde_json::Value> = numbers
+            .iter()
+            .map(|n| match s.phones.get(n) {
+                Some(p) => serde_json::json!({ "number": n, "exists": true, "jid": format!("{n}@s.whatsapp.net"), "business": p.business }),
+                None => serde_json::json!({ "number": n, "exists": false }),
+            })
+            .collect();
+        s.send_to(conn, ServerEv::ok(req, serde_json::json!({ "results": results })));
+    }
+
     pub fn reject_call(&self, conn: ConnId, req: u64, call_id: &str, message: Option<String>) {
         let mut s = self.lock();
         let Some(ConnState::Online { number, .. }) = s.conns.get(&conn).map(|c| &c.state) else {

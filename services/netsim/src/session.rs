@@ -82,5 +82,6 @@ fn handle_op(app: &App, conn: u64, op: ClientOp) {
         ClientOp::Send { req, message } => app.net.device_send(conn, req, message),
         ClientOp::Logout { req } => app.net.device_logout(conn, req),
         ClientOp::RejectCall { req, call_id, message } => app.net.reject_call(conn, req, &call_id, message),
+        ClientOp::CheckNumbers { req, numbers } => app.net.check_numbers(conn, req, &numbers),
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod instances;
 pub mod messages;
+pub mod number_checks;
 pub mod outbox;
 pub mod sessions;
 pub mod webhooks;

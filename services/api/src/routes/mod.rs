@@ -6,6 +6,7 @@ pub mod health;
 pub mod instances;
 pub mod me;
 pub mod messages;
+pub mod numbers;
 pub mod openapi;
 pub mod pairing;
 pub mod webhooks;
@@ -28,6 +29,7 @@ pub fn all() -> OpenApiRouter<AppState> {
         .merge(messages::router())
         .merge(actions::router())
         .merge(action_send::router())
+        .merge(numbers::router())
         .merge(webhooks::router())
         .merge(health::router())
         .merge(openapi::router())

@@ -103,6 +103,8 @@ pub trait Session: Send + Sync {
     async fn pairing_code(&self, phone: &str) -> Result<String, DriverError>;
     /// Unlinks the device.
     async fn logout(&self) -> Result<(), DriverError>;
+    /// Which numbers have an account: `{number, exists, jid?}` each, in order.
+    async fn check_numbers(&self, numbers: &[String]) -> Result<Vec<serde_json::Value>, DriverError>;
     /// Rejects a call, texting the caller `message` when given.
     async fn reject_call(&self, call_id: &str, message: Option<String>) -> Result<(), DriverError>;
     /// Closes the connection (the device stays linked).

@@ -202,6 +202,11 @@ impl Session for SimSession {
         v["code"].as_str().map(str::to_owned).ok_or_else(|| DriverError::new(ErrorCode::WorkerError, "no code in reply"))
     }
 
+    async fn check_numbers(&self, numbers: &[String]) -> Result<Vec<serde_json::Value>, DriverError> {
+        let v = self.request(|req| ClientOp::CheckNumbers { req, numbers: numbers.to_vec() }).await?;
+        v["results"].as_array().cloned().ok_or_else(|| DriverError::new(ErrorCode::WorkerError, "no results in reply"))
+    }
+
     async fn logout(&self) -> Result<(), DriverError> {
         self.request(|req| ClientOp::Logout { req }).await.map(|_| ())
     }
