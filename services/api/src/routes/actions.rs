@@ -18,7 +18,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::{authenticate, Principal, ValidatedJson, ValidatedQuery};
-use crate::routes::instances::SettingsOut;
+use crate::routes::instances::{SettingsOut, SettingsPatch};
 use crate::routes::pairing;
 use crate::state::AppState;
 
@@ -163,21 +163,12 @@ async fn settings(
     ActionInstance(row): ActionInstance,
     ValidatedJson(body): ValidatedJson<SettingsIn>,
 ) -> Result<Json<SettingsOut>, ApiError> {
-    let mut tx = state.db.begin().await?;
-    let current = instances::get_for_update(&mut *tx, &row.id).await?.ok_or_else(ApiError::instance_not_found)?;
-    let mut f = instances::InstanceFields::from(&current);
-    if let Some(v) = body.reject_call {
-        f.reject_call = v;
-    }
-    if let Some(v) = body.msg_call {
-        f.msg_call = v;
-    }
-    let f = crate::routes::instances::validate(f)?;
-    let updated = instances::update(&mut *tx, &row.id, &f)
-        .await
-        .map_err(|e| ApiError::internal(e))?
-        .ok_or_else(ApiError::instance_not_found)?;
-    tx.commit().await?;
+    let patch = SettingsPatch { reject_call: body.reject_call, msg_call: body.msg_call };
+    let updated = crate::routes::instances::edit(&state, &row.id, |f| {
+        patch.apply(f);
+        Ok(())
+    })
+    .await?;
     Ok(Json(SettingsOut { reject_call: updated.reject_call, msg_call: updated.msg_call }))
 }
 

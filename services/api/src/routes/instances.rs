@@ -139,6 +139,18 @@ pub struct SettingsPatch {
     pub msg_call: Option<String>,
 }
 
+impl SettingsPatch {
+    /// Sets the fields present.
+    pub fn apply(self, f: &mut InstanceFields) {
+        if let Some(v) = self.reject_call {
+            f.reject_call = v;
+        }
+        if let Some(v) = self.msg_call {
+            f.msg_call = v;
+        }
+    }
+}
+
 /// Answer of `POST /v1/instances`: the only time the token is shown.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct InstanceCreatedOut {
@@ -321,48 +333,58 @@ async fn patch(
     if !principal.is_admin() && (p.proxy_url.is_some() || p.unsafe_pacing.is_some()) {
         return Err(ApiError::forbidden("proxy_url and unsafe_pacing can only be set with the admin token"));
     }
-    let mut tx = state.db.begin().await?;
-    let current = instances::get_for_update(&mut *tx, &id).await?.ok_or_else(ApiError::instance_not_found)?;
-    let mut f = InstanceFields::from(&current);
-    if let Some(v) = p.name {
-        f.name = v;
-    }
-    if let Some(v) = p.tags {
-        f.tags = v;
-    }
-    if let Some(v) = p.ip_allowlist {
-        f.ip_allowlist = v;
-    }
-    if let Some(v) = p.min_interval_ms {
-        f.min_interval_ms = clamp_i32(v);
-    }
-    if let Some(v) = p.max_per_minute {
-        f.max_per_minute = clamp_i32(v);
-    }
-    if let Some(v) = p.unsafe_pacing {
-        f.unsafe_pacing = v;
-    }
-    if let Some(v) = p.proxy_url {
-        f.proxy_url = v;
-    }
-    if let Some(v) = p.time_zone {
-        f.time_zone = v;
-    }
-    if let Some(w) = p.send_window {
-        f.send_window = w.as_ref().map(parse_window).transpose()?;
-    }
-    if let Some(s) = p.settings {
-        if let Some(v) = s.reject_call {
-            f.reject_call = v;
+    let row = edit(&state, &id, |f| {
+        if let Some(v) = p.name {
+            f.name = v;
         }
-        if let Some(v) = s.msg_call {
-            f.msg_call = v;
+        if let Some(v) = p.tags {
+            f.tags = v;
         }
-    }
-    let f = validate(f)?;
-    let row = instances::update(&mut *tx, &id, &f).await.map_err(write_error)?.ok_or_else(ApiError::instance_not_found)?;
-    tx.commit().await?;
+        if let Some(v) = p.ip_allowlist {
+            f.ip_allowlist = v;
+        }
+        if let Some(v) = p.min_interval_ms {
+            f.min_interval_ms = clamp_i32(v);
+        }
+        if let Some(v) = p.max_per_minute {
+            f.max_per_minute = clamp_i32(v);
+        }
+        if let Some(v) = p.unsafe_pacing {
+            f.unsafe_pacing = v;
+        }
+        if let Some(v) = p.proxy_url {
+            f.proxy_url = v;
+        }
+        if let Some(v) = p.time_zone {
+            f.time_zone = v;
+        }
+        if let Some(w) = p.send_window {
+            f.send_window = w.as_ref().map(parse_window).transpose()?;
+        }
+        if let Some(s) = p.settings {
+            s.apply(f);
+        }
+        Ok(())
+    })
+    .await?;
     Ok(Json(row.into()))
+}
+
+/// Edits an instance's settable fields in one transaction: locks the row, lets `apply`
+/// change the fields, validates the result and writes it. Shared by every edit route.
+pub async fn edit(
+    state: &AppState,
+    id: &InstanceId,
+    apply: impl FnOnce(&mut InstanceFields) -> Result<(), ApiError>,
+) -> Result<InstanceRow, ApiError> {
+    let mut tx = state.db.begin().await?;
+    let current = instances::get_for_update(&mut *tx, id).await?.ok_or_else(ApiError::instance_not_found)?;
+    let mut f = InstanceFields::from(&current);
+    apply(&mut f)?;
+    let f = validate(f)?;
+    let row = instances::update(&mut *tx, id, &f).await.map_err(write_error)?.ok_or_else(ApiError::instance_not_found)?;
+    tx.commit().await?;
+    Ok(row)
 }
 
 /// Delete an instance (admin). Its token stops working at once.
