@@ -388,6 +388,24 @@ _pl_ensure_pg_os_user() {
     _PL_PG_OS_USER=$user
 }
 
+# Python packages the integration tests use (the Standard Webhooks reference verifier),
+# in the venv; exports PL_TEST_PYTHON.
+pl_ensure_test_python() {
+    local spec=${PL_STANDARDWEBHOOKS_SPEC:-standardwebhooks==1.1.0} log
+    PL_TEST_PYTHON=$PL_VENV/bin/python
+    export PL_TEST_PYTHON
+    if "$PL_TEST_PYTHON" -c 'import standardwebhooks' >/dev/null 2>&1; then
+        return 0
+    fi
+    log=$(pl_cache_dir)/pip.log
+    _pl_log "installing $spec (pip) ..."
+    if ! PIP_DISABLE_PIP_VERSION_CHECK=1 "$PL_VENV/bin/pip" install -q "$spec" >>"$log" 2>&1; then
+        _pl_err "pip install $spec failed; see $log"
+        _pl_tail_log "$log" 20
+        return 1
+    fi
+}
+
 pl_ensure_deps() {
     PL_VENV=$(pl_cache_dir)/venv
     export PL_VENV

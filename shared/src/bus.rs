@@ -53,6 +53,12 @@ impl Subjects {
         format!("{}.events.{instance}.{kind}", self.prefix)
     }
 
+    /// Events of one instance (or of all), of one type (or of all): the real-time
+    /// stream's filters.
+    pub fn events_filter(&self, instance: Option<&str>, kind: Option<&str>) -> String {
+        format!("{}.events.{}.{}", self.prefix, instance.unwrap_or("*"), kind.unwrap_or(">"))
+    }
+
     /// Every event subject (the stream's filter).
     pub fn events_all(&self) -> String {
         format!("{}.events.>", self.prefix)
@@ -67,6 +73,26 @@ impl Subjects {
     pub fn workers_wake(&self) -> String {
         format!("{}.workers.wake", self.prefix)
     }
+}
+
+/// How long JetStream remembers event ids (repeats within it are dropped).
+pub const EVENTS_DEDUP_WINDOW: Duration = Duration::from_secs(120);
+/// How long events stay in the stream: what the real-time stream can resume from.
+pub const EVENTS_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Creates (or finds) the events stream; file storage, so a NATS restart keeps it.
+pub async fn ensure_events_stream(
+    js: &async_nats::jetstream::Context,
+    subjects: &Subjects,
+) -> Result<async_nats::jetstream::stream::Stream, String> {
+    let config = async_nats::jetstream::stream::Config {
+        name: subjects.events_stream(),
+        subjects: vec![subjects.events_all()],
+        duplicate_window: EVENTS_DEDUP_WINDOW,
+        max_age: EVENTS_RETENTION,
+        ..Default::default()
+    };
+    js.get_or_create_stream(config).await.map_err(|e| e.to_string())
 }
 
 /// A request from an API pod to the worker that runs an instance.

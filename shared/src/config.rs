@@ -145,6 +145,21 @@ pub struct Config {
     /// only where the instance count keeps Prometheus comfortable).
     #[serde(deserialize_with = "de::flexible_bool")]
     pub metrics_per_instance: bool,
+    /// Webhooks: one attempt's timeout (connect, send, answer).
+    pub webhook_timeout_ms: u64,
+    /// Webhooks: the wait after the first failed attempt; it doubles per attempt (with
+    /// jitter) up to `webhook_retry_max_ms`. A `Retry-After` answer is honoured up to that cap.
+    pub webhook_retry_base_ms: u64,
+    pub webhook_retry_max_ms: u64,
+    /// Webhooks: how long a delivery is retried before it is `failed` (default 3 days).
+    pub webhook_retry_span_ms: u64,
+    /// Webhooks: an endpoint is disabled once it has failed this many attempts in a row
+    /// over at least `webhook_disable_after_ms` (default: 5 days).
+    pub webhook_disable_after_failures: u32,
+    pub webhook_disable_after_ms: u64,
+    /// Webhooks: attempts in flight at once per endpoint URL (endpoints never wait on
+    /// each other).
+    pub webhook_endpoint_concurrency: usize,
 }
 
 impl Default for Config {
@@ -191,6 +206,13 @@ impl Default for Config {
             large_body_slot_ttl_ms: 30_000,
             large_body_wait_ms: 60_000,
             metrics_per_instance: false,
+            webhook_timeout_ms: 10_000,
+            webhook_retry_base_ms: 5_000,
+            webhook_retry_max_ms: 3_600_000,
+            webhook_retry_span_ms: 3 * 24 * 3_600_000,
+            webhook_disable_after_failures: 50,
+            webhook_disable_after_ms: 5 * 24 * 3_600_000,
+            webhook_endpoint_concurrency: 8,
         }
     }
 }
@@ -294,6 +316,15 @@ impl Config {
         }
         if self.large_body_slots == 0 || self.large_body_slot_ttl_ms < 300 {
             errors.push("large_body_slots must be at least 1 and large_body_slot_ttl_ms at least 300".to_string());
+        }
+        if self.webhook_timeout_ms < 100 || self.webhook_retry_base_ms == 0 || self.webhook_retry_max_ms < self.webhook_retry_base_ms {
+            errors.push(
+                "webhook_timeout_ms must be at least 100, webhook_retry_base_ms positive and webhook_retry_max_ms at least webhook_retry_base_ms"
+                    .to_string(),
+            );
+        }
+        if self.webhook_disable_after_failures == 0 || self.webhook_endpoint_concurrency == 0 {
+            errors.push("webhook_disable_after_failures and webhook_endpoint_concurrency must be at least 1".to_string());
         }
         if self.worker_max_instances == 0 {
             errors.push("worker_max_instances must be at least 1".to_string());

@@ -154,6 +154,51 @@ impl GuardedClient {
         GuardedClient { http, allow_private }
     }
 
+    /// A client for webhook deliveries: the same address guard, and no redirects (an
+    /// endpoint that answers 3xx failed the attempt; following it could reach anywhere).
+    pub fn without_redirects(allow_private: bool, timeout: Duration) -> GuardedClient {
+        let http = reqwest::Client::builder()
+            .dns_resolver(Arc::new(GuardedResolver { allow_private }))
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(10)))
+            .pool_max_idle_per_host(64)
+            .user_agent("paceline-webhooks")
+            .no_proxy()
+            .build()
+            .expect("the HTTP client builds");
+        GuardedClient { http, allow_private }
+    }
+
+    /// POSTs `body` to `url` with `headers`; the answer's status and its `Retry-After`.
+    pub async fn post(
+        &self,
+        url: &url::Url,
+        headers: reqwest::header::HeaderMap,
+        body: bytes::Bytes,
+    ) -> Result<(u16, Option<String>), FetchError> {
+        if !matches!(url.scheme(), "http" | "https") || !literal_ok(url, self.allow_private) {
+            return Err(FetchError::Refused);
+        }
+        let res = self.http.post(url.clone()).headers(headers).body(body).send().await.map_err(classify)?;
+        let retry_after = res
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let status = res.status().as_u16();
+        // Read (a bounded part of) the body so the connection can be reused.
+        let mut stream = res.bytes_stream();
+        let mut read = 0usize;
+        while let Some(Ok(chunk)) = stream.next().await {
+            read += chunk.len();
+            if read > 64 * 1024 {
+                break;
+            }
+        }
+        Ok((status, retry_after))
+    }
+
     /// Downloads `url`, stopping as soon as the body passes `limit` bytes.
     /// Returns the bytes and the response's Content-Type.
     pub async fn download(&self, url: &url::Url, limit: usize) -> Result<(Vec<u8>, Option<String>), FetchError> {

@@ -3,6 +3,7 @@
 //! prefixes per test, in-process services on port 0, and a typed HTTP client.
 
 pub mod cluster;
+pub mod webhooks;
 
 use std::net::SocketAddr;
 use std::time::Duration;

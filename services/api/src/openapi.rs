@@ -4,6 +4,8 @@
 use std::sync::OnceLock;
 
 use shared::error::{ErrorBody, ErrorCode, ErrorDetail};
+
+use crate::catalog;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::OpenApi as Doc;
 use utoipa::{Modify, OpenApi};
@@ -20,13 +22,22 @@ use utoipa::{Modify, OpenApi};
         license(name = "MIT")
     ),
     modifiers(&Security),
-    components(schemas(ErrorBody, ErrorDetail, ErrorCode)),
+    components(schemas(
+        ErrorBody, ErrorDetail, ErrorCode,
+        catalog::Event, catalog::InstanceStateEventData, catalog::QrUpdatedEventData, catalog::ConnectedEventData,
+        catalog::EmptyEventData, catalog::ReceiptEventData, catalog::ReceivedMessageEventData,
+        catalog::ReactionEventData, catalog::ChatUpdatedEventData, catalog::ContactUpdatedEventData,
+        catalog::LabelUpdatedEventData, catalog::CallRejectedEventData, catalog::WebhookDisabledEventData,
+        crate::routes::messages::MessageOut,
+    )),
     tags(
         (name = "instances", description = "Create, list, edit and delete instances"),
         (name = "pairing", description = "Connect, QR codes, pairing codes, logout and restart"),
         (name = "messages", description = "The paced send queue"),
         (name = "numbers", description = "Which numbers have an account"),
-        (name = "webhooks", description = "Webhook endpoints of an instance"),
+        (name = "webhooks", description = "Webhook endpoints of an instance and their delivery log. \
+            Every event type, with its payload, is under `webhooks` of this description."),
+        (name = "events", description = "The real-time event stream (Server-Sent Events)"),
         (name = "actions", description = "Action-style routes (X-API-Key, instance name in the path)"),
         (name = "operation", description = "Health, identity and this description"),
     )
@@ -70,7 +81,10 @@ pub fn spec() -> &'static Doc {
 pub fn json() -> &'static String {
     static JSON: OnceLock<String> = OnceLock::new();
     JSON.get_or_init(|| {
-        let mut s = spec().to_pretty_json().expect("the description serializes");
+        // utoipa has no OpenAPI 3.1 `webhooks` yet: the event catalog goes in here.
+        let mut doc = serde_json::to_value(spec()).expect("the description serializes");
+        doc.as_object_mut().expect("an object").insert("webhooks".into(), catalog::webhooks_object());
+        let mut s = serde_json::to_string_pretty(&doc).expect("the description serializes");
         s.push('\n');
         s
     })

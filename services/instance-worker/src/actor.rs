@@ -289,12 +289,19 @@ impl Actor {
                 tracing::info!(%reason, "session closed; reconnecting");
                 Step::Reconnect
             }
-            DriverEvent::Call { call_id, .. } => {
+            DriverEvent::Call { call_id, from } => {
                 match sessions::call_settings(&self.ctx.db, &self.id).await {
                     Ok(Some((true, msg))) => {
-                        let msg = Some(msg).filter(|m| !m.is_empty());
-                        if let Err(e) = session.reject_call(&call_id, msg).await {
-                            tracing::warn!(error = %e, "rejecting a call failed");
+                        let text = Some(msg.clone()).filter(|m| !m.is_empty());
+                        match session.reject_call(&call_id, text).await {
+                            Ok(()) => {
+                                let data = serde_json::json!({ "call_id": call_id, "from": from, "message": msg });
+                                let written = shared::db::outbox::insert_fenced(&self.ctx.db, &self.id, self.epoch, "call.rejected", data).await;
+                                if let Err(e) = written {
+                                    tracing::warn!(error = %e, "recording the rejected call failed");
+                                }
+                            }
+                            Err(e) => tracing::warn!(error = %e, "rejecting a call failed"),
                         }
                     }
                     Ok(_) => {}

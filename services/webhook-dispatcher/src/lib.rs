@@ -1,12 +1,23 @@
-//! The webhook dispatcher. Today it runs the outbox relay (`relay`): events committed in
-//! Postgres go to JetStream with `Nats-Msg-Id` = event id. Fanning events out to
-//! webhooks, with the delivery log, comes with the webhooks issue.
+//! The webhook dispatcher: the outbox relay (`relay`: events committed in Postgres go to
+//! JetStream), the fan-out (`fanout`: events from JetStream become deliveries, one per
+//! matching webhook), the executor (`executor`: signed attempts, endpoints isolated from
+//! each other, outcomes written in batches) and the retry scanner (`retry`). Any number of
+//! dispatcher pods can run: the relay locks outbox rows, the fan-out shares one durable
+//! consumer, and deliveries are claimed in Postgres.
 
+pub mod attempt;
+pub mod executor;
+pub mod fanout;
 pub mod metrics;
 pub mod relay;
+pub mod retry;
+pub mod signing;
+
+use std::time::Duration;
 
 use anyhow::Context;
 use shared::config::Role;
+use shared::db::deliveries;
 use shared::{bus, db, Config, Shutdown};
 
 /// Runs the dispatcher until `shutdown`.
@@ -19,10 +30,34 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     }
     let nats = bus::connect(&config, "dispatcher").await.context("connecting to nats")?;
     let js = async_nats::jetstream::new(nats.clone());
+    let subjects = bus::Subjects::new(&config);
+    let worker_id = format!("dsp_{}", uuid_like());
+    let settings = executor::Settings::from_config(&config, worker_id.clone());
+    let (exec, writer) = executor::Executor::start(pool.clone(), settings);
     tracing::info!("dispatcher started");
-    relay::run(pool.clone(), js, bus::Subjects::new(&config), shutdown).await;
+
+    let relay = tokio::spawn(relay::run(pool.clone(), js.clone(), subjects.clone(), shutdown.clone()));
+    let fanout = tokio::spawn(fanout::run(pool.clone(), js, subjects, exec.clone(), shutdown.clone()));
+    let retry = tokio::spawn(retry::run(pool.clone(), exec.clone(), shutdown.clone()));
+    shutdown.cancelled().await;
+    let _ = tokio::join!(relay, fanout, retry);
+    // Attempts in flight get a short grace; what is left is handed back to other pods.
+    let grace = Duration::from_millis(config.shutdown_timeout_ms / 3).min(Duration::from_millis(config.webhook_timeout_ms));
+    exec.close(grace).await;
+    writer.finish().await;
+    match deliveries::release(&pool, &worker_id).await {
+        Ok(n) if n > 0 => tracing::info!(n, "handed unfinished deliveries back"),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "handing deliveries back failed; their claims lapse instead"),
+    }
     bus::flush_bounded(&nats).await;
     pool.close().await;
     tracing::info!("dispatcher stopped");
     Ok(())
+}
+
+/// A random id for this pod's claims.
+fn uuid_like() -> String {
+    use rand::Rng;
+    format!("{:032x}", rand::thread_rng().gen::<u128>())
 }

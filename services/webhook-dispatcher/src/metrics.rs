@@ -2,9 +2,27 @@
 
 pub const RELAY_PUBLISHED: &str = "paceline_events_published_total";
 pub const RELAY_LAG: &str = "paceline_events_relay_lag_seconds";
+pub const ATTEMPTS: &str = "paceline_webhook_attempts_total";
+pub const ATTEMPT_SECONDS: &str = "paceline_webhook_attempt_seconds";
+pub const LAG_SECONDS: &str = "paceline_webhook_delivery_lag_seconds";
+pub const DEFERRED: &str = "paceline_webhook_deferred_total";
+pub const RETRY_QUEUE: &str = "paceline_webhook_retry_queue";
+pub const DISABLED_ENDPOINTS: &str = "paceline_webhook_disabled_endpoints";
 
 pub fn describe() {
     shared::telemetry::prometheus();
     metrics::describe_counter!(RELAY_PUBLISHED, "outbox events published to JetStream");
     metrics::describe_gauge!(RELAY_LAG, "age of the newest event of the last published batch");
+    metrics::describe_counter!(
+        ATTEMPTS,
+        "webhook delivery attempts by result: succeeded, refused (non-2xx), gone (410), no_answer"
+    );
+    metrics::describe_histogram!(ATTEMPT_SECONDS, "duration of one webhook delivery attempt");
+    metrics::describe_histogram!(
+        LAG_SECONDS,
+        "from an event's creation to its successful first delivery attempt"
+    );
+    metrics::describe_counter!(DEFERRED, "deliveries put back unattempted (their endpoint's queue was full or slow)");
+    metrics::describe_gauge!(RETRY_QUEUE, "deliveries waiting for a retry (pending after a failed attempt)");
+    metrics::describe_gauge!(DISABLED_ENDPOINTS, "webhook endpoints disabled (by their owner or after failing)");
 }

@@ -23,31 +23,14 @@ const BACKOFF: [Duration; 5] = [
     Duration::from_secs(2),
     Duration::from_secs(5),
 ];
-/// How long JetStream remembers message ids (repeats within it are dropped).
-pub const DEDUP_WINDOW: Duration = Duration::from_secs(120);
-/// How long events stay in the stream (what the real-time stream can resume from).
-pub const RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
-
-/// Creates (or updates) the events stream.
-pub async fn ensure_stream(js: &jetstream::Context, subjects: &Subjects) -> Result<(), String> {
-    let config = jetstream::stream::Config {
-        name: subjects.events_stream(),
-        subjects: vec![subjects.events_all()],
-        duplicate_window: DEDUP_WINDOW,
-        max_age: RETENTION,
-        ..Default::default()
-    };
-    js.get_or_create_stream(config).await.map(|_| ()).map_err(|e| e.to_string())
-}
-
 /// Runs the relay until `shutdown`.
 pub async fn run(db: sqlx::PgPool, js: jetstream::Context, subjects: Subjects, shutdown: shared::Shutdown) {
     let mut failures = 0usize;
     let mut stream_ready = false;
     loop {
         if !stream_ready {
-            match ensure_stream(&js, &subjects).await {
-                Ok(()) => stream_ready = true,
+            match shared::bus::ensure_events_stream(&js, &subjects).await {
+                Ok(_) => stream_ready = true,
                 Err(e) => tracing::warn!(error = %e, "creating the events stream failed"),
             }
         }
@@ -91,14 +74,15 @@ async fn relay_once(db: &sqlx::PgPool, js: &jetstream::Context, subjects: &Subje
             .map_err(|e| e.to_string())?;
         acks.push(ack);
     }
-    for ack in acks {
-        tokio::time::timeout(Duration::from_secs(10), ack)
+    let mut published = Vec::with_capacity(events.len());
+    for (ev, ack) in events.iter().zip(acks) {
+        let ack = tokio::time::timeout(Duration::from_secs(10), ack)
             .await
             .map_err(|_| "publish ack timed out".to_string())?
             .map_err(|e| e.to_string())?;
+        published.push((ev.id.clone(), ack.sequence, ack.duplicate));
     }
-    let ids: Vec<_> = events.iter().map(|e| e.id.clone()).collect();
-    outbox::mark_published(&mut tx, &ids).await.map_err(|e| e.to_string())?;
+    outbox::mark_published(&mut tx, &published).await.map_err(|e| e.to_string())?;
     tx.commit().await.map_err(|e| e.to_string())?;
     if let Some(created) = events.last().and_then(|e| e.payload.get("created_at")).and_then(|c| c.as_str()) {
         if let Ok(t) = created.parse::<chrono::DateTime<chrono::Utc>>() {

@@ -6,6 +6,15 @@ use sqlx::PgExecutor;
 
 use crate::ids::{EventId, InstanceId};
 
+/// A new event's id and body (what webhooks receive and the stream shows).
+fn envelope(instance: &InstanceId, kind: &str, data: serde_json::Value) -> (EventId, serde_json::Value) {
+    let id = EventId::new();
+    let payload = serde_json::json!({
+        "id": id, "type": kind, "instance_id": instance, "created_at": Utc::now(), "data": data,
+    });
+    (id, payload)
+}
+
 /// Writes an event; returns its id. `data` is the event's payload.
 pub async fn insert(
     db: impl PgExecutor<'_>,
@@ -13,10 +22,7 @@ pub async fn insert(
     kind: &str,
     data: serde_json::Value,
 ) -> Result<EventId, sqlx::Error> {
-    let id = EventId::new();
-    let payload = serde_json::json!({
-        "id": id, "type": kind, "instance_id": instance, "created_at": Utc::now(), "data": data,
-    });
+    let (id, payload) = envelope(instance, kind, data);
     sqlx::query("INSERT INTO outbox (id, instance_id, type, payload) VALUES ($1, $2, $3, $4)")
         .bind(&id)
         .bind(instance)
@@ -60,7 +66,64 @@ pub async fn lock_unpublished(
     .await
 }
 
-pub async fn mark_published(tx: &mut sqlx::PgConnection, ids: &[EventId]) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE outbox SET published_at = now() WHERE id = ANY($1)").bind(ids).execute(tx).await?;
+/// Marks events published with the stream sequence JetStream acked for each. A repeat
+/// (JetStream's de-duplication answered for an earlier copy) keeps the sequence already
+/// recorded.
+pub async fn mark_published(
+    tx: &mut sqlx::PgConnection,
+    acks: &[(EventId, u64, bool)],
+) -> Result<(), sqlx::Error> {
+    let ids: Vec<&str> = acks.iter().map(|a| a.0.as_str()).collect();
+    let seqs: Vec<i64> = acks.iter().map(|a| a.1 as i64).collect();
+    let dups: Vec<bool> = acks.iter().map(|a| a.2).collect();
+    sqlx::query(
+        "UPDATE outbox o SET published_at = now(), \
+             stream_seq = CASE WHEN v.dup THEN COALESCE(o.stream_seq, v.seq) ELSE v.seq END \
+         FROM UNNEST($1::text[], $2::bigint[], $3::bool[]) AS v(id, seq, dup) WHERE o.id = v.id",
+    )
+    .bind(&ids)
+    .bind(&seqs)
+    .bind(&dups)
+    .execute(tx)
+    .await?;
     Ok(())
+}
+
+/// Where the real-time stream resumes after `event`: `Some(Some(seq))` once published,
+/// `Some(None)` while it waits for the relay, `None` for an unknown event (or another
+/// instance's, when `instance` is given).
+pub async fn stream_seq(
+    db: impl PgExecutor<'_>,
+    event: &EventId,
+    instance: Option<&InstanceId>,
+) -> Result<Option<Option<i64>>, sqlx::Error> {
+    sqlx::query_scalar("SELECT stream_seq FROM outbox WHERE id = $1 AND ($2::text IS NULL OR instance_id = $2)")
+        .bind(event)
+        .bind(instance)
+        .fetch_optional(db)
+        .await
+}
+
+/// Writes an event only while `epoch` still owns the instance (a worker's events are
+/// fenced like its other writes). Returns whether it was written.
+pub async fn insert_fenced(
+    db: impl PgExecutor<'_>,
+    instance: &InstanceId,
+    epoch: i64,
+    kind: &str,
+    data: serde_json::Value,
+) -> Result<bool, sqlx::Error> {
+    let (id, payload) = envelope(instance, kind, data);
+    let r = sqlx::query(
+        "INSERT INTO outbox (id, instance_id, type, payload) \
+         SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM instances WHERE id = $2 AND owner_epoch = $5)",
+    )
+    .bind(&id)
+    .bind(instance)
+    .bind(kind)
+    .bind(payload)
+    .bind(epoch)
+    .execute(db)
+    .await?;
+    Ok(r.rows_affected() == 1)
 }

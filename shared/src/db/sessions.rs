@@ -3,9 +3,11 @@
 //! took the instance over): the caller must stop and write nothing more.
 
 use chrono::{DateTime, Utc};
-use sqlx::PgExecutor;
+use serde_json::json;
+use sqlx::{PgConnection, PgExecutor};
 
 use crate::db::instances::InstanceState;
+use crate::db::outbox;
 use crate::ids::InstanceId;
 
 /// Ids of instances that should run (connect asked, not logged out, banned or deleted).
@@ -27,12 +29,14 @@ pub struct Claim {
 /// The state becomes `connecting` in the same write: whatever the previous owner last
 /// recorded (say `connected`) is no longer true once it is gone.
 pub async fn claim(
-    db: impl PgExecutor<'_>,
+    db: &sqlx::PgPool,
     id: &InstanceId,
     lease_epoch: i64,
     worker: &str,
 ) -> Result<Option<Claim>, sqlx::Error> {
-    sqlx::query_as(
+    let mut tx = db.begin().await?;
+    let Some(old) = lock_state(&mut tx, id).await? else { return Ok(None) };
+    let claim: Option<Claim> = sqlx::query_as(
         "UPDATE instances SET owner_epoch = GREATEST(owner_epoch + 1, $2), owner_worker = $3, \
          state = 'connecting', qr_code = NULL, qr_expires_at = NULL, \
          state_changed_at = CASE WHEN state = 'connecting' THEN state_changed_at ELSE now() END, updated_at = now() \
@@ -41,18 +45,66 @@ pub async fn claim(
     .bind(id)
     .bind(lease_epoch)
     .bind(worker)
-    .fetch_optional(db)
-    .await
+    .fetch_optional(&mut *tx)
+    .await?;
+    if claim.is_some() {
+        emit(&mut tx, id, &old, InstanceState::Connecting, Change::None).await?;
+    }
+    tx.commit().await?;
+    Ok(claim)
+}
+
+/// The row's state, locked until the transaction ends (to tell what a write changed).
+async fn lock_state(tx: &mut PgConnection, id: &InstanceId) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query_scalar("SELECT state FROM instances WHERE id = $1 FOR UPDATE").bind(id).fetch_optional(tx).await
+}
+
+/// What came with a state change, for its events.
+enum Change<'a> {
+    None,
+    Qr(&'a str, DateTime<Utc>),
+    Linked { phone: &'a str, business: bool },
+}
+
+/// The events of a state change, in the transaction that made it: `instance.state` when
+/// the state moved, plus `instance.qr_updated` for each QR code shown and
+/// `instance.connected`, `instance.logged_out` or `instance.banned` on arriving there.
+async fn emit(
+    tx: &mut PgConnection,
+    id: &InstanceId,
+    old: &str,
+    new: InstanceState,
+    change: Change<'_>,
+) -> Result<(), sqlx::Error> {
+    let moved = old != new.as_str();
+    if moved {
+        outbox::insert(&mut *tx, id, "instance.state", json!({ "state": new.as_str(), "previous_state": old })).await?;
+    }
+    match (new, change) {
+        (InstanceState::QrPending, Change::Qr(code, expires_at)) => {
+            outbox::insert(&mut *tx, id, "instance.qr_updated", json!({ "qr": code, "expires_at": expires_at })).await?;
+        }
+        (InstanceState::Connected, Change::Linked { phone, business }) if moved => {
+            let account_type = if business { "business" } else { "personal" };
+            outbox::insert(&mut *tx, id, "instance.connected", json!({ "phone": phone, "account_type": account_type })).await?;
+        }
+        (InstanceState::LoggedOut, _) if moved => outbox::insert(&mut *tx, id, "instance.logged_out", json!({})).await.map(drop)?,
+        (InstanceState::Banned, _) if moved => outbox::insert(&mut *tx, id, "instance.banned", json!({})).await.map(drop)?,
+        _ => {}
+    }
+    Ok(())
 }
 
 /// A state change, fenced. `qr` is set with `qr_pending` and cleared otherwise.
 pub async fn set_state(
-    db: impl PgExecutor<'_>,
+    db: &sqlx::PgPool,
     id: &InstanceId,
     epoch: i64,
     state: InstanceState,
     qr: Option<(&str, DateTime<Utc>)>,
 ) -> Result<bool, sqlx::Error> {
+    let mut tx = db.begin().await?;
+    let Some(old) = lock_state(&mut tx, id).await? else { return Ok(false) };
     let res = sqlx::query(
         "UPDATE instances SET state = $3, qr_code = $4, qr_expires_at = $5, \
          state_changed_at = CASE WHEN state = $3 THEN state_changed_at ELSE now() END, updated_at = now() \
@@ -63,20 +115,27 @@ pub async fn set_state(
     .bind(state.as_str())
     .bind(qr.map(|q| q.0))
     .bind(qr.map(|q| q.1))
-    .execute(db)
+    .execute(&mut *tx)
     .await?;
-    Ok(res.rows_affected() == 1)
+    if res.rows_affected() != 1 {
+        return Ok(false);
+    }
+    emit(&mut tx, id, &old, state, qr.map_or(Change::None, |(c, e)| Change::Qr(c, e))).await?;
+    tx.commit().await?;
+    Ok(true)
 }
 
 /// The device is linked (or resumed): credentials, number and account type, `connected`.
 pub async fn set_linked(
-    db: impl PgExecutor<'_>,
+    db: &sqlx::PgPool,
     id: &InstanceId,
     epoch: i64,
     session: Option<&serde_json::Value>,
     phone: &str,
     business: bool,
 ) -> Result<bool, sqlx::Error> {
+    let mut tx = db.begin().await?;
+    let Some(old) = lock_state(&mut tx, id).await? else { return Ok(false) };
     let res = sqlx::query(
         "UPDATE instances SET state = 'connected', session = COALESCE($3, session), phone = $4, account_type = $5, \
          qr_code = NULL, qr_expires_at = NULL, \
@@ -88,19 +147,26 @@ pub async fn set_linked(
     .bind(session)
     .bind(phone)
     .bind(if business { "business" } else { "personal" })
-    .execute(db)
+    .execute(&mut *tx)
     .await?;
-    Ok(res.rows_affected() == 1)
+    if res.rows_affected() != 1 {
+        return Ok(false);
+    }
+    emit(&mut tx, id, &old, InstanceState::Connected, Change::Linked { phone, business }).await?;
+    tx.commit().await?;
+    Ok(true)
 }
 
 /// The session ended for good (`logged_out` or `banned`): it no longer should run, and
 /// a logout forgets the credentials.
 pub async fn set_ended(
-    db: impl PgExecutor<'_>,
+    db: &sqlx::PgPool,
     id: &InstanceId,
     epoch: i64,
     state: InstanceState,
 ) -> Result<bool, sqlx::Error> {
+    let mut tx = db.begin().await?;
+    let Some(old) = lock_state(&mut tx, id).await? else { return Ok(false) };
     let res = sqlx::query(
         "UPDATE instances SET state = $3, desired = FALSE, qr_code = NULL, qr_expires_at = NULL, \
          session = CASE WHEN $3 = 'logged_out' THEN NULL ELSE session END, \
@@ -109,9 +175,14 @@ pub async fn set_ended(
     .bind(id)
     .bind(epoch)
     .bind(state.as_str())
-    .execute(db)
+    .execute(&mut *tx)
     .await?;
-    Ok(res.rows_affected() == 1)
+    if res.rows_affected() != 1 {
+        return Ok(false);
+    }
+    emit(&mut tx, id, &old, state, Change::None).await?;
+    tx.commit().await?;
+    Ok(true)
 }
 
 /// Call settings, read when a call comes in (so edits apply without telling the worker).

@@ -68,6 +68,8 @@ pub async fn update(
     sqlx::query_as(&format!(
         "UPDATE webhooks SET url = $3, events = $4, enabled = $5, \
          disabled_reason = CASE WHEN $5 THEN NULL ELSE disabled_reason END, \
+         failure_streak = CASE WHEN $5 AND NOT enabled THEN 0 ELSE failure_streak END, \
+         failing_since = CASE WHEN $5 AND NOT enabled THEN NULL ELSE failing_since END, \
          previous_secret = CASE WHEN $6::text IS NULL THEN previous_secret ELSE secret END, \
          secret_rotated_at = CASE WHEN $6::text IS NULL THEN secret_rotated_at ELSE now() END, \
          secret = COALESCE($6, secret), updated_at = now() \
@@ -86,4 +88,34 @@ pub async fn update(
 pub async fn delete(db: impl PgExecutor<'_>, instance: &InstanceId, id: &str) -> Result<bool, sqlx::Error> {
     let r = sqlx::query("DELETE FROM webhooks WHERE instance_id = $1 AND id = $2").bind(instance).bind(id).execute(db).await?;
     Ok(r.rows_affected() == 1)
+}
+
+/// An enabled endpoint with what signing a delivery needs (the dispatcher's view).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ActiveHook {
+    pub id: WebhookId,
+    pub instance_id: InstanceId,
+    pub url: String,
+    pub events: Vec<String>,
+    pub secret: String,
+    pub previous_secret: Option<String>,
+    pub secret_rotated_at: Option<DateTime<Utc>>,
+}
+
+impl ActiveHook {
+    /// Whether the endpoint takes events of type `kind` (an empty filter takes all).
+    pub fn wants(&self, kind: &str) -> bool {
+        self.events.is_empty() || self.events.iter().any(|e| e == kind)
+    }
+}
+
+/// The enabled endpoints of these instances.
+pub async fn active_for(db: impl PgExecutor<'_>, instances: &[&str]) -> Result<Vec<ActiveHook>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT id, instance_id, url, events, secret, previous_secret, secret_rotated_at FROM webhooks \
+         WHERE instance_id = ANY($1) AND enabled",
+    )
+    .bind(instances)
+    .fetch_all(db)
+    .await
 }

@@ -52,3 +52,119 @@ async fn events_reach_jetstream_once_under_their_id() {
     api.shutdown.cancel();
     dispatcher.await.unwrap().unwrap();
 }
+
+/// The real-time stream: items in order as they happen, filtered by type, and a
+/// reconnect with `Last-Event-ID` resumes right after it, with no gap and no repeat.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_event_stream_resumes_after_last_event_id_without_gaps() {
+    use harness::webhooks::SseReader;
+    let api = TestApi::start().await;
+    let dispatcher = tokio::spawn(dispatcher::run(api.config.clone(), api.shutdown.clone()));
+    let (inst, token) = api.create_instance("sse").await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    let own = api.client(Some(token));
+    let open = |query: &str, last: Option<&str>| {
+        let mut rb = own.request(reqwest::Method::GET, &format!("/v1/instances/{id}/events{query}"));
+        if let Some(l) = last {
+            rb = rb.header("last-event-id", l);
+        }
+        async move {
+            let res = rb.send().await.unwrap();
+            assert_eq!(res.status(), 200);
+            assert!(res.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+            SseReader::new(res)
+        }
+    };
+    let queue = |text: String| {
+        let own = own.clone();
+        let id = id.clone();
+        async move {
+            own.post(&format!("/v1/instances/{id}/messages"), &json!({ "to": "5511999990001", "type": "text", "text": text }))
+                .await
+                .expect(202)
+        }
+    };
+    let mut sse = open("", None).await;
+    let mut seen = Vec::new();
+    for i in 0..3 {
+        let m = queue(format!("m{i}")).await;
+        let item = sse.next(Duration::from_secs(10)).await.expect("an event");
+        assert_eq!(item.event.as_deref(), Some("message.queued"));
+        let ev: serde_json::Value = serde_json::from_str(&item.data).unwrap();
+        assert_eq!(ev["data"]["id"], m["id"]);
+        assert_eq!(item.id.as_deref(), ev["id"].as_str());
+        seen.push(item.id.unwrap());
+    }
+    drop(sse);
+    // Missed while disconnected.
+    let mut missed = Vec::new();
+    for i in 3..6 {
+        missed.push(queue(format!("m{i}")).await["id"].as_str().unwrap().to_string());
+    }
+    let mut sse = open("", Some(&seen[2])).await;
+    for want in &missed {
+        let item = sse.next(Duration::from_secs(10)).await.expect("a missed event");
+        let ev: serde_json::Value = serde_json::from_str(&item.data).unwrap();
+        assert_eq!(ev["data"]["id"].as_str(), Some(want.as_str()));
+        seen.push(item.id.unwrap());
+    }
+    assert!(sse.next(Duration::from_millis(700)).await.is_none(), "nothing repeated");
+    drop(sse);
+
+    // From the first event, only message.queued, with the query form of the id.
+    let mut sse = open(&format!("?types=message.queued&last_event_id={}", seen[0]), None).await;
+    for want in &seen[1..] {
+        let item = sse.next(Duration::from_secs(10)).await.expect("an event");
+        assert_eq!(item.id.as_deref(), Some(want.as_str()));
+    }
+    drop(sse);
+    // A filter that matches none of them.
+    let mut sse = open("?types=message.sent", Some(&seen[0])).await;
+    assert!(sse.next(Duration::from_millis(700)).await.is_none());
+    drop(sse);
+
+    // The admin stream sees them too; an instance token may not open it.
+    let res = api.admin().request(reqwest::Method::GET, "/v1/events").header("last-event-id", &seen[4]).send().await.unwrap();
+    let mut all = SseReader::new(res);
+    assert_eq!(all.next(Duration::from_secs(10)).await.unwrap().id.as_deref(), Some(seen[5].as_str()));
+    own.get("/v1/events").await.expect_error(403, "forbidden");
+    let bad = own.request(reqwest::Method::GET, &format!("/v1/instances/{id}/events")).header("last-event-id", "evt_00000000000000000000000000000000");
+    own.send(bad).await.expect_error(400, "validation_failed");
+    own.get(&format!("/v1/instances/{id}/events?types=nope")).await.expect_error(400, "validation_failed");
+    api.shutdown.cancel();
+    dispatcher.await.unwrap().unwrap();
+}
+
+/// Instance state changes are events, written with the change (fenced like it).
+#[tokio::test]
+async fn state_changes_write_their_events() {
+    use shared::db::instances::InstanceState;
+    use shared::db::sessions;
+    let api = TestApi::start().await;
+    let (inst, _) = api.create_instance("state-ev").await;
+    let id = shared::ids::InstanceId::parse(inst["id"].as_str().unwrap()).unwrap();
+    let db = shared::db::connect(&api.config).await.unwrap();
+    sessions::request_run(&db, &id).await.unwrap();
+    let c = sessions::claim(&db, &id, 1, "wk").await.unwrap().unwrap();
+    let exp = chrono::Utc::now();
+    assert!(sessions::set_state(&db, &id, c.owner_epoch, InstanceState::QrPending, Some(("QR1", exp))).await.unwrap());
+    assert!(sessions::set_state(&db, &id, c.owner_epoch, InstanceState::QrPending, Some(("QR2", exp))).await.unwrap());
+    assert!(sessions::set_linked(&db, &id, c.owner_epoch, None, "5511999990001", true).await.unwrap());
+    // A stale epoch writes neither the change nor its events.
+    assert!(!sessions::set_ended(&db, &id, c.owner_epoch - 1, InstanceState::Banned).await.unwrap());
+    assert!(sessions::set_ended(&db, &id, c.owner_epoch, InstanceState::LoggedOut).await.unwrap());
+    let events = shared::db::outbox::types_for(&db, &id).await.unwrap();
+    let kinds: Vec<&str> = events.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "instance.state", "instance.state", "instance.qr_updated", "instance.qr_updated", "instance.state",
+            "instance.connected", "instance.state", "instance.logged_out"
+        ]
+    );
+    assert_eq!(events[0].1["data"], json!({ "state": "connecting", "previous_state": "disconnected" }));
+    assert_eq!(events[1].1["data"], json!({ "state": "qr_pending", "previous_state": "connecting" }));
+    assert_eq!(events[3].1["data"]["qr"], "QR2");
+    assert_eq!(events[5].1["data"], json!({ "phone": "5511999990001", "account_type": "business" }));
+    assert_eq!(events[6].1["data"], json!({ "state": "logged_out", "previous_state": "connected" }));
+}

@@ -2,6 +2,7 @@
 //! own schema and prefixes (see the `harness` crate).
 
 mod auth_matrix;
+mod deliveries;
 mod errors;
 mod events;
 mod fencing;

@@ -2,6 +2,7 @@
 
 pub mod action_send;
 pub mod actions;
+pub mod events;
 pub mod health;
 pub mod instances;
 pub mod me;
@@ -31,6 +32,7 @@ pub fn all() -> OpenApiRouter<AppState> {
         .merge(action_send::router())
         .merge(numbers::router())
         .merge(webhooks::router())
+        .merge(events::router())
         .merge(health::router())
         .merge(openapi::router())
 }

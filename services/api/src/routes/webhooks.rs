@@ -1,8 +1,7 @@
-//! `{inst}/webhooks`: an instance's webhook endpoints. Deliveries and their log come with
-//! the webhooks issue; registering endpoints works now. Another instance's webhook is
-//! 404 `not_found`, like one that does not exist.
+//! `{inst}/webhooks`: an instance's webhook endpoints and their delivery log. Another
+//! instance's webhook is 404 `not_found`, like one that does not exist.
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, Utc};
@@ -11,8 +10,10 @@ use shared::auth::generate_webhook_secret;
 use shared::db::webhooks::{self, WebhookRow};
 use shared::error::ErrorBody;
 use shared::fetch::FetchError;
-use shared::ids::{InstanceId, WebhookId};
-use shared::ApiError;
+use shared::db::deliveries::{self as dlv, DeliveryRow};
+use shared::ids::{DeliveryId, EventId, InstanceId, WebhookId};
+use base64::Engine;
+use shared::{ApiError, ErrorCode};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -21,7 +22,11 @@ use crate::extract::{InstanceAccess, ValidatedJson};
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(create, list)).routes(routes!(get_one, patch, delete))
+    OpenApiRouter::new()
+        .routes(routes!(create, list))
+        .routes(routes!(get_one, patch, delete))
+        .routes(routes!(deliveries))
+        .routes(routes!(resend))
 }
 
 /// Most endpoints per instance.
@@ -217,5 +222,156 @@ async fn delete(
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::not_found("webhook"))
+    }
+}
+
+/// One delivery of an event to a webhook.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct DeliveryOut {
+    pub id: DeliveryId,
+    pub event_id: EventId,
+    pub event_type: String,
+    /// `pending` (attempt due or in progress, or a retry scheduled), `succeeded`, or
+    /// `failed` (retries exhausted, 410 Gone, or the endpoint was disabled): only a failed
+    /// delivery can be resent.
+    #[schema(pattern = "^(pending|succeeded|failed)$")]
+    pub state: String,
+    /// Attempts made so far.
+    pub attempts: i32,
+    /// The HTTP status of the last attempt (none when the endpoint did not answer).
+    pub response_status: Option<i32>,
+    /// How long the last attempt took.
+    pub latency_ms: Option<i32>,
+    /// Why the last attempt failed.
+    pub last_error: Option<String>,
+    /// When the next attempt is due (pending only).
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// When an attempt succeeded.
+    pub delivered_at: Option<DateTime<Utc>>,
+}
+
+impl From<DeliveryRow> for DeliveryOut {
+    fn from(r: DeliveryRow) -> Self {
+        DeliveryOut {
+            id: r.id,
+            event_id: r.event_id,
+            event_type: r.event_type,
+            state: r.state,
+            attempts: r.attempts,
+            response_status: r.response_status,
+            latency_ms: r.latency_ms,
+            last_error: r.last_error,
+            next_attempt_at: r.next_attempt_at,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+            delivered_at: r.delivered_at,
+        }
+    }
+}
+
+/// A page of the delivery log.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct DeliveryListOut {
+    pub deliveries: Vec<DeliveryOut>,
+    /// Pass as `cursor` for the next (older) page; absent on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// Query of `GET {inst}/webhooks/{webhook_id}/deliveries`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DeliveryQuery {
+    /// Page size, 1 to 100 (default 50).
+    pub limit: Option<u32>,
+    /// `next_cursor` of the previous page (of this webhook's log).
+    pub cursor: Option<String>,
+}
+
+fn encode_cursor(webhook: &WebhookId, last: &DeliveryId) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("d1:{webhook}:{last}"))
+}
+
+/// A cursor of this webhook's log; anything else (garbage, another webhook's) is 400.
+fn decode_cursor(c: &str, webhook: &WebhookId) -> Result<DeliveryId, ApiError> {
+    let bad = || ApiError::validation("invalid cursor");
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(c).map_err(|_| bad())?;
+    let s = String::from_utf8(raw).map_err(|_| bad())?;
+    let rest = s.strip_prefix("d1:").ok_or_else(bad)?;
+    let (hook, last) = rest.split_once(':').ok_or_else(bad)?;
+    if hook != webhook.as_str() {
+        return Err(bad());
+    }
+    DeliveryId::parse(last).map_err(|_| bad())
+}
+
+async fn webhook_of(state: &AppState, instance: &InstanceId, raw: &str) -> Result<WebhookRow, ApiError> {
+    webhooks::get(&state.db, instance, raw).await?.ok_or_else(|| ApiError::not_found("webhook"))
+}
+
+/// The delivery log of a webhook, newest first, with cursor pagination.
+#[utoipa::path(get, path = "/v1/instances/{id}/webhooks/{webhook_id}/deliveries", tag = "webhooks",
+    params(("id" = InstanceId, Path, description = "instance id"), ("webhook_id" = WebhookId, Path, description = "webhook id"), DeliveryQuery),
+    responses(
+        (status = 200, description = "a page of deliveries, newest first", body = DeliveryListOut),
+        (status = 400, description = "`validation_failed`: bad limit or cursor", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such webhook on this instance", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn deliveries(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+    Path(ids): Path<(String, String)>,
+    Query(q): Query<DeliveryQuery>,
+) -> Result<Json<DeliveryListOut>, ApiError> {
+    let limit = crate::pagination::limit(q.limit, 50, 100)?;
+    let hook = webhook_of(&state, &id, &ids.1).await?;
+    let before = q.cursor.as_deref().map(|c| decode_cursor(c, &hook.id)).transpose()?;
+    let mut rows = dlv::list(&state.db, &id, &hook.id, before.as_ref(), i64::from(limit) + 1).await?;
+    let next_cursor = if rows.len() > limit as usize {
+        rows.truncate(limit as usize);
+        rows.last().map(|r| encode_cursor(&hook.id, &r.id))
+    } else {
+        None
+    };
+    Ok(Json(DeliveryListOut { deliveries: rows.into_iter().map(Into::into).collect(), next_cursor }))
+}
+
+/// Resend a failed delivery: it is queued again, due now, with a fresh retry span.
+#[utoipa::path(post, path = "/v1/instances/{id}/webhooks/{webhook_id}/deliveries/{delivery_id}/resend", tag = "webhooks",
+    params(
+        ("id" = InstanceId, Path, description = "instance id"),
+        ("webhook_id" = WebhookId, Path, description = "webhook id"),
+        ("delivery_id" = DeliveryId, Path, description = "delivery id"),
+    ),
+    responses(
+        (status = 202, description = "queued again (`state: pending`)", body = DeliveryOut),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such webhook or delivery", body = ErrorBody),
+        (status = 409, description = "`conflict`: the delivery is not `failed`, or the webhook is disabled", body = ErrorBody),
+        (status = 503, description = "`shutting_down`: the pod is draining; retry on another", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn resend(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+    Path(ids): Path<(String, String, String)>,
+) -> Result<(StatusCode, Json<DeliveryOut>), ApiError> {
+    let hook = webhook_of(&state, &id, &ids.1).await?;
+    if hook.enabled {
+        if let Some(row) = dlv::resend(&state.db, &id, &hook.id, &ids.2, state.config.webhook_retry_span_ms).await? {
+            return Ok((StatusCode::ACCEPTED, Json(row.into())));
+        }
+    }
+    match dlv::get(&state.db, &id, &hook.id, &ids.2).await? {
+        None => Err(ApiError::not_found("delivery")),
+        Some(_) if !hook.enabled => {
+            Err(ApiError::new(ErrorCode::Conflict, "the webhook is disabled; enable it before resending"))
+        }
+        Some(d) => Err(ApiError::new(ErrorCode::Conflict, format!("only a failed delivery can be resent; this one is {}", d.state))),
     }
 }

@@ -1,0 +1,205 @@
+//! The event catalog as documentation: each type's meaning and payload shape. The
+//! OpenAPI description lists every type under `webhooks` (OpenAPI 3.1), with the event
+//! envelope and the type's `data` schema; `shared::events::EVENT_TYPES` is the list that
+//! filters are checked against, and a test keeps the two equal.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use shared::ids::{EventId, InstanceId, MessageId, WebhookId};
+use utoipa::ToSchema;
+
+/// Every event: the webhook request body and the `data` of a real-time stream item.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Event {
+    /// `evt_...`: also the `webhook-id` header and the stream item's `id`.
+    pub id: EventId,
+    /// One of the catalog's types.
+    #[serde(rename = "type")]
+    #[schema(example = "message.sent")]
+    pub kind: String,
+    pub instance_id: InstanceId,
+    pub created_at: DateTime<Utc>,
+    /// The type's payload (see its schema).
+    pub data: serde_json::Value,
+}
+
+/// `instance.state`: the connection state moved.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct InstanceStateEventData {
+    /// `disconnected`, `qr_pending`, `connecting`, `connected`, `logged_out` or `banned`.
+    pub state: String,
+    pub previous_state: String,
+}
+
+/// `instance.qr_updated`: a (new) QR code to scan.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct QrUpdatedEventData {
+    /// The QR payload (render it, or GET the pairing QR route for a PNG).
+    pub qr: String,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// `instance.connected`: linked and online.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ConnectedEventData {
+    /// The account's number, with country code.
+    pub phone: String,
+    /// `personal` or `business`.
+    pub account_type: String,
+}
+
+/// `instance.logged_out`, `instance.banned`: no payload.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EmptyEventData {}
+
+/// `message.delivered`, `message.read`: a receipt for a message this instance sent.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReceiptEventData {
+    /// Our id, when the message went through paceline's queue.
+    pub message_id: Option<MessageId>,
+    pub wa_message_id: String,
+    pub chat_jid: String,
+    /// `delivered` or `read`.
+    pub status: String,
+    pub at: DateTime<Utc>,
+}
+
+/// `message.received`: a message arrived, or was sent from the phone itself (`from_me`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReceivedMessageEventData {
+    pub message_id: MessageId,
+    pub wa_message_id: String,
+    pub chat_jid: String,
+    pub from_jid: String,
+    pub from_me: bool,
+    /// A message type of `POST {inst}/messages` (`text`, `image`, ...).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The message's content as `GET {inst}/chats/{jid}/messages` shows it.
+    pub content: serde_json::Value,
+    pub timestamp: DateTime<Utc>,
+}
+
+/// `reaction.received`: someone reacted to a message (an empty emoji removes it).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReactionEventData {
+    pub wa_message_id: String,
+    pub chat_jid: String,
+    pub from_jid: String,
+    pub emoji: String,
+    pub timestamp: DateTime<Utc>,
+}
+
+/// `chat.updated`: a chat's state changed (new message, read, archived, pinned, muted).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ChatUpdatedEventData {
+    pub jid: String,
+    pub unread_count: i64,
+    pub archived: bool,
+    pub pinned: bool,
+    pub muted_until: Option<DateTime<Utc>>,
+    pub last_message_at: Option<DateTime<Utc>>,
+}
+
+/// `contact.updated`: a contact's name or picture changed.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ContactUpdatedEventData {
+    pub jid: String,
+    pub name: Option<String>,
+    pub push_name: Option<String>,
+}
+
+/// `label.updated`: a label was created, edited or deleted on the phone (business accounts).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LabelUpdatedEventData {
+    pub label_id: String,
+    pub name: String,
+    pub color: i32,
+    pub deleted: bool,
+}
+
+/// `call.rejected`: an incoming call was rejected (instance setting `reject_call`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CallRejectedEventData {
+    pub call_id: String,
+    /// The caller's JID.
+    pub from: String,
+    /// The message sent to the caller (`msg_call`; empty for none).
+    pub message: String,
+}
+
+/// `webhook.disabled`: an endpoint was disabled after answering 410 or failing too long.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WebhookDisabledEventData {
+    pub webhook_id: WebhookId,
+    pub reason: String,
+}
+
+/// (type, meaning, schema of `data`): every type paceline emits.
+pub const CATALOG: &[(&str, &str, &str)] = &[
+    ("message.queued", "A message was accepted into the send queue.", "MessageOut"),
+    ("message.sent", "The network accepted a queued message; `wa_message_id` is set.", "MessageOut"),
+    ("message.failed", "A queued message failed for good; `error` says why.", "MessageOut"),
+    ("message.delivered", "A sent message reached the recipient's device.", "ReceiptEventData"),
+    ("message.read", "The recipient read a sent message.", "ReceiptEventData"),
+    ("message.received", "A message arrived, or was sent from the phone itself.", "ReceivedMessageEventData"),
+    ("reaction.received", "Someone reacted to a message.", "ReactionEventData"),
+    ("instance.state", "The instance's connection state moved.", "InstanceStateEventData"),
+    ("instance.qr_updated", "A new QR code is on show for pairing.", "QrUpdatedEventData"),
+    ("instance.connected", "The instance is linked and online.", "ConnectedEventData"),
+    ("instance.logged_out", "The device was unlinked; pairing again is needed.", "EmptyEventData"),
+    ("instance.banned", "The network banned the account.", "EmptyEventData"),
+    ("chat.updated", "A chat changed: new message, read, archived, pinned or muted.", "ChatUpdatedEventData"),
+    ("contact.updated", "A contact's name changed.", "ContactUpdatedEventData"),
+    ("label.updated", "A label changed on the phone (business accounts).", "LabelUpdatedEventData"),
+    ("call.rejected", "An incoming call was rejected per the instance's settings.", "CallRejectedEventData"),
+    ("webhook.disabled", "A webhook endpoint was disabled (410 Gone, or failing too long).", "WebhookDisabledEventData"),
+];
+
+/// The OpenAPI 3.1 `webhooks` object: one POST per event type.
+pub fn webhooks_object() -> serde_json::Value {
+    let headers = serde_json::json!([
+        { "name": "webhook-id", "in": "header", "required": true, "description": "The event id (`evt_...`), the same on every attempt: de-duplicate on it.", "schema": { "type": "string" } },
+        { "name": "webhook-timestamp", "in": "header", "required": true, "description": "Unix seconds of this attempt.", "schema": { "type": "string" } },
+        { "name": "webhook-signature", "in": "header", "required": true, "description": "Standard Webhooks signatures, space-separated `v1,<base64 HMAC-SHA256 of id.timestamp.body>`: one per secret while a rotated-out secret is honoured (24 h).", "schema": { "type": "string" } },
+    ]);
+    let mut out = serde_json::Map::new();
+    for (kind, meaning, schema) in CATALOG {
+        let body = serde_json::json!({
+            "allOf": [
+                { "$ref": "#/components/schemas/Event" },
+                { "type": "object", "properties": {
+                    "type": { "const": kind },
+                    "data": { "$ref": format!("#/components/schemas/{schema}") }
+                } }
+            ]
+        });
+        out.insert(
+            kind.to_string(),
+            serde_json::json!({ "post": {
+                "summary": kind,
+                "description": meaning,
+                "parameters": headers,
+                "requestBody": { "required": true, "content": { "application/json": { "schema": body } } },
+                "responses": {
+                    "2XX": { "description": "received; any other answer is retried with backoff (410 disables the endpoint)" }
+                }
+            } }),
+        );
+    }
+    serde_json::Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_catalog_documents_every_event_type_and_only_those() {
+        let documented: Vec<&str> = super::CATALOG.iter().map(|c| c.0).collect();
+        assert_eq!(documented, shared::events::EVENT_TYPES);
+        let doc: serde_json::Value = serde_json::from_str(crate::openapi::json()).unwrap();
+        for (kind, _, schema) in super::CATALOG {
+            assert!(doc["components"]["schemas"].get(*schema).is_some(), "schema {schema} of {kind} is not in the description");
+            assert!(doc["webhooks"].get(*kind).is_some(), "{kind} is not under webhooks");
+        }
+    }
+}

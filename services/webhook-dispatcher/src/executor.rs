@@ -1,0 +1,326 @@
+//! Runs delivery attempts with endpoints isolated from each other, and writes outcomes.
+//!
+//! Every endpoint URL has its own queue and its own task, which runs up to
+//! `webhook_endpoint_concurrency` attempts at once: an endpoint that hangs fills only its
+//! own slots, so others' deliveries never wait behind it. Outcomes go to one writer that
+//! records them in batches (one transaction per batch).
+//!
+//! A job is only attempted while its claim has time left for a whole attempt; a job that
+//! waited too long in a busy endpoint's queue is put back unattempted, and one whose
+//! endpoint's queue is full too. Either way its claim is released so the retry scanner
+//! (here or on another pod) picks it up again.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use futures::StreamExt;
+use shared::db::deliveries::{self, Outcome};
+use shared::fetch::{FetchError, GuardedClient};
+use shared::ids::{DeliveryId, WebhookId};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::attempt::{next_state, Answer, RetryPolicy};
+use crate::metrics as m;
+use crate::signing;
+
+/// Jobs waiting per endpoint; beyond it new ones are put back for later.
+const ENDPOINT_QUEUE: usize = 4096;
+/// Outcomes waiting for the writer, and the most it writes in one transaction.
+const RESULTS_QUEUE: usize = 20_000;
+const WRITE_BATCH: usize = 1000;
+/// A rotated-out secret keeps signing (next to the new one) this long.
+pub const PREVIOUS_SECRET_GRACE: chrono::Duration = chrono::Duration::hours(24);
+
+/// One attempt to make.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub id: DeliveryId,
+    pub webhook_id: WebhookId,
+    pub event_id: String,
+    pub url: String,
+    /// The current secret, then the previous one while it is in its grace period.
+    pub secrets: Vec<String>,
+    pub body: Bytes,
+    /// Attempts made before this one.
+    pub attempts: i32,
+    pub retry_until: DateTime<Utc>,
+    /// When the event was created (for the delivery lag of first attempts).
+    pub event_created: Option<DateTime<Utc>>,
+    pub claimed_at: Instant,
+}
+
+/// The secrets that sign an endpoint's deliveries now.
+pub fn secrets_of(secret: String, previous: Option<String>, rotated_at: Option<DateTime<Utc>>) -> Vec<String> {
+    let mut v = vec![secret];
+    if let (Some(p), Some(at)) = (previous, rotated_at) {
+        if Utc::now() - at < PREVIOUS_SECRET_GRACE {
+            v.push(p);
+        }
+    }
+    v
+}
+
+/// Settings of the executor (from the config).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub worker_id: String,
+    pub timeout: Duration,
+    /// How long a claim lasts: longer than any attempt.
+    pub lock: Duration,
+    pub concurrency: usize,
+    pub policy: RetryPolicy,
+    pub allow_private: bool,
+    pub disable_failures: u32,
+    pub disable_after_ms: u64,
+    pub retry_span_ms: u64,
+}
+
+impl Settings {
+    pub fn from_config(config: &shared::Config, worker_id: String) -> Settings {
+        let timeout = Duration::from_millis(config.webhook_timeout_ms);
+        Settings {
+            worker_id,
+            timeout,
+            lock: timeout * 3 + Duration::from_secs(30),
+            concurrency: config.webhook_endpoint_concurrency,
+            policy: RetryPolicy {
+                base: Duration::from_millis(config.webhook_retry_base_ms),
+                max: Duration::from_millis(config.webhook_retry_max_ms),
+            },
+            allow_private: config.allow_private_targets,
+            disable_failures: config.webhook_disable_after_failures,
+            disable_after_ms: config.webhook_disable_after_ms,
+            retry_span_ms: config.webhook_retry_span_ms,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Executor(Arc<Inner>);
+
+struct Inner {
+    settings: Settings,
+    client: GuardedClient,
+    endpoints: Mutex<HashMap<String, mpsc::Sender<Job>>>,
+    results: mpsc::Sender<Outcome>,
+    tasks: TaskTracker,
+    /// Cancelled when in-flight attempts must stop (end of the shutdown grace).
+    stop: CancellationToken,
+}
+
+/// The outcome writer's handle: finish it after the executor stopped.
+pub struct Writer {
+    task: tokio::task::JoinHandle<()>,
+    done: CancellationToken,
+}
+
+impl Writer {
+    /// Writes what is left and stops.
+    pub async fn finish(self) {
+        self.done.cancel();
+        let _ = self.task.await;
+    }
+}
+
+impl Executor {
+    pub fn start(db: sqlx::PgPool, settings: Settings) -> (Executor, Writer) {
+        let (tx, rx) = mpsc::channel(RESULTS_QUEUE);
+        let done = CancellationToken::new();
+        let task = tokio::spawn(write_outcomes(db, settings.clone(), rx, done.clone()));
+        let client = GuardedClient::without_redirects(settings.allow_private, settings.timeout);
+        let exec = Executor(Arc::new(Inner {
+            settings,
+            client,
+            endpoints: Mutex::new(HashMap::new()),
+            results: tx,
+            tasks: TaskTracker::new(),
+            stop: CancellationToken::new(),
+        }));
+        (exec, Writer { task, done })
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.0.settings
+    }
+
+    /// Queues a job on its endpoint (starting the endpoint's task on first use); a full
+    /// queue puts it back for later.
+    pub async fn submit(&self, job: Job) {
+        let tx = {
+            let mut map = self.0.endpoints.lock().expect("endpoint map");
+            map.entry(job.url.clone()).or_insert_with(|| self.spawn_endpoint()).clone()
+        };
+        if let Err(e) = tx.try_send(job) {
+            let job = match e {
+                mpsc::error::TrySendError::Full(j) | mpsc::error::TrySendError::Closed(j) => j,
+            };
+            self.put_back(&job).await;
+        }
+    }
+
+    fn spawn_endpoint(&self) -> mpsc::Sender<Job> {
+        let (tx, mut rx) = mpsc::channel::<Job>(ENDPOINT_QUEUE);
+        let me = self.clone();
+        let stop = self.0.stop.clone();
+        self.0.tasks.spawn(async move {
+            let jobs = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
+            let run = jobs.for_each_concurrent(me.0.settings.concurrency, |job| {
+                let me = me.clone();
+                async move { me.attempt(job).await }
+            });
+            tokio::select! {
+                _ = run => {}
+                _ = stop.cancelled() => {}
+            }
+        });
+        tx
+    }
+
+    /// Releases a job's claim without an attempt; it comes due again after a while.
+    async fn put_back(&self, job: &Job) {
+        metrics::counter!(m::DEFERRED).increment(1);
+        let later = Utc::now() + chrono::Duration::from_std(self.0.settings.timeout.max(Duration::from_secs(5))).expect("small");
+        let outcome = Outcome {
+            id: job.id.clone(),
+            webhook_id: job.webhook_id.clone(),
+            state: "pending",
+            attempted: false,
+            response_status: None,
+            latency_ms: None,
+            error: None,
+            next_attempt_at: Some(later),
+            gone: false,
+        };
+        let _ = self.0.results.send(outcome).await;
+    }
+
+    async fn attempt(&self, job: Job) {
+        let s = &self.0.settings;
+        // Not enough of the claim left for a whole attempt: another pod may take it over
+        // mid-attempt, so hand it back instead.
+        if job.claimed_at.elapsed() + s.timeout + Duration::from_secs(5) > s.lock {
+            self.put_back(&job).await;
+            return;
+        }
+        let now = Utc::now();
+        let ts = now.timestamp();
+        let secrets: Vec<&str> = job.secrets.iter().map(String::as_str).collect();
+        let Some(signature) = signing::signature_header(&secrets, &job.event_id, ts, &job.body) else {
+            tracing::error!(webhook = %job.webhook_id, "the webhook's secret is malformed; not delivering");
+            return self.finish(&job, Answer::NoAnswer("the webhook secret is malformed".into()), None).await;
+        };
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(reqwest::header::CONTENT_TYPE, reqwest::header::HeaderValue::from_static("application/json"));
+        let mut put = |k: &'static str, v: &str| {
+            if let Ok(v) = reqwest::header::HeaderValue::from_str(v) {
+                headers.insert(k, v);
+            }
+        };
+        put("webhook-id", &job.event_id);
+        put("webhook-timestamp", &ts.to_string());
+        put("webhook-signature", &signature);
+        let started = Instant::now();
+        let answer = match url::Url::parse(&job.url) {
+            Err(_) => Answer::NoAnswer("the URL is invalid".into()),
+            Ok(url) => match self.0.client.post(&url, headers, job.body.clone()).await {
+                Ok((status, retry_after)) => Answer::of(status, retry_after.as_deref(), Utc::now()),
+                Err(FetchError::Refused) => Answer::NoAnswer("the URL resolves to a private or local address".into()),
+                Err(FetchError::Failed(kind)) => Answer::NoAnswer(kind),
+                Err(FetchError::TooLarge) => Answer::NoAnswer("request failed".into()),
+            },
+        };
+        let latency = started.elapsed();
+        metrics::histogram!(m::ATTEMPT_SECONDS).record(latency.as_secs_f64());
+        self.finish(&job, answer, Some(latency)).await;
+    }
+
+    async fn finish(&self, job: &Job, answer: Answer, latency: Option<Duration>) {
+        let s = &self.0.settings;
+        let now = Utc::now();
+        let attempts = job.attempts + 1;
+        let (state, next) = next_state(&answer, attempts, job.retry_until, &s.policy, now, &mut rand::thread_rng());
+        metrics::counter!(m::ATTEMPTS, "result" => answer.label()).increment(1);
+        if state == "succeeded" && job.attempts == 0 {
+            if let Some(created) = job.event_created {
+                metrics::histogram!(m::LAG_SECONDS).record((now - created).num_milliseconds().max(0) as f64 / 1000.0);
+            }
+        }
+        let error = match &answer {
+            Answer::Accepted(_) => None,
+            Answer::Gone => Some("the endpoint answered 410 Gone".to_string()),
+            Answer::Refused { status, .. } => Some(format!("the endpoint answered {status}")),
+            Answer::NoAnswer(why) => Some(why.clone()),
+        };
+        let outcome = Outcome {
+            id: job.id.clone(),
+            webhook_id: job.webhook_id.clone(),
+            state,
+            attempted: true,
+            response_status: answer.status().map(i32::from),
+            latency_ms: latency.map(|l| l.as_millis().min(i32::MAX as u128) as i32),
+            error,
+            next_attempt_at: next,
+            gone: answer == Answer::Gone,
+        };
+        let _ = self.0.results.send(outcome).await;
+    }
+
+    /// Stops taking jobs, lets attempts in flight finish within `grace`, then stops them.
+    pub async fn close(&self, grace: Duration) {
+        self.0.endpoints.lock().expect("endpoint map").clear();
+        self.0.tasks.close();
+        if tokio::time::timeout(grace, self.0.tasks.wait()).await.is_err() {
+            self.0.stop.cancel();
+            self.0.tasks.wait().await;
+        }
+    }
+}
+
+/// Writes outcomes in batches until `done`, then what is left.
+async fn write_outcomes(db: sqlx::PgPool, s: Settings, mut rx: mpsc::Receiver<Outcome>, done: CancellationToken) {
+    let mut buf = Vec::with_capacity(WRITE_BATCH);
+    loop {
+        tokio::select! {
+            biased;
+            n = rx.recv_many(&mut buf, WRITE_BATCH) => if n == 0 { return },
+            _ = done.cancelled() => {
+                while let Ok(o) = rx.try_recv() {
+                    buf.push(o);
+                }
+                write_batch(&db, &s, &buf).await;
+                return;
+            }
+        }
+        write_batch(&db, &s, &buf).await;
+        buf.clear();
+    }
+}
+
+async fn write_batch(db: &sqlx::PgPool, s: &Settings, batch: &[Outcome]) {
+    if batch.is_empty() {
+        return;
+    }
+    for pause in [Duration::from_millis(100), Duration::from_millis(500), Duration::from_secs(2), Duration::ZERO] {
+        match deliveries::record(db, &s.worker_id, batch, s.disable_failures, s.disable_after_ms).await {
+            Ok(disabled) => {
+                for (hook, _, reason) in &disabled.webhooks {
+                    tracing::warn!(webhook = %hook, %reason, "webhook endpoint disabled");
+                }
+                return;
+            }
+            Err(e) if pause > Duration::ZERO => {
+                tracing::warn!(error = %e, "recording delivery outcomes failed; retrying");
+                tokio::time::sleep(pause).await;
+            }
+            Err(e) => {
+                // The claims lapse and the deliveries are attempted again: at least once.
+                tracing::error!(error = %e, n = batch.len(), "recording delivery outcomes failed; they will be retried");
+            }
+        }
+    }
+}

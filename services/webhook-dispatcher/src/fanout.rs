@@ -1,0 +1,180 @@
+//! Fan-out: drains the events stream (a durable JetStream consumer shared by every
+//! dispatcher pod, so each event goes to one of them) and turns each event into one
+//! delivery per enabled webhook of its instance that wants its type. Deliveries are
+//! created claimed by this pod and attempted at once; the JetStream messages are acked
+//! only after the deliveries are committed, so an event is never dropped, and one that
+//! comes again (a lost ack) finds its deliveries already there and adds nothing.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::{self, consumer::pull, AckKind};
+use bytes::Bytes;
+use futures::StreamExt;
+use shared::bus::Subjects;
+use shared::db::deliveries::{self, NewDelivery};
+use shared::db::webhooks;
+use shared::ids::{EventId, InstanceId};
+
+use crate::executor::{secrets_of, Executor, Job};
+
+/// The consumer's name (one per stream, shared by all dispatcher pods).
+pub const CONSUMER: &str = "webhook-fanout";
+const BATCH: usize = 500;
+
+/// An event as it came from the stream.
+struct Incoming {
+    msg: jetstream::Message,
+    id: EventId,
+    instance: InstanceId,
+    kind: String,
+    created: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+fn parse(msg: jetstream::Message) -> Result<Incoming, Box<jetstream::Message>> {
+    let v: serde_json::Value = match serde_json::from_slice(&msg.payload) {
+        Ok(v) => v,
+        Err(_) => return Err(Box::new(msg)),
+    };
+    let id = v.get("id").and_then(|x| x.as_str()).and_then(|s| EventId::parse(s).ok());
+    let instance = v.get("instance_id").and_then(|x| x.as_str()).and_then(|s| InstanceId::parse(s).ok());
+    let kind = v.get("type").and_then(|x| x.as_str()).map(str::to_string);
+    let created = v.get("created_at").and_then(|x| x.as_str()).and_then(|s| s.parse().ok());
+    match (id, instance, kind) {
+        (Some(id), Some(instance), Some(kind)) => Ok(Incoming { msg, id, instance, kind, created }),
+        _ => Err(Box::new(msg)),
+    }
+}
+
+/// Runs the fan-out until `shutdown`.
+pub async fn run(db: sqlx::PgPool, js: jetstream::Context, subjects: Subjects, exec: Executor, shutdown: shared::Shutdown) {
+    let mut failures = 0u32;
+    let mut consumer: Option<jetstream::consumer::Consumer<pull::Config>> = None;
+    while !shutdown.is_cancelled() {
+        let result = match &consumer {
+            Some(c) => fan_out_once(&db, c, &exec, &shutdown).await,
+            None => match open(&js, &subjects).await {
+                Ok(c) => {
+                    consumer = Some(c);
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            },
+        };
+        match result {
+            Ok(()) => failures = 0,
+            Err(e) => {
+                failures += 1;
+                tracing::warn!(error = %e, "webhook fan-out failed; retrying");
+                if failures > 3 {
+                    consumer = None;
+                }
+                let wait = Duration::from_millis(200 * 2u64.pow(failures.min(5)));
+                tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    _ = tokio::time::sleep(wait) => {}
+                }
+            }
+        }
+    }
+}
+
+async fn open(js: &jetstream::Context, subjects: &Subjects) -> Result<jetstream::consumer::Consumer<pull::Config>, String> {
+    let stream = shared::bus::ensure_events_stream(js, subjects).await?;
+    stream
+        .get_or_create_consumer(
+            CONSUMER,
+            pull::Config {
+                durable_name: Some(CONSUMER.to_string()),
+                ack_policy: jetstream::consumer::AckPolicy::Explicit,
+                ack_wait: Duration::from_secs(60),
+                max_ack_pending: 20_000,
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(|e| e.to_string())
+}
+
+async fn fan_out_once(
+    db: &sqlx::PgPool,
+    consumer: &jetstream::consumer::Consumer<pull::Config>,
+    exec: &Executor,
+    shutdown: &shared::Shutdown,
+) -> Result<(), String> {
+    let fetch = consumer.fetch().max_messages(BATCH).expires(Duration::from_secs(1)).messages();
+    let mut msgs = tokio::select! {
+        m = fetch => m.map_err(|e| e.to_string())?,
+        _ = shutdown.cancelled() => return Ok(()),
+    };
+    let mut batch = Vec::new();
+    while let Some(m) = msgs.next().await {
+        match m {
+            Ok(m) => match parse(m) {
+                Ok(ev) => batch.push(ev),
+                Err(bad) => {
+                    tracing::error!(subject = %bad.subject, "an event in the stream is not an event; dropping it");
+                    let _ = bad.ack_with(AckKind::Term).await;
+                }
+            },
+            Err(e) => {
+                tracing::debug!(error = %e, "fetch ended early");
+                break;
+            }
+        }
+    }
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let claimed_at = Instant::now();
+    let instances: Vec<&str> = {
+        let mut v: Vec<&str> = batch.iter().map(|e| e.instance.as_str()).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let hooks = webhooks::active_for(db, &instances).await.map_err(|e| e.to_string())?;
+    let mut by_instance: HashMap<&str, Vec<&webhooks::ActiveHook>> = HashMap::new();
+    for h in &hooks {
+        by_instance.entry(h.instance_id.as_str()).or_default().push(h);
+    }
+    let mut rows = Vec::new();
+    for ev in &batch {
+        for h in by_instance.get(ev.instance.as_str()).into_iter().flatten().filter(|h| h.wants(&ev.kind)) {
+            rows.push(NewDelivery {
+                webhook_id: h.id.clone(),
+                instance_id: ev.instance.clone(),
+                event_id: ev.id.clone(),
+                event_type: ev.kind.clone(),
+            });
+        }
+    }
+    let s = exec.settings();
+    let created = deliveries::insert_claimed(db, &rows, &s.worker_id, s.lock.as_millis() as u64, s.retry_span_ms)
+        .await
+        .map_err(|e| e.to_string())?;
+    let hook_of: HashMap<&str, &webhooks::ActiveHook> = hooks.iter().map(|h| (h.id.as_str(), h)).collect();
+    let event_of: HashMap<&str, &Incoming> = batch.iter().map(|e| (e.id.as_str(), e)).collect();
+    for (id, webhook_id, event_id, retry_until) in created {
+        let (Some(h), Some(ev)) = (hook_of.get(webhook_id.as_str()), event_of.get(event_id.as_str())) else { continue };
+        let job = Job {
+            id,
+            webhook_id,
+            event_id: event_id.to_string(),
+            url: h.url.clone(),
+            secrets: secrets_of(h.secret.clone(), h.previous_secret.clone(), h.secret_rotated_at),
+            body: Bytes::copy_from_slice(&ev.msg.payload),
+            attempts: 0,
+            retry_until,
+            event_created: ev.created,
+            claimed_at,
+        };
+        exec.submit(job).await;
+    }
+    for ev in batch {
+        if let Err(e) = ev.msg.ack().await {
+            tracing::debug!(error = %e, "ack failed; the event comes again and adds nothing");
+        }
+    }
+    Ok(())
+}
