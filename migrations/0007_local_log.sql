@@ -7,8 +7,10 @@ CREATE TABLE chats (
     instance_id      TEXT NOT NULL REFERENCES instances (id) ON DELETE CASCADE,
     jid              TEXT NOT NULL,
     name             TEXT,
-    last_message_at  TIMESTAMPTZ,
+    last_message_at  TIMESTAMPTZ NOT NULL,
     unread_count     INTEGER NOT NULL DEFAULT 0,
+    -- Messages up to here count as read (the account's own newest message, or a read).
+    read_at          TIMESTAMPTZ,
     archived         BOOLEAN NOT NULL DEFAULT FALSE,
     pinned           BOOLEAN NOT NULL DEFAULT FALSE,
     muted_until      TIMESTAMPTZ,
@@ -16,7 +18,7 @@ CREATE TABLE chats (
     PRIMARY KEY (instance_id, jid)
 );
 -- GET {inst}/chats: newest last message first, keyset on (last_message_at, jid).
-CREATE INDEX chats_order_idx ON chats (instance_id, last_message_at DESC NULLS LAST, jid DESC);
+CREATE INDEX chats_order_idx ON chats (instance_id, last_message_at DESC, jid DESC);
 
 -- The message log. It grows to billions of rows, so it is partitioned from the start:
 -- by hash of the instance (every query names one instance, so each touches one

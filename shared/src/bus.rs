@@ -107,6 +107,43 @@ pub enum RpcRequest {
     Restart,
     /// Which of these numbers (digits) have an account.
     CheckNumbers { numbers: Vec<String> },
+    /// An operation on the running session (chats, contacts, block list).
+    Net { op: NetOp },
+}
+
+/// Operations the API carries to the network through the instance's running session.
+/// Drivers answer each with a JSON value (see each variant).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum NetOp {
+    /// Mark a chat read (or unread): receipts go to the senders. Answers null.
+    ReadChat { jid: String, read: bool },
+    /// Archive, pin or mute a chat (absent fields stay). Answers null.
+    ModifyChat {
+        jid: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        archived: Option<bool>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pinned: Option<bool>,
+        /// Some(None) unmutes.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        muted_until: Option<Option<chrono::DateTime<chrono::Utc>>>,
+    },
+    /// Delete a chat on the account. Answers null.
+    DeleteChat { jid: String },
+    /// The account's contacts: `[{jid, name, push_name, business}]`.
+    Contacts,
+    /// One contact: `{jid, name, push_name, business}`, or `not_found`.
+    Contact { jid: String },
+    /// A contact's profile picture: `{url}` (null when it has none).
+    ContactPicture { jid: String },
+    /// A contact's about text and, for business accounts, business profile:
+    /// `{jid, about, business_profile: {description, category, email, website, address} | null}`.
+    ContactProfile { jid: String },
+    /// Block or unblock a contact. Answers null.
+    Block { jid: String, blocked: bool },
+    /// The block list: `[jid]`.
+    Blocklist,
 }
 
 /// The worker's answer.

@@ -76,6 +76,8 @@ impl TestApi {
             addr.set_ip([127, 0, 0, 1].into());
         }
         let shutdown = Shutdown::new();
+        let mut config = config;
+        config.listen_addr = listener.local_addr().unwrap();
         let state = api::AppState::connect(config.clone(), shutdown.clone()).await.expect("api state");
         let task = tokio::spawn(api::serve(state, listener));
         TestApi { addr, config, shutdown, task: Some(task) }

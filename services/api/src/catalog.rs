@@ -98,7 +98,9 @@ pub struct ChatUpdatedEventData {
     pub archived: bool,
     pub pinned: bool,
     pub muted_until: Option<DateTime<Utc>>,
-    pub last_message_at: Option<DateTime<Utc>>,
+    pub last_message_at: DateTime<Utc>,
+    /// The chat was deleted (with its messages in the local log).
+    pub deleted: bool,
 }
 
 /// `contact.updated`: a contact's name or picture changed.

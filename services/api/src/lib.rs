@@ -7,6 +7,7 @@
 pub mod catalog;
 pub mod enqueue;
 pub mod extract;
+pub mod media_urls;
 pub mod metrics;
 pub mod middleware;
 pub mod openapi;
@@ -37,7 +38,9 @@ pub use state::AppState;
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Connects to the backends and serves until `shutdown`, then drains.
-pub async fn run(config: Config, listener: TcpListener, shutdown: Shutdown) -> anyhow::Result<()> {
+pub async fn run(mut config: Config, listener: TcpListener, shutdown: Shutdown) -> anyhow::Result<()> {
+    // The address actually bound (port 0 picks one): signed media URLs point at it.
+    config.listen_addr = listener.local_addr()?;
     let state = AppState::connect(config, shutdown).await?;
     serve(state, listener).await
 }

@@ -38,6 +38,8 @@ use utoipa::{Modify, OpenApi};
         (name = "webhooks", description = "Webhook endpoints of an instance and their delivery log. \
             Every event type, with its payload, is under `webhooks` of this description."),
         (name = "events", description = "The real-time event stream (Server-Sent Events)"),
+        (name = "chats", description = "Chats and their history from the local log; media by signed URL"),
+        (name = "contacts", description = "Contacts and the block list, from the running session"),
         (name = "actions", description = "Action-style routes (X-API-Key, instance name in the path)"),
         (name = "operation", description = "Health, identity and this description"),
     )
@@ -56,6 +58,13 @@ impl Modify for Security {
         components.add_security_scheme(
             "instance",
             bearer("An instance token, `pl_inst_...`: reaches only `/v1/instances/{id}/...` of its own instance, from its IP allow-list."),
+        );
+        components.add_security_scheme(
+            "signed_url",
+            SecurityScheme::ApiKey(ApiKey::Query(ApiKeyValue::with_description(
+                "sig",
+                "A signed media URL as the chat history hands it out: `exp` and `sig` in the query are the credential.",
+            ))),
         );
         components.add_security_scheme(
             "api_key",

@@ -25,6 +25,8 @@ pub struct Inner {
     pub fetcher: shared::fetch::GuardedClient,
     /// Batches accepted messages into shared statements.
     pub enqueuer: crate::enqueue::Enqueuer,
+    /// Signs and checks `/media/...` URLs.
+    pub media_urls: crate::media_urls::MediaUrls,
 }
 
 impl std::ops::Deref for AppState {
@@ -46,6 +48,7 @@ impl AppState {
         let redis = kv::connect(&config).context("configuring redis")?;
         let nats = bus::connect(&config, "api").await.context("connecting to nats")?;
         let admin_token = config.admin_token.clone().context("admin_token is required")?;
+        let media_urls = crate::media_urls::MediaUrls::new(&config, &admin_token);
         Ok(AppState(Arc::new(Inner {
             keys: kv::Keys::new(&config),
             subjects: bus::Subjects::new(&config),
@@ -53,6 +56,7 @@ impl AppState {
             admin_token,
             fetcher: shared::fetch::GuardedClient::new(config.allow_private_targets, std::time::Duration::from_secs(60)),
             enqueuer: crate::enqueue::Enqueuer::start(db.clone()),
+            media_urls,
             config,
             db,
             redis,

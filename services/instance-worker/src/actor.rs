@@ -9,6 +9,7 @@ use futures::StreamExt;
 use shared::bus::{RpcReply, RpcRequest, Subjects};
 use shared::config::Network;
 use shared::db::instances::InstanceState;
+use shared::db::log::Source;
 use shared::db::sessions::{self, Claim};
 use shared::ids::InstanceId;
 use shared::ErrorCode;
@@ -309,8 +310,9 @@ impl Actor {
                 }
                 Step::Continue
             }
-            // Recorded by the receive path (later milestone).
-            DriverEvent::Message { .. } | DriverEvent::Receipt { .. } | DriverEvent::History { .. } => Step::Continue,
+            DriverEvent::Message { message } => self.receive(session, vec![message], Source::Live).await,
+            DriverEvent::History { messages } => self.receive(session, messages, Source::History).await,
+            DriverEvent::Receipt { wa_message_id, status, at } => self.receipt(&wa_message_id, &status, at).await,
         }
     }
 
@@ -353,6 +355,17 @@ impl Actor {
                 Err(e) => (RpcReply::err(e.code, e.detail), Step::Continue, "logout"),
             },
             Ok(RpcRequest::Restart) => (RpcReply::Ok { value: serde_json::Value::Null }, Step::Reconnect, "restart"),
+            Ok(RpcRequest::Net { op }) => {
+                let reply = if self.state != InstanceState::Connected {
+                    RpcReply::err(ErrorCode::InstanceNotConnected, "the instance is not connected")
+                } else {
+                    match session.net(&op).await {
+                        Ok(value) => RpcReply::Ok { value },
+                        Err(e) => RpcReply::err(e.code, e.detail),
+                    }
+                };
+                (reply, Step::Continue, "net")
+            }
             Ok(RpcRequest::CheckNumbers { numbers }) => {
                 let reply = if self.state != InstanceState::Connected {
                     RpcReply::err(ErrorCode::InstanceNotConnected, "the instance is not connected")

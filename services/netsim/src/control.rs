@@ -30,6 +30,13 @@ pub fn router() -> Router<App> {
             "/control/phones/{number}/unblock",
             post(|State(app): State<App>, Path(n): Path<String>, ValidatedJson(b): ValidatedJson<BlockIn>| set_blocked(app, n, b, false)),
         )
+        .route("/control/phones/{number}/profile", axum::routing::patch(set_profile))
+        .route("/control/phones/{number}/contacts", post(add_contact))
+        .route("/control/phones/{number}/state", get(phone_state))
+        .route("/control/phones/{number}/resync", post(resync))
+        .route("/control/media/{id}/expire", post(expire_media))
+        .route("/media/{id}", get(media))
+        .route("/pictures/{number}", get(picture))
         .route("/control/calls", get(calls))
         .route("/control/scan", post(scan))
         .route("/control/enter-code", post(enter_code))
@@ -42,6 +49,7 @@ fn err(e: NetError) -> ApiError {
         NetError::NoAccount | NetError::NotFound | NetError::UnknownCode => ApiError::new(ErrorCode::NotFound, e.to_string()),
         NetError::Banned => ApiError::new(ErrorCode::InstanceBanned, e.to_string()),
         NetError::Exists => ApiError::new(ErrorCode::Conflict, e.to_string()),
+        NetError::Blocked => ApiError::new(ErrorCode::Forbidden, e.to_string()),
         NetError::Invalid(m) => ApiError::validation(m),
     }
 }
@@ -75,6 +83,9 @@ struct PhoneSendIn {
     kind: String,
     #[serde(default)]
     body: Value,
+    /// Media the message carries (base64); netsim keeps it at `/media/{id}`.
+    #[serde(default)]
+    media: Option<crate::model::MediaIn>,
 }
 
 fn text_kind() -> String {
@@ -86,8 +97,18 @@ async fn phone_send(
     Path(number): Path<String>,
     ValidatedJson(b): ValidatedJson<PhoneSendIn>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let id = app.net.phone_send(&number, &b.to, &b.kind, b.text, b.body).map_err(err)?;
-    Ok((StatusCode::CREATED, Json(json!({ "id": id }))))
+    let mut body = b.body;
+    let mut media_id = None;
+    if let Some(m) = &b.media {
+        if !body.is_object() {
+            body = json!({});
+        }
+        let desc = app.net.store_media(m).map_err(err)?;
+        media_id = desc["url"].as_str().and_then(|u| u.strip_prefix("/media/")).map(str::to_string);
+        body["media"] = desc;
+    }
+    let id = app.net.phone_send(&number, &b.to, &b.kind, b.text, body).map_err(err)?;
+    Ok((StatusCode::CREATED, Json(json!({ "id": id, "media_id": media_id }))))
 }
 
 async fn inbox(State(app): State<App>, Path(number): Path<String>) -> Result<Json<Value>, ApiError> {
@@ -178,4 +199,61 @@ async fn set_faults(State(app): State<App>, ValidatedJson(f): ValidatedJson<Faul
 async fn stats(State(app): State<App>) -> Json<Value> {
     let (accounts, linked, online, conns) = app.net.stats();
     Json(json!({ "accounts": accounts, "linked_devices": linked, "online_sessions": online, "connections": conns }))
+}
+
+async fn set_profile(
+    State(app): State<App>,
+    Path(number): Path<String>,
+    ValidatedJson(b): ValidatedJson<crate::model::ProfileIn>,
+) -> Result<Json<Value>, ApiError> {
+    app.net.set_profile(&number, b).map_err(err)?;
+    Ok(Json(json!({ "updated": true })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ContactIn {
+    number: String,
+    #[serde(default)]
+    name: Option<String>,
+}
+
+async fn add_contact(State(app): State<App>, Path(number): Path<String>, ValidatedJson(b): ValidatedJson<ContactIn>) -> Result<Json<Value>, ApiError> {
+    app.net.add_contact(&number, &b.number, b.name).map_err(err)?;
+    Ok(Json(json!({ "saved": true })))
+}
+
+/// What the account's linked devices set: chat settings, block list, read messages.
+async fn phone_state(State(app): State<App>, Path(number): Path<String>) -> Result<Json<Value>, ApiError> {
+    app.net.phone_state(&number).map(Json).ok_or_else(|| err(NetError::NoAccount))
+}
+
+/// Sends the account's history sync to its online devices again.
+async fn resync(State(app): State<App>, Path(number): Path<String>) -> Result<Json<Value>, ApiError> {
+    let n = app.net.resync(&number).map_err(err)?;
+    Ok(Json(json!({ "devices": n })))
+}
+
+/// The network forgets a media's bytes: downloading it gives 410 from now on.
+async fn expire_media(State(app): State<App>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    app.net.expire_media(&id).map_err(err)?;
+    Ok(Json(json!({ "expired": true })))
+}
+
+/// Media for linked devices: 410 once expired.
+async fn media(State(app): State<App>, Path(id): Path<String>) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    match app.net.media(&id) {
+        None => ApiError::new(ErrorCode::NotFound, "no such media").into_response(),
+        Some(None) => ApiError::new(ErrorCode::MediaUnavailable, "the media expired").into_response(),
+        Some(Some((mime, data))) => ([(axum::http::header::CONTENT_TYPE, mime)], data).into_response(),
+    }
+}
+
+async fn picture(State(app): State<App>, Path(number): Path<String>) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    match app.net.picture(&number) {
+        None => ApiError::new(ErrorCode::NotFound, "no picture").into_response(),
+        Some((mime, data)) => ([(axum::http::header::CONTENT_TYPE, mime)], data).into_response(),
+    }
 }

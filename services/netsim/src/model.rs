@@ -55,6 +55,14 @@ struct Phone {
     pending: Vec<ServerEv>,
     /// Numbers this account blocked: their messages are refused (`forbidden`).
     blocked: HashSet<String>,
+    /// Profile: display name, about text, business profile, picture (mime, bytes).
+    profile: ops::Profile,
+    /// Saved contacts: number -> the name saved for it.
+    contacts: std::collections::BTreeMap<String, Option<String>>,
+    /// Chat settings per other party (archive, pin, mute, read state, deleted).
+    chats: HashMap<String, ops::ChatState>,
+    /// Ids of received messages this account read (a read receipt went out).
+    read: HashSet<String>,
 }
 
 #[derive(Debug)]
@@ -99,6 +107,8 @@ struct State {
     /// Online sessions -> their connection.
     online: HashMap<String, ConnId>,
     calls: Vec<CallRecord>,
+    /// Media carried by messages, served at `/media/{id}` until expired.
+    media: HashMap<String, ops::Blob>,
     faults: Faults,
     next_conn: ConnId,
 }
@@ -116,6 +126,8 @@ pub enum NetError {
     Exists,
     #[error("not found")]
     NotFound,
+    #[error("the recipient blocked this number")]
+    Blocked,
     #[error("invalid: {0}")]
     Invalid(&'static str),
 }
@@ -241,12 +253,18 @@ impl State {
         self.devices.insert(session.clone(), number.to_string());
         self.online.insert(session.clone(), conn);
         self.send_to(conn, ServerEv::Paired { session: session.clone(), phone: number.to_string(), business });
+        let history = self.history(number);
+        self.send_to(conn, ServerEv::History { messages: history });
+        Ok(session)
+    }
+
+    /// The account's recent messages, oldest first (what a history sync carries).
+    fn history(&self, number: &str) -> Vec<SimMessage> {
         let phone = &self.phones[number];
         let mut history: Vec<SimMessage> = phone.inbox.iter().chain(phone.sent.iter()).cloned().collect();
         history.sort_by_key(|m| m.timestamp);
         let skip = history.len().saturating_sub(HISTORY_LIMIT);
-        self.send_to(conn, ServerEv::History { messages: history.split_off(skip) });
-        Ok(session)
+        history.split_off(skip)
     }
 }
 
@@ -319,6 +337,9 @@ impl Net {
         let mut s = self.lock();
         if !s.phones.contains_key(from) || !s.phones.contains_key(to) {
             return Err(NetError::NoAccount);
+        }
+        if s.phones[to].blocked.contains(from) {
+            return Err(NetError::Blocked);
         }
         let msg = SimMessage {
             id: format!("SIM{}", Alphanumeric.sample_string(&mut rand::thread_rng(), 20).to_ascii_uppercase()),
@@ -402,6 +423,9 @@ impl Net {
         let mut s = self.lock();
         if !s.phones.contains_key(from) || !s.phones.contains_key(to) {
             return Err(NetError::NoAccount);
+        }
+        if s.phones[to].blocked.contains(from) {
+            return Err(NetError::Blocked);
         }
         let id = format!("CALL{}", Alphanumeric.sample_string(&mut rand::thread_rng(), 16).to_ascii_uppercase());
         let online = s.devices.iter().any(|(k, n)| n == to && s.online.contains_key(k));
@@ -641,6 +665,9 @@ impl Net {
         (s.phones.len(), s.devices.len(), s.online.len(), s.conns.len())
     }
 }
+
+mod ops;
+pub use ops::{MediaIn, ProfileIn};
 
 #[cfg(test)]
 mod tests;

@@ -83,5 +83,6 @@ fn handle_op(app: &App, conn: u64, op: ClientOp) {
         ClientOp::Logout { req } => app.net.device_logout(conn, req),
         ClientOp::RejectCall { req, call_id, message } => app.net.reject_call(conn, req, &call_id, message),
         ClientOp::CheckNumbers { req, numbers } => app.net.check_numbers(conn, req, &numbers),
+        ClientOp::Net { req, call } => app.net.net_op(conn, req, call),
     }
 }

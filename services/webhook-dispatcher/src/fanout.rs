@@ -66,9 +66,9 @@ pub async fn run(db: sqlx::PgPool, js: jetstream::Context, subjects: Subjects, e
             Err(e) => {
                 failures += 1;
                 tracing::warn!(error = %e, "webhook fan-out failed; retrying");
-                if failures > 3 {
-                    consumer = None;
-                }
+                // Open the consumer again: after a NATS restart the old one's pull
+                // requests are gone.
+                consumer = None;
                 let wait = Duration::from_millis(200 * 2u64.pow(failures.min(5)));
                 tokio::select! {
                     _ = shutdown.cancelled() => return,
@@ -108,7 +108,19 @@ async fn fan_out_once(
         _ = shutdown.cancelled() => return Ok(()),
     };
     let mut batch = Vec::new();
-    while let Some(m) = msgs.next().await {
+    // A pull request the server lost (it restarted) never ends on its own: give up on it
+    // well after its expiry and start over.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    let mut stalled = false;
+    loop {
+        let m = match tokio::time::timeout_at(deadline, msgs.next()).await {
+            Ok(Some(m)) => m,
+            Ok(None) => break,
+            Err(_) => {
+                stalled = true;
+                break;
+            }
+        };
         match m {
             Ok(m) => match parse(m) {
                 Ok(ev) => batch.push(ev),
@@ -124,7 +136,7 @@ async fn fan_out_once(
         }
     }
     if batch.is_empty() {
-        return Ok(());
+        return if stalled { Err("the fetch stalled".into()) } else { Ok(()) };
     }
     let claimed_at = Instant::now();
     let instances: Vec<&str> = {
@@ -175,6 +187,9 @@ async fn fan_out_once(
         if let Err(e) = ev.msg.ack().await {
             tracing::debug!(error = %e, "ack failed; the event comes again and adds nothing");
         }
+    }
+    if stalled {
+        return Err("the fetch stalled".into());
     }
     Ok(())
 }

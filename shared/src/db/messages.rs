@@ -273,6 +273,10 @@ pub async fn finish(
         return Ok(None);
     };
     outbox::insert(&mut *tx, instance, event, serde_json::to_value(row.view()).expect("serializes")).await?;
+    if row.status == "sent" {
+        let at = row.sent_at.unwrap_or_else(Utc::now);
+        crate::db::log::record_sent(&mut tx, &row, at).await?;
+    }
     tx.commit().await?;
     Ok(Some(row))
 }
@@ -317,30 +321,53 @@ pub struct MediaRow {
     pub data: Vec<u8>,
 }
 
-pub async fn insert_media(
+/// Stores media for `instance` and returns its id with the `media` descriptor messages
+/// carry (`id`, `mime_type`, `filename`, `size`, `sha256`). `data: None` records media
+/// the network no longer had: it is `expired` and serving it is 410 `media_unavailable`.
+pub async fn store_media(
     db: impl PgExecutor<'_>,
     instance: &InstanceId,
     mime_type: &str,
     filename: Option<&str>,
-    data: &[u8],
-    sha256: &str,
-) -> Result<MediaId, sqlx::Error> {
+    data: Option<&[u8]>,
+) -> Result<(MediaId, serde_json::Value), sqlx::Error> {
+    use sha2::{Digest, Sha256};
     let id = MediaId::new();
-    sqlx::query("INSERT INTO media (id, instance_id, mime_type, filename, size, sha256, data) VALUES ($1, $2, $3, $4, $5, $6, $7)")
-        .bind(&id)
-        .bind(instance)
-        .bind(mime_type)
-        .bind(filename)
-        .bind(data.len() as i64)
-        .bind(sha256)
-        .bind(data)
-        .execute(db)
-        .await?;
-    Ok(id)
+    let sha = data.map(|d| hex::encode(Sha256::digest(d))).unwrap_or_default();
+    let size = data.map_or(0, |d| d.len() as i64);
+    sqlx::query(
+        "INSERT INTO media (id, instance_id, mime_type, filename, size, sha256, data, expired) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .bind(&id)
+    .bind(instance)
+    .bind(mime_type)
+    .bind(filename)
+    .bind(size)
+    .bind(&sha)
+    .bind(data)
+    .bind(data.is_none())
+    .execute(db)
+    .await?;
+    let mut desc = serde_json::json!({ "id": id, "mime_type": mime_type, "filename": filename, "size": size, "sha256": sha });
+    if data.is_none() {
+        desc["expired"] = serde_json::Value::Bool(true);
+    }
+    Ok((id, desc))
+}
+
+/// Media as `/media/...` serves it: (mime type, filename, bytes; `None` once expired).
+pub async fn media_for_serving(
+    db: impl PgExecutor<'_>,
+    id: &str,
+) -> Result<Option<(String, Option<String>, Option<Vec<u8>>)>, sqlx::Error> {
+    sqlx::query_as("SELECT mime_type, filename, CASE WHEN expired THEN NULL ELSE data END FROM media WHERE id = $1")
+        .bind(id)
+        .fetch_optional(db)
+        .await
 }
 
 pub async fn get_media(db: impl PgExecutor<'_>, id: &str) -> Result<Option<MediaRow>, sqlx::Error> {
-    sqlx::query_as("SELECT id, mime_type, filename, size, sha256, data FROM media WHERE id = $1")
+    sqlx::query_as("SELECT id, mime_type, filename, size, sha256, COALESCE(data, ''::bytea) AS data FROM media WHERE id = $1")
         .bind(id)
         .fetch_optional(db)
         .await

@@ -3,6 +3,7 @@
 
 pub mod deliveries;
 pub mod instances;
+pub mod log;
 pub mod messages;
 pub mod number_checks;
 pub mod outbox;

@@ -37,6 +37,8 @@ fn fill(path: &str, t: &Target) -> String {
     path.replace("{id}", t.id).replace("{instanceName}", t.name).replace("{msg_id}", "msg_00000000000000000000000000000000")
         .replace("{webhook_id}", "wh_00000000000000000000000000000000")
         .replace("{delivery_id}", "dlv_00000000000000000000000000000000")
+        .replace("{jid}", "5511999990001")
+        .replace("{media_id}", "med_00000000000000000000000000000000")
 }
 
 async fn call(client: &Client, op: &Op, t: &Target<'_>) -> harness::Resp {
@@ -71,7 +73,8 @@ async fn every_route_enforces_its_tokens() {
     let bad = api.client(Some("pl_inst_notarealtokennotarealtokennotarealtoken1".into()));
     let bad_admin = api.client(Some("pl_admin_notthetokennotthetokennotthetoken".into()));
 
-    for op in operations() {
+    // Signed media URLs carry their own credential (tested in chats::media_urls).
+    for op in operations().into_iter().filter(|op| op.schemes != ["signed_url"]) {
         let what = format!("{} {}", op.method, op.path);
         let by_name = op.path.contains("{instanceName}");
         let per_instance = op.path.contains("{id}") || by_name;

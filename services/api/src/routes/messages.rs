@@ -10,7 +10,6 @@ use axum::Json;
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use shared::db::instances::{self, InstanceState};
 use shared::db::messages::{self, MessageRow, NewMessage, Queued};
 use shared::error::ErrorBody;
@@ -167,12 +166,9 @@ pub async fn queue(
                 (data, mime, name)
             }
         };
-        let sha = hex::encode(Sha256::digest(&data));
-        let media_id = messages::insert_media(&state.db, id, &mime_type, filename.as_deref(), &data, &sha).await?;
-        content["media"] = serde_json::json!({
-            "id": media_id, "mime_type": mime_type, "filename": filename, "size": data.len(), "sha256": sha,
-        });
-        media_sha = Some(sha);
+        let (_, desc) = messages::store_media(&state.db, id, &mime_type, filename.as_deref(), Some(&data)).await?;
+        media_sha = desc["sha256"].as_str().map(str::to_string);
+        content["media"] = desc;
     }
     let hash = message::content_hash(&v, media_sha.as_deref());
     let msg_id = MessageId::new();

@@ -2,10 +2,13 @@
 
 pub mod action_send;
 pub mod actions;
+pub mod chats;
+pub mod contacts;
 pub mod events;
 pub mod health;
 pub mod instances;
 pub mod me;
+pub mod media;
 pub mod messages;
 pub mod numbers;
 pub mod openapi;
@@ -33,6 +36,9 @@ pub fn all() -> OpenApiRouter<AppState> {
         .merge(numbers::router())
         .merge(webhooks::router())
         .merge(events::router())
+        .merge(chats::router())
+        .merge(contacts::router())
+        .merge(media::router())
         .merge(health::router())
         .merge(openapi::router())
 }

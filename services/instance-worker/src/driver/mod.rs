@@ -32,10 +32,28 @@ pub enum DriverEvent {
     Closed { reason: String },
     /// An incoming voice call.
     Call { call_id: String, from: String },
-    /// Messages, receipts and history: recorded by the receive path (later milestone).
-    Message { id: String, from_me: bool },
-    Receipt { id: String, status: String },
-    History { count: usize },
+    /// A message for the account, or sent from its phone (`from_me`).
+    Message { message: Incoming },
+    /// A receipt (`delivered`, `read`) for a message the account sent.
+    Receipt { wa_message_id: String, status: String, at: DateTime<Utc> },
+    /// Recent messages, synced after linking (and possibly again later).
+    History { messages: Vec<Incoming> },
+}
+
+/// A message from the network, with its media still on the network.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Incoming {
+    pub message: shared::db::log::Received,
+    pub media: Option<RemoteMedia>,
+}
+
+/// Media a message refers to, to download from the network.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RemoteMedia {
+    /// Where the driver fetches it (opaque to the worker).
+    pub locator: String,
+    pub mime_type: String,
+    pub filename: Option<String>,
 }
 
 /// A failed driver request, in the terms of the error table.
@@ -105,6 +123,10 @@ pub trait Session: Send + Sync {
     async fn logout(&self) -> Result<(), DriverError>;
     /// Which numbers have an account: `{number, exists, jid?}` each, in order.
     async fn check_numbers(&self, numbers: &[String]) -> Result<Vec<serde_json::Value>, DriverError>;
+    /// An operation on chats, contacts or the block list (see `NetOp` for its answer).
+    async fn net(&self, op: &shared::bus::NetOp) -> Result<serde_json::Value, DriverError>;
+    /// Downloads received media; `media_unavailable` once the network no longer has it.
+    async fn download(&self, media: &RemoteMedia) -> Result<Vec<u8>, DriverError>;
     /// Rejects a call, texting the caller `message` when given.
     async fn reject_call(&self, call_id: &str, message: Option<String>) -> Result<(), DriverError>;
     /// Closes the connection (the device stays linked).

@@ -15,6 +15,8 @@ use super::{Driver, DriverError, DriverEvent, Session};
 
 pub struct SimDriver {
     url: String,
+    /// netsim's HTTP address (media and pictures are relative to it).
+    base: url::Url,
     /// How long a request to netsim may take before `worker_timeout`.
     timeout: Duration,
 }
@@ -25,7 +27,7 @@ impl SimDriver {
         let mut u = base.clone();
         let _ = u.set_scheme(if base.scheme() == "https" { "wss" } else { "ws" });
         u.set_path("/session");
-        SimDriver { url: u.to_string(), timeout }
+        SimDriver { url: u.to_string(), base: base.clone(), timeout }
     }
 }
 
@@ -33,6 +35,9 @@ type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<ServerEv>>>>;
 
 struct SimSession {
     timeout: Duration,
+    base: url::Url,
+    /// Downloads media from netsim.
+    http: reqwest::Client,
     out: mpsc::UnboundedSender<ClientOp>,
     pending: Pending,
     next: AtomicU64,
@@ -91,6 +96,8 @@ impl Driver for SimDriver {
         let reader_closer = closer.clone();
         tokio::spawn(async move {
             let mut reason = "connection closed".to_string();
+            // The account's number, to tell its own messages in a history sync.
+            let mut me = String::new();
             loop {
                 let frame = tokio::select! {
                     _ = reader_closer.cancelled() => { reason = "closed by us".into(); break }
@@ -115,15 +122,29 @@ impl Driver for SimDriver {
                     }
                     ServerEv::Qr { code, expires_at } => DriverEvent::Qr { code, expires_at },
                     ServerEv::Paired { session, phone, business } => {
+                        me = phone.clone();
                         DriverEvent::Paired { credentials: serde_json::json!({ "session": session }), phone, business }
                     }
-                    ServerEv::Connected { phone, business } => DriverEvent::Connected { phone, business },
+                    ServerEv::Connected { phone, business } => {
+                        me = phone.clone();
+                        DriverEvent::Connected { phone, business }
+                    }
                     ServerEv::LoggedOut => DriverEvent::LoggedOut,
                     ServerEv::Banned => DriverEvent::Banned,
                     ServerEv::Replaced => DriverEvent::Replaced,
-                    ServerEv::Message { message, from_me } => DriverEvent::Message { id: message.id, from_me },
-                    ServerEv::Receipt { id, status, .. } => DriverEvent::Receipt { id, status },
-                    ServerEv::History { messages } => DriverEvent::History { count: messages.len() },
+                    ServerEv::Message { message, from_me } => DriverEvent::Message { message: incoming(message, from_me) },
+                    ServerEv::Receipt { id, status, timestamp, .. } => {
+                        DriverEvent::Receipt { wa_message_id: id, status, at: timestamp }
+                    }
+                    ServerEv::History { messages } => DriverEvent::History {
+                        messages: messages
+                            .into_iter()
+                            .map(|m| {
+                                let from_me = m.from == me;
+                                incoming(m, from_me)
+                            })
+                            .collect(),
+                    },
                     ServerEv::Call { call_id, from } => DriverEvent::Call { call_id, from },
                 };
                 if ev_tx.send(out).await.is_err() {
@@ -133,8 +154,49 @@ impl Driver for SimDriver {
             reader_closer.cancel();
             let _ = ev_tx.send(DriverEvent::Closed { reason }).await;
         });
-        let session = SimSession { timeout: self.timeout, out: out_tx, pending, next: AtomicU64::new(1), closer };
+        let http = reqwest::Client::builder().timeout(Duration::from_secs(60)).no_proxy().build().expect("http client builds");
+        let session = SimSession { timeout: self.timeout, base: self.base.clone(), http, out: out_tx, pending, next: AtomicU64::new(1), closer };
         Ok((Box::new(session), ev_rx))
+    }
+}
+
+/// A number's JID on the network.
+fn jid(number: &str) -> String {
+    format!("{number}@s.whatsapp.net")
+}
+
+/// A simulated message as the log keeps it: the chat is the other party; the content is
+/// the body with the text in it; media stays on netsim until downloaded.
+pub fn incoming(m: shared::simproto::SimMessage, from_me: bool) -> super::Incoming {
+    let mut content = match m.body {
+        serde_json::Value::Object(o) => serde_json::Value::Object(o),
+        _ => serde_json::json!({}),
+    };
+    if let Some(t) = m.text {
+        let key = if m.kind == "text" { "text" } else { "caption" };
+        if content.get(key).is_none() {
+            content[key] = serde_json::Value::String(t);
+        }
+    }
+    let media = content.get("media").and_then(|md| {
+        Some(super::RemoteMedia {
+            locator: md.get("url")?.as_str()?.to_string(),
+            mime_type: md.get("mime_type").and_then(|v| v.as_str()).unwrap_or("application/octet-stream").to_string(),
+            filename: md.get("filename").and_then(|v| v.as_str()).map(str::to_string),
+        })
+    });
+    let chat = if from_me { &m.to } else { &m.from };
+    super::Incoming {
+        message: shared::db::log::Received {
+            wa_message_id: m.id,
+            chat_jid: jid(chat),
+            from_jid: jid(&m.from),
+            from_me,
+            kind: m.kind,
+            content,
+            ts: m.timestamp,
+        },
+        media,
     }
 }
 
@@ -209,6 +271,27 @@ impl Session for SimSession {
 
     async fn logout(&self) -> Result<(), DriverError> {
         self.request(|req| ClientOp::Logout { req }).await.map(|_| ())
+    }
+
+    async fn net(&self, op: &shared::bus::NetOp) -> Result<serde_json::Value, DriverError> {
+        let op = op.clone();
+        let mut v = self.request(|req| ClientOp::Net { req, call: op }).await?;
+        // Pictures are served by netsim: make their address absolute.
+        if let Some(u) = v.get("url").and_then(|u| u.as_str()).and_then(|u| self.base.join(u).ok()) {
+            v["url"] = serde_json::Value::String(u.to_string());
+        }
+        Ok(v)
+    }
+
+    async fn download(&self, media: &super::RemoteMedia) -> Result<Vec<u8>, DriverError> {
+        let failed = |e: String| DriverError::new(ErrorCode::WorkerError, format!("downloading media: {e}"));
+        let url = self.base.join(&media.locator).map_err(|e| failed(e.to_string()))?;
+        let res = self.http.get(url).send().await.map_err(|e| failed(e.without_url().to_string()))?;
+        match res.status().as_u16() {
+            200 => Ok(res.bytes().await.map_err(|e| failed(e.without_url().to_string()))?.to_vec()),
+            404 | 410 => Err(DriverError::new(ErrorCode::MediaUnavailable, "the network no longer has this media")),
+            s => Err(failed(format!("status {s}"))),
+        }
     }
 
     async fn reject_call(&self, call_id: &str, message: Option<String>) -> Result<(), DriverError> {

@@ -1,0 +1,378 @@
+//! `{inst}/chats`: chats and their history from the local log, without asking the
+//! network; changes to a chat (archive, pin, mute, read, delete) go to the network
+//! through the instance's worker first and are recorded once it accepted them.
+//! `{jid}` is a JID or a phone number with country code.
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use base64::Engine;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use shared::bus::{NetOp, RpcRequest};
+use shared::db::log::{self, ChatChange, ChatRow, LogRow};
+use shared::error::ErrorBody;
+use shared::ids::{InstanceId, MessageId};
+use shared::ApiError;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::extract::{InstanceAccess, ValidatedJson};
+use crate::state::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(get_one, patch, delete))
+        .routes(routes!(history))
+        .routes(routes!(read))
+}
+
+/// A chat.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ChatOut {
+    pub jid: String,
+    pub name: Option<String>,
+    pub last_message_at: DateTime<Utc>,
+    pub unread_count: i32,
+    pub archived: bool,
+    pub pinned: bool,
+    pub muted_until: Option<DateTime<Utc>>,
+}
+
+impl From<ChatRow> for ChatOut {
+    fn from(r: ChatRow) -> Self {
+        ChatOut {
+            jid: r.jid,
+            name: r.name,
+            last_message_at: r.last_message_at,
+            unread_count: r.unread_count,
+            archived: r.archived,
+            pinned: r.pinned,
+            muted_until: r.muted_until,
+        }
+    }
+}
+
+/// A page of chats.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ChatListOut {
+    pub chats: Vec<ChatOut>,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// A message in the log (sent or received).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct LogMessageOut {
+    pub id: MessageId,
+    pub wa_message_id: String,
+    pub chat_jid: String,
+    pub from_jid: String,
+    pub from_me: bool,
+    /// A message type of `POST {inst}/messages`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The content as `POST {inst}/messages` takes it; `media` carries `id`, `mime_type`,
+    /// `size` and a signed `url` (valid 1 h), or `expired: true`.
+    pub content: serde_json::Value,
+    /// Outgoing messages: `sent`, `delivered` or `read`.
+    pub status: Option<String>,
+    /// `live`, `history` (synced at pairing) or `queue` (sent through `POST messages`).
+    pub source: String,
+    pub timestamp: DateTime<Utc>,
+}
+
+/// A page of a chat's messages.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct MessagePageOut {
+    pub messages: Vec<LogMessageOut>,
+    /// Pass as `cursor` for the next (older) page; absent on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// `limit` and `cursor` of the chat routes.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PageQuery {
+    /// Page size, 1 to 200 (default 50).
+    pub limit: Option<u32>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// Body of `PATCH {inst}/chats/{jid}`: absent fields stay.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChatPatch {
+    pub archived: Option<bool>,
+    pub pinned: Option<bool>,
+    /// Mute until then; `null` unmutes.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<DateTime<Utc>>)]
+    pub muted_until: Option<Option<DateTime<Utc>>>,
+    /// `true` marks the chat read (read receipts go to the senders), `false` unread.
+    pub read: Option<bool>,
+}
+
+/// A present field, even `null`, is `Some`.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<DateTime<Utc>>>, D::Error> {
+    Option::<DateTime<Utc>>::deserialize(d).map(Some)
+}
+
+fn jid_of(raw: &str) -> Result<String, ApiError> {
+    shared::message::normalize_jid(raw).map_err(|_| ApiError::validation("the chat must be a JID or a phone number with country code"))
+}
+
+fn b64(s: String) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s)
+}
+
+fn unb64(c: &str) -> Result<String, ApiError> {
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(c).map_err(|_| ApiError::validation("invalid cursor"))?;
+    String::from_utf8(raw).map_err(|_| ApiError::validation("invalid cursor"))
+}
+
+/// A cursor is bound to its list: another instance's or chat's is refused.
+fn decode_chat_cursor(c: &str, inst: &InstanceId) -> Result<(DateTime<Utc>, String), ApiError> {
+    let bad = || ApiError::validation("invalid cursor");
+    let s = unb64(c)?;
+    let mut parts = s.splitn(4, '|');
+    match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some("c1"), Some(i), Some(ts), Some(jid)) if i == inst.as_str() => {
+            Ok((DateTime::parse_from_rfc3339(ts).map_err(|_| bad())?.with_timezone(&Utc), jid.to_string()))
+        }
+        _ => Err(bad()),
+    }
+}
+
+fn decode_message_cursor(c: &str, inst: &InstanceId, jid: &str) -> Result<(DateTime<Utc>, MessageId), ApiError> {
+    let bad = || ApiError::validation("invalid cursor");
+    let s = unb64(c)?;
+    let mut parts = s.splitn(5, '|');
+    match (parts.next(), parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some("m1"), Some(i), Some(j), Some(ts), Some(id)) if i == inst.as_str() && j == jid => Ok((
+            DateTime::parse_from_rfc3339(ts).map_err(|_| bad())?.with_timezone(&Utc),
+            MessageId::parse(id).map_err(|_| bad())?,
+        )),
+        _ => Err(bad()),
+    }
+}
+
+fn ts(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true)
+}
+
+/// Adds a signed `url` to media the log holds.
+fn with_media_url(state: &AppState, mut content: serde_json::Value, now: DateTime<Utc>) -> serde_json::Value {
+    if let Some(media) = content.get_mut("media").and_then(|m| m.as_object_mut()) {
+        let expired = media.get("expired").and_then(|e| e.as_bool()).unwrap_or(false);
+        if let (Some(id), false) = (media.get("id").and_then(|i| i.as_str()).map(str::to_string), expired) {
+            if let Some(url) = state.media_urls.sign(&id, now) {
+                media.insert("url".into(), serde_json::Value::String(url));
+            }
+        }
+    }
+    content
+}
+
+fn message_out(state: &AppState, r: LogRow, now: DateTime<Utc>) -> LogMessageOut {
+    LogMessageOut {
+        content: with_media_url(state, r.content, now),
+        id: r.id,
+        wa_message_id: r.wa_message_id,
+        chat_jid: r.chat_jid,
+        from_jid: r.from_jid,
+        from_me: r.from_me,
+        kind: r.kind,
+        status: r.status,
+        source: r.source,
+        timestamp: r.ts,
+    }
+}
+
+/// The instance's chats, newest last message first.
+#[utoipa::path(get, path = "/v1/instances/{id}/chats", tag = "chats",
+    params(("id" = InstanceId, Path, description = "instance id"), PageQuery),
+    responses(
+        (status = 200, description = "a page of chats", body = ChatListOut),
+        (status = 400, description = "`validation_failed`: bad limit, or a cursor that is not this list's", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn list(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+    Query(q): Query<PageQuery>,
+) -> Result<Json<ChatListOut>, ApiError> {
+    let limit = crate::pagination::limit(q.limit, 50, 200)?;
+    let after = q.cursor.as_deref().map(|c| decode_chat_cursor(c, &id)).transpose()?;
+    shared::db::instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
+    let mut rows = log::chats(&state.db, &id, after.as_ref().map(|(t, j)| (*t, j.as_str())), i64::from(limit) + 1).await?;
+    let next_cursor = if rows.len() > limit as usize {
+        rows.truncate(limit as usize);
+        rows.last().map(|r| b64(format!("c1|{id}|{}|{}", ts(r.last_message_at), r.jid)))
+    } else {
+        None
+    };
+    Ok(Json(ChatListOut { chats: rows.into_iter().map(Into::into).collect(), next_cursor }))
+}
+
+/// A chat.
+#[utoipa::path(get, path = "/v1/instances/{id}/chats/{jid}", tag = "chats",
+    params(("id" = InstanceId, Path, description = "instance id"), ("jid" = String, Path, description = "JID or phone number")),
+    responses(
+        (status = 200, description = "the chat", body = ChatOut),
+        (status = 400, description = "`validation_failed`: not a JID or number", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such chat in the log", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn get_one(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+    Path(ids): Path<(String, String)>,
+) -> Result<Json<ChatOut>, ApiError> {
+    let jid = jid_of(&ids.1)?;
+    let row = log::chat(&state.db, &id, &jid).await?.ok_or_else(|| ApiError::not_found("chat"))?;
+    Ok(Json(row.into()))
+}
+
+/// Archive, pin, mute or mark a chat read/unread, on the network first.
+#[utoipa::path(patch, path = "/v1/instances/{id}/chats/{jid}", tag = "chats",
+    params(("id" = InstanceId, Path, description = "instance id"), ("jid" = String, Path, description = "JID or phone number")),
+    request_body = ChatPatch,
+    responses(
+        (status = 200, description = "the chat", body = ChatOut),
+        (status = 400, description = "`validation_failed`", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such chat in the log", body = ErrorBody),
+        (status = 409, description = "`instance_not_connected`: the session is not running", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn patch(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+    Path(ids): Path<(String, String)>,
+    ValidatedJson(p): ValidatedJson<ChatPatch>,
+) -> Result<Json<ChatOut>, ApiError> {
+    let jid = jid_of(&ids.1)?;
+    log::chat(&state.db, &id, &jid).await?.ok_or_else(|| ApiError::not_found("chat"))?;
+    if p.archived.is_some() || p.pinned.is_some() || p.muted_until.is_some() {
+        let op = NetOp::ModifyChat { jid: jid.clone(), archived: p.archived, pinned: p.pinned, muted_until: p.muted_until };
+        crate::rpc::call(&state, &id, RpcRequest::Net { op }).await?;
+    }
+    if let Some(read) = p.read {
+        crate::rpc::call(&state, &id, RpcRequest::Net { op: NetOp::ReadChat { jid: jid.clone(), read } }).await?;
+    }
+    let change = ChatChange { archived: p.archived, pinned: p.pinned, muted_until: p.muted_until, read: p.read };
+    let row = log::update_chat(&state.db, &id, &jid, &change).await?.ok_or_else(|| ApiError::not_found("chat"))?;
+    Ok(Json(row.into()))
+}
+
+/// Delete a chat on the network, and its messages from the log.
+#[utoipa::path(delete, path = "/v1/instances/{id}/chats/{jid}", tag = "chats",
+    params(("id" = InstanceId, Path, description = "instance id"), ("jid" = String, Path, description = "JID or phone number")),
+    responses(
+        (status = 204, description = "deleted"),
+        (status = 400, description = "`validation_failed`", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such chat in the log", body = ErrorBody),
+        (status = 409, description = "`instance_not_connected`", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn delete(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+    Path(ids): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    let jid = jid_of(&ids.1)?;
+    log::chat(&state.db, &id, &jid).await?.ok_or_else(|| ApiError::not_found("chat"))?;
+    crate::rpc::call(&state, &id, RpcRequest::Net { op: NetOp::DeleteChat { jid: jid.clone() } }).await?;
+    log::delete_chat(&state.db, &id, &jid).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Mark a chat read: read receipts go to the senders; unread becomes 0.
+#[utoipa::path(post, path = "/v1/instances/{id}/chats/{jid}/read", tag = "chats",
+    params(("id" = InstanceId, Path, description = "instance id"), ("jid" = String, Path, description = "JID or phone number")),
+    responses(
+        (status = 200, description = "the chat", body = ChatOut),
+        (status = 400, description = "`validation_failed`", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such chat in the log", body = ErrorBody),
+        (status = 409, description = "`instance_not_connected`", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn read(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+    Path(ids): Path<(String, String)>,
+) -> Result<Json<ChatOut>, ApiError> {
+    let jid = jid_of(&ids.1)?;
+    log::chat(&state.db, &id, &jid).await?.ok_or_else(|| ApiError::not_found("chat"))?;
+    crate::rpc::call(&state, &id, RpcRequest::Net { op: NetOp::ReadChat { jid: jid.clone(), read: true } }).await?;
+    let change = ChatChange { read: Some(true), ..ChatChange::default() };
+    let row = log::update_chat(&state.db, &id, &jid, &change).await?.ok_or_else(|| ApiError::not_found("chat"))?;
+    Ok(Json(row.into()))
+}
+
+/// A chat's messages from the log, newest first.
+#[utoipa::path(get, path = "/v1/instances/{id}/chats/{jid}/messages", tag = "chats",
+    params(("id" = InstanceId, Path, description = "instance id"), ("jid" = String, Path, description = "JID or phone number"), PageQuery),
+    responses(
+        (status = 200, description = "a page of messages, newest first", body = MessagePageOut),
+        (status = 400, description = "`validation_failed`: bad limit, or a cursor that is not this chat's", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn history(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+    Path(ids): Path<(String, String)>,
+    Query(q): Query<PageQuery>,
+) -> Result<Json<MessagePageOut>, ApiError> {
+    let jid = jid_of(&ids.1)?;
+    let limit = crate::pagination::limit(q.limit, 50, 200)?;
+    let after = q.cursor.as_deref().map(|c| decode_message_cursor(c, &id, &jid)).transpose()?;
+    let mut rows = log::messages(&state.db, &id, &jid, after.as_ref().map(|(t, m)| (*t, m)), i64::from(limit) + 1).await?;
+    let next_cursor = if rows.len() > limit as usize {
+        rows.truncate(limit as usize);
+        rows.last().map(|r| b64(format!("m1|{id}|{jid}|{}|{}", ts(r.ts), r.id)))
+    } else {
+        None
+    };
+    let now = Utc::now();
+    Ok(Json(MessagePageOut { messages: rows.into_iter().map(|r| message_out(&state, r, now)).collect(), next_cursor }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_are_bound_to_their_list() {
+        let a = InstanceId::new();
+        let b = InstanceId::new();
+        let t = Utc::now();
+        let c = b64(format!("c1|{a}|{}|123@s.whatsapp.net", ts(t)));
+        assert_eq!(decode_chat_cursor(&c, &a).unwrap(), (t, "123@s.whatsapp.net".to_string()));
+        assert!(decode_chat_cursor(&c, &b).is_err());
+        let m = MessageId::new();
+        let c = b64(format!("m1|{a}|1@s.whatsapp.net|{}|{m}", ts(t)));
+        assert_eq!(decode_message_cursor(&c, &a, "1@s.whatsapp.net").unwrap(), (t, m));
+        assert!(decode_message_cursor(&c, &a, "2@s.whatsapp.net").is_err());
+        assert!(decode_message_cursor("!!", &a, "1@s.whatsapp.net").is_err());
+    }
+}

@@ -1,0 +1,273 @@
+//! Chats, contacts, profiles, the block list and media: what a linked device asks of the
+//! network beyond sending (`ClientOp::Net`), and the control API's side of them.
+
+use std::collections::BTreeSet;
+
+use base64::Engine;
+use serde_json::{json, Value};
+use shared::bus::NetOp;
+
+use super::*;
+
+/// A phone's profile.
+#[derive(Debug, Default, Clone)]
+pub(super) struct Profile {
+    pub name: Option<String>,
+    pub about: String,
+    pub business_profile: Option<Value>,
+    pub picture: Option<(String, Vec<u8>)>,
+}
+
+/// An account's settings for one chat (keyed by the other party's number).
+#[derive(Debug, Default, Clone, Serialize)]
+pub(super) struct ChatState {
+    pub archived: bool,
+    pub pinned: bool,
+    pub muted_until: Option<DateTime<Utc>>,
+    pub marked_unread: bool,
+    pub deleted: bool,
+}
+
+/// Media bytes carried by a message.
+pub(super) struct Blob {
+    mime_type: String,
+    data: Vec<u8>,
+    expired: bool,
+}
+
+/// Media in a control request: base64 bytes.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MediaIn {
+    pub data: String,
+    pub mime_type: String,
+    #[serde(default)]
+    pub filename: Option<String>,
+}
+
+impl MediaIn {
+    fn bytes(&self) -> Result<Vec<u8>, NetError> {
+        base64::engine::general_purpose::STANDARD.decode(&self.data).map_err(|_| NetError::Invalid("media.data must be base64"))
+    }
+}
+
+/// A profile change (absent fields stay).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileIn {
+    pub name: Option<String>,
+    pub about: Option<String>,
+    pub business_profile: Option<Value>,
+    pub picture: Option<MediaIn>,
+}
+
+fn jid(number: &str) -> String {
+    format!("{number}@s.whatsapp.net")
+}
+
+/// The number of a user JID (or a bare number).
+fn number_of(jid: &str) -> &str {
+    jid.split('@').next().unwrap_or_default()
+}
+
+impl Net {
+    /// Keeps media for a message; its descriptor carries where to fetch it (relative to
+    /// netsim's address).
+    pub fn store_media(&self, m: &MediaIn) -> Result<Value, NetError> {
+        let data = m.bytes()?;
+        let id = Alphanumeric.sample_string(&mut rand::thread_rng(), 24);
+        let desc = json!({ "url": format!("/media/{id}"), "mime_type": m.mime_type, "filename": m.filename, "size": data.len() });
+        self.lock().media.insert(id, Blob { mime_type: m.mime_type.clone(), data, expired: false });
+        Ok(desc)
+    }
+
+    /// Media by id: `None` unknown, `Some(None)` expired.
+    pub fn media(&self, id: &str) -> Option<Option<(String, Vec<u8>)>> {
+        let s = self.lock();
+        let b = s.media.get(id)?;
+        Some((!b.expired).then(|| (b.mime_type.clone(), b.data.clone())))
+    }
+
+    /// The network forgets the media's bytes (as WhatsApp's servers do after a while).
+    pub fn expire_media(&self, id: &str) -> Result<(), NetError> {
+        let mut s = self.lock();
+        let b = s.media.get_mut(id).ok_or(NetError::NotFound)?;
+        b.expired = true;
+        b.data.clear();
+        Ok(())
+    }
+
+    pub fn set_profile(&self, number: &str, p: ProfileIn) -> Result<(), NetError> {
+        let picture = p.picture.as_ref().map(|m| m.bytes().map(|b| (m.mime_type.clone(), b))).transpose()?;
+        let mut s = self.lock();
+        let phone = s.phones.get_mut(number).ok_or(NetError::NoAccount)?;
+        if let Some(n) = p.name {
+            phone.profile.name = Some(n);
+        }
+        if let Some(a) = p.about {
+            phone.profile.about = a;
+        }
+        if let Some(b) = p.business_profile {
+            phone.profile.business_profile = Some(b);
+        }
+        if picture.is_some() {
+            phone.profile.picture = picture;
+        }
+        Ok(())
+    }
+
+    pub fn picture(&self, number: &str) -> Option<(String, Vec<u8>)> {
+        self.lock().phones.get(number)?.profile.picture.clone()
+    }
+
+    /// `number` saves `other` as a contact under `name`.
+    pub fn add_contact(&self, number: &str, other: &str, name: Option<String>) -> Result<(), NetError> {
+        let mut s = self.lock();
+        if !s.phones.contains_key(other) {
+            return Err(NetError::NoAccount);
+        }
+        s.phones.get_mut(number).ok_or(NetError::NoAccount)?.contacts.insert(other.to_string(), name);
+        Ok(())
+    }
+
+    /// What the account's devices set: chat settings, block list, read messages.
+    pub fn phone_state(&self, number: &str) -> Option<Value> {
+        let s = self.lock();
+        let p = s.phones.get(number)?;
+        let blocked: BTreeSet<&String> = p.blocked.iter().collect();
+        let read: BTreeSet<&String> = p.read.iter().collect();
+        Some(json!({ "chats": p.chats, "blocked": blocked, "read": read }))
+    }
+
+    /// Sends the account's history to its online devices again (WhatsApp may repeat a
+    /// history sync); returns how many devices got it.
+    pub fn resync(&self, number: &str) -> Result<usize, NetError> {
+        let mut s = self.lock();
+        if !s.phones.contains_key(number) {
+            return Err(NetError::NoAccount);
+        }
+        let history = s.history(number);
+        let conns: Vec<ConnId> =
+            s.devices.iter().filter(|(_, n)| n.as_str() == number).filter_map(|(k, _)| s.online.get(k).copied()).collect();
+        for c in &conns {
+            s.send_to(*c, ServerEv::History { messages: history.clone() });
+        }
+        Ok(conns.len())
+    }
+
+    /// A linked device's chat, contact and block-list operations.
+    pub fn net_op(&self, conn: ConnId, req: u64, op: NetOp) {
+        let mut s = self.lock();
+        let Some(ConnState::Online { number, .. }) = s.conns.get(&conn).map(|c| &c.state) else {
+            return s.send_to(conn, ServerEv::err(req, "not_connected", "this session is not online"));
+        };
+        let number = number.clone();
+        let reply = match s.apply(&number, op) {
+            Ok(v) => ServerEv::ok(req, v),
+            Err((code, detail)) => ServerEv::err(req, code, detail),
+        };
+        s.send_to(conn, reply);
+    }
+}
+
+impl State {
+    fn contact(&self, owner: &Phone, other: &str) -> Option<Value> {
+        let p = self.phones.get(other)?;
+        Some(json!({
+            "jid": jid(other), "name": owner.contacts.get(other).cloned().flatten(),
+            "push_name": p.profile.name, "business": p.business,
+        }))
+    }
+
+    fn apply(&mut self, me: &str, op: NetOp) -> Result<Value, (&'static str, &'static str)> {
+        let other_of = |j: &str| -> Result<String, (&'static str, &'static str)> {
+            let n = number_of(j);
+            if valid_number(n) {
+                Ok(n.to_string())
+            } else {
+                Err(("validation_failed", "not a user JID or number"))
+            }
+        };
+        let known = |s: &State, n: &str| if s.phones.contains_key(n) { Ok(()) } else { Err(("not_found", "no account has this number")) };
+        match op {
+            NetOp::ReadChat { jid: j, read } => {
+                let other = other_of(&j)?;
+                let phone = self.phones.get_mut(me).expect("online account exists");
+                phone.chats.entry(other.clone()).or_default().marked_unread = !read;
+                if read {
+                    let ids: Vec<String> = phone
+                        .inbox
+                        .iter()
+                        .filter(|m| m.from == other && !phone.read.contains(&m.id))
+                        .map(|m| m.id.clone())
+                        .collect();
+                    phone.read.extend(ids.iter().cloned());
+                    for id in ids {
+                        let ev = ServerEv::Receipt { id, status: "read".into(), from: me.to_string(), timestamp: Utc::now() };
+                        self.notify_account(&other, ev);
+                    }
+                }
+                Ok(Value::Null)
+            }
+            NetOp::ModifyChat { jid: j, archived, pinned, muted_until } => {
+                let other = other_of(&j)?;
+                let c = self.phones.get_mut(me).expect("online account exists").chats.entry(other).or_default();
+                if let Some(a) = archived {
+                    c.archived = a;
+                }
+                if let Some(p) = pinned {
+                    c.pinned = p;
+                }
+                if let Some(m) = muted_until {
+                    c.muted_until = m;
+                }
+                Ok(Value::Null)
+            }
+            NetOp::DeleteChat { jid: j } => {
+                let other = other_of(&j)?;
+                self.phones.get_mut(me).expect("online account exists").chats.entry(other).or_default().deleted = true;
+                Ok(Value::Null)
+            }
+            NetOp::Contacts => {
+                let owner = &self.phones[me];
+                let mut numbers: BTreeSet<&str> = owner.contacts.keys().map(String::as_str).collect();
+                numbers.extend(owner.inbox.iter().map(|m| m.from.as_str()));
+                numbers.extend(owner.sent.iter().map(|m| m.to.as_str()));
+                numbers.remove(me);
+                Ok(Value::Array(numbers.into_iter().filter_map(|n| self.contact(owner, n)).collect()))
+            }
+            NetOp::Contact { jid: j } => {
+                let other = other_of(&j)?;
+                self.contact(&self.phones[me], &other).ok_or(("not_found", "no account has this number"))
+            }
+            NetOp::ContactPicture { jid: j } => {
+                let other = other_of(&j)?;
+                known(self, &other)?;
+                let has = self.phones[&other].profile.picture.is_some();
+                Ok(json!({ "url": has.then(|| format!("/pictures/{other}")) }))
+            }
+            NetOp::ContactProfile { jid: j } => {
+                let other = other_of(&j)?;
+                known(self, &other)?;
+                let p = &self.phones[&other];
+                let business = p.business.then(|| p.profile.business_profile.clone().unwrap_or_else(|| json!({})));
+                Ok(json!({ "jid": jid(&other), "about": p.profile.about, "business_profile": business }))
+            }
+            NetOp::Block { jid: j, blocked } => {
+                let other = other_of(&j)?;
+                known(self, &other)?;
+                let phone = self.phones.get_mut(me).expect("online account exists");
+                if blocked {
+                    phone.blocked.insert(other);
+                } else {
+                    phone.blocked.remove(&other);
+                }
+                Ok(Value::Null)
+            }
+            NetOp::Blocklist => {
+                let list: BTreeSet<String> = self.phones[me].blocked.iter().map(|n| jid(n)).collect();
+                Ok(json!(list))
+            }
+        }
+    }
+}

@@ -1,0 +1,440 @@
+//! The local log: `log_messages` (every message an instance sent or received) and
+//! `chats`. The worker that owns an instance writes both, fenced on its lease epoch, with
+//! the events of each change in the same transaction; the API reads them (and writes the
+//! chat settings it carried to the network).
+//!
+//! Writes are idempotent on the network id: a message that comes again (a reconnect, a
+//! takeover, a repeated history sync) finds its row and adds nothing, not even an event.
+
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+use sqlx::{PgConnection, PgExecutor, PgPool};
+
+use crate::db::outbox;
+use crate::ids::{InstanceId, MessageId};
+
+/// A message from the network (received, sent from the phone, or synced history).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Received {
+    pub wa_message_id: String,
+    pub chat_jid: String,
+    pub from_jid: String,
+    pub from_me: bool,
+    pub kind: String,
+    /// The content in the shape `POST {inst}/messages` takes (`text`, `media`, ...).
+    pub content: Value,
+    pub ts: DateTime<Utc>,
+}
+
+/// Where logged messages came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// As they happen: each new one is an event.
+    Live,
+    /// Synced at pairing: only the chats they touch are events.
+    History,
+}
+
+impl Source {
+    fn as_str(self) -> &'static str {
+        match self {
+            Source::Live => "live",
+            Source::History => "history",
+        }
+    }
+}
+
+/// A chat row.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ChatRow {
+    pub jid: String,
+    pub name: Option<String>,
+    pub last_message_at: DateTime<Utc>,
+    pub unread_count: i32,
+    pub archived: bool,
+    pub pinned: bool,
+    pub muted_until: Option<DateTime<Utc>>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl ChatRow {
+    /// The `chat.updated` event's data.
+    pub fn event(&self, deleted: bool) -> Value {
+        json!({
+            "jid": self.jid, "unread_count": self.unread_count, "archived": self.archived, "pinned": self.pinned,
+            "muted_until": self.muted_until, "last_message_at": self.last_message_at, "deleted": deleted,
+        })
+    }
+}
+
+const CHAT_COLUMNS: &str = "jid, name, last_message_at, unread_count, archived, pinned, muted_until, updated_at";
+
+/// A logged message.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct LogRow {
+    pub id: MessageId,
+    pub chat_jid: String,
+    pub wa_message_id: String,
+    pub ts: DateTime<Utc>,
+    pub from_jid: String,
+    pub from_me: bool,
+    #[sqlx(rename = "type")]
+    pub kind: String,
+    pub content: Value,
+    pub status: Option<String>,
+    pub source: String,
+}
+
+const LOG_COLUMNS: &str = "id, chat_jid, wa_message_id, ts, from_jid, from_me, type, content, status, source";
+
+/// Locks the instance row for share while `epoch` owns it: the fence of every worker
+/// write here. False: another worker took the instance over.
+async fn fence(tx: &mut PgConnection, instance: &InstanceId, epoch: i64) -> Result<bool, sqlx::Error> {
+    let owned: Option<i32> = sqlx::query_scalar("SELECT 1 FROM instances WHERE id = $1 AND owner_epoch = $2 FOR SHARE")
+        .bind(instance)
+        .bind(epoch)
+        .fetch_optional(&mut *tx)
+        .await?;
+    Ok(owned.is_some())
+}
+
+/// Records messages from the network, fenced. Returns how many were new (`None`: the
+/// instance has a new owner and nothing was written). New live messages are
+/// `message.received` events (`reaction.received` for reactions); every chat they touch
+/// is a `chat.updated` event.
+pub async fn record_received(
+    pool: &PgPool,
+    instance: &InstanceId,
+    epoch: i64,
+    msgs: &[Received],
+    source: Source,
+) -> Result<Option<usize>, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    if !fence(&mut tx, instance, epoch).await? {
+        return Ok(None);
+    }
+    if msgs.is_empty() {
+        return Ok(Some(0));
+    }
+    let ids: Vec<MessageId> = msgs.iter().map(|_| MessageId::new()).collect();
+    let chats: Vec<&str> = msgs.iter().map(|m| m.chat_jid.as_str()).collect();
+    let wa: Vec<&str> = msgs.iter().map(|m| m.wa_message_id.as_str()).collect();
+    let ts: Vec<DateTime<Utc>> = msgs.iter().map(|m| m.ts).collect();
+    let from: Vec<&str> = msgs.iter().map(|m| m.from_jid.as_str()).collect();
+    let from_me: Vec<bool> = msgs.iter().map(|m| m.from_me).collect();
+    let kinds: Vec<&str> = msgs.iter().map(|m| m.kind.as_str()).collect();
+    let contents: Vec<&Value> = msgs.iter().map(|m| &m.content).collect();
+    let inserted: Vec<(MessageId,)> = sqlx::query_as(
+        "INSERT INTO log_messages (instance_id, id, chat_jid, wa_message_id, ts, from_jid, from_me, type, content, status, source) \
+         SELECT $1, v.id, v.chat, v.wa, v.ts, v.frm, v.me, v.kind, v.content, CASE WHEN v.me THEN 'sent' END, $10 \
+         FROM UNNEST($2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::text[], $7::bool[], $8::text[], $9::jsonb[]) \
+             AS v(id, chat, wa, ts, frm, me, kind, content) \
+         ON CONFLICT (instance_id, chat_jid, wa_message_id) DO NOTHING RETURNING id",
+    )
+    .bind(instance)
+    .bind(&ids)
+    .bind(&chats)
+    .bind(&wa)
+    .bind(&ts)
+    .bind(&from)
+    .bind(&from_me)
+    .bind(&kinds)
+    .bind(&contents)
+    .bind(source.as_str())
+    .fetch_all(&mut *tx)
+    .await?;
+    let new: std::collections::HashSet<&str> = inserted.iter().map(|r| r.0.as_str()).collect();
+    let fresh: Vec<(&MessageId, &Received)> = ids.iter().zip(msgs).filter(|(id, _)| new.contains(id.as_str())).collect();
+
+    // Reactions and history do not count as unread; the account's own messages read
+    // everything before them.
+    let touched: Vec<Touch> = fresh
+        .iter()
+        .map(|(_, m)| Touch { chat: &m.chat_jid, ts: m.ts, from_me: m.from_me, counts: source == Source::Live && m.kind != "reaction" })
+        .collect();
+    let rows = touch_chats(&mut tx, instance, &touched).await?;
+    if source == Source::Live {
+        for (id, m) in &fresh {
+            let (kind, data) = if m.kind == "reaction" {
+                let data = json!({
+                    "wa_message_id": m.content.get("reaction").and_then(|r| r.get("message_id")).cloned().unwrap_or(Value::Null),
+                    "chat_jid": m.chat_jid, "from_jid": m.from_jid,
+                    "emoji": m.content.get("reaction").and_then(|r| r.get("emoji")).cloned().unwrap_or(json!("")),
+                    "timestamp": m.ts,
+                });
+                ("reaction.received", data)
+            } else {
+                let data = json!({
+                    "message_id": id, "wa_message_id": m.wa_message_id, "chat_jid": m.chat_jid, "from_jid": m.from_jid,
+                    "from_me": m.from_me, "type": m.kind, "content": m.content, "timestamp": m.ts,
+                });
+                ("message.received", data)
+            };
+            outbox::insert(&mut *tx, instance, kind, data).await?;
+        }
+    }
+    for chat in &rows {
+        outbox::insert(&mut *tx, instance, "chat.updated", chat.event(false)).await?;
+    }
+    tx.commit().await?;
+    Ok(Some(fresh.len()))
+}
+
+/// A logged message as its chat sees it.
+struct Touch<'a> {
+    chat: &'a str,
+    ts: DateTime<Utc>,
+    from_me: bool,
+    /// Whether it counts for unread (and, from the account, as reading the chat).
+    counts: bool,
+}
+
+/// Creates or updates the chats of `touched` messages: the last message time, the read
+/// point (the account's newest own message), and the unread count (incoming live
+/// messages after the read point, whatever order they were logged in). Returns the rows.
+async fn touch_chats(tx: &mut PgConnection, instance: &InstanceId, touched: &[Touch<'_>]) -> Result<Vec<ChatRow>, sqlx::Error> {
+    if touched.is_empty() {
+        return Ok(Vec::new());
+    }
+    let chats: Vec<&str> = touched.iter().map(|t| t.chat).collect();
+    let ts: Vec<DateTime<Utc>> = touched.iter().map(|t| t.ts).collect();
+    let me: Vec<bool> = touched.iter().map(|t| t.from_me).collect();
+    let counts: Vec<bool> = touched.iter().map(|t| t.counts).collect();
+    sqlx::query(
+        "INSERT INTO chats (instance_id, jid, last_message_at) \
+         SELECT $1, j, max(t) FROM UNNEST($2::text[], $3::timestamptz[]) AS v(j, t) GROUP BY j \
+         ON CONFLICT (instance_id, jid) DO NOTHING",
+    )
+    .bind(instance)
+    .bind(&chats)
+    .bind(&ts)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query_as(&format!(
+        "WITH m AS (SELECT * FROM UNNEST($2::text[], $3::timestamptz[], $4::bool[], $5::bool[]) AS m(j, t, me, counts)), \
+         agg AS (SELECT j, max(t) AS l, max(t) FILTER (WHERE me AND counts) AS me_at FROM m GROUP BY j) \
+         UPDATE chats c SET last_message_at = GREATEST(c.last_message_at, agg.l), \
+             read_at = GREATEST(c.read_at, agg.me_at), \
+             unread_count = CASE \
+                 WHEN agg.me_at IS NOT NULL AND agg.me_at > COALESCE(c.read_at, '-infinity') THEN \
+                     (SELECT count(*) FROM log_messages l WHERE l.instance_id = $1 AND l.chat_jid = c.jid AND NOT l.from_me \
+                        AND l.source = 'live' AND l.type <> 'reaction' AND l.ts > agg.me_at)::int \
+                 ELSE c.unread_count + (SELECT count(*) FROM m WHERE m.j = agg.j AND NOT m.me AND m.counts \
+                        AND m.t > COALESCE(c.read_at, '-infinity'))::int END, \
+             updated_at = now() \
+         FROM agg WHERE c.instance_id = $1 AND c.jid = agg.j RETURNING {}",
+        CHAT_COLUMNS.split(", ").map(|c| format!("c.{c}")).collect::<Vec<_>>().join(", ")
+    ))
+    .bind(instance)
+    .bind(&chats)
+    .bind(&ts)
+    .bind(&me)
+    .bind(&counts)
+    .fetch_all(&mut *tx)
+    .await
+}
+
+/// Logs a message the queue sent (in `messages::finish`'s transaction, already fenced):
+/// same id as the queued message, `source = queue`.
+pub async fn record_sent(tx: &mut PgConnection, row: &crate::db::messages::MessageRow, at: DateTime<Utc>) -> Result<(), sqlx::Error> {
+    let (instance, chat_jid, kind) = (&row.instance_id, row.to_jid.as_str(), row.kind.as_str());
+    let owner: Option<Option<String>> =
+        sqlx::query_scalar("SELECT phone FROM instances WHERE id = $1").bind(instance).fetch_optional(&mut *tx).await?;
+    let from = owner.flatten().map(|p| format!("{p}@s.whatsapp.net")).unwrap_or_default();
+    let r = sqlx::query(
+        "INSERT INTO log_messages (instance_id, id, chat_jid, wa_message_id, ts, from_jid, from_me, type, content, status, source) \
+         VALUES ($1, $2, $3, $4, $5, $6, TRUE, $7, $8, 'sent', 'queue') ON CONFLICT DO NOTHING",
+    )
+    .bind(instance)
+    .bind(&row.id)
+    .bind(chat_jid)
+    .bind(&row.wa_message_id)
+    .bind(at)
+    .bind(&from)
+    .bind(kind)
+    .bind(&row.content)
+    .execute(&mut *tx)
+    .await?;
+    if r.rows_affected() == 1 && kind != "reaction" {
+        let touched = [Touch { chat: chat_jid, ts: at, from_me: true, counts: true }];
+        for chat in touch_chats(tx, instance, &touched).await? {
+            outbox::insert(&mut *tx, instance, "chat.updated", chat.event(false)).await?;
+        }
+    }
+    Ok(())
+}
+
+/// A receipt (`delivered` or `read`) for a message this instance sent, fenced. Statuses
+/// only move forward; a receipt that changes nothing is not an event. Returns whether
+/// it changed the message.
+pub async fn apply_receipt(
+    pool: &PgPool,
+    instance: &InstanceId,
+    epoch: i64,
+    wa_message_id: &str,
+    status: &str,
+    at: DateTime<Utc>,
+) -> Result<bool, sqlx::Error> {
+    if !matches!(status, "delivered" | "read") {
+        return Ok(false);
+    }
+    let mut tx = pool.begin().await?;
+    if !fence(&mut tx, instance, epoch).await? {
+        return Ok(false);
+    }
+    let rows: Vec<(MessageId, String, String)> = sqlx::query_as(
+        "UPDATE log_messages SET status = $3 \
+         WHERE instance_id = $1 AND wa_message_id = $2 AND from_me \
+           AND COALESCE(array_position(ARRAY['sent', 'delivered', 'read'], status), 0) \
+               < array_position(ARRAY['sent', 'delivered', 'read'], $3::text) \
+         RETURNING id, chat_jid, source",
+    )
+    .bind(instance)
+    .bind(wa_message_id)
+    .bind(status)
+    .fetch_all(&mut *tx)
+    .await?;
+    for (id, chat, source) in &rows {
+        let data = json!({
+            "message_id": (source == "queue").then_some(id), "wa_message_id": wa_message_id, "chat_jid": chat,
+            "status": status, "at": at,
+        });
+        outbox::insert(&mut *tx, instance, &format!("message.{status}"), data).await?;
+    }
+    tx.commit().await?;
+    Ok(!rows.is_empty())
+}
+
+// ---- the API's side ----
+
+/// A page of chats, newest last message first, after `after` = (last_message_at, jid).
+pub async fn chats(
+    db: impl PgExecutor<'_>,
+    instance: &InstanceId,
+    after: Option<(DateTime<Utc>, &str)>,
+    limit: i64,
+) -> Result<Vec<ChatRow>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "SELECT {CHAT_COLUMNS} FROM chats WHERE instance_id = $1 \
+         AND ($2::timestamptz IS NULL OR (last_message_at, jid) < ($2, $3)) \
+         ORDER BY last_message_at DESC, jid DESC LIMIT $4"
+    ))
+    .bind(instance)
+    .bind(after.map(|a| a.0))
+    .bind(after.map(|a| a.1))
+    .bind(limit)
+    .fetch_all(db)
+    .await
+}
+
+pub async fn chat(db: impl PgExecutor<'_>, instance: &InstanceId, jid: &str) -> Result<Option<ChatRow>, sqlx::Error> {
+    sqlx::query_as(&format!("SELECT {CHAT_COLUMNS} FROM chats WHERE instance_id = $1 AND jid = $2"))
+        .bind(instance)
+        .bind(jid)
+        .fetch_optional(db)
+        .await
+}
+
+/// A page of a chat's messages, newest first, after `after` = (ts, id).
+pub async fn messages(
+    db: impl PgExecutor<'_>,
+    instance: &InstanceId,
+    jid: &str,
+    after: Option<(DateTime<Utc>, &MessageId)>,
+    limit: i64,
+) -> Result<Vec<LogRow>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "SELECT {LOG_COLUMNS} FROM log_messages WHERE instance_id = $1 AND chat_jid = $2 \
+         AND ($3::timestamptz IS NULL OR (ts, id) < ($3, $4)) ORDER BY ts DESC, id DESC LIMIT $5"
+    ))
+    .bind(instance)
+    .bind(jid)
+    .bind(after.map(|a| a.0))
+    .bind(after.map(|a| a.1))
+    .bind(limit)
+    .fetch_all(db)
+    .await
+}
+
+/// Chat settings the network accepted (absent fields stay), with their `chat.updated`.
+#[derive(Debug, Default, Clone)]
+pub struct ChatChange {
+    pub archived: Option<bool>,
+    pub pinned: Option<bool>,
+    pub muted_until: Option<Option<DateTime<Utc>>>,
+    /// Some(true): read (unread 0); Some(false): marked unread (at least 1).
+    pub read: Option<bool>,
+}
+
+pub async fn update_chat(
+    pool: &PgPool,
+    instance: &InstanceId,
+    jid: &str,
+    c: &ChatChange,
+) -> Result<Option<ChatRow>, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let row: Option<ChatRow> = sqlx::query_as(&format!(
+        "UPDATE chats SET archived = COALESCE($3, archived), pinned = COALESCE($4, pinned), \
+             muted_until = CASE WHEN $5 THEN $6 ELSE muted_until END, \
+             unread_count = CASE WHEN $7::bool IS NULL THEN unread_count WHEN $7 THEN 0 ELSE GREATEST(unread_count, 1) END, \
+             read_at = CASE WHEN $7 THEN GREATEST(read_at, last_message_at) ELSE read_at END, \
+             updated_at = now() \
+         WHERE instance_id = $1 AND jid = $2 RETURNING {CHAT_COLUMNS}"
+    ))
+    .bind(instance)
+    .bind(jid)
+    .bind(c.archived)
+    .bind(c.pinned)
+    .bind(c.muted_until.is_some())
+    .bind(c.muted_until.flatten())
+    .bind(c.read)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if let Some(r) = &row {
+        outbox::insert(&mut *tx, instance, "chat.updated", r.event(false)).await?;
+    }
+    tx.commit().await?;
+    Ok(row)
+}
+
+/// Deletes a chat and its messages (the network deleted it), with `chat.updated`
+/// (`deleted: true`). False when there was no such chat.
+pub async fn delete_chat(pool: &PgPool, instance: &InstanceId, jid: &str) -> Result<bool, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let row: Option<ChatRow> =
+        sqlx::query_as(&format!("DELETE FROM chats WHERE instance_id = $1 AND jid = $2 RETURNING {CHAT_COLUMNS}"))
+            .bind(instance)
+            .bind(jid)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let Some(r) = row else { return Ok(false) };
+    sqlx::query("DELETE FROM log_messages WHERE instance_id = $1 AND chat_jid = $2")
+        .bind(instance)
+        .bind(jid)
+        .execute(&mut *tx)
+        .await?;
+    outbox::insert(&mut *tx, instance, "chat.updated", r.event(true)).await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// Which of these (chat, network id) are already logged.
+pub async fn known(
+    db: impl PgExecutor<'_>,
+    instance: &InstanceId,
+    keys: &[(&str, &str)],
+) -> Result<std::collections::HashSet<(String, String)>, sqlx::Error> {
+    let chats: Vec<&str> = keys.iter().map(|k| k.0).collect();
+    let wa: Vec<&str> = keys.iter().map(|k| k.1).collect();
+    let rows: Vec<(String, String)> = sqlx::query_as(
+        "SELECT l.chat_jid, l.wa_message_id FROM log_messages l \
+         JOIN UNNEST($2::text[], $3::text[]) AS v(c, w) ON l.chat_jid = v.c AND l.wa_message_id = v.w \
+         WHERE l.instance_id = $1",
+    )
+    .bind(instance)
+    .bind(&chats)
+    .bind(&wa)
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().collect())
+}
