@@ -8,6 +8,7 @@ pub mod messages;
 pub mod number_checks;
 pub mod outbox;
 pub mod sessions;
+pub mod wa_store;
 pub mod webhooks;
 
 use std::time::Duration;
