@@ -9,6 +9,10 @@ CREATE TABLE wa_store (
     kind         TEXT NOT NULL,
     key          TEXT NOT NULL,
     value        BYTEA NOT NULL,
-    updated_at   TIMESTAMPTZ NOT NULL DEFAULT now(),
+    -- When the value was written (what "older than" sweeps of sent messages, pending
+    -- inbound messages and base keys compare), and for message secrets their expiry.
+    written_at   TIMESTAMPTZ NOT NULL DEFAULT now(),
+    expires_at   BIGINT,
     PRIMARY KEY (instance_id, kind, key)
 );
+CREATE INDEX wa_store_expiry_idx ON wa_store (instance_id, kind, expires_at) WHERE expires_at IS NOT NULL;

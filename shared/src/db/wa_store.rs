@@ -1,13 +1,36 @@
 //! `wa_store`: the WhatsApp client's session store as (instance, kind, key) -> bytes.
-//! Reads are plain; every write is fenced on the writer's lease epoch and returns false
-//! (writing nothing) once another worker owns the instance.
+//! Reads are plain; every write is fenced on the writer's lease epoch and reports
+//! `Fenced` (writing nothing) once another worker owns the instance.
 
-use sqlx::{PgExecutor, PgPool};
+use sqlx::{PgConnection, PgExecutor, PgPool};
 
 use crate::ids::InstanceId;
 
-/// Fence: the write applies only while `epoch` owns the instance.
-const OWNED: &str = "EXISTS (SELECT 1 FROM instances WHERE id = $1 AND owner_epoch = $2)";
+/// A write refused because another worker owns the instance now.
+#[derive(Debug, thiserror::Error)]
+#[error("the instance has a new owner; this worker may not write its session store")]
+pub struct Fenced;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreWriteError {
+    #[error(transparent)]
+    Fenced(#[from] Fenced),
+    #[error(transparent)]
+    Db(#[from] sqlx::Error),
+}
+
+/// One row to write: key, value, optional expiry (unix seconds).
+pub type Entry = (String, Vec<u8>, Option<i64>);
+
+/// Locks the instance row for share while `epoch` owns it (the fence of every write).
+async fn fence(tx: &mut PgConnection, inst: &InstanceId, epoch: i64) -> Result<(), StoreWriteError> {
+    let owned: Option<i32> = sqlx::query_scalar("SELECT 1 FROM instances WHERE id = $1 AND owner_epoch = $2 FOR SHARE")
+        .bind(inst)
+        .bind(epoch)
+        .fetch_optional(&mut *tx)
+        .await?;
+    owned.map(drop).ok_or(StoreWriteError::Fenced(Fenced))
+}
 
 pub async fn get(db: impl PgExecutor<'_>, inst: &InstanceId, kind: &str, key: &str) -> Result<Option<Vec<u8>>, sqlx::Error> {
     sqlx::query_scalar("SELECT value FROM wa_store WHERE instance_id = $1 AND kind = $2 AND key = $3")
@@ -18,22 +41,23 @@ pub async fn get(db: impl PgExecutor<'_>, inst: &InstanceId, kind: &str, key: &s
         .await
 }
 
-/// Every (key, value) of a kind, in key order.
-pub async fn list(db: impl PgExecutor<'_>, inst: &InstanceId, kind: &str) -> Result<Vec<(String, Vec<u8>)>, sqlx::Error> {
-    sqlx::query_as("SELECT key, value FROM wa_store WHERE instance_id = $1 AND kind = $2 ORDER BY key")
+/// The values of these keys that exist.
+pub async fn get_many(
+    db: impl PgExecutor<'_>,
+    inst: &InstanceId,
+    kind: &str,
+    keys: &[String],
+) -> Result<Vec<(String, Vec<u8>)>, sqlx::Error> {
+    sqlx::query_as("SELECT key, value FROM wa_store WHERE instance_id = $1 AND kind = $2 AND key = ANY($3)")
         .bind(inst)
         .bind(kind)
+        .bind(keys)
         .fetch_all(db)
         .await
 }
 
-/// Keys of a kind starting with `prefix`, with their values.
-pub async fn list_prefix(
-    db: impl PgExecutor<'_>,
-    inst: &InstanceId,
-    kind: &str,
-    prefix: &str,
-) -> Result<Vec<(String, Vec<u8>)>, sqlx::Error> {
+/// Keys of a kind starting with `prefix` ("" for all), with their values, in key order.
+pub async fn list(db: impl PgExecutor<'_>, inst: &InstanceId, kind: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, sqlx::Error> {
     sqlx::query_as(
         "SELECT key, value FROM wa_store WHERE instance_id = $1 AND kind = $2 AND starts_with(key, $3) ORDER BY key",
     )
@@ -44,80 +68,127 @@ pub async fn list_prefix(
     .await
 }
 
-/// Sets values (insert or overwrite), fenced; all or nothing.
-pub async fn put_many(
-    db: &PgPool,
-    inst: &InstanceId,
-    epoch: i64,
-    kind: &str,
-    entries: &[(String, Vec<u8>)],
-) -> Result<bool, sqlx::Error> {
+/// Whether any key of the kinds starts with one of the prefixes.
+pub async fn any_prefix(db: impl PgExecutor<'_>, inst: &InstanceId, kinds: &[&str], prefixes: &[String]) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM wa_store s, UNNEST($3::text[]) AS p(x) \
+         WHERE s.instance_id = $1 AND s.kind = ANY($2) AND starts_with(s.key, p.x))",
+    )
+    .bind(inst)
+    .bind(kinds)
+    .bind(prefixes)
+    .fetch_one(db)
+    .await
+}
+
+/// The greatest key of a kind.
+pub async fn max_key(db: impl PgExecutor<'_>, inst: &InstanceId, kind: &str) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query_scalar("SELECT max(key) FROM wa_store WHERE instance_id = $1 AND kind = $2")
+        .bind(inst)
+        .bind(kind)
+        .fetch_one(db)
+        .await
+}
+
+/// Sets values (insert or overwrite), fenced, in one transaction.
+pub async fn put_many(db: &PgPool, inst: &InstanceId, epoch: i64, kind: &str, entries: &[Entry]) -> Result<(), StoreWriteError> {
+    let mut tx = db.begin().await?;
+    fence(&mut tx, inst, epoch).await?;
+    put_in(&mut tx, inst, kind, entries).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+async fn put_in(tx: &mut PgConnection, inst: &InstanceId, kind: &str, entries: &[Entry]) -> Result<(), sqlx::Error> {
+    if entries.is_empty() {
+        return Ok(());
+    }
     let keys: Vec<&str> = entries.iter().map(|e| e.0.as_str()).collect();
     let values: Vec<&[u8]> = entries.iter().map(|e| e.1.as_slice()).collect();
-    let mut tx = db.begin().await?;
-    let owned: bool = sqlx::query_scalar(&format!("SELECT {OWNED}")).bind(inst).bind(epoch).fetch_one(&mut *tx).await?;
-    if !owned {
-        return Ok(false);
-    }
+    let expiry: Vec<Option<i64>> = entries.iter().map(|e| e.2).collect();
     sqlx::query(
-        "INSERT INTO wa_store (instance_id, kind, key, value) SELECT $1, $2, k, v FROM UNNEST($3::text[], $4::bytea[]) AS e(k, v) \
-         ON CONFLICT (instance_id, kind, key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()",
+        "INSERT INTO wa_store (instance_id, kind, key, value, expires_at) \
+         SELECT $1, $2, k, v, x FROM UNNEST($3::text[], $4::bytea[], $5::bigint[]) AS e(k, v, x) \
+         ON CONFLICT (instance_id, kind, key) DO UPDATE \
+         SET value = EXCLUDED.value, expires_at = EXCLUDED.expires_at, written_at = now()",
     )
     .bind(inst)
     .bind(kind)
     .bind(&keys)
     .bind(&values)
+    .bind(&expiry)
     .execute(&mut *tx)
     .await?;
-    tx.commit().await?;
-    Ok(true)
+    Ok(())
 }
 
-pub async fn put(db: &PgPool, inst: &InstanceId, epoch: i64, kind: &str, key: &str, value: &[u8]) -> Result<bool, sqlx::Error> {
-    let r = sqlx::query(&format!(
-        "INSERT INTO wa_store (instance_id, kind, key, value) SELECT $1, $3, $4, $5 WHERE {OWNED} \
-         ON CONFLICT (instance_id, kind, key) DO UPDATE SET value = EXCLUDED.value, updated_at = now() \
-         WHERE {OWNED}"
-    ))
-    .bind(inst)
-    .bind(epoch)
-    .bind(kind)
-    .bind(key)
-    .bind(value)
-    .execute(db)
-    .await?;
-    Ok(r.rows_affected() == 1)
-}
-
-/// Deletes keys (absent ones are fine), fenced. False: not the owner.
-pub async fn delete(db: &PgPool, inst: &InstanceId, epoch: i64, kind: &str, keys: &[&str]) -> Result<bool, sqlx::Error> {
+/// Writes several kinds in one fenced transaction (e.g. a mapping and its index).
+pub async fn put_kinds(db: &PgPool, inst: &InstanceId, epoch: i64, batches: &[(&str, Vec<Entry>)]) -> Result<(), StoreWriteError> {
     let mut tx = db.begin().await?;
-    let owned: bool = sqlx::query_scalar(&format!("SELECT {OWNED}")).bind(inst).bind(epoch).fetch_one(&mut *tx).await?;
-    if !owned {
-        return Ok(false);
+    fence(&mut tx, inst, epoch).await?;
+    for (kind, entries) in batches {
+        put_in(&mut tx, inst, kind, entries).await?;
     }
-    sqlx::query("DELETE FROM wa_store WHERE instance_id = $1 AND kind = $2 AND key = ANY($3)")
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Deletes keys (absent ones are fine), fenced; returns how many existed.
+pub async fn delete(db: &PgPool, inst: &InstanceId, epoch: i64, kind: &str, keys: &[String]) -> Result<u64, StoreWriteError> {
+    let mut tx = db.begin().await?;
+    fence(&mut tx, inst, epoch).await?;
+    let r = sqlx::query("DELETE FROM wa_store WHERE instance_id = $1 AND kind = $2 AND key = ANY($3)")
         .bind(inst)
         .bind(kind)
         .bind(keys)
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;
-    Ok(true)
+    Ok(r.rows_affected())
 }
 
-/// Deletes every key of a kind (or of every kind, with `None`), fenced.
-pub async fn clear(db: &PgPool, inst: &InstanceId, epoch: i64, kind: Option<&str>) -> Result<bool, sqlx::Error> {
+/// Deletes and returns a value in one step, fenced.
+pub async fn take(db: &PgPool, inst: &InstanceId, epoch: i64, kind: &str, key: &str) -> Result<Option<Vec<u8>>, StoreWriteError> {
     let mut tx = db.begin().await?;
-    let owned: bool = sqlx::query_scalar(&format!("SELECT {OWNED}")).bind(inst).bind(epoch).fetch_one(&mut *tx).await?;
-    if !owned {
-        return Ok(false);
-    }
-    sqlx::query("DELETE FROM wa_store WHERE instance_id = $1 AND ($2::text IS NULL OR kind = $2)")
+    fence(&mut tx, inst, epoch).await?;
+    let v = sqlx::query_scalar("DELETE FROM wa_store WHERE instance_id = $1 AND kind = $2 AND key = $3 RETURNING value")
         .bind(inst)
         .bind(kind)
-        .execute(&mut *tx)
+        .bind(key)
+        .fetch_optional(&mut *tx)
         .await?;
     tx.commit().await?;
-    Ok(true)
+    Ok(v)
+}
+
+/// What a sweep deletes.
+pub enum Sweep<'a> {
+    /// Every key starting with this prefix ("" for the whole kind).
+    Prefix(&'a str),
+    /// Written before this unix time.
+    WrittenBefore(i64),
+    /// Expiring at or before this unix time.
+    ExpiredAt(i64),
+}
+
+/// Deletes the rows of a kind a sweep selects, fenced; returns how many.
+pub async fn sweep(db: &PgPool, inst: &InstanceId, epoch: i64, kind: &str, what: Sweep<'_>) -> Result<u64, StoreWriteError> {
+    let mut tx = db.begin().await?;
+    fence(&mut tx, inst, epoch).await?;
+    let q = match what {
+        Sweep::Prefix(p) => sqlx::query("DELETE FROM wa_store WHERE instance_id = $1 AND kind = $2 AND starts_with(key, $3)").bind(inst).bind(kind).bind(p.to_string()),
+        Sweep::WrittenBefore(t) => sqlx::query("DELETE FROM wa_store WHERE instance_id = $1 AND kind = $2 AND written_at < to_timestamp($3)")
+            .bind(inst)
+            .bind(kind)
+            .bind(t as f64),
+        Sweep::ExpiredAt(t) => sqlx::query(
+            "DELETE FROM wa_store WHERE instance_id = $1 AND kind = $2 AND expires_at IS NOT NULL AND expires_at <> 0 AND expires_at <= $3",
+        )
+        .bind(inst)
+        .bind(kind)
+        .bind(t),
+    };
+    let r = q.execute(&mut *tx).await?;
+    tx.commit().await?;
+    Ok(r.rows_affected())
 }

@@ -10,4 +10,5 @@ mod instances;
 mod leases;
 mod messages;
 mod operation;
+mod wa_store;
 mod webhooks;
