@@ -2,6 +2,7 @@
 //! Postgres. Not built yet (its own issue): opening a session fails with a clear,
 //! non-retryable error, and the instance shows as `disconnected`.
 
+pub mod map;
 pub mod store;
 
 use tokio::sync::mpsc;

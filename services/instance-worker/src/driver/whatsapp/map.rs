@@ -1,0 +1,416 @@
+//! Mappings between paceline's terms and WhatsApp's, free of I/O so each is unit-tested:
+//! our message types to `wa::Message` and back, receipts, connect failures, media
+//! locators, vCards.
+
+use base64::Engine;
+use serde_json::{json, Value};
+use shared::ErrorCode;
+use whatsapp_rust::buffa::{Message as _, MessageField};
+use whatsapp_rust::proto_helpers::MessageExt;
+use whatsapp_rust::upload::UploadResponse;
+use whatsapp_rust::wacore::download::MediaType;
+use whatsapp_rust::waproto::whatsapp as wa;
+
+use crate::driver::{DriverError, Outgoing, RemoteMedia};
+
+/// The upload type of a media message type.
+pub fn media_type(kind: &str) -> Option<MediaType> {
+    Some(match kind {
+        "image" => MediaType::Image,
+        "video" => MediaType::Video,
+        "audio" | "voice" => MediaType::Audio,
+        "document" => MediaType::Document,
+        "sticker" => MediaType::Sticker,
+        _ => return None,
+    })
+}
+
+fn str_of<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
+    let mut cur = v;
+    for p in path {
+        cur = cur.get(p)?;
+    }
+    cur.as_str()
+}
+
+/// A vCard 3.0 for a shared contact.
+pub fn vcard(name: &str, phone: &str, email: Option<&str>) -> String {
+    let digits: String = phone.chars().filter(char::is_ascii_digit).collect();
+    let mut v = format!("BEGIN:VCARD\nVERSION:3.0\nFN:{name}\nTEL;type=CELL;waid={digits}:+{digits}\n");
+    if let Some(e) = email {
+        v.push_str(&format!("EMAIL:{e}\n"));
+    }
+    v.push_str("END:VCARD");
+    v
+}
+
+fn invalid(detail: &str) -> DriverError {
+    DriverError::new(ErrorCode::ValidationFailed, detail)
+}
+
+/// An uploaded media's reference (what the media message carries).
+#[derive(Debug, Clone)]
+pub struct Uploaded {
+    pub url: String,
+    pub direct_path: String,
+    pub media_key: [u8; 32],
+    pub file_enc_sha256: [u8; 32],
+    pub file_sha256: [u8; 32],
+    pub file_length: u64,
+    pub media_key_timestamp: i64,
+}
+
+impl From<UploadResponse> for Uploaded {
+    fn from(u: UploadResponse) -> Self {
+        Uploaded {
+            url: u.url,
+            direct_path: u.direct_path,
+            media_key: u.media_key,
+            file_enc_sha256: u.file_enc_sha256,
+            file_sha256: u.file_sha256,
+            file_length: u.file_length,
+            media_key_timestamp: u.media_key_timestamp,
+        }
+    }
+}
+
+/// A media message of type `$ty` with the upload's reference and extra fields.
+macro_rules! media_fields {
+    ($ty:path, $u:expr, $mime:expr, $default_mime:expr, { $($field:ident),* }) => {{
+        let u = $u;
+        $ty {
+            url: Some(u.url),
+            direct_path: Some(u.direct_path),
+            media_key: Some(u.media_key.to_vec()),
+            file_sha256: Some(u.file_sha256.to_vec()),
+            file_enc_sha256: Some(u.file_enc_sha256.to_vec()),
+            file_length: Some(u.file_length),
+            media_key_timestamp: Some(u.media_key_timestamp),
+            mimetype: Some($mime.unwrap_or_else(|| $default_mime.to_string())),
+            $($field,)*
+            ..Default::default()
+        }
+    }};
+}
+
+/// Our validated message as a WhatsApp message; media types need their upload.
+pub fn outgoing_message(o: &Outgoing, upload: Option<Uploaded>) -> Result<wa::Message, DriverError> {
+    let c = &o.content;
+    let caption = str_of(c, &["caption"]).map(str::to_string);
+    let mime = o.media.as_ref().map(|m| m.mime_type.clone());
+    let need_upload = || invalid("media messages need their upload");
+    Ok(match o.kind.as_str() {
+        "text" => wa::Message { conversation: str_of(c, &["text"]).map(str::to_string), ..Default::default() },
+        "image" => {
+            let u = upload.ok_or_else(need_upload)?;
+            wa::Message { image_message: MessageField::some(media_fields!(wa::message::ImageMessage, u, mime, "image/jpeg", { caption })), ..Default::default() }
+        }
+        "video" => {
+            let u = upload.ok_or_else(need_upload)?;
+            wa::Message { video_message: MessageField::some(media_fields!(wa::message::VideoMessage, u, mime, "video/mp4", { caption })), ..Default::default() }
+        }
+        "audio" | "voice" => {
+            let u = upload.ok_or_else(need_upload)?;
+            let ptt = Some(o.kind == "voice");
+            wa::Message { audio_message: MessageField::some(media_fields!(wa::message::AudioMessage, u, mime, "audio/ogg; codecs=opus", { ptt })), ..Default::default() }
+        }
+        "document" => {
+            let u = upload.ok_or_else(need_upload)?;
+            let file_name = o.media.as_ref().and_then(|m| m.filename.clone());
+            wa::Message {
+                document_message: MessageField::some(media_fields!(wa::message::DocumentMessage, u, mime, "application/octet-stream", { caption, file_name })),
+                ..Default::default()
+            }
+        }
+        "sticker" => {
+            let u = upload.ok_or_else(need_upload)?;
+            wa::Message { sticker_message: MessageField::some(media_fields!(wa::message::StickerMessage, u, mime, "image/webp", {})), ..Default::default() }
+        }
+        "location" => {
+            let l = c.get("location").ok_or_else(|| invalid("location is missing"))?;
+            wa::Message {
+                location_message: MessageField::some(wa::message::LocationMessage {
+                    degrees_latitude: l.get("latitude").and_then(Value::as_f64),
+                    degrees_longitude: l.get("longitude").and_then(Value::as_f64),
+                    name: str_of(l, &["name"]).map(str::to_string),
+                    address: str_of(l, &["address"]).map(str::to_string),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }
+        }
+        "contact" => {
+            let k = c.get("contact").ok_or_else(|| invalid("contact is missing"))?;
+            let name = str_of(k, &["name"]).unwrap_or_default();
+            let phone = str_of(k, &["phone"]).unwrap_or_default();
+            wa::Message {
+                contact_message: MessageField::some(wa::message::ContactMessage {
+                    display_name: Some(name.to_string()),
+                    vcard: Some(vcard(name, phone, str_of(k, &["email"]))),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }
+        }
+        "poll" => {
+            let p = c.get("poll").ok_or_else(|| invalid("poll is missing"))?;
+            let options = p
+                .get("values")
+                .and_then(Value::as_array)
+                .map(|vs| vs.iter().filter_map(Value::as_str).collect::<Vec<_>>())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|v| wa::message::poll_creation_message::Option { option_name: Some(v.to_string()), ..Default::default() })
+                .collect();
+            let poll = wa::message::PollCreationMessage {
+                name: str_of(p, &["name"]).map(str::to_string),
+                options,
+                selectable_options_count: Some(p.get("selectable_count").and_then(Value::as_u64).unwrap_or(1) as u32),
+                ..Default::default()
+            };
+            // The secret lets recipients encrypt their votes to us.
+            let mut secret = vec![0u8; 32];
+            rand::RngCore::fill_bytes(&mut rand::thread_rng(), &mut secret);
+            wa::Message {
+                poll_creation_message_v3: MessageField::some(poll),
+                message_context_info: MessageField::some(wa::MessageContextInfo {
+                    message_secret: Some(secret),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }
+        }
+        "reaction" => {
+            let r = c.get("reaction").ok_or_else(|| invalid("reaction is missing"))?;
+            let target = str_of(r, &["message_id"]).ok_or_else(|| invalid("reaction.message_id is missing"))?;
+            wa::Message {
+                reaction_message: MessageField::some(wa::message::ReactionMessage {
+                    key: MessageField::some(wa::MessageKey {
+                        remote_jid: Some(o.to_jid.clone()),
+                        // Ids we pre-assign start with 3EB0: a reaction to one of ours.
+                        from_me: Some(target.starts_with("3EB0")),
+                        id: Some(target.to_string()),
+                        ..Default::default()
+                    }),
+                    text: Some(str_of(r, &["emoji"]).unwrap_or_default().to_string()),
+                    sender_timestamp_ms: Some(chrono::Utc::now().timestamp_millis()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }
+        }
+        other => return Err(invalid(&format!("the whatsapp driver cannot send {other} messages"))),
+    })
+}
+
+/// Where received media is: its kind and its media message, encoded, so `download`
+/// can rebuild what the client downloads from.
+fn locator(kind: &str, encoded: Vec<u8>) -> String {
+    format!("{kind}:{}", base64::engine::general_purpose::STANDARD.encode(encoded))
+}
+
+/// A locator back to (kind, the encoded media message).
+pub fn parse_locator(l: &str) -> Option<(&str, Vec<u8>)> {
+    let (kind, b64) = l.split_once(':')?;
+    Some((kind, base64::engine::general_purpose::STANDARD.decode(b64).ok()?))
+}
+
+fn remote(kind: &str, encoded: Vec<u8>, mime: Option<&String>, filename: Option<&String>) -> RemoteMedia {
+    RemoteMedia {
+        locator: locator(kind, encoded),
+        mime_type: mime.cloned().unwrap_or_else(|| "application/octet-stream".into()),
+        filename: filename.cloned(),
+    }
+}
+
+/// A received message as the log keeps it: its type, content in the shape
+/// `POST messages` takes, and the media still to download.
+pub fn incoming_content(m: &wa::Message) -> (String, Value, Option<RemoteMedia>) {
+    let m = m.get_base_message();
+    if let Some(t) = m.conversation.as_ref() {
+        return ("text".into(), json!({ "text": t }), None);
+    }
+    if let Some(e) = m.extended_text_message.as_option() {
+        return ("text".into(), json!({ "text": e.text.clone().unwrap_or_default() }), None);
+    }
+    if let Some(i) = m.image_message.as_option() {
+        let media = remote("image", i.encode_to_vec(), i.mimetype.as_ref(), None);
+        return ("image".into(), json!({ "caption": i.caption }), Some(media));
+    }
+    if let Some(v) = m.video_message.as_option() {
+        let media = remote("video", v.encode_to_vec(), v.mimetype.as_ref(), None);
+        return ("video".into(), json!({ "caption": v.caption }), Some(media));
+    }
+    if let Some(a) = m.audio_message.as_option() {
+        let kind = if a.ptt == Some(true) { "voice" } else { "audio" };
+        let media = remote("audio", a.encode_to_vec(), a.mimetype.as_ref(), None);
+        return (kind.into(), json!({}), Some(media));
+    }
+    if let Some(d) = m.document_message.as_option() {
+        let media = remote("document", d.encode_to_vec(), d.mimetype.as_ref(), d.file_name.as_ref());
+        return ("document".into(), json!({ "caption": d.caption }), Some(media));
+    }
+    if let Some(s) = m.sticker_message.as_option() {
+        let media = remote("sticker", s.encode_to_vec(), s.mimetype.as_ref(), None);
+        return ("sticker".into(), json!({}), Some(media));
+    }
+    if let Some(l) = m.location_message.as_option() {
+        let loc = json!({ "latitude": l.degrees_latitude, "longitude": l.degrees_longitude, "name": l.name, "address": l.address });
+        return ("location".into(), json!({ "location": loc }), None);
+    }
+    if let Some(c) = m.contact_message.as_option() {
+        return ("contact".into(), json!({ "contact": { "name": c.display_name, "vcard": c.vcard } }), None);
+    }
+    if let Some(r) = m.reaction_message.as_option() {
+        let target = r.key.as_option().and_then(|k| k.id.clone());
+        return ("reaction".into(), json!({ "reaction": { "message_id": target, "emoji": r.text.clone().unwrap_or_default() } }), None);
+    }
+    for p in [&m.poll_creation_message, &m.poll_creation_message_v2, &m.poll_creation_message_v3] {
+        if let Some(p) = p.as_option() {
+            let values: Vec<Option<String>> = p.options.iter().map(|o| o.option_name.clone()).collect();
+            let poll = json!({ "name": p.name, "values": values, "selectable_count": p.selectable_options_count });
+            return ("poll".into(), json!({ "poll": poll }), None);
+        }
+    }
+    ("unsupported".into(), json!({}), None)
+}
+
+/// A receipt type as the log's status, when it is one we track.
+pub fn receipt_status(t: &whatsapp_rust::types::presence::ReceiptType) -> Option<&'static str> {
+    use whatsapp_rust::types::presence::ReceiptType as R;
+    match t {
+        R::Delivered => Some("delivered"),
+        R::Read | R::ReadSelf | R::Played | R::PlayedSelf => Some("read"),
+        _ => None,
+    }
+}
+
+/// What a connect failure means for the instance: the session ended for good (logged
+/// out or banned), or it may be retried.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    LoggedOut,
+    Banned,
+    Retry(String),
+}
+
+pub fn connect_failure(reason: &whatsapp_rust::types::events::ConnectFailureReason) -> Failure {
+    use whatsapp_rust::types::events::ConnectFailureReason as R;
+    if matches!(reason, R::AccountLocked) {
+        // WhatsApp locks banned accounts: the number is unusable until appealed.
+        return Failure::Banned;
+    }
+    if reason.is_logged_out() {
+        return Failure::LoggedOut;
+    }
+    Failure::Retry(format!("connect failure: {reason:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::Media;
+
+    fn out(kind: &str, content: Value) -> Outgoing {
+        Outgoing { network_id: "3EB0AA".into(), to_jid: "5511999990002@s.whatsapp.net".into(), kind: kind.into(), content, media: None }
+    }
+
+    fn upload() -> Uploaded {
+        Uploaded {
+            url: "https://mmg.whatsapp.net/x".into(),
+            direct_path: "/v/x".into(),
+            media_key: [1; 32],
+            file_enc_sha256: [2; 32],
+            file_sha256: [3; 32],
+            file_length: 10,
+            media_key_timestamp: 5,
+        }
+    }
+
+    /// Our type -> WhatsApp -> our type keeps the type and content.
+    #[test]
+    fn every_type_round_trips_through_the_network_message() {
+        let cases = [
+            ("text", json!({ "text": "hello" }), json!({ "text": "hello" })),
+            ("location", json!({ "location": { "latitude": -23.5, "longitude": -46.6, "name": "SP", "address": "Av" } }),
+                json!({ "location": { "latitude": -23.5, "longitude": -46.6, "name": "SP", "address": "Av" } })),
+            ("reaction", json!({ "reaction": { "message_id": "ABC", "emoji": "👍" } }), json!({ "reaction": { "message_id": "ABC", "emoji": "👍" } })),
+            ("poll", json!({ "poll": { "name": "lunch?", "values": ["pizza", "sushi"], "selectable_count": 1 } }),
+                json!({ "poll": { "name": "lunch?", "values": ["pizza", "sushi"], "selectable_count": 1 } })),
+        ];
+        for (kind, content, back) in cases {
+            let m = outgoing_message(&out(kind, content), None).unwrap();
+            let (k, c, media) = incoming_content(&m);
+            assert_eq!((k.as_str(), &c), (kind, &back), "{kind}");
+            assert!(media.is_none());
+        }
+        let m = outgoing_message(&out("contact", json!({ "contact": { "name": "Ana", "phone": "+55 11 99999-0009" } })), None).unwrap();
+        let (k, c, _) = incoming_content(&m);
+        assert_eq!(k, "contact");
+        assert_eq!(c["contact"]["name"], "Ana");
+        assert!(c["contact"]["vcard"].as_str().unwrap().contains("waid=5511999990009"));
+        let poll = outgoing_message(&out("poll", json!({ "poll": { "name": "p", "values": ["a"] } })), None).unwrap();
+        assert_eq!(poll.message_context_info.as_option().unwrap().message_secret.as_ref().unwrap().len(), 32);
+        let r = outgoing_message(&out("reaction", json!({ "reaction": { "message_id": "3EB0FF", "emoji": "" } })), None).unwrap();
+        assert_eq!(r.reaction_message.as_option().unwrap().key.as_option().unwrap().from_me, Some(true));
+    }
+
+    #[test]
+    fn media_types_carry_their_upload_and_come_back_with_a_locator() {
+        for (kind, back) in [("image", "image"), ("video", "video"), ("audio", "audio"), ("voice", "voice"), ("document", "document"), ("sticker", "sticker")] {
+            let mut o = out(kind, json!({ "caption": "c" }));
+            o.media = Some(Media { mime_type: "application/x-test".into(), filename: Some("f.bin".into()), sha256: String::new(), data: vec![1] });
+            assert!(outgoing_message(&o, None).is_err(), "{kind} needs its upload");
+            assert!(media_type(kind).is_some());
+            let m = outgoing_message(&o, Some(upload())).unwrap();
+            let (k, c, media) = incoming_content(&m);
+            assert_eq!(k, back);
+            let media = media.unwrap();
+            assert_eq!(media.mime_type, "application/x-test");
+            let (lk, bytes) = parse_locator(&media.locator).unwrap();
+            assert!(!bytes.is_empty() && ["image", "video", "audio", "document", "sticker"].contains(&lk));
+            if ["image", "video", "document"].contains(&kind) {
+                assert_eq!(c["caption"], "c", "{kind}");
+            }
+            if kind == "document" {
+                assert_eq!(media.filename.as_deref(), Some("f.bin"));
+            }
+        }
+        assert!(media_type("text").is_none());
+        assert!(outgoing_message(&out("carousel", json!({})), None).is_err());
+    }
+
+    #[test]
+    fn wrapped_and_extended_messages_are_unwrapped() {
+        let inner = wa::Message {
+            extended_text_message: MessageField::some(wa::message::ExtendedTextMessage { text: Some("hi".into()), ..Default::default() }),
+            ..Default::default()
+        };
+        let wrapped = wa::Message {
+            ephemeral_message: MessageField::some(wa::message::FutureProofMessage { message: MessageField::some(inner), ..Default::default() }),
+            ..Default::default()
+        };
+        assert_eq!(incoming_content(&wrapped).1, json!({ "text": "hi" }));
+        assert_eq!(incoming_content(&wa::Message::default()).0, "unsupported");
+    }
+
+    #[test]
+    fn receipts_and_failures_map_to_our_states() {
+        use whatsapp_rust::types::events::ConnectFailureReason as F;
+        use whatsapp_rust::types::presence::ReceiptType as R;
+        assert_eq!(receipt_status(&R::Delivered), Some("delivered"));
+        assert_eq!(receipt_status(&R::Read), Some("read"));
+        assert_eq!(receipt_status(&R::Played), Some("read"));
+        assert_eq!(receipt_status(&R::Retry), None);
+        assert_eq!(connect_failure(&F::LoggedOut), Failure::LoggedOut);
+        assert_eq!(connect_failure(&F::UnknownLogout), Failure::LoggedOut);
+        assert_eq!(connect_failure(&F::AccountLocked), Failure::Banned);
+        assert!(matches!(connect_failure(&F::ServiceUnavailable), Failure::Retry(_)));
+        assert!(matches!(connect_failure(&F::TempBanned), Failure::Retry(_)));
+    }
+
+    #[test]
+    fn vcards_name_the_number() {
+        assert_eq!(vcard("Ana", "+55 (11) 9999", Some("a@x")), "BEGIN:VCARD\nVERSION:3.0\nFN:Ana\nTEL;type=CELL;waid=55119999:+55119999\nEMAIL:a@x\nEND:VCARD");
+    }
+}
