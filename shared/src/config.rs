@@ -160,6 +160,10 @@ pub struct Config {
     /// Webhooks: attempts in flight at once per endpoint URL (endpoints never wait on
     /// each other).
     pub webhook_endpoint_concurrency: usize,
+    /// The WhatsApp driver's WebSocket address (default: WhatsApp Web's servers).
+    pub whatsapp_ws_url: Option<String>,
+    /// How long opening a WhatsApp session waits for the socket before retrying.
+    pub whatsapp_connect_timeout_ms: u64,
 }
 
 impl Default for Config {
@@ -213,6 +217,8 @@ impl Default for Config {
             webhook_disable_after_failures: 50,
             webhook_disable_after_ms: 5 * 24 * 3_600_000,
             webhook_endpoint_concurrency: 8,
+            whatsapp_ws_url: None,
+            whatsapp_connect_timeout_ms: 20_000,
         }
     }
 }

@@ -141,9 +141,10 @@ impl Actor {
                 tracing::warn!("the sim network is not configured on this worker");
                 return self.stop().await;
             };
+            let target = crate::driver::OpenTarget { instance: self.id.clone(), epoch: self.epoch };
             let opened = tokio::select! {
                 _ = cancel.cancelled() => return self.stop().await,
-                r = driver.open(self.credentials.clone()) => r,
+                r = driver.open(&target, self.credentials.clone()) => r,
             };
             let (session, mut events) = match opened {
                 Ok(s) => s,

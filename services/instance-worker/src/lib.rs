@@ -63,7 +63,11 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
             Arc::new(driver::sim::SimDriver::new(&config.netsim_url, Duration::from_millis(config.netsim_request_timeout_ms)))
                 as Arc<dyn driver::Driver>
         }),
-        whatsapp: Arc::new(driver::whatsapp::WhatsappDriver),
+        whatsapp: Arc::new(driver::whatsapp::WhatsappDriver::new(
+            pool.clone(),
+            config.whatsapp_ws_url.as_deref(),
+            Duration::from_millis(config.whatsapp_connect_timeout_ms),
+        )),
         default_network: config.network,
         pacing: actor::PacingDefaults {
             grace_min: Duration::from_millis(config.pacing_grace_min_ms),

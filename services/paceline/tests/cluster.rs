@@ -253,3 +253,32 @@ async fn a_paused_ex_owner_writes_nothing() {
     let info = c.netsim().get(&format!("/control/phones/{A}")).await.expect(200);
     assert_eq!(info["online_devices"], 1, "one live session");
 }
+
+/// The whatsapp network unreachable (here: a WebSocket address that refuses): the worker
+/// keeps the instance `connecting`, retries with backoff and stays healthy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_whatsapp_network_leaves_the_instance_connecting() {
+    let mut c = Cluster::start(bin(), 0, |cfg| cfg.network = shared::config::Network::Whatsapp).await;
+    let mut cmd = harness::cluster::command(bin(), "worker", &c.config);
+    cmd.env("PACELINE_WHATSAPP_WS_URL", "ws://127.0.0.1:9/ws/chat").env("PACELINE_WHATSAPP_CONNECT_TIMEOUT_MS", "500");
+    let metrics = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    cmd.env("PACELINE_METRICS_ADDR", metrics.to_string());
+    c.workers.push(harness::cluster::WorkerProc { child: cmd.spawn().unwrap(), metrics });
+    let (inst, _) = c.api.create_instance("wa-down").await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    let admin = c.api.admin();
+    admin.post(&format!("/v1/instances/{id}/connect"), &serde_json::json!({})).await.expect(202);
+    c.wait_state(&id, "connecting", Duration::from_secs(20)).await;
+    // Several attempts later: still connecting, no QR, the worker alive and holding it.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(admin.get(&format!("/v1/instances/{id}")).await.expect(200)["state"], "connecting");
+    admin.get(&format!("/v1/instances/{id}/qr")).await.expect_error(409, "instance_not_pairing");
+    assert_eq!(c.worker_metric(0, "paceline_worker_leases_held", "").await, 1.0);
+    let pool = c.pool().await;
+    let (device,): (i64,) = sqlx::query_as("SELECT count(*) FROM wa_store WHERE instance_id = $1 AND kind = 'device'")
+        .bind(&id)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(device, 1, "the session's device lives in Postgres");
+}

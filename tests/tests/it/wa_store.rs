@@ -109,8 +109,7 @@ async fn pg_store_answers_like_the_in_memory_backend() {
     same!(mem, pg, |s| s.get_sync_key(b"\x00\x01"));
     assert_eq!(same!(mem, pg, |s| s.get_latest_sync_key_id()), "Ok(Some([0, 2]))");
     same!(mem, pg, |s| s.get_version("regular_high"));
-    let mut hs = HashState::default();
-    hs.version = 7;
+    let mut hs = HashState { version: 7, ..Default::default() };
     hs.hash[0] = 9;
     hs.index_value_map.insert("k".into(), vec![1, 2]);
     same!(mem, pg, |s| s.set_version("regular_high", hs.clone()));
@@ -285,4 +284,73 @@ async fn an_old_owner_cannot_write_the_store_after_a_takeover() {
     assert!(format!("{:?}", old.put_session("a@c.us.0", b"x").await.unwrap_err()).contains("Fenced"));
     assert_eq!(new.get_session("a@c.us.0").await.unwrap().as_deref(), Some(&b"theirs"[..]));
     assert!(new.exists().await.unwrap(), "the device row survived");
+}
+
+/// A transport that refuses every dial, as a network that cannot be reached.
+struct Refusing;
+
+#[whatsapp_rust::async_trait]
+impl whatsapp_rust::transport::TransportFactory for Refusing {
+    async fn create_transport(
+        &self,
+    ) -> Result<
+        (Arc<dyn whatsapp_rust::transport::Transport>, whatsapp_rust::async_channel::Receiver<whatsapp_rust::transport::TransportEvent>),
+        whatsapp_rust::anyhow::Error,
+    > {
+        Err(whatsapp_rust::anyhow::anyhow!("connection refused"))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_on_pg_store_that_cannot_dial_fails_to_open_and_reports_its_memory() {
+    use worker::driver::{Driver, OpenTarget};
+    let api = TestApi::start().await;
+    let (store, db, id) = claimed(&api, "wa-refused").await;
+    let epoch = sqlx::query_scalar::<_, i64>("SELECT owner_epoch FROM instances WHERE id = $1").bind(&id).fetch_one(&db).await.unwrap();
+    let driver = worker::driver::whatsapp::WhatsappDriver::with_transport(db.clone(), Arc::new(Refusing), std::time::Duration::from_millis(800));
+    let target = OpenTarget { instance: id.clone(), epoch };
+    let err = match driver.open(&target, None).await {
+        Ok(_) => panic!("a session without a network must not open"),
+        Err(e) => e,
+    };
+    assert_eq!(err.code, shared::ErrorCode::WorkerTimeout, "{err}");
+    assert!(!err.detail.contains('@'), "no JID in the error: {err}");
+    // The client was built on PgStore: it created its device (fresh keys) there.
+    assert!(store.exists().await.unwrap());
+    let device = store.load().await.unwrap().unwrap();
+    assert!(device.pn.is_none(), "not paired");
+
+    // An idle client on PgStore: what it keeps in memory (for sizing worker pods).
+    let bot = whatsapp_rust::bot::Bot::builder()
+        .with_backend(store.clone())
+        .with_transport_factory(Refusing)
+        .with_http_client(whatsapp_rust::http::UreqHttpClient::new())
+        .build()
+        .await
+        .unwrap();
+    let client = bot.client();
+    let report = client.memory_report().await;
+    println!("memory_report of an idle client on PgStore: {} bytes estimated\n{report}", report.total_estimated_bytes());
+    assert!(report.total_estimated_bytes() < 4 * 1024 * 1024);
+
+    // The process's resident memory per built (unconnected) client, as a sizing floor.
+    let rss = || {
+        let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+        statm.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 4096
+    };
+    let before = rss();
+    let mut bots = Vec::new();
+    for _ in 0..50 {
+        let b = whatsapp_rust::bot::Bot::builder()
+            .with_backend(store.clone())
+            .with_transport_factory(Refusing)
+            .with_http_client(whatsapp_rust::http::UreqHttpClient::new())
+            .build()
+            .await
+            .unwrap();
+        bots.push(b);
+    }
+    let per = rss().saturating_sub(before) / 50;
+    println!("resident memory per idle client object on PgStore: ~{} KiB (50 clients)", per / 1024);
+    drop(bots);
 }

@@ -70,6 +70,13 @@ impl DriverError {
     }
 }
 
+/// Which instance a session is for, and the lease epoch its writes are fenced on.
+#[derive(Debug, Clone)]
+pub struct OpenTarget {
+    pub instance: shared::ids::InstanceId,
+    pub epoch: i64,
+}
+
 /// Opens sessions on one network.
 #[async_trait::async_trait]
 pub trait Driver: Send + Sync + 'static {
@@ -80,6 +87,7 @@ pub trait Driver: Send + Sync + 'static {
     /// Events arrive on the returned receiver until it closes.
     async fn open(
         &self,
+        target: &OpenTarget,
         credentials: Option<serde_json::Value>,
     ) -> Result<(Box<dyn Session>, mpsc::Receiver<DriverEvent>), DriverError>;
 }

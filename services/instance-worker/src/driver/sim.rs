@@ -52,6 +52,7 @@ impl Driver for SimDriver {
 
     async fn open(
         &self,
+        _target: &super::OpenTarget,
         credentials: Option<serde_json::Value>,
     ) -> Result<(Box<dyn Session>, mpsc::Receiver<DriverEvent>), DriverError> {
         let session = match credentials {

@@ -1,15 +1,88 @@
-//! The real WhatsApp network on the `whatsapp-rust` crate, with its session store in
-//! Postgres. Not built yet (its own issue): opening a session fails with a clear,
-//! non-retryable error, and the instance shows as `disconnected`.
+//! The real WhatsApp network on the `whatsapp-rust` crate (0.7.0, pinned), with its
+//! session store in Postgres (`store::PgStore`, fenced on the lease epoch).
+//!
+//! A session is a whatsapp-rust `Bot` on the instance's `PgStore`: pairing (QR codes,
+//! phone pairing codes), resume from the stored device, sends under the pre-assigned
+//! network id (so a re-send after a takeover reuses it), and the client's events mapped
+//! to ours (`map.rs`). Credentials in the instance row only say the state lives in
+//! `wa_store`; the keys themselves never leave that table.
 
 pub mod map;
 pub mod store;
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+use shared::bus::NetOp;
+use shared::ErrorCode;
 use tokio::sync::mpsc;
+use whatsapp_rust::buffa::Message as _;
+use whatsapp_rust::transport::TransportFactory;
+use whatsapp_rust::types::events::Event;
+use whatsapp_rust::waproto::whatsapp as wa;
+use whatsapp_rust::{Client, Jid};
 
-use super::{Driver, DriverError, DriverEvent, Session};
+use super::{Driver, DriverError, DriverEvent, Incoming, Outgoing, RemoteMedia, Session};
+use map::Failure;
+use store::PgStore;
 
-pub struct WhatsappDriver;
+/// Opens WhatsApp sessions.
+pub struct WhatsappDriver {
+    db: sqlx::PgPool,
+    transport: Arc<dyn TransportFactory>,
+    /// How long opening a session waits for the socket before it fails (and the actor
+    /// retries with backoff).
+    connect_timeout: std::time::Duration,
+}
+
+impl WhatsappDriver {
+    /// WebSocket to `ws_url` (WhatsApp's servers unless configured otherwise).
+    pub fn new(db: sqlx::PgPool, ws_url: Option<&str>, connect_timeout: std::time::Duration) -> WhatsappDriver {
+        let mut factory = whatsapp_rust::transport::TokioWebSocketTransportFactory::new();
+        if let Some(url) = ws_url {
+            factory = factory.with_url(url);
+        }
+        Self::with_transport(db, Arc::new(factory), connect_timeout)
+    }
+
+    /// Another transport (tests use one that refuses to dial).
+    pub fn with_transport(db: sqlx::PgPool, transport: Arc<dyn TransportFactory>, connect_timeout: std::time::Duration) -> WhatsappDriver {
+        WhatsappDriver { db, transport, connect_timeout }
+    }
+}
+
+/// Hands the shared transport factory to a bot (which wants to own one).
+struct SharedTransport(Arc<dyn TransportFactory>);
+
+#[whatsapp_rust::async_trait]
+impl TransportFactory for SharedTransport {
+    async fn create_transport(
+        &self,
+    ) -> Result<(Arc<dyn whatsapp_rust::transport::Transport>, whatsapp_rust::async_channel::Receiver<whatsapp_rust::transport::TransportEvent>), whatsapp_rust::anyhow::Error>
+    {
+        self.0.create_transport().await
+    }
+}
+
+/// Calls offered to the session: call id -> (caller, call creator), for rejecting.
+type Calls = Arc<Mutex<HashMap<String, (Jid, Jid)>>>;
+
+struct WaSession {
+    client: Arc<Client>,
+    handle: tokio::sync::Mutex<Option<whatsapp_rust::bot::BotHandle>>,
+    calls: Calls,
+}
+
+fn failed(what: &str) -> DriverError {
+    // The crate's errors may name numbers and JIDs: keep them out of our messages.
+    DriverError::new(ErrorCode::WorkerError, format!("the network refused to {what}"))
+}
+
+fn jid(s: &str) -> Result<Jid, DriverError> {
+    let full = if s.contains('@') { s.to_string() } else { format!("{s}@s.whatsapp.net") };
+    full.parse().map_err(|_| DriverError::new(ErrorCode::ValidationFailed, "not a valid JID"))
+}
 
 #[async_trait::async_trait]
 impl Driver for WhatsappDriver {
@@ -19,11 +92,307 @@ impl Driver for WhatsappDriver {
 
     async fn open(
         &self,
-        _credentials: Option<serde_json::Value>,
+        target: &super::OpenTarget,
+        credentials: Option<Value>,
     ) -> Result<(Box<dyn Session>, mpsc::Receiver<DriverEvent>), DriverError> {
-        Err(DriverError::new(
-            shared::ErrorCode::NotImplemented,
-            "the whatsapp driver is not built yet; run with --network sim",
-        ))
+        let business = credentials.as_ref().and_then(|c| c.get("business")).and_then(Value::as_bool).unwrap_or(false);
+        let store = PgStore::new(self.db.clone(), target.instance.clone(), target.epoch);
+        let (tx, rx) = mpsc::channel::<DriverEvent>(1024);
+        let calls: Calls = Arc::default();
+        let (events_tx, calls_in) = (tx.clone(), calls.clone());
+        let bot = whatsapp_rust::bot::Bot::builder()
+            .with_backend(store)
+            .with_transport_factory(SharedTransport(self.transport.clone()))
+            .with_http_client(whatsapp_rust::http::UreqHttpClient::new())
+            // One event at a time, in order: a receipt never overtakes its message.
+            .with_event_delivery(whatsapp_rust::bot::EventDelivery::Ordered { capacity: 4096 })
+            .on_event(move |event: Arc<Event>, client: Arc<Client>| {
+                let tx = events_tx.clone();
+                let calls = calls_in.clone();
+                async move {
+                    for ev in to_driver_events(&event, &client, business, &calls) {
+                        if tx.send(ev).await.is_err() {
+                            break;
+                        }
+                    }
+                }
+            })
+            .build()
+            .await
+            .map_err(|e| {
+                tracing::warn!(error = %e, "building the whatsapp client failed");
+                DriverError::new(ErrorCode::WorkerError, "the whatsapp client could not start")
+            })?;
+        let handle = bot.spawn();
+        let client = handle.client();
+        // No socket in time (the network unreachable, the dial refused): give up this
+        // attempt; the actor shows `connecting` and tries again with backoff.
+        if client.wait_for_socket(self.connect_timeout).await.is_err() {
+            handle.abort();
+            return Err(DriverError::new(ErrorCode::WorkerTimeout, "could not reach the WhatsApp servers"));
+        }
+        // The run loop ends for good (logout, replaced, closed): tell the actor.
+        let closed = tx.clone();
+        let watcher = client.clone();
+        tokio::spawn(async move {
+            closed.closed().await;
+            watcher.disconnect().await;
+        });
+        Ok((Box::new(WaSession { client, handle: tokio::sync::Mutex::new(Some(handle)), calls }), rx))
+    }
+}
+
+/// Our events for one of the client's.
+fn to_driver_events(event: &Event, client: &Client, business: bool, calls: &Calls) -> Vec<DriverEvent> {
+    let now = chrono::Utc::now();
+    match event {
+        Event::PairingQrCode(q) => {
+            let expires_at = now + chrono::Duration::from_std(q.timeout).unwrap_or_else(|_| chrono::Duration::seconds(20));
+            vec![DriverEvent::Qr { code: q.code.clone(), expires_at }]
+        }
+        Event::PairSuccess(p) => {
+            let business = !p.business_name.is_empty();
+            let credentials = json!({ "store": "wa_store", "business": business });
+            vec![DriverEvent::Paired { credentials, phone: p.id.user.to_string(), business }]
+        }
+        Event::Connected(_) => match client.pn() {
+            Some(pn) => vec![DriverEvent::Connected { phone: pn.user.to_string(), business }],
+            None => Vec::new(),
+        },
+        Event::LoggedOut(l) => vec![match map::connect_failure(&l.reason) {
+            Failure::Banned => DriverEvent::Banned,
+            _ => DriverEvent::LoggedOut,
+        }],
+        Event::ConnectFailure(f) => vec![match map::connect_failure(&f.reason) {
+            Failure::LoggedOut => DriverEvent::LoggedOut,
+            Failure::Banned => DriverEvent::Banned,
+            Failure::Retry(reason) => DriverEvent::Closed { reason },
+        }],
+        Event::TemporaryBan(b) => {
+            vec![DriverEvent::Closed { reason: format!("temporarily banned for {} minutes", b.expire.num_minutes()) }]
+        }
+        Event::StreamReplaced(_) => vec![DriverEvent::Replaced],
+        Event::Disconnected(d) => vec![DriverEvent::Closed { reason: format!("disconnected: {:?}", d.reason) }],
+        Event::PairingQrCodesExhausted(_) => vec![DriverEvent::Closed { reason: "every QR code expired unscanned".into() }],
+        Event::Messages(batch) => batch
+            .messages
+            .iter()
+            .map(|m| DriverEvent::Message { message: incoming(&m.message, &m.info) })
+            .collect(),
+        Event::Receipt(r) => match map::receipt_status(&r.r#type) {
+            Some(status) => r
+                .message_ids
+                .iter()
+                .map(|id| DriverEvent::Receipt { wa_message_id: id.to_string(), status: status.into(), at: r.timestamp })
+                .collect(),
+            None => Vec::new(),
+        },
+        Event::IncomingCall(c) => match &c.action {
+            whatsapp_rust::types::call::CallAction::Offer { call_id, call_creator, .. } => {
+                calls.lock().unwrap_or_else(|p| p.into_inner()).insert(call_id.to_string(), (c.from.clone(), call_creator.clone()));
+                vec![DriverEvent::Call { call_id: call_id.to_string(), from: c.from.to_string() }]
+            }
+            _ => Vec::new(),
+        },
+        Event::HistorySync(h) => match h.get() {
+            Some(sync) => vec![DriverEvent::History { messages: history(sync) }],
+            None => Vec::new(),
+        },
+        _ => Vec::new(),
+    }
+}
+
+fn incoming(message: &wa::Message, info: &whatsapp_rust::types::message::MessageInfo) -> Incoming {
+    let (kind, content, media) = map::incoming_content(message);
+    Incoming {
+        message: shared::db::log::Received {
+            wa_message_id: info.id.to_string(),
+            chat_jid: info.source.chat.to_string(),
+            from_jid: info.source.sender.to_string(),
+            from_me: info.source.is_from_me,
+            kind,
+            content,
+            ts: info.timestamp,
+        },
+        media,
+    }
+}
+
+/// The messages of a history sync chunk.
+fn history(sync: &wa::HistorySync) -> Vec<Incoming> {
+    let mut out = Vec::new();
+    for conv in &sync.conversations {
+        let chat = conv.id.clone();
+        for m in &conv.messages {
+            let Some(info) = m.message.as_option() else { continue };
+            let Some(key) = info.key.as_option() else { continue };
+            let Some(content) = info.message.as_option() else { continue };
+            let (kind, content, media) = map::incoming_content(content);
+            let from_me = key.from_me.unwrap_or(false);
+            let ts = chrono::DateTime::from_timestamp(info.message_timestamp.unwrap_or(0) as i64, 0).unwrap_or_default();
+            out.push(Incoming {
+                message: shared::db::log::Received {
+                    wa_message_id: key.id.clone().unwrap_or_default(),
+                    chat_jid: chat.clone(),
+                    from_jid: key.participant.clone().unwrap_or_else(|| if from_me { String::new() } else { chat.clone() }),
+                    from_me,
+                    kind,
+                    content,
+                    ts,
+                },
+                media,
+            });
+        }
+    }
+    out
+}
+
+#[async_trait::async_trait]
+impl Session for WaSession {
+    async fn send(&self, o: &Outgoing) -> Result<(), DriverError> {
+        let to = jid(&o.to_jid)?;
+        let upload = match (&o.media, map::media_type(&o.kind)) {
+            (Some(m), Some(t)) => {
+                let options = whatsapp_rust::UploadOptions::new();
+                let up = self.client.upload(m.data.clone(), t, options).await.map_err(|_| failed("take the media upload"))?;
+                Some(map::Uploaded::from(up))
+            }
+            _ => None,
+        };
+        let message = map::outgoing_message(o, upload)?;
+        let options = whatsapp_rust::send::SendOptions::default().with_message_id(o.network_id.clone());
+        self.client.send_message_with_options(to, message, options).await.map(drop).map_err(|e| match e {
+            whatsapp_rust::send::SendError::NotLoggedIn => DriverError::new(ErrorCode::InstanceNotConnected, "the session is not logged in"),
+            whatsapp_rust::send::SendError::InvalidRequest(_) => DriverError::new(ErrorCode::ValidationFailed, "the network refused the message"),
+            _ => failed("take the message"),
+        })
+    }
+
+    async fn pairing_code(&self, phone: &str) -> Result<String, DriverError> {
+        let mut options = whatsapp_rust::pair_code::PairCodeOptions::default();
+        options.phone_number = phone.to_string();
+        self.client.pair_with_code(options).await.map_err(|_| failed("give a pairing code"))
+    }
+
+    async fn logout(&self) -> Result<(), DriverError> {
+        self.client.logout().await;
+        Ok(())
+    }
+
+    async fn check_numbers(&self, numbers: &[String]) -> Result<Vec<Value>, DriverError> {
+        let jids = numbers.iter().map(|n| jid(n)).collect::<Result<Vec<_>, _>>()?;
+        let found = self.client.contacts().is_on_whatsapp(&jids).await.map_err(|_| failed("check the numbers"))?;
+        Ok(numbers
+            .iter()
+            .map(|n| {
+                let hit = found.iter().find(|r| r.jid.user.as_str() == n.as_str());
+                match hit {
+                    Some(r) if r.is_registered => json!({ "number": n, "exists": true, "jid": r.jid.to_string(), "business": r.is_business }),
+                    _ => json!({ "number": n, "exists": false }),
+                }
+            })
+            .collect())
+    }
+
+    async fn net(&self, op: &NetOp) -> Result<Value, DriverError> {
+        let c = &self.client;
+        match op {
+            NetOp::ReadChat { jid: j, read } => {
+                c.chat_actions().mark_chat_as_read(&jid(j)?, *read, None).await.map_err(|_| failed("mark the chat"))?;
+            }
+            NetOp::ModifyChat { jid: j, archived, pinned, muted_until } => {
+                let j = jid(j)?;
+                let actions = c.chat_actions();
+                match archived {
+                    Some(true) => actions.archive_chat(&j, None).await,
+                    Some(false) => actions.unarchive_chat(&j, None).await,
+                    None => Ok(()),
+                }
+                .map_err(|_| failed("archive the chat"))?;
+                match pinned {
+                    Some(true) => actions.pin_chat(&j).await,
+                    Some(false) => actions.unpin_chat(&j).await,
+                    None => Ok(()),
+                }
+                .map_err(|_| failed("pin the chat"))?;
+                match muted_until {
+                    Some(Some(t)) => actions.mute_chat_until(&j, t.timestamp_millis()).await,
+                    Some(None) => actions.unmute_chat(&j).await,
+                    None => Ok(()),
+                }
+                .map_err(|_| failed("mute the chat"))?;
+            }
+            NetOp::DeleteChat { jid: j } => {
+                c.chat_actions().delete_chat(&jid(j)?, true, None).await.map_err(|_| failed("delete the chat"))?;
+            }
+            NetOp::Block { jid: j, blocked } => {
+                let j = jid(j)?;
+                if *blocked { c.blocking().block(&j).await } else { c.blocking().unblock(&j).await }.map_err(|_| failed("change the block list"))?;
+            }
+            NetOp::Blocklist => {
+                let list = c.blocking().get_blocklist().await.map_err(|_| failed("read the block list"))?;
+                return Ok(json!(list.iter().map(|e| e.jid.to_string()).collect::<Vec<_>>()));
+            }
+            NetOp::ContactPicture { jid: j } => {
+                let pic = c.contacts().get_profile_picture(&jid(j)?, false).await.map_err(|_| failed("give the picture"))?;
+                return Ok(json!({ "url": pic.map(|p| p.url) }));
+            }
+            NetOp::ContactProfile { jid: j } => {
+                let j = jid(j)?;
+                let info = c.contacts().get_user_info(std::slice::from_ref(&j)).await.map_err(|_| failed("give the profile"))?;
+                let about = info.values().next().and_then(|u| u.status.clone()).unwrap_or_default();
+                let business = c.get_business_profile(&j).await.ok().flatten().map(|b| {
+                    json!({ "description": b.description, "email": b.email, "website": b.website, "address": b.address })
+                });
+                return Ok(json!({ "jid": j.to_string(), "about": about, "business_profile": business }));
+            }
+            NetOp::Contact { jid: j } => {
+                let j = jid(j)?;
+                let found = c.contacts().is_on_whatsapp(std::slice::from_ref(&j)).await.map_err(|_| failed("look the contact up"))?;
+                return match found.into_iter().find(|r| r.is_registered) {
+                    Some(r) => Ok(json!({ "jid": r.jid.to_string(), "name": null, "push_name": null, "business": r.is_business })),
+                    None => Err(DriverError::new(ErrorCode::NotFound, "no account has this number")),
+                };
+            }
+            NetOp::Contacts => {
+                return Err(DriverError::new(ErrorCode::NotImplemented, "listing contacts is not available on the whatsapp network yet"));
+            }
+        }
+        Ok(Value::Null)
+    }
+
+    async fn download(&self, media: &RemoteMedia) -> Result<Vec<u8>, DriverError> {
+        let (kind, bytes) = map::parse_locator(&media.locator).ok_or_else(|| failed("find the media"))?;
+        let bad = || failed("find the media");
+        let result = match kind {
+            "image" => self.client.download(&wa::message::ImageMessage::decode_from_slice(&bytes).map_err(|_| bad())?).await,
+            "video" => self.client.download(&wa::message::VideoMessage::decode_from_slice(&bytes).map_err(|_| bad())?).await,
+            "audio" => self.client.download(&wa::message::AudioMessage::decode_from_slice(&bytes).map_err(|_| bad())?).await,
+            "document" => self.client.download(&wa::message::DocumentMessage::decode_from_slice(&bytes).map_err(|_| bad())?).await,
+            "sticker" => self.client.download(&wa::message::StickerMessage::decode_from_slice(&bytes).map_err(|_| bad())?).await,
+            _ => return Err(bad()),
+        };
+        // Expired media is gone from the servers: the download fails for good.
+        result.map_err(|_| DriverError::new(ErrorCode::MediaUnavailable, "the network no longer has this media"))
+    }
+
+    async fn reject_call(&self, call_id: &str, message: Option<String>) -> Result<(), DriverError> {
+        let peers = self.calls.lock().unwrap_or_else(|p| p.into_inner()).remove(call_id);
+        let (peer, creator) = peers.ok_or_else(|| DriverError::new(ErrorCode::NotFound, "no such call"))?;
+        self.client.voip().reject_call(call_id, &peer, &creator).await.map_err(|_| failed("reject the call"))?;
+        if let Some(text) = message {
+            self.client.send_text(peer, text).await.map_err(|_| failed("take the message to the caller"))?;
+        }
+        Ok(())
+    }
+
+    async fn close(&self) {
+        // Graceful: flushes the Signal cache and the device row to PgStore first.
+        if let Err(e) = self.client.flush_pending_signal_state().await {
+            tracing::warn!(error = %e, "flushing the session state failed");
+        }
+        if let Some(handle) = self.handle.lock().await.take() {
+            handle.shutdown().await;
+        }
     }
 }
