@@ -78,6 +78,8 @@ pub(crate) struct Actor {
     pub(crate) epoch: i64,
     state: InstanceState,
     credentials: Option<serde_json::Value>,
+    /// The instance's proxy when it was claimed (a change applies at the next claim).
+    proxy_url: Option<String>,
     pub(crate) queue: Queue,
 }
 
@@ -95,6 +97,7 @@ pub async fn run(ctx: Arc<Ctx>, id: InstanceId, claim: Claim, cancel: Cancellati
     let mut actor = Actor {
         state: InstanceState::parse(&claim.state).unwrap_or(InstanceState::Disconnected),
         credentials: claim.session,
+        proxy_url: claim.proxy_url,
         epoch: claim.owner_epoch,
         queue: Queue::new(&ctx.pacing),
         id,
@@ -141,7 +144,7 @@ impl Actor {
                 tracing::warn!("the sim network is not configured on this worker");
                 return self.stop().await;
             };
-            let target = crate::driver::OpenTarget { instance: self.id.clone(), epoch: self.epoch };
+            let target = crate::driver::OpenTarget { instance: self.id.clone(), epoch: self.epoch, proxy_url: self.proxy_url.clone() };
             let opened = tokio::select! {
                 _ = cancel.cancelled() => return self.stop().await,
                 r = driver.open(&target, self.credentials.clone()) => r,

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use futures::StreamExt;
 use rand::seq::SliceRandom;
-use shared::config::{Network, Role};
+use shared::config::Role;
 use shared::db::sessions;
 use shared::ids::InstanceId;
 use shared::{bus, db, kv, Config, Shutdown};
@@ -59,10 +59,9 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
         db: pool.clone(),
         nats: nats.clone(),
         subjects: subjects.clone(),
-        sim: (config.network == Network::Sim).then(|| {
-            Arc::new(driver::sim::SimDriver::new(&config.netsim_url, Duration::from_millis(config.netsim_request_timeout_ms)))
-                as Arc<dyn driver::Driver>
-        }),
+        // Both drivers, so an instance may run on another network than the deployment's.
+        sim: Some(Arc::new(driver::sim::SimDriver::new(&config.netsim_url, Duration::from_millis(config.netsim_request_timeout_ms)))
+            as Arc<dyn driver::Driver>),
         whatsapp: Arc::new(driver::whatsapp::WhatsappDriver::new(
             pool.clone(),
             config.whatsapp_ws_url.as_deref(),

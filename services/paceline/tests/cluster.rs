@@ -254,20 +254,23 @@ async fn a_paused_ex_owner_writes_nothing() {
     assert_eq!(info["online_devices"], 1, "one live session");
 }
 
-/// The whatsapp network unreachable (here: a WebSocket address that refuses): the worker
-/// keeps the instance `connecting`, retries with backoff and stays healthy.
+/// An instance on the whatsapp network in a sim deployment (chosen per instance), with
+/// WhatsApp unreachable (here: a WebSocket address that refuses): the worker keeps the
+/// instance `connecting`, retries with backoff and stays healthy.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_whatsapp_network_leaves_the_instance_connecting() {
-    let mut c = Cluster::start(bin(), 0, |cfg| cfg.network = shared::config::Network::Whatsapp).await;
+    let mut c = Cluster::start(bin(), 0, |_| {}).await;
     let mut cmd = harness::cluster::command(bin(), "worker", &c.config);
     cmd.env("PACELINE_WHATSAPP_WS_URL", "ws://127.0.0.1:9/ws/chat").env("PACELINE_WHATSAPP_CONNECT_TIMEOUT_MS", "500");
     let metrics = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     cmd.env("PACELINE_METRICS_ADDR", metrics.to_string());
     c.workers.push(harness::cluster::WorkerProc { child: cmd.spawn().unwrap(), metrics });
-    let (inst, _) = c.api.create_instance("wa-down").await;
-    let id = inst["id"].as_str().unwrap().to_string();
     let admin = c.api.admin();
-    admin.post(&format!("/v1/instances/{id}/connect"), &serde_json::json!({})).await.expect(202);
+    admin.post("/v1/instances", &json!({ "name": "wa-bad", "network": "telegram" })).await.expect_error(400, "validation_failed");
+    let created = admin.post("/v1/instances", &json!({ "name": "wa-down", "network": "whatsapp" })).await.expect(201);
+    assert_eq!(created["instance"]["network"], "whatsapp");
+    let id = created["instance"]["id"].as_str().unwrap().to_string();
+    admin.post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect(202);
     c.wait_state(&id, "connecting", Duration::from_secs(20)).await;
     // Several attempts later: still connecting, no QR, the worker alive and holding it.
     tokio::time::sleep(Duration::from_secs(3)).await;

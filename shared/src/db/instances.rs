@@ -110,6 +110,8 @@ pub struct InstanceFields {
     pub time_zone: String,
     /// Daily send window (local start, local end), both or neither.
     pub send_window: Option<(chrono::NaiveTime, chrono::NaiveTime)>,
+    /// `sim` or `whatsapp`; `None` follows the deployment's `network`.
+    pub network: Option<String>,
 }
 
 impl From<&InstanceRow> for InstanceFields {
@@ -126,6 +128,7 @@ impl From<&InstanceRow> for InstanceFields {
             msg_call: r.msg_call.clone(),
             time_zone: r.time_zone.clone(),
             send_window: r.send_window_start.zip(r.send_window_end),
+            network: r.network.clone(),
         }
     }
 }
@@ -152,7 +155,7 @@ const COLUMNS: &str = "id, name, state, tags, ip_allowlist, min_interval_ms, max
 
 /// The settable columns, bound by [`bind_fields`] as `$2` to `$13` (`$1` is the id).
 const FIELD_COLUMNS: &str = "name, tags, ip_allowlist, min_interval_ms, max_per_minute, unsafe_pacing, proxy_url, \
-    reject_call, msg_call, time_zone, send_window_start, send_window_end";
+    reject_call, msg_call, time_zone, send_window_start, send_window_end, network";
 
 type RowQuery<'q> = sqlx::query::QueryAs<'q, sqlx::Postgres, InstanceRow, sqlx::postgres::PgArguments>;
 
@@ -170,6 +173,7 @@ fn bind_fields<'q>(q: RowQuery<'q>, f: &'q InstanceFields) -> RowQuery<'q> {
         .bind(&f.time_zone)
         .bind(f.send_window.map(|w| w.0))
         .bind(f.send_window.map(|w| w.1))
+        .bind(&f.network)
 }
 
 pub async fn insert(
@@ -180,7 +184,7 @@ pub async fn insert(
 ) -> Result<InstanceRow, WriteError> {
     let sql = format!(
         "INSERT INTO instances (id, {FIELD_COLUMNS}, token_hash) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING {COLUMNS}"
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING {COLUMNS}"
     );
     bind_fields(sqlx::query_as::<_, InstanceRow>(&sql).bind(id), f)
         .bind(token_hash)
@@ -259,7 +263,7 @@ pub async fn update(
 ) -> Result<Option<InstanceRow>, WriteError> {
     let sql = format!(
         "UPDATE instances SET ({FIELD_COLUMNS}, updated_at) = \
-         ($2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, now()) WHERE id = $1 RETURNING {COLUMNS}"
+         ($2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, now()) WHERE id = $1 RETURNING {COLUMNS}"
     );
     bind_fields(sqlx::query_as::<_, InstanceRow>(&sql).bind(id), f).fetch_optional(db).await.map_err(map_write)
 }

@@ -19,6 +19,7 @@ pub async fn desired_ids(db: impl PgExecutor<'_>, limit: i64) -> Result<Vec<Inst
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Claim {
     pub owner_epoch: i64,
+    pub proxy_url: Option<String>,
     pub session: Option<serde_json::Value>,
     pub network: Option<String>,
     pub state: String,
@@ -40,7 +41,7 @@ pub async fn claim(
         "UPDATE instances SET owner_epoch = GREATEST(owner_epoch + 1, $2), owner_worker = $3, \
          state = 'connecting', qr_code = NULL, qr_expires_at = NULL, \
          state_changed_at = CASE WHEN state = 'connecting' THEN state_changed_at ELSE now() END, updated_at = now() \
-         WHERE id = $1 AND desired RETURNING owner_epoch, session, network, state",
+         WHERE id = $1 AND desired RETURNING owner_epoch, proxy_url, session, network, state",
     )
     .bind(id)
     .bind(lease_epoch)

@@ -10,5 +10,6 @@ mod instances;
 mod leases;
 mod messages;
 mod operation;
+mod proxy;
 mod wa_store;
 mod webhooks;

@@ -308,7 +308,7 @@ async fn a_client_on_pg_store_that_cannot_dial_fails_to_open_and_reports_its_mem
     let (store, db, id) = claimed(&api, "wa-refused").await;
     let epoch = sqlx::query_scalar::<_, i64>("SELECT owner_epoch FROM instances WHERE id = $1").bind(&id).fetch_one(&db).await.unwrap();
     let driver = worker::driver::whatsapp::WhatsappDriver::with_transport(db.clone(), Arc::new(Refusing), std::time::Duration::from_millis(800));
-    let target = OpenTarget { instance: id.clone(), epoch };
+    let target = OpenTarget { instance: id.clone(), epoch, proxy_url: None };
     let err = match driver.open(&target, None).await {
         Ok(_) => panic!("a session without a network must not open"),
         Err(e) => e,

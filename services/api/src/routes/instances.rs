@@ -68,6 +68,8 @@ pub struct InstanceOut {
     pub unsafe_pacing: bool,
     /// The proxy the session connects through, with any password shown as `***`.
     pub proxy_url: Option<String>,
+    /// `sim` or `whatsapp` when set for this instance (else the deployment's network).
+    pub network: Option<String>,
     /// The linked number, once paired.
     pub phone: Option<String>,
     /// `personal` or `business`, once paired.
@@ -86,6 +88,7 @@ impl From<InstanceRow> for InstanceOut {
         InstanceOut {
             state: r.state(),
             proxy_url: r.proxy_url.as_deref().map(redact_proxy),
+            network: r.network.clone(),
             id: r.id,
             name: r.name,
             tags: r.tags,
@@ -129,6 +132,9 @@ pub struct InstanceIn {
     /// IANA time zone, e.g. `America/Sao_Paulo` (default `UTC`).
     pub time_zone: Option<String>,
     pub send_window: Option<SendWindowIo>,
+    /// `sim` or `whatsapp`: the network this instance runs on (default: the
+    /// deployment's `network`). Set at creation only.
+    pub network: Option<String>,
 }
 
 /// Settings fields; absent ones stay as they are.
@@ -253,6 +259,7 @@ async fn create(
         msg_call: settings.msg_call.unwrap_or_default(),
         time_zone: body.time_zone.unwrap_or_else(|| "UTC".into()),
         send_window: body.send_window.as_ref().map(parse_window).transpose()?,
+        network: body.network,
     };
     let fields = validate(fields)?;
     let token = generate_token(INSTANCE_TOKEN_PREFIX);
@@ -425,6 +432,9 @@ pub fn validate(mut f: InstanceFields) -> Result<InstanceFields, ApiError> {
     if !valid_name(&f.name) {
         return Err(ApiError::validation("name must be 1-64 characters of [A-Za-z0-9_-]"));
     }
+    if f.network.as_deref().is_some_and(|n| !matches!(n, "sim" | "whatsapp")) {
+        return Err(ApiError::validation("network must be sim or whatsapp"));
+    }
     if f.tags.len() > MAX_TAGS {
         return Err(ApiError::validation(format!("at most {MAX_TAGS} tags")));
     }
@@ -541,6 +551,7 @@ mod tests {
             msg_call: String::new(),
             time_zone: "UTC".into(),
             send_window: None,
+            network: None,
         }
     }
 

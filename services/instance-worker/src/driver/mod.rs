@@ -75,6 +75,8 @@ impl DriverError {
 pub struct OpenTarget {
     pub instance: shared::ids::InstanceId,
     pub epoch: i64,
+    /// The instance's `proxy_url` (http, socks5, socks5h), if any.
+    pub proxy_url: Option<String>,
 }
 
 /// Opens sessions on one network.

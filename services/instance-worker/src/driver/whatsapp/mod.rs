@@ -8,6 +8,7 @@
 //! `wa_store`; the keys themselves never leave that table.
 
 pub mod map;
+pub mod proxy;
 pub mod store;
 
 use std::collections::HashMap;
@@ -31,6 +32,8 @@ use store::PgStore;
 pub struct WhatsappDriver {
     db: sqlx::PgPool,
     transport: Arc<dyn TransportFactory>,
+    /// Where proxied sessions tunnel to.
+    ws_url: String,
     /// How long opening a session waits for the socket before it fails (and the actor
     /// retries with backoff).
     connect_timeout: std::time::Duration,
@@ -39,16 +42,28 @@ pub struct WhatsappDriver {
 impl WhatsappDriver {
     /// WebSocket to `ws_url` (WhatsApp's servers unless configured otherwise).
     pub fn new(db: sqlx::PgPool, ws_url: Option<&str>, connect_timeout: std::time::Duration) -> WhatsappDriver {
-        let mut factory = whatsapp_rust::transport::TokioWebSocketTransportFactory::new();
-        if let Some(url) = ws_url {
-            factory = factory.with_url(url);
-        }
-        Self::with_transport(db, Arc::new(factory), connect_timeout)
+        let url = ws_url.unwrap_or(whatsapp_rust::wacore::net::WHATSAPP_WEB_WS_URL);
+        let factory = whatsapp_rust::transport::TokioWebSocketTransportFactory::new().with_url(url);
+        WhatsappDriver { db, transport: Arc::new(factory), ws_url: url.to_string(), connect_timeout }
     }
 
     /// Another transport (tests use one that refuses to dial).
     pub fn with_transport(db: sqlx::PgPool, transport: Arc<dyn TransportFactory>, connect_timeout: std::time::Duration) -> WhatsappDriver {
-        WhatsappDriver { db, transport, connect_timeout }
+        let ws_url = whatsapp_rust::wacore::net::WHATSAPP_WEB_WS_URL.to_string();
+        WhatsappDriver { db, transport, ws_url, connect_timeout }
+    }
+
+    /// The instance's transport: through its proxy when it has one.
+    fn transport_for(&self, target: &super::OpenTarget) -> Result<Arc<dyn TransportFactory>, DriverError> {
+        match &target.proxy_url {
+            None => Ok(self.transport.clone()),
+            Some(p) => {
+                let origin = whatsapp_rust::wacore::net::WHATSAPP_WEB_ORIGIN;
+                proxy::ProxyTransportFactory::new(p, &self.ws_url, Some(origin))
+                    .map(|f| Arc::new(f) as Arc<dyn TransportFactory>)
+                    .map_err(|e| DriverError::new(ErrorCode::ValidationFailed, e.to_string()))
+            }
+        }
     }
 }
 
@@ -102,7 +117,7 @@ impl Driver for WhatsappDriver {
         let (events_tx, calls_in) = (tx.clone(), calls.clone());
         let bot = whatsapp_rust::bot::Bot::builder()
             .with_backend(store)
-            .with_transport_factory(SharedTransport(self.transport.clone()))
+            .with_transport_factory(SharedTransport(self.transport_for(target)?))
             .with_http_client(whatsapp_rust::http::UreqHttpClient::new())
             // One event at a time, in order: a receipt never overtakes its message.
             .with_event_delivery(whatsapp_rust::bot::EventDelivery::Ordered { capacity: 4096 })
@@ -269,8 +284,7 @@ impl Session for WaSession {
     }
 
     async fn pairing_code(&self, phone: &str) -> Result<String, DriverError> {
-        let mut options = whatsapp_rust::pair_code::PairCodeOptions::default();
-        options.phone_number = phone.to_string();
+        let options = whatsapp_rust::pair_code::PairCodeOptions { phone_number: phone.to_string(), ..Default::default() };
         self.client.pair_with_code(options).await.map_err(|_| failed("give a pairing code"))
     }
 
