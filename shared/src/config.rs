@@ -427,6 +427,7 @@ mod de {
 }
 
 #[cfg(test)]
+#[allow(clippy::result_large_err)] // figment's Jail closures return its (large) error
 mod tests {
     use super::*;
     use figment::Jail;

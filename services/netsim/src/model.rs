@@ -205,10 +205,8 @@ impl State {
                 ConnState::Pairing { qr } => {
                     self.qr.remove(&qr);
                 }
-                ConnState::Online { session, .. } => {
-                    if self.online.get(&session) == Some(&conn) {
-                        self.online.remove(&session);
-                    }
+                ConnState::Online { session, .. } if self.online.get(&session) == Some(&conn) => {
+                    self.online.remove(&session);
                 }
                 _ => {}
             }

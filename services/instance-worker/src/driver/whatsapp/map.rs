@@ -387,7 +387,7 @@ mod tests {
             ..Default::default()
         };
         let wrapped = wa::Message {
-            ephemeral_message: MessageField::some(wa::message::FutureProofMessage { message: MessageField::some(inner), ..Default::default() }),
+            ephemeral_message: MessageField::some(wa::message::FutureProofMessage { message: MessageField::some(inner) }),
             ..Default::default()
         };
         assert_eq!(incoming_content(&wrapped).1, json!({ "text": "hi" }));
