@@ -22,22 +22,9 @@ cargo build --release --manifest-path loadtest/Cargo.toml --target-dir "$CARGO_T
 LOADER=$CARGO_TARGET_DIR/loadtest/release/send-throughput
 
 echo "==> starting the local cluster (release build)"
-LOG=$(mktemp)
-PL_DEV_PROFILE=release PACELINE_LOG_LEVEL=warn setsid scripts/dev --network sim >"$LOG" 2>&1 &
-DEV=$!
-cleanup() {
-    kill -TERM "$DEV" 2>/dev/null || true
-    wait "$DEV" 2>/dev/null || true
-    rm -f "$LOG"
-}
-trap cleanup EXIT
-for _ in $(seq 1 600); do
-    if curl -sf http://127.0.0.1:8787/readyz >/dev/null 2>&1; then break; fi
-    if ! kill -0 "$DEV" 2>/dev/null; then tail -30 "$LOG"; echo "the cluster did not start" >&2; exit 1; fi
-    sleep 1
-done
-# shellcheck source=/dev/null
-source .paceline/env
+# shellcheck source=loadtest/lib.sh
+source loadtest/lib.sh
+lt_start_cluster
 ADMIN=$PACELINE_ADMIN_TOKEN
 
 NAME="bench-$(date +%s)"
@@ -49,10 +36,7 @@ LOADTEST_INSTANCE=$(printf '%s' "$CREATED" | python3 -c 'import json,sys; print(
 
 echo "==> goose: $USERS users, ${SECS}s, POST /v1/instances/{id}/messages with 1 KB texts"
 # Where the time goes: CPU per process over 10 s in the middle of the run.
-(
-    sleep $((SECS / 3))
-    top -b -d 10 -n 2 -w 200 | awk '/^top -/{n++} n==2 && $1 ~ /^[0-9]+$/ {cpu[$12]+=$9} END {for (c in cpu) if (cpu[c] > 1) printf "    cpu %-16s %5.0f%%\n", c, cpu[c]}' | sort -k3 -rn >"$LOG.cpu"
-) &
+lt_cpu_sample $((SECS / 3)) 10 "$LOG.cpu" &
 SAMPLER=$!
 RESULT=$("$LOADER" --host http://127.0.0.1:8787 --users "$USERS" --increase-rate "$USERS" --run-time "${SECS}s" --quiet --no-print-metrics 2>/dev/null | grep '^accepted=')
 echo "    $RESULT"

@@ -22,29 +22,17 @@ echo "==> building the sink"
 cargo build --release --manifest-path loadtest/Cargo.toml --target-dir "$CARGO_TARGET_DIR/loadtest" --bin webhook-sink >/dev/null
 SINK_BIN=$CARGO_TARGET_DIR/loadtest/release/webhook-sink
 
-LOG=$(mktemp)
 SINK_OUT=$(mktemp)
 "$SINK_BIN" >"$SINK_OUT" &
 SINK=$!
+LT_EXTRA_CLEANUP='kill "$SINK" 2>/dev/null || true; rm -f "$SINK_OUT"'
 echo "==> starting the local cluster (release build; webhooks may target loopback)"
-PACELINE_ALLOW_PRIVATE_TARGETS=true PL_DEV_PROFILE=release PACELINE_LOG_LEVEL=warn setsid scripts/dev --network sim >"$LOG" 2>&1 &
-DEV=$!
-cleanup() {
-    kill -TERM "$DEV" 2>/dev/null || true
-    wait "$DEV" 2>/dev/null || true
-    kill "$SINK" 2>/dev/null || true
-    rm -f "$LOG" "$SINK_OUT"
-}
-trap cleanup EXIT
-for _ in $(seq 1 600); do
-    if curl -sf http://127.0.0.1:8787/readyz >/dev/null 2>&1; then break; fi
-    if ! kill -0 "$DEV" 2>/dev/null; then tail -30 "$LOG"; echo "the cluster did not start" >&2; exit 1; fi
-    sleep 1
-done
+export PACELINE_ALLOW_PRIVATE_TARGETS=true
+# shellcheck source=loadtest/lib.sh
+source loadtest/lib.sh
+lt_start_cluster
 PORT=$(sed -nE 's/^port=([0-9]+)$/\1/p' "$SINK_OUT")
 SINK_URL=http://127.0.0.1:$PORT
-# shellcheck source=/dev/null
-source .paceline/env
 ADMIN=$PACELINE_ADMIN_TOKEN
 json() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 
@@ -80,10 +68,7 @@ curl -sf -X POST "$SINK_URL/reset" >/dev/null
 START=$(date +%s.%N)
 insert_events "$N"
 COMMITTED=$(date +%s.%N)
-(
-    sleep 3
-    top -b -d 5 -n 2 -w 200 | awk '/^top -/{n++} n==2 && $1 ~ /^[0-9]+$/ {cpu[$12]+=$9} END {for (c in cpu) if (cpu[c] > 1) printf "    cpu %-16s %5.0f%%\n", c, cpu[c]}' | sort -k3 -rn >"$LOG.cpu"
-) &
+lt_cpu_sample 3 5 "$LOG.cpu" &
 SAMPLER=$!
 wait_count "$N"
 END=$(date +%s.%N)

@@ -1,6 +1,23 @@
-//! Shared pagination rules: `limit` bounds (cursors are encoded by each resource).
+//! Shared pagination: the `limit` bounds, the query every paginated route takes, opaque
+//! cursors, and cutting a page.
+//!
+//! A cursor is the key fields of a page's last row, `|`-joined under a tag naming its
+//! list (and the instance or parent it belongs to), base64url: a cursor of another list
+//! fails to decode and is 400 `validation_failed`.
 
+use base64::Engine;
+use serde::Deserialize;
 use shared::ApiError;
+
+/// `limit` and `cursor` of a paginated route.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PageQuery {
+    /// Page size, default 50 (the route's maximum is in its description).
+    pub limit: Option<u32>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
 
 /// The page size: `default` when absent, 400 `validation_failed` outside 1..=`max`.
 pub fn limit(requested: Option<u32>, default: u32, max: u32) -> Result<u32, ApiError> {
@@ -8,5 +25,65 @@ pub fn limit(requested: Option<u32>, default: u32, max: u32) -> Result<u32, ApiE
         None => Ok(default),
         Some(n) if (1..=max).contains(&n) => Ok(n),
         Some(_) => Err(ApiError::validation(format!("limit must be between 1 and {max}"))),
+    }
+}
+
+/// A cursor of `fields` (the first names the list; none may contain `|`).
+pub fn encode(fields: &[&str]) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(fields.join("|"))
+}
+
+/// The fields of a cursor whose first `prefix.len()` fields equal `prefix` (its list),
+/// and that has `n` fields in all; 400 `validation_failed` otherwise.
+pub fn decode(c: &str, prefix: &[&str], n: usize) -> Result<Vec<String>, ApiError> {
+    let bad = || ApiError::validation("invalid cursor");
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(c).map_err(|_| bad())?;
+    let s = String::from_utf8(raw).map_err(|_| bad())?;
+    let fields: Vec<String> = s.splitn(n, '|').map(str::to_string).collect();
+    if fields.len() != n || fields.iter().zip(prefix).any(|(f, p)| f != p) {
+        return Err(bad());
+    }
+    Ok(fields)
+}
+
+/// A page from `limit + 1` rows: the first `limit`, and the cursor of the last of them
+/// when there were more.
+pub fn page<T>(mut rows: Vec<T>, limit: u32, cursor: impl Fn(&T) -> String) -> (Vec<T>, Option<String>) {
+    if rows.len() > limit as usize {
+        rows.truncate(limit as usize);
+        let next = rows.last().map(cursor);
+        (rows, next)
+    } else {
+        (rows, None)
+    }
+}
+
+/// A timestamp as a cursor field, exactly (nanoseconds).
+pub fn ts(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true)
+}
+
+/// A cursor field back to a timestamp.
+pub fn parse_ts(s: &str) -> Result<chrono::DateTime<chrono::Utc>, ApiError> {
+    chrono::DateTime::parse_from_rfc3339(s).map(|t| t.with_timezone(&chrono::Utc)).map_err(|_| ApiError::validation("invalid cursor"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_stay_in_their_list() {
+        let c = encode(&["m1", "inst_a", "x@s.whatsapp.net", "t", "id"]);
+        assert_eq!(decode(&c, &["m1", "inst_a"], 5).unwrap()[4], "id");
+        assert!(decode(&c, &["m1", "inst_b"], 5).is_err(), "another instance's");
+        assert!(decode(&c, &["c1"], 5).is_err(), "another list's");
+        assert!(decode(&c, &["m1"], 6).is_err(), "wrong shape");
+        assert!(decode("!!", &["m1"], 1).is_err());
+        let (rows, next) = page(vec![1, 2, 3], 2, |n| n.to_string());
+        assert_eq!((rows, next.as_deref()), (vec![1, 2], Some("2")));
+        assert_eq!(page(vec![1, 2], 2, |n| n.to_string()).1, None);
+        let t = chrono::Utc::now();
+        assert_eq!(parse_ts(&ts(t)).unwrap(), t);
     }
 }

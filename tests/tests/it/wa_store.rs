@@ -301,6 +301,17 @@ impl whatsapp_rust::transport::TransportFactory for Refusing {
     }
 }
 
+/// A client on `store` that is built but never connects.
+async fn idle_bot(store: &PgStore) -> whatsapp_rust::bot::Bot {
+    whatsapp_rust::bot::Bot::builder()
+        .with_backend(store.clone())
+        .with_transport_factory(Refusing)
+        .with_http_client(whatsapp_rust::http::UreqHttpClient::new())
+        .build()
+        .await
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_on_pg_store_that_cannot_dial_fails_to_open_and_reports_its_memory() {
     use worker::driver::{Driver, OpenTarget};
@@ -321,13 +332,7 @@ async fn a_client_on_pg_store_that_cannot_dial_fails_to_open_and_reports_its_mem
     assert!(device.pn.is_none(), "not paired");
 
     // An idle client on PgStore: what it keeps in memory (for sizing worker pods).
-    let bot = whatsapp_rust::bot::Bot::builder()
-        .with_backend(store.clone())
-        .with_transport_factory(Refusing)
-        .with_http_client(whatsapp_rust::http::UreqHttpClient::new())
-        .build()
-        .await
-        .unwrap();
+    let bot = idle_bot(&store).await;
     let client = bot.client();
     let report = client.memory_report().await;
     println!("memory_report of an idle client on PgStore: {} bytes estimated\n{report}", report.total_estimated_bytes());
@@ -341,14 +346,7 @@ async fn a_client_on_pg_store_that_cannot_dial_fails_to_open_and_reports_its_mem
     let before = rss();
     let mut bots = Vec::new();
     for _ in 0..50 {
-        let b = whatsapp_rust::bot::Bot::builder()
-            .with_backend(store.clone())
-            .with_transport_factory(Refusing)
-            .with_http_client(whatsapp_rust::http::UreqHttpClient::new())
-            .build()
-            .await
-            .unwrap();
-        bots.push(b);
+        bots.push(idle_bot(&store).await);
     }
     let per = rss().saturating_sub(before) / 50;
     println!("resident memory per idle client object on PgStore: ~{} KiB (50 clients)", per / 1024);

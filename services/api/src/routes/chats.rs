@@ -6,7 +6,6 @@
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
-use base64::Engine;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shared::bus::{NetOp, RpcRequest};
@@ -19,6 +18,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::{InstanceAccess, ValidatedJson};
+use crate::pagination::{self, PageQuery};
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -92,16 +92,6 @@ pub struct MessagePageOut {
     pub next_cursor: Option<String>,
 }
 
-/// `limit` and `cursor` of the chat routes.
-#[derive(Debug, Deserialize, utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct PageQuery {
-    /// Page size, 1 to 200 (default 50).
-    pub limit: Option<u32>,
-    /// `next_cursor` of the previous page.
-    pub cursor: Option<String>,
-}
-
 /// Body of `PATCH {inst}/chats/{jid}`: absent fields stay.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -125,43 +115,23 @@ fn jid_of(raw: &str) -> Result<String, ApiError> {
     shared::message::normalize_jid(raw).map_err(|_| ApiError::validation("the chat must be a JID or a phone number with country code"))
 }
 
-fn b64(s: String) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s)
-}
-
-fn unb64(c: &str) -> Result<String, ApiError> {
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(c).map_err(|_| ApiError::validation("invalid cursor"))?;
-    String::from_utf8(raw).map_err(|_| ApiError::validation("invalid cursor"))
-}
-
-/// A cursor is bound to its list: another instance's or chat's is refused.
+/// A chat list cursor: (last message time, jid) of the page's last chat.
 fn decode_chat_cursor(c: &str, inst: &InstanceId) -> Result<(DateTime<Utc>, String), ApiError> {
-    let bad = || ApiError::validation("invalid cursor");
-    let s = unb64(c)?;
-    let mut parts = s.splitn(4, '|');
-    match (parts.next(), parts.next(), parts.next(), parts.next()) {
-        (Some("c1"), Some(i), Some(ts), Some(jid)) if i == inst.as_str() => {
-            Ok((DateTime::parse_from_rfc3339(ts).map_err(|_| bad())?.with_timezone(&Utc), jid.to_string()))
-        }
-        _ => Err(bad()),
-    }
+    let f = pagination::decode(c, &["c1", inst.as_str()], 4)?;
+    Ok((pagination::parse_ts(&f[2])?, f[3].clone()))
 }
 
+/// A history cursor: (time, id) of the page's last message, bound to its chat.
 fn decode_message_cursor(c: &str, inst: &InstanceId, jid: &str) -> Result<(DateTime<Utc>, MessageId), ApiError> {
-    let bad = || ApiError::validation("invalid cursor");
-    let s = unb64(c)?;
-    let mut parts = s.splitn(5, '|');
-    match (parts.next(), parts.next(), parts.next(), parts.next(), parts.next()) {
-        (Some("m1"), Some(i), Some(j), Some(ts), Some(id)) if i == inst.as_str() && j == jid => Ok((
-            DateTime::parse_from_rfc3339(ts).map_err(|_| bad())?.with_timezone(&Utc),
-            MessageId::parse(id).map_err(|_| bad())?,
-        )),
-        _ => Err(bad()),
-    }
+    let f = pagination::decode(c, &["m1", inst.as_str(), jid], 5)?;
+    Ok((pagination::parse_ts(&f[3])?, MessageId::parse(&f[4]).map_err(|_| ApiError::validation("invalid cursor"))?))
 }
 
-fn ts(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true)
+/// The chat named in the path, which must be in the log.
+async fn existing_chat(state: &AppState, id: &InstanceId, raw: &str) -> Result<String, ApiError> {
+    let jid = jid_of(raw)?;
+    log::chat(&state.db, id, &jid).await?.ok_or_else(|| ApiError::not_found("chat"))?;
+    Ok(jid)
 }
 
 /// Adds a signed `url` to media the log holds.
@@ -208,16 +178,12 @@ async fn list(
     InstanceAccess { id, .. }: InstanceAccess,
     Query(q): Query<PageQuery>,
 ) -> Result<Json<ChatListOut>, ApiError> {
-    let limit = crate::pagination::limit(q.limit, 50, 200)?;
+    let limit = pagination::limit(q.limit, 50, 200)?;
     let after = q.cursor.as_deref().map(|c| decode_chat_cursor(c, &id)).transpose()?;
     shared::db::instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
-    let mut rows = log::chats(&state.db, &id, after.as_ref().map(|(t, j)| (*t, j.as_str())), i64::from(limit) + 1).await?;
-    let next_cursor = if rows.len() > limit as usize {
-        rows.truncate(limit as usize);
-        rows.last().map(|r| b64(format!("c1|{id}|{}|{}", ts(r.last_message_at), r.jid)))
-    } else {
-        None
-    };
+    let rows = log::chats(&state.db, &id, after.as_ref().map(|(t, j)| (*t, j.as_str())), i64::from(limit) + 1).await?;
+    let (rows, next_cursor) =
+        pagination::page(rows, limit, |r| pagination::encode(&["c1", id.as_str(), &pagination::ts(r.last_message_at), &r.jid]));
     Ok(Json(ChatListOut { chats: rows.into_iter().map(Into::into).collect(), next_cursor }))
 }
 
@@ -262,8 +228,7 @@ async fn patch(
     Path(ids): Path<(String, String)>,
     ValidatedJson(p): ValidatedJson<ChatPatch>,
 ) -> Result<Json<ChatOut>, ApiError> {
-    let jid = jid_of(&ids.1)?;
-    log::chat(&state.db, &id, &jid).await?.ok_or_else(|| ApiError::not_found("chat"))?;
+    let jid = existing_chat(&state, &id, &ids.1).await?;
     if p.archived.is_some() || p.pinned.is_some() || p.muted_until.is_some() {
         let op = NetOp::ModifyChat { jid: jid.clone(), archived: p.archived, pinned: p.pinned, muted_until: p.muted_until };
         crate::rpc::call(&state, &id, RpcRequest::Net { op }).await?;
@@ -294,8 +259,7 @@ async fn delete(
     InstanceAccess { id, .. }: InstanceAccess,
     Path(ids): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    let jid = jid_of(&ids.1)?;
-    log::chat(&state.db, &id, &jid).await?.ok_or_else(|| ApiError::not_found("chat"))?;
+    let jid = existing_chat(&state, &id, &ids.1).await?;
     crate::rpc::call(&state, &id, RpcRequest::Net { op: NetOp::DeleteChat { jid: jid.clone() } }).await?;
     log::delete_chat(&state.db, &id, &jid).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -319,8 +283,7 @@ async fn read(
     InstanceAccess { id, .. }: InstanceAccess,
     Path(ids): Path<(String, String)>,
 ) -> Result<Json<ChatOut>, ApiError> {
-    let jid = jid_of(&ids.1)?;
-    log::chat(&state.db, &id, &jid).await?.ok_or_else(|| ApiError::not_found("chat"))?;
+    let jid = existing_chat(&state, &id, &ids.1).await?;
     crate::rpc::call(&state, &id, RpcRequest::Net { op: NetOp::ReadChat { jid: jid.clone(), read: true } }).await?;
     let change = ChatChange { read: Some(true), ..ChatChange::default() };
     let row = log::update_chat(&state.db, &id, &jid, &change).await?.ok_or_else(|| ApiError::not_found("chat"))?;
@@ -344,15 +307,11 @@ async fn history(
     Query(q): Query<PageQuery>,
 ) -> Result<Json<MessagePageOut>, ApiError> {
     let jid = jid_of(&ids.1)?;
-    let limit = crate::pagination::limit(q.limit, 50, 200)?;
+    let limit = pagination::limit(q.limit, 50, 200)?;
     let after = q.cursor.as_deref().map(|c| decode_message_cursor(c, &id, &jid)).transpose()?;
-    let mut rows = log::messages(&state.db, &id, &jid, after.as_ref().map(|(t, m)| (*t, m)), i64::from(limit) + 1).await?;
-    let next_cursor = if rows.len() > limit as usize {
-        rows.truncate(limit as usize);
-        rows.last().map(|r| b64(format!("m1|{id}|{jid}|{}|{}", ts(r.ts), r.id)))
-    } else {
-        None
-    };
+    let rows = log::messages(&state.db, &id, &jid, after.as_ref().map(|(t, m)| (*t, m)), i64::from(limit) + 1).await?;
+    let (rows, next_cursor) =
+        pagination::page(rows, limit, |r| pagination::encode(&["m1", id.as_str(), &jid, &pagination::ts(r.ts), r.id.as_str()]));
     let now = Utc::now();
     Ok(Json(MessagePageOut { messages: rows.into_iter().map(|r| message_out(&state, r, now)).collect(), next_cursor }))
 }
@@ -366,11 +325,11 @@ mod tests {
         let a = InstanceId::new();
         let b = InstanceId::new();
         let t = Utc::now();
-        let c = b64(format!("c1|{a}|{}|123@s.whatsapp.net", ts(t)));
+        let c = pagination::encode(&["c1", a.as_str(), &pagination::ts(t), "123@s.whatsapp.net"]);
         assert_eq!(decode_chat_cursor(&c, &a).unwrap(), (t, "123@s.whatsapp.net".to_string()));
         assert!(decode_chat_cursor(&c, &b).is_err());
         let m = MessageId::new();
-        let c = b64(format!("m1|{a}|1@s.whatsapp.net|{}|{m}", ts(t)));
+        let c = pagination::encode(&["m1", a.as_str(), "1@s.whatsapp.net", &pagination::ts(t), m.as_str()]);
         assert_eq!(decode_message_cursor(&c, &a, "1@s.whatsapp.net").unwrap(), (t, m));
         assert!(decode_message_cursor(&c, &a, "2@s.whatsapp.net").is_err());
         assert!(decode_message_cursor("!!", &a, "1@s.whatsapp.net").is_err());

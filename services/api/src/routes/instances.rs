@@ -3,7 +3,6 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use base64::Engine;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shared::auth::{generate_token, hash_token, INSTANCE_TOKEN_PREFIX};
@@ -286,17 +285,12 @@ async fn list(
 ) -> Result<Json<InstanceListOut>, ApiError> {
     let limit = crate::pagination::limit(q.limit, 50, 200)?;
     let after = q.cursor.as_deref().map(decode_cursor).transpose()?;
-    let mut rows = instances::list(
+    let rows = instances::list(
         &state.db,
         &ListFilter { tag: q.tag, state: q.state, after, limit: i64::from(limit) + 1 },
     )
     .await?;
-    let next_cursor = if rows.len() > limit as usize {
-        rows.truncate(limit as usize);
-        rows.last().map(|r| encode_cursor(&r.id))
-    } else {
-        None
-    };
+    let (rows, next_cursor) = crate::pagination::page(rows, limit, |r| crate::pagination::encode(&["i1", r.id.as_str()]));
     Ok(Json(InstanceListOut { instances: rows.into_iter().map(Into::into).collect(), next_cursor }))
 }
 
@@ -523,15 +517,9 @@ pub fn redact_proxy(p: &str) -> String {
     }
 }
 
-fn encode_cursor(id: &InstanceId) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("i1:{id}"))
-}
-
 fn decode_cursor(c: &str) -> Result<InstanceId, ApiError> {
-    let bad = || ApiError::validation("invalid cursor");
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(c).map_err(|_| bad())?;
-    let s = String::from_utf8(raw).map_err(|_| bad())?;
-    s.strip_prefix("i1:").and_then(|id| InstanceId::parse(id).ok()).ok_or_else(bad)
+    let f = crate::pagination::decode(c, &["i1"], 2)?;
+    InstanceId::parse(&f[1]).map_err(|_| ApiError::validation("invalid cursor"))
 }
 
 #[cfg(test)]
@@ -600,8 +588,8 @@ mod tests {
     #[test]
     fn cursors_round_trip_and_reject_garbage() {
         let id = InstanceId::new();
-        assert_eq!(decode_cursor(&encode_cursor(&id)).unwrap(), id);
+        assert_eq!(decode_cursor(&crate::pagination::encode(&["i1", id.as_str()])).unwrap(), id);
         assert!(decode_cursor("!!").is_err());
-        assert!(decode_cursor(&base64::engine::general_purpose::URL_SAFE_NO_PAD.encode("i1:msg_1")).is_err());
+        assert!(decode_cursor(&crate::pagination::encode(&["i1", "msg_1"])).is_err());
     }
 }

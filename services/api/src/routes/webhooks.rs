@@ -12,13 +12,13 @@ use shared::error::ErrorBody;
 use shared::fetch::FetchError;
 use shared::db::deliveries::{self as dlv, DeliveryRow};
 use shared::ids::{DeliveryId, EventId, InstanceId, WebhookId};
-use base64::Engine;
 use shared::{ApiError, ErrorCode};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::{InstanceAccess, ValidatedJson};
+use crate::pagination::PageQuery;
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -279,31 +279,10 @@ pub struct DeliveryListOut {
     pub next_cursor: Option<String>,
 }
 
-/// Query of `GET {inst}/webhooks/{webhook_id}/deliveries`.
-#[derive(Debug, Deserialize, utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct DeliveryQuery {
-    /// Page size, 1 to 100 (default 50).
-    pub limit: Option<u32>,
-    /// `next_cursor` of the previous page (of this webhook's log).
-    pub cursor: Option<String>,
-}
-
-fn encode_cursor(webhook: &WebhookId, last: &DeliveryId) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("d1:{webhook}:{last}"))
-}
-
-/// A cursor of this webhook's log; anything else (garbage, another webhook's) is 400.
+/// A delivery log cursor: the last delivery's id, bound to its webhook.
 fn decode_cursor(c: &str, webhook: &WebhookId) -> Result<DeliveryId, ApiError> {
-    let bad = || ApiError::validation("invalid cursor");
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(c).map_err(|_| bad())?;
-    let s = String::from_utf8(raw).map_err(|_| bad())?;
-    let rest = s.strip_prefix("d1:").ok_or_else(bad)?;
-    let (hook, last) = rest.split_once(':').ok_or_else(bad)?;
-    if hook != webhook.as_str() {
-        return Err(bad());
-    }
-    DeliveryId::parse(last).map_err(|_| bad())
+    let f = crate::pagination::decode(c, &["d1", webhook.as_str()], 3)?;
+    DeliveryId::parse(&f[2]).map_err(|_| ApiError::validation("invalid cursor"))
 }
 
 async fn webhook_of(state: &AppState, instance: &InstanceId, raw: &str) -> Result<WebhookRow, ApiError> {
@@ -312,7 +291,7 @@ async fn webhook_of(state: &AppState, instance: &InstanceId, raw: &str) -> Resul
 
 /// The delivery log of a webhook, newest first, with cursor pagination.
 #[utoipa::path(get, path = "/v1/instances/{id}/webhooks/{webhook_id}/deliveries", tag = "webhooks",
-    params(("id" = InstanceId, Path, description = "instance id"), ("webhook_id" = WebhookId, Path, description = "webhook id"), DeliveryQuery),
+    params(("id" = InstanceId, Path, description = "instance id"), ("webhook_id" = WebhookId, Path, description = "webhook id"), PageQuery),
     responses(
         (status = 200, description = "a page of deliveries, newest first", body = DeliveryListOut),
         (status = 400, description = "`validation_failed`: bad limit or cursor", body = ErrorBody),
@@ -325,18 +304,13 @@ async fn deliveries(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
     Path(ids): Path<(String, String)>,
-    Query(q): Query<DeliveryQuery>,
+    Query(q): Query<PageQuery>,
 ) -> Result<Json<DeliveryListOut>, ApiError> {
     let limit = crate::pagination::limit(q.limit, 50, 100)?;
     let hook = webhook_of(&state, &id, &ids.1).await?;
     let before = q.cursor.as_deref().map(|c| decode_cursor(c, &hook.id)).transpose()?;
-    let mut rows = dlv::list(&state.db, &id, &hook.id, before.as_ref(), i64::from(limit) + 1).await?;
-    let next_cursor = if rows.len() > limit as usize {
-        rows.truncate(limit as usize);
-        rows.last().map(|r| encode_cursor(&hook.id, &r.id))
-    } else {
-        None
-    };
+    let rows = dlv::list(&state.db, &id, &hook.id, before.as_ref(), i64::from(limit) + 1).await?;
+    let (rows, next_cursor) = crate::pagination::page(rows, limit, |r| crate::pagination::encode(&["d1", hook.id.as_str(), r.id.as_str()]));
     Ok(Json(DeliveryListOut { deliveries: rows.into_iter().map(Into::into).collect(), next_cursor }))
 }
 

@@ -1,0 +1,32 @@
+# shellcheck shell=bash
+# Shared by the loadtest scripts: start the local cluster (release build, netsim) in the
+# background and wait until the API is ready; stop it on exit. Callers may set
+# LT_EXTRA_CLEANUP to a command run on exit too. Sets LOG (the cluster's output), DEV
+# (its pid) and, once ready, the variables of .paceline/env.
+
+lt_start_cluster() {
+    LOG=$(mktemp)
+    PL_DEV_PROFILE=release PACELINE_LOG_LEVEL=warn setsid scripts/dev --network sim >"$LOG" 2>&1 &
+    DEV=$!
+    trap lt_cleanup EXIT
+    for _ in $(seq 1 600); do
+        if curl -sf http://127.0.0.1:8787/readyz >/dev/null 2>&1; then break; fi
+        if ! kill -0 "$DEV" 2>/dev/null; then tail -30 "$LOG"; echo "the cluster did not start" >&2; exit 1; fi
+        sleep 1
+    done
+    # shellcheck source=/dev/null
+    source .paceline/env
+}
+
+lt_cleanup() {
+    kill -TERM "$DEV" 2>/dev/null || true
+    wait "$DEV" 2>/dev/null || true
+    if [[ -n ${LT_EXTRA_CLEANUP:-} ]]; then eval "$LT_EXTRA_CLEANUP"; fi
+    rm -f "$LOG"
+}
+
+# CPU per process over $2 seconds after waiting $1, into file $3 (200% = both cores).
+lt_cpu_sample() {
+    sleep "$1"
+    top -b -d "$2" -n 2 -w 200 | awk '/^top -/{n++} n==2 && $1 ~ /^[0-9]+$/ {cpu[$12]+=$9} END {for (c in cpu) if (cpu[c] > 1) printf "    cpu %-16s %5.0f%%\n", c, cpu[c]}' | sort -k3 -rn >"$3"
+}
