@@ -29,6 +29,9 @@ CREATE TABLE webhook_deliveries (
     retry_until      TIMESTAMPTZ NOT NULL,
     locked_by        TEXT,
     locked_until     TIMESTAMPTZ,
+    -- A fresh id per claim: an outcome is written only under the claim it was made for,
+    -- so a late answer to a lapsed claim changes nothing, even on the same pod.
+    claim_id         TEXT,
     created_at       TIMESTAMPTZ NOT NULL DEFAULT now(),
     updated_at       TIMESTAMPTZ NOT NULL DEFAULT now(),
     delivered_at     TIMESTAMPTZ,

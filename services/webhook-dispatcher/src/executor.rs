@@ -40,6 +40,8 @@ pub const PREVIOUS_SECRET_GRACE: chrono::Duration = chrono::Duration::hours(24);
 #[derive(Debug, Clone)]
 pub struct Job {
     pub id: DeliveryId,
+    /// The claim this attempt runs under (its outcome applies only under it).
+    pub claim_id: String,
     pub webhook_id: WebhookId,
     pub event_id: String,
     pub url: String,
@@ -187,6 +189,7 @@ impl Executor {
         let later = Utc::now() + chrono::Duration::from_std(self.0.settings.timeout.max(Duration::from_secs(5))).expect("small");
         let outcome = Outcome {
             id: job.id.clone(),
+            claim_id: job.claim_id.clone(),
             webhook_id: job.webhook_id.clone(),
             state: "pending",
             attempted: false,
@@ -258,6 +261,7 @@ impl Executor {
         };
         let outcome = Outcome {
             id: job.id.clone(),
+            claim_id: job.claim_id.clone(),
             webhook_id: job.webhook_id.clone(),
             state,
             attempted: true,
@@ -268,6 +272,13 @@ impl Executor {
             gone: answer == Answer::Gone,
         };
         let _ = self.0.results.send(outcome).await;
+    }
+
+    /// Forgets endpoints with nothing queued: their tasks end once their last attempts
+    /// finish (an endpoint comes back with its next job). Keeps the map from growing with
+    /// every URL ever seen.
+    pub fn prune_idle(&self) {
+        self.0.endpoints.lock().expect("endpoint map").retain(|_, tx| tx.capacity() < ENDPOINT_QUEUE);
     }
 
     /// Stops taking jobs, lets attempts in flight finish within `grace`, then stops them.

@@ -167,10 +167,11 @@ async fn fan_out_once(
         .map_err(|e| e.to_string())?;
     let hook_of: HashMap<&str, &webhooks::ActiveHook> = hooks.iter().map(|h| (h.id.as_str(), h)).collect();
     let event_of: HashMap<&str, &Incoming> = batch.iter().map(|e| (e.id.as_str(), e)).collect();
-    for (id, webhook_id, event_id, retry_until) in created {
+    for (id, webhook_id, event_id, retry_until, claim_id) in created {
         let (Some(h), Some(ev)) = (hook_of.get(webhook_id.as_str()), event_of.get(event_id.as_str())) else { continue };
         let job = Job {
             id,
+            claim_id,
             webhook_id,
             event_id: event_id.to_string(),
             url: h.url.clone(),

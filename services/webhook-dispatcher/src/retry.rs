@@ -26,6 +26,7 @@ pub async fn run(db: sqlx::PgPool, exec: Executor, shutdown: shared::Shutdown) {
         };
         if gauges_at.elapsed() >= GAUGES_EVERY {
             gauges_at = Instant::now();
+            exec.prune_idle();
             if let Ok((retrying, disabled)) = deliveries::gauges(&db).await {
                 metrics::gauge!(m::RETRY_QUEUE).set(retrying as f64);
                 metrics::gauge!(m::DISABLED_ENDPOINTS).set(disabled as f64);
@@ -49,6 +50,7 @@ async fn scan_once(db: &sqlx::PgPool, exec: &Executor) -> Result<usize, sqlx::Er
         let created = d.payload.get("created_at").and_then(|c| c.as_str()).and_then(|c| c.parse().ok());
         let job = Job {
             id: d.id,
+            claim_id: d.claim_id,
             webhook_id: d.webhook_id,
             event_id: d.event_id.to_string(),
             url: d.url,

@@ -44,14 +44,14 @@ pub struct NewDelivery {
 
 /// Creates deliveries already claimed by `worker` for `lock_ms`; an event a webhook
 /// already has a delivery for (the event came again) is skipped. Returns the created
-/// ones as (delivery, webhook, event, retry_until).
+/// ones as (delivery, webhook, event, retry_until, claim).
 pub async fn insert_claimed(
     db: impl PgExecutor<'_>,
     rows: &[NewDelivery],
     worker: &str,
     lock_ms: u64,
     retry_span_ms: u64,
-) -> Result<Vec<(DeliveryId, WebhookId, EventId, DateTime<Utc>)>, sqlx::Error> {
+) -> Result<Vec<(DeliveryId, WebhookId, EventId, DateTime<Utc>, String)>, sqlx::Error> {
     if rows.is_empty() {
         return Ok(Vec::new());
     }
@@ -62,13 +62,13 @@ pub async fn insert_claimed(
     let types: Vec<&str> = rows.iter().map(|r| r.event_type.as_str()).collect();
     sqlx::query_as(
         "INSERT INTO webhook_deliveries (id, webhook_id, instance_id, event_id, event_type, next_attempt_at, \
-             retry_until, locked_by, locked_until) \
+             retry_until, locked_by, locked_until, claim_id) \
          SELECT v.id, v.wh, v.inst, v.ev, v.ty, now(), now() + $7 * interval '1 millisecond', $6, \
-             now() + $8 * interval '1 millisecond' \
+             now() + $8 * interval '1 millisecond', gen_random_uuid()::text \
          FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS v(id, wh, inst, ev, ty) \
          WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.id = v.wh) \
          ON CONFLICT (webhook_id, event_id) DO NOTHING \
-         RETURNING id, webhook_id, event_id, retry_until",
+         RETURNING id, webhook_id, event_id, retry_until, claim_id",
     )
     .bind(&ids)
     .bind(&webhooks)
@@ -91,6 +91,7 @@ pub struct Due {
     pub event_id: EventId,
     pub attempts: i32,
     pub retry_until: DateTime<Utc>,
+    pub claim_id: String,
     pub url: String,
     pub secret: String,
     pub previous_secret: Option<String>,
@@ -103,15 +104,16 @@ pub struct Due {
 pub async fn claim_due(db: impl PgExecutor<'_>, worker: &str, lock_ms: u64, limit: i64) -> Result<Vec<Due>, sqlx::Error> {
     sqlx::query_as(
         "WITH c AS ( \
-             UPDATE webhook_deliveries d SET locked_by = $1, locked_until = now() + $2 * interval '1 millisecond' \
+             UPDATE webhook_deliveries d SET locked_by = $1, locked_until = now() + $2 * interval '1 millisecond', \
+                 claim_id = gen_random_uuid()::text \
              FROM (SELECT id FROM webhook_deliveries dd \
                    WHERE state = 'pending' AND next_attempt_at <= now() \
                      AND (locked_until IS NULL OR locked_until < now()) \
                      AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = dd.webhook_id AND w.enabled) \
                    ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED) s \
              WHERE d.id = s.id \
-             RETURNING d.id, d.webhook_id, d.instance_id, d.event_id, d.attempts, d.retry_until) \
-         SELECT c.id, c.webhook_id, c.instance_id, c.event_id, c.attempts, c.retry_until, \
+             RETURNING d.id, d.webhook_id, d.instance_id, d.event_id, d.attempts, d.retry_until, d.claim_id) \
+         SELECT c.id, c.webhook_id, c.instance_id, c.event_id, c.attempts, c.retry_until, c.claim_id, \
              w.url, w.secret, w.previous_secret, w.secret_rotated_at, o.payload \
          FROM c JOIN webhooks w ON w.id = c.webhook_id JOIN outbox o ON o.id = c.event_id",
     )
@@ -126,6 +128,8 @@ pub async fn claim_due(db: impl PgExecutor<'_>, worker: &str, lock_ms: u64, limi
 #[derive(Debug, Clone)]
 pub struct Outcome {
     pub id: DeliveryId,
+    /// The claim the attempt was made under.
+    pub claim_id: String,
     pub webhook_id: WebhookId,
     /// `pending` (retry at `next_attempt_at`), `succeeded` or `failed`.
     pub state: &'static str,
@@ -160,22 +164,23 @@ pub async fn record(
 ) -> Result<Disabled, sqlx::Error> {
     let mut tx = db.begin().await?;
     let ids: Vec<&str> = outcomes.iter().map(|o| o.id.as_str()).collect();
+    let claims: Vec<&str> = outcomes.iter().map(|o| o.claim_id.as_str()).collect();
     let states: Vec<&str> = outcomes.iter().map(|o| o.state).collect();
     let inc: Vec<i32> = outcomes.iter().map(|o| o.attempted as i32).collect();
     let status: Vec<Option<i32>> = outcomes.iter().map(|o| o.response_status).collect();
     let latency: Vec<Option<i32>> = outcomes.iter().map(|o| o.latency_ms).collect();
     let errors: Vec<Option<&str>> = outcomes.iter().map(|o| o.error.as_deref()).collect();
     let next: Vec<Option<DateTime<Utc>>> = outcomes.iter().map(|o| o.next_attempt_at).collect();
-    sqlx::query(
+    let applied: Vec<(DeliveryId,)> = sqlx::query_as(
         "UPDATE webhook_deliveries d SET state = v.state, attempts = d.attempts + v.inc, \
              response_status = CASE WHEN v.inc = 1 THEN v.status ELSE d.response_status END, \
              latency_ms = CASE WHEN v.inc = 1 THEN v.latency ELSE d.latency_ms END, \
              last_error = CASE WHEN v.inc = 1 THEN v.err ELSE d.last_error END, \
-             next_attempt_at = v.next, locked_by = NULL, locked_until = NULL, updated_at = now(), \
+             next_attempt_at = v.next, locked_by = NULL, locked_until = NULL, claim_id = NULL, updated_at = now(), \
              delivered_at = CASE WHEN v.state = 'succeeded' THEN now() ELSE d.delivered_at END \
-         FROM UNNEST($1::text[], $2::text[], $3::int[], $4::int[], $5::int[], $6::text[], $7::timestamptz[]) \
-             AS v(id, state, inc, status, latency, err, next) \
-         WHERE d.id = v.id AND d.locked_by = $8 AND d.state = 'pending'",
+         FROM UNNEST($1::text[], $2::text[], $3::int[], $4::int[], $5::int[], $6::text[], $7::timestamptz[], $9::text[]) \
+             AS v(id, state, inc, status, latency, err, next, claim) \
+         WHERE d.id = v.id AND d.locked_by = $8 AND d.claim_id = v.claim AND d.state = 'pending' RETURNING d.id",
     )
     .bind(&ids)
     .bind(&states)
@@ -185,12 +190,15 @@ pub async fn record(
     .bind(&errors)
     .bind(&next)
     .bind(worker)
-    .execute(&mut *tx)
+    .bind(&claims)
+    .fetch_all(&mut *tx)
     .await?;
+    let applied: std::collections::HashSet<&str> = applied.iter().map(|a| a.0.as_str()).collect();
 
-    // Each endpoint's streak: a success in the batch resets it; failures add up.
+    // Each endpoint's streak (outcomes that applied only): a success in the batch resets
+    // it; failures add up.
     let mut per_hook: std::collections::BTreeMap<&str, (bool, i32, bool)> = Default::default();
-    for o in outcomes.iter().filter(|o| o.attempted) {
+    for o in outcomes.iter().filter(|o| o.attempted && applied.contains(o.id.as_str())) {
         let e = per_hook.entry(o.webhook_id.as_str()).or_default();
         if o.state == "succeeded" {
             e.0 = true;
@@ -249,7 +257,7 @@ pub async fn record(
 /// Fails every pending delivery of a webhook (it was disabled).
 pub async fn fail_pending(db: &mut PgConnection, webhook: &WebhookId, why: &str) -> Result<u64, sqlx::Error> {
     let r = sqlx::query(
-        "UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL, locked_by = NULL, locked_until = NULL, \
+        "UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL, locked_by = NULL, locked_until = NULL, claim_id = NULL, \
              last_error = COALESCE(last_error || '; ', '') || $2, updated_at = now() \
          WHERE webhook_id = $1 AND state = 'pending'",
     )
@@ -263,7 +271,7 @@ pub async fn fail_pending(db: &mut PgConnection, webhook: &WebhookId, why: &str)
 /// Gives up `worker`'s claims (shutdown): another pod may take them at once.
 pub async fn release(db: impl PgExecutor<'_>, worker: &str) -> Result<u64, sqlx::Error> {
     let r = sqlx::query(
-        "UPDATE webhook_deliveries SET locked_by = NULL, locked_until = NULL WHERE locked_by = $1 AND state = 'pending'",
+        "UPDATE webhook_deliveries SET locked_by = NULL, locked_until = NULL, claim_id = NULL WHERE locked_by = $1 AND state = 'pending'",
     )
     .bind(worker)
     .execute(db)
@@ -318,7 +326,7 @@ pub async fn resend(
 ) -> Result<Option<DeliveryRow>, sqlx::Error> {
     sqlx::query_as(&format!(
         "UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = now(), \
-             retry_until = now() + $4 * interval '1 millisecond', locked_by = NULL, locked_until = NULL, updated_at = now() \
+             retry_until = now() + $4 * interval '1 millisecond', locked_by = NULL, locked_until = NULL, claim_id = NULL, updated_at = now() \
          WHERE id = $1 AND webhook_id = $2 AND instance_id = $3 AND state = 'failed' RETURNING {LOG_COLUMNS}"
     ))
     .bind(id)

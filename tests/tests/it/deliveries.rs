@@ -361,3 +361,75 @@ async fn nats_restarting_mid_stream_loses_no_event() {
     s.dispatcher_stop.cancel();
     s.dispatcher.await.unwrap().unwrap();
 }
+
+/// A claim that lapsed and was taken again (even by the same pod) no longer applies: its
+/// late outcome changes nothing; the new claim's does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_outcome_of_a_lapsed_claim_changes_nothing() {
+    use shared::db::deliveries::{self, NewDelivery, Outcome};
+    let c = config();
+    let api = TestApi::start_with(c.clone()).await;
+    let (id, own) = instance(&api, "dl-claims").await;
+    let wh = hook(&own, &id, "http://127.0.0.1:9/hook", &[]).await["id"].as_str().unwrap().to_string();
+    queue(&own, &id, "x").await;
+    let db = shared::db::connect(&c).await.unwrap();
+    let (event,): (String,) = sqlx::query_as("SELECT id FROM outbox WHERE instance_id = $1").bind(&id).fetch_one(&db).await.unwrap();
+    let row = NewDelivery {
+        webhook_id: shared::ids::WebhookId::parse(&wh).unwrap(),
+        instance_id: shared::ids::InstanceId::parse(&id).unwrap(),
+        event_id: shared::ids::EventId::parse(&event).unwrap(),
+        event_type: "message.queued".into(),
+    };
+    // Claimed for 0 ms: lapsed at once; the same pod's scanner claims it again.
+    let created = deliveries::insert_claimed(&db, std::slice::from_ref(&row), "pod-a", 0, 60_000).await.unwrap();
+    let (dlv, hook_id, _, _, old_claim) = created[0].clone();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let due = deliveries::claim_due(&db, "pod-a", 60_000, 10).await.unwrap();
+    assert_eq!(due.len(), 1);
+    assert_ne!(due[0].claim_id, old_claim);
+    let outcome = |claim: &str, state: &'static str| Outcome {
+        id: dlv.clone(),
+        claim_id: claim.to_string(),
+        webhook_id: hook_id.clone(),
+        state,
+        attempted: true,
+        response_status: Some(if state == "failed" { 500 } else { 200 }),
+        latency_ms: Some(1),
+        error: None,
+        next_attempt_at: None,
+        gone: false,
+    };
+    deliveries::record(&db, "pod-a", &[outcome(&old_claim, "failed")], 1, 0).await.unwrap();
+    let (state, attempts): (String, i32) =
+        sqlx::query_as("SELECT state, attempts FROM webhook_deliveries WHERE id = $1").bind(&dlv).fetch_one(&db).await.unwrap();
+    assert_eq!((state.as_str(), attempts), ("pending", 0), "the stale failure is ignored");
+    let (enabled,): (bool,) = sqlx::query_as("SELECT enabled FROM webhooks WHERE id = $1").bind(&wh).fetch_one(&db).await.unwrap();
+    assert!(enabled, "and does not count toward disabling the endpoint");
+    deliveries::record(&db, "pod-a", &[outcome(&due[0].claim_id, "succeeded")], 1, 0).await.unwrap();
+    let (state,): (String,) = sqlx::query_as("SELECT state FROM webhook_deliveries WHERE id = $1").bind(&dlv).fetch_one(&db).await.unwrap();
+    assert_eq!(state, "succeeded");
+}
+
+/// Disabling an endpoint by hand fails what it had pending (so it can be resent later).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disabling_an_endpoint_fails_its_pending_deliveries() {
+    let mut c = config();
+    c.webhook_retry_base_ms = 60_000;
+    c.webhook_retry_max_ms = 60_000;
+    let s = Setup::start(c).await;
+    let sink = WebhookSink::start().await;
+    sink.default_status(500);
+    let (id, own) = instance(&s.api, "dl-manual").await;
+    let wh = hook(&own, &id, &sink.url(), &[]).await["id"].as_str().unwrap().to_string();
+    queue(&own, &id, "x").await;
+    wait_for(Duration::from_secs(15), || async {
+        log(&own, &id, &wh).await.into_iter().find(|d| d["state"] == "pending" && d["attempts"] == 1)
+    })
+    .await
+    .expect("a pending retry");
+    own.patch(&format!("/v1/instances/{id}/webhooks/{wh}"), &json!({ "enabled": false })).await.expect(200);
+    let d = &log(&own, &id, &wh).await[0];
+    assert_eq!(d["state"], "failed");
+    assert!(d["last_error"].as_str().unwrap().contains("disabled"));
+    s.stop().await;
+}

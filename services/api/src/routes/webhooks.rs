@@ -197,9 +197,16 @@ async fn patch(
     let events = dedup(p.events.unwrap_or(current.events));
     let url = check(&state, p.url.as_deref().unwrap_or(&current.url), &events).await?;
     let secret = p.rotate_secret.then(generate_webhook_secret);
-    let row = webhooks::update(&state.db, &id, &ids.1, &url, &events, p.enabled.unwrap_or(current.enabled), secret.as_deref())
+    let enabled = p.enabled.unwrap_or(current.enabled);
+    let mut tx = state.db.begin().await?;
+    let row = webhooks::update(&mut *tx, &id, &ids.1, &url, &events, enabled, secret.as_deref())
         .await?
         .ok_or_else(|| ApiError::not_found("webhook"))?;
+    if current.enabled && !enabled {
+        // Disabled by its owner: what was pending fails now (and can be resent later).
+        dlv::fail_pending(&mut tx, &row.id, "the endpoint was disabled").await?;
+    }
+    tx.commit().await?;
     Ok(Json(WebhookOut::of(row, secret.is_some())))
 }
 
