@@ -103,6 +103,12 @@ async fn put_in(tx: &mut PgConnection, inst: &InstanceId, kind: &str, entries: &
     if entries.is_empty() {
         return Ok(());
     }
+    // One upsert may not touch a row twice: the last value of a key wins.
+    let mut last: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (i, e) in entries.iter().enumerate() {
+        last.insert(e.0.as_str(), i);
+    }
+    let entries: Vec<&Entry> = entries.iter().enumerate().filter(|(i, e)| last[e.0.as_str()] == *i).map(|(_, e)| e).collect();
     let keys: Vec<&str> = entries.iter().map(|e| e.0.as_str()).collect();
     let values: Vec<&[u8]> = entries.iter().map(|e| e.1.as_slice()).collect();
     let expiry: Vec<Option<i64>> = entries.iter().map(|e| e.2).collect();
@@ -129,6 +135,24 @@ pub async fn put_kinds(db: &PgPool, inst: &InstanceId, epoch: i64, batches: &[(&
     for (kind, entries) in batches {
         put_in(&mut tx, inst, kind, entries).await?;
     }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Sets the first byte of existing values (a flag), fenced; never creates a row.
+pub async fn set_first_byte(db: &PgPool, inst: &InstanceId, epoch: i64, kind: &str, keys: &[String], byte: u8) -> Result<(), StoreWriteError> {
+    let mut tx = db.begin().await?;
+    fence(&mut tx, inst, epoch).await?;
+    sqlx::query(
+        "UPDATE wa_store SET value = overlay(value placing $4 from 1 for 1), written_at = now() \
+         WHERE instance_id = $1 AND kind = $2 AND key = ANY($3) AND length(value) > 0",
+    )
+    .bind(inst)
+    .bind(kind)
+    .bind(keys)
+    .bind(vec![byte])
+    .execute(&mut *tx)
+    .await?;
     tx.commit().await?;
     Ok(())
 }

@@ -148,8 +148,8 @@ async fn the_proxy_transport_tunnels_through_http_connect_and_socks5() {
     let target = format!("ws://127.0.0.1:{}/ws/chat", ws.port());
     let named = format!("ws://localhost:{}/ws/chat", ws.port());
 
-    let http = http_proxy(Some("ana:s3cr%t")).await;
-    round_trip(&format!("http://ana:s3cr%25t@{http}"), &target).await.expect("HTTP CONNECT with credentials");
+    let http = http_proxy(Some("ana:s3%c+q&r")).await;
+    round_trip(&format!("http://ana:s3%25c+q&r@{http}"), &target).await.expect("HTTP CONNECT with credentials");
     let err = round_trip(&format!("http://ana:wrong@{http}"), &target).await.unwrap_err();
     assert!(err.contains("407"), "{err}");
     assert!(!err.contains("wrong"), "credentials never appear in errors: {err}");

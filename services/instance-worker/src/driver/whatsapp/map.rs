@@ -227,6 +227,9 @@ fn remote(kind: &str, encoded: Vec<u8>, mime: Option<&String>, filename: Option<
 /// `POST messages` takes, and the media still to download.
 pub fn incoming_content(m: &wa::Message) -> (String, Value, Option<RemoteMedia>) {
     let m = m.get_base_message();
+    if is_protocol(m) {
+        return ("protocol".into(), json!({}), None);
+    }
     if let Some(t) = m.conversation.as_ref() {
         return ("text".into(), json!({ "text": t }), None);
     }
@@ -273,6 +276,16 @@ pub fn incoming_content(m: &wa::Message) -> (String, Value, Option<RemoteMedia>)
         }
     }
     ("unsupported".into(), json!({}), None)
+}
+
+/// Messages that are not messages to a person: edits, revokes, poll votes, key shares
+/// and other protocol traffic. They are not logged (nor counted as unread).
+pub fn is_protocol(m: &wa::Message) -> bool {
+    // (A sender-key distribution rides along with real group messages: not listed.)
+    m.protocol_message.as_option().is_some()
+        || m.poll_update_message.as_option().is_some()
+        || m.enc_reaction_message.as_option().is_some()
+        || m.keep_in_chat_message.as_option().is_some()
 }
 
 /// A receipt type as the log's status, when it is one we track.
@@ -392,6 +405,9 @@ mod tests {
         };
         assert_eq!(incoming_content(&wrapped).1, json!({ "text": "hi" }));
         assert_eq!(incoming_content(&wa::Message::default()).0, "unsupported");
+        let revoke = wa::Message { protocol_message: MessageField::some(Default::default()), ..Default::default() };
+        assert!(is_protocol(&revoke));
+        assert_eq!(incoming_content(&revoke).0, "protocol");
     }
 
     #[test]

@@ -19,6 +19,7 @@ use shared::bus::NetOp;
 use shared::ErrorCode;
 use tokio::sync::mpsc;
 use whatsapp_rust::buffa::Message as _;
+use whatsapp_rust::proto_helpers::MessageExt;
 use whatsapp_rust::transport::TransportFactory;
 use whatsapp_rust::types::events::Event;
 use whatsapp_rust::waproto::whatsapp as wa;
@@ -192,6 +193,7 @@ fn to_driver_events(event: &Event, client: &Client, business: bool, calls: &Call
         Event::Messages(batch) => batch
             .messages
             .iter()
+            .filter(|m| !map::is_protocol(m.message.get_base_message()))
             .map(|m| DriverEvent::Message { message: incoming(&m.message, &m.info) })
             .collect(),
         Event::Receipt(r) => match map::receipt_status(&r.r#type) {
@@ -242,6 +244,9 @@ fn history(sync: &wa::HistorySync) -> Vec<Incoming> {
             let Some(info) = m.message.as_option() else { continue };
             let Some(key) = info.key.as_option() else { continue };
             let Some(content) = info.message.as_option() else { continue };
+            if map::is_protocol(content.get_base_message()) {
+                continue;
+            }
             let (kind, content, media) = map::incoming_content(content);
             let from_me = key.from_me.unwrap_or(false);
             let ts = chrono::DateTime::from_timestamp(info.message_timestamp.unwrap_or(0) as i64, 0).unwrap_or_default();

@@ -35,7 +35,8 @@ impl ProxyTransportFactory {
         if self.proxy.username().is_empty() {
             return None;
         }
-        let decode = |s: &str| url::form_urlencoded::parse(format!("x={s}").as_bytes()).next().map(|(_, v)| v.into_owned()).unwrap_or_default();
+        // userinfo is percent-encoded (and '+' or '&' are literal there).
+        let decode = |s: &str| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned();
         Some((decode(self.proxy.username()), decode(self.proxy.password().unwrap_or(""))))
     }
 

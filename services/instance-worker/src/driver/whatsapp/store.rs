@@ -198,17 +198,7 @@ impl SignalStore for PgStore {
     /// An update only: a prekey consumed meanwhile does not come back.
     async fn mark_prekeys_uploaded(&self, ids: &[u32]) -> Result<()> {
         let keys: Vec<String> = ids.iter().map(|i| id_key(*i)).collect();
-        let rows = wa_store::get_many(&self.db, &self.instance, kind::PREKEY, &keys).await.map_err(db)?;
-        let entries = rows
-            .into_iter()
-            .map(|(k, mut v)| {
-                if let Some(f) = v.first_mut() {
-                    *f = 1;
-                }
-                (k, v, None)
-            })
-            .collect();
-        self.put(kind::PREKEY, entries).await
+        wa_store::set_first_byte(&self.db, &self.instance, self.epoch, kind::PREKEY, &keys, 1).await.map_err(write)
     }
 
     async fn remove_prekey(&self, id: u32) -> Result<()> {
