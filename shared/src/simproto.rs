@@ -60,6 +60,8 @@ pub enum ServerEv {
     LoggedOut,
     /// The account is banned.
     Banned,
+    /// The account is paused until then (a temporary ban); this connection is closed.
+    TempBanned { until: DateTime<Utc> },
     /// Another connection resumed this session; this one is closed.
     Replaced,
     /// The answer to a request.

@@ -29,6 +29,9 @@ pub struct InstanceStateEventData {
     /// `disconnected`, `qr_pending`, `connecting`, `connected`, `logged_out` or `banned`.
     pub state: String,
     pub previous_state: String,
+    /// Why, when that needs saying (a temporary ban and until when).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// `instance.qr_updated`: a (new) QR code to scan.

@@ -69,6 +69,8 @@ pub enum Outcome {
 pub(crate) enum Step {
     Continue,
     Reconnect,
+    /// Reconnect, but not before then.
+    ReconnectAt(chrono::DateTime<chrono::Utc>),
     Exit(Outcome),
 }
 
@@ -200,6 +202,13 @@ impl Actor {
             self.queue.disconnected();
             match step {
                 Step::Exit(o) => return o,
+                Step::ReconnectAt(at) => {
+                    let wait = (at - chrono::Utc::now()).to_std().unwrap_or_default();
+                    tokio::select! {
+                        _ = cancel.cancelled() => return self.stop().await,
+                        _ = tokio::time::sleep(wait) => {}
+                    }
+                }
                 _ => {
                     let wait = RECONNECT[attempt.min(RECONNECT.len() - 1)];
                     attempt += 1;
@@ -258,6 +267,7 @@ impl Actor {
             DriverEvent::Connected { .. } => "connected",
             DriverEvent::LoggedOut => "logged_out",
             DriverEvent::Banned => "banned",
+            DriverEvent::TemporarilyBanned { .. } => "temporarily_banned",
             DriverEvent::Replaced => "replaced",
             DriverEvent::Closed { .. } => "closed",
             DriverEvent::Call { .. } => "call",
@@ -286,6 +296,17 @@ impl Actor {
             }
             DriverEvent::LoggedOut => self.end(InstanceState::LoggedOut).await,
             DriverEvent::Banned => self.end(InstanceState::Banned).await,
+            DriverEvent::TemporarilyBanned { until } => {
+                tracing::warn!(%until, "the network paused the account");
+                let reason = format!("temporarily banned until {}", until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+                match self.fenced(sessions::set_paused(&self.ctx.db, &self.id, self.epoch, &reason).await) {
+                    Step::Continue => {
+                        self.state = InstanceState::Disconnected;
+                        Step::ReconnectAt(until)
+                    }
+                    other => other,
+                }
+            }
             DriverEvent::Replaced => {
                 tracing::warn!("session replaced by another connection");
                 Step::Exit(Outcome::Lost)

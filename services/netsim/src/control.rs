@@ -21,6 +21,7 @@ pub fn router() -> Router<App> {
         .route("/control/phones/{number}/read", post(read))
         .route("/control/phones/{number}/logout", post(logout))
         .route("/control/phones/{number}/ban", post(ban))
+        .route("/control/phones/{number}/tempban", post(temp_ban))
         .route("/control/phones/{number}/call", post(call))
         .route(
             "/control/phones/{number}/block",
@@ -135,6 +136,19 @@ async fn logout(State(app): State<App>, Path(number): Path<String>) -> Result<Js
 async fn ban(State(app): State<App>, Path(number): Path<String>) -> Result<Json<Value>, ApiError> {
     app.net.ban(&number).map_err(err)?;
     Ok(Json(json!({ "banned": true })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TempBanIn {
+    /// How long the account is paused.
+    seconds: u64,
+}
+
+async fn temp_ban(State(app): State<App>, Path(number): Path<String>, ValidatedJson(b): ValidatedJson<TempBanIn>) -> Result<Json<Value>, ApiError> {
+    let until = chrono::Utc::now() + chrono::Duration::seconds(b.seconds.min(7 * 24 * 3600) as i64);
+    app.net.temp_ban(&number, until).map_err(err)?;
+    Ok(Json(json!({ "paused_until": until })))
 }
 
 #[derive(Deserialize)]

@@ -40,6 +40,8 @@ pub struct Faults {
 struct Phone {
     business: bool,
     banned: bool,
+    /// Paused until then (a temporary ban): devices are turned away until it passes.
+    paused_until: Option<DateTime<Utc>>,
     /// What this phone received, each network id once.
     inbox: Vec<SimMessage>,
     inbox_ids: HashSet<String>,
@@ -416,6 +418,23 @@ impl Net {
         Ok(())
     }
 
+    /// A temporary ban: the account's devices are closed and turned away until `until`.
+    pub fn temp_ban(&self, number: &str, until: DateTime<Utc>) -> Result<(), NetError> {
+        let mut s = self.lock();
+        let p = s.phones.get_mut(number).ok_or(NetError::NoAccount)?;
+        p.paused_until = Some(until);
+        let conns: Vec<ConnId> = s
+            .devices
+            .iter()
+            .filter(|(_, n)| n.as_str() == number)
+            .filter_map(|(k, _)| s.online.get(k).copied())
+            .collect();
+        for c in conns {
+            s.close(c, ServerEv::TempBanned { until });
+        }
+        Ok(())
+    }
+
     /// `from` calls `to`; the linked devices of `to` see the call.
     pub fn call(&self, from: &str, to: &str) -> Result<CallRecord, NetError> {
         let mut s = self.lock();
@@ -505,6 +524,9 @@ impl Net {
                 let phone = &s.phones[&number];
                 if phone.banned {
                     return s.close(conn, ServerEv::Banned);
+                }
+                if let Some(until) = phone.paused_until.filter(|u| *u > Utc::now()) {
+                    return s.close(conn, ServerEv::TempBanned { until });
                 }
                 let business = phone.business;
                 if let Some(old) = s.online.insert(sess.clone(), conn) {

@@ -285,3 +285,30 @@ async fn an_unreachable_whatsapp_network_leaves_the_instance_connecting() {
         .unwrap();
     assert_eq!(device, 1, "the session's device lives in Postgres");
 }
+
+/// A temporary ban is visible (disconnected, with why and until when) and the worker
+/// waits it out before connecting again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_temporary_ban_is_visible_and_waited_out() {
+    let c = Cluster::start(bin(), 1, |_| {}).await;
+    c.phone("5511977770001", false).await;
+    let (inst, _) = c.paired_instance("tempban", "5511977770001").await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    c.netsim().post("/control/phones/5511977770001/tempban", &json!({ "seconds": 3 })).await.expect(200);
+    let paused = c.wait_state(&id, "disconnected", Duration::from_secs(10)).await;
+    assert!(paused["state_reason"].as_str().unwrap().starts_with("temporarily banned until "), "{paused}");
+    // Not before the ban ends: still paused a second later.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(c.api.admin().get(&format!("/v1/instances/{id}")).await.expect(200)["state"], "disconnected");
+    let back = c.wait_state(&id, "connected", Duration::from_secs(20)).await;
+    assert!(back.get("state_reason").is_none(), "cleared by the next state change: {back}");
+    let pool = c.pool().await;
+    let reasons: Vec<serde_json::Value> = sqlx::query_scalar(
+        "SELECT payload->'data'->'reason' FROM outbox WHERE instance_id = $1 AND type = 'instance.state' AND payload->'data' ? 'reason'",
+    )
+    .bind(&id)
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(reasons.len(), 1);
+}

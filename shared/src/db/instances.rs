@@ -72,6 +72,8 @@ pub struct InstanceRow {
     pub desired: bool,
     /// Per-instance network driver; `None` means the deployment's.
     pub network: Option<String>,
+    /// Why the instance is in its state, when that needs saying.
+    pub state_reason: Option<String>,
     /// IANA time zone of the send window.
     pub time_zone: String,
     pub send_window_start: Option<chrono::NaiveTime>,
@@ -151,7 +153,7 @@ fn map_write(e: sqlx::Error) -> WriteError {
 }
 
 const COLUMNS: &str = "id, name, state, tags, ip_allowlist, min_interval_ms, max_per_minute, \
-    unsafe_pacing, proxy_url, reject_call, msg_call, phone, account_type, owner_epoch, desired, network, time_zone, send_window_start, send_window_end, created_at, updated_at";
+    unsafe_pacing, proxy_url, reject_call, msg_call, phone, account_type, owner_epoch, desired, network, state_reason, time_zone, send_window_start, send_window_end, created_at, updated_at";
 
 /// The settable columns, bound by [`bind_fields`] as `$2` to `$13` (`$1` is the id).
 const FIELD_COLUMNS: &str = "name, tags, ip_allowlist, min_interval_ms, max_per_minute, unsafe_pacing, proxy_url, \

@@ -107,7 +107,7 @@ pub async fn set_state(
     let mut tx = db.begin().await?;
     let Some(old) = lock_state(&mut tx, id).await? else { return Ok(false) };
     let res = sqlx::query(
-        "UPDATE instances SET state = $3, qr_code = $4, qr_expires_at = $5, \
+        "UPDATE instances SET state = $3, qr_code = $4, qr_expires_at = $5, state_reason = NULL, \
          state_changed_at = CASE WHEN state = $3 THEN state_changed_at ELSE now() END, updated_at = now() \
          WHERE id = $1 AND owner_epoch = $2",
     )
@@ -138,7 +138,7 @@ pub async fn set_linked(
     let mut tx = db.begin().await?;
     let Some(old) = lock_state(&mut tx, id).await? else { return Ok(false) };
     let res = sqlx::query(
-        "UPDATE instances SET state = 'connected', session = COALESCE($3, session), phone = $4, account_type = $5, \
+        "UPDATE instances SET state = 'connected', session = COALESCE($3, session), phone = $4, account_type = $5, state_reason = NULL, \
          qr_code = NULL, qr_expires_at = NULL, \
          state_changed_at = CASE WHEN state = 'connected' THEN state_changed_at ELSE now() END, updated_at = now() \
          WHERE id = $1 AND owner_epoch = $2",
@@ -169,7 +169,7 @@ pub async fn set_ended(
     let mut tx = db.begin().await?;
     let Some(old) = lock_state(&mut tx, id).await? else { return Ok(false) };
     let res = sqlx::query(
-        "UPDATE instances SET state = $3, desired = FALSE, qr_code = NULL, qr_expires_at = NULL, \
+        "UPDATE instances SET state = $3, desired = FALSE, qr_code = NULL, qr_expires_at = NULL, state_reason = NULL, \
          session = CASE WHEN $3 = 'logged_out' THEN NULL ELSE session END, \
          state_changed_at = now(), updated_at = now() WHERE id = $1 AND owner_epoch = $2",
     )
@@ -182,6 +182,30 @@ pub async fn set_ended(
         return Ok(false);
     }
     emit(&mut tx, id, &old, state, Change::None).await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// The network paused the session (a temporary ban): `disconnected` with why and until
+/// when, fenced, with an `instance.state` event that says so.
+pub async fn set_paused(db: &sqlx::PgPool, id: &InstanceId, epoch: i64, reason: &str) -> Result<bool, sqlx::Error> {
+    let mut tx = db.begin().await?;
+    let Some(old) = lock_state(&mut tx, id).await? else { return Ok(false) };
+    let res = sqlx::query(
+        "UPDATE instances SET state = 'disconnected', state_reason = $3, qr_code = NULL, qr_expires_at = NULL, \
+         state_changed_at = CASE WHEN state = 'disconnected' THEN state_changed_at ELSE now() END, updated_at = now() \
+         WHERE id = $1 AND owner_epoch = $2",
+    )
+    .bind(id)
+    .bind(epoch)
+    .bind(reason)
+    .execute(&mut *tx)
+    .await?;
+    if res.rows_affected() != 1 {
+        return Ok(false);
+    }
+    let data = json!({ "state": "disconnected", "previous_state": old, "reason": reason });
+    outbox::insert(&mut *tx, id, "instance.state", data).await?;
     tx.commit().await?;
     Ok(true)
 }

@@ -59,6 +59,10 @@ pub struct InstanceOut {
     /// Unique, 1-64 of `[A-Za-z0-9_-]`; the `{instanceName}` of the action routes.
     pub name: String,
     pub state: InstanceState,
+    /// Why the instance is in its state, when that needs saying (e.g. a temporary ban
+    /// and until when); cleared by the next state change.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state_reason: Option<String>,
     pub tags: Vec<String>,
     /// CIDRs the instance's tokens may be used from; empty allows every address.
     pub ip_allowlist: Vec<String>,
@@ -86,6 +90,7 @@ impl From<InstanceRow> for InstanceOut {
     fn from(r: InstanceRow) -> Self {
         InstanceOut {
             state: r.state(),
+            state_reason: r.state_reason.clone(),
             proxy_url: r.proxy_url.as_deref().map(redact_proxy),
             network: r.network.clone(),
             id: r.id,

@@ -26,6 +26,9 @@ pub enum DriverEvent {
     LoggedOut,
     /// The account is banned.
     Banned,
+    /// The network paused the account until then (a temporary ban): do not reconnect
+    /// before.
+    TemporarilyBanned { until: DateTime<Utc> },
     /// Another connection took over this session (e.g. a new owner after a takeover).
     Replaced,
     /// The connection dropped; the session may be reopened.

@@ -132,6 +132,7 @@ impl Driver for SimDriver {
                     }
                     ServerEv::LoggedOut => DriverEvent::LoggedOut,
                     ServerEv::Banned => DriverEvent::Banned,
+                    ServerEv::TempBanned { until } => DriverEvent::TemporarilyBanned { until },
                     ServerEv::Replaced => DriverEvent::Replaced,
                     ServerEv::Message { message, from_me } => DriverEvent::Message { message: incoming(message, from_me) },
                     ServerEv::Receipt { id, status, timestamp, .. } => {

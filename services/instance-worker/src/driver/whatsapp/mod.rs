@@ -184,9 +184,7 @@ fn to_driver_events(event: &Event, client: &Client, business: bool, calls: &Call
             Failure::Banned => DriverEvent::Banned,
             Failure::Retry(reason) => DriverEvent::Closed { reason },
         }],
-        Event::TemporaryBan(b) => {
-            vec![DriverEvent::Closed { reason: format!("temporarily banned for {} minutes", b.expire.num_minutes()) }]
-        }
+        Event::TemporaryBan(b) => vec![DriverEvent::TemporarilyBanned { until: now + b.expire }],
         Event::StreamReplaced(_) => vec![DriverEvent::Replaced],
         Event::Disconnected(d) => vec![DriverEvent::Closed { reason: format!("disconnected: {:?}", d.reason) }],
         Event::PairingQrCodesExhausted(_) => vec![DriverEvent::Closed { reason: "every QR code expired unscanned".into() }],
@@ -304,9 +302,11 @@ impl Session for WaSession {
         Ok(numbers
             .iter()
             .map(|n| {
-                let hit = found.iter().find(|r| r.jid.user.as_str() == n.as_str());
+                // The answer may come under the account's LID, with the number in pn_jid.
+                let phone_jid = |r: &whatsapp_rust::wacore::iq::usync::IsOnWhatsAppResult| r.pn_jid.clone().unwrap_or_else(|| r.jid.clone());
+                let hit = found.iter().find(|r| phone_jid(r).user.as_str() == n.as_str());
                 match hit {
-                    Some(r) if r.is_registered => json!({ "number": n, "exists": true, "jid": r.jid.to_string(), "business": r.is_business }),
+                    Some(r) if r.is_registered => json!({ "number": n, "exists": true, "jid": phone_jid(r).to_string(), "business": r.is_business }),
                     _ => json!({ "number": n, "exists": false }),
                 }
             })
