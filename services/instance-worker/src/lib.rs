@@ -14,7 +14,7 @@ pub mod lease;
 pub mod metrics;
 pub mod pacer;
 pub mod queue;
-mod receive;
+pub mod receive;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -119,7 +119,9 @@ impl Driver for WhatsappDriver {
         let bot = whatsapp_rust::bot::Bot::builder()
             .with_backend(store)
             .with_transport_factory(SharedTransport(self.transport_for(target)?))
-            .with_http_client(whatsapp_rust::http::UreqHttpClient::new())
+            .with_http_client(HttpWithTimeouts::new())
+            // Messages are in the log before WhatsApp is told they arrived.
+            .with_inbound_durability_hook(LogHook { db: self.db.clone(), instance: target.instance.clone(), epoch: target.epoch })
             // One event at a time, in order: a receipt never overtakes its message.
             .with_event_delivery(whatsapp_rust::bot::EventDelivery::Ordered { capacity: 4096 })
             .on_event(move |event: Arc<Event>, client: Arc<Client>| {
@@ -188,6 +190,8 @@ fn to_driver_events(event: &Event, client: &Client, business: bool, calls: &Call
         Event::StreamReplaced(_) => vec![DriverEvent::Replaced],
         Event::Disconnected(d) => vec![DriverEvent::Closed { reason: format!("disconnected: {:?}", d.reason) }],
         Event::PairingQrCodesExhausted(_) => vec![DriverEvent::Closed { reason: "every QR code expired unscanned".into() }],
+        // Already logged by the durability hook.
+        Event::Messages(batch) if batch.hook_committed => Vec::new(),
         Event::Messages(batch) => batch
             .messages
             .iter()
@@ -381,18 +385,7 @@ impl Session for WaSession {
     }
 
     async fn download(&self, media: &RemoteMedia) -> Result<Vec<u8>, DriverError> {
-        let (kind, bytes) = map::parse_locator(&media.locator).ok_or_else(|| failed("find the media"))?;
-        let bad = || failed("find the media");
-        let result = match kind {
-            "image" => self.client.download(&wa::message::ImageMessage::decode_from_slice(&bytes).map_err(|_| bad())?).await,
-            "video" => self.client.download(&wa::message::VideoMessage::decode_from_slice(&bytes).map_err(|_| bad())?).await,
-            "audio" => self.client.download(&wa::message::AudioMessage::decode_from_slice(&bytes).map_err(|_| bad())?).await,
-            "document" => self.client.download(&wa::message::DocumentMessage::decode_from_slice(&bytes).map_err(|_| bad())?).await,
-            "sticker" => self.client.download(&wa::message::StickerMessage::decode_from_slice(&bytes).map_err(|_| bad())?).await,
-            _ => return Err(bad()),
-        };
-        // Expired media is gone from the servers: the download fails for good.
-        result.map_err(|_| DriverError::new(ErrorCode::MediaUnavailable, "the network no longer has this media"))
+        download(&self.client, media).await
     }
 
     async fn reject_call(&self, call_id: &str, message: Option<String>) -> Result<(), DriverError> {
@@ -413,5 +406,100 @@ impl Session for WaSession {
         if let Some(handle) = self.handle.lock().await.take() {
             handle.shutdown().await;
         }
+    }
+}
+
+/// Received media from WhatsApp's servers.
+async fn download(client: &Client, media: &RemoteMedia) -> Result<Vec<u8>, DriverError> {
+    let (kind, bytes) = map::parse_locator(&media.locator).ok_or_else(|| failed("find the media"))?;
+    let bad = || failed("find the media");
+    let result = match kind {
+        "image" => client.download(&wa::message::ImageMessage::decode_from_slice(&bytes).map_err(|_| bad())?).await,
+        "video" => client.download(&wa::message::VideoMessage::decode_from_slice(&bytes).map_err(|_| bad())?).await,
+        "audio" => client.download(&wa::message::AudioMessage::decode_from_slice(&bytes).map_err(|_| bad())?).await,
+        "document" => client.download(&wa::message::DocumentMessage::decode_from_slice(&bytes).map_err(|_| bad())?).await,
+        "sticker" => client.download(&wa::message::StickerMessage::decode_from_slice(&bytes).map_err(|_| bad())?).await,
+        _ => return Err(bad()),
+    };
+    result.map_err(|e| {
+        // Media past its lifetime is gone from the servers (404/410): for good.
+        let text = e.to_string();
+        if text.contains("404") || text.contains("410") {
+            DriverError::new(ErrorCode::MediaUnavailable, "the network no longer has this media")
+        } else {
+            failed("give the media")
+        }
+    })
+}
+
+struct ClientFetch(Arc<Client>);
+
+#[async_trait::async_trait]
+impl crate::receive::Fetch for ClientFetch {
+    async fn fetch(&self, media: &RemoteMedia) -> Result<Vec<u8>, DriverError> {
+        download(&self.0, media).await
+    }
+}
+
+/// Logs each inbound batch (fenced on the lease epoch) before the client acknowledges
+/// it to WhatsApp: a crash, a takeover or a database outage before the commit means the
+/// network delivers it again, never that it is lost.
+struct LogHook {
+    db: sqlx::PgPool,
+    instance: shared::ids::InstanceId,
+    epoch: i64,
+}
+
+#[whatsapp_rust::async_trait]
+impl whatsapp_rust::InboundDurabilityHook for LogHook {
+    async fn on_messages(&self, client: Arc<Client>, batch: &[whatsapp_rust::types::events::InboundMessage]) -> whatsapp_rust::anyhow::Result<()> {
+        let incoming: Vec<Incoming> = batch
+            .iter()
+            .filter(|m| !map::is_protocol(m.message.get_base_message()))
+            .map(|m| incoming(&m.message, &m.info))
+            .collect();
+        if incoming.is_empty() {
+            return Ok(());
+        }
+        let msgs = crate::receive::prepare(&self.db, &self.instance, incoming, &ClientFetch(client)).await;
+        match crate::receive::write(&self.db, &self.instance, self.epoch, &msgs, shared::db::log::Source::Live).await {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err(whatsapp_rust::anyhow::anyhow!("the instance has a new owner")),
+            Err(_) => Err(whatsapp_rust::anyhow::anyhow!("the local log is unavailable")),
+        }
+    }
+}
+
+/// whatsapp-rust's HTTP (media, version checks) on reqwest, with timeouts: a stalled
+/// media server cannot hold a session forever.
+struct HttpWithTimeouts(reqwest::Client);
+
+impl HttpWithTimeouts {
+    fn new() -> HttpWithTimeouts {
+        let client = reqwest::Client::builder()
+            .connect_timeout(std::time::Duration::from_secs(10))
+            .timeout(std::time::Duration::from_secs(120))
+            .build()
+            .expect("the HTTP client builds");
+        HttpWithTimeouts(client)
+    }
+}
+
+#[whatsapp_rust::async_trait]
+impl whatsapp_rust::http::HttpClient for HttpWithTimeouts {
+    async fn execute(&self, request: whatsapp_rust::http::HttpRequest) -> whatsapp_rust::anyhow::Result<whatsapp_rust::http::HttpResponse> {
+        let method = reqwest::Method::from_bytes(request.method.as_bytes())?;
+        let mut rb = self.0.request(method, &request.url);
+        for (k, v) in &request.headers {
+            rb = rb.header(k, v);
+        }
+        if let Some(body) = request.body {
+            rb = rb.body(body.to_vec());
+        }
+        // 4xx and 5xx are answers too (the crate reads them); only a failed exchange errs.
+        let res = rb.send().await.map_err(|e| whatsapp_rust::anyhow::anyhow!("request failed: {}", e.without_url()))?;
+        let status_code = res.status().as_u16();
+        let body = res.bytes().await.map_err(|e| whatsapp_rust::anyhow::anyhow!("reading the answer failed: {}", e.without_url()))?.to_vec();
+        Ok(whatsapp_rust::http::HttpResponse { status_code, body })
     }
 }
