@@ -83,6 +83,8 @@ pub enum ServerEv {
     History { messages: Vec<SimMessage> },
     /// An incoming voice call.
     Call { call_id: String, from: String },
+    /// A label changed on the phone.
+    Label { label_id: String, name: String, color: i32, deleted: bool },
 }
 
 impl ServerEv {

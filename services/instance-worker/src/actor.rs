@@ -271,6 +271,7 @@ impl Actor {
             DriverEvent::Replaced => "replaced",
             DriverEvent::Closed { .. } => "closed",
             DriverEvent::Call { .. } => "call",
+            DriverEvent::Label { .. } => "label",
             DriverEvent::Message { .. } => "message",
             DriverEvent::Receipt { .. } => "receipt",
             DriverEvent::History { .. } => "history",
@@ -334,6 +335,10 @@ impl Actor {
                     Err(e) => tracing::warn!(error = %e, "reading call settings failed"),
                 }
                 Step::Continue
+            }
+            DriverEvent::Label { label_id, name, color, deleted } => {
+                let data = serde_json::json!({ "label_id": label_id, "name": name, "color": color, "deleted": deleted });
+                self.fenced(shared::db::outbox::insert_fenced(&self.ctx.db, &self.id, self.epoch, "label.updated", data).await)
             }
             DriverEvent::Message { message } => self.receive(session, vec![message], Source::Live).await,
             DriverEvent::History { messages } => self.receive(session, messages, Source::History).await,

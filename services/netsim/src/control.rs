@@ -35,6 +35,7 @@ pub fn router() -> Router<App> {
         .route("/control/phones/{number}/contacts", post(add_contact))
         .route("/control/phones/{number}/state", get(phone_state))
         .route("/control/phones/{number}/resync", post(resync))
+        .route("/control/phones/{number}/labels", post(label))
         .route("/control/media/{id}/expire", post(expire_media))
         .route("/media/{id}", get(media))
         .route("/pictures/{number}", get(picture))
@@ -270,4 +271,21 @@ async fn picture(State(app): State<App>, Path(number): Path<String>) -> axum::re
         None => ApiError::new(ErrorCode::NotFound, "no picture").into_response(),
         Some((mime, data)) => ([(axum::http::header::CONTENT_TYPE, mime)], data).into_response(),
     }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LabelIn {
+    label_id: String,
+    name: String,
+    #[serde(default)]
+    color: i32,
+    #[serde(default)]
+    deleted: bool,
+}
+
+/// The phone creates, edits or deletes a label; its linked devices hear of it.
+async fn label(State(app): State<App>, Path(number): Path<String>, ValidatedJson(b): ValidatedJson<LabelIn>) -> Result<Json<Value>, ApiError> {
+    app.net.label(&number, &b.label_id, &b.name, b.color, b.deleted).map_err(err)?;
+    Ok(Json(json!({ "sent": true })))
 }

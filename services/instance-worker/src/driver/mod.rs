@@ -35,6 +35,8 @@ pub enum DriverEvent {
     Closed { reason: String },
     /// An incoming voice call.
     Call { call_id: String, from: String },
+    /// A label was created, edited or deleted on the phone (business accounts).
+    Label { label_id: String, name: String, color: i32, deleted: bool },
     /// A message for the account, or sent from its phone (`from_me`).
     Message { message: Incoming },
     /// A receipt (`delivered`, `read`) for a message the account sent.

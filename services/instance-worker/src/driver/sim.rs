@@ -148,6 +148,7 @@ impl Driver for SimDriver {
                             .collect(),
                     },
                     ServerEv::Call { call_id, from } => DriverEvent::Call { call_id, from },
+                    ServerEv::Label { label_id, name, color, deleted } => DriverEvent::Label { label_id, name, color, deleted },
                 };
                 if ev_tx.send(out).await.is_err() {
                     break;

@@ -155,6 +155,17 @@ impl Net {
         Ok(conns.len())
     }
 
+    /// A label changed on the phone: its linked devices hear of it.
+    pub fn label(&self, number: &str, label_id: &str, name: &str, color: i32, deleted: bool) -> Result<(), NetError> {
+        let mut s = self.lock();
+        if !s.phones.contains_key(number) {
+            return Err(NetError::NoAccount);
+        }
+        let ev = ServerEv::Label { label_id: label_id.into(), name: name.into(), color, deleted };
+        s.notify_account(number, ev);
+        Ok(())
+    }
+
     /// A linked device's chat, contact and block-list operations.
     pub fn net_op(&self, conn: ConnId, req: u64, op: NetOp) {
         let mut s = self.lock();

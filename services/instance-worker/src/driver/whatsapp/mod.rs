@@ -213,6 +213,12 @@ fn to_driver_events(event: &Event, client: &Client, business: bool, calls: &Call
             }
             _ => Vec::new(),
         },
+        Event::LabelEditUpdate(l) => vec![DriverEvent::Label {
+            label_id: l.label_id.clone(),
+            name: l.action.name.clone().unwrap_or_default(),
+            color: l.action.color.unwrap_or(0),
+            deleted: l.action.deleted.unwrap_or(false),
+        }],
         Event::HistorySync(h) => match h.get() {
             Some(sync) => vec![DriverEvent::History { messages: history(sync) }],
             None => Vec::new(),
