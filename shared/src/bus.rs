@@ -69,6 +69,12 @@ impl Subjects {
         format!("{}_EVENTS", self.prefix.replace('-', "_").to_uppercase())
     }
 
+    /// "What this instance's token may do changed" (deleted, renamed, allow-list edited):
+    /// API pods drop their cached entries of it.
+    pub fn auth_changed(&self) -> String {
+        format!("{}.auth.changed", self.prefix)
+    }
+
     /// "An instance wants to run": workers scan at once instead of at their next tick.
     pub fn workers_wake(&self) -> String {
         format!("{}.workers.wake", self.prefix)

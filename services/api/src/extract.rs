@@ -61,8 +61,15 @@ pub async fn authenticate(token: &str, parts: &Parts, state: &AppState) -> Resul
     match TokenKind::of(token) {
         Some(TokenKind::Admin) if auth::admin_token_matches(token, &state.admin_token) => Ok(Principal::Admin),
         Some(TokenKind::Instance) => {
-            let found = instances::auth_by_token_hash(&state.db, &auth::hash_token(token)).await?;
-            let inst = found.ok_or_else(ApiError::unauthorized)?;
+            let hash = auth::hash_token(token);
+            let inst = match state.token_cache.get(&hash) {
+                Some(inst) => inst,
+                None => {
+                    let inst = instances::auth_by_token_hash(&state.db, &hash).await?.ok_or_else(ApiError::unauthorized)?;
+                    state.token_cache.put(hash, inst.clone());
+                    inst
+                }
+            };
             if !inst.ip_allowlist.is_empty() {
                 let nets: Vec<ipnet::IpNet> = inst.ip_allowlist.iter().filter_map(|n| n.parse().ok()).collect();
                 let ip = client_ip(parts, state);

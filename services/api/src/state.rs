@@ -27,6 +27,8 @@ pub struct Inner {
     pub enqueuer: crate::enqueue::Enqueuer,
     /// Signs and checks `/media/...` URLs.
     pub media_urls: crate::media_urls::MediaUrls,
+    /// Instance tokens recently looked up.
+    pub token_cache: Arc<crate::auth_cache::TokenCache>,
 }
 
 impl std::ops::Deref for AppState {
@@ -49,14 +51,18 @@ impl AppState {
         let nats = bus::connect(&config, "api").await.context("connecting to nats")?;
         let admin_token = config.admin_token.clone().context("admin_token is required")?;
         let media_urls = crate::media_urls::MediaUrls::new(&config, &admin_token);
+        let token_cache = Arc::new(crate::auth_cache::TokenCache::default());
+        let subjects = bus::Subjects::new(&config);
+        tokio::spawn(crate::auth_cache::listen(nats.clone(), subjects.auth_changed(), token_cache.clone()));
         Ok(AppState(Arc::new(Inner {
             keys: kv::Keys::new(&config),
-            subjects: bus::Subjects::new(&config),
+            subjects,
             health_public: config.listen_addr.ip().is_loopback(),
             admin_token,
             fetcher: shared::fetch::GuardedClient::new(config.allow_private_targets, std::time::Duration::from_secs(60)),
             enqueuer: crate::enqueue::Enqueuer::start(db.clone()),
             media_urls,
+            token_cache,
             config,
             db,
             redis,

@@ -230,3 +230,35 @@ async fn me_tells_who_the_token_is() {
     assert_eq!(me["instance_id"], inst["id"]);
     assert_eq!(me["instance_name"], "me");
 }
+
+/// Tokens are cached per API pod; deleting an instance or narrowing its allow-list on one
+/// pod takes effect on the others well within the cache's lifetime (they are told).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_changes_reach_every_api_pod_before_the_cache_expires() {
+    use std::time::{Duration, Instant};
+    let a = harness::TestApi::start().await;
+    let b = harness::TestApi::start_with(shared::Config { listen_addr: ([127, 0, 0, 1], 0).into(), ..a.config.clone() }).await;
+    let (inst, token) = a.create_instance("cached").await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    let on_b = b.client(Some(token.clone()));
+    on_b.get("/v1/me").await.expect(200);
+    // Narrow the allow-list on A: B refuses the token from this address soon after.
+    a.admin().patch(&format!("/v1/instances/{id}"), &serde_json::json!({ "ip_allowlist": ["203.0.113.0/24"] })).await.expect(200);
+    let start = Instant::now();
+    harness::cluster::wait_for(Duration::from_secs(4), || async { (on_b.get("/v1/me").await.status == 403).then_some(()) })
+        .await
+        .expect("B applies the new allow-list");
+    assert!(start.elapsed() < api::auth_cache::TTL, "told, not expired");
+    a.admin().patch(&format!("/v1/instances/{id}"), &serde_json::json!({ "ip_allowlist": [] })).await.expect(200);
+    harness::cluster::wait_for(Duration::from_secs(4), || async { (on_b.get("/v1/me").await.status == 200).then_some(()) })
+        .await
+        .expect("and the wider one");
+    // Delete on A: B stops taking the token.
+    a.admin().delete(&format!("/v1/instances/{id}")).await;
+    let start = Instant::now();
+    harness::cluster::wait_for(Duration::from_secs(4), || async { (on_b.get("/v1/me").await.status == 401).then_some(()) })
+        .await
+        .expect("B forgets the deleted instance's token");
+    assert!(start.elapsed() < api::auth_cache::TTL);
+    a.client(Some(token)).get("/v1/me").await.expect_error(401, "unauthorized");
+}

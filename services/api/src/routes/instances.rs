@@ -390,10 +390,14 @@ pub async fn edit(
     let f = validate(f)?;
     let row = instances::update(&mut *tx, id, &f).await.map_err(write_error)?.ok_or_else(ApiError::instance_not_found)?;
     tx.commit().await?;
+    if row.name != current.name || row.ip_allowlist != current.ip_allowlist {
+        crate::auth_cache::invalidate(state, id).await;
+    }
     Ok(row)
 }
 
-/// Delete an instance (admin). Its token stops working at once.
+/// Delete an instance (admin). Its token stops working at once here, and on the other
+/// API pods as soon as they are told (at most 5 s).
 #[utoipa::path(delete, path = "/v1/instances/{id}", tag = "instances",
     params(("id" = InstanceId, Path, description = "instance id")),
     responses(
@@ -411,6 +415,7 @@ async fn delete(
     if !instances::delete(&state.db, &id).await? {
         return Err(ApiError::instance_not_found());
     }
+    crate::auth_cache::invalidate(&state, &id).await;
     tracing::info!(instance_id = %id, "instance deleted");
     Ok(StatusCode::NO_CONTENT)
 }
