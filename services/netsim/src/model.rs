@@ -172,6 +172,11 @@ pub fn valid_number(n: &str) -> bool {
 }
 
 impl State {
+    /// The connections of the account's devices that are online now.
+    fn online_conns(&self, number: &str) -> Vec<ConnId> {
+        self.devices.iter().filter(|(_, n)| n.as_str() == number).filter_map(|(k, _)| self.online.get(k).copied()).collect()
+    }
+
     fn send_to(&mut self, conn: ConnId, ev: ServerEv) {
         if let Some(c) = self.conns.get(&conn) {
             let _ = c.tx.send(ev);
@@ -180,12 +185,7 @@ impl State {
 
     /// Delivers an event to every online device of `number`, or queues it.
     fn notify_account(&mut self, number: &str, ev: ServerEv) {
-        let conns: Vec<ConnId> = self
-            .devices
-            .iter()
-            .filter(|(_, n)| n.as_str() == number)
-            .filter_map(|(s, _)| self.online.get(s).copied())
-            .collect();
+        let conns = self.online_conns(number);
         if conns.is_empty() {
             if self.devices.values().any(|n| n == number) {
                 if let Some(p) = self.phones.get_mut(number) {
@@ -406,13 +406,7 @@ impl Net {
         let mut s = self.lock();
         let p = s.phones.get_mut(number).ok_or(NetError::NoAccount)?;
         p.banned = true;
-        let conns: Vec<ConnId> = s
-            .devices
-            .iter()
-            .filter(|(_, n)| n.as_str() == number)
-            .filter_map(|(k, _)| s.online.get(k).copied())
-            .collect();
-        for c in conns {
+        for c in s.online_conns(number) {
             s.close(c, ServerEv::Banned);
         }
         Ok(())
@@ -423,13 +417,7 @@ impl Net {
         let mut s = self.lock();
         let p = s.phones.get_mut(number).ok_or(NetError::NoAccount)?;
         p.paused_until = Some(until);
-        let conns: Vec<ConnId> = s
-            .devices
-            .iter()
-            .filter(|(_, n)| n.as_str() == number)
-            .filter_map(|(k, _)| s.online.get(k).copied())
-            .collect();
-        for c in conns {
+        for c in s.online_conns(number) {
             s.close(c, ServerEv::TempBanned { until });
         }
         Ok(())

@@ -147,8 +147,7 @@ impl Net {
             return Err(NetError::NoAccount);
         }
         let history = s.history(number);
-        let conns: Vec<ConnId> =
-            s.devices.iter().filter(|(_, n)| n.as_str() == number).filter_map(|(k, _)| s.online.get(k).copied()).collect();
+        let conns = s.online_conns(number);
         for c in &conns {
             s.send_to(*c, ServerEv::History { messages: history.clone() });
         }
