@@ -67,3 +67,42 @@ impl Enqueuer {
         rx.await.map_err(|_| ApiError::internal("the enqueuer stopped"))?.map_err(|e| ApiError::internal(format_args!("enqueue: {e}")))
     }
 }
+
+/// Wakes an instance's worker at most once per `WAKE_EVERY` from this pod: a burst of
+/// accepts for one instance is one NATS message. A message accepted between two wakes is
+/// still found: the worker reads its queue head again after each send and polls it every
+/// second when idle.
+#[derive(Default)]
+pub struct Wakes(std::sync::Mutex<std::collections::HashMap<shared::ids::InstanceId, std::time::Instant>>);
+
+pub const WAKE_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+
+impl Wakes {
+    /// Whether to publish a wake-up for `id` now (and note it).
+    pub fn due(&self, id: &shared::ids::InstanceId) -> bool {
+        let now = std::time::Instant::now();
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if map.get(id).is_some_and(|at| now.duration_since(*at) < WAKE_EVERY) {
+            return false;
+        }
+        if map.len() > 10_000 {
+            map.retain(|_, at| now.duration_since(*at) < WAKE_EVERY);
+        }
+        map.insert(id.clone(), now);
+        true
+    }
+}
+
+#[cfg(test)]
+mod wake_tests {
+    #[test]
+    fn one_wake_per_instance_per_window() {
+        let w = super::Wakes::default();
+        let (a, b) = (shared::ids::InstanceId::new(), shared::ids::InstanceId::new());
+        assert!(w.due(&a));
+        assert!(!w.due(&a), "coalesced");
+        assert!(w.due(&b), "another instance");
+        std::thread::sleep(super::WAKE_EVERY);
+        assert!(w.due(&a), "the next window");
+    }
+}

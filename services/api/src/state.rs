@@ -29,6 +29,8 @@ pub struct Inner {
     pub media_urls: crate::media_urls::MediaUrls,
     /// Instance tokens recently looked up.
     pub token_cache: Arc<crate::auth_cache::TokenCache>,
+    /// When each instance's worker was last woken from here.
+    pub wakes: crate::enqueue::Wakes,
 }
 
 impl std::ops::Deref for AppState {
@@ -63,6 +65,7 @@ impl AppState {
             enqueuer: crate::enqueue::Enqueuer::start(db.clone()),
             media_urls,
             token_cache,
+            wakes: Default::default(),
             config,
             db,
             redis,

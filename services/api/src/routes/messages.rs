@@ -209,6 +209,9 @@ pub async fn queue(
             return Err(ApiError::internal("a message was refused for an instance that takes messages"));
         }
     };
+    if !state.wakes.due(id) {
+        return Ok((row, sub));
+    }
     if let Err(e) = state.nats.publish(state.subjects.instance_queue(id), bytes::Bytes::new()).await {
         // The worker also polls its queue.
         tracing::debug!(error = %e, "queue wake publish failed");
