@@ -226,7 +226,20 @@ impl NatsServer {
         self.child = Some(child);
         let addr = format!("127.0.0.1:{}", self.port);
         for _ in 0..100 {
-            if tokio::net::TcpStream::connect(&addr).await.is_ok() {
+            // Ours, and NATS: another test's listener may have taken a port that was free
+            // a moment ago (then this server could not bind it and exits).
+            if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
+                panic!("nats-server exited ({status}): port {} was taken by someone else", self.port);
+            }
+            if let Ok(mut s) = tokio::net::TcpStream::connect(&addr).await {
+                use tokio::io::AsyncReadExt;
+                let mut head = [0u8; 5];
+                let read = tokio::time::timeout(Duration::from_secs(2), s.read_exact(&mut head)).await;
+                assert!(
+                    matches!(read, Ok(Ok(_))) && &head == b"INFO ",
+                    "something else than our nats-server listens on port {}",
+                    self.port
+                );
                 return;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;

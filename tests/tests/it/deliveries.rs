@@ -329,6 +329,9 @@ async fn two_dispatchers_deliver_each_event_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nats_restarting_mid_stream_loses_no_event() {
+    // The dispatcher's warnings (on stderr, shown when this test fails).
+    let logs = shared::Config { log_format: shared::config::LogFormat::Pretty, log_level: "warn".into(), ..Default::default() };
+    shared::telemetry::init_logging(&logs);
     let mut nats = NatsServer::start().await;
     let mut c = config();
     c.nats_url = nats.url();

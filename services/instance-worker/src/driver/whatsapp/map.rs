@@ -288,6 +288,15 @@ pub fn is_protocol(m: &wa::Message) -> bool {
         || m.keep_in_chat_message.as_option().is_some()
 }
 
+/// A 1:1 party's JID in the form the log keys chats by: the phone-number JID when the
+/// network addressed it by LID and told us the number (`alt`), without device.
+pub fn phone_form(jid: &whatsapp_rust::Jid, alt: Option<&whatsapp_rust::Jid>) -> String {
+    match alt {
+        Some(a) if jid.is_lid() && a.is_pn() => a.to_non_ad_string(),
+        _ => jid.to_non_ad_string(),
+    }
+}
+
 /// A receipt type as the log's status, when it is one we track.
 pub fn receipt_status(t: &whatsapp_rust::types::presence::ReceiptType) -> Option<&'static str> {
     use whatsapp_rust::types::presence::ReceiptType as R;
@@ -423,6 +432,17 @@ mod tests {
         assert_eq!(connect_failure(&F::AccountLocked), Failure::Banned);
         assert!(matches!(connect_failure(&F::ServiceUnavailable), Failure::Retry(_)));
         assert!(matches!(connect_failure(&F::TempBanned), Failure::Retry(_)));
+    }
+
+    #[test]
+    fn lid_chats_are_keyed_by_their_phone_number() {
+        let lid: whatsapp_rust::Jid = "100000012345678@lid".parse().unwrap();
+        let pn: whatsapp_rust::Jid = "5511999990001:3@s.whatsapp.net".parse().unwrap();
+        assert_eq!(phone_form(&lid, Some(&pn)), "5511999990001@s.whatsapp.net");
+        assert_eq!(phone_form(&lid, None), "100000012345678@lid", "no number known: the LID stays");
+        assert_eq!(phone_form(&pn, None), "5511999990001@s.whatsapp.net", "devices dropped");
+        let group: whatsapp_rust::Jid = "1203630@g.us".parse().unwrap();
+        assert_eq!(phone_form(&group, Some(&pn)), "1203630@g.us");
     }
 
     #[test]

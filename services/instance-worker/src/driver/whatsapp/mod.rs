@@ -229,11 +229,21 @@ fn to_driver_events(event: &Event, client: &Client, business: bool, calls: &Call
 
 fn incoming(message: &wa::Message, info: &whatsapp_rust::types::message::MessageInfo) -> Incoming {
     let (kind, content, media) = map::incoming_content(message);
+    let src = &info.source;
+    // 1:1 chats may come addressed by LID: key them by phone number, as our sends are,
+    // so one conversation stays one chat.
+    let chat = if src.is_group {
+        src.chat.to_non_ad_string()
+    } else if src.is_from_me {
+        map::phone_form(&src.chat, src.recipient_alt.as_ref())
+    } else {
+        map::phone_form(&src.chat, src.sender_alt.as_ref())
+    };
     Incoming {
         message: shared::db::log::Received {
             wa_message_id: info.id.to_string(),
-            chat_jid: info.source.chat.to_string(),
-            from_jid: info.source.sender.to_string(),
+            chat_jid: chat,
+            from_jid: map::phone_form(&src.sender, src.sender_alt.as_ref()),
             from_me: info.source.is_from_me,
             kind,
             content,
