@@ -21,6 +21,8 @@ use crate::executor::{secrets_of, Executor, Job};
 /// The consumer's name (one per stream, shared by all dispatcher pods).
 pub const CONSUMER: &str = "webhook-fanout";
 const BATCH: usize = 500;
+/// The longest one NATS call may take before it counts as failed.
+const NATS_CALL: Duration = Duration::from_secs(10);
 
 /// An event as it came from the stream.
 struct Incoming {
@@ -53,7 +55,7 @@ pub async fn run(db: sqlx::PgPool, js: jetstream::Context, subjects: Subjects, e
     while !shutdown.is_cancelled() {
         let result = match &consumer {
             Some(c) => fan_out_once(&db, c, &exec, &shutdown).await,
-            None => match open(&js, &subjects).await {
+            None => match tokio::time::timeout(NATS_CALL, open(&js, &subjects)).await.unwrap_or_else(|_| Err("opening the consumer timed out".into())) {
                 Ok(c) => {
                     consumer = Some(c);
                     Ok(())
@@ -103,8 +105,10 @@ async fn fan_out_once(
     shutdown: &shared::Shutdown,
 ) -> Result<(), String> {
     let fetch = consumer.fetch().max_messages(BATCH).expires(Duration::from_secs(1)).messages();
+    // Every NATS call has a deadline: one that never returns (the connection lost
+    // mid-call) becomes an error, and the consumer is opened again.
     let mut msgs = tokio::select! {
-        m = fetch => m.map_err(|e| e.to_string())?,
+        m = tokio::time::timeout(NATS_CALL, fetch) => m.map_err(|_| "fetching timed out".to_string())?.map_err(|e| e.to_string())?,
         _ = shutdown.cancelled() => return Ok(()),
     };
     let mut batch = Vec::new();
@@ -126,7 +130,7 @@ async fn fan_out_once(
                 Ok(ev) => batch.push(ev),
                 Err(bad) => {
                     tracing::error!(subject = %bad.subject, "an event in the stream is not an event; dropping it");
-                    let _ = bad.ack_with(AckKind::Term).await;
+                    let _ = tokio::time::timeout(NATS_CALL, bad.ack_with(AckKind::Term)).await;
                 }
             },
             Err(e) => {
@@ -185,8 +189,12 @@ async fn fan_out_once(
         exec.submit(job).await;
     }
     for ev in batch {
-        if let Err(e) = ev.msg.ack().await {
-            tracing::debug!(error = %e, "ack failed; the event comes again and adds nothing");
+        // An event not acked comes again and adds nothing; a connection that cannot ack
+        // is opened again rather than waited on for the rest of the batch.
+        match tokio::time::timeout(NATS_CALL, ev.msg.ack()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(format!("acking failed: {e}")),
+            Err(_) => return Err("acking timed out".into()),
         }
     }
     if stalled {

@@ -12,6 +12,8 @@ use shared::db::outbox;
 
 use crate::metrics::{RELAY_LAG, RELAY_PUBLISHED};
 
+/// The longest one NATS call may take before it counts as failed.
+const NATS_CALL: Duration = Duration::from_secs(10);
 /// Events per transaction.
 const BATCH: i64 = 500;
 /// Waits when there is nothing to publish, and after a failure (doubling to the last).
@@ -29,7 +31,10 @@ pub async fn run(db: sqlx::PgPool, js: jetstream::Context, subjects: Subjects, s
     let mut stream_ready = false;
     loop {
         if !stream_ready {
-            match shared::bus::ensure_events_stream(&js, &subjects).await {
+            match tokio::time::timeout(NATS_CALL, shared::bus::ensure_events_stream(&js, &subjects))
+                .await
+                .unwrap_or_else(|_| Err("creating the events stream timed out".into()))
+            {
                 Ok(_) => stream_ready = true,
                 Err(e) => tracing::warn!(error = %e, "creating the events stream failed"),
             }
@@ -68,9 +73,11 @@ async fn relay_once(db: &sqlx::PgPool, js: &jetstream::Context, subjects: &Subje
         let mut headers = async_nats::HeaderMap::new();
         headers.insert(async_nats::header::NATS_MESSAGE_ID, ev.id.as_str());
         let payload = serde_json::to_vec(&ev.payload).expect("json serializes");
-        let ack = js
-            .publish_with_headers(subjects.event(ev.instance_id.as_str(), &ev.kind), headers, payload.into())
+        // Every NATS call has a deadline: a call that never returns (a connection lost
+        // mid-call) must become an error the loop retries, not a silent stall.
+        let ack = tokio::time::timeout(NATS_CALL, js.publish_with_headers(subjects.event(ev.instance_id.as_str(), &ev.kind), headers, payload.into()))
             .await
+            .map_err(|_| "publishing timed out".to_string())?
             .map_err(|e| e.to_string())?;
         acks.push(ack);
     }
