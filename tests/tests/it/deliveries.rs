@@ -356,9 +356,25 @@ async fn nats_restarting_mid_stream_loses_no_event() {
     let delivered = || {
         sink.received().iter().map(|r| r.json()["data"]["id"].as_str().unwrap().to_string()).collect::<HashSet<_>>()
     };
-    wait_for(Duration::from_secs(60), || async { (delivered().len() == 60).then_some(()) })
+    if wait_for(Duration::from_secs(60), || async { (delivered().len() == 60).then_some(()) }).await.is_none() {
+        // Say where things stopped: the dispatcher, the outbox, the delivery rows.
+        let db = shared::db::connect(&s.api.config).await.unwrap();
+        let (unpublished, published): (i64, i64) = sqlx::query_as(
+            "SELECT count(*) FILTER (WHERE published_at IS NULL), count(*) FILTER (WHERE published_at IS NOT NULL) FROM outbox",
+        )
+        .fetch_one(&db)
         .await
-        .unwrap_or_else(|| panic!("all 60 events delivered; got {}", delivered().len()));
+        .unwrap();
+        let states: Vec<(String, i64)> = sqlx::query_as("SELECT state, count(*) FROM webhook_deliveries GROUP BY state")
+            .fetch_all(&db)
+            .await
+            .unwrap();
+        let dispatcher = if s.dispatcher.is_finished() { format!("ended: {:?}", s.dispatcher.await) } else { "running".into() };
+        panic!(
+            "all 60 events delivered; got {}. dispatcher {dispatcher}; outbox {unpublished} unpublished, {published} published; deliveries {states:?}",
+            delivered().len()
+        );
+    }
     assert_eq!(delivered(), queued);
     s.api.shutdown.cancel();
     s.dispatcher_stop.cancel();
