@@ -7,10 +7,13 @@ use serde::{Deserialize, Serialize};
 use crate::ids::InstanceId;
 use crate::{ApiError, Config, ErrorCode};
 
-/// Connects to NATS, naming the connection after the role.
+/// Connects to NATS, naming the connection after the role. A pod starts even while
+/// NATS is down: the client keeps connecting in the background (and `/readyz` says
+/// unready meanwhile); requests and publishes wait for it or time out.
 pub async fn connect(config: &Config, role: &str) -> Result<async_nats::Client, async_nats::ConnectError> {
     async_nats::ConnectOptions::new()
         .name(format!("paceline-{role}"))
+        .retry_on_initial_connect()
         .connection_timeout(Duration::from_secs(5))
         .connect(config.nats_url.as_str())
         .await

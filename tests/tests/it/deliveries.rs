@@ -452,3 +452,29 @@ async fn disabling_an_endpoint_fails_its_pending_deliveries() {
     assert!(d["last_error"].as_str().unwrap().contains("disabled"));
     s.stop().await;
 }
+
+/// Pods start while NATS is down (they keep connecting in the background), and once it
+/// is up the events committed meanwhile are delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_started_while_nats_is_down_deliver_once_it_is_up() {
+    let mut nats = NatsServer::start().await;
+    nats.kill().await;
+    let mut c = config();
+    c.nats_url = nats.url();
+    let s = Setup::start(c).await;
+    let sink = WebhookSink::start().await;
+    let (id, own) = instance(&s.api, "dl-nats-late").await;
+    hook(&own, &id, &sink.url(), &["message.queued"]).await;
+    for i in 0..5 {
+        queue(&own, &id, &format!("m{i}")).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!s.dispatcher.is_finished(), "the dispatcher waits for NATS instead of giving up");
+    nats.restart().await;
+    wait_for(Duration::from_secs(60), || async { (sink.received().len() == 5).then_some(()) })
+        .await
+        .expect("the five events delivered once NATS is up");
+    s.api.shutdown.cancel();
+    s.dispatcher_stop.cancel();
+    s.dispatcher.await.unwrap().unwrap();
+}
