@@ -9,15 +9,27 @@ use crate::{ApiError, Config, ErrorCode};
 
 /// Connects to NATS, naming the connection after the role. A pod starts even while
 /// NATS is down: the client keeps connecting in the background (and `/readyz` says
-/// unready meanwhile); requests and publishes wait for it or time out.
+/// unready meanwhile). Normally the connection is up when this returns: it waits up to
+/// `INITIAL_CONNECT_WAIT` for it.
 pub async fn connect(config: &Config, role: &str) -> Result<async_nats::Client, async_nats::ConnectError> {
-    async_nats::ConnectOptions::new()
+    let client = async_nats::ConnectOptions::new()
         .name(format!("paceline-{role}"))
         .retry_on_initial_connect()
         .connection_timeout(Duration::from_secs(5))
         .connect(config.nats_url.as_str())
-        .await
+        .await?;
+    let deadline = tokio::time::Instant::now() + INITIAL_CONNECT_WAIT;
+    while client.connection_state() != async_nats::connection::State::Connected && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    if client.connection_state() != async_nats::connection::State::Connected {
+        tracing::warn!(role, "NATS is not reachable yet; starting anyway and connecting in the background");
+    }
+    Ok(client)
 }
+
+/// How long a starting pod waits for its first NATS connection before going on without.
+pub const INITIAL_CONNECT_WAIT: Duration = Duration::from_secs(5);
 
 /// Builds subjects under the configured prefix (tests give each test its own).
 #[derive(Debug, Clone)]
