@@ -93,6 +93,12 @@ impl PgStore {
     async fn get_json<T: for<'de> Deserialize<'de>>(&self, kind: &str, key: &str) -> Result<Option<T>> {
         self.get(kind, key).await?.map(|v| from_json(&v)).transpose()
     }
+
+    /// The values of these keys that exist, decoded, in one round trip.
+    async fn get_json_many<T: for<'de> Deserialize<'de>>(&self, kind: &str, keys: &[String]) -> Result<HashMap<String, T>> {
+        let rows = wa_store::get_many(&self.db, &self.instance, kind, keys).await.map_err(db)?;
+        rows.into_iter().map(|(k, v)| Ok((k, from_json(&v)?))).collect()
+    }
 }
 
 fn db(e: sqlx::Error) -> StoreError {
@@ -355,26 +361,25 @@ impl ProtocolStore for PgStore {
     /// Keyed by LID; on conflict the first `created_at` stays. The phone's index points
     /// at its most recently updated mapping.
     async fn put_lid_mappings(&self, entries: &[LidPnMappingEntry]) -> Result<()> {
+        let lid_keys: Vec<String> = entries.iter().map(|e| e.lid.clone()).collect();
+        let pn_keys: Vec<String> = entries.iter().map(|e| e.phone_number.clone()).collect();
+        let old_lids: HashMap<String, LidPnMappingEntry> = self.get_json_many(kind::LID, &lid_keys).await?;
+        let mut pns: HashMap<String, LidPnMappingEntry> = self.get_json_many(kind::PN, &pn_keys).await?;
+        let mut changed_pns = std::collections::HashSet::new();
         let mut lids = Vec::with_capacity(entries.len());
-        let mut pns: HashMap<String, LidPnMappingEntry> = HashMap::new();
         for e in entries {
             let mut e = e.clone();
-            if let Some(old) = self.get_lid_mapping(&e.lid).await? {
+            if let Some(old) = old_lids.get(&e.lid) {
                 e.created_at = old.created_at;
             }
-            let newer = match pns.get(&e.phone_number) {
-                Some(p) => e.updated_at >= p.updated_at,
-                None => match self.get_pn_mapping(&e.phone_number).await? {
-                    Some(p) => e.updated_at >= p.updated_at,
-                    None => true,
-                },
-            };
-            if newer {
+            if pns.get(&e.phone_number).is_none_or(|p| e.updated_at >= p.updated_at) {
+                changed_pns.insert(e.phone_number.clone());
                 pns.insert(e.phone_number.clone(), e.clone());
             }
             lids.push((e.lid.clone(), to_json(&e)?, None));
         }
-        let pn_entries = pns.into_iter().map(|(p, e)| Ok((p, to_json(&e)?, None))).collect::<Result<Vec<_>>>()?;
+        let pn_entries =
+            changed_pns.into_iter().map(|p| Ok((p.clone(), to_json(&pns[&p])?, None))).collect::<Result<Vec<_>>>()?;
         wa_store::put_kinds(&self.db, &self.instance, self.epoch, &[(kind::LID, lids), (kind::PN, pn_entries)]).await.map_err(write)
     }
 
@@ -496,14 +501,13 @@ impl MsgSecretStore for PgStore {
     async fn put_msg_secrets(&self, entries: Vec<MsgSecretEntry>) -> Result<usize> {
         use whatsapp_rust::wacore::store::traits::{merge_msg_secret_expiry, merge_msg_secret_message_ts};
         let keys: Vec<String> = entries.iter().map(|e| join(&[&e.chat, &e.sender, &e.msg_id])).collect();
-        let existing: HashMap<String, Vec<u8>> =
-            wa_store::get_many(&self.db, &self.instance, kind::SECRET, &keys).await.map_err(db)?.into_iter().collect();
+        let mut existing: HashMap<String, Secret> = self.get_json_many(kind::SECRET, &keys).await?;
         let mut merged: HashMap<String, Secret> = HashMap::new();
         for (e, k) in entries.iter().zip(keys) {
             let mut s = Secret { secret: e.secret.to_vec(), expires_at: e.expires_at, message_ts: e.message_ts };
             let old = match merged.remove(&k) {
                 Some(o) => Some(o),
-                None => existing.get(&k).map(|v| from_json::<Secret>(v)).transpose()?,
+                None => existing.remove(&k),
             };
             if let Some(o) = old {
                 s.expires_at = merge_msg_secret_expiry(o.expires_at, s.expires_at);
