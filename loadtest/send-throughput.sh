@@ -21,6 +21,14 @@ echo "==> building the benchmark (goose)"
 cargo build --release --manifest-path loadtest/Cargo.toml --target-dir "$CARGO_TARGET_DIR/loadtest" >/dev/null
 LOADER=$CARGO_TARGET_DIR/loadtest/release/send-throughput
 
+# LOADTEST_PG_STATS=1: load pg_stat_statements and print where Postgres spent its time.
+if [[ ${LOADTEST_PG_STATS:-0} == 1 ]]; then
+    export PL_PG_EXTRA_OPTS="-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all"
+fi
+
+pl_ensure_deps
+export PATH=$PL_PG_BIN:$PATH
+
 echo "==> starting the local cluster (release build)"
 # shellcheck source=loadtest/lib.sh
 source loadtest/lib.sh
@@ -38,16 +46,22 @@ echo "==> goose: $USERS users, ${SECS}s, POST /v1/instances/{id}/messages with 1
 # Where the time goes: CPU per process over 10 s in the middle of the run.
 lt_cpu_sample $((SECS / 3)) 10 "$LOG.cpu" &
 SAMPLER=$!
+if [[ ${LOADTEST_PG_STATS:-0} == 1 ]]; then
+    psql -q "$PACELINE_DATABASE_URL" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()" >/dev/null
+fi
 RESULT=$("$LOADER" --host http://127.0.0.1:8787 --users "$USERS" --increase-rate "$USERS" --run-time "${SECS}s" --quiet --no-print-metrics 2>/dev/null | grep '^accepted=')
 echo "    $RESULT"
 wait "$SAMPLER" || true
 echo "    CPU by process during the run (200% = both cores):"
 cat "$LOG.cpu" 2>/dev/null || true
 rm -f "$LOG.cpu"
+if [[ ${LOADTEST_PG_STATS:-0} == 1 ]]; then
+    echo "    Postgres time by statement during the run (pg_stat_statements, top 12):"
+    psql -q "$PACELINE_DATABASE_URL" -At -F ' | ' -c "SELECT round(total_exec_time)::text || ' ms', calls, rows, left(regexp_replace(query, '\s+', ' ', 'g'), 110) FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 12" | sed 's/^/      /'
+fi
 ACCEPTED=$(printf '%s' "$RESULT" | sed -E 's/.*accepted_per_sec=([0-9.]+).*/\1/')
 
 echo "==> pgbench: $USERS clients, ${SECS}s, single-row INSERT of 1 KB on the same Postgres"
-pl_ensure_deps
 PGBIN=$PL_PG_BIN
 psql -q "$PACELINE_DATABASE_URL" -c "CREATE TABLE IF NOT EXISTS bench_insert (id bigserial PRIMARY KEY, payload text NOT NULL)"
 SCRIPT=$(mktemp)

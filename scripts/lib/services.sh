@@ -28,6 +28,7 @@
 # Environment knobs:
 #   PACELINE_CACHE_DIR    cache root (default ~/.cache/paceline); the venv lives here
 #   PL_FAST_PG=1          run Postgres with fsync/synchronous_commit/full_page_writes off
+#   PL_PG_EXTRA_OPTS      more server options, e.g. "-c shared_preload_libraries=pg_stat_statements"
 #   PL_SERVICE_TIMEOUT    seconds to wait for each service to be ready (default 60)
 #   PL_STOP_TIMEOUT       seconds between SIGTERM and SIGKILL on stop (default 5)
 #   PL_PG_OS_USER         unprivileged OS user that runs Postgres when we are root
@@ -534,6 +535,11 @@ _pl_start_postgres() {
         -c shared_buffers=128MB)
     if [[ ${PL_FAST_PG:-0} == 1 ]]; then
         opts+=(-c fsync=off -c synchronous_commit=off -c full_page_writes=off)
+    fi
+    if [[ -n ${PL_PG_EXTRA_OPTS:-} ]]; then
+        local extra
+        read -ra extra <<<"$PL_PG_EXTRA_OPTS"
+        opts+=("${extra[@]}")
     fi
     if [[ $EUID -eq 0 ]]; then
         if command -v setpriv >/dev/null 2>&1; then

@@ -284,18 +284,24 @@ pub async fn finish(
 /// Fails queued messages of instances no worker runs: those past their expiry
 /// (`message_expired`), and all of an instance that logged out or is banned
 /// (`instance_not_connected`: they could only go after pairing again). Running instances
-/// expire their own, in order. Returns the failed rows.
+/// expire their own, in order. Each of the two kinds is found by an index
+/// (`messages_expiry_idx`, `messages_queue_idx`), so a sweep costs what it fails, not a
+/// scan of every queued message. Returns the failed rows (at most `2 * limit`).
 pub async fn fail_idle(pool: &PgPool, limit: i64) -> Result<Vec<MessageRow>, sqlx::Error> {
     let mut tx = pool.begin().await?;
     let rows: Vec<MessageRow> = sqlx::query_as(&format!(
-        "WITH doomed AS ( \
-           SELECT m.id, CASE WHEN i.state IN ('logged_out', 'banned') \
-                    THEN 'instance_not_connected: the number is ' || replace(i.state, '_', ' ') || '; pair it again' \
-                    ELSE 'message_expired: not sent before expires_after' END AS why \
+        "WITH expired AS ( \
+           SELECT m.id, 'message_expired: not sent before expires_after' AS why \
            FROM messages m JOIN instances i ON i.id = m.instance_id \
-           WHERE m.status = 'queued' AND NOT i.desired \
-             AND (m.expires_at <= now() OR i.state IN ('logged_out', 'banned')) \
-           ORDER BY m.expires_at LIMIT $1 FOR UPDATE OF m SKIP LOCKED) \
+           WHERE m.status = 'queued' AND m.expires_at <= now() \
+             AND NOT i.desired AND i.state NOT IN ('logged_out', 'banned') \
+           ORDER BY m.expires_at LIMIT $1 FOR UPDATE OF m SKIP LOCKED), \
+         unpaired AS ( \
+           SELECT m.id, 'instance_not_connected: the number is ' || replace(i.state, '_', ' ') || '; pair it again' AS why \
+           FROM instances i JOIN messages m ON m.instance_id = i.id \
+           WHERE NOT i.desired AND i.state IN ('logged_out', 'banned') AND m.status = 'queued' \
+           ORDER BY m.instance_id, m.seq LIMIT $1 FOR UPDATE OF m SKIP LOCKED), \
+         doomed AS (SELECT * FROM expired UNION ALL SELECT * FROM unpaired) \
          UPDATE messages SET status = 'failed', error = doomed.why, updated_at = now() \
          FROM doomed WHERE messages.id = doomed.id RETURNING {}",
         COLUMNS.split(", ").map(|c| format!("messages.{c}")).collect::<Vec<_>>().join(", ")

@@ -174,3 +174,57 @@ async fn concurrent_accepts_batch_without_breaking_idempotency() {
     api.admin().delete(&format!("/v1/instances/{}", inst["id"].as_str().unwrap())).await;
     api.admin().post(&path, &json!({ "to": "5511999990001", "type": "text", "text": "gone" })).await.expect_error(404, "instance_not_found");
 }
+
+#[tokio::test]
+async fn the_idle_sweeper_fails_expired_and_unpaired_messages_only() {
+    let api = TestApi::start().await;
+    let db = shared::db::connect(&api.config).await.unwrap();
+    let send = |token: String, id: String, text: &'static str| {
+        let client = api.client(Some(token));
+        async move {
+            let m = client.post(&format!("/v1/instances/{id}/messages"), &json!({ "to": "5511999990001", "type": "text", "text": text })).await.expect(202);
+            m["id"].as_str().unwrap().to_string()
+        }
+    };
+    let (idle, idle_token) = api.create_instance("idle").await;
+    let idle_id = idle["id"].as_str().unwrap().to_string();
+    let (gone, gone_token) = api.create_instance("gone").await;
+    let gone_id = gone["id"].as_str().unwrap().to_string();
+    let (running, running_token) = api.create_instance("running").await;
+    let running_id = running["id"].as_str().unwrap().to_string();
+
+    let stale = send(idle_token.clone(), idle_id.clone(), "stale").await;
+    let fresh = send(idle_token, idle_id.clone(), "fresh").await;
+    let unpaired = [send(gone_token.clone(), gone_id.clone(), "a").await, send(gone_token, gone_id.clone(), "b").await];
+    let own_expiry = send(running_token, running_id.clone(), "expires in order at its worker").await;
+    // Time passes for two of them; one instance logged out; one is wanted running.
+    sqlx::query("UPDATE messages SET expires_at = now() - interval '1 second' WHERE id = ANY($1)")
+        .bind(vec![stale.clone(), own_expiry.clone()])
+        .execute(&db)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE instances SET state = 'logged_out' WHERE id = $1").bind(&gone_id).execute(&db).await.unwrap();
+    sqlx::query("UPDATE instances SET desired = true WHERE id = $1").bind(&running_id).execute(&db).await.unwrap();
+
+    let failed = shared::db::messages::fail_idle(&db, 10).await.unwrap();
+    let mut got: Vec<(String, String)> =
+        failed.iter().map(|r| (r.id.to_string(), r.error.clone().unwrap().split(':').next().unwrap().to_string())).collect();
+    got.sort();
+    let mut want = vec![
+        (stale.clone(), "message_expired".to_string()),
+        (unpaired[0].clone(), "instance_not_connected".to_string()),
+        (unpaired[1].clone(), "instance_not_connected".to_string()),
+    ];
+    want.sort();
+    assert_eq!(got, want);
+    let status = |id: String| {
+        let db = db.clone();
+        async move { sqlx::query_scalar::<_, String>("SELECT status FROM messages WHERE id = $1").bind(id).fetch_one(&db).await.unwrap() }
+    };
+    assert_eq!(status(fresh).await, "queued", "not expired yet");
+    assert_eq!(status(own_expiry).await, "queued", "its worker expires it");
+    // Each failure is written with its event; a second sweep finds nothing.
+    let events = shared::db::outbox::types_for(&db, &shared::ids::InstanceId::parse(&gone_id).unwrap()).await.unwrap();
+    assert_eq!(events.iter().filter(|(t, _)| t == "message.failed").count(), 2);
+    assert!(shared::db::messages::fail_idle(&db, 10).await.unwrap().is_empty());
+}
