@@ -298,9 +298,10 @@ pub async fn fail_idle(pool: &PgPool, limit: i64) -> Result<Vec<MessageRow>, sql
            ORDER BY m.expires_at LIMIT $1 FOR UPDATE OF m SKIP LOCKED), \
          unpaired AS ( \
            SELECT m.id, 'instance_not_connected: the number is ' || replace(i.state, '_', ' ') || '; pair it again' AS why \
-           FROM instances i JOIN messages m ON m.instance_id = i.id \
-           WHERE NOT i.desired AND i.state IN ('logged_out', 'banned') AND m.status = 'queued' \
-           ORDER BY m.instance_id, m.seq LIMIT $1 FOR UPDATE OF m SKIP LOCKED), \
+           FROM instances i CROSS JOIN LATERAL ( \
+             SELECT id FROM messages WHERE instance_id = i.id AND status = 'queued' \
+             ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED) m \
+           WHERE NOT i.desired AND i.state IN ('logged_out', 'banned') LIMIT $1), \
          doomed AS (SELECT * FROM expired UNION ALL SELECT * FROM unpaired) \
          UPDATE messages SET status = 'failed', error = doomed.why, updated_at = now() \
          FROM doomed WHERE messages.id = doomed.id RETURNING {}",
