@@ -165,6 +165,128 @@ pub enum NetOp {
     Block { jid: String, blocked: bool },
     /// The block list: `[jid]`.
     Blocklist,
+
+    // Groups and communities (a community is a parent group: its name, description,
+    // settings, link and participants use the group operations with its JID).
+    /// Groups the account is in: `[group]` (see `Group`).
+    Groups,
+    /// One group: `{jid, subject, description, created_at, owner, size, announce, locked,
+    /// approval_required, community: {parent, is_parent, is_announcement_group},
+    /// participants: [{jid, phone, role: member|admin|superadmin}]}`.
+    Group { jid: String },
+    /// Creates a group with these members (JIDs or numbers): answers the group.
+    CreateGroup { subject: String, participants: Vec<String> },
+    /// Changes what is given of a group's subject, description, announcement mode
+    /// (only admins send) and lock (only admins edit its info). Answers null.
+    UpdateGroup {
+        jid: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        subject: Option<String>,
+        /// An empty description removes it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        announce: Option<bool>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        locked: Option<bool>,
+    },
+    /// Adds, removes, promotes or demotes members: `[{jid, status}]` (status: the
+    /// network's code per member, 200 when done).
+    GroupParticipants { jid: String, action: ParticipantAction, participants: Vec<String> },
+    /// The group's invite link (a new one when `reset`): `{link}`.
+    GroupInviteLink { jid: String, reset: bool },
+    /// Leaves a group. Answers null.
+    LeaveGroup { jid: String },
+    /// Communities the account is in: `[group]` with `community.is_parent`.
+    Communities,
+    /// Creates a community (and with it its announcement group): answers the group.
+    CreateCommunity {
+        name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+    },
+    /// Groups of a community: `[{jid, subject, size, is_announcement_group}]`.
+    CommunityGroups { jid: String },
+    /// Links groups to a community (or unlinks them): `{done: [jid], failed: [{jid, status}]}`.
+    LinkGroups { jid: String, groups: Vec<String>, link: bool },
+
+    // Channels (newsletters).
+    /// Followed channels: `[channel]` (see `Channel`).
+    Channels,
+    /// One channel: `{jid, name, description, subscribers, verified, state, picture_url,
+    /// invite_code, role: owner|admin|subscriber|guest|null, created_at}`.
+    Channel { jid: String },
+    /// A channel by its invite code (the last part of its link): answers the channel.
+    ChannelByInvite { code: String },
+    /// Creates a channel the account owns: answers the channel.
+    CreateChannel {
+        name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+    },
+    /// Follows, unfollows, mutes or unmutes a channel. Answers null.
+    ChannelAction { jid: String, action: ChannelAction },
+    /// Channel posts, newest first: `[{id, server_id, ts, type, from_me, text, reactions:
+    /// [{reaction, count}]}]`; `before` is a `server_id` to page back from.
+    ChannelMessages {
+        jid: String,
+        count: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        before: Option<u64>,
+    },
+    /// Reacts to a channel post (an empty reaction removes it). Answers null.
+    ChannelReaction { jid: String, server_id: u64, reaction: String },
+
+    // Labels (business accounts).
+    /// Creates or edits a label (`label_id` chosen by the caller). Answers null.
+    SetLabel { label_id: String, name: String, color: i32 },
+    /// Deletes a label. Answers null.
+    DeleteLabel { label_id: String },
+    /// Labels or unlabels a chat. Answers null.
+    LabelChat { label_id: String, jid: String, labeled: bool },
+    /// Labels or unlabels a message of a chat. Answers null.
+    LabelMessage { label_id: String, jid: String, wa_message_id: String, labeled: bool },
+
+    // Profile, privacy and status.
+    /// The account's privacy settings: `{category: value}` (e.g. `{"last": "contacts"}`).
+    Privacy,
+    /// Sets one privacy setting: answers the settings.
+    SetPrivacy { category: String, value: String },
+    /// Sets the account's about text or push name (what is given). Answers null.
+    SetProfile {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        about: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        push_name: Option<String>,
+    },
+    /// Posts a text status to these contacts (JIDs or numbers): `{wa_message_id}`.
+    PostStatus {
+        text: String,
+        /// 0xAARRGGBB.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        background_argb: Option<u32>,
+        recipients: Vec<String>,
+    },
+}
+
+/// What `NetOp::GroupParticipants` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParticipantAction {
+    Add,
+    Remove,
+    Promote,
+    Demote,
+}
+
+/// What `NetOp::ChannelAction` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChannelAction {
+    Follow,
+    Unfollow,
+    Mute,
+    Unmute,
 }
 
 /// The worker's answer.
@@ -241,3 +363,20 @@ pub async fn flush_bounded(client: &async_nats::Client) {
 
 /// How long a flush may take on shutdown.
 pub const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
+
+#[cfg(test)]
+mod net_op_wire {
+    use super::*;
+
+    #[test]
+    fn session_operations_have_a_stable_wire_form() {
+        let op = NetOp::GroupParticipants { jid: "1203@g.us".into(), action: ParticipantAction::Promote, participants: vec!["5511999990002".into()] };
+        let v = serde_json::to_value(&op).unwrap();
+        assert_eq!(v, serde_json::json!({ "op": "group_participants", "jid": "1203@g.us", "action": "promote", "participants": ["5511999990002"] }));
+        assert_eq!(serde_json::from_value::<NetOp>(v).unwrap(), op);
+        let op: NetOp = serde_json::from_value(serde_json::json!({ "op": "update_group", "jid": "1203@g.us", "description": "" })).unwrap();
+        assert_eq!(op, NetOp::UpdateGroup { jid: "1203@g.us".into(), subject: None, description: Some(String::new()), announce: None, locked: None });
+        let op: NetOp = serde_json::from_value(serde_json::json!({ "op": "channel_action", "jid": "1@newsletter", "action": "unmute" })).unwrap();
+        assert_eq!(op, NetOp::ChannelAction { jid: "1@newsletter".into(), action: ChannelAction::Unmute });
+    }
+}

@@ -286,6 +286,32 @@ async fn an_old_owner_cannot_write_the_store_after_a_takeover() {
     assert!(new.exists().await.unwrap(), "the device row survived");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_contact_book_merges_lists_and_is_fenced() {
+    use worker::driver::whatsapp::contacts::{self, Change};
+    let api = TestApi::start().await;
+    let (old, db, id) = claimed(&api, "wa-contacts").await;
+    let epoch = old.epoch();
+    let (ana, bruno) = ("5511999990002@s.whatsapp.net".to_string(), "5511999990003@s.whatsapp.net".to_string());
+    let named = |n: &str| Change { name: Some(Some(n.to_string())), push_name: None };
+    let pushed = |n: &str| Change { name: None, push_name: Some(n.to_string()) };
+    contacts::record(&db, &id, epoch, &[(bruno.clone(), pushed("Bru")), (ana.clone(), named("Ana (work)"))]).await.unwrap();
+    // A later push name keeps the address-book name.
+    contacts::record(&db, &id, epoch, &[(ana.clone(), pushed("Ana"))]).await.unwrap();
+    let list = contacts::list(&db, &id).await.unwrap();
+    assert_eq!(
+        list,
+        vec![
+            json!({ "jid": ana, "name": "Ana (work)", "push_name": "Ana", "business": null }),
+            json!({ "jid": bruno, "name": null, "push_name": "Bru", "business": null }),
+        ]
+    );
+    // After a takeover the old owner's changes bounce.
+    sessions::claim(&db, &id, 1, "wk_b").await.unwrap().unwrap();
+    assert!(contacts::record(&db, &id, epoch, &[(ana.clone(), named("stale"))]).await.is_err());
+    assert_eq!(contacts::get(&db, &id, &ana).await.unwrap().unwrap().name.as_deref(), Some("Ana (work)"));
+}
+
 /// A transport that refuses every dial, as a network that cannot be reached.
 struct Refusing;
 

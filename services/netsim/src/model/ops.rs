@@ -278,6 +278,9 @@ impl State {
                 let list: BTreeSet<String> = self.phones[me].blocked.iter().map(|n| jid(n)).collect();
                 Ok(json!(list))
             }
+            // Groups, communities, channels, labels, privacy and status are carried by the
+            // WhatsApp driver; netsim does not model them yet.
+            _ => Err(("not_implemented", "netsim does not model this operation yet")),
         }
     }
 }

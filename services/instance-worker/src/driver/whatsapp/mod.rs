@@ -7,7 +7,9 @@
 //! to ours (`map.rs`). Credentials in the instance row only say the state lives in
 //! `wa_store`; the keys themselves never leave that table.
 
+pub mod contacts;
 pub mod map;
+pub mod ops;
 pub mod proxy;
 pub mod store;
 
@@ -88,6 +90,9 @@ struct WaSession {
     client: Arc<Client>,
     handle: tokio::sync::Mutex<Option<whatsapp_rust::bot::BotHandle>>,
     calls: Calls,
+    /// Where the contact book lives.
+    db: sqlx::PgPool,
+    instance: shared::ids::InstanceId,
 }
 
 fn failed(what: &str) -> DriverError {
@@ -116,6 +121,7 @@ impl Driver for WhatsappDriver {
         let (tx, rx) = mpsc::channel::<DriverEvent>(1024);
         let calls: Calls = Arc::default();
         let (events_tx, calls_in) = (tx.clone(), calls.clone());
+        let (book_db, book_instance, epoch) = (self.db.clone(), target.instance.clone(), target.epoch);
         let bot = whatsapp_rust::bot::Bot::builder()
             .with_backend(store)
             .with_transport_factory(SharedTransport(self.transport_for(target)?))
@@ -127,7 +133,22 @@ impl Driver for WhatsappDriver {
             .on_event(move |event: Arc<Event>, client: Arc<Client>| {
                 let tx = events_tx.clone();
                 let calls = calls_in.clone();
+                let (db, instance) = (book_db.clone(), book_instance.clone());
                 async move {
+                    // The address book and push names: kept for listing contacts.
+                    let change = match &*event {
+                        Event::ContactUpdate(u) => Some(contacts::from_action(&u.jid, &u.action)),
+                        Event::PushNameUpdate(u) => Some((
+                            map::phone_form(&u.jid, None),
+                            contacts::Change { name: None, push_name: Some(u.new_push_name.clone()) },
+                        )),
+                        _ => None,
+                    };
+                    if let Some(change) = change {
+                        if let Err(e) = contacts::record(&db, &instance, epoch, &[change]).await {
+                            tracing::warn!(error = %e, "recording a contact failed");
+                        }
+                    }
                     for ev in to_driver_events(&event, &client, business, &calls) {
                         if tx.send(ev).await.is_err() {
                             break;
@@ -156,7 +177,8 @@ impl Driver for WhatsappDriver {
             closed.closed().await;
             watcher.disconnect().await;
         });
-        Ok((Box::new(WaSession { client, handle: tokio::sync::Mutex::new(Some(handle)), calls }), rx))
+        let session = WaSession { client, handle: tokio::sync::Mutex::new(Some(handle)), calls, db: self.db.clone(), instance: target.instance.clone() };
+        Ok((Box::new(session), rx))
     }
 }
 
@@ -335,6 +357,9 @@ impl Session for WaSession {
 
     async fn net(&self, op: &NetOp) -> Result<Value, DriverError> {
         let c = &self.client;
+        if let Some(answer) = ops::run(c, op).await {
+            return answer;
+        }
         match op {
             NetOp::ReadChat { jid: j, read } => {
                 c.chat_actions().mark_chat_as_read(&jid(j)?, *read, None).await.map_err(|_| failed("mark the chat"))?;
@@ -388,14 +413,19 @@ impl Session for WaSession {
             NetOp::Contact { jid: j } => {
                 let j = jid(j)?;
                 let found = c.contacts().is_on_whatsapp(std::slice::from_ref(&j)).await.map_err(|_| failed("look the contact up"))?;
+                let known = contacts::get(&self.db, &self.instance, &j.to_non_ad_string()).await.ok().flatten().unwrap_or_default();
                 return match found.into_iter().find(|r| r.is_registered) {
-                    Some(r) => Ok(json!({ "jid": r.jid.to_string(), "name": null, "push_name": null, "business": r.is_business })),
+                    Some(r) => Ok(json!({ "jid": r.jid.to_string(), "name": known.name, "push_name": known.push_name, "business": r.is_business })),
                     None => Err(DriverError::new(ErrorCode::NotFound, "no account has this number")),
                 };
             }
             NetOp::Contacts => {
-                return Err(DriverError::new(ErrorCode::NotImplemented, "listing contacts is not available on the whatsapp network yet"));
+                let list = contacts::list(&self.db, &self.instance)
+                    .await
+                    .map_err(|_| DriverError::new(ErrorCode::Internal, "reading the contact book failed"))?;
+                return Ok(Value::Array(list));
             }
+            _ => unreachable!("the other operations are in ops::run"),
         }
         Ok(Value::Null)
     }

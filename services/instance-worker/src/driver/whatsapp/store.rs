@@ -66,6 +66,11 @@ impl PgStore {
         PgStore { db, instance, epoch }
     }
 
+    /// The lease epoch its writes are fenced on.
+    pub fn epoch(&self) -> i64 {
+        self.epoch
+    }
+
     async fn get(&self, kind: &str, key: &str) -> Result<Option<Vec<u8>>> {
         wa_store::get(&self.db, &self.instance, kind, key).await.map_err(db)
     }
