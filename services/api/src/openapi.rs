@@ -41,6 +41,10 @@ use utoipa::{Modify, OpenApi};
         (name = "chats", description = "Chats and their history from the local log; media by signed URL"),
         (name = "contacts", description = "Contacts and the block list, from the running session"),
         (name = "actions", description = "Action-style routes (X-API-Key, instance name in the path)"),
+        (name = "labels", description = "Labels and the business profile (later milestone: 501 for now)"),
+        (name = "channels", description = "Channels (later milestone: 501 for now)"),
+        (name = "platform", description = "API keys, hosted pairing links and usage (later milestone: 501 for now)"),
+        (name = "communities", description = "Communities (later milestone: 501 for now)"),
         (name = "operation", description = "Health, identity and this description"),
     )
 )]

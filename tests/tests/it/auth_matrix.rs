@@ -39,6 +39,10 @@ fn fill(path: &str, t: &Target) -> String {
         .replace("{delivery_id}", "dlv_00000000000000000000000000000000")
         .replace("{jid}", "5511999990001")
         .replace("{media_id}", "med_00000000000000000000000000000000")
+        .replace("{label_id}", "1")
+        .replace("{key_id}", "key_00000000000000000000000000000000")
+        .replace("{group}", "120363000000000001@g.us")
+        .replace("{action}", "follow")
 }
 
 async fn call(client: &Client, op: &Op, t: &Target<'_>) -> harness::Resp {

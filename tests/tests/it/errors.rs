@@ -71,3 +71,22 @@ async fn messages_route_reads_up_to_140mb() {
     let rb = own.request(reqwest::Method::POST, &path).body(reqwest::Body::wrap_stream(stream::iter(chunks)));
     own.send(rb).await.expect_error(413, "media_too_large");
 }
+
+#[tokio::test]
+async fn routes_of_later_milestones_answer_501_after_auth() {
+    let api = TestApi::start().await;
+    let (inst, token) = api.create_instance("later").await;
+    let id = inst["id"].as_str().unwrap();
+    let own = api.client(Some(token));
+    for path in ["labels", "channels", "communities", "api-keys", "usage", "business/profile"] {
+        let msg = own.get(&format!("/v1/instances/{id}/{path}")).await.expect_error(501, "not_implemented");
+        assert!(msg.contains("not implemented yet"), "{path}: {msg}");
+    }
+    own.post(&format!("/v1/instances/{id}/channels/120363000000000777@newsletter/follow"), &json!({})).await.expect_error(501, "not_implemented");
+    // Tokens are still checked first: an instance token may not make pairing links.
+    own.post(&format!("/v1/instances/{id}/pairing-links"), &json!({})).await.expect_error(403, "forbidden");
+    api.admin().post(&format!("/v1/instances/{id}/pairing-links"), &json!({})).await.expect_error(501, "not_implemented");
+    api.anon().post("/mcp", &json!({})).await.expect_error(401, "unauthorized");
+    // A route that does not exist at all stays 404.
+    own.get(&format!("/v1/instances/{id}/nothing-here")).await.expect_error(404, "not_found");
+}

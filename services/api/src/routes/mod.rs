@@ -7,6 +7,7 @@ pub mod contacts;
 pub mod events;
 pub mod health;
 pub mod instances;
+pub mod later;
 pub mod me;
 pub mod media;
 pub mod messages;
@@ -39,6 +40,7 @@ pub fn all() -> OpenApiRouter<AppState> {
         .merge(chats::router())
         .merge(contacts::router())
         .merge(media::router())
+        .merge(later::router())
         .merge(health::router())
         .merge(openapi::router())
 }
