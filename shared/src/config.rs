@@ -124,6 +124,9 @@ pub struct Config {
     pub netsim_request_timeout_ms: u64,
     /// Queue: the first wait after a transient send failure; it doubles per attempt (cap 30 s).
     pub queue_retry_base_ms: u64,
+    /// Received media: the first wait before a failed download is tried again; it doubles
+    /// per attempt (cap 1 h), and after 8 tries the media is recorded as unavailable.
+    pub media_retry_base_ms: u64,
     /// `GET /instance/connect/{name}`: how long to wait for a first QR code.
     pub connect_qr_wait_ms: u64,
     /// Pacing: the post-connection grace is drawn from [min, max] after each (re)connect.
@@ -200,6 +203,7 @@ impl Default for Config {
             netsim_qr_rotate_ms: 20_000,
             netsim_request_timeout_ms: 30_000,
             queue_retry_base_ms: 500,
+            media_retry_base_ms: 30_000,
             connect_qr_wait_ms: 5_000,
             pacing_grace_min_ms: 15_000,
             pacing_grace_max_ms: 30_000,

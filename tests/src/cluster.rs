@@ -46,6 +46,7 @@ impl Cluster {
         config.pacing_grace_max_ms = 0;
         config.pacing_ramp_ms = 0;
         config.queue_retry_base_ms = 50;
+        config.media_retry_base_ms = 200;
         let netsim_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let netsim = netsim_listener.local_addr().unwrap();
         config.netsim_url = url::Url::parse(&format!("http://{netsim}")).unwrap();
@@ -213,6 +214,7 @@ pub fn command(bin: &Path, role: &str, c: &Config) -> Command {
         .env("PACELINE_PACING_JITTER", c.pacing_jitter.to_string())
         .env("PACELINE_NETSIM_REQUEST_TIMEOUT_MS", c.netsim_request_timeout_ms.to_string())
         .env("PACELINE_QUEUE_RETRY_BASE_MS", c.queue_retry_base_ms.to_string())
+        .env("PACELINE_MEDIA_RETRY_BASE_MS", c.media_retry_base_ms.to_string())
         .env("PACELINE_LARGE_BODY_SLOTS", c.large_body_slots.to_string())
         .env("PACELINE_LARGE_BODY_SLOT_TTL_MS", c.large_body_slot_ttl_ms.to_string())
         .env("PACELINE_LARGE_BODY_WAIT_MS", c.large_body_wait_ms.to_string())

@@ -41,6 +41,8 @@ pub struct Ctx {
     pub pacing: PacingDefaults,
     /// The first wait after a transient send failure (doubling per attempt).
     pub retry_base: Duration,
+    /// The first wait before a failed media download is tried again (doubling).
+    pub media_retry_base: Duration,
 }
 
 /// Pacing settings that come from the config rather than the instance.
@@ -83,6 +85,8 @@ pub(crate) struct Actor {
     /// The instance's proxy when it was claimed (a change applies at the next claim).
     proxy_url: Option<String>,
     pub(crate) queue: Queue,
+    /// When to look for received media whose download is to be tried again.
+    pub(crate) media_retry_at: tokio::time::Instant,
 }
 
 /// Runs the instance until `cancel` or until its session ends.
@@ -102,6 +106,8 @@ pub async fn run(ctx: Arc<Ctx>, id: InstanceId, claim: Claim, cancel: Cancellati
         proxy_url: claim.proxy_url,
         epoch: claim.owner_epoch,
         queue: Queue::new(&ctx.pacing),
+        // Soon after start: a previous owner may have left downloads pending.
+        media_retry_at: tokio::time::Instant::now() + Duration::from_secs(2),
         id,
         ctx,
     };
@@ -183,6 +189,7 @@ impl Actor {
                         Step::Continue
                     }
                     _ = tokio::time::sleep_until(pump_at) => self.pump(&*session).await,
+                    _ = tokio::time::sleep_until(self.media_retry_at) => self.retry_media(&*session).await,
                     ev = events.recv() => match ev {
                         Some(ev) => {
                             if matches!(ev, DriverEvent::Connected { .. } | DriverEvent::Paired { .. }) {

@@ -66,7 +66,8 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
             pool.clone(),
             config.whatsapp_ws_url.as_deref(),
             Duration::from_millis(config.whatsapp_connect_timeout_ms),
-        )),
+        )
+        .with_media_retry(Duration::from_millis(config.media_retry_base_ms))),
         default_network: config.network,
         pacing: actor::PacingDefaults {
             grace_min: Duration::from_millis(config.pacing_grace_min_ms),
@@ -76,6 +77,7 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
             ramp_start: config.pacing_ramp_start,
         },
         retry_base: Duration::from_millis(config.queue_retry_base_ms),
+        media_retry_base: Duration::from_millis(config.media_retry_base_ms),
     });
     tracing::info!(worker_id, network = %config.network, "worker started");
     let mut w = Worker {

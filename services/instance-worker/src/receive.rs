@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use shared::db::log::{self, Source};
-use shared::db::messages;
+use shared::db::messages::{self, MediaBody};
 use shared::ErrorCode;
 
 use shared::db::log::Received;
@@ -35,9 +35,11 @@ impl Fetch for SessionFetch<'_> {
     }
 }
 
-/// The batch as the log keeps it: media not logged before downloaded and stored (or
-/// recorded as unavailable), the content pointing at it.
-pub async fn prepare(db: &sqlx::PgPool, instance: &InstanceId, batch: Vec<Incoming>, fetch: &dyn Fetch) -> Vec<Received> {
+/// The batch as the log keeps it: media not logged before downloaded and stored, the
+/// content pointing at it. Media the network no longer has is recorded as expired; a
+/// download that fails for a passing reason is stored pending, to be tried again after
+/// `retry_in` (`Actor::retry_media`).
+pub async fn prepare(db: &sqlx::PgPool, instance: &InstanceId, batch: Vec<Incoming>, fetch: &dyn Fetch, retry_in: Duration) -> Vec<Received> {
     let keys: Vec<(&str, &str)> = batch
         .iter()
         .filter(|i| i.media.is_some())
@@ -47,15 +49,20 @@ pub async fn prepare(db: &sqlx::PgPool, instance: &InstanceId, batch: Vec<Incomi
     let mut msgs = Vec::with_capacity(batch.len());
     for Incoming { mut message, media } in batch {
         if let (Some(remote), false) = (media, known.contains(&(message.chat_jid.clone(), message.wa_message_id.clone()))) {
-            let data = match fetch.fetch(&remote).await {
-                Ok(bytes) => Some(bytes),
-                Err(e) if e.code == ErrorCode::MediaUnavailable => None,
+            let fetched = fetch.fetch(&remote).await;
+            let again = serde_json::json!({
+                "locator": remote.locator, "mime_type": remote.mime_type, "filename": remote.filename,
+                "chat_jid": message.chat_jid, "wa_message_id": message.wa_message_id,
+            });
+            let body = match &fetched {
+                Ok(bytes) => MediaBody::Data(bytes),
+                Err(e) if e.code == ErrorCode::MediaUnavailable => MediaBody::Expired,
                 Err(e) => {
-                    tracing::warn!(error = %e, "downloading received media failed; recorded as unavailable");
-                    None
+                    tracing::warn!(error = %e, "downloading received media failed; it will be tried again");
+                    MediaBody::Pending { remote: &again, retry_in }
                 }
             };
-            match messages::store_media(db, instance, &remote.mime_type, remote.filename.as_deref(), data.as_deref()).await {
+            match messages::store_media(db, instance, &remote.mime_type, remote.filename.as_deref(), body).await {
                 Ok((_, desc)) => message.content["media"] = desc,
                 Err(e) => tracing::warn!(error = %e, "storing received media failed"),
             }
@@ -63,6 +70,20 @@ pub async fn prepare(db: &sqlx::PgPool, instance: &InstanceId, batch: Vec<Incomi
         msgs.push(message);
     }
     msgs
+}
+
+/// Most pending media downloads tried per round, so a backlog never holds the actor up
+/// for long.
+const MEDIA_RETRIES_PER_ROUND: i64 = 4;
+/// Tries of a pending download (the first included) before it is recorded as unavailable.
+pub const MEDIA_TRIES: i32 = 8;
+/// How often an actor looks for pending media when it knows of none (the WhatsApp
+/// driver's inbound hook stores media without telling the actor).
+const MEDIA_LOOK_EVERY: Duration = Duration::from_secs(300);
+
+/// The wait before try `n + 1` of a download: `base` doubling per failed try, at most 1 h.
+pub fn media_backoff(base: Duration, failed_tries: i32) -> Duration {
+    base.saturating_mul(1u32 << failed_tries.clamp(0, 16) as u32).min(Duration::from_secs(3600))
 }
 
 /// Logs messages, fenced, retrying a failing database a few times. `Ok(None)`: the
@@ -91,7 +112,10 @@ pub async fn write(
 impl Actor {
     /// Logs messages from the network; a refused fence ends the actor's hold.
     pub(crate) async fn receive(&mut self, session: &dyn Session, batch: Vec<Incoming>, source: Source) -> Step {
-        let msgs = prepare(&self.ctx.db, &self.id, batch, &SessionFetch(session)).await;
+        let msgs = prepare(&self.ctx.db, &self.id, batch, &SessionFetch(session), self.ctx.media_retry_base).await;
+        if msgs.iter().any(|m| m.content["media"]["pending"] == true) {
+            self.media_retry_at = self.media_retry_at.min(tokio::time::Instant::now() + self.ctx.media_retry_base);
+        }
         match write(&self.ctx.db, &self.id, self.epoch, &msgs, source).await {
             Ok(Some(_)) => Step::Continue,
             Ok(None) => self.fenced(Ok(false)),
@@ -108,5 +132,66 @@ impl Actor {
             tracing::warn!(error = %e, "recording a receipt failed");
         }
         Step::Continue
+    }
+}
+
+impl Actor {
+    /// Tries again the downloads that are due, records each outcome (fenced) and sets
+    /// when to look next: the next pending download's time, or a while from now.
+    pub(crate) async fn retry_media(&mut self, session: &dyn Session) -> Step {
+        let now = tokio::time::Instant::now();
+        let due = match log::pending_media(&self.ctx.db, &self.id, MEDIA_RETRIES_PER_ROUND).await {
+            Ok(due) => due,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading pending media failed");
+                self.media_retry_at = now + self.ctx.media_retry_base.max(Duration::from_secs(5));
+                return Step::Continue;
+            }
+        };
+        for m in &due {
+            let r = &m.remote;
+            let remote = RemoteMedia {
+                locator: r["locator"].as_str().unwrap_or_default().to_string(),
+                mime_type: r["mime_type"].as_str().unwrap_or_default().to_string(),
+                filename: r["filename"].as_str().map(str::to_string),
+            };
+            let bytes = session.download(&remote).await;
+            let fetched = match &bytes {
+                Ok(b) => log::Fetched::Data(b),
+                Err(e) if e.code == ErrorCode::MediaUnavailable => log::Fetched::Gone,
+                Err(_) if m.fetch_attempts + 2 >= MEDIA_TRIES => {
+                    tracing::warn!("received media could not be downloaded after its last try; recorded as unavailable");
+                    log::Fetched::Gone
+                }
+                Err(_) => log::Fetched::Later(media_backoff(self.ctx.media_retry_base, m.fetch_attempts + 1)),
+            };
+            match log::resolve_media(&self.ctx.db, &self.id, self.epoch, m, fetched).await {
+                Ok(true) => {}
+                Ok(false) => return self.fenced(Ok(false)),
+                Err(e) => tracing::warn!(error = %e, "recording a media download failed"),
+            }
+        }
+        let next = match log::next_media_retry(&self.ctx.db, &self.id).await {
+            Ok(Some(at)) => now + (at - chrono::Utc::now()).to_std().unwrap_or_default(),
+            Ok(None) => now + MEDIA_LOOK_EVERY,
+            Err(_) => now + self.ctx.media_retry_base.max(Duration::from_secs(5)),
+        };
+        self.media_retry_at = next;
+        Step::Continue
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn media_retries_double_up_to_an_hour() {
+        let base = Duration::from_secs(30);
+        assert_eq!(media_backoff(base, 0), Duration::from_secs(30));
+        assert_eq!(media_backoff(base, 1), Duration::from_secs(60));
+        assert_eq!(media_backoff(base, 3), Duration::from_secs(240));
+        assert_eq!(media_backoff(base, 7), Duration::from_secs(3600));
+        assert_eq!(media_backoff(base, 40), Duration::from_secs(3600), "no overflow");
     }
 }

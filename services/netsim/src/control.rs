@@ -258,6 +258,9 @@ async fn expire_media(State(app): State<App>, Path(id): Path<String>) -> Result<
 /// Media for linked devices: 410 once expired.
 async fn media(State(app): State<App>, Path(id): Path<String>) -> axum::response::Response {
     use axum::response::IntoResponse;
+    if app.net.faults().media_down {
+        return (axum::http::StatusCode::SERVICE_UNAVAILABLE, "media servers unavailable").into_response();
+    }
     match app.net.media(&id) {
         None => ApiError::new(ErrorCode::NotFound, "no such media").into_response(),
         Some(None) => ApiError::new(ErrorCode::MediaUnavailable, "the media expired").into_response(),

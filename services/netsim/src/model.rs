@@ -33,6 +33,10 @@ pub struct Faults {
     /// When set, every connection is dropped at once (the flag then resets).
     #[serde(default)]
     pub drop_connections: bool,
+    /// While set, media downloads (`GET /media/{id}`) fail with 503, as media servers
+    /// that are briefly unreachable.
+    #[serde(default)]
+    pub media_down: bool,
 }
 
 /// One account on the network.

@@ -359,3 +359,54 @@ async fn received_media_is_served_by_signed_urls_that_refuse_tampering_and_expir
     let wide = harness::TestApi::start_with(cfg).await;
     wide.anon().get(&format!("/media/{media_id}?exp=1&sig=00")).await.expect_error(409, "conflict");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn media_that_fails_to_download_is_retried_until_it_arrives() {
+    let c = Cluster::start(bin(), 1, |_| {}).await;
+    c.phone(A, false).await;
+    c.phone(B, false).await;
+    let (inst, token) = c.paired_instance("media-retry", A).await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    let own = c.api.client(Some(token));
+    let photo = b"\x89PNG sent while the media servers were down".to_vec();
+    let data = base64::engine::general_purpose::STANDARD.encode(&photo);
+
+    // The media servers are briefly down when the message arrives.
+    c.netsim().post("/control/faults", &json!({ "media_down": true })).await.expect(200);
+    c.netsim()
+        .post(&format!("/control/phones/{B}/messages"), &json!({ "to": A, "type": "image", "text": "later", "media": { "data": data, "mime_type": "image/png" } }))
+        .await
+        .expect(201);
+    let msgs = wait_count(&own, &id, B, 1).await;
+    let media = &msgs[0]["content"]["media"];
+    assert_eq!(media["pending"], true, "logged at once, media pending: {media}");
+    assert!(media.get("expired").is_none());
+    let signer = api::media_urls::MediaUrls::new(&c.api.config, c.api.config.admin_token.as_deref().unwrap());
+    let pending_url = signer.sign(media["id"].as_str().unwrap(), chrono::Utc::now()).unwrap();
+    let res = reqwest::get(&pending_url).await.unwrap();
+    assert_eq!(res.status(), 502);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "worker_error");
+    assert_eq!(body["error"]["retryable"], true);
+    // A few tries fail while the servers stay down, and count.
+    let pool = c.pool().await;
+    let attempts = || async {
+        sqlx::query_scalar::<_, i32>("SELECT fetch_attempts FROM media WHERE id = $1").bind(media["id"].as_str()).fetch_one(&pool).await.unwrap()
+    };
+    wait_for(Duration::from_secs(10), || async { (attempts().await >= 1).then_some(()) }).await.expect("a retry failed and was counted");
+
+    // They come back: the next try stores the bytes and updates the logged message.
+    c.netsim().post("/control/faults", &json!({ "media_down": false })).await.expect(200);
+    let media = wait_for(Duration::from_secs(20), || async {
+        let m = chat_messages(&own, &id, B).await;
+        let media = m[0]["content"]["media"].clone();
+        (media.get("pending").is_none()).then_some(media)
+    })
+    .await
+    .expect("the download was retried");
+    assert_eq!(media["size"], photo.len());
+    let res = reqwest::get(media["url"].as_str().unwrap()).await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.bytes().await.unwrap().to_vec(), photo);
+    assert_eq!(reqwest::get(&pending_url).await.unwrap().status(), 200, "the same media id now serves the bytes");
+}

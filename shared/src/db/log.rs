@@ -438,3 +438,99 @@ pub async fn known(
     .await?;
     Ok(rows.into_iter().collect())
 }
+
+/// Received media still to be downloaded (`db::messages::MediaBody::Pending`).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct PendingMedia {
+    pub id: crate::ids::MediaId,
+    /// `{locator, mime_type, filename, chat_jid, wa_message_id}`.
+    pub remote: Value,
+    pub fetch_attempts: i32,
+}
+
+/// Pending media of `instance` whose retry is due, oldest due first.
+pub async fn pending_media(db: impl PgExecutor<'_>, instance: &InstanceId, limit: i64) -> Result<Vec<PendingMedia>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT id, remote, fetch_attempts FROM media \
+         WHERE instance_id = $1 AND remote IS NOT NULL AND fetch_after <= now() ORDER BY fetch_after LIMIT $2",
+    )
+    .bind(instance)
+    .bind(limit)
+    .fetch_all(db)
+    .await
+}
+
+/// How a retried download went.
+#[derive(Debug, Clone, Copy)]
+pub enum Fetched<'a> {
+    Data(&'a [u8]),
+    /// The network no longer has it (or the retries were used up).
+    Gone,
+    /// Another passing failure: try again then.
+    Later(std::time::Duration),
+}
+
+/// Records a retried download, fenced: with bytes (or for good without), the media row
+/// stops being pending and the logged message's descriptor is updated in the same
+/// transaction. Returns false when another worker owns the instance now.
+pub async fn resolve_media(pool: &PgPool, instance: &InstanceId, epoch: i64, media: &PendingMedia, fetched: Fetched<'_>) -> Result<bool, sqlx::Error> {
+    use crate::db::messages::{media_descriptor, MediaBody};
+    let mut tx = pool.begin().await?;
+    if !fence(&mut tx, instance, epoch).await? {
+        return Ok(false);
+    }
+    let body = match fetched {
+        Fetched::Later(after) => {
+            sqlx::query(
+                "UPDATE media SET fetch_attempts = fetch_attempts + 1, fetch_after = now() + $3 * interval '1 millisecond' \
+                 WHERE id = $1 AND instance_id = $2 AND remote IS NOT NULL",
+            )
+            .bind(&media.id)
+            .bind(instance)
+            .bind(after.as_millis() as i64)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            return Ok(true);
+        }
+        Fetched::Data(d) => MediaBody::Data(d),
+        Fetched::Gone => MediaBody::Expired,
+    };
+    let r = &media.remote;
+    let (mime, filename) = (r["mime_type"].as_str().unwrap_or("application/octet-stream"), r["filename"].as_str());
+    let desc = media_descriptor(&media.id, mime, filename, body);
+    let data = match body {
+        MediaBody::Data(d) => Some(d),
+        _ => None,
+    };
+    sqlx::query(
+        "UPDATE media SET data = $3, size = $4, sha256 = $5, expired = $6, remote = NULL, fetch_after = NULL \
+         WHERE id = $1 AND instance_id = $2 AND remote IS NOT NULL",
+    )
+    .bind(&media.id)
+    .bind(instance)
+    .bind(data)
+    .bind(desc["size"].as_i64().unwrap_or(0))
+    .bind(desc["sha256"].as_str().unwrap_or_default())
+    .bind(data.is_none())
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "UPDATE log_messages SET content = jsonb_set(content, '{media}', $4) \
+         WHERE instance_id = $1 AND chat_jid = $2 AND wa_message_id = $3 AND content->'media'->>'id' = $5",
+    )
+    .bind(instance)
+    .bind(r["chat_jid"].as_str().unwrap_or_default())
+    .bind(r["wa_message_id"].as_str().unwrap_or_default())
+    .bind(&desc)
+    .bind(media.id.to_string())
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// When the next pending media of `instance` is due, if it has any.
+pub async fn next_media_retry(db: impl PgExecutor<'_>, instance: &InstanceId) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
+    sqlx::query_scalar("SELECT min(fetch_after) FROM media WHERE instance_id = $1 AND remote IS NOT NULL").bind(instance).fetch_one(db).await
+}

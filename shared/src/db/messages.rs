@@ -328,49 +328,90 @@ pub struct MediaRow {
     pub data: Vec<u8>,
 }
 
+/// What is stored of a piece of media.
+#[derive(Debug, Clone, Copy)]
+pub enum MediaBody<'a> {
+    /// The bytes.
+    Data(&'a [u8]),
+    /// The network no longer had it: `expired`, served as 410 `media_unavailable`.
+    Expired,
+    /// Not downloaded yet (a passing failure): `remote` says where to fetch it again, and
+    /// the instance's worker retries it after `retry_in` (`db::log::resolve_media`).
+    Pending { remote: &'a serde_json::Value, retry_in: std::time::Duration },
+}
+
 /// Stores media for `instance` and returns its id with the `media` descriptor messages
-/// carry (`id`, `mime_type`, `filename`, `size`, `sha256`). `data: None` records media
-/// the network no longer had: it is `expired` and serving it is 410 `media_unavailable`.
+/// carry (`id`, `mime_type`, `filename`, `size`, `sha256`, plus `expired: true` or
+/// `pending: true` when there are no bytes yet).
 pub async fn store_media(
     db: impl PgExecutor<'_>,
     instance: &InstanceId,
     mime_type: &str,
     filename: Option<&str>,
-    data: Option<&[u8]>,
+    body: MediaBody<'_>,
 ) -> Result<(MediaId, serde_json::Value), sqlx::Error> {
-    use sha2::{Digest, Sha256};
     let id = MediaId::new();
-    let sha = data.map(|d| hex::encode(Sha256::digest(d))).unwrap_or_default();
-    let size = data.map_or(0, |d| d.len() as i64);
+    let (data, remote, retry_ms) = match body {
+        MediaBody::Data(d) => (Some(d), None, None),
+        MediaBody::Expired => (None, None, None),
+        MediaBody::Pending { remote, retry_in } => (None, Some(remote), Some(retry_in.as_millis() as i64)),
+    };
+    let desc = media_descriptor(&id, mime_type, filename, body);
     sqlx::query(
-        "INSERT INTO media (id, instance_id, mime_type, filename, size, sha256, data, expired) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        "INSERT INTO media (id, instance_id, mime_type, filename, size, sha256, data, expired, remote, fetch_after) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now() + $10 * interval '1 millisecond')",
     )
     .bind(&id)
     .bind(instance)
     .bind(mime_type)
     .bind(filename)
-    .bind(size)
-    .bind(&sha)
+    .bind(desc["size"].as_i64().unwrap_or(0))
+    .bind(desc["sha256"].as_str().unwrap_or_default())
     .bind(data)
-    .bind(data.is_none())
+    .bind(matches!(body, MediaBody::Expired))
+    .bind(remote)
+    .bind(retry_ms)
     .execute(db)
     .await?;
-    let mut desc = serde_json::json!({ "id": id, "mime_type": mime_type, "filename": filename, "size": size, "sha256": sha });
-    if data.is_none() {
-        desc["expired"] = serde_json::Value::Bool(true);
-    }
     Ok((id, desc))
 }
 
-/// Media as `/media/...` serves it: (mime type, filename, bytes; `None` once expired).
-pub async fn media_for_serving(
-    db: impl PgExecutor<'_>,
-    id: &str,
-) -> Result<Option<(String, Option<String>, Option<Vec<u8>>)>, sqlx::Error> {
-    sqlx::query_as("SELECT mime_type, filename, CASE WHEN expired THEN NULL ELSE data END FROM media WHERE id = $1")
-        .bind(id)
-        .fetch_optional(db)
-        .await
+/// The `media` descriptor of a message's content.
+pub fn media_descriptor(id: &MediaId, mime_type: &str, filename: Option<&str>, body: MediaBody<'_>) -> serde_json::Value {
+    use sha2::{Digest, Sha256};
+    let (size, sha) = match body {
+        MediaBody::Data(d) => (d.len() as i64, hex::encode(Sha256::digest(d))),
+        _ => (0, String::new()),
+    };
+    let mut desc = serde_json::json!({ "id": id, "mime_type": mime_type, "filename": filename, "size": size, "sha256": sha });
+    match body {
+        MediaBody::Data(_) => {}
+        MediaBody::Expired => desc["expired"] = serde_json::Value::Bool(true),
+        MediaBody::Pending { .. } => desc["pending"] = serde_json::Value::Bool(true),
+    }
+    desc
+}
+
+/// Media as `/media/...` serves it.
+#[derive(Debug)]
+pub enum Serving {
+    Data { mime_type: String, filename: Option<String>, data: Vec<u8> },
+    Expired,
+    Pending,
+}
+
+pub async fn media_for_serving(db: impl PgExecutor<'_>, id: &str) -> Result<Option<Serving>, sqlx::Error> {
+    let row: Option<(String, Option<String>, Option<Vec<u8>>, bool, bool)> = sqlx::query_as(
+        "SELECT mime_type, filename, CASE WHEN expired THEN NULL ELSE data END, expired, remote IS NOT NULL FROM media WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_optional(db)
+    .await?;
+    Ok(row.map(|(mime_type, filename, data, expired, pending)| match data {
+        Some(data) => Serving::Data { mime_type, filename, data },
+        None if pending && !expired => Serving::Pending,
+        None => Serving::Expired,
+    }))
 }
 
 pub async fn get_media(db: impl PgExecutor<'_>, id: &str) -> Result<Option<MediaRow>, sqlx::Error> {

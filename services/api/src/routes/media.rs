@@ -38,6 +38,7 @@ pub struct Signed {
         (status = 404, description = "`not_found`", body = ErrorBody),
         (status = 409, description = "`conflict`: signed URLs are disabled (listening beyond loopback without public_url)", body = ErrorBody),
         (status = 410, description = "`media_unavailable`: the network no longer had it", body = ErrorBody),
+        (status = 502, description = "`worker_error` (retryable): not downloaded yet; the worker retries the download in the background", body = ErrorBody),
     ),
     security(("signed_url" = [])))]
 async fn serve(State(state): State<AppState>, Path(id): Path<String>, Query(q): Query<Signed>) -> Result<Response, ApiError> {
@@ -49,10 +50,18 @@ async fn serve(State(state): State<AppState>, Path(id): Path<String>, Query(q): 
     if !state.media_urls.verify(&id, exp, sig, chrono::Utc::now()) {
         return Err(forbidden());
     }
-    let (mime, filename, data) =
-        shared::db::messages::media_for_serving(&state.db, &id).await?.ok_or_else(|| ApiError::not_found("media"))?;
-    let Some(data) = data else {
-        return Err(ApiError::new(ErrorCode::MediaUnavailable, "the network no longer had this media"));
+    use shared::db::messages::Serving;
+    let (mime, filename, data) = match shared::db::messages::media_for_serving(&state.db, &id).await? {
+        None => return Err(ApiError::not_found("media")),
+        Some(Serving::Expired) => return Err(ApiError::new(ErrorCode::MediaUnavailable, "the network no longer had this media")),
+        Some(Serving::Pending) => {
+            return Err(ApiError::new(
+                ErrorCode::WorkerError,
+                "this media is not downloaded yet: the network did not give it, and the worker retries in the background",
+            )
+            .with_retryable(true))
+        }
+        Some(Serving::Data { mime_type, filename, data }) => (mime_type, filename, data),
     };
     let disposition = match filename {
         Some(f) => format!("inline; filename=\"{}\"", f.replace(['"', '\\', '\r', '\n'], "_")),

@@ -166,7 +166,7 @@ pub async fn queue(
                 (data, mime, name)
             }
         };
-        let (_, desc) = messages::store_media(&state.db, id, &mime_type, filename.as_deref(), Some(&data)).await?;
+        let (_, desc) = messages::store_media(&state.db, id, &mime_type, filename.as_deref(), messages::MediaBody::Data(&data)).await?;
         media_sha = desc["sha256"].as_str().map(str::to_string);
         content["media"] = desc;
     }

@@ -40,6 +40,8 @@ pub struct WhatsappDriver {
     /// How long opening a session waits for the socket before it fails (and the actor
     /// retries with backoff).
     connect_timeout: std::time::Duration,
+    /// The first wait before a failed media download is tried again.
+    media_retry: std::time::Duration,
 }
 
 impl WhatsappDriver {
@@ -47,13 +49,19 @@ impl WhatsappDriver {
     pub fn new(db: sqlx::PgPool, ws_url: Option<&str>, connect_timeout: std::time::Duration) -> WhatsappDriver {
         let url = ws_url.unwrap_or(whatsapp_rust::wacore::net::WHATSAPP_WEB_WS_URL);
         let factory = whatsapp_rust::transport::TokioWebSocketTransportFactory::new().with_url(url);
-        WhatsappDriver { db, transport: Arc::new(factory), ws_url: url.to_string(), connect_timeout }
+        WhatsappDriver { db, transport: Arc::new(factory), ws_url: url.to_string(), connect_timeout, media_retry: std::time::Duration::from_secs(30) }
+    }
+
+    /// The first wait before a failed media download is tried again (default 30 s).
+    pub fn with_media_retry(mut self, first: std::time::Duration) -> WhatsappDriver {
+        self.media_retry = first;
+        self
     }
 
     /// Another transport (tests use one that refuses to dial).
     pub fn with_transport(db: sqlx::PgPool, transport: Arc<dyn TransportFactory>, connect_timeout: std::time::Duration) -> WhatsappDriver {
         let ws_url = whatsapp_rust::wacore::net::WHATSAPP_WEB_WS_URL.to_string();
-        WhatsappDriver { db, transport, ws_url, connect_timeout }
+        WhatsappDriver { db, transport, ws_url, connect_timeout, media_retry: std::time::Duration::from_secs(30) }
     }
 
     /// The instance's transport: through its proxy when it has one.
@@ -127,7 +135,12 @@ impl Driver for WhatsappDriver {
             .with_transport_factory(SharedTransport(self.transport_for(target)?))
             .with_http_client(HttpWithTimeouts::new())
             // Messages are in the log before WhatsApp is told they arrived.
-            .with_inbound_durability_hook(LogHook { db: self.db.clone(), instance: target.instance.clone(), epoch: target.epoch })
+            .with_inbound_durability_hook(LogHook {
+                db: self.db.clone(),
+                instance: target.instance.clone(),
+                epoch: target.epoch,
+                media_retry: self.media_retry,
+            })
             // One event at a time, in order: a receipt never overtakes its message.
             .with_event_delivery(whatsapp_rust::bot::EventDelivery::Ordered { capacity: 4096 })
             .on_event(move |event: Arc<Event>, client: Arc<Client>| {
@@ -494,6 +507,7 @@ struct LogHook {
     db: sqlx::PgPool,
     instance: shared::ids::InstanceId,
     epoch: i64,
+    media_retry: std::time::Duration,
 }
 
 #[whatsapp_rust::async_trait]
@@ -507,7 +521,7 @@ impl whatsapp_rust::InboundDurabilityHook for LogHook {
         if incoming.is_empty() {
             return Ok(());
         }
-        let msgs = crate::receive::prepare(&self.db, &self.instance, incoming, &ClientFetch(client)).await;
+        let msgs = crate::receive::prepare(&self.db, &self.instance, incoming, &ClientFetch(client), self.media_retry).await;
         match crate::receive::write(&self.db, &self.instance, self.epoch, &msgs, shared::db::log::Source::Live).await {
             Ok(Some(_)) => Ok(()),
             Ok(None) => Err(whatsapp_rust::anyhow::anyhow!("the instance has a new owner")),
