@@ -34,6 +34,19 @@ macro_rules! prefixed_id {
             pub fn as_str(&self) -> &str {
                 &self.0
             }
+
+            /// When the id was made (the millisecond timestamp its UUIDv7 begins with).
+            pub fn made_at(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+                let ms = i64::from_str_radix(self.0.get($prefix.len()..$prefix.len() + 12)?, 16).ok()?;
+                chrono::DateTime::from_timestamp_millis(ms)
+            }
+
+            /// The smallest id that could be made at `t`: every id made before `t` sorts
+            /// below it (UUIDv7 begins with its millisecond timestamp), so `id < bound`
+            /// selects by age through the primary key.
+            pub fn bound_at(t: chrono::DateTime<chrono::Utc>) -> String {
+                format!("{}{:012x}{}", $prefix, t.timestamp_millis().max(0), "0".repeat(20))
+            }
         }
 
         impl Default for $name {
@@ -134,5 +147,24 @@ mod tests {
         assert!(InstanceId::parse("inst_XYZ").is_err());
         assert!(InstanceId::parse("inst_0195F0C2A8B37D31A0C4E1F2D3B4A5C6").is_err());
         assert!(serde_json::from_str::<InstanceId>("\"wh_1\"").is_err());
+    }
+}
+
+#[cfg(test)]
+mod bound_tests {
+    use super::*;
+
+    #[test]
+    fn ids_made_before_a_time_sort_below_its_bound() {
+        let before = EventId::new();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let bound = EventId::bound_at(chrono::Utc::now());
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let after = EventId::new();
+        assert!(before.as_str() < bound.as_str(), "{before} < {bound}");
+        assert!(bound.as_str() < after.as_str(), "{bound} < {after}");
+        assert!(EventId::parse(&bound).is_ok(), "a bound has the id's shape");
+        let t = before.made_at().unwrap();
+        assert!((chrono::Utc::now() - t).num_seconds().abs() < 5, "{t}");
     }
 }

@@ -1,7 +1,8 @@
 //! The webhook dispatcher: the outbox relay (`relay`: events committed in Postgres go to
 //! JetStream), the fan-out (`fanout`: events from JetStream become deliveries, one per
 //! matching webhook), the executor (`executor`: signed attempts, endpoints isolated from
-//! each other, outcomes written in batches) and the retry scanner (`retry`). Any number of
+//! each other, outcomes written in batches), the retry scanner (`retry`) and the pruning
+//! of events and deliveries past their retention (`retention`). Any number of
 //! dispatcher pods can run: the relay locks outbox rows, the fan-out shares one durable
 //! consumer, and deliveries are claimed in Postgres.
 
@@ -10,6 +11,7 @@ pub mod executor;
 pub mod fanout;
 pub mod metrics;
 pub mod relay;
+pub mod retention;
 pub mod retry;
 pub mod signing;
 
@@ -39,8 +41,9 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let relay = tokio::spawn(relay::run(pool.clone(), js.clone(), subjects.clone(), shutdown.clone()));
     let fanout = tokio::spawn(fanout::run(pool.clone(), js, subjects, exec.clone(), shutdown.clone()));
     let retry = tokio::spawn(retry::run(pool.clone(), exec.clone(), shutdown.clone()));
+    let retention = tokio::spawn(retention::run(pool.clone(), shutdown.clone()));
     shutdown.cancelled().await;
-    let _ = tokio::join!(relay, fanout, retry);
+    let _ = tokio::join!(relay, fanout, retry, retention);
     // Attempts in flight get a short grace; what is left is handed back to other pods.
     let grace = Duration::from_millis(config.shutdown_timeout_ms / 3).min(Duration::from_millis(config.webhook_timeout_ms));
     exec.close(grace).await;

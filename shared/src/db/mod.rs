@@ -7,6 +7,7 @@ pub mod log;
 pub mod messages;
 pub mod number_checks;
 pub mod outbox;
+pub mod retention;
 pub mod sessions;
 pub mod wa_store;
 pub mod webhooks;

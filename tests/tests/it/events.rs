@@ -128,8 +128,17 @@ async fn the_event_stream_resumes_after_last_event_id_without_gaps() {
     let mut all = SseReader::new(res);
     assert_eq!(all.next(Duration::from_secs(10)).await.unwrap().id.as_deref(), Some(seen[5].as_str()));
     own.get("/v1/events").await.expect_error(403, "forbidden");
-    let bad = own.request(reqwest::Method::GET, &format!("/v1/instances/{id}/events")).header("last-event-id", "evt_00000000000000000000000000000000");
+    // An id this stream never had (made now) is refused...
+    let unknown = shared::ids::EventId::new().to_string();
+    let bad = own.request(reqwest::Method::GET, &format!("/v1/instances/{id}/events")).header("last-event-id", &unknown);
     own.send(bad).await.expect_error(400, "validation_failed");
+    // ...but one older than the retention was pruned: the stream starts at the oldest
+    // event kept and says that some were missed.
+    let mut sse = open("?types=message.queued", Some("evt_00000000000000000000000000000000")).await;
+    let first = sse.next(Duration::from_secs(10)).await.expect("the gap comment");
+    assert!(first.comment.as_deref().unwrap_or_default().contains("no longer retained"), "{first:?}");
+    assert_eq!(sse.next(Duration::from_secs(10)).await.expect("the oldest event").id.as_deref(), Some(seen[0].as_str()));
+    drop(sse);
     own.get(&format!("/v1/instances/{id}/events?types=nope")).await.expect_error(400, "validation_failed");
     api.shutdown.cancel();
     dispatcher.await.unwrap().unwrap();

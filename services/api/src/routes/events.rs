@@ -69,6 +69,11 @@ async fn start_policy(
     let deadline = tokio::time::Instant::now() + RESUME_WAIT;
     loop {
         match outbox::stream_seq(&state.db, &id, instance).await? {
+            // Pruned with the stream's retention: start at the oldest event kept, and say
+            // that some were missed (the gap comment).
+            None if id.made_at().is_some_and(|t| t < chrono::Utc::now() - shared::bus::EVENTS_RETENTION) => {
+                return Ok((DeliverPolicy::All, Some(0)));
+            }
             None => return Err(bad()),
             Some(Some(seq)) => {
                 let next = seq as u64 + 1;
