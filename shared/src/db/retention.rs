@@ -34,17 +34,13 @@ pub async fn prune(db: &PgPool, cutoff: DateTime<Utc>, batch: i64) -> Result<Pru
     .execute(db)
     .await?
     .rows_affected();
-    let deliveries = sqlx::query("DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE id < $1 AND state <> 'pending' LIMIT $2)")
-        .bind(&dlv)
-        .bind(batch)
-        .execute(db)
-        .await?
-        .rows_affected();
-    let events = sqlx::query("DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE id < $1 AND published_at IS NOT NULL LIMIT $2)")
-        .bind(&evt)
-        .bind(batch)
-        .execute(db)
-        .await?
-        .rows_affected();
+    let deliveries = delete_older(db, "webhook_deliveries", "state <> 'pending'", &dlv, batch).await?;
+    let events = delete_older(db, "outbox", "published_at IS NOT NULL", &evt, batch).await?;
     Ok(Pruned { failed, deliveries, events })
+}
+
+/// Deletes up to `batch` rows of `table` with ids below `bound` that match `condition`.
+async fn delete_older(db: &PgPool, table: &str, condition: &str, bound: &str, batch: i64) -> Result<u64, sqlx::Error> {
+    let sql = format!("DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE id < $1 AND {condition} LIMIT $2)");
+    Ok(sqlx::query(&sql).bind(bound).bind(batch).execute(db).await?.rows_affected())
 }
