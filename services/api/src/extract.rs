@@ -100,7 +100,8 @@ impl FromRequestParts<AppState> for Principal {
 }
 
 /// The caller and the instance named by the path's `{id}`, checked before any body is
-/// read: another instance's token gets 403 whatever the body.
+/// read: another instance's token gets 403 whatever the body, and an instance that does
+/// not exist 404 `instance_not_found`.
 pub struct InstanceAccess {
     pub principal: Principal,
     pub id: InstanceId,
@@ -116,6 +117,11 @@ impl FromRequestParts<AppState> for InstanceAccess {
             .map_err(|_| ApiError::instance_not_found())?;
         let raw = params.iter().find(|(k, _)| *k == "id").map(|(_, v)| v).ok_or_else(ApiError::instance_not_found)?;
         let id = principal.instance(raw)?;
+        // An instance token's instance exists (its lookup found it); the admin's may not,
+        // and every route answers that the same way, before its own work.
+        if matches!(principal, Principal::Admin) && !shared::db::instances::exists(&state.db, &id).await? {
+            return Err(ApiError::instance_not_found());
+        }
         Ok(InstanceAccess { principal, id })
     }
 }

@@ -44,6 +44,13 @@ pub async fn gate(Extension(state): Extension<AppState>, req: Request, next: Nex
     if !large {
         return next.run(req).await;
     }
+    // The caller first: a request without a valid token for this instance never holds
+    // (or waits for) a slot.
+    let (mut parts, body) = req.into_parts();
+    if let Err(e) = <crate::extract::InstanceAccess as axum::extract::FromRequestParts<AppState>>::from_request_parts(&mut parts, &state).await {
+        return e.into_response();
+    }
+    let req = Request::from_parts(parts, body);
     let slot = match Slot::acquire(&state).await {
         Ok(s) => s,
         Err(e) => return e.into_response(),

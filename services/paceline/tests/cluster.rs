@@ -109,10 +109,11 @@ async fn rpc_errors_map_to_not_connected_and_timeout() {
     let (inst, _) = c.api.create_instance("rpc").await;
     let id = inst["id"].as_str().unwrap().to_string();
     let admin = c.api.admin();
-    // Nobody runs it: 409, retryable (connecting makes a retry succeed).
+    // Nobody runs it, so it is not in qr_pending: 409, retryable (connecting makes a
+    // retry succeed).
     let r = admin.post(&format!("/v1/instances/{id}/pairing-code"), &json!({ "phone": A })).await;
     assert_eq!(r.body["error"]["retryable"], true, "{}", r.text);
-    r.expect_error(409, "instance_not_connected");
+    r.expect_error(409, "instance_not_pairing");
     // The worker asks a slow network: the API gives up with 504.
     admin.post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect(202);
     c.wait_state(&id, "qr_pending", Duration::from_secs(10)).await;

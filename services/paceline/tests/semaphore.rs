@@ -119,6 +119,8 @@ async fn waiting_too_long_gives_503_and_a_crashed_pods_slot_expires() {
     let _: i64 = redis::cmd("ZADD").arg(&key).arg(expiry).arg("crashed-pod").query_async(&mut conn).await.unwrap();
     // While its lease runs, it holds the slot like any other holder...
     post_large(&own, &path, 0.0).await.expect_error(503, "rate_limited");
+    // (A caller without a valid token is refused first, never waiting for a slot.)
+    post_large(&api.anon(), &path, 0.0).await.expect_error(401, "unauthorized");
     drop(api);
     // ...and once it lapses, a waiting send gets the slot.
     let mut patient = config.clone();

@@ -195,6 +195,11 @@ pub async fn insert(
         .map_err(map_write)
 }
 
+/// Whether the instance exists.
+pub async fn exists(db: impl PgExecutor<'_>, id: &InstanceId) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM instances WHERE id = $1)").bind(id).fetch_one(db).await
+}
+
 pub async fn get(db: impl PgExecutor<'_>, id: &InstanceId) -> Result<Option<InstanceRow>, sqlx::Error> {
     sqlx::query_as::<_, InstanceRow>(&format!("SELECT {COLUMNS} FROM instances WHERE id = $1"))
         .bind(id)

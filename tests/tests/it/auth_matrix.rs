@@ -93,7 +93,14 @@ async fn every_route_enforces_its_tokens() {
             let r = call(&own_client, &op, &other_t).await;
             assert_eq!(r.status, if by_name { 404 } else { 403 }, "{what} with another instance's token: {}", r.text);
         }
-        let r = call(&own_client, &op, &own_t).await;
+        let r = if op.method == reqwest::Method::DELETE && op.path == "/v1/instances/{id}" {
+            // Deleting is real: its own token deletes a throwaway instance.
+            let (spare, spare_token) = api.create_instance(&format!("own-{}", uuid_suffix())).await;
+            let spare_t = Target { id: spare["id"].as_str().unwrap(), name: spare["name"].as_str().unwrap() };
+            call(&api.client(Some(spare_token)), &op, &spare_t).await
+        } else {
+            call(&own_client, &op, &own_t).await
+        };
         if allows_instance || op.public {
             assert!(![401, 403].contains(&r.status), "{what} with its own token: {}", r.text);
         } else {

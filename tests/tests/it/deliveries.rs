@@ -170,7 +170,10 @@ async fn the_delivery_log_pages_newest_first_and_rejects_foreign_cursors() {
         seen.extend(page["deliveries"].as_array().unwrap().iter().map(|d| d["id"].as_str().unwrap().to_string()));
         match page["next_cursor"].as_str() {
             Some(c) => cursor = Some(c.to_string()),
-            None => break,
+            None => {
+                assert!(page.get("next_cursor").is_none(), "absent on the last page: {page}");
+                break;
+            }
         }
     }
     assert_eq!(seen.len(), 7);
@@ -183,6 +186,7 @@ async fn the_delivery_log_pages_newest_first_and_rejects_foreign_cursors() {
     own.get(&format!("/v1/instances/{id}/webhooks/{wh2}/deliveries?cursor={c}")).await.expect_error(400, "validation_failed");
     own.get(&format!("{base}?cursor=garbage")).await.expect_error(400, "validation_failed");
     own.get(&format!("{base}?limit=101")).await.expect_error(400, "validation_failed");
+    own.get(&format!("{base}?limit=-1")).await.expect_error(400, "validation_failed");
     own.get(&format!("/v1/instances/{id}/webhooks/wh_00000000000000000000000000000000/deliveries")).await.expect_error(404, "not_found");
     s.stop().await;
 }

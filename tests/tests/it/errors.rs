@@ -90,3 +90,30 @@ async fn routes_of_later_milestones_answer_501_after_auth() {
     // A route that does not exist at all stays 404.
     own.get(&format!("/v1/instances/{id}/nothing-here")).await.expect_error(404, "not_found");
 }
+
+#[tokio::test]
+async fn the_admin_on_an_unknown_instance_gets_instance_not_found_everywhere() {
+    let api = TestApi::start().await;
+    let ghost = "inst_00000000000000000000000000000000";
+    let admin = api.admin();
+    for path in ["chats", "chats/5511999990001", "chats/5511999990001/messages", "webhooks", "messages/msg_00000000000000000000000000000000", "blocklist"] {
+        admin.get(&format!("/v1/instances/{ghost}/{path}")).await.expect_error(404, "instance_not_found");
+    }
+    admin.post(&format!("/v1/instances/{ghost}/webhooks"), &json!({ "url": "https://example.com/h" })).await.expect_error(404, "instance_not_found");
+    admin.get(&format!("/v1/instances/{ghost}")).await.expect_error(404, "instance_not_found");
+}
+
+#[tokio::test]
+async fn action_routes_answer_bad_bodies_with_400_only() {
+    let api = TestApi::start().await;
+    let (inst, token) = api.create_instance("act").await;
+    let name = inst["name"].as_str().unwrap();
+    let key = api.anon().with_header("x-api-key", &token);
+    let path = format!("/message/sendText/{name}");
+    // Over the 1 MB body limit: 400 here (413 on the /v1 routes), malformed JSON too.
+    let big = json!({ "number": "5511999990001", "message": "x".repeat(1_100_000) });
+    key.post(&path, &big).await.expect_error(400, "media_too_large");
+    let rb = key.request(reqwest::Method::POST, &path).header("content-type", "application/json").body("{\"number\": ");
+    key.send(rb).await.expect_error(400, "validation_failed");
+    key.patch(&format!("/instance/settings/{name}"), &json!({ "reject_call": "yes" })).await.expect_error(400, "validation_failed");
+}

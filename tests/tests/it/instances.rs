@@ -185,8 +185,13 @@ async fn delete_revokes_the_token_at_once() {
     let id = inst["id"].as_str().unwrap();
     let own = api.client(Some(token));
     own.get("/v1/me").await.expect(200);
-    own.delete(&format!("/v1/instances/{id}")).await.expect_error(403, "forbidden");
+    // Another instance's token may not; the admin may (below), and so may its own token.
+    let (other, other_token) = api.create_instance("other").await;
+    api.client(Some(other_token.clone())).delete(&format!("/v1/instances/{id}")).await.expect_error(403, "forbidden");
     assert_eq!(api.admin().delete(&format!("/v1/instances/{id}")).await.status, 204);
+    let other_id = other["id"].as_str().unwrap();
+    assert_eq!(api.client(Some(other_token.clone())).delete(&format!("/v1/instances/{other_id}")).await.status, 204);
+    api.client(Some(other_token)).get("/v1/me").await.expect_error(401, "unauthorized");
     own.get("/v1/me").await.expect_error(401, "unauthorized");
     api.admin().get(&format!("/v1/instances/{id}")).await.expect_error(404, "instance_not_found");
     api.admin().delete(&format!("/v1/instances/{id}")).await.expect_error(404, "instance_not_found");

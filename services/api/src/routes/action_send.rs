@@ -15,8 +15,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::extract::ValidatedJson;
-use crate::routes::actions::{as_400, ActionInstance};
+use crate::routes::actions::{as_400, ActionInstance, ActionJson};
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -100,7 +99,7 @@ pub struct SendTextIn {
     request_body = SendTextIn,
     responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = [])))]
-async fn send_text(State(s): State<AppState>, ActionInstance(row): ActionInstance, ValidatedJson(b): ValidatedJson<SendTextIn>) -> Result<Json<SendActionOut>, ApiError> {
+async fn send_text(State(s): State<AppState>, ActionInstance(row): ActionInstance, ActionJson(b): ActionJson<SendTextIn>) -> Result<Json<SendActionOut>, ApiError> {
     let mut m = message(b.number, MessageType::Text);
     m.text = Some(newlines(&b.message));
     m.link_preview = b.link_preview;
@@ -124,7 +123,7 @@ pub struct SendContactIn {
     request_body = SendContactIn,
     responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = [])))]
-async fn send_contact(State(s): State<AppState>, ActionInstance(row): ActionInstance, ValidatedJson(b): ValidatedJson<SendContactIn>) -> Result<Json<SendActionOut>, ApiError> {
+async fn send_contact(State(s): State<AppState>, ActionInstance(row): ActionInstance, ActionJson(b): ActionJson<SendContactIn>) -> Result<Json<SendActionOut>, ApiError> {
     let mut m = message(b.number, MessageType::Contact);
     m.contact = Some(ContactIn { name: b.contact_name, phone: b.contact_phone, organization: b.organization, email: b.email, url: b.url });
     queue(&s, &row, m).await
@@ -146,7 +145,7 @@ pub struct SendReactionIn {
     request_body = SendReactionIn,
     responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = [])))]
-async fn send_reaction(State(s): State<AppState>, ActionInstance(row): ActionInstance, ValidatedJson(b): ValidatedJson<SendReactionIn>) -> Result<Json<SendActionOut>, ApiError> {
+async fn send_reaction(State(s): State<AppState>, ActionInstance(row): ActionInstance, ActionJson(b): ActionJson<SendReactionIn>) -> Result<Json<SendActionOut>, ApiError> {
     let mut m = message(b.phone, MessageType::Reaction);
     m.reaction = Some(ReactionIn { message_id: b.message_id, emoji: b.reaction });
     queue(&s, &row, m).await
@@ -168,7 +167,7 @@ pub struct SendLocationIn {
     request_body = SendLocationIn,
     responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = [])))]
-async fn send_location(State(s): State<AppState>, ActionInstance(row): ActionInstance, ValidatedJson(b): ValidatedJson<SendLocationIn>) -> Result<Json<SendActionOut>, ApiError> {
+async fn send_location(State(s): State<AppState>, ActionInstance(row): ActionInstance, ActionJson(b): ActionJson<SendLocationIn>) -> Result<Json<SendActionOut>, ApiError> {
     let mut m = message(b.number, MessageType::Location);
     m.location = Some(LocationIn { latitude: b.latitude, longitude: b.longitude, name: b.title, address: b.address });
     queue(&s, &row, m).await
@@ -195,7 +194,7 @@ fn one() -> u32 {
     request_body = SendPollIn,
     responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = [])))]
-async fn send_poll(State(s): State<AppState>, ActionInstance(row): ActionInstance, ValidatedJson(b): ValidatedJson<SendPollIn>) -> Result<Json<SendActionOut>, ApiError> {
+async fn send_poll(State(s): State<AppState>, ActionInstance(row): ActionInstance, ActionJson(b): ActionJson<SendPollIn>) -> Result<Json<SendActionOut>, ApiError> {
     let mut m = message(b.number, MessageType::Poll);
     m.poll = Some(PollIn { name: b.name, values: b.values, selectable_count: b.selectable_count });
     queue(&s, &row, m).await
@@ -221,7 +220,7 @@ pub struct SendMediaIn {
     request_body = SendMediaIn,
     responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = [])))]
-async fn send_media(State(s): State<AppState>, ActionInstance(row): ActionInstance, ValidatedJson(b): ValidatedJson<SendMediaIn>) -> Result<Json<SendActionOut>, ApiError> {
+async fn send_media(State(s): State<AppState>, ActionInstance(row): ActionInstance, ActionJson(b): ActionJson<SendMediaIn>) -> Result<Json<SendActionOut>, ApiError> {
     let kind = match b.mediatype.as_deref() {
         Some("image") => MessageType::Image,
         Some("video") => MessageType::Video,
@@ -260,7 +259,7 @@ pub struct SendAudioIn {
     request_body = SendAudioIn,
     responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = [])))]
-async fn send_audio(State(s): State<AppState>, ActionInstance(row): ActionInstance, ValidatedJson(b): ValidatedJson<SendAudioIn>) -> Result<Json<SendActionOut>, ApiError> {
+async fn send_audio(State(s): State<AppState>, ActionInstance(row): ActionInstance, ActionJson(b): ActionJson<SendAudioIn>) -> Result<Json<SendActionOut>, ApiError> {
     let mut m = message(b.number, MessageType::Voice);
     m.media = Some(MediaIn { url: Some(b.audio), data: None, mime_type: None, filename: None });
     queue(&s, &row, m).await

@@ -161,7 +161,7 @@ pub struct SettingsIn {
 async fn settings(
     State(state): State<AppState>,
     ActionInstance(row): ActionInstance,
-    ValidatedJson(body): ValidatedJson<SettingsIn>,
+    ActionJson(body): ActionJson<SettingsIn>,
 ) -> Result<Json<SettingsOut>, ApiError> {
     let patch = SettingsPatch { reject_call: body.reject_call, msg_call: body.msg_call };
     let updated = crate::routes::instances::edit(&state, &row.id, |f| {
@@ -170,6 +170,18 @@ async fn settings(
     })
     .await?;
     Ok(Json(SettingsOut { reject_call: updated.reject_call, msg_call: updated.msg_call }))
+}
+
+/// A JSON body on an action route: every refusal of it (malformed, wrong fields, over
+/// the body limit) is 400, the only client error these routes use besides 401 and 404.
+pub struct ActionJson<T>(pub T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<S> for ActionJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, Self::Rejection> {
+        ValidatedJson::<T>::from_request(req, state).await.map(|ValidatedJson(t)| ActionJson(t)).map_err(as_400)
+    }
 }
 
 /// The action routes document only 200, 400 and 404: other refusals become 400.

@@ -3,7 +3,7 @@
 //! through the instance's worker first and are recorded once it accepted them.
 //! `{jid}` is a JID or a phone number with country code.
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, Utc};
@@ -17,7 +17,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::extract::{InstanceAccess, ValidatedJson};
+use crate::extract::{InstanceAccess, ValidatedJson, ValidatedQuery};
 use crate::pagination::{self, PageQuery};
 use crate::state::AppState;
 
@@ -60,6 +60,7 @@ impl From<ChatRow> for ChatOut {
 pub struct ChatListOut {
     pub chats: Vec<ChatOut>,
     /// Pass as `cursor` for the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
 }
 
@@ -176,7 +177,7 @@ fn message_out(state: &AppState, r: LogRow, now: DateTime<Utc>) -> LogMessageOut
 async fn list(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
-    Query(q): Query<PageQuery>,
+    ValidatedQuery(q): ValidatedQuery<PageQuery>,
 ) -> Result<Json<ChatListOut>, ApiError> {
     let limit = pagination::limit(q.limit, 50, 200)?;
     let after = q.cursor.as_deref().map(|c| decode_chat_cursor(c, &id)).transpose()?;
@@ -304,7 +305,7 @@ async fn history(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
     Path(ids): Path<(String, String)>,
-    Query(q): Query<PageQuery>,
+    ValidatedQuery(q): ValidatedQuery<PageQuery>,
 ) -> Result<Json<MessagePageOut>, ApiError> {
     let jid = jid_of(&ids.1)?;
     let limit = pagination::limit(q.limit, 50, 200)?;

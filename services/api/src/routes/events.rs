@@ -9,7 +9,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use async_nats::jetstream::consumer::{push, DeliverPolicy};
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures::{Stream, StreamExt};
@@ -22,7 +22,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::catalog::Event;
-use crate::extract::{Admin, InstanceAccess};
+use crate::extract::{Admin, InstanceAccess, ValidatedQuery};
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -152,7 +152,7 @@ async fn instance_events(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
     headers: HeaderMap,
-    Query(q): Query<StreamQuery>,
+    ValidatedQuery(q): ValidatedQuery<StreamQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     shared::db::instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
     open(state, headers, q, Some(id)).await
@@ -174,7 +174,7 @@ async fn all_events(
     State(state): State<AppState>,
     _admin: Admin,
     headers: HeaderMap,
-    Query(q): Query<StreamQuery>,
+    ValidatedQuery(q): ValidatedQuery<StreamQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     open(state, headers, q, None).await
 }

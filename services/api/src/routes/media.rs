@@ -3,6 +3,7 @@
 //! disabled (listening beyond loopback with no `public_url`) is 409 `conflict`; media the
 //! network no longer had is 410 `media_unavailable`.
 
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -41,11 +42,13 @@ pub struct Signed {
         (status = 502, description = "`worker_error` (retryable): not downloaded yet; the worker retries the download in the background", body = ErrorBody),
     ),
     security(("signed_url" = [])))]
-async fn serve(State(state): State<AppState>, Path(id): Path<String>, Query(q): Query<Signed>) -> Result<Response, ApiError> {
+async fn serve(State(state): State<AppState>, Path(id): Path<String>, q: Result<Query<Signed>, QueryRejection>) -> Result<Response, ApiError> {
     if !state.media_urls.enabled() {
         return Err(ApiError::new(ErrorCode::Conflict, "signed media URLs are disabled: set public_url"));
     }
     let forbidden = || ApiError::new(ErrorCode::Forbidden, "the media URL's signature is invalid or expired");
+    // A query that does not parse (e.g. `exp=abc`) is a bad signature too.
+    let Ok(Query(q)) = q else { return Err(forbidden()) };
     let (Some(exp), Some(sig)) = (q.exp, q.sig.as_deref()) else { return Err(forbidden()) };
     if !state.media_urls.verify(&id, exp, sig, chrono::Utc::now()) {
         return Err(forbidden());

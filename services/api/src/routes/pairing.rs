@@ -135,7 +135,7 @@ async fn qr(State(state): State<AppState>, InstanceAccess { id, .. }: InstanceAc
         (status = 401, description = "`unauthorized`", body = ErrorBody),
         (status = 403, description = "`forbidden`", body = ErrorBody),
         (status = 404, description = "`instance_not_found`", body = ErrorBody),
-        (status = 409, description = "`instance_not_pairing` or `instance_not_connected`", body = ErrorBody),
+        (status = 409, description = "`instance_not_pairing` (also when no session runs: retryable after a connect), or `instance_banned`", body = ErrorBody),
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
@@ -145,7 +145,14 @@ async fn pairing_code(
     ValidatedJson(body): ValidatedJson<PairingCodeIn>,
 ) -> Result<Json<PairingCodeOut>, ApiError> {
     let phone = normalize_phone(&body.phone)?;
-    let v = crate::rpc::call(&state, &id, RpcRequest::PairingCode { phone }).await?;
+    // No session runs: the instance is not in qr_pending, which is what the spec's
+    // `instance_not_pairing` says (retryable: connect, then ask again).
+    let v = crate::rpc::call(&state, &id, RpcRequest::PairingCode { phone }).await.map_err(|e| match e.code {
+        ErrorCode::InstanceNotConnected => {
+            ApiError::new(ErrorCode::InstanceNotPairing, format!("no pairing code outside qr_pending: {}", e.message)).with_retryable(e.retryable)
+        }
+        _ => e,
+    })?;
     let pairing_code = v["pairing_code"].as_str().ok_or_else(|| ApiError::internal("pairing code reply without a code"))?;
     Ok(Json(PairingCodeOut { pairing_code: pairing_code.to_string() }))
 }

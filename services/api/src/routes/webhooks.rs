@@ -1,7 +1,7 @@
 //! `{inst}/webhooks`: an instance's webhook endpoints and their delivery log. Another
 //! instance's webhook is 404 `not_found`, like one that does not exist.
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, Utc};
@@ -17,7 +17,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::extract::{InstanceAccess, ValidatedJson};
+use crate::extract::{InstanceAccess, ValidatedJson, ValidatedQuery};
 use crate::pagination::PageQuery;
 use crate::state::AppState;
 
@@ -283,6 +283,7 @@ impl From<DeliveryRow> for DeliveryOut {
 pub struct DeliveryListOut {
     pub deliveries: Vec<DeliveryOut>,
     /// Pass as `cursor` for the next (older) page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
 }
 
@@ -311,7 +312,7 @@ async fn deliveries(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
     Path(ids): Path<(String, String)>,
-    Query(q): Query<PageQuery>,
+    ValidatedQuery(q): ValidatedQuery<PageQuery>,
 ) -> Result<Json<DeliveryListOut>, ApiError> {
     let limit = crate::pagination::limit(q.limit, 50, 100)?;
     let hook = webhook_of(&state, &id, &ids.1).await?;
