@@ -267,3 +267,76 @@ async fn token_changes_reach_every_api_pod_before_the_cache_expires() {
     assert!(start.elapsed() < api::auth_cache::TTL);
     a.client(Some(token)).get("/v1/me").await.expect_error(401, "unauthorized");
 }
+
+#[tokio::test]
+async fn bulk_applies_one_action_per_instance_by_ids_or_by_tag() {
+    let api = TestApi::start().await;
+    let admin = api.admin();
+    let mut tagged = Vec::new();
+    for n in 0..3 {
+        let i = admin.post("/v1/instances", &serde_json::json!({ "name": format!("fleet-{n}"), "tags": ["fleet"] })).await.expect(201);
+        tagged.push((i["instance"]["id"].as_str().unwrap().to_string(), i["token"].as_str().unwrap().to_string()));
+    }
+    let (lone, lone_token) = api.create_instance("lone").await;
+    let lone_id = lone["id"].as_str().unwrap().to_string();
+
+    // By tag, two per call: every tagged instance once, in id order, the other untouched.
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut body = serde_json::json!({ "action": "connect", "tag": "fleet", "limit": 2 });
+        if let Some(c) = &cursor {
+            body["cursor"] = c.clone().into();
+        }
+        let out = admin.post("/v1/instances/bulk", &body).await.expect(200);
+        assert_eq!(out["failed"], 0, "{out}");
+        seen.extend(out["results"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap().to_string()));
+        match out.get("next_cursor").and_then(|c| c.as_str()) {
+            Some(c) => cursor = Some(c.to_string()),
+            None => break,
+        }
+    }
+    let mut want: Vec<String> = tagged.iter().map(|(id, _)| id.clone()).collect();
+    want.sort();
+    assert_eq!(seen, want);
+    let db = shared::db::connect(&api.config).await.unwrap();
+    let desired: Vec<String> = sqlx::query_scalar("SELECT id FROM instances WHERE desired ORDER BY id").fetch_all(&db).await.unwrap();
+    assert_eq!(desired, want, "connected: wanted running, the untagged one not");
+
+    // By ids: each its own result, in the order given; one unknown fails alone.
+    let ghost = "inst_00000000000000000000000000000000";
+    let out = admin
+        .post("/v1/instances/bulk", &serde_json::json!({ "action": "delete", "ids": [tagged[0].0, ghost, lone_id] }))
+        .await
+        .expect(200);
+    assert_eq!((out["succeeded"].as_u64(), out["failed"].as_u64()), (Some(2), Some(1)));
+    assert_eq!(out["results"][0], serde_json::json!({ "id": tagged[0].0, "ok": true }));
+    assert_eq!(out["results"][1]["error"]["code"], "instance_not_found");
+    assert_eq!(out["results"][2]["ok"], true);
+    api.client(Some(lone_token)).get("/v1/me").await.expect_error(401, "unauthorized");
+    api.client(Some(tagged[0].1.clone())).get("/v1/me").await.expect_error(401, "unauthorized");
+    api.client(Some(tagged[1].1.clone())).get("/v1/me").await.expect(200);
+
+    // Logout with no worker running them: refused per instance, as its own route would.
+    let out = admin.post("/v1/instances/bulk", &serde_json::json!({ "action": "logout", "ids": [tagged[1].0] })).await.expect(200);
+    assert_eq!(out["results"][0]["error"]["code"], "instance_not_connected");
+
+    // Bad requests change nothing; instance tokens may not.
+    for bad in [
+        serde_json::json!({ "action": "connect" }),
+        serde_json::json!({ "action": "connect", "ids": [], }),
+        serde_json::json!({ "action": "connect", "ids": ["nope"] }),
+        serde_json::json!({ "action": "explode", "ids": [tagged[1].0] }),
+        serde_json::json!({ "action": "connect", "ids": [tagged[1].0], "tag": "fleet" }),
+        serde_json::json!({ "action": "connect", "tag": "fleet", "cursor": "garbage" }),
+        serde_json::json!({ "action": "connect", "tag": "fleet", "limit": 501 }),
+    ] {
+        admin.post("/v1/instances/bulk", &bad).await.expect_error(400, "validation_failed");
+    }
+    api.client(Some(tagged[1].1.clone()))
+        .post("/v1/instances/bulk", &serde_json::json!({ "action": "delete", "ids": [tagged[1].0] }))
+        .await
+        .expect_error(403, "forbidden");
+    let ids = (0..501).map(|_| shared::ids::InstanceId::new().to_string()).collect::<Vec<_>>();
+    admin.post("/v1/instances/bulk", &serde_json::json!({ "action": "connect", "ids": ids })).await.expect_error(400, "validation_failed");
+}

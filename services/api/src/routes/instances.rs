@@ -413,12 +413,19 @@ async fn delete(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
 ) -> Result<StatusCode, ApiError> {
-    if !instances::delete(&state.db, &id).await? {
+    delete_one(&state, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Deletes the instance and revokes its token on every API pod. Shared with the bulk
+/// route.
+pub async fn delete_one(state: &AppState, id: &InstanceId) -> Result<(), ApiError> {
+    if !instances::delete(&state.db, id).await? {
         return Err(ApiError::instance_not_found());
     }
-    crate::auth_cache::invalidate(&state, &id).await;
+    crate::auth_cache::invalidate(state, id).await;
     tracing::info!(instance_id = %id, "instance deleted");
-    Ok(StatusCode::NO_CONTENT)
+    Ok(())
 }
 
 fn clamp_i32(v: u32) -> i32 {
@@ -528,7 +535,7 @@ pub fn redact_proxy(p: &str) -> String {
     }
 }
 
-fn decode_cursor(c: &str) -> Result<InstanceId, ApiError> {
+pub fn decode_cursor(c: &str) -> Result<InstanceId, ApiError> {
     let f = crate::pagination::decode(c, &["i1"], 2)?;
     InstanceId::parse(&f[1]).map_err(|_| ApiError::validation("invalid cursor"))
 }

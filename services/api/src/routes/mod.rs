@@ -2,6 +2,7 @@
 
 pub mod action_send;
 pub mod actions;
+pub mod bulk;
 pub mod chats;
 pub mod contacts;
 pub mod events;
@@ -30,6 +31,7 @@ pub fn all() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(crate::openapi::base())
         .merge(me::router())
         .merge(instances::router())
+        .merge(bulk::router())
         .merge(pairing::router())
         .merge(messages::router())
         .merge(actions::router())

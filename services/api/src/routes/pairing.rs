@@ -170,7 +170,7 @@ async fn pairing_code(
     ),
     security(("admin" = []), ("instance" = [])))]
 async fn logout(State(state): State<AppState>, InstanceAccess { id, .. }: InstanceAccess) -> Result<Json<InstanceOut>, ApiError> {
-    crate::rpc::call(&state, &id, RpcRequest::Logout).await?;
+    logout_one(&state, &id).await?;
     let row = instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
     Ok(Json(row.into()))
 }
@@ -191,15 +191,24 @@ async fn restart(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
 ) -> Result<(StatusCode, Json<InstanceOut>), ApiError> {
-    match crate::rpc::call(&state, &id, RpcRequest::Restart).await {
-        Ok(_) => {}
-        Err(e) if e.code == ErrorCode::InstanceNotConnected => {
-            start(&state, &id).await?;
-        }
-        Err(e) => return Err(e),
-    }
+    restart_one(&state, &id).await?;
     let row = instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
     Ok((StatusCode::ACCEPTED, Json(row.into())))
+}
+
+/// Restarts the instance's session, or starts it when no worker runs it. Shared with
+/// the bulk route.
+pub async fn restart_one(state: &AppState, id: &InstanceId) -> Result<(), ApiError> {
+    match crate::rpc::call(state, id, RpcRequest::Restart).await {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == ErrorCode::InstanceNotConnected => start(state, id).await.map(drop),
+        Err(e) => Err(e),
+    }
+}
+
+/// Logs the instance out (its worker unlinks the device). Shared with the bulk route.
+pub async fn logout_one(state: &AppState, id: &InstanceId) -> Result<(), ApiError> {
+    crate::rpc::call(state, id, RpcRequest::Logout).await.map(drop)
 }
 
 /// A phone number as digits (a leading `+` and separators are dropped): 7-15 digits.
