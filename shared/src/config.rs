@@ -306,6 +306,9 @@ impl Config {
         if !(1_000..=60_000).contains(&self.default_min_interval_ms) {
             errors.push("default_min_interval_ms must be between 1000 and 60000".to_string());
         }
+        if self.media_retry_base_ms < 100 {
+            errors.push("media_retry_base_ms must be at least 100".to_string());
+        }
         if !(1..=60).contains(&self.default_max_per_minute) {
             errors.push("default_max_per_minute must be between 1 and 60".to_string());
         }

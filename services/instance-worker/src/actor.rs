@@ -80,7 +80,7 @@ pub(crate) struct Actor {
     pub(crate) ctx: Arc<Ctx>,
     pub(crate) id: InstanceId,
     pub(crate) epoch: i64,
-    state: InstanceState,
+    pub(crate) state: InstanceState,
     credentials: Option<serde_json::Value>,
     /// The instance's proxy when it was claimed (a change applies at the next claim).
     proxy_url: Option<String>,

@@ -72,9 +72,6 @@ pub async fn prepare(db: &sqlx::PgPool, instance: &InstanceId, batch: Vec<Incomi
     msgs
 }
 
-/// Most pending media downloads tried per round, so a backlog never holds the actor up
-/// for long.
-const MEDIA_RETRIES_PER_ROUND: i64 = 4;
 /// Tries of a pending download (the first included) before it is recorded as unavailable.
 pub const MEDIA_TRIES: i32 = 8;
 /// How often an actor looks for pending media when it knows of none (the WhatsApp
@@ -135,29 +132,44 @@ impl Actor {
     }
 }
 
+/// The most a download may bring to be stored (Postgres `bytea` holds under 1 GiB);
+/// larger media is recorded as unavailable rather than retried.
+const MEDIA_STORE_MAX: usize = 1_000 * 1024 * 1024;
+
 impl Actor {
-    /// Tries again the downloads that are due, records each outcome (fenced) and sets
-    /// when to look next: the next pending download's time, or a while from now.
+    /// Tries again one download that is due, records its outcome (fenced) and sets when
+    /// to look next. One per round, so the actor's other work (RPCs, sends, events)
+    /// interleaves with a backlog; only while connected, so a session that is down
+    /// spends no tries.
     pub(crate) async fn retry_media(&mut self, session: &dyn Session) -> Step {
-        let now = tokio::time::Instant::now();
-        let due = match log::pending_media(&self.ctx.db, &self.id, MEDIA_RETRIES_PER_ROUND).await {
+        let later = |base: Duration| tokio::time::Instant::now() + base.max(Duration::from_secs(5));
+        if self.state != shared::db::instances::InstanceState::Connected {
+            self.media_retry_at = later(self.ctx.media_retry_base);
+            return Step::Continue;
+        }
+        let due = match log::pending_media(&self.ctx.db, &self.id, 1).await {
             Ok(due) => due,
             Err(e) => {
                 tracing::warn!(error = %e, "reading pending media failed");
-                self.media_retry_at = now + self.ctx.media_retry_base.max(Duration::from_secs(5));
+                self.media_retry_at = later(self.ctx.media_retry_base);
                 return Step::Continue;
             }
         };
-        for m in &due {
+        if let Some(m) = due.first() {
             let r = &m.remote;
+            let locator = r["locator"].as_str().unwrap_or_default();
             let remote = RemoteMedia {
-                locator: r["locator"].as_str().unwrap_or_default().to_string(),
+                locator: locator.to_string(),
                 mime_type: r["mime_type"].as_str().unwrap_or_default().to_string(),
                 filename: r["filename"].as_str().map(str::to_string),
             };
-            let bytes = session.download(&remote).await;
+            let bytes = if locator.is_empty() { Err(DriverError::new(ErrorCode::MediaUnavailable, "no locator")) } else { session.download(&remote).await };
             let fetched = match &bytes {
-                Ok(b) => log::Fetched::Data(b),
+                Ok(b) if b.len() <= MEDIA_STORE_MAX => log::Fetched::Data(b),
+                Ok(_) => {
+                    tracing::warn!("received media is too large to store; recorded as unavailable");
+                    log::Fetched::Gone
+                }
                 Err(e) if e.code == ErrorCode::MediaUnavailable => log::Fetched::Gone,
                 Err(_) if m.fetch_attempts + 2 >= MEDIA_TRIES => {
                     tracing::warn!("received media could not be downloaded after its last try; recorded as unavailable");
@@ -168,15 +180,25 @@ impl Actor {
             match log::resolve_media(&self.ctx.db, &self.id, self.epoch, m, fetched).await {
                 Ok(true) => {}
                 Ok(false) => return self.fenced(Ok(false)),
-                Err(e) => tracing::warn!(error = %e, "recording a media download failed"),
+                Err(e) => {
+                    // Nothing recorded: the row is still due. Wait before the next try
+                    // rather than fetching it again at once.
+                    tracing::warn!(error = %e, "recording a media download failed");
+                    self.media_retry_at = later(self.ctx.media_retry_base);
+                    return Step::Continue;
+                }
             }
         }
-        let next = match log::next_media_retry(&self.ctx.db, &self.id).await {
-            Ok(Some(at)) => now + (at - chrono::Utc::now()).to_std().unwrap_or_default(),
+        // The wait is computed by Postgres, whose clock decided what was due; a round
+        // that found nothing due waits at least a second, so clocks apart cannot spin.
+        let found = !due.is_empty();
+        let now = tokio::time::Instant::now();
+        self.media_retry_at = match log::next_media_retry(&self.ctx.db, &self.id).await {
+            Ok(Some(wait)) if found => now + wait,
+            Ok(Some(wait)) => now + wait.max(Duration::from_secs(1)),
             Ok(None) => now + MEDIA_LOOK_EVERY,
-            Err(_) => now + self.ctx.media_retry_base.max(Duration::from_secs(5)),
+            Err(_) => later(self.ctx.media_retry_base),
         };
-        self.media_retry_at = next;
         Step::Continue
     }
 }

@@ -411,4 +411,7 @@ async fn media_that_fails_to_download_is_retried_until_it_arrives() {
     assert_eq!(res.status(), 200);
     assert_eq!(res.bytes().await.unwrap().to_vec(), photo);
     assert_eq!(reqwest::get(&pending_url).await.unwrap().status(), 200, "the same media id now serves the bytes");
+    // Nothing is pending any more: the actor has nothing to wake up for.
+    let inst_id = shared::ids::InstanceId::parse(&id).unwrap();
+    assert_eq!(shared::db::log::next_media_retry(&pool, &inst_id).await.unwrap(), None);
 }

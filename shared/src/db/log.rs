@@ -530,7 +530,17 @@ pub async fn resolve_media(pool: &PgPool, instance: &InstanceId, epoch: i64, med
     Ok(true)
 }
 
-/// When the next pending media of `instance` is due, if it has any.
-pub async fn next_media_retry(db: impl PgExecutor<'_>, instance: &InstanceId) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
-    sqlx::query_scalar("SELECT min(fetch_after) FROM media WHERE instance_id = $1 AND remote IS NOT NULL").bind(instance).fetch_one(db).await
+/// How long until the next pending media of `instance` is due (zero if one is), if it
+/// has any. Measured on Postgres's clock, the one `pending_media` decides by.
+pub async fn next_media_retry(db: impl PgExecutor<'_>, instance: &InstanceId) -> Result<Option<std::time::Duration>, sqlx::Error> {
+    let ms: Option<i64> = sqlx::query_scalar(
+        // GREATEST skips NULLs: no pending media must stay NULL, not become 0.
+        "SELECT CASE WHEN min(fetch_after) IS NULL THEN NULL \
+                ELSE GREATEST(0, (EXTRACT(EPOCH FROM min(fetch_after) - now()) * 1000)::bigint) END \
+         FROM media WHERE instance_id = $1 AND remote IS NOT NULL",
+    )
+    .bind(instance)
+    .fetch_one(db)
+    .await?;
+    Ok(ms.map(|ms| std::time::Duration::from_millis(ms as u64)))
 }

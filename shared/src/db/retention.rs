@@ -19,8 +19,8 @@ pub struct Pruned {
 }
 
 /// Removes, in batches of `batch`, what was created before `cutoff`: deliveries (a
-/// pending one is failed first), then published outbox rows. Unpublished rows stay,
-/// whatever their age: they are events not told yet. Returns what a pass removed; call
+/// pending one is failed first), then published outbox rows no delivery refers to any
+/// more. Unpublished rows stay, whatever their age: they are events not told yet. Returns what a pass removed; call
 /// again while a count equals `batch`.
 pub async fn prune(db: &PgPool, cutoff: DateTime<Utc>, batch: i64) -> Result<Pruned, sqlx::Error> {
     let (dlv, evt) = (DeliveryId::bound_at(cutoff), EventId::bound_at(cutoff));
@@ -35,7 +35,16 @@ pub async fn prune(db: &PgPool, cutoff: DateTime<Utc>, batch: i64) -> Result<Pru
     .await?
     .rows_affected();
     let deliveries = delete_older(db, "webhook_deliveries", "state <> 'pending'", &dlv, batch).await?;
-    let events = delete_older(db, "outbox", "published_at IS NOT NULL", &evt, batch).await?;
+    // An event stays while a delivery refers to it (one made late, or resent), so no
+    // delivery is ever left without its payload; it goes once they have.
+    let events = delete_older(
+        db,
+        "outbox",
+        "published_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = outbox.id)",
+        &evt,
+        batch,
+    )
+    .await?;
     Ok(Pruned { failed, deliveries, events })
 }
 

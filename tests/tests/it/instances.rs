@@ -318,7 +318,8 @@ async fn bulk_applies_one_action_per_instance_by_ids_or_by_tag() {
     api.client(Some(tagged[1].1.clone())).get("/v1/me").await.expect(200);
 
     // Logout with no worker running them: refused per instance, as its own route would.
-    let out = admin.post("/v1/instances/bulk", &serde_json::json!({ "action": "logout", "ids": [tagged[1].0] })).await.expect(200);
+    let out = admin.post("/v1/instances/bulk", &serde_json::json!({ "action": "logout", "ids": [tagged[1].0, tagged[1].0] })).await.expect(200);
+    assert_eq!(out["results"].as_array().unwrap().len(), 1, "each instance once: {out}");
     assert_eq!(out["results"][0]["error"]["code"], "instance_not_connected");
 
     // Bad requests change nothing; instance tokens may not.

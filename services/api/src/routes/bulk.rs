@@ -105,7 +105,9 @@ async fn bulk(State(state): State<AppState>, _admin: Admin, ValidatedJson(b): Va
             for id in &ids {
                 InstanceId::parse(id).map_err(|_| ApiError::validation("ids must be instance ids (inst_...)"))?;
             }
-            (ids, None)
+            // Each instance once, in the order first given.
+            let mut seen = std::collections::HashSet::new();
+            (ids.into_iter().filter(|id| seen.insert(id.clone())).collect(), None)
         }
         (None, Some(tag)) => {
             let after = b.cursor.as_deref().map(inst_routes::decode_cursor).transpose()?;

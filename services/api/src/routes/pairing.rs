@@ -149,7 +149,7 @@ async fn pairing_code(
     // `instance_not_pairing` says (retryable: connect, then ask again).
     let v = crate::rpc::call(&state, &id, RpcRequest::PairingCode { phone }).await.map_err(|e| match e.code {
         ErrorCode::InstanceNotConnected => {
-            ApiError::new(ErrorCode::InstanceNotPairing, format!("no pairing code outside qr_pending: {}", e.message)).with_retryable(e.retryable)
+            ApiError::new(ErrorCode::InstanceNotPairing, format!("no pairing code outside qr_pending: {}", e.message)).with_retryable(true)
         }
         _ => e,
     })?;

@@ -152,7 +152,9 @@ impl Driver for WhatsappDriver {
                     let change = match &*event {
                         Event::ContactUpdate(u) => Some(contacts::from_action(&u.jid, &u.action)),
                         Event::PushNameUpdate(u) => Some((
-                            map::phone_form(&u.jid, None),
+                            // Keyed like the address book: by phone number when the
+                            // network addressed the sender by LID and told the number.
+                            map::phone_form(&u.jid, u.message.source.sender_alt.as_ref()),
                             contacts::Change { name: None, push_name: Some(u.new_push_name.clone()) },
                         )),
                         _ => None,
@@ -438,7 +440,9 @@ impl Session for WaSession {
                     .map_err(|_| DriverError::new(ErrorCode::Internal, "reading the contact book failed"))?;
                 return Ok(Value::Array(list));
             }
-            _ => unreachable!("the other operations are in ops::run"),
+            // Every other operation is in ops::run; one added later and routed nowhere
+            // is refused rather than crashing the actor.
+            _ => return Err(DriverError::new(ErrorCode::NotImplemented, "this operation is not available on the whatsapp network yet")),
         }
         Ok(Value::Null)
     }
