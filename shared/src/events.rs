@@ -9,6 +9,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "message.delivered",
     "message.read",
     "message.received",
+    "message.media_updated",
     "reaction.received",
     "instance.state",
     "instance.qr_updated",

@@ -83,6 +83,18 @@ pub struct ReceivedMessageEventData {
     pub timestamp: DateTime<Utc>,
 }
 
+/// `message.media_updated`: received media that was pending (its download failed for a
+/// passing reason) was downloaded, or the network turned out not to have it any more.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MediaUpdatedEventData {
+    pub message_id: MessageId,
+    pub wa_message_id: String,
+    pub chat_jid: String,
+    /// The message's `content.media` now: `size` and `sha256` once downloaded, or
+    /// `expired: true`.
+    pub media: serde_json::Value,
+}
+
 /// `reaction.received`: someone reacted to a message (an empty emoji removes it).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ReactionEventData {
@@ -148,6 +160,7 @@ pub const CATALOG: &[(&str, &str, &str)] = &[
     ("message.delivered", "A sent message reached the recipient's device.", "ReceiptEventData"),
     ("message.read", "The recipient read a sent message.", "ReceiptEventData"),
     ("message.received", "A message arrived, or was sent from the phone itself.", "ReceivedMessageEventData"),
+    ("message.media_updated", "Received media that was pending was downloaded (or is gone for good).", "MediaUpdatedEventData"),
     ("reaction.received", "Someone reacted to a message.", "ReactionEventData"),
     ("instance.state", "The instance's connection state moved.", "InstanceStateEventData"),
     ("instance.qr_updated", "A new QR code is on show for pairing.", "QrUpdatedEventData"),

@@ -25,7 +25,7 @@ use utoipa::{Modify, OpenApi};
     components(schemas(
         ErrorBody, ErrorDetail, ErrorCode,
         catalog::Event, catalog::InstanceStateEventData, catalog::QrUpdatedEventData, catalog::ConnectedEventData,
-        catalog::EmptyEventData, catalog::ReceiptEventData, catalog::ReceivedMessageEventData,
+        catalog::EmptyEventData, catalog::ReceiptEventData, catalog::ReceivedMessageEventData, catalog::MediaUpdatedEventData,
         catalog::ReactionEventData, catalog::ChatUpdatedEventData, catalog::ContactUpdatedEventData,
         catalog::LabelUpdatedEventData, catalog::CallRejectedEventData, catalog::WebhookDisabledEventData,
         crate::routes::messages::MessageOut,

@@ -411,6 +411,11 @@ async fn media_that_fails_to_download_is_retried_until_it_arrives() {
     assert_eq!(res.status(), 200);
     assert_eq!(res.bytes().await.unwrap().to_vec(), photo);
     assert_eq!(reqwest::get(&pending_url).await.unwrap().status(), 200, "the same media id now serves the bytes");
+    // Who saw the message arrive with pending media is told it is there now.
+    let updated = events(&c, &id, "message.media_updated").await;
+    assert_eq!(updated.len(), 1, "{updated:?}");
+    assert_eq!(updated[0]["data"]["media"]["size"], photo.len());
+    assert_eq!(updated[0]["data"]["message_id"], msgs[0]["id"]);
     // Nothing is pending any more: the actor has nothing to wake up for.
     let inst_id = shared::ids::InstanceId::parse(&id).unwrap();
     assert_eq!(shared::db::log::next_media_retry(&pool, &inst_id).await.unwrap(), None);

@@ -471,8 +471,8 @@ pub enum Fetched<'a> {
 }
 
 /// Records a retried download, fenced: with bytes (or for good without), the media row
-/// stops being pending and the logged message's descriptor is updated in the same
-/// transaction. Returns false when another worker owns the instance now.
+/// stops being pending and the logged message's descriptor is updated, with a
+/// `message.media_updated` event, in the same transaction. Returns false when another worker owns the instance now.
 pub async fn resolve_media(pool: &PgPool, instance: &InstanceId, epoch: i64, media: &PendingMedia, fetched: Fetched<'_>) -> Result<bool, sqlx::Error> {
     use crate::db::messages::{media_descriptor, MediaBody};
     let mut tx = pool.begin().await?;
@@ -515,17 +515,23 @@ pub async fn resolve_media(pool: &PgPool, instance: &InstanceId, epoch: i64, med
     .bind(data.is_none())
     .execute(&mut *tx)
     .await?;
-    sqlx::query(
+    let updated: Option<(MessageId, String, String)> = sqlx::query_as(
         "UPDATE log_messages SET content = jsonb_set(content, '{media}', $4) \
-         WHERE instance_id = $1 AND chat_jid = $2 AND wa_message_id = $3 AND content->'media'->>'id' = $5",
+         WHERE instance_id = $1 AND chat_jid = $2 AND wa_message_id = $3 AND content->'media'->>'id' = $5 \
+         RETURNING id, chat_jid, wa_message_id",
     )
     .bind(instance)
     .bind(r["chat_jid"].as_str().unwrap_or_default())
     .bind(r["wa_message_id"].as_str().unwrap_or_default())
     .bind(&desc)
     .bind(media.id.to_string())
-    .execute(&mut *tx)
+    .fetch_optional(&mut *tx)
     .await?;
+    // Who got `message.received` with `pending: true` learns the outcome.
+    if let Some((message_id, chat_jid, wa_message_id)) = updated {
+        let data = json!({ "message_id": message_id, "wa_message_id": wa_message_id, "chat_jid": chat_jid, "media": desc });
+        outbox::insert(&mut *tx, instance, "message.media_updated", data).await?;
+    }
     tx.commit().await?;
     Ok(true)
 }
