@@ -400,8 +400,12 @@ pub enum Serving {
     Pending,
 }
 
+/// A media row as serving reads it: (mime type, filename, bytes unless expired, expired,
+/// pending).
+type ServingRow = (String, Option<String>, Option<Vec<u8>>, bool, bool);
+
 pub async fn media_for_serving(db: impl PgExecutor<'_>, id: &str) -> Result<Option<Serving>, sqlx::Error> {
-    let row: Option<(String, Option<String>, Option<Vec<u8>>, bool, bool)> = sqlx::query_as(
+    let row: Option<ServingRow> = sqlx::query_as(
         "SELECT mime_type, filename, CASE WHEN expired THEN NULL ELSE data END, expired, remote IS NOT NULL FROM media WHERE id = $1",
     )
     .bind(id)
