@@ -29,14 +29,27 @@ fi
 pl_ensure_deps
 export PATH=$PL_PG_BIN:$PATH
 
-echo "==> starting the local cluster (release build)"
 # shellcheck source=loadtest/lib.sh
 source loadtest/lib.sh
-lt_start_cluster
-ADMIN=$PACELINE_ADMIN_TOKEN
+# LOADTEST_API_URL (with LOADTEST_ADMIN_TOKEN and LOADTEST_DATABASE_URL): measure a
+# cluster that runs elsewhere, so the load generator has this machine to itself; the
+# ratio is then taken against pgbench on that cluster's Postgres, run from here.
+if [[ -n ${LOADTEST_API_URL:-} ]]; then
+    API=${LOADTEST_API_URL%/}
+    ADMIN=${LOADTEST_ADMIN_TOKEN:?LOADTEST_ADMIN_TOKEN is needed with LOADTEST_API_URL}
+    PACELINE_DATABASE_URL=${LOADTEST_DATABASE_URL:?LOADTEST_DATABASE_URL is needed with LOADTEST_API_URL}
+    LOG=$(mktemp)
+    trap 'rm -f "$LOG"' EXIT
+    echo "==> measuring the cluster at $API"
+else
+    echo "==> starting the local cluster (release build)"
+    lt_start_cluster
+    API=http://127.0.0.1:8787
+    ADMIN=$PACELINE_ADMIN_TOKEN
+fi
 
 NAME="bench-$(date +%s)"
-CREATED=$(curl -sf http://127.0.0.1:8787/v1/instances -H "Authorization: Bearer $ADMIN" -d "{\"name\": \"$NAME\"}")
+CREATED=$(curl -sf "$API/v1/instances" -H "Authorization: Bearer $ADMIN" -d "{\"name\": \"$NAME\"}")
 export LOADTEST_TOKEN
 export LOADTEST_INSTANCE
 LOADTEST_TOKEN=$(printf '%s' "$CREATED" | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
@@ -49,10 +62,10 @@ SAMPLER=$!
 if [[ ${LOADTEST_PG_STATS:-0} == 1 ]]; then
     psql -q "$PACELINE_DATABASE_URL" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()" >/dev/null
 fi
-RESULT=$("$LOADER" --host http://127.0.0.1:8787 --users "$USERS" --increase-rate "$USERS" --run-time "${SECS}s" --quiet --no-print-metrics 2>/dev/null | grep '^accepted=')
+RESULT=$("$LOADER" --host "$API" --users "$USERS" --increase-rate "$USERS" --run-time "${SECS}s" --quiet --no-print-metrics 2>/dev/null | grep '^accepted=')
 echo "    $RESULT"
 wait "$SAMPLER" || true
-echo "    CPU by process during the run (200% = both cores):"
+echo "    CPU by process on this machine during the run (200% = both cores):"
 cat "$LOG.cpu" 2>/dev/null || true
 rm -f "$LOG.cpu"
 if [[ ${LOADTEST_PG_STATS:-0} == 1 ]]; then
