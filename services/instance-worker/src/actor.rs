@@ -153,9 +153,9 @@ impl Actor {
                 return self.stop().await;
             };
             let target = crate::driver::OpenTarget { instance: self.id.clone(), epoch: self.epoch, proxy_url: self.proxy_url.clone() };
-            let opened = tokio::select! {
-                _ = cancel.cancelled() => return self.stop().await,
-                r = driver.open(&target, self.credentials.clone()) => r,
+            let credentials = self.credentials.clone();
+            let Some(opened) = self.while_idle(rpc, cancel, driver.open(&target, credentials)).await else {
+                return self.stop().await;
             };
             let (session, mut events) = match opened {
                 Ok(s) => s,
@@ -170,10 +170,10 @@ impl Actor {
                         RECONNECT[attempt.min(RECONNECT.len() - 1)]
                     };
                     attempt += 1;
-                    tokio::select! {
-                        _ = cancel.cancelled() => return self.stop().await,
-                        _ = tokio::time::sleep(wait) => continue,
+                    if self.while_idle(rpc, cancel, tokio::time::sleep(wait)).await.is_none() {
+                        return self.stop().await;
                     }
+                    continue;
                 }
             };
             let step = loop {
@@ -211,17 +211,15 @@ impl Actor {
                 Step::Exit(o) => return o,
                 Step::ReconnectAt(at) => {
                     let wait = (at - chrono::Utc::now()).to_std().unwrap_or_default();
-                    tokio::select! {
-                        _ = cancel.cancelled() => return self.stop().await,
-                        _ = tokio::time::sleep(wait) => {}
+                    if self.while_idle(rpc, cancel, tokio::time::sleep(wait)).await.is_none() {
+                        return self.stop().await;
                     }
                 }
                 _ => {
                     let wait = RECONNECT[attempt.min(RECONNECT.len() - 1)];
                     attempt += 1;
-                    tokio::select! {
-                        _ = cancel.cancelled() => return self.stop().await,
-                        _ = tokio::time::sleep(wait) => {}
+                    if self.while_idle(rpc, cancel, tokio::time::sleep(wait)).await.is_none() {
+                        return self.stop().await;
                     }
                 }
             }
@@ -361,6 +359,55 @@ impl Actor {
                 Step::Exit(Outcome::Ended)
             }
             other => other,
+        }
+    }
+
+    /// Waits for `fut` (a session opening, a pause before reconnecting) while answering
+    /// requests at once as "no session yet", so callers get 409 rather than waiting out
+    /// the RPC timeout. `None`: cancelled first.
+    async fn while_idle<F: std::future::Future>(
+        &mut self,
+        rpc: &mut async_nats::Subscriber,
+        cancel: &CancellationToken,
+        fut: F,
+    ) -> Option<F::Output> {
+        tokio::pin!(fut);
+        loop {
+            tokio::select! {
+                _ = cancel.cancelled() => return None,
+                out = &mut fut => return Some(out),
+                Some(msg) = rpc.next() => self.rpc_without_session(msg).await,
+            }
+        }
+    }
+
+    /// The answer to a request while no session is open: the instance is connecting.
+    async fn rpc_without_session(&mut self, msg: async_nats::Message) {
+        let Some(reply_to) = msg.reply.clone() else { return };
+        let state = self.state.as_str();
+        let (reply, kind) = match serde_json::from_slice::<RpcRequest>(&msg.payload) {
+            Err(_) => (RpcReply::err(ErrorCode::ValidationFailed, "unknown request"), "unknown"),
+            Ok(RpcRequest::PairingCode { .. }) => (
+                RpcReply::Err { code: ErrorCode::InstanceNotPairing, message: format!("the instance is {state}, not qr_pending"), retryable: true },
+                "pairing_code",
+            ),
+            // Already (re)connecting: nothing more to do.
+            Ok(RpcRequest::Restart) => (RpcReply::Ok { value: serde_json::Value::Null }, "restart"),
+            Ok(other) => {
+                let kind = match other {
+                    RpcRequest::Logout => "logout",
+                    RpcRequest::Net { .. } => "net",
+                    _ => "check_numbers",
+                };
+                let message = format!("the instance is {state}: its session is not open yet");
+                (RpcReply::Err { code: ErrorCode::InstanceNotConnected, message, retryable: true }, kind)
+            }
+        };
+        let result = if matches!(reply, RpcReply::Ok { .. }) { "ok" } else { "error" };
+        metrics::counter!(RPC, "type" => kind, "result" => result).increment(1);
+        let payload = serde_json::to_vec(&reply).expect("replies serialize");
+        if let Err(e) = self.ctx.nats.publish(reply_to, payload.into()).await {
+            tracing::warn!(error = %e, "rpc reply failed");
         }
     }
 

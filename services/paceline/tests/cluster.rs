@@ -277,6 +277,12 @@ async fn an_unreachable_whatsapp_network_leaves_the_instance_connecting() {
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(admin.get(&format!("/v1/instances/{id}")).await.expect(200)["state"], "connecting");
     admin.get(&format!("/v1/instances/{id}/qr")).await.expect_error(409, "instance_not_pairing");
+    // Requests for the session are answered at once while it opens or waits to retry
+    // (not left to the RPC timeout's 504).
+    let r = admin.get(&format!("/v1/instances/{id}/contacts")).await;
+    assert_eq!(r.body["error"]["retryable"], true, "{}", r.text);
+    r.expect_error(409, "instance_not_connected");
+    admin.post(&format!("/v1/instances/{id}/pairing-code"), &json!({ "phone": "5511999990001" })).await.expect_error(409, "instance_not_pairing");
     assert_eq!(c.worker_metric(0, "paceline_worker_leases_held", "").await, 1.0);
     let pool = c.pool().await;
     let (device,): (i64,) = sqlx::query_as("SELECT count(*) FROM wa_store WHERE instance_id = $1 AND kind = 'device'")
