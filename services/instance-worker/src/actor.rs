@@ -403,6 +403,11 @@ impl Actor {
                 (RpcReply::Err { code: ErrorCode::InstanceNotConnected, message, retryable: true }, kind)
             }
         };
+        self.answer(reply_to, reply, kind).await;
+    }
+
+    /// Sends an RPC answer, counted by request type and result.
+    async fn answer(&self, reply_to: async_nats::Subject, reply: RpcReply, kind: &'static str) {
         let result = if matches!(reply, RpcReply::Ok { .. }) { "ok" } else { "error" };
         metrics::counter!(RPC, "type" => kind, "result" => result).increment(1);
         let payload = serde_json::to_vec(&reply).expect("replies serialize");
@@ -462,12 +467,7 @@ impl Actor {
                 (reply, Step::Continue, "check_numbers")
             }
         };
-        let result = if matches!(reply, RpcReply::Ok { .. }) { "ok" } else { "error" };
-        metrics::counter!(RPC, "type" => kind, "result" => result).increment(1);
-        let payload = serde_json::to_vec(&reply).expect("replies serialize");
-        if let Err(e) = self.ctx.nats.publish(reply_to, payload.into()).await {
-            tracing::warn!(error = %e, "rpc reply failed");
-        }
+        self.answer(reply_to, reply, kind).await;
         step
     }
 }
