@@ -11,6 +11,13 @@ use shared::{ApiError, ErrorCode};
 
 use crate::state::AppState;
 
+/// Carries a session operation (`NetOp`) to the instance's worker; its answer as `T`
+/// (`serde_json::Value` when the caller only needs it done).
+pub async fn net<T: serde::de::DeserializeOwned>(state: &AppState, id: &InstanceId, op: bus::NetOp) -> Result<T, ApiError> {
+    let v = call(state, id, RpcRequest::Net { op }).await?;
+    serde_json::from_value(v).map_err(|e| ApiError::internal(format_args!("unexpected answer from the worker: {e}")))
+}
+
 /// Sends `req` to the instance's worker and returns its answer's value.
 pub async fn call(state: &AppState, id: &InstanceId, req: RpcRequest) -> Result<serde_json::Value, ApiError> {
     let timeout = Duration::from_millis(state.config.rpc_timeout_ms);

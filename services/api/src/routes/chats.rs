@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use shared::bus::{NetOp, RpcRequest};
+use shared::bus::NetOp;
 use shared::db::log::{self, ChatChange, ChatRow, LogRow};
 use shared::error::ErrorBody;
 use shared::ids::{InstanceId, MessageId};
@@ -18,6 +18,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::{InstanceAccess, ValidatedJson, ValidatedQuery};
+use crate::rpc::net;
 use crate::pagination::{self, PageQuery};
 use crate::state::AppState;
 
@@ -232,10 +233,10 @@ async fn patch(
     let jid = existing_chat(&state, &id, &ids.1).await?;
     if p.archived.is_some() || p.pinned.is_some() || p.muted_until.is_some() {
         let op = NetOp::ModifyChat { jid: jid.clone(), archived: p.archived, pinned: p.pinned, muted_until: p.muted_until };
-        crate::rpc::call(&state, &id, RpcRequest::Net { op }).await?;
+        net::<serde_json::Value>(&state, &id, op).await?;
     }
     if let Some(read) = p.read {
-        crate::rpc::call(&state, &id, RpcRequest::Net { op: NetOp::ReadChat { jid: jid.clone(), read } }).await?;
+        net::<serde_json::Value>(&state, &id, NetOp::ReadChat { jid: jid.clone(), read }).await?;
     }
     let change = ChatChange { archived: p.archived, pinned: p.pinned, muted_until: p.muted_until, read: p.read };
     let row = log::update_chat(&state.db, &id, &jid, &change).await?.ok_or_else(|| ApiError::not_found("chat"))?;
@@ -261,7 +262,7 @@ async fn delete(
     Path(ids): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
     let jid = existing_chat(&state, &id, &ids.1).await?;
-    crate::rpc::call(&state, &id, RpcRequest::Net { op: NetOp::DeleteChat { jid: jid.clone() } }).await?;
+    net::<serde_json::Value>(&state, &id, NetOp::DeleteChat { jid: jid.clone() }).await?;
     log::delete_chat(&state.db, &id, &jid).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -285,7 +286,7 @@ async fn read(
     Path(ids): Path<(String, String)>,
 ) -> Result<Json<ChatOut>, ApiError> {
     let jid = existing_chat(&state, &id, &ids.1).await?;
-    crate::rpc::call(&state, &id, RpcRequest::Net { op: NetOp::ReadChat { jid: jid.clone(), read: true } }).await?;
+    net::<serde_json::Value>(&state, &id, NetOp::ReadChat { jid: jid.clone(), read: true }).await?;
     let change = ChatChange { read: Some(true), ..ChatChange::default() };
     let row = log::update_chat(&state.db, &id, &jid, &change).await?.ok_or_else(|| ApiError::not_found("chat"))?;
     Ok(Json(row.into()))

@@ -5,7 +5,7 @@
 use axum::extract::{Path, State};
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use shared::bus::{NetOp, RpcRequest};
+use shared::bus::NetOp;
 use shared::error::ErrorBody;
 use shared::ids::InstanceId;
 use shared::ApiError;
@@ -14,6 +14,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::InstanceAccess;
+use crate::rpc::net;
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -78,11 +79,6 @@ fn jid_of(raw: &str) -> Result<String, ApiError> {
         return Err(ApiError::validation("the contact must be a user, not a group or channel"));
     }
     Ok(jid)
-}
-
-async fn net<T: serde::de::DeserializeOwned>(state: &AppState, id: &InstanceId, op: NetOp) -> Result<T, ApiError> {
-    let v = crate::rpc::call(state, id, RpcRequest::Net { op }).await?;
-    serde_json::from_value(v).map_err(|e| ApiError::internal(format_args!("unexpected answer from the worker: {e}")))
 }
 
 /// The account's contacts.
@@ -174,7 +170,7 @@ async fn profile(
 
 async fn set_block(state: &AppState, id: &InstanceId, raw: &str, blocked: bool) -> Result<Json<BlockOut>, ApiError> {
     let jid = jid_of(raw)?;
-    crate::rpc::call(state, id, RpcRequest::Net { op: NetOp::Block { jid: jid.clone(), blocked } }).await?;
+    net::<serde_json::Value>(state, id, NetOp::Block { jid: jid.clone(), blocked }).await?;
     Ok(Json(BlockOut { jid, blocked }))
 }
 

@@ -44,13 +44,12 @@ fn group_error(e: GroupError) -> DriverError {
 }
 
 fn community_error(e: whatsapp_rust::CommunityError) -> DriverError {
-    let text = e.to_string();
-    if text.contains("code=404") {
-        DriverError::new(ErrorCode::NotFound, "the network knows no such community")
-    } else if text.contains("code=403") || text.contains("code=401") {
-        DriverError::new(ErrorCode::Forbidden, "the network does not let this account change the community")
-    } else {
-        failed("handle the community request")
+    use whatsapp_rust::CommunityError;
+    match e {
+        CommunityError::Iq(e) => iq_error(&e, "community"),
+        CommunityError::Group(e) => group_error(e),
+        CommunityError::InvalidRequest(_) => DriverError::new(ErrorCode::ValidationFailed, "the community request is not valid"),
+        _ => failed("handle the community request"),
     }
 }
 
