@@ -19,7 +19,9 @@ pub async fn connect(config: &Config, role: &str) -> Result<async_nats::Client, 
         .connect(config.nats_url.as_str())
         .await?;
     let deadline = tokio::time::Instant::now() + INITIAL_CONNECT_WAIT;
-    while client.connection_state() != async_nats::connection::State::Connected && tokio::time::Instant::now() < deadline {
+    while client.connection_state() != async_nats::connection::State::Connected
+        && tokio::time::Instant::now() < deadline
+    {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     if client.connection_state() != async_nats::connection::State::Connected {
@@ -297,7 +299,11 @@ pub enum RpcReply {
         #[serde(default)]
         value: serde_json::Value,
     },
-    Err { code: ErrorCode, message: String, retryable: bool },
+    Err {
+        code: ErrorCode,
+        message: String,
+        retryable: bool,
+    },
 }
 
 impl RpcReply {
@@ -370,13 +376,34 @@ mod net_op_wire {
 
     #[test]
     fn session_operations_have_a_stable_wire_form() {
-        let op = NetOp::GroupParticipants { jid: "1203@g.us".into(), action: ParticipantAction::Promote, participants: vec!["5511999990002".into()] };
+        let op = NetOp::GroupParticipants {
+            jid: "1203@g.us".into(),
+            action: ParticipantAction::Promote,
+            participants: vec!["5511999990002".into()],
+        };
         let v = serde_json::to_value(&op).unwrap();
-        assert_eq!(v, serde_json::json!({ "op": "group_participants", "jid": "1203@g.us", "action": "promote", "participants": ["5511999990002"] }));
+        assert_eq!(
+            v,
+            serde_json::json!({ "op": "group_participants", "jid": "1203@g.us", "action": "promote", "participants": ["5511999990002"] })
+        );
         assert_eq!(serde_json::from_value::<NetOp>(v).unwrap(), op);
-        let op: NetOp = serde_json::from_value(serde_json::json!({ "op": "update_group", "jid": "1203@g.us", "description": "" })).unwrap();
-        assert_eq!(op, NetOp::UpdateGroup { jid: "1203@g.us".into(), subject: None, description: Some(String::new()), announce: None, locked: None });
-        let op: NetOp = serde_json::from_value(serde_json::json!({ "op": "channel_action", "jid": "1@newsletter", "action": "unmute" })).unwrap();
+        let op: NetOp =
+            serde_json::from_value(serde_json::json!({ "op": "update_group", "jid": "1203@g.us", "description": "" }))
+                .unwrap();
+        assert_eq!(
+            op,
+            NetOp::UpdateGroup {
+                jid: "1203@g.us".into(),
+                subject: None,
+                description: Some(String::new()),
+                announce: None,
+                locked: None
+            }
+        );
+        let op: NetOp = serde_json::from_value(
+            serde_json::json!({ "op": "channel_action", "jid": "1@newsletter", "action": "unmute" }),
+        )
+        .unwrap();
         assert_eq!(op, NetOp::ChannelAction { jid: "1@newsletter".into(), action: ChannelAction::Unmute });
     }
 }

@@ -330,14 +330,18 @@ impl Config {
         if self.large_body_slots == 0 || self.large_body_slot_ttl_ms < 300 {
             errors.push("large_body_slots must be at least 1 and large_body_slot_ttl_ms at least 300".to_string());
         }
-        if self.webhook_timeout_ms < 100 || self.webhook_retry_base_ms == 0 || self.webhook_retry_max_ms < self.webhook_retry_base_ms {
+        if self.webhook_timeout_ms < 100
+            || self.webhook_retry_base_ms == 0
+            || self.webhook_retry_max_ms < self.webhook_retry_base_ms
+        {
             errors.push(
                 "webhook_timeout_ms must be at least 100, webhook_retry_base_ms positive and webhook_retry_max_ms at least webhook_retry_base_ms"
                     .to_string(),
             );
         }
         if self.webhook_disable_after_failures == 0 || self.webhook_endpoint_concurrency == 0 {
-            errors.push("webhook_disable_after_failures and webhook_endpoint_concurrency must be at least 1".to_string());
+            errors
+                .push("webhook_disable_after_failures and webhook_endpoint_concurrency must be at least 1".to_string());
         }
         if self.worker_max_instances == 0 {
             errors.push("worker_max_instances must be at least 1".to_string());
@@ -497,7 +501,9 @@ mod tests {
             ..Config::default()
         };
         let e = c.validate(Role::Api).unwrap_err().to_string();
-        for needle in ["database_url", "redis_url is required", "nats_url is required", "admin_token", "default_max_per_minute"] {
+        for needle in
+            ["database_url", "redis_url is required", "nats_url is required", "admin_token", "default_max_per_minute"]
+        {
             assert!(e.contains(needle), "{needle} missing from {e}");
         }
         assert!(!e.contains("hunter2"));

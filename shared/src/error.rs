@@ -233,9 +233,7 @@ impl ApiError {
     }
 
     pub fn body(&self) -> ErrorBody {
-        ErrorBody {
-            error: ErrorDetail { code: self.code, message: self.message.clone(), retryable: self.retryable },
-        }
+        ErrorBody { error: ErrorDetail { code: self.code, message: self.message.clone(), retryable: self.retryable } }
     }
 }
 

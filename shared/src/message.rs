@@ -192,7 +192,8 @@ fn too_large(what: &str) -> ApiError {
 pub fn normalize_jid(to: &str) -> Result<String, ApiError> {
     let to = to.trim();
     if let Some((user, domain)) = to.split_once('@') {
-        let ok_user = !user.is_empty() && user.len() <= 64 && user.bytes().all(|b| b.is_ascii_digit() || b == b'-' || b == b':');
+        let ok_user =
+            !user.is_empty() && user.len() <= 64 && user.bytes().all(|b| b.is_ascii_digit() || b == b'-' || b == b':');
         let ok_domain = matches!(domain, "s.whatsapp.net" | "g.us" | "lid" | "newsletter" | "broadcast");
         if ok_user && ok_domain {
             return Ok(to.to_string());
@@ -248,7 +249,10 @@ fn forbid(m: &MessageIn, kind: MessageType) -> Result<(), ApiError> {
         ("text", m.text.is_some() && kind != MessageType::Text),
         ("link_preview", m.link_preview.is_some() && kind != MessageType::Text),
         ("media", m.media.is_some() && kind.media_limit().is_none()),
-        ("caption", m.caption.is_some() && !matches!(kind, MessageType::Image | MessageType::Video | MessageType::Document)),
+        (
+            "caption",
+            m.caption.is_some() && !matches!(kind, MessageType::Image | MessageType::Video | MessageType::Document),
+        ),
         ("location", m.location.is_some() && kind != MessageType::Location),
         ("contact", m.contact.is_some() && kind != MessageType::Contact),
         ("poll", m.poll.is_some() && kind != MessageType::Poll),
@@ -286,7 +290,10 @@ pub fn validate(m: MessageIn) -> Result<Validated, ApiError> {
         MessageType::Text => {
             let text = m.text.as_deref().filter(|t| !t.is_empty()).ok_or_else(|| bad("type text needs `text`"))?;
             if text.len() > TEXT_LIMIT {
-                return Err(ApiError::new(ErrorCode::MediaTooLarge, format!("text must be at most {TEXT_LIMIT} bytes")));
+                return Err(ApiError::new(
+                    ErrorCode::MediaTooLarge,
+                    format!("text must be at most {TEXT_LIMIT} bytes"),
+                ));
             }
             content.insert("text".into(), text.into());
             content.insert("link_preview".into(), m.link_preview.unwrap_or(false).into());
@@ -309,7 +316,12 @@ pub fn validate(m: MessageIn) -> Result<Validated, ApiError> {
                 return Err(bad("contact.name must not be empty"));
             }
             normalize_jid(&c.phone).map_err(|_| bad("contact.phone must be a phone number with country code"))?;
-            for (f, v) in [("contact.name", Some(&c.name)), ("contact.organization", c.organization.as_ref()), ("contact.email", c.email.as_ref()), ("contact.url", c.url.as_ref())] {
+            for (f, v) in [
+                ("contact.name", Some(&c.name)),
+                ("contact.organization", c.organization.as_ref()),
+                ("contact.email", c.email.as_ref()),
+                ("contact.url", c.url.as_ref()),
+            ] {
                 if let Some(v) = v {
                     check_len(f, v, 1024)?;
                 }
@@ -361,7 +373,8 @@ pub fn validate(m: MessageIn) -> Result<Validated, ApiError> {
                 }
             }
             if let Some(mt) = &md.mime_type {
-                let ok = mt.len() <= 127 && mt.contains('/') && media_kind.mime_family().is_none_or(|f| mt.starts_with(f));
+                let ok =
+                    mt.len() <= 127 && mt.contains('/') && media_kind.mime_family().is_none_or(|f| mt.starts_with(f));
                 if !ok {
                     return Err(bad(format!("media.mime_type does not fit type {}", media_kind.as_str())));
                 }

@@ -77,7 +77,10 @@ impl Cluster {
 
     /// Sends a signal (`KILL`, `TERM`, `STOP`, `CONT`) to worker `idx`.
     pub fn signal(&self, idx: usize, sig: &str) {
-        let ok = Command::new("kill").args([&format!("-{sig}"), &self.workers[idx].child.id().to_string()]).status().unwrap();
+        let ok = Command::new("kill")
+            .args([&format!("-{sig}"), &self.workers[idx].child.id().to_string()])
+            .status()
+            .unwrap();
         assert!(ok.success(), "kill -{sig} failed");
     }
 
@@ -112,7 +115,12 @@ impl Cluster {
 
     /// A client for netsim's control API.
     pub fn netsim(&self) -> Client {
-        Client { http: reqwest::Client::new(), base: format!("http://{}", self.netsim), token: None, headers: Vec::new() }
+        Client {
+            http: reqwest::Client::new(),
+            base: format!("http://{}", self.netsim),
+            token: None,
+            headers: Vec::new(),
+        }
     }
 
     /// Registers `number` on the simulated network.
@@ -157,7 +165,10 @@ impl Cluster {
     pub async fn unpaced(&self, id: &str) {
         self.api
             .admin()
-            .patch(&format!("/v1/instances/{id}"), &json!({ "unsafe_pacing": true, "min_interval_ms": 0, "max_per_minute": 100000 }))
+            .patch(
+                &format!("/v1/instances/{id}"),
+                &json!({ "unsafe_pacing": true, "min_interval_ms": 0, "max_per_minute": 100000 }),
+            )
             .await
             .expect(200);
     }

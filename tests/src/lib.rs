@@ -22,7 +22,9 @@ pub struct Backends {
 pub fn backends() -> Backends {
     let var = |k: &str| {
         std::env::var(k).unwrap_or_else(|_| {
-            panic!("{k} is not set: run the integration tests through scripts/test, which starts Postgres, Redis and NATS")
+            panic!(
+                "{k} is not set: run the integration tests through scripts/test, which starts Postgres, Redis and NATS"
+            )
         })
     };
     Backends {
@@ -207,26 +209,30 @@ pub async fn media_server() -> SocketAddr {
     use axum::extract::{Path, Query};
     use axum::response::{IntoResponse, Redirect};
     use axum::routing::get;
-    let app = axum::Router::new()
-        .route(
-            "/file/{n}",
-            get(|Path(n): Path<usize>| async move { ([(axum::http::header::CONTENT_TYPE, "image/png")], vec![b'x'; n]) }),
-        )
-        .route(
-            "/stream/{n}",
-            // No Content-Length: the limit must stop the download while it streams.
-            get(|Path(n): Path<usize>| async move {
-                let chunks = (0..n.div_ceil(65536)).map(|_| Ok::<_, std::io::Error>(bytes::Bytes::from(vec![b'y'; 65536])));
-                axum::body::Body::from_stream(futures::stream::iter(chunks))
-            }),
-        )
-        .route("/missing", get(|| async { axum::http::StatusCode::NOT_FOUND.into_response() }))
-        .route(
-            "/redirect",
-            get(|Query(q): Query<std::collections::HashMap<String, String>>| async move {
-                Redirect::temporary(q.get("to").map(String::as_str).unwrap_or("/")).into_response()
-            }),
-        );
+    let app =
+        axum::Router::new()
+            .route(
+                "/file/{n}",
+                get(|Path(n): Path<usize>| async move {
+                    ([(axum::http::header::CONTENT_TYPE, "image/png")], vec![b'x'; n])
+                }),
+            )
+            .route(
+                "/stream/{n}",
+                // No Content-Length: the limit must stop the download while it streams.
+                get(|Path(n): Path<usize>| async move {
+                    let chunks =
+                        (0..n.div_ceil(65536)).map(|_| Ok::<_, std::io::Error>(bytes::Bytes::from(vec![b'y'; 65536])));
+                    axum::body::Body::from_stream(futures::stream::iter(chunks))
+                }),
+            )
+            .route("/missing", get(|| async { axum::http::StatusCode::NOT_FOUND.into_response() }))
+            .route(
+                "/redirect",
+                get(|Query(q): Query<std::collections::HashMap<String, String>>| async move {
+                    Redirect::temporary(q.get("to").map(String::as_str).unwrap_or("/")).into_response()
+                }),
+            );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });

@@ -179,7 +179,11 @@ impl SseReader {
                     }
                 }
                 item.data = data.join("\n");
-                if item.id.is_none() && item.event.is_none() && item.data.is_empty() && item.comment.as_deref() == Some("") {
+                if item.id.is_none()
+                    && item.event.is_none()
+                    && item.data.is_empty()
+                    && item.comment.as_deref() == Some("")
+                {
                     continue; // keep-alive
                 }
                 return Some(item);

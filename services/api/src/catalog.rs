@@ -160,7 +160,11 @@ pub const CATALOG: &[(&str, &str, &str)] = &[
     ("message.delivered", "A sent message reached the recipient's device.", "ReceiptEventData"),
     ("message.read", "The recipient read a sent message.", "ReceiptEventData"),
     ("message.received", "A message arrived, or was sent from the phone itself.", "ReceivedMessageEventData"),
-    ("message.media_updated", "Received media that was pending was downloaded (or is gone for good).", "MediaUpdatedEventData"),
+    (
+        "message.media_updated",
+        "Received media that was pending was downloaded (or is gone for good).",
+        "MediaUpdatedEventData",
+    ),
     ("reaction.received", "Someone reacted to a message.", "ReactionEventData"),
     ("instance.state", "The instance's connection state moved.", "InstanceStateEventData"),
     ("instance.qr_updated", "A new QR code is on show for pairing.", "QrUpdatedEventData"),
@@ -171,7 +175,11 @@ pub const CATALOG: &[(&str, &str, &str)] = &[
     ("contact.updated", "A contact's name changed.", "ContactUpdatedEventData"),
     ("label.updated", "A label changed on the phone (business accounts).", "LabelUpdatedEventData"),
     ("call.rejected", "An incoming call was rejected per the instance's settings.", "CallRejectedEventData"),
-    ("webhook.disabled", "A webhook endpoint was disabled (410 Gone, or failing too long).", "WebhookDisabledEventData"),
+    (
+        "webhook.disabled",
+        "A webhook endpoint was disabled (410 Gone, or failing too long).",
+        "WebhookDisabledEventData",
+    ),
 ];
 
 /// The OpenAPI 3.1 `webhooks` object: one POST per event type.
@@ -216,7 +224,10 @@ mod tests {
         assert_eq!(documented, shared::events::EVENT_TYPES);
         let doc: serde_json::Value = serde_json::from_str(crate::openapi::json()).unwrap();
         for (kind, _, schema) in super::CATALOG {
-            assert!(doc["components"]["schemas"].get(*schema).is_some(), "schema {schema} of {kind} is not in the description");
+            assert!(
+                doc["components"]["schemas"].get(*schema).is_some(),
+                "schema {schema} of {kind} is not in the description"
+            );
             assert!(doc["webhooks"].get(*kind).is_some(), "{kind} is not under webhooks");
         }
     }

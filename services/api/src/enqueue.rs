@@ -64,7 +64,9 @@ impl Enqueuer {
     pub async fn enqueue(&self, m: NewMessage) -> Result<Queued, ApiError> {
         let (tx, rx) = oneshot::channel();
         self.tx.send((m, tx)).await.map_err(|_| ApiError::shutting_down())?;
-        rx.await.map_err(|_| ApiError::internal("the enqueuer stopped"))?.map_err(|e| ApiError::internal(format_args!("enqueue: {e}")))
+        rx.await
+            .map_err(|_| ApiError::internal("the enqueuer stopped"))?
+            .map_err(|e| ApiError::internal(format_args!("enqueue: {e}")))
     }
 }
 

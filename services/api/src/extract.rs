@@ -8,9 +8,9 @@ use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 use shared::auth::{self, TokenKind};
 use shared::db::instances;
+pub use shared::http::{parse_json, sanitize_serde_message, ValidatedJson};
 use shared::ids::InstanceId;
 use shared::ApiError;
-pub use shared::http::{parse_json, sanitize_serde_message, ValidatedJson};
 
 use crate::state::AppState;
 
@@ -65,7 +65,8 @@ pub async fn authenticate(token: &str, parts: &Parts, state: &AppState) -> Resul
             let inst = match state.token_cache.get(&hash) {
                 Some(inst) => inst,
                 None => {
-                    let inst = instances::auth_by_token_hash(&state.db, &hash).await?.ok_or_else(ApiError::unauthorized)?;
+                    let inst =
+                        instances::auth_by_token_hash(&state.db, &hash).await?.ok_or_else(ApiError::unauthorized)?;
                     state.token_cache.put(hash, inst.clone());
                     inst
                 }

@@ -14,9 +14,9 @@ pub mod middleware;
 pub mod openapi;
 pub mod pagination;
 pub mod qr;
+pub mod routes;
 pub mod rpc;
 pub mod semaphore;
-pub mod routes;
 pub mod state;
 
 use std::future::IntoFuture;
@@ -52,10 +52,7 @@ pub fn app(state: AppState) -> Router {
     let trace = TraceLayer::new_for_http()
         .make_span_with(|req: &Request<_>| {
             let request_id = req.headers().get(&REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("");
-            let route = req
-                .extensions()
-                .get::<axum::extract::MatchedPath>()
-                .map_or("unmatched", |p| p.as_str());
+            let route = req.extensions().get::<axum::extract::MatchedPath>().map_or("unmatched", |p| p.as_str());
             tracing::info_span!("request", method = %req.method(), route, request_id)
         })
         .on_request(())

@@ -11,5 +11,9 @@ pub fn describe() {
     metrics::describe_counter!(HTTP_REQUESTS, "HTTP requests answered, by route template, method and status");
     metrics::describe_gauge!(SEMAPHORE_HOLDERS, "large-body send slots held by this pod");
     metrics::describe_gauge!(SEMAPHORE_WAITERS, "large-body sends of this pod waiting for a slot");
-    metrics::describe_histogram!(HTTP_DURATION, metrics::Unit::Seconds, "HTTP request latency by route template and method");
+    metrics::describe_histogram!(
+        HTTP_DURATION,
+        metrics::Unit::Seconds,
+        "HTTP request latency by route template and method"
+    );
 }

@@ -32,7 +32,8 @@ pub async fn track(req: Request, next: Next) -> Response {
     let start = Instant::now();
     let res = next.run(req).await;
     let status = res.status().as_u16().to_string();
-    metrics::counter!(HTTP_REQUESTS, "route" => route.clone(), "method" => method.clone(), "status" => status).increment(1);
+    metrics::counter!(HTTP_REQUESTS, "route" => route.clone(), "method" => method.clone(), "status" => status)
+        .increment(1);
     metrics::histogram!(HTTP_DURATION, "route" => route, "method" => method).record(start.elapsed().as_secs_f64());
     res
 }

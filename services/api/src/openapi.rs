@@ -58,7 +58,8 @@ impl Modify for Security {
         let bearer = |desc: &str| {
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).description(Some(desc)).build())
         };
-        components.add_security_scheme("admin", bearer("The operator's admin token, `pl_admin_...`: reaches everything."));
+        components
+            .add_security_scheme("admin", bearer("The operator's admin token, `pl_admin_...`: reaches everything."));
         components.add_security_scheme(
             "instance",
             bearer("An instance token, `pl_inst_...`: reaches only `/v1/instances/{id}/...` of its own instance, from its IP allow-list."),

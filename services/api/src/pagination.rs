@@ -65,7 +65,9 @@ pub fn ts(t: chrono::DateTime<chrono::Utc>) -> String {
 
 /// A cursor field back to a timestamp.
 pub fn parse_ts(s: &str) -> Result<chrono::DateTime<chrono::Utc>, ApiError> {
-    chrono::DateTime::parse_from_rfc3339(s).map(|t| t.with_timezone(&chrono::Utc)).map_err(|_| ApiError::validation("invalid cursor"))
+    chrono::DateTime::parse_from_rfc3339(s)
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .map_err(|_| ApiError::validation("invalid cursor"))
 }
 
 #[cfg(test)]

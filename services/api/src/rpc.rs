@@ -13,7 +13,11 @@ use crate::state::AppState;
 
 /// Carries a session operation (`NetOp`) to the instance's worker; its answer as `T`
 /// (`serde_json::Value` when the caller only needs it done).
-pub async fn net<T: serde::de::DeserializeOwned>(state: &AppState, id: &InstanceId, op: bus::NetOp) -> Result<T, ApiError> {
+pub async fn net<T: serde::de::DeserializeOwned>(
+    state: &AppState,
+    id: &InstanceId,
+    op: bus::NetOp,
+) -> Result<T, ApiError> {
     let v = call(state, id, RpcRequest::Net { op }).await?;
     serde_json::from_value(v).map_err(|e| ApiError::internal(format_args!("unexpected answer from the worker: {e}")))
 }
@@ -24,7 +28,9 @@ pub async fn call(state: &AppState, id: &InstanceId, req: RpcRequest) -> Result<
     match bus::request(&state.nats, &state.subjects, id, &req, timeout).await {
         Ok(reply) => reply.into(),
         Err(RpcError::NoResponders) => Err(not_running(state, id).await?),
-        Err(RpcError::Timeout) => Err(ApiError::new(ErrorCode::WorkerTimeout, "the instance's worker did not answer in time")),
+        Err(RpcError::Timeout) => {
+            Err(ApiError::new(ErrorCode::WorkerTimeout, "the instance's worker did not answer in time"))
+        }
         Err(RpcError::Other(e)) => Err(ApiError::internal(format_args!("rpc: {e}"))),
     }
 }
@@ -35,10 +41,13 @@ pub async fn not_running(state: &AppState, id: &InstanceId) -> Result<ApiError, 
     Ok(match row.state() {
         InstanceState::Banned => ApiError::new(ErrorCode::InstanceBanned, "the number is banned; delete the instance"),
         InstanceState::LoggedOut => {
-            ApiError::new(ErrorCode::InstanceNotConnected, "the number logged out; connect to pair again").with_retryable(false)
+            ApiError::new(ErrorCode::InstanceNotConnected, "the number logged out; connect to pair again")
+                .with_retryable(false)
         }
         // The spec's rule: retryable unless logged out (a connect makes a retry succeed).
-        _ if !row.desired => ApiError::new(ErrorCode::InstanceNotConnected, "the instance is not running; connect it first"),
+        _ if !row.desired => {
+            ApiError::new(ErrorCode::InstanceNotConnected, "the instance is not running; connect it first")
+        }
         _ => ApiError::new(ErrorCode::InstanceNotConnected, "no worker runs the instance right now"),
     })
 }

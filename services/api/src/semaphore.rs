@@ -35,7 +35,8 @@ return 0
 /// Middleware on POST /messages (the state comes as an extension: the route's OpenAPI
 /// description is built without one).
 pub async fn gate(Extension(state): Extension<AppState>, req: Request, next: Next) -> Response {
-    let length = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    let length =
+        req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     let chunked = req.headers().contains_key(header::TRANSFER_ENCODING);
     let large = match length {
         Some(n) => n > LARGE_BODY,
@@ -47,7 +48,11 @@ pub async fn gate(Extension(state): Extension<AppState>, req: Request, next: Nex
     // The caller first: a request without a valid token for this instance never holds
     // (or waits for) a slot.
     let (mut parts, body) = req.into_parts();
-    if let Err(e) = <crate::extract::InstanceAccess as axum::extract::FromRequestParts<AppState>>::from_request_parts(&mut parts, &state).await {
+    if let Err(e) = <crate::extract::InstanceAccess as axum::extract::FromRequestParts<AppState>>::from_request_parts(
+        &mut parts, &state,
+    )
+    .await
+    {
         return e.into_response();
     }
     let req = Request::from_parts(parts, body);
@@ -141,8 +146,13 @@ async fn renewal(state: AppState, holder: String, stop: CancellationToken) {
         let Ok(mut conn) = state.redis.get().await else { continue };
         let expiry = chrono::Utc::now().timestamp_millis() + ttl as i64;
         // XX: only while still a member (never resurrect a slot given back).
-        let _: Result<i64, _> =
-            redis::cmd("ZADD").arg(state.keys.large_body_slots()).arg("XX").arg(expiry).arg(&holder).query_async(&mut conn).await;
+        let _: Result<i64, _> = redis::cmd("ZADD")
+            .arg(state.keys.large_body_slots())
+            .arg("XX")
+            .arg(expiry)
+            .arg(&holder)
+            .query_async(&mut conn)
+            .await;
     }
 }
 

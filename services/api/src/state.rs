@@ -61,7 +61,10 @@ impl AppState {
             subjects,
             health_public: config.listen_addr.ip().is_loopback(),
             admin_token,
-            fetcher: shared::fetch::GuardedClient::new(config.allow_private_targets, std::time::Duration::from_secs(60)),
+            fetcher: shared::fetch::GuardedClient::new(
+                config.allow_private_targets,
+                std::time::Duration::from_secs(60),
+            ),
             enqueuer: crate::enqueue::Enqueuer::start(db.clone()),
             media_urls,
             token_cache,

@@ -152,7 +152,11 @@ impl Actor {
                 tracing::warn!("the sim network is not configured on this worker");
                 return self.stop().await;
             };
-            let target = crate::driver::OpenTarget { instance: self.id.clone(), epoch: self.epoch, proxy_url: self.proxy_url.clone() };
+            let target = crate::driver::OpenTarget {
+                instance: self.id.clone(),
+                epoch: self.epoch,
+                proxy_url: self.proxy_url.clone(),
+            };
             let credentials = self.credentials.clone();
             let Some(opened) = self.while_idle(rpc, cancel, driver.open(&target, credentials)).await else {
                 return self.stop().await;
@@ -283,10 +287,13 @@ impl Actor {
         };
         metrics::counter!(SESSIONS, "kind" => kind).increment(1);
         match ev {
-            DriverEvent::Qr { code, expires_at } => self.write_state(InstanceState::QrPending, Some((&code, expires_at))).await,
+            DriverEvent::Qr { code, expires_at } => {
+                self.write_state(InstanceState::QrPending, Some((&code, expires_at))).await
+            }
             DriverEvent::Paired { credentials, phone, business } => {
                 let step = self.fenced(
-                    sessions::set_linked(&self.ctx.db, &self.id, self.epoch, Some(&credentials), &phone, business).await,
+                    sessions::set_linked(&self.ctx.db, &self.id, self.epoch, Some(&credentials), &phone, business)
+                        .await,
                 );
                 self.credentials = Some(credentials);
                 self.state = InstanceState::Connected;
@@ -295,7 +302,8 @@ impl Actor {
                 step
             }
             DriverEvent::Connected { phone, business } => {
-                let step = self.fenced(sessions::set_linked(&self.ctx.db, &self.id, self.epoch, None, &phone, business).await);
+                let step =
+                    self.fenced(sessions::set_linked(&self.ctx.db, &self.id, self.epoch, None, &phone, business).await);
                 self.state = InstanceState::Connected;
                 self.queue.connected();
                 step
@@ -304,7 +312,8 @@ impl Actor {
             DriverEvent::Banned => self.end(InstanceState::Banned).await,
             DriverEvent::TemporarilyBanned { until } => {
                 tracing::warn!(%until, "the network paused the account");
-                let reason = format!("temporarily banned until {}", until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+                let reason =
+                    format!("temporarily banned until {}", until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
                 match self.fenced(sessions::set_paused(&self.ctx.db, &self.id, self.epoch, &reason).await) {
                     Step::Continue => {
                         self.state = InstanceState::Disconnected;
@@ -328,7 +337,14 @@ impl Actor {
                         match session.reject_call(&call_id, text).await {
                             Ok(()) => {
                                 let data = serde_json::json!({ "call_id": call_id, "from": from, "message": msg });
-                                let written = shared::db::outbox::insert_fenced(&self.ctx.db, &self.id, self.epoch, "call.rejected", data).await;
+                                let written = shared::db::outbox::insert_fenced(
+                                    &self.ctx.db,
+                                    &self.id,
+                                    self.epoch,
+                                    "call.rejected",
+                                    data,
+                                )
+                                .await;
                                 if let Err(e) = written {
                                     tracing::warn!(error = %e, "recording the rejected call failed");
                                 }
@@ -342,8 +358,11 @@ impl Actor {
                 Step::Continue
             }
             DriverEvent::Label { label_id, name, color, deleted } => {
-                let data = serde_json::json!({ "label_id": label_id, "name": name, "color": color, "deleted": deleted });
-                self.fenced(shared::db::outbox::insert_fenced(&self.ctx.db, &self.id, self.epoch, "label.updated", data).await)
+                let data =
+                    serde_json::json!({ "label_id": label_id, "name": name, "color": color, "deleted": deleted });
+                self.fenced(
+                    shared::db::outbox::insert_fenced(&self.ctx.db, &self.id, self.epoch, "label.updated", data).await,
+                )
             }
             DriverEvent::Message { message } => self.receive(session, vec![message], Source::Live).await,
             DriverEvent::History { messages } => self.receive(session, messages, Source::History).await,
@@ -388,7 +407,11 @@ impl Actor {
         let (reply, kind) = match serde_json::from_slice::<RpcRequest>(&msg.payload) {
             Err(_) => (RpcReply::err(ErrorCode::ValidationFailed, "unknown request"), "unknown"),
             Ok(RpcRequest::PairingCode { .. }) => (
-                RpcReply::Err { code: ErrorCode::InstanceNotPairing, message: format!("the instance is {state}, not qr_pending"), retryable: true },
+                RpcReply::Err {
+                    code: ErrorCode::InstanceNotPairing,
+                    message: format!("the instance is {state}, not qr_pending"),
+                    retryable: true,
+                },
                 "pairing_code",
             ),
             // Already (re)connecting: nothing more to do.

@@ -60,14 +60,18 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
         nats: nats.clone(),
         subjects: subjects.clone(),
         // Both drivers, so an instance may run on another network than the deployment's.
-        sim: Some(Arc::new(driver::sim::SimDriver::new(&config.netsim_url, Duration::from_millis(config.netsim_request_timeout_ms)))
-            as Arc<dyn driver::Driver>),
-        whatsapp: Arc::new(driver::whatsapp::WhatsappDriver::new(
-            pool.clone(),
-            config.whatsapp_ws_url.as_deref(),
-            Duration::from_millis(config.whatsapp_connect_timeout_ms),
-        )
-        .with_media_retry(Duration::from_millis(config.media_retry_base_ms))),
+        sim: Some(Arc::new(driver::sim::SimDriver::new(
+            &config.netsim_url,
+            Duration::from_millis(config.netsim_request_timeout_ms),
+        )) as Arc<dyn driver::Driver>),
+        whatsapp: Arc::new(
+            driver::whatsapp::WhatsappDriver::new(
+                pool.clone(),
+                config.whatsapp_ws_url.as_deref(),
+                Duration::from_millis(config.whatsapp_connect_timeout_ms),
+            )
+            .with_media_retry(Duration::from_millis(config.media_retry_base_ms)),
+        ),
         default_network: config.network,
         pacing: actor::PacingDefaults {
             grace_min: Duration::from_millis(config.pacing_grace_min_ms),

@@ -19,7 +19,10 @@ pub fn describe() {
     metrics::describe_gauge!(LEASES_HELD, "instance leases this worker holds");
     metrics::describe_counter!(LEASE_ACQUIRED, "instance leases acquired (instance moves onto this worker)");
     metrics::describe_counter!(LEASE_LOST, "leases lost to expiry or another worker before release");
-    metrics::describe_counter!(FENCED_WRITES, "fenced Postgres writes, by result (applied or rejected: ownership moved on)");
+    metrics::describe_counter!(
+        FENCED_WRITES,
+        "fenced Postgres writes, by result (applied or rejected: ownership moved on)"
+    );
     metrics::describe_counter!(SESSIONS, "network session events, by kind");
     metrics::describe_counter!(RPC, "worker RPC requests handled, by type and result");
     metrics::describe_counter!(SENDS, "messages by send result (sent, a failure code, or retried)");
@@ -27,6 +30,9 @@ pub fn describe() {
     metrics::describe_gauge!(QUEUE_DEPTH, "unfinished messages of the instances this worker runs");
     metrics::describe_gauge!(QUEUE_OLDEST, "age of the oldest unfinished message among them");
     metrics::describe_gauge!(QUEUE_DEPTH_INSTANCE, "unfinished messages per instance (metrics_per_instance only)");
-    metrics::describe_gauge!(QUEUE_OLDEST_INSTANCE, "oldest unfinished message's age per instance (metrics_per_instance only)");
+    metrics::describe_gauge!(
+        QUEUE_OLDEST_INSTANCE,
+        "oldest unfinished message's age per instance (metrics_per_instance only)"
+    );
     metrics::describe_histogram!(SEND_LATENCY, metrics::Unit::Seconds, "time the network took to accept a send");
 }

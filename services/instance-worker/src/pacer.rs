@@ -37,7 +37,8 @@ impl SendWindow {
     pub fn wait(&self, wall: DateTime<Utc>) -> Duration {
         let local = wall.with_timezone(&self.tz);
         let t = local.time();
-        let open = if self.start <= self.end { t >= self.start && t < self.end } else { t >= self.start || t < self.end };
+        let open =
+            if self.start <= self.end { t >= self.start && t < self.end } else { t >= self.start || t < self.end };
         if open || self.start == self.end {
             return Duration::ZERO;
         }
@@ -51,7 +52,9 @@ impl SendWindow {
             .from_local_datetime(&day.and_time(self.start))
             .earliest()
             // A start inside a DST gap: an hour later exists.
-            .or_else(|| self.tz.from_local_datetime(&(day.and_time(self.start) + chrono::Duration::hours(1))).earliest());
+            .or_else(|| {
+                self.tz.from_local_datetime(&(day.and_time(self.start) + chrono::Duration::hours(1))).earliest()
+            });
         match next {
             Some(n) => (n.with_timezone(&Utc) - wall).to_std().unwrap_or(Duration::ZERO),
             None => Duration::from_secs(60),
@@ -85,7 +88,14 @@ pub struct Pacer {
 
 impl Pacer {
     pub fn new(rules: Rules) -> Pacer {
-        Pacer { rules, connected_at: None, grace: Duration::ZERO, last_send: None, recent: VecDeque::new(), jitter: Duration::ZERO }
+        Pacer {
+            rules,
+            connected_at: None,
+            grace: Duration::ZERO,
+            last_send: None,
+            recent: VecDeque::new(),
+            jitter: Duration::ZERO,
+        }
     }
 
     pub fn rules(&self) -> &Rules {

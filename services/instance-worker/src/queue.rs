@@ -46,7 +46,13 @@ impl Queue {
             ramp_start: defaults.ramp_start,
             window: None,
         };
-        Queue { pacer: Pacer::new(rules), wake_at: Instant::now(), defaults: defaults.clone(), rules_at: None, connected: false }
+        Queue {
+            pacer: Pacer::new(rules),
+            wake_at: Instant::now(),
+            defaults: defaults.clone(),
+            rules_at: None,
+            connected: false,
+        }
     }
 
     /// The session is (re)connected: a new grace period starts, and the queue looks now.
@@ -160,7 +166,9 @@ impl Actor {
         let media = match m.content.get("media").and_then(|v| v.get("id")).and_then(|v| v.as_str()) {
             None => None,
             Some(media_id) => match messages::get_media(&self.ctx.db, media_id).await {
-                Ok(Some(row)) => Some(Media { mime_type: row.mime_type, filename: row.filename, sha256: row.sha256, data: row.data }),
+                Ok(Some(row)) => {
+                    Some(Media { mime_type: row.mime_type, filename: row.filename, sha256: row.sha256, data: row.data })
+                }
                 Ok(None) => return Err(self.fail(m, ErrorCode::ValidationFailed, "the message's media is gone").await),
                 Err(e) => {
                     tracing::warn!(error = %e, "loading media failed");
@@ -168,7 +176,13 @@ impl Actor {
                 }
             },
         };
-        Ok(Outgoing { network_id: m.wa_message_id.clone(), to_jid: m.to_jid.clone(), kind: m.kind.clone(), content: m.content.clone(), media })
+        Ok(Outgoing {
+            network_id: m.wa_message_id.clone(),
+            to_jid: m.to_jid.clone(),
+            kind: m.kind.clone(),
+            content: m.content.clone(),
+            media,
+        })
     }
 
     async fn fail(&mut self, m: &MessageRow, code: ErrorCode, detail: &str) -> Step {

@@ -39,16 +39,25 @@ impl Fetch for SessionFetch<'_> {
 /// content pointing at it. Media the network no longer has is recorded as expired; a
 /// download that fails for a passing reason is stored pending, to be tried again after
 /// `retry_in` (`Actor::retry_media`).
-pub async fn prepare(db: &sqlx::PgPool, instance: &InstanceId, batch: Vec<Incoming>, fetch: &dyn Fetch, retry_in: Duration) -> Vec<Received> {
+pub async fn prepare(
+    db: &sqlx::PgPool,
+    instance: &InstanceId,
+    batch: Vec<Incoming>,
+    fetch: &dyn Fetch,
+    retry_in: Duration,
+) -> Vec<Received> {
     let keys: Vec<(&str, &str)> = batch
         .iter()
         .filter(|i| i.media.is_some())
         .map(|i| (i.message.chat_jid.as_str(), i.message.wa_message_id.as_str()))
         .collect();
-    let known = if keys.is_empty() { Default::default() } else { log::known(db, instance, &keys).await.unwrap_or_default() };
+    let known =
+        if keys.is_empty() { Default::default() } else { log::known(db, instance, &keys).await.unwrap_or_default() };
     let mut msgs = Vec::with_capacity(batch.len());
     for Incoming { mut message, media } in batch {
-        if let (Some(remote), false) = (media, known.contains(&(message.chat_jid.clone(), message.wa_message_id.clone()))) {
+        if let (Some(remote), false) =
+            (media, known.contains(&(message.chat_jid.clone(), message.wa_message_id.clone())))
+        {
             let fetched = fetch.fetch(&remote).await;
             let again = serde_json::json!({
                 "locator": remote.locator, "mime_type": remote.mime_type, "filename": remote.filename,
@@ -124,7 +133,12 @@ impl Actor {
     }
 
     /// A receipt for a sent message (statuses only move forward).
-    pub(crate) async fn receipt(&mut self, wa_message_id: &str, status: &str, at: chrono::DateTime<chrono::Utc>) -> Step {
+    pub(crate) async fn receipt(
+        &mut self,
+        wa_message_id: &str,
+        status: &str,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> Step {
         if let Err(e) = log::apply_receipt(&self.ctx.db, &self.id, self.epoch, wa_message_id, status, at).await {
             tracing::warn!(error = %e, "recording a receipt failed");
         }
@@ -163,7 +177,11 @@ impl Actor {
                 mime_type: r["mime_type"].as_str().unwrap_or_default().to_string(),
                 filename: r["filename"].as_str().map(str::to_string),
             };
-            let bytes = if locator.is_empty() { Err(DriverError::new(ErrorCode::MediaUnavailable, "no locator")) } else { session.download(&remote).await };
+            let bytes = if locator.is_empty() {
+                Err(DriverError::new(ErrorCode::MediaUnavailable, "no locator"))
+            } else {
+                session.download(&remote).await
+            };
             let fetched = match &bytes {
                 Ok(b) if b.len() <= MEDIA_STORE_MAX => log::Fetched::Data(b),
                 Ok(_) => {
@@ -172,7 +190,9 @@ impl Actor {
                 }
                 Err(e) if e.code == ErrorCode::MediaUnavailable => log::Fetched::Gone,
                 Err(_) if m.fetch_attempts + 2 >= MEDIA_TRIES => {
-                    tracing::warn!("received media could not be downloaded after its last try; recorded as unavailable");
+                    tracing::warn!(
+                        "received media could not be downloaded after its last try; recorded as unavailable"
+                    );
                     log::Fetched::Gone
                 }
                 Err(_) => log::Fetched::Later(media_backoff(self.ctx.media_retry_base, m.fetch_attempts + 1)),

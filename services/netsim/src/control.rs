@@ -25,11 +25,15 @@ pub fn router() -> Router<App> {
         .route("/control/phones/{number}/call", post(call))
         .route(
             "/control/phones/{number}/block",
-            post(|State(app): State<App>, Path(n): Path<String>, ValidatedJson(b): ValidatedJson<BlockIn>| set_blocked(app, n, b, true)),
+            post(|State(app): State<App>, Path(n): Path<String>, ValidatedJson(b): ValidatedJson<BlockIn>| {
+                set_blocked(app, n, b, true)
+            }),
         )
         .route(
             "/control/phones/{number}/unblock",
-            post(|State(app): State<App>, Path(n): Path<String>, ValidatedJson(b): ValidatedJson<BlockIn>| set_blocked(app, n, b, false)),
+            post(|State(app): State<App>, Path(n): Path<String>, ValidatedJson(b): ValidatedJson<BlockIn>| {
+                set_blocked(app, n, b, false)
+            }),
         )
         .route("/control/phones/{number}/profile", axum::routing::patch(set_profile))
         .route("/control/phones/{number}/contacts", post(add_contact))
@@ -48,7 +52,9 @@ pub fn router() -> Router<App> {
 
 fn err(e: NetError) -> ApiError {
     match e {
-        NetError::NoAccount | NetError::NotFound | NetError::UnknownCode => ApiError::new(ErrorCode::NotFound, e.to_string()),
+        NetError::NoAccount | NetError::NotFound | NetError::UnknownCode => {
+            ApiError::new(ErrorCode::NotFound, e.to_string())
+        }
         NetError::Banned => ApiError::new(ErrorCode::InstanceBanned, e.to_string()),
         NetError::Exists => ApiError::new(ErrorCode::Conflict, e.to_string()),
         NetError::Blocked => ApiError::new(ErrorCode::Forbidden, e.to_string()),
@@ -64,7 +70,10 @@ struct RegisterIn {
     business: bool,
 }
 
-async fn register(State(app): State<App>, ValidatedJson(b): ValidatedJson<RegisterIn>) -> Result<(StatusCode, Json<Value>), ApiError> {
+async fn register(
+    State(app): State<App>,
+    ValidatedJson(b): ValidatedJson<RegisterIn>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
     app.net.register(&b.number, b.business).map_err(err)?;
     Ok((StatusCode::CREATED, Json(json!({ "number": b.number, "business": b.business }))))
 }
@@ -124,7 +133,11 @@ struct ReadIn {
     id: String,
 }
 
-async fn read(State(app): State<App>, Path(number): Path<String>, ValidatedJson(b): ValidatedJson<ReadIn>) -> Result<Json<Value>, ApiError> {
+async fn read(
+    State(app): State<App>,
+    Path(number): Path<String>,
+    ValidatedJson(b): ValidatedJson<ReadIn>,
+) -> Result<Json<Value>, ApiError> {
     app.net.mark_read(&number, &b.id).map_err(err)?;
     Ok(Json(json!({ "read": true })))
 }
@@ -146,7 +159,11 @@ struct TempBanIn {
     seconds: u64,
 }
 
-async fn temp_ban(State(app): State<App>, Path(number): Path<String>, ValidatedJson(b): ValidatedJson<TempBanIn>) -> Result<Json<Value>, ApiError> {
+async fn temp_ban(
+    State(app): State<App>,
+    Path(number): Path<String>,
+    ValidatedJson(b): ValidatedJson<TempBanIn>,
+) -> Result<Json<Value>, ApiError> {
     let until = chrono::Utc::now() + chrono::Duration::seconds(b.seconds.min(7 * 24 * 3600) as i64);
     app.net.temp_ban(&number, until).map_err(err)?;
     Ok(Json(json!({ "paused_until": until })))
@@ -170,7 +187,11 @@ struct CallIn {
     to: String,
 }
 
-async fn call(State(app): State<App>, Path(number): Path<String>, ValidatedJson(b): ValidatedJson<CallIn>) -> Result<(StatusCode, Json<Value>), ApiError> {
+async fn call(
+    State(app): State<App>,
+    Path(number): Path<String>,
+    ValidatedJson(b): ValidatedJson<CallIn>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
     let rec = app.net.call(&number, &b.to).map_err(err)?;
     Ok((StatusCode::CREATED, Json(serde_json::to_value(rec).expect("call serializes"))))
 }
@@ -198,7 +219,10 @@ struct EnterCodeIn {
     pairing_code: String,
 }
 
-async fn enter_code(State(app): State<App>, ValidatedJson(b): ValidatedJson<EnterCodeIn>) -> Result<Json<Value>, ApiError> {
+async fn enter_code(
+    State(app): State<App>,
+    ValidatedJson(b): ValidatedJson<EnterCodeIn>,
+) -> Result<Json<Value>, ApiError> {
     app.net.enter_code(&b.number, &b.pairing_code).map_err(err)?;
     Ok(Json(json!({ "linked": true })))
 }
@@ -233,7 +257,11 @@ struct ContactIn {
     name: Option<String>,
 }
 
-async fn add_contact(State(app): State<App>, Path(number): Path<String>, ValidatedJson(b): ValidatedJson<ContactIn>) -> Result<Json<Value>, ApiError> {
+async fn add_contact(
+    State(app): State<App>,
+    Path(number): Path<String>,
+    ValidatedJson(b): ValidatedJson<ContactIn>,
+) -> Result<Json<Value>, ApiError> {
     app.net.add_contact(&number, &b.number, b.name).map_err(err)?;
     Ok(Json(json!({ "saved": true })))
 }
@@ -288,7 +316,11 @@ struct LabelIn {
 }
 
 /// The phone creates, edits or deletes a label; its linked devices hear of it.
-async fn label(State(app): State<App>, Path(number): Path<String>, ValidatedJson(b): ValidatedJson<LabelIn>) -> Result<Json<Value>, ApiError> {
+async fn label(
+    State(app): State<App>,
+    Path(number): Path<String>,
+    ValidatedJson(b): ValidatedJson<LabelIn>,
+) -> Result<Json<Value>, ApiError> {
     app.net.label(&number, &b.label_id, &b.name, b.color, b.deleted).map_err(err)?;
     Ok(Json(json!({ "sent": true })))
 }

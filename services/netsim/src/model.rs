@@ -178,7 +178,11 @@ pub fn valid_number(n: &str) -> bool {
 impl State {
     /// The connections of the account's devices that are online now.
     fn online_conns(&self, number: &str) -> Vec<ConnId> {
-        self.devices.iter().filter(|(_, n)| n.as_str() == number).filter_map(|(k, _)| self.online.get(k).copied()).collect()
+        self.devices
+            .iter()
+            .filter(|(_, n)| n.as_str() == number)
+            .filter_map(|(k, _)| self.online.get(k).copied())
+            .collect()
     }
 
     fn send_to(&mut self, conn: ConnId, ev: ServerEv) {
@@ -246,10 +250,9 @@ impl State {
         let business = phone.business;
         let session = format!("sess_{}", Alphanumeric.sample_string(&mut rand::thread_rng(), 32));
         let c = self.conns.get_mut(&conn).ok_or(NetError::UnknownCode)?;
-        let ConnState::Pairing { qr } = std::mem::replace(
-            &mut c.state,
-            ConnState::Online { number: number.to_string(), session: session.clone() },
-        ) else {
+        let ConnState::Pairing { qr } =
+            std::mem::replace(&mut c.state, ConnState::Online { number: number.to_string(), session: session.clone() })
+        else {
             return Err(NetError::UnknownCode);
         };
         self.qr.remove(&qr);
@@ -337,7 +340,14 @@ impl Net {
     }
 
     /// A phone sends a message to another account (e.g. one linked to an instance).
-    pub fn phone_send(&self, from: &str, to: &str, kind: &str, text: Option<String>, body: serde_json::Value) -> Result<String, NetError> {
+    pub fn phone_send(
+        &self,
+        from: &str,
+        to: &str,
+        kind: &str,
+        text: Option<String>,
+        body: serde_json::Value,
+    ) -> Result<String, NetError> {
         let mut s = self.lock();
         if !s.phones.contains_key(from) || !s.phones.contains_key(to) {
             return Err(NetError::NoAccount);
@@ -370,7 +380,12 @@ impl Net {
         let mut s = self.lock();
         let p = s.phones.get(number).ok_or(NetError::NoAccount)?;
         let from = p.inbox.iter().find(|m| m.id == id).map(|m| m.from.clone()).ok_or(NetError::NotFound)?;
-        let ev = ServerEv::Receipt { id: id.to_string(), status: "read".into(), from: number.to_string(), timestamp: Utc::now() };
+        let ev = ServerEv::Receipt {
+            id: id.to_string(),
+            status: "read".into(),
+            from: number.to_string(),
+            timestamp: Utc::now(),
+        };
         s.notify_account(&from, ev);
         Ok(())
     }
@@ -381,7 +396,8 @@ impl Net {
         if !s.phones.contains_key(number) {
             return Err(NetError::NoAccount);
         }
-        let sessions: Vec<String> = s.devices.iter().filter(|(_, n)| n.as_str() == number).map(|(k, _)| k.clone()).collect();
+        let sessions: Vec<String> =
+            s.devices.iter().filter(|(_, n)| n.as_str() == number).map(|(k, _)| k.clone()).collect();
         for sess in &sessions {
             s.devices.remove(sess);
             if let Some(conn) = s.online.get(sess).copied() {
@@ -608,7 +624,12 @@ impl Net {
         s.send_to(conn, ServerEv::ok(req, serde_json::json!({ "id": msg.id, "duplicate": !fresh })));
         s.send_to(
             conn,
-            ServerEv::Receipt { id: msg.id.clone(), status: "delivered".into(), from: msg.to.clone(), timestamp: Utc::now() },
+            ServerEv::Receipt {
+                id: msg.id.clone(),
+                status: "delivered".into(),
+                from: msg.to.clone(),
+                timestamp: Utc::now(),
+            },
         );
     }
 

@@ -120,7 +120,14 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
         Command::Netsim => {
             config.validate(Role::Netsim)?;
             let l = bind(config.netsim_listen_addr, "netsim").await?;
-            tasks.push(("netsim", Box::pin(netsim::run(l, std::time::Duration::from_millis(config.netsim_qr_rotate_ms), shutdown.clone()))));
+            tasks.push((
+                "netsim",
+                Box::pin(netsim::run(
+                    l,
+                    std::time::Duration::from_millis(config.netsim_qr_rotate_ms),
+                    shutdown.clone(),
+                )),
+            ));
         }
         Command::Dev { .. } => {
             for role in [Role::Api, Role::Worker, Role::Dispatcher] {
@@ -132,7 +139,14 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
             pool.close().await;
             if config.network == Network::Sim {
                 let l = bind(config.netsim_listen_addr, "netsim").await?;
-                tasks.push(("netsim", Box::pin(netsim::run(l, std::time::Duration::from_millis(config.netsim_qr_rotate_ms), shutdown.clone()))));
+                tasks.push((
+                    "netsim",
+                    Box::pin(netsim::run(
+                        l,
+                        std::time::Duration::from_millis(config.netsim_qr_rotate_ms),
+                        shutdown.clone(),
+                    )),
+                ));
             }
             let l = bind(config.listen_addr, "api").await?;
             metrics(&mut tasks, &config);

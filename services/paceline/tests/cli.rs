@@ -109,5 +109,8 @@ async fn dev_serves_the_api_netsim_and_metrics_then_stops_on_sigterm() {
     let logs = String::from_utf8_lossy(&out.stderr);
     assert!(logs.contains("\"api stopped\"") || logs.contains("api stopped"), "{logs}");
     assert!(!logs.contains(&admin), "the admin token never reaches the logs");
-    assert!(logs.lines().filter(|l| !l.trim().is_empty()).all(|l| l.trim_start().starts_with('{')), "JSON logs: {logs}");
+    assert!(
+        logs.lines().filter(|l| !l.trim().is_empty()).all(|l| l.trim_start().starts_with('{')),
+        "JSON logs: {logs}"
+    );
 }

@@ -50,8 +50,11 @@ async fn pairing_by_qr_and_by_code() {
     own.post(&format!("/v1/instances/{id}/pairing-code"), &json!({ "phone": "5511999990404" }))
         .await
         .expect_error(400, "invalid_number");
-    own.post(&format!("/v1/instances/{id}/pairing-code"), &json!({ "phone": "12" })).await.expect_error(400, "validation_failed");
-    let code = own.post(&format!("/v1/instances/{id}/pairing-code"), &json!({ "phone": format!("+{B}") })).await.expect(200);
+    own.post(&format!("/v1/instances/{id}/pairing-code"), &json!({ "phone": "12" }))
+        .await
+        .expect_error(400, "validation_failed");
+    let code =
+        own.post(&format!("/v1/instances/{id}/pairing-code"), &json!({ "phone": format!("+{B}") })).await.expect(200);
     let code = code["pairing_code"].as_str().unwrap().to_string();
     assert_eq!(code.len(), 8);
     c.netsim().post("/control/enter-code", &json!({ "number": B, "pairing_code": code })).await.expect(200);
@@ -91,7 +94,10 @@ async fn logout_and_ban_are_reported() {
     c.netsim().post(&format!("/control/phones/{B}/ban"), &json!({})).await.expect(200);
     c.wait_state(&id, "banned", Duration::from_secs(10)).await;
     admin.post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect_error(409, "instance_banned");
-    admin.post(&format!("/v1/instances/{id}/pairing-code"), &json!({ "phone": B })).await.expect_error(409, "instance_banned");
+    admin
+        .post(&format!("/v1/instances/{id}/pairing-code"), &json!({ "phone": B }))
+        .await
+        .expect_error(409, "instance_banned");
 
     // Logged out through the API.
     let (inst, _) = c.paired_instance("api-lo", C).await;
@@ -118,11 +124,20 @@ async fn rpc_errors_map_to_not_connected_and_timeout() {
     admin.post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect(202);
     c.wait_state(&id, "qr_pending", Duration::from_secs(10)).await;
     c.netsim().post("/control/faults", &json!({ "latency_ms": 3000 })).await.expect(200);
-    admin.post(&format!("/v1/instances/{id}/pairing-code"), &json!({ "phone": A })).await.expect_error(504, "worker_timeout");
+    admin
+        .post(&format!("/v1/instances/{id}/pairing-code"), &json!({ "phone": A }))
+        .await
+        .expect_error(504, "worker_timeout");
     c.netsim().post("/control/faults", &json!({ "latency_ms": 0 })).await.expect(200);
 
     // A dropped connection is reopened by the same owner, resuming the linked session.
-    c.netsim().post("/control/scan", &json!({ "code": admin.get(&format!("/v1/instances/{id}/qr")).await.expect(200)["code"], "number": A })).await.expect(200);
+    c.netsim()
+        .post(
+            "/control/scan",
+            &json!({ "code": admin.get(&format!("/v1/instances/{id}/qr")).await.expect(200)["code"], "number": A }),
+        )
+        .await
+        .expect(200);
     c.wait_state(&id, "connected", Duration::from_secs(10)).await;
     let (epoch, _, _) = c.ownership(&id).await;
     c.netsim().post("/control/faults", &json!({ "drop_connections": true })).await.expect(200);
@@ -159,7 +174,10 @@ async fn calls_are_rejected_per_settings_and_action_connect_works() {
 
     // Calls: rejected with a message once the setting is on.
     let s = key
-        .send(key.request(reqwest::Method::PATCH, "/instance/settings/acts").json(&json!({ "reject_call": true, "msg_call": "busy, text me" })))
+        .send(
+            key.request(reqwest::Method::PATCH, "/instance/settings/acts")
+                .json(&json!({ "reject_call": true, "msg_call": "busy, text me" })),
+        )
         .await
         .expect(200);
     assert_eq!(s, json!({ "reject_call": true, "msg_call": "busy, text me" }));
@@ -167,7 +185,12 @@ async fn calls_are_rejected_per_settings_and_action_connect_works() {
     let call_id = call["id"].as_str().unwrap().to_string();
     let rejected = wait_for(Duration::from_secs(10), || async {
         let calls = c.netsim().get("/control/calls").await.body;
-        calls["calls"].as_array().unwrap().iter().find(|k| k["id"] == call_id.as_str() && k["state"] == "rejected").cloned()
+        calls["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["id"] == call_id.as_str() && k["state"] == "rejected")
+            .cloned()
     })
     .await
     .expect("the call is rejected");
@@ -239,7 +262,10 @@ async fn a_paused_ex_owner_writes_nothing() {
     // The ex-owner wakes up, finds its lease gone or its session replaced, and stops.
     let released = wait_for(Duration::from_secs(10), || async {
         let m = c.worker_metrics(owner).await;
-        let held = m.lines().find(|l| l.starts_with("paceline_worker_leases_held")).and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok());
+        let held = m
+            .lines()
+            .find(|l| l.starts_with("paceline_worker_leases_held"))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok());
         (held == Some(0.0)).then_some(())
     })
     .await;
@@ -267,7 +293,10 @@ async fn an_unreachable_whatsapp_network_leaves_the_instance_connecting() {
     cmd.env("PACELINE_METRICS_ADDR", metrics.to_string());
     c.workers.push(harness::cluster::WorkerProc { child: cmd.spawn().unwrap(), metrics });
     let admin = c.api.admin();
-    admin.post("/v1/instances", &json!({ "name": "wa-bad", "network": "telegram" })).await.expect_error(400, "validation_failed");
+    admin
+        .post("/v1/instances", &json!({ "name": "wa-bad", "network": "telegram" }))
+        .await
+        .expect_error(400, "validation_failed");
     let created = admin.post("/v1/instances", &json!({ "name": "wa-down", "network": "whatsapp" })).await.expect(201);
     assert_eq!(created["instance"]["network"], "whatsapp");
     let id = created["instance"]["id"].as_str().unwrap().to_string();
@@ -282,7 +311,10 @@ async fn an_unreachable_whatsapp_network_leaves_the_instance_connecting() {
     let r = admin.get(&format!("/v1/instances/{id}/contacts")).await;
     assert_eq!(r.body["error"]["retryable"], true, "{}", r.text);
     r.expect_error(409, "instance_not_connected");
-    admin.post(&format!("/v1/instances/{id}/pairing-code"), &json!({ "phone": "5511999990001" })).await.expect_error(409, "instance_not_pairing");
+    admin
+        .post(&format!("/v1/instances/{id}/pairing-code"), &json!({ "phone": "5511999990001" }))
+        .await
+        .expect_error(409, "instance_not_pairing");
     assert_eq!(c.worker_metric(0, "paceline_worker_leases_held", "").await, 1.0);
     let pool = c.pool().await;
     let (device,): (i64,) = sqlx::query_as("SELECT count(*) FROM wa_store WHERE instance_id = $1 AND kind = 'device'")

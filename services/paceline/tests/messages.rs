@@ -33,7 +33,8 @@ async fn every_type_is_delivered_once() {
     let server = harness::media_server().await;
     let png = base64::engine::general_purpose::STANDARD.encode(b"\x89PNG fake image bytes");
     let path = format!("/v1/instances/{id}/messages?wait=true&timeout=20s");
-    let first = own.post(&path, &json!({ "to": B, "type": "text", "text": "hello", "link_preview": true })).await.expect(200);
+    let first =
+        own.post(&path, &json!({ "to": B, "type": "text", "text": "hello", "link_preview": true })).await.expect(200);
     let bodies = vec![
         json!({ "to": B, "type": "image", "media": { "data": png, "mime_type": "image/png" }, "caption": "an image" }),
         json!({ "to": B, "type": "video", "media": { "url": format!("http://{server}/file/2048") } }),
@@ -59,7 +60,13 @@ async fn every_type_is_delivered_once() {
     assert_eq!(msgs.len(), sent.len(), "{got}");
     assert_eq!(got["duplicates"], 0);
     let kinds: Vec<&str> = msgs.iter().map(|m| m["type"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["text", "image", "video", "audio", "voice", "document", "sticker", "location", "contact", "poll", "reaction", "text"]);
+    assert_eq!(
+        kinds,
+        [
+            "text", "image", "video", "audio", "voice", "document", "sticker", "location", "contact", "poll",
+            "reaction", "text"
+        ]
+    );
     for (m, s) in msgs.iter().zip(&sent) {
         assert_eq!(m["id"], s["wa_message_id"], "in order, under the pre-assigned ids");
         assert_eq!(m["from"], A);
@@ -80,7 +87,11 @@ async fn every_type_is_delivered_once() {
     assert_eq!(sent_metric as usize, sent.len());
     // Each status change left its event.
     let db = c.pool().await;
-    let (n,): (i64,) = sqlx::query_as("SELECT count(*) FROM outbox WHERE instance_id = $1 AND type = 'message.sent'").bind(&id).fetch_one(&db).await.unwrap();
+    let (n,): (i64,) = sqlx::query_as("SELECT count(*) FROM outbox WHERE instance_id = $1 AND type = 'message.sent'")
+        .bind(&id)
+        .fetch_one(&db)
+        .await
+        .unwrap();
     assert_eq!(n as usize, sent.len());
 }
 
@@ -116,7 +127,8 @@ async fn failures_wait_and_expiry() {
     // Transient network errors are retried: with every send failing, the message ends
     // failed with the last reason after its attempts.
     c.netsim().post("/control/faults", &json!({ "error_rate": 1.0 })).await.expect(200);
-    let r = own.post(&format!("{path}?wait=true&timeout=60s"), &json!({ "to": B, "type": "text", "text": "doomed" })).await;
+    let r =
+        own.post(&format!("{path}?wait=true&timeout=60s"), &json!({ "to": B, "type": "text", "text": "doomed" })).await;
     r.expect_error(502, "worker_error");
     c.netsim().post("/control/faults", &json!({ "error_rate": 0.0 })).await.expect(200);
 
@@ -154,10 +166,16 @@ async fn pacing_intervals_are_honoured_at_the_recipient() {
     let (inst, token) = c.paired_instance("paced", A).await;
     let id = inst["id"].as_str().unwrap().to_string();
     // The floor: 1 s apart (plus up to 25% jitter), in order.
-    c.api.admin().patch(&format!("/v1/instances/{id}"), &json!({ "min_interval_ms": 1000, "max_per_minute": 60 })).await.expect(200);
+    c.api
+        .admin()
+        .patch(&format!("/v1/instances/{id}"), &json!({ "min_interval_ms": 1000, "max_per_minute": 60 }))
+        .await
+        .expect(200);
     let own = c.api.client(Some(token));
     for i in 0..5 {
-        own.post(&format!("/v1/instances/{id}/messages"), &json!({ "to": B, "type": "text", "text": format!("p{i}") })).await.expect(202);
+        own.post(&format!("/v1/instances/{id}/messages"), &json!({ "to": B, "type": "text", "text": format!("p{i}") }))
+            .await
+            .expect(202);
     }
     let msgs = wait_for(Duration::from_secs(30), || async {
         let got = inbox(&c, B).await;
@@ -166,7 +184,8 @@ async fn pacing_intervals_are_honoured_at_the_recipient() {
     })
     .await
     .expect("all five arrive");
-    let times: Vec<chrono::DateTime<chrono::Utc>> = msgs.iter().map(|m| m["received_at"].as_str().unwrap().parse().unwrap()).collect();
+    let times: Vec<chrono::DateTime<chrono::Utc>> =
+        msgs.iter().map(|m| m["received_at"].as_str().unwrap().parse().unwrap()).collect();
     let texts: Vec<&str> = msgs.iter().map(|m| m["text"].as_str().unwrap()).collect();
     assert_eq!(texts, ["p0", "p1", "p2", "p3", "p4"], "queue order kept");
     let gaps: Vec<i64> = times.windows(2).map(|w| (w[1] - w[0]).num_milliseconds()).collect();
@@ -181,11 +200,23 @@ async fn a_worker_killed_mid_send_loses_and_duplicates_nothing() {
     c.phone(B, false).await;
     let (inst, token) = c.paired_instance("chaos", A).await;
     let id = inst["id"].as_str().unwrap().to_string();
-    c.api.admin().patch(&format!("/v1/instances/{id}"), &json!({ "unsafe_pacing": true, "min_interval_ms": 30, "max_per_minute": 100000 })).await.expect(200);
+    c.api
+        .admin()
+        .patch(
+            &format!("/v1/instances/{id}"),
+            &json!({ "unsafe_pacing": true, "min_interval_ms": 30, "max_per_minute": 100000 }),
+        )
+        .await
+        .expect(200);
     let own = c.api.client(Some(token));
     const N: usize = 60;
     for i in 0..N {
-        own.post(&format!("/v1/instances/{id}/messages"), &json!({ "to": B, "type": "text", "text": format!("m{i:03}") })).await.expect(202);
+        own.post(
+            &format!("/v1/instances/{id}/messages"),
+            &json!({ "to": B, "type": "text", "text": format!("m{i:03}") }),
+        )
+        .await
+        .expect(202);
     }
     // Kill the owner while it is sending.
     wait_for(Duration::from_secs(20), || async {
@@ -219,7 +250,11 @@ async fn a_worker_killed_mid_send_loses_and_duplicates_nothing() {
     let db = c.pool().await;
     let all_sent = wait_for(Duration::from_secs(10), || async {
         let (sent,): (i64,) =
-            sqlx::query_as("SELECT count(*) FROM messages WHERE instance_id = $1 AND status = 'sent'").bind(&id).fetch_one(&db).await.unwrap();
+            sqlx::query_as("SELECT count(*) FROM messages WHERE instance_id = $1 AND status = 'sent'")
+                .bind(&id)
+                .fetch_one(&db)
+                .await
+                .unwrap();
         (sent as usize == N).then_some(())
     })
     .await;
@@ -237,10 +272,17 @@ async fn an_in_flight_message_is_resent_under_its_id_after_a_crash() {
     // A slow network: the send reaches netsim, which delivers it after the sender died.
     c.netsim().post("/control/faults", &json!({ "latency_ms": 1500 })).await.expect(200);
     let own = c.api.client(Some(token));
-    let m = own.post(&format!("/v1/instances/{id}/messages"), &json!({ "to": B, "type": "text", "text": "exactly once" })).await.expect(202);
+    let m = own
+        .post(&format!("/v1/instances/{id}/messages"), &json!({ "to": B, "type": "text", "text": "exactly once" }))
+        .await
+        .expect(202);
     let db = c.pool().await;
     wait_for(Duration::from_secs(10), || async {
-        let (s,): (String,) = sqlx::query_as("SELECT status FROM messages WHERE id = $1").bind(m["id"].as_str()).fetch_one(&db).await.unwrap();
+        let (s,): (String,) = sqlx::query_as("SELECT status FROM messages WHERE id = $1")
+            .bind(m["id"].as_str())
+            .fetch_one(&db)
+            .await
+            .unwrap();
         (s == "in_flight").then_some(())
     })
     .await
@@ -261,7 +303,11 @@ async fn an_in_flight_message_is_resent_under_its_id_after_a_crash() {
     assert_eq!(msgs[0]["id"], row["wa_message_id"], "re-sent under the id assigned before the first attempt");
     assert_eq!(got["duplicates"], 0);
     assert_eq!(got["resends_absorbed"], 1, "the re-send happened and the network absorbed it");
-    let (attempts,): (i32,) = sqlx::query_as("SELECT attempts FROM messages WHERE id = $1").bind(m["id"].as_str()).fetch_one(&db).await.unwrap();
+    let (attempts,): (i32,) = sqlx::query_as("SELECT attempts FROM messages WHERE id = $1")
+        .bind(m["id"].as_str())
+        .fetch_one(&db)
+        .await
+        .unwrap();
     assert_eq!(attempts, 2);
 }
 
@@ -274,16 +320,37 @@ async fn action_send_routes_go_through_the_same_queue() {
     c.unpaced(inst["id"].as_str().unwrap()).await;
     let key = c.api.anon().with_header("x-api-key", &token);
     let server = harness::media_server().await;
-    let first = key.post("/message/sendText/evo", &json!({ "number": B, "message": "line1\\nline2", "linkPreview": false, "delay": 0 })).await.expect(200);
+    let first = key
+        .post(
+            "/message/sendText/evo",
+            &json!({ "number": B, "message": "line1\\nline2", "linkPreview": false, "delay": 0 }),
+        )
+        .await
+        .expect(200);
     assert!(first["messageId"].as_str().unwrap().starts_with("3EB0"));
     assert_eq!(first["serviceId"].as_str().unwrap().len(), 36, "UUID-shaped");
     let calls = [
-        ("/message/sendContact/evo", json!({ "number": B, "contactName": "Ana", "contactPhone": "5511999990009", "organization": "ACME" })),
+        (
+            "/message/sendContact/evo",
+            json!({ "number": B, "contactName": "Ana", "contactPhone": "5511999990009", "organization": "ACME" }),
+        ),
         ("/message/sendReaction/evo", json!({ "phone": B, "reaction": "🔥", "messageId": first["messageId"] })),
-        ("/message/sendLocation/evo", json!({ "number": B, "title": "Office", "address": "Av. Paulista", "latitude": -23.56, "longitude": -46.65 })),
-        ("/message/sendPoll/evo", json!({ "number": B, "name": "When?", "values": ["mon", "tue", "wed"], "selectableCount": 2 })),
-        ("/message/sendMedia/evo", json!({ "number": B, "caption": "sheet", "media": format!("http://{server}/file/300"), "fileName": "q3.xlsx" })),
-        ("/message/sendMedia/evo", json!({ "number": B, "media": format!("http://{server}/file/200?name=p.png"), "mediatype": "image" })),
+        (
+            "/message/sendLocation/evo",
+            json!({ "number": B, "title": "Office", "address": "Av. Paulista", "latitude": -23.56, "longitude": -46.65 }),
+        ),
+        (
+            "/message/sendPoll/evo",
+            json!({ "number": B, "name": "When?", "values": ["mon", "tue", "wed"], "selectableCount": 2 }),
+        ),
+        (
+            "/message/sendMedia/evo",
+            json!({ "number": B, "caption": "sheet", "media": format!("http://{server}/file/300"), "fileName": "q3.xlsx" }),
+        ),
+        (
+            "/message/sendMedia/evo",
+            json!({ "number": B, "media": format!("http://{server}/file/200?name=p.png"), "mediatype": "image" }),
+        ),
         ("/message/sendWhatsAppAudio/evo", json!({ "number": B, "audio": format!("http://{server}/file/100") })),
     ];
     for (path, body) in calls {
@@ -300,13 +367,18 @@ async fn action_send_routes_go_through_the_same_queue() {
     assert_eq!(msgs[0]["text"], "line1\nline2");
     assert_eq!(msgs[4]["body"]["poll"]["selectable_count"], 2);
     // Refusals use 400 and 404 only.
-    key.post("/message/sendText/evo", &json!({ "number": "12", "message": "x" })).await.expect_error(400, "validation_failed");
+    key.post("/message/sendText/evo", &json!({ "number": "12", "message": "x" }))
+        .await
+        .expect_error(400, "validation_failed");
     key.post("/message/sendText/evo", &json!({ "message": "x" })).await.expect_error(400, "validation_failed");
-    key.post("/message/sendText/nobody", &json!({ "number": B, "message": "x" })).await.expect_error(404, "instance_not_found");
+    key.post("/message/sendText/nobody", &json!({ "number": B, "message": "x" }))
+        .await
+        .expect_error(404, "instance_not_found");
     let r = key.post("/message/sendMedia/evo", &json!({ "number": B, "media": format!("http://{server}/file/{}", 101 * 1024 * 1024), "mediatype": "document" })).await;
     assert_eq!(r.status, 400);
     assert_eq!(r.body["error"]["code"], "media_too_large");
-    let r = key.post("/message/sendMedia/evo", &json!({ "number": B, "media": format!("http://{server}/missing") })).await;
+    let r =
+        key.post("/message/sendMedia/evo", &json!({ "number": B, "media": format!("http://{server}/missing") })).await;
     assert_eq!(r.status, 400);
     assert_eq!(r.body["error"]["code"], "media_fetch_failed");
 }

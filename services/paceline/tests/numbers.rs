@@ -27,8 +27,14 @@ async fn check_numbers_and_its_quota_across_two_api_processes() {
     one.post(&path, &json!({ "numbers": eleven })).await.expect_error(400, "validation_failed");
     one.post(&path, &json!({ "numbers": ["12"] })).await.expect_error(400, "validation_failed");
 
-    let r = one.post(&path, &json!({ "numbers": ["+55 11 99999-0002", "5511999990300", "5511999990301"] })).await.expect(200);
-    assert_eq!(r["results"][0], json!({ "number": "+55 11 99999-0002", "exists": true, "jid": "5511999990002@s.whatsapp.net" }));
+    let r = one
+        .post(&path, &json!({ "numbers": ["+55 11 99999-0002", "5511999990300", "5511999990301"] }))
+        .await
+        .expect(200);
+    assert_eq!(
+        r["results"][0],
+        json!({ "number": "+55 11 99999-0002", "exists": true, "jid": "5511999990002@s.whatsapp.net" })
+    );
     assert_eq!(r["results"][1], json!({ "number": "5511999990300", "exists": false }));
     // Known numbers are not new lookups, on either API.
     for _ in 0..5 {
@@ -36,7 +42,9 @@ async fn check_numbers_and_its_quota_across_two_api_processes() {
         two.post(&path, &json!({ "numbers": ["5511999990002"] })).await.expect(200);
     }
     // 3 used: 4 more on one API and 3 on the other fill the minute...
-    one.post(&path, &json!({ "numbers": ["5511999990302", "5511999990303", "5511999990304", "5511999990305"] })).await.expect(200);
+    one.post(&path, &json!({ "numbers": ["5511999990302", "5511999990303", "5511999990304", "5511999990305"] }))
+        .await
+        .expect(200);
     two.post(&path, &json!({ "numbers": ["5511999990306", "5511999990307", "5511999990308"] })).await.expect(200);
     // ...and the next new one is refused wherever it is asked.
     let r = two.post(&path, &json!({ "numbers": ["5511999990309"] })).await;
@@ -53,6 +61,9 @@ async fn check_numbers_and_its_quota_across_two_api_processes() {
     let idle_path = format!("/v1/instances/{}/check-numbers", idle["id"].as_str().unwrap());
     let idle_client = c.api.client(Some(idle_token));
     for _ in 0..12 {
-        idle_client.post(&idle_path, &json!({ "numbers": ["5511999990002"] })).await.expect_error(409, "instance_not_connected");
+        idle_client
+            .post(&idle_path, &json!({ "numbers": ["5511999990002"] }))
+            .await
+            .expect_error(409, "instance_not_connected");
     }
 }

@@ -25,7 +25,11 @@ fn jid(n: &str) -> String {
 
 /// `from` sends a text to `to` through netsim; returns its network id.
 async fn phone_text(c: &Cluster, from: &str, to: &str, text: &str) -> String {
-    let r = c.netsim().post(&format!("/control/phones/{from}/messages"), &json!({ "to": to, "text": text })).await.expect(201);
+    let r = c
+        .netsim()
+        .post(&format!("/control/phones/{from}/messages"), &json!({ "to": to, "text": text }))
+        .await
+        .expect(201);
     r["id"].as_str().unwrap().to_string()
 }
 
@@ -76,7 +80,10 @@ async fn received_and_sent_messages_fill_chats_in_order() {
     phone_text(&c, C, A, "from C").await;
     phone_text(&c, B, A, "live 2").await;
     let sent = own
-        .post(&format!("/v1/instances/{id}/messages?wait=true&timeout=20s"), &json!({ "to": B, "type": "text", "text": "answer" }))
+        .post(
+            &format!("/v1/instances/{id}/messages?wait=true&timeout=20s"),
+            &json!({ "to": B, "type": "text", "text": "answer" }),
+        )
         .await
         .expect(200);
     let b = wait_count(&own, &id, B, 5).await;
@@ -120,7 +127,10 @@ async fn received_and_sent_messages_fill_chats_in_order() {
     // Chat changes go to the network, then to the log.
     phone_text(&c, C, A, "unread again").await;
     wait_count(&own, &id, C, 3).await;
-    let p = own.patch(&format!("/v1/instances/{id}/chats/{C}"), &json!({ "archived": true, "pinned": true })).await.expect(200);
+    let p = own
+        .patch(&format!("/v1/instances/{id}/chats/{C}"), &json!({ "archived": true, "pinned": true }))
+        .await
+        .expect(200);
     assert_eq!((p["archived"].as_bool(), p["pinned"].as_bool()), (Some(true), Some(true)));
     let r = own.post(&format!("/v1/instances/{id}/chats/{C}/read"), &json!({})).await.expect(200);
     assert_eq!(r["unread_count"], 0);
@@ -128,7 +138,13 @@ async fn received_and_sent_messages_fill_chats_in_order() {
     assert_eq!(state["chats"][C]["archived"], true);
     assert_eq!(state["chats"][C]["pinned"], true);
     assert_eq!(state["read"].as_array().unwrap().len(), 2, "both of C's messages were read: {state}");
-    let m = own.patch(&format!("/v1/instances/{id}/chats/{C}"), &json!({ "muted_until": "2030-01-01T00:00:00Z", "read": false })).await.expect(200);
+    let m = own
+        .patch(
+            &format!("/v1/instances/{id}/chats/{C}"),
+            &json!({ "muted_until": "2030-01-01T00:00:00Z", "read": false }),
+        )
+        .await
+        .expect(200);
     assert_eq!(m["unread_count"], 1);
     assert!(m["muted_until"].as_str().unwrap().starts_with("2030-01-01"));
     own.delete(&format!("/v1/instances/{id}/chats/{C}")).await;
@@ -153,7 +169,11 @@ async fn paging_a_1000_message_chat_while_new_ones_arrive_has_no_gaps_or_repeats
     }
     let pool = c.pool().await;
     wait_for(Duration::from_secs(60), || async {
-        let (n,): (i64,) = sqlx::query_as("SELECT count(*) FROM log_messages WHERE instance_id = $1").bind(&id).fetch_one(&pool).await.unwrap();
+        let (n,): (i64,) = sqlx::query_as("SELECT count(*) FROM log_messages WHERE instance_id = $1")
+            .bind(&id)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
         (n == 1000).then_some(())
     })
     .await
@@ -169,7 +189,9 @@ async fn paging_a_1000_message_chat_while_new_ones_arrive_has_no_gaps_or_repeats
             None => format!("{base}?limit=37"),
         };
         let page = own.get(&path).await.expect(200);
-        seen.extend(page["messages"].as_array().unwrap().iter().map(|m| m["wa_message_id"].as_str().unwrap().to_string()));
+        seen.extend(
+            page["messages"].as_array().unwrap().iter().map(|m| m["wa_message_id"].as_str().unwrap().to_string()),
+        );
         // New messages keep arriving during the walk.
         if arrived < 30 {
             phone_text(&c, B, A, &format!("new {arrived}")).await;
@@ -188,7 +210,9 @@ async fn paging_a_1000_message_chat_while_new_ones_arrive_has_no_gaps_or_repeats
     // A cursor is bound to its chat and instance.
     let page = own.get(&format!("{base}?limit=10")).await.expect(200);
     let cur = page["next_cursor"].as_str().unwrap();
-    own.get(&format!("/v1/instances/{id}/chats/{C}/messages?cursor={cur}")).await.expect_error(400, "validation_failed");
+    own.get(&format!("/v1/instances/{id}/chats/{C}/messages?cursor={cur}"))
+        .await
+        .expect_error(400, "validation_failed");
     own.get(&format!("{base}?cursor=bm9wZQ")).await.expect_error(400, "validation_failed");
     own.get(&format!("{base}?limit=201")).await.expect_error(400, "validation_failed");
     own.get(&format!("{base}?limit=abc")).await.expect_error(400, "validation_failed");
@@ -209,7 +233,11 @@ async fn history_sync_lands_once_across_a_takeover() {
     let own = c.api.client(Some(token));
     let pool = c.pool().await;
     let count = || async {
-        let (n,): (i64,) = sqlx::query_as("SELECT count(*) FROM log_messages WHERE instance_id = $1").bind(&id).fetch_one(&pool).await.unwrap();
+        let (n,): (i64,) = sqlx::query_as("SELECT count(*) FROM log_messages WHERE instance_id = $1")
+            .bind(&id)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
         n
     };
     wait_for(Duration::from_secs(20), || async { (count().await == 20).then_some(()) }).await.expect("history landed");
@@ -234,7 +262,11 @@ async fn history_sync_lands_once_across_a_takeover() {
     wait_count(&own, &id, B, 21).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(count().await, 21, "history landed once");
-    let (unread,): (i32,) = sqlx::query_as("SELECT unread_count FROM chats WHERE instance_id = $1").bind(&id).fetch_one(&pool).await.unwrap();
+    let (unread,): (i32,) = sqlx::query_as("SELECT unread_count FROM chats WHERE instance_id = $1")
+        .bind(&id)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
     assert_eq!(unread, 1, "history does not count as unread, and repeats add nothing");
     assert_eq!(events(&c, &id, "message.received").await.len(), 1);
 }
@@ -272,7 +304,9 @@ async fn contacts_profiles_and_the_blocklist_round_trip_through_the_network() {
     let prof = own.get(&format!("/v1/instances/{id}/contacts/{B}/profile")).await.expect(200);
     assert_eq!(prof["about"], "open 9-18");
     assert_eq!(prof["business_profile"]["category"], "retail");
-    assert!(own.get(&format!("/v1/instances/{id}/contacts/{C}/profile")).await.expect(200)["business_profile"].is_null());
+    assert!(
+        own.get(&format!("/v1/instances/{id}/contacts/{C}/profile")).await.expect(200)["business_profile"].is_null()
+    );
     own.get(&format!("/v1/instances/{id}/contacts/5511988889999")).await.expect_error(404, "not_found");
     own.get(&format!("/v1/instances/{id}/contacts/123@g.us")).await.expect_error(400, "validation_failed");
 
@@ -280,13 +314,19 @@ async fn contacts_profiles_and_the_blocklist_round_trip_through_the_network() {
     let b = own.post(&format!("/v1/instances/{id}/contacts/{C}/block"), &json!({})).await.expect(200);
     assert_eq!(b, json!({ "jid": jid(C), "blocked": true }));
     assert_eq!(own.get(&format!("/v1/instances/{id}/blocklist")).await.expect(200)["jids"], json!([jid(C)]));
-    c.netsim().post(&format!("/control/phones/{C}/messages"), &json!({ "to": A, "text": "let me in" })).await.expect_error(403, "forbidden");
+    c.netsim()
+        .post(&format!("/control/phones/{C}/messages"), &json!({ "to": A, "text": "let me in" }))
+        .await
+        .expect_error(403, "forbidden");
     own.post(&format!("/v1/instances/{id}/contacts/{C}/unblock"), &json!({})).await.expect(200);
     assert_eq!(own.get(&format!("/v1/instances/{id}/blocklist")).await.expect(200)["jids"], json!([]));
     phone_text(&c, C, A, "thanks").await;
 
     // A label changed on the phone is a label.updated event.
-    c.netsim().post(&format!("/control/phones/{A}/labels"), &json!({ "label_id": "5", "name": "VIP", "color": 3 })).await.expect(200);
+    c.netsim()
+        .post(&format!("/control/phones/{A}/labels"), &json!({ "label_id": "5", "name": "VIP", "color": 3 }))
+        .await
+        .expect(200);
     let labels = wait_for(Duration::from_secs(10), || async {
         let l = events(&c, &id, "label.updated").await;
         (!l.is_empty()).then_some(l)
@@ -298,7 +338,11 @@ async fn contacts_profiles_and_the_blocklist_round_trip_through_the_network() {
     // Without a running session these need the network: 409.
     let (other, other_token) = c.api.create_instance("offline").await;
     let oid = other["id"].as_str().unwrap();
-    c.api.client(Some(other_token)).get(&format!("/v1/instances/{oid}/contacts")).await.expect_error(409, "instance_not_connected");
+    c.api
+        .client(Some(other_token))
+        .get(&format!("/v1/instances/{oid}/contacts"))
+        .await
+        .expect_error(409, "instance_not_connected");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -311,10 +355,16 @@ async fn received_media_is_served_by_signed_urls_that_refuse_tampering_and_expir
     // Sent before pairing; its media expires on the network before the sync.
     let gone = c
         .netsim()
-        .post(&format!("/control/phones/{B}/messages"), &json!({ "to": A, "type": "image", "text": "old", "media": { "data": data, "mime_type": "image/png" } }))
+        .post(
+            &format!("/control/phones/{B}/messages"),
+            &json!({ "to": A, "type": "image", "text": "old", "media": { "data": data, "mime_type": "image/png" } }),
+        )
         .await
         .expect(201);
-    c.netsim().post(&format!("/control/media/{}/expire", gone["media_id"].as_str().unwrap()), &json!({})).await.expect(200);
+    c.netsim()
+        .post(&format!("/control/media/{}/expire", gone["media_id"].as_str().unwrap()), &json!({}))
+        .await
+        .expect(200);
     let (inst, token) = c.paired_instance("media", A).await;
     let id = inst["id"].as_str().unwrap().to_string();
     let own = c.api.client(Some(token));
@@ -376,7 +426,10 @@ async fn media_that_fails_to_download_is_retried_until_it_arrives() {
     // The media servers are briefly down when the message arrives.
     c.netsim().post("/control/faults", &json!({ "media_down": true })).await.expect(200);
     c.netsim()
-        .post(&format!("/control/phones/{B}/messages"), &json!({ "to": A, "type": "image", "text": "later", "media": { "data": data, "mime_type": "image/png" } }))
+        .post(
+            &format!("/control/phones/{B}/messages"),
+            &json!({ "to": A, "type": "image", "text": "later", "media": { "data": data, "mime_type": "image/png" } }),
+        )
         .await
         .expect(201);
     let msgs = wait_count(&own, &id, B, 1).await;
@@ -393,9 +446,15 @@ async fn media_that_fails_to_download_is_retried_until_it_arrives() {
     // A few tries fail while the servers stay down, and count.
     let pool = c.pool().await;
     let attempts = || async {
-        sqlx::query_scalar::<_, i32>("SELECT fetch_attempts FROM media WHERE id = $1").bind(media["id"].as_str()).fetch_one(&pool).await.unwrap()
+        sqlx::query_scalar::<_, i32>("SELECT fetch_attempts FROM media WHERE id = $1")
+            .bind(media["id"].as_str())
+            .fetch_one(&pool)
+            .await
+            .unwrap()
     };
-    wait_for(Duration::from_secs(10), || async { (attempts().await >= 1).then_some(()) }).await.expect("a retry failed and was counted");
+    wait_for(Duration::from_secs(10), || async { (attempts().await >= 1).then_some(()) })
+        .await
+        .expect("a retry failed and was counted");
 
     // They come back: the next try stores the bytes and updates the logged message.
     c.netsim().post("/control/faults", &json!({ "media_down": false })).await.expect(200);

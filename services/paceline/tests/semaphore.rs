@@ -79,7 +79,10 @@ async fn slots_cap_large_sends_across_two_api_processes() {
     assert!(max <= 3, "never more than the slots");
     assert_eq!(max, 3, "the slots were used in full");
     // Small bodies never wait for a slot.
-    a.client(Some(token)).post(&path, &json!({ "to": "5511999990001", "type": "text", "text": "small" })).await.expect(202);
+    a.client(Some(token))
+        .post(&path, &json!({ "to": "5511999990001", "type": "text", "text": "small" }))
+        .await
+        .expect(202);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -186,7 +186,8 @@ impl Executor {
     /// Releases a job's claim without an attempt; it comes due again after a while.
     async fn put_back(&self, job: &Job) {
         metrics::counter!(m::DEFERRED).increment(1);
-        let later = Utc::now() + chrono::Duration::from_std(self.0.settings.timeout.max(Duration::from_secs(5))).expect("small");
+        let later = Utc::now()
+            + chrono::Duration::from_std(self.0.settings.timeout.max(Duration::from_secs(5))).expect("small");
         let outcome = Outcome {
             id: job.id.clone(),
             claim_id: job.claim_id.clone(),

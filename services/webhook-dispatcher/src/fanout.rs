@@ -49,13 +49,22 @@ fn parse(msg: jetstream::Message) -> Result<Incoming, Box<jetstream::Message>> {
 }
 
 /// Runs the fan-out until `shutdown`.
-pub async fn run(db: sqlx::PgPool, js: jetstream::Context, subjects: Subjects, exec: Executor, shutdown: shared::Shutdown) {
+pub async fn run(
+    db: sqlx::PgPool,
+    js: jetstream::Context,
+    subjects: Subjects,
+    exec: Executor,
+    shutdown: shared::Shutdown,
+) {
     let mut failures = 0u32;
     let mut consumer: Option<jetstream::consumer::Consumer<pull::Config>> = None;
     while !shutdown.is_cancelled() {
         let result = match &consumer {
             Some(c) => fan_out_once(&db, c, &exec, &shutdown).await,
-            None => match tokio::time::timeout(NATS_CALL, open(&js, &subjects)).await.unwrap_or_else(|_| Err("opening the consumer timed out".into())) {
+            None => match tokio::time::timeout(NATS_CALL, open(&js, &subjects))
+                .await
+                .unwrap_or_else(|_| Err("opening the consumer timed out".into()))
+            {
                 Ok(c) => {
                     consumer = Some(c);
                     Ok(())
@@ -81,7 +90,10 @@ pub async fn run(db: sqlx::PgPool, js: jetstream::Context, subjects: Subjects, e
     }
 }
 
-async fn open(js: &jetstream::Context, subjects: &Subjects) -> Result<jetstream::consumer::Consumer<pull::Config>, String> {
+async fn open(
+    js: &jetstream::Context,
+    subjects: &Subjects,
+) -> Result<jetstream::consumer::Consumer<pull::Config>, String> {
     let stream = shared::bus::ensure_events_stream(js, subjects).await?;
     stream
         .get_or_create_consumer(

@@ -45,7 +45,8 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     shutdown.cancelled().await;
     let _ = tokio::join!(relay, fanout, retry, retention);
     // Attempts in flight get a short grace; what is left is handed back to other pods.
-    let grace = Duration::from_millis(config.shutdown_timeout_ms / 3).min(Duration::from_millis(config.webhook_timeout_ms));
+    let grace =
+        Duration::from_millis(config.shutdown_timeout_ms / 3).min(Duration::from_millis(config.webhook_timeout_ms));
     exec.close(grace).await;
     writer.finish().await;
     match deliveries::release(&pool, &worker_id).await {

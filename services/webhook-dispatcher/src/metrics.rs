@@ -18,10 +18,7 @@ pub fn describe() {
         "webhook delivery attempts by result: succeeded, refused (non-2xx), gone (410), no_answer"
     );
     metrics::describe_histogram!(ATTEMPT_SECONDS, "duration of one webhook delivery attempt");
-    metrics::describe_histogram!(
-        LAG_SECONDS,
-        "from an event's creation to its successful first delivery attempt"
-    );
+    metrics::describe_histogram!(LAG_SECONDS, "from an event's creation to its successful first delivery attempt");
     metrics::describe_counter!(DEFERRED, "deliveries put back unattempted (their endpoint's queue was full or slow)");
     metrics::describe_gauge!(RETRY_QUEUE, "deliveries waiting for a retry (pending after a failed attempt)");
     metrics::describe_gauge!(DISABLED_ENDPOINTS, "webhook endpoints disabled (by their owner or after failing)");

@@ -75,10 +75,13 @@ async fn relay_once(db: &sqlx::PgPool, js: &jetstream::Context, subjects: &Subje
         let payload = serde_json::to_vec(&ev.payload).expect("json serializes");
         // Every NATS call has a deadline: a call that never returns (a connection lost
         // mid-call) must become an error the loop retries, not a silent stall.
-        let ack = tokio::time::timeout(NATS_CALL, js.publish_with_headers(subjects.event(ev.instance_id.as_str(), &ev.kind), headers, payload.into()))
-            .await
-            .map_err(|_| "publishing timed out".to_string())?
-            .map_err(|e| e.to_string())?;
+        let ack = tokio::time::timeout(
+            NATS_CALL,
+            js.publish_with_headers(subjects.event(ev.instance_id.as_str(), &ev.kind), headers, payload.into()),
+        )
+        .await
+        .map_err(|_| "publishing timed out".to_string())?
+        .map_err(|e| e.to_string())?;
         acks.push(ack);
     }
     let mut published = Vec::with_capacity(events.len());

@@ -26,7 +26,12 @@ pub async fn run(db: sqlx::PgPool, shutdown: shared::Shutdown) {
             match retention::prune(&db, cutoff, BATCH).await {
                 Ok(p) => {
                     if p.failed + p.deliveries + p.events > 0 {
-                        tracing::info!(failed = p.failed, deliveries = p.deliveries, events = p.events, "pruned past retention");
+                        tracing::info!(
+                            failed = p.failed,
+                            deliveries = p.deliveries,
+                            events = p.events,
+                            "pruned past retention"
+                        );
                     }
                     if p.failed < BATCH as u64 && p.deliveries < BATCH as u64 && p.events < BATCH as u64 {
                         break;

@@ -101,7 +101,12 @@ pub struct Due {
 
 /// Claims up to `limit` pending deliveries that are due and not claimed (or whose claim
 /// lapsed), of enabled webhooks, oldest due first.
-pub async fn claim_due(db: impl PgExecutor<'_>, worker: &str, lock_ms: u64, limit: i64) -> Result<Vec<Due>, sqlx::Error> {
+pub async fn claim_due(
+    db: impl PgExecutor<'_>,
+    worker: &str,
+    lock_ms: u64,
+    limit: i64,
+) -> Result<Vec<Due>, sqlx::Error> {
     sqlx::query_as(
         "WITH c AS ( \
              UPDATE webhook_deliveries d SET locked_by = $1, locked_until = now() + $2 * interval '1 millisecond', \

@@ -208,10 +208,7 @@ pub async fn get(db: impl PgExecutor<'_>, id: &InstanceId) -> Result<Option<Inst
 }
 
 /// Like [`get`], locking the row for the rest of the transaction.
-pub async fn get_for_update(
-    db: impl PgExecutor<'_>,
-    id: &InstanceId,
-) -> Result<Option<InstanceRow>, sqlx::Error> {
+pub async fn get_for_update(db: impl PgExecutor<'_>, id: &InstanceId) -> Result<Option<InstanceRow>, sqlx::Error> {
     sqlx::query_as::<_, InstanceRow>(&format!("SELECT {COLUMNS} FROM instances WHERE id = $1 FOR UPDATE"))
         .bind(id)
         .fetch_optional(db)

@@ -144,13 +144,19 @@ pub async fn record_received(
     .fetch_all(&mut *tx)
     .await?;
     let new: std::collections::HashSet<&str> = inserted.iter().map(|r| r.0.as_str()).collect();
-    let fresh: Vec<(&MessageId, &Received)> = ids.iter().zip(msgs).filter(|(id, _)| new.contains(id.as_str())).collect();
+    let fresh: Vec<(&MessageId, &Received)> =
+        ids.iter().zip(msgs).filter(|(id, _)| new.contains(id.as_str())).collect();
 
     // Reactions and history do not count as unread; the account's own messages read
     // everything before them.
     let touched: Vec<Touch> = fresh
         .iter()
-        .map(|(_, m)| Touch { chat: &m.chat_jid, ts: m.ts, from_me: m.from_me, counts: source == Source::Live && m.kind != "reaction" })
+        .map(|(_, m)| Touch {
+            chat: &m.chat_jid,
+            ts: m.ts,
+            from_me: m.from_me,
+            counts: source == Source::Live && m.kind != "reaction",
+        })
         .collect();
     let rows = touch_chats(&mut tx, instance, &touched).await?;
     if source == Source::Live {
@@ -192,7 +198,11 @@ struct Touch<'a> {
 /// Creates or updates the chats of `touched` messages: the last message time, the read
 /// point (the account's newest own message), and the unread count (incoming live
 /// messages after the read point, whatever order they were logged in). Returns the rows.
-async fn touch_chats(tx: &mut PgConnection, instance: &InstanceId, touched: &[Touch<'_>]) -> Result<Vec<ChatRow>, sqlx::Error> {
+async fn touch_chats(
+    tx: &mut PgConnection,
+    instance: &InstanceId,
+    touched: &[Touch<'_>],
+) -> Result<Vec<ChatRow>, sqlx::Error> {
     if touched.is_empty() {
         return Ok(Vec::new());
     }
@@ -236,7 +246,11 @@ async fn touch_chats(tx: &mut PgConnection, instance: &InstanceId, touched: &[To
 
 /// Logs a message the queue sent (in `messages::finish`'s transaction, already fenced):
 /// same id as the queued message, `source = queue`.
-pub async fn record_sent(tx: &mut PgConnection, row: &crate::db::messages::MessageRow, at: DateTime<Utc>) -> Result<(), sqlx::Error> {
+pub async fn record_sent(
+    tx: &mut PgConnection,
+    row: &crate::db::messages::MessageRow,
+    at: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
     let (instance, chat_jid, kind) = (&row.instance_id, row.to_jid.as_str(), row.kind.as_str());
     let owner: Option<Option<String>> =
         sqlx::query_scalar("SELECT phone FROM instances WHERE id = $1").bind(instance).fetch_optional(&mut *tx).await?;
@@ -449,7 +463,11 @@ pub struct PendingMedia {
 }
 
 /// Pending media of `instance` whose retry is due, oldest due first.
-pub async fn pending_media(db: impl PgExecutor<'_>, instance: &InstanceId, limit: i64) -> Result<Vec<PendingMedia>, sqlx::Error> {
+pub async fn pending_media(
+    db: impl PgExecutor<'_>,
+    instance: &InstanceId,
+    limit: i64,
+) -> Result<Vec<PendingMedia>, sqlx::Error> {
     sqlx::query_as(
         "SELECT id, remote, fetch_attempts FROM media \
          WHERE instance_id = $1 AND remote IS NOT NULL AND fetch_after <= now() ORDER BY fetch_after LIMIT $2",
@@ -473,7 +491,13 @@ pub enum Fetched<'a> {
 /// Records a retried download, fenced: with bytes (or for good without), the media row
 /// stops being pending and the logged message's descriptor is updated, with a
 /// `message.media_updated` event, in the same transaction. Returns false when another worker owns the instance now.
-pub async fn resolve_media(pool: &PgPool, instance: &InstanceId, epoch: i64, media: &PendingMedia, fetched: Fetched<'_>) -> Result<bool, sqlx::Error> {
+pub async fn resolve_media(
+    pool: &PgPool,
+    instance: &InstanceId,
+    epoch: i64,
+    media: &PendingMedia,
+    fetched: Fetched<'_>,
+) -> Result<bool, sqlx::Error> {
     use crate::db::messages::{media_descriptor, MediaBody};
     let mut tx = pool.begin().await?;
     if !fence(&mut tx, instance, epoch).await? {
@@ -529,7 +553,8 @@ pub async fn resolve_media(pool: &PgPool, instance: &InstanceId, epoch: i64, med
     .await?;
     // Who got `message.received` with `pending: true` learns the outcome.
     if let Some((message_id, chat_jid, wa_message_id)) = updated {
-        let data = json!({ "message_id": message_id, "wa_message_id": wa_message_id, "chat_jid": chat_jid, "media": desc });
+        let data =
+            json!({ "message_id": message_id, "wa_message_id": wa_message_id, "chat_jid": chat_jid, "media": desc });
         outbox::insert(&mut *tx, instance, "message.media_updated", data).await?;
     }
     tx.commit().await?;
@@ -538,7 +563,10 @@ pub async fn resolve_media(pool: &PgPool, instance: &InstanceId, epoch: i64, med
 
 /// How long until the next pending media of `instance` is due (zero if one is), if it
 /// has any. Measured on Postgres's clock, the one `pending_media` decides by.
-pub async fn next_media_retry(db: impl PgExecutor<'_>, instance: &InstanceId) -> Result<Option<std::time::Duration>, sqlx::Error> {
+pub async fn next_media_retry(
+    db: impl PgExecutor<'_>,
+    instance: &InstanceId,
+) -> Result<Option<std::time::Duration>, sqlx::Error> {
     let ms: Option<i64> = sqlx::query_scalar(
         // GREATEST skips NULLs: no pending media must stay NULL, not become 0.
         "SELECT CASE WHEN min(fetch_after) IS NULL THEN NULL \

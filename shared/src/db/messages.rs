@@ -157,7 +157,8 @@ pub async fn enqueue(pool: &PgPool, batch: &[NewMessage]) -> Result<Vec<Queued>,
     .bind(now)
     .fetch_all(pool)
     .await?;
-    let mut inserted: std::collections::HashMap<MessageId, MessageRow> = rows.into_iter().map(|r| (r.id.clone(), r)).collect();
+    let mut inserted: std::collections::HashMap<MessageId, MessageRow> =
+        rows.into_iter().map(|r| (r.id.clone(), r)).collect();
     let mut out = Vec::with_capacity(batch.len());
     for m in batch {
         if let Some(row) = inserted.remove(&m.id) {
@@ -165,11 +166,15 @@ pub async fn enqueue(pool: &PgPool, batch: &[NewMessage]) -> Result<Vec<Queued>,
             continue;
         }
         let existing = match &m.client_message_id {
-            Some(key) => sqlx::query_as(&format!("SELECT {COLUMNS} FROM messages WHERE instance_id = $1 AND client_message_id = $2"))
+            Some(key) => {
+                sqlx::query_as(&format!(
+                    "SELECT {COLUMNS} FROM messages WHERE instance_id = $1 AND client_message_id = $2"
+                ))
                 .bind(&m.instance_id)
                 .bind(key)
                 .fetch_optional(pool)
-                .await?,
+                .await?
+            }
             None => None,
         };
         out.push(existing.map_or(Queued::Refused, Queued::Existing));
@@ -204,7 +209,10 @@ pub async fn depth(db: impl PgExecutor<'_>, instance: &InstanceId) -> Result<i64
 }
 
 /// Per instance among `ids`: (unfinished messages, age in seconds of the oldest).
-pub async fn queue_stats(db: impl PgExecutor<'_>, ids: &[InstanceId]) -> Result<Vec<(InstanceId, i64, f64)>, sqlx::Error> {
+pub async fn queue_stats(
+    db: impl PgExecutor<'_>,
+    ids: &[InstanceId],
+) -> Result<Vec<(InstanceId, i64, f64)>, sqlx::Error> {
     sqlx::query_as(
         "SELECT instance_id, count(*), EXTRACT(EPOCH FROM now() - min(created_at))::float8 FROM messages \
          WHERE instance_id = ANY($1) AND status IN ('queued', 'in_flight') GROUP BY instance_id",
@@ -239,7 +247,9 @@ pub async fn start_attempt(
 pub enum Outcome<'a> {
     Sent,
     /// `error` is `<code>: <detail>`.
-    Failed { error: &'a str },
+    Failed {
+        error: &'a str,
+    },
 }
 
 /// `-> sent | failed`, fenced, with its `message.sent` / `message.failed` event.
@@ -311,7 +321,8 @@ pub async fn fail_idle(pool: &PgPool, limit: i64) -> Result<Vec<MessageRow>, sql
     .fetch_all(&mut *tx)
     .await?;
     for r in &rows {
-        outbox::insert(&mut *tx, &r.instance_id, "message.failed", serde_json::to_value(r.view()).expect("serializes")).await?;
+        outbox::insert(&mut *tx, &r.instance_id, "message.failed", serde_json::to_value(r.view()).expect("serializes"))
+            .await?;
     }
     tx.commit().await?;
     Ok(rows)
@@ -377,13 +388,19 @@ pub async fn store_media(
 }
 
 /// The `media` descriptor of a message's content.
-pub fn media_descriptor(id: &MediaId, mime_type: &str, filename: Option<&str>, body: MediaBody<'_>) -> serde_json::Value {
+pub fn media_descriptor(
+    id: &MediaId,
+    mime_type: &str,
+    filename: Option<&str>,
+    body: MediaBody<'_>,
+) -> serde_json::Value {
     use sha2::{Digest, Sha256};
     let (size, sha) = match body {
         MediaBody::Data(d) => (d.len() as i64, hex::encode(Sha256::digest(d))),
         _ => (0, String::new()),
     };
-    let mut desc = serde_json::json!({ "id": id, "mime_type": mime_type, "filename": filename, "size": size, "sha256": sha });
+    let mut desc =
+        serde_json::json!({ "id": id, "mime_type": mime_type, "filename": filename, "size": size, "sha256": sha });
     match body {
         MediaBody::Data(_) => {}
         MediaBody::Expired => desc["expired"] = serde_json::Value::Bool(true),
@@ -419,8 +436,10 @@ pub async fn media_for_serving(db: impl PgExecutor<'_>, id: &str) -> Result<Opti
 }
 
 pub async fn get_media(db: impl PgExecutor<'_>, id: &str) -> Result<Option<MediaRow>, sqlx::Error> {
-    sqlx::query_as("SELECT id, mime_type, filename, size, sha256, COALESCE(data, ''::bytea) AS data FROM media WHERE id = $1")
-        .bind(id)
-        .fetch_optional(db)
-        .await
+    sqlx::query_as(
+        "SELECT id, mime_type, filename, size, sha256, COALESCE(data, ''::bytea) AS data FROM media WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_optional(db)
+    .await
 }

@@ -8,7 +8,11 @@ use crate::ids::InstanceId;
 pub type Known = (String, bool, Option<String>);
 
 /// The known answers among `numbers`.
-pub async fn known(db: impl PgExecutor<'_>, instance: &InstanceId, numbers: &[String]) -> Result<Vec<Known>, sqlx::Error> {
+pub async fn known(
+    db: impl PgExecutor<'_>,
+    instance: &InstanceId,
+    numbers: &[String],
+) -> Result<Vec<Known>, sqlx::Error> {
     sqlx::query_as("SELECT number, exists, jid FROM number_checks WHERE instance_id = $1 AND number = ANY($2)")
         .bind(instance)
         .bind(numbers)

@@ -34,7 +34,10 @@ pub async fn insert(
 }
 
 /// Event types of an instance, newest first (tests and the delivery log read these).
-pub async fn types_for(db: impl PgExecutor<'_>, instance: &InstanceId) -> Result<Vec<(String, serde_json::Value)>, sqlx::Error> {
+pub async fn types_for(
+    db: impl PgExecutor<'_>,
+    instance: &InstanceId,
+) -> Result<Vec<(String, serde_json::Value)>, sqlx::Error> {
     sqlx::query_as("SELECT type, payload FROM outbox WHERE instance_id = $1 ORDER BY created_at, id")
         .bind(instance)
         .fetch_all(db)
@@ -53,10 +56,7 @@ pub struct Pending {
 
 /// Locks up to `limit` unpublished events, oldest first, skipping ones another relay
 /// holds; the caller publishes them and marks them in the same transaction.
-pub async fn lock_unpublished(
-    tx: &mut sqlx::PgConnection,
-    limit: i64,
-) -> Result<Vec<Pending>, sqlx::Error> {
+pub async fn lock_unpublished(tx: &mut sqlx::PgConnection, limit: i64) -> Result<Vec<Pending>, sqlx::Error> {
     sqlx::query_as(
         "SELECT id, instance_id, type, payload FROM outbox WHERE published_at IS NULL \
          ORDER BY created_at, id LIMIT $1 FOR UPDATE SKIP LOCKED",
@@ -69,10 +69,7 @@ pub async fn lock_unpublished(
 /// Marks events published with the stream sequence JetStream acked for each. A repeat
 /// (JetStream's de-duplication answered for an earlier copy) keeps the sequence already
 /// recorded.
-pub async fn mark_published(
-    tx: &mut sqlx::PgConnection,
-    acks: &[(EventId, u64, bool)],
-) -> Result<(), sqlx::Error> {
+pub async fn mark_published(tx: &mut sqlx::PgConnection, acks: &[(EventId, u64, bool)]) -> Result<(), sqlx::Error> {
     let ids: Vec<&str> = acks.iter().map(|a| a.0.as_str()).collect();
     let seqs: Vec<i64> = acks.iter().map(|a| a.1 as i64).collect();
     let dups: Vec<bool> = acks.iter().map(|a| a.2).collect();

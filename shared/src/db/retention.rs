@@ -50,6 +50,7 @@ pub async fn prune(db: &PgPool, cutoff: DateTime<Utc>, batch: i64) -> Result<Pru
 
 /// Deletes up to `batch` rows of `table` with ids below `bound` that match `condition`.
 async fn delete_older(db: &PgPool, table: &str, condition: &str, bound: &str, batch: i64) -> Result<u64, sqlx::Error> {
-    let sql = format!("DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE id < $1 AND {condition} LIMIT $2)");
+    let sql =
+        format!("DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE id < $1 AND {condition} LIMIT $2)");
     Ok(sqlx::query(&sql).bind(bound).bind(batch).execute(db).await?.rows_affected())
 }

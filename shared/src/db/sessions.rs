@@ -83,14 +83,20 @@ async fn emit(
     }
     match (new, change) {
         (InstanceState::QrPending, Change::Qr(code, expires_at)) => {
-            outbox::insert(&mut *tx, id, "instance.qr_updated", json!({ "qr": code, "expires_at": expires_at })).await?;
+            outbox::insert(&mut *tx, id, "instance.qr_updated", json!({ "qr": code, "expires_at": expires_at }))
+                .await?;
         }
         (InstanceState::Connected, Change::Linked { phone, business }) if moved => {
             let account_type = if business { "business" } else { "personal" };
-            outbox::insert(&mut *tx, id, "instance.connected", json!({ "phone": phone, "account_type": account_type })).await?;
+            outbox::insert(&mut *tx, id, "instance.connected", json!({ "phone": phone, "account_type": account_type }))
+                .await?;
         }
-        (InstanceState::LoggedOut, _) if moved => outbox::insert(&mut *tx, id, "instance.logged_out", json!({})).await.map(drop)?,
-        (InstanceState::Banned, _) if moved => outbox::insert(&mut *tx, id, "instance.banned", json!({})).await.map(drop)?,
+        (InstanceState::LoggedOut, _) if moved => {
+            outbox::insert(&mut *tx, id, "instance.logged_out", json!({})).await.map(drop)?
+        }
+        (InstanceState::Banned, _) if moved => {
+            outbox::insert(&mut *tx, id, "instance.banned", json!({})).await.map(drop)?
+        }
         _ => {}
     }
     Ok(())

@@ -32,7 +32,12 @@ async fn fence(tx: &mut PgConnection, inst: &InstanceId, epoch: i64) -> Result<(
     owned.map(drop).ok_or(StoreWriteError::Fenced(Fenced))
 }
 
-pub async fn get(db: impl PgExecutor<'_>, inst: &InstanceId, kind: &str, key: &str) -> Result<Option<Vec<u8>>, sqlx::Error> {
+pub async fn get(
+    db: impl PgExecutor<'_>,
+    inst: &InstanceId,
+    kind: &str,
+    key: &str,
+) -> Result<Option<Vec<u8>>, sqlx::Error> {
     sqlx::query_scalar("SELECT value FROM wa_store WHERE instance_id = $1 AND kind = $2 AND key = $3")
         .bind(inst)
         .bind(kind)
@@ -57,7 +62,12 @@ pub async fn get_many(
 }
 
 /// Keys of a kind starting with `prefix` ("" for all), with their values, in key order.
-pub async fn list(db: impl PgExecutor<'_>, inst: &InstanceId, kind: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, sqlx::Error> {
+pub async fn list(
+    db: impl PgExecutor<'_>,
+    inst: &InstanceId,
+    kind: &str,
+    prefix: &str,
+) -> Result<Vec<(String, Vec<u8>)>, sqlx::Error> {
     sqlx::query_as(
         "SELECT key, value FROM wa_store WHERE instance_id = $1 AND kind = $2 AND starts_with(key, $3) ORDER BY key",
     )
@@ -69,7 +79,12 @@ pub async fn list(db: impl PgExecutor<'_>, inst: &InstanceId, kind: &str, prefix
 }
 
 /// Whether any key of the kinds starts with one of the prefixes.
-pub async fn any_prefix(db: impl PgExecutor<'_>, inst: &InstanceId, kinds: &[&str], prefixes: &[String]) -> Result<bool, sqlx::Error> {
+pub async fn any_prefix(
+    db: impl PgExecutor<'_>,
+    inst: &InstanceId,
+    kinds: &[&str],
+    prefixes: &[String],
+) -> Result<bool, sqlx::Error> {
     sqlx::query_scalar(
         "SELECT EXISTS (SELECT 1 FROM wa_store s, UNNEST($3::text[]) AS p(x) \
          WHERE s.instance_id = $1 AND s.kind = ANY($2) AND starts_with(s.key, p.x))",
@@ -91,7 +106,13 @@ pub async fn max_key(db: impl PgExecutor<'_>, inst: &InstanceId, kind: &str) -> 
 }
 
 /// Sets values (insert or overwrite), fenced, in one transaction.
-pub async fn put_many(db: &PgPool, inst: &InstanceId, epoch: i64, kind: &str, entries: &[Entry]) -> Result<(), StoreWriteError> {
+pub async fn put_many(
+    db: &PgPool,
+    inst: &InstanceId,
+    epoch: i64,
+    kind: &str,
+    entries: &[Entry],
+) -> Result<(), StoreWriteError> {
     let mut tx = db.begin().await?;
     fence(&mut tx, inst, epoch).await?;
     put_in(&mut tx, inst, kind, entries).await?;
@@ -108,7 +129,8 @@ async fn put_in(tx: &mut PgConnection, inst: &InstanceId, kind: &str, entries: &
     for (i, e) in entries.iter().enumerate() {
         last.insert(e.0.as_str(), i);
     }
-    let entries: Vec<&Entry> = entries.iter().enumerate().filter(|(i, e)| last[e.0.as_str()] == *i).map(|(_, e)| e).collect();
+    let entries: Vec<&Entry> =
+        entries.iter().enumerate().filter(|(i, e)| last[e.0.as_str()] == *i).map(|(_, e)| e).collect();
     let keys: Vec<&str> = entries.iter().map(|e| e.0.as_str()).collect();
     let values: Vec<&[u8]> = entries.iter().map(|e| e.1.as_slice()).collect();
     let expiry: Vec<Option<i64>> = entries.iter().map(|e| e.2).collect();
@@ -129,7 +151,12 @@ async fn put_in(tx: &mut PgConnection, inst: &InstanceId, kind: &str, entries: &
 }
 
 /// Writes several kinds in one fenced transaction (e.g. a mapping and its index).
-pub async fn put_kinds(db: &PgPool, inst: &InstanceId, epoch: i64, batches: &[(&str, Vec<Entry>)]) -> Result<(), StoreWriteError> {
+pub async fn put_kinds(
+    db: &PgPool,
+    inst: &InstanceId,
+    epoch: i64,
+    batches: &[(&str, Vec<Entry>)],
+) -> Result<(), StoreWriteError> {
     let mut tx = db.begin().await?;
     fence(&mut tx, inst, epoch).await?;
     for (kind, entries) in batches {
@@ -140,7 +167,14 @@ pub async fn put_kinds(db: &PgPool, inst: &InstanceId, epoch: i64, batches: &[(&
 }
 
 /// Sets the first byte of existing values (a flag), fenced; never creates a row.
-pub async fn set_first_byte(db: &PgPool, inst: &InstanceId, epoch: i64, kind: &str, keys: &[String], byte: u8) -> Result<(), StoreWriteError> {
+pub async fn set_first_byte(
+    db: &PgPool,
+    inst: &InstanceId,
+    epoch: i64,
+    kind: &str,
+    keys: &[String],
+    byte: u8,
+) -> Result<(), StoreWriteError> {
     let mut tx = db.begin().await?;
     fence(&mut tx, inst, epoch).await?;
     sqlx::query(
@@ -158,7 +192,13 @@ pub async fn set_first_byte(db: &PgPool, inst: &InstanceId, epoch: i64, kind: &s
 }
 
 /// Deletes keys (absent ones are fine), fenced; returns how many existed.
-pub async fn delete(db: &PgPool, inst: &InstanceId, epoch: i64, kind: &str, keys: &[String]) -> Result<u64, StoreWriteError> {
+pub async fn delete(
+    db: &PgPool,
+    inst: &InstanceId,
+    epoch: i64,
+    kind: &str,
+    keys: &[String],
+) -> Result<u64, StoreWriteError> {
     let mut tx = db.begin().await?;
     fence(&mut tx, inst, epoch).await?;
     let r = sqlx::query("DELETE FROM wa_store WHERE instance_id = $1 AND kind = $2 AND key = ANY($3)")
@@ -172,15 +212,22 @@ pub async fn delete(db: &PgPool, inst: &InstanceId, epoch: i64, kind: &str, keys
 }
 
 /// Deletes and returns a value in one step, fenced.
-pub async fn take(db: &PgPool, inst: &InstanceId, epoch: i64, kind: &str, key: &str) -> Result<Option<Vec<u8>>, StoreWriteError> {
+pub async fn take(
+    db: &PgPool,
+    inst: &InstanceId,
+    epoch: i64,
+    kind: &str,
+    key: &str,
+) -> Result<Option<Vec<u8>>, StoreWriteError> {
     let mut tx = db.begin().await?;
     fence(&mut tx, inst, epoch).await?;
-    let v = sqlx::query_scalar("DELETE FROM wa_store WHERE instance_id = $1 AND kind = $2 AND key = $3 RETURNING value")
-        .bind(inst)
-        .bind(kind)
-        .bind(key)
-        .fetch_optional(&mut *tx)
-        .await?;
+    let v =
+        sqlx::query_scalar("DELETE FROM wa_store WHERE instance_id = $1 AND kind = $2 AND key = $3 RETURNING value")
+            .bind(inst)
+            .bind(kind)
+            .bind(key)
+            .fetch_optional(&mut *tx)
+            .await?;
     tx.commit().await?;
     Ok(v)
 }
@@ -196,7 +243,13 @@ pub enum Sweep<'a> {
 }
 
 /// Deletes the rows of a kind a sweep selects, fenced; returns how many.
-pub async fn sweep(db: &PgPool, inst: &InstanceId, epoch: i64, kind: &str, what: Sweep<'_>) -> Result<u64, StoreWriteError> {
+pub async fn sweep(
+    db: &PgPool,
+    inst: &InstanceId,
+    epoch: i64,
+    kind: &str,
+    what: Sweep<'_>,
+) -> Result<u64, StoreWriteError> {
     let mut tx = db.begin().await?;
     fence(&mut tx, inst, epoch).await?;
     let q = match what {

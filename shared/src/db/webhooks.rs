@@ -86,7 +86,11 @@ pub async fn update(
 }
 
 pub async fn delete(db: impl PgExecutor<'_>, instance: &InstanceId, id: &str) -> Result<bool, sqlx::Error> {
-    let r = sqlx::query("DELETE FROM webhooks WHERE instance_id = $1 AND id = $2").bind(instance).bind(id).execute(db).await?;
+    let r = sqlx::query("DELETE FROM webhooks WHERE instance_id = $1 AND id = $2")
+        .bind(instance)
+        .bind(id)
+        .execute(db)
+        .await?;
     Ok(r.rows_affected() == 1)
 }
 

@@ -39,15 +39,36 @@ fn bad_input_is_refused_with_the_right_code() {
         (json!({ "to": "5511999990001", "type": "text", "text": "x", "caption": "no" }), "validation_failed"),
         (json!({ "to": "5511999990001", "type": "text", "text": "x".repeat(TEXT_LIMIT + 1) }), "media_too_large"),
         (json!({ "to": "5511999990001", "type": "image", "media": { "url": "ftp://x/y" } }), "validation_failed"),
-        (json!({ "to": "5511999990001", "type": "image", "media": { "url": "https://x/y", "data": "AA==" } }), "validation_failed"),
-        (json!({ "to": "5511999990001", "type": "image", "media": { "data": "AA==", "mime_type": "video/mp4" } }), "validation_failed"),
-        (json!({ "to": "5511999990001", "type": "image", "media": { "data": "not base64!", "mime_type": "image/png" } }), "validation_failed"),
-        (json!({ "to": "5511999990001", "type": "location", "location": { "latitude": 91.0, "longitude": 0.0 } }), "validation_failed"),
-        (json!({ "to": "5511999990001", "type": "poll", "poll": { "name": "p", "values": ["a"] } }), "validation_failed"),
-        (json!({ "to": "5511999990001", "type": "poll", "poll": { "name": "p", "values": ["a", "b"], "selectable_count": 3 } }), "validation_failed"),
+        (
+            json!({ "to": "5511999990001", "type": "image", "media": { "url": "https://x/y", "data": "AA==" } }),
+            "validation_failed",
+        ),
+        (
+            json!({ "to": "5511999990001", "type": "image", "media": { "data": "AA==", "mime_type": "video/mp4" } }),
+            "validation_failed",
+        ),
+        (
+            json!({ "to": "5511999990001", "type": "image", "media": { "data": "not base64!", "mime_type": "image/png" } }),
+            "validation_failed",
+        ),
+        (
+            json!({ "to": "5511999990001", "type": "location", "location": { "latitude": 91.0, "longitude": 0.0 } }),
+            "validation_failed",
+        ),
+        (
+            json!({ "to": "5511999990001", "type": "poll", "poll": { "name": "p", "values": ["a"] } }),
+            "validation_failed",
+        ),
+        (
+            json!({ "to": "5511999990001", "type": "poll", "poll": { "name": "p", "values": ["a", "b"], "selectable_count": 3 } }),
+            "validation_failed",
+        ),
         (json!({ "to": "5511999990001", "type": "text", "text": "x", "expires_after": "30s" }), "validation_failed"),
         (json!({ "to": "5511999990001", "type": "text", "text": "x", "expires_after": "169h" }), "validation_failed"),
-        (json!({ "to": "5511999990001", "type": "text", "text": "x", "client_message_id": "k".repeat(129) }), "validation_failed"),
+        (
+            json!({ "to": "5511999990001", "type": "text", "text": "x", "client_message_id": "k".repeat(129) }),
+            "validation_failed",
+        ),
     ];
     for (c, code) in cases {
         let e = parse(c.clone()).err().unwrap_or_else(|| panic!("accepted {c}"));
@@ -59,11 +80,15 @@ fn bad_input_is_refused_with_the_right_code() {
 #[test]
 fn media_over_the_type_limit_is_413() {
     let big = base64::engine::general_purpose::STANDARD.encode(vec![0u8; IMAGE_LIMIT + 1]);
-    let e = parse(json!({ "to": "5511999990001", "type": "image", "media": { "data": big, "mime_type": "image/png" } })).err().unwrap();
+    let e =
+        parse(json!({ "to": "5511999990001", "type": "image", "media": { "data": big, "mime_type": "image/png" } }))
+            .err()
+            .unwrap();
     assert_eq!(e.code, ErrorCode::MediaTooLarge);
     // The same size is fine as a video.
     let ok = base64::engine::general_purpose::STANDARD.encode(vec![0u8; IMAGE_LIMIT + 1]);
-    parse(json!({ "to": "5511999990001", "type": "video", "media": { "data": ok, "mime_type": "video/mp4" } })).unwrap();
+    parse(json!({ "to": "5511999990001", "type": "video", "media": { "data": ok, "mime_type": "video/mp4" } }))
+        .unwrap();
 }
 
 #[test]

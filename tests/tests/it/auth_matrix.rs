@@ -34,7 +34,9 @@ struct Target<'a> {
 }
 
 fn fill(path: &str, t: &Target) -> String {
-    path.replace("{id}", t.id).replace("{instanceName}", t.name).replace("{msg_id}", "msg_00000000000000000000000000000000")
+    path.replace("{id}", t.id)
+        .replace("{instanceName}", t.name)
+        .replace("{msg_id}", "msg_00000000000000000000000000000000")
         .replace("{webhook_id}", "wh_00000000000000000000000000000000")
         .replace("{delivery_id}", "dlv_00000000000000000000000000000000")
         .replace("{jid}", "5511999990001")

@@ -75,7 +75,8 @@ async fn deliveries_verify_with_the_standard_webhooks_package_across_a_rotation(
     let old_secret = w["secret"].as_str().unwrap().to_string();
     let m = queue(&own, &id, "hello").await;
 
-    let got = wait_for(Duration::from_secs(15), || async { sink.received().first().cloned() }).await.expect("delivered");
+    let got =
+        wait_for(Duration::from_secs(15), || async { sink.received().first().cloned() }).await.expect("delivered");
     let body = got.json();
     assert_eq!(body["type"], "message.queued");
     assert_eq!(body["instance_id"], id.as_str());
@@ -92,11 +93,15 @@ async fn deliveries_verify_with_the_standard_webhooks_package_across_a_rotation(
     let d = &entries[0];
     assert!(d["id"].as_str().unwrap().starts_with("dlv_"));
     assert_eq!(d["event_id"], body["id"]);
-    assert_eq!((d["state"].as_str(), d["attempts"].as_i64(), d["response_status"].as_i64()), (Some("succeeded"), Some(1), Some(200)));
+    assert_eq!(
+        (d["state"].as_str(), d["attempts"].as_i64(), d["response_status"].as_i64()),
+        (Some("succeeded"), Some(1), Some(200))
+    );
     assert!(d["latency_ms"].is_i64() && d["delivered_at"].is_string());
 
     // After a rotation both secrets verify, for a day.
-    let rotated = own.patch(&format!("/v1/instances/{id}/webhooks/{wh}"), &json!({ "rotate_secret": true })).await.expect(200);
+    let rotated =
+        own.patch(&format!("/v1/instances/{id}/webhooks/{wh}"), &json!({ "rotate_secret": true })).await.expect(200);
     let new_secret = rotated["secret"].as_str().unwrap().to_string();
     assert_ne!(new_secret, old_secret);
     queue(&own, &id, "after rotation").await;
@@ -157,7 +162,9 @@ async fn the_delivery_log_pages_newest_first_and_rejects_foreign_cursors() {
     for i in 0..7 {
         queue(&own, &id, &format!("m{i}")).await;
     }
-    wait_for(Duration::from_secs(15), || async { (log(&own, &id, &wh).await.len() == 7).then_some(()) }).await.expect("7 deliveries");
+    wait_for(Duration::from_secs(15), || async { (log(&own, &id, &wh).await.len() == 7).then_some(()) })
+        .await
+        .expect("7 deliveries");
     let base = format!("/v1/instances/{id}/webhooks/{wh}/deliveries");
     let mut seen = Vec::new();
     let mut cursor: Option<String> = None;
@@ -183,11 +190,15 @@ async fn the_delivery_log_pages_newest_first_and_rejects_foreign_cursors() {
     assert_eq!(seen, sorted, "newest first, no gaps or repeats");
     let page = own.get(&format!("{base}?limit=3")).await.expect(200);
     let c = page["next_cursor"].as_str().unwrap();
-    own.get(&format!("/v1/instances/{id}/webhooks/{wh2}/deliveries?cursor={c}")).await.expect_error(400, "validation_failed");
+    own.get(&format!("/v1/instances/{id}/webhooks/{wh2}/deliveries?cursor={c}"))
+        .await
+        .expect_error(400, "validation_failed");
     own.get(&format!("{base}?cursor=garbage")).await.expect_error(400, "validation_failed");
     own.get(&format!("{base}?limit=101")).await.expect_error(400, "validation_failed");
     own.get(&format!("{base}?limit=-1")).await.expect_error(400, "validation_failed");
-    own.get(&format!("/v1/instances/{id}/webhooks/wh_00000000000000000000000000000000/deliveries")).await.expect_error(404, "not_found");
+    own.get(&format!("/v1/instances/{id}/webhooks/wh_00000000000000000000000000000000/deliveries"))
+        .await
+        .expect_error(404, "not_found");
     s.stop().await;
 }
 
@@ -219,9 +230,12 @@ async fn a_failed_delivery_can_be_resent_and_others_cannot() {
     .expect("the resend succeeds");
     assert_eq!(done["attempts"], 2);
     own.post(&resend, &json!({})).await.expect_error(409, "conflict");
-    own.post(&format!("/v1/instances/{id}/webhooks/{wh}/deliveries/dlv_00000000000000000000000000000000/resend"), &json!({}))
-        .await
-        .expect_error(404, "not_found");
+    own.post(
+        &format!("/v1/instances/{id}/webhooks/{wh}/deliveries/dlv_00000000000000000000000000000000/resend"),
+        &json!({}),
+    )
+    .await
+    .expect_error(404, "not_found");
 
     // A draining pod refuses it with 503 shutting_down (and changes nothing).
     s.api.shutdown.cancel();
@@ -249,17 +263,19 @@ async fn gone_disables_at_once_and_repeated_failures_disable_with_an_event() {
         let id = id.clone();
         async move { own.get(&format!("/v1/instances/{id}/webhooks/{wh}")).await.expect(200) }
     };
-    let w = wait_for(Duration::from_secs(15), || async { Some(get(wg.clone()).await).filter(|w| w["enabled"] == false) })
-        .await
-        .expect("410 disables the endpoint");
+    let w =
+        wait_for(Duration::from_secs(15), || async { Some(get(wg.clone()).await).filter(|w| w["enabled"] == false) })
+            .await
+            .expect("410 disables the endpoint");
     assert!(w["disabled_reason"].as_str().unwrap().contains("410"));
     assert_eq!(gone.received().len(), 1, "no retry after 410");
     let d = &log(&own, &id, &wg).await[0];
     assert_eq!((d["state"].as_str(), d["response_status"].as_i64()), (Some("failed"), Some(410)));
 
-    let w = wait_for(Duration::from_secs(20), || async { Some(get(wd.clone()).await).filter(|w| w["enabled"] == false) })
-        .await
-        .expect("three failures in a row disable the endpoint");
+    let w =
+        wait_for(Duration::from_secs(20), || async { Some(get(wd.clone()).await).filter(|w| w["enabled"] == false) })
+            .await
+            .expect("three failures in a row disable the endpoint");
     assert!(w["disabled_reason"].as_str().unwrap().contains("3 attempts"));
     assert_eq!(log(&own, &id, &wd).await[0]["state"], "failed", "its pending delivery failed with it");
     let db = shared::db::connect(&s.api.config).await.unwrap();
@@ -270,7 +286,9 @@ async fn gone_disables_at_once_and_repeated_failures_disable_with_an_event() {
 
     // Re-enabling starts over; a resend while disabled is refused.
     let dlv = log(&own, &id, &wd).await[0]["id"].as_str().unwrap().to_string();
-    own.post(&format!("/v1/instances/{id}/webhooks/{wd}/deliveries/{dlv}/resend"), &json!({})).await.expect_error(409, "conflict");
+    own.post(&format!("/v1/instances/{id}/webhooks/{wd}/deliveries/{dlv}/resend"), &json!({}))
+        .await
+        .expect_error(409, "conflict");
     let w = own.patch(&format!("/v1/instances/{id}/webhooks/{wd}"), &json!({ "enabled": true })).await.expect(200);
     assert_eq!(w["enabled"], true);
     assert!(w.get("disabled_reason").is_none());
@@ -318,7 +336,9 @@ async fn two_dispatchers_deliver_each_event_once() {
     for i in 0..150 {
         queue(&own, &id, &format!("m{i}")).await;
     }
-    wait_for(Duration::from_secs(30), || async { (sink.received().len() >= 150).then_some(()) }).await.expect("150 deliveries");
+    wait_for(Duration::from_secs(30), || async { (sink.received().len() >= 150).then_some(()) })
+        .await
+        .expect("150 deliveries");
     tokio::time::sleep(Duration::from_millis(500)).await;
     let mut per_event: HashMap<String, usize> = HashMap::new();
     for r in sink.received() {
@@ -334,7 +354,11 @@ async fn two_dispatchers_deliver_each_event_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nats_restarting_mid_stream_loses_no_event() {
     // The dispatcher's warnings (on stderr, shown when this test fails).
-    let logs = shared::Config { log_format: shared::config::LogFormat::Pretty, log_level: "warn".into(), ..Default::default() };
+    let logs = shared::Config {
+        log_format: shared::config::LogFormat::Pretty,
+        log_level: "warn".into(),
+        ..Default::default()
+    };
     shared::telemetry::init_logging(&logs);
     let mut nats = NatsServer::start().await;
     let mut c = config();
@@ -357,9 +381,8 @@ async fn nats_restarting_mid_stream_loses_no_event() {
     for i in 0..20 {
         queued.insert(queue(&own, &id, &format!("after {i}")).await["id"].as_str().unwrap().to_string());
     }
-    let delivered = || {
-        sink.received().iter().map(|r| r.json()["data"]["id"].as_str().unwrap().to_string()).collect::<HashSet<_>>()
-    };
+    let delivered =
+        || sink.received().iter().map(|r| r.json()["data"]["id"].as_str().unwrap().to_string()).collect::<HashSet<_>>();
     if wait_for(Duration::from_secs(60), || async { (delivered().len() == 60).then_some(()) }).await.is_none() {
         // Say where things stopped: the dispatcher, the outbox, the delivery rows.
         let db = shared::db::connect(&s.api.config).await.unwrap();
@@ -369,11 +392,13 @@ async fn nats_restarting_mid_stream_loses_no_event() {
         .fetch_one(&db)
         .await
         .unwrap();
-        let states: Vec<(String, i64)> = sqlx::query_as("SELECT state, count(*) FROM webhook_deliveries GROUP BY state")
-            .fetch_all(&db)
-            .await
-            .unwrap();
-        let dispatcher = if s.dispatcher.is_finished() { format!("ended: {:?}", s.dispatcher.await) } else { "running".into() };
+        let states: Vec<(String, i64)> =
+            sqlx::query_as("SELECT state, count(*) FROM webhook_deliveries GROUP BY state")
+                .fetch_all(&db)
+                .await
+                .unwrap();
+        let dispatcher =
+            if s.dispatcher.is_finished() { format!("ended: {:?}", s.dispatcher.await) } else { "running".into() };
         panic!(
             "all 60 events delivered; got {}. dispatcher {dispatcher}; outbox {unpublished} unpublished, {published} published; deliveries {states:?}",
             delivered().len()
@@ -396,7 +421,8 @@ async fn a_late_outcome_of_a_lapsed_claim_changes_nothing() {
     let wh = hook(&own, &id, "http://127.0.0.1:9/hook", &[]).await["id"].as_str().unwrap().to_string();
     queue(&own, &id, "x").await;
     let db = shared::db::connect(&c).await.unwrap();
-    let (event,): (String,) = sqlx::query_as("SELECT id FROM outbox WHERE instance_id = $1").bind(&id).fetch_one(&db).await.unwrap();
+    let (event,): (String,) =
+        sqlx::query_as("SELECT id FROM outbox WHERE instance_id = $1").bind(&id).fetch_one(&db).await.unwrap();
     let row = NewDelivery {
         webhook_id: shared::ids::WebhookId::parse(&wh).unwrap(),
         instance_id: shared::ids::InstanceId::parse(&id).unwrap(),
@@ -424,12 +450,18 @@ async fn a_late_outcome_of_a_lapsed_claim_changes_nothing() {
     };
     deliveries::record(&db, "pod-a", &[outcome(&old_claim, "failed")], 1, 0).await.unwrap();
     let (state, attempts): (String, i32) =
-        sqlx::query_as("SELECT state, attempts FROM webhook_deliveries WHERE id = $1").bind(&dlv).fetch_one(&db).await.unwrap();
+        sqlx::query_as("SELECT state, attempts FROM webhook_deliveries WHERE id = $1")
+            .bind(&dlv)
+            .fetch_one(&db)
+            .await
+            .unwrap();
     assert_eq!((state.as_str(), attempts), ("pending", 0), "the stale failure is ignored");
-    let (enabled,): (bool,) = sqlx::query_as("SELECT enabled FROM webhooks WHERE id = $1").bind(&wh).fetch_one(&db).await.unwrap();
+    let (enabled,): (bool,) =
+        sqlx::query_as("SELECT enabled FROM webhooks WHERE id = $1").bind(&wh).fetch_one(&db).await.unwrap();
     assert!(enabled, "and does not count toward disabling the endpoint");
     deliveries::record(&db, "pod-a", &[outcome(&due[0].claim_id, "succeeded")], 1, 0).await.unwrap();
-    let (state,): (String,) = sqlx::query_as("SELECT state FROM webhook_deliveries WHERE id = $1").bind(&dlv).fetch_one(&db).await.unwrap();
+    let (state,): (String,) =
+        sqlx::query_as("SELECT state FROM webhook_deliveries WHERE id = $1").bind(&dlv).fetch_one(&db).await.unwrap();
     assert_eq!(state, "succeeded");
 }
 
@@ -493,7 +525,9 @@ async fn events_and_deliveries_past_retention_are_pruned_by_age() {
     let db = shared::db::connect(&api.config).await.unwrap();
     let now = chrono::Utc::now();
     // An id made at `t` (UUIDv7 layout: the millisecond timestamp first).
-    let made_at = |prefix: &str, t: chrono::DateTime<chrono::Utc>, n: u32| format!("{prefix}{:012x}{:020x}", t.timestamp_millis(), n);
+    let made_at = |prefix: &str, t: chrono::DateTime<chrono::Utc>, n: u32| {
+        format!("{prefix}{:012x}{:020x}", t.timestamp_millis(), n)
+    };
     let old = now - chrono::Duration::days(8);
     let recent = now - chrono::Duration::days(1);
     let event = |eid: String, published: bool| {
@@ -527,13 +561,15 @@ async fn events_and_deliveries_past_retention_are_pruned_by_age() {
             .unwrap();
         }
     };
-    let (old_evt, old_unpublished, new_evt) = (made_at("evt_", old, 1), made_at("evt_", old, 2), made_at("evt_", recent, 3));
+    let (old_evt, old_unpublished, new_evt) =
+        (made_at("evt_", old, 1), made_at("evt_", old, 2), made_at("evt_", recent, 3));
     event(old_evt.clone(), true).await;
     event(old_unpublished.clone(), false).await;
     event(new_evt.clone(), true).await;
     let old_evt2 = made_at("evt_", old, 4);
     event(old_evt2.clone(), true).await;
-    let (old_done, old_pending, new_done) = (made_at("dlv_", old, 1), made_at("dlv_", old, 2), made_at("dlv_", recent, 3));
+    let (old_done, old_pending, new_done) =
+        (made_at("dlv_", old, 1), made_at("dlv_", old, 2), made_at("dlv_", recent, 3));
     delivery(old_done.clone(), old_evt.clone(), "succeeded").await;
     delivery(old_pending.clone(), old_evt2.clone(), "pending").await;
     delivery(new_done.clone(), new_evt.clone(), "failed").await;
@@ -554,7 +590,10 @@ async fn events_and_deliveries_past_retention_are_pruned_by_age() {
     let ids = |table: &'static str| {
         let db = db.clone();
         async move {
-            sqlx::query_scalar::<_, String>(&format!("SELECT id FROM {table} ORDER BY id")).fetch_all(&db).await.unwrap()
+            sqlx::query_scalar::<_, String>(&format!("SELECT id FROM {table} ORDER BY id"))
+                .fetch_all(&db)
+                .await
+                .unwrap()
         }
     };
     let outbox_left = ids("outbox").await;
@@ -566,5 +605,7 @@ async fn events_and_deliveries_past_retention_are_pruned_by_age() {
     want.sort();
     assert_eq!(ids("webhook_deliveries").await, want, "old deliveries gone, pending ones too once failed");
     // A pruned delivery is gone from the log: resending it is 404.
-    own.post(&format!("/v1/instances/{id}/webhooks/{wh_id}/deliveries/{old_done}/resend"), &json!({})).await.expect_error(404, "not_found");
+    own.post(&format!("/v1/instances/{id}/webhooks/{wh_id}/deliveries/{old_done}/resend"), &json!({}))
+        .await
+        .expect_error(404, "not_found");
 }

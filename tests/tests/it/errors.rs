@@ -23,7 +23,8 @@ async fn malformed_json_is_400_whatever_the_content_type() {
 async fn messages_never_echo_numbers_or_tokens() {
     let api = TestApi::start().await;
     let admin = api.admin();
-    let msg = admin.post("/v1/instances", &json!({ "name": 5511999990001u64 })).await.expect_error(400, "validation_failed");
+    let msg =
+        admin.post("/v1/instances", &json!({ "name": 5511999990001u64 })).await.expect_error(400, "validation_failed");
     assert!(!msg.contains("5511999990001"), "{msg}");
     let msg = admin
         .post("/v1/instances", &json!({ "name": "x", "tags": "5511999990001" }))
@@ -82,10 +83,15 @@ async fn routes_of_later_milestones_answer_501_after_auth() {
         let msg = own.get(&format!("/v1/instances/{id}/{path}")).await.expect_error(501, "not_implemented");
         assert!(msg.contains("not implemented yet"), "{path}: {msg}");
     }
-    own.post(&format!("/v1/instances/{id}/channels/120363000000000777@newsletter/follow"), &json!({})).await.expect_error(501, "not_implemented");
+    own.post(&format!("/v1/instances/{id}/channels/120363000000000777@newsletter/follow"), &json!({}))
+        .await
+        .expect_error(501, "not_implemented");
     // Tokens are still checked first: an instance token may not make pairing links.
     own.post(&format!("/v1/instances/{id}/pairing-links"), &json!({})).await.expect_error(403, "forbidden");
-    api.admin().post(&format!("/v1/instances/{id}/pairing-links"), &json!({})).await.expect_error(501, "not_implemented");
+    api.admin()
+        .post(&format!("/v1/instances/{id}/pairing-links"), &json!({}))
+        .await
+        .expect_error(501, "not_implemented");
     api.anon().post("/mcp", &json!({})).await.expect_error(401, "unauthorized");
     // A route that does not exist at all stays 404.
     own.get(&format!("/v1/instances/{id}/nothing-here")).await.expect_error(404, "not_found");
@@ -96,10 +102,20 @@ async fn the_admin_on_an_unknown_instance_gets_instance_not_found_everywhere() {
     let api = TestApi::start().await;
     let ghost = "inst_00000000000000000000000000000000";
     let admin = api.admin();
-    for path in ["chats", "chats/5511999990001", "chats/5511999990001/messages", "webhooks", "messages/msg_00000000000000000000000000000000", "blocklist"] {
+    for path in [
+        "chats",
+        "chats/5511999990001",
+        "chats/5511999990001/messages",
+        "webhooks",
+        "messages/msg_00000000000000000000000000000000",
+        "blocklist",
+    ] {
         admin.get(&format!("/v1/instances/{ghost}/{path}")).await.expect_error(404, "instance_not_found");
     }
-    admin.post(&format!("/v1/instances/{ghost}/webhooks"), &json!({ "url": "https://example.com/h" })).await.expect_error(404, "instance_not_found");
+    admin
+        .post(&format!("/v1/instances/{ghost}/webhooks"), &json!({ "url": "https://example.com/h" }))
+        .await
+        .expect_error(404, "instance_not_found");
     admin.get(&format!("/v1/instances/{ghost}")).await.expect_error(404, "instance_not_found");
 }
 
@@ -115,5 +131,7 @@ async fn action_routes_answer_bad_bodies_with_400_only() {
     key.post(&path, &big).await.expect_error(400, "media_too_large");
     let rb = key.request(reqwest::Method::POST, &path).header("content-type", "application/json").body("{\"number\": ");
     key.send(rb).await.expect_error(400, "validation_failed");
-    key.patch(&format!("/instance/settings/{name}"), &json!({ "reject_call": "yes" })).await.expect_error(400, "validation_failed");
+    key.patch(&format!("/instance/settings/{name}"), &json!({ "reject_call": "yes" }))
+        .await
+        .expect_error(400, "validation_failed");
 }

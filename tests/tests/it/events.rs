@@ -14,14 +14,19 @@ async fn events_reach_jetstream_once_under_their_id() {
     let dispatcher = tokio::spawn(dispatcher::run(api.config.clone(), api.shutdown.clone()));
     let (inst, token) = api.create_instance("ev").await;
     let id = inst["id"].as_str().unwrap().to_string();
-    let m = api.client(Some(token)).post(&format!("/v1/instances/{id}/messages"), &json!({ "to": "5511999990001", "type": "text", "text": "x" })).await.expect(202);
+    let m = api
+        .client(Some(token))
+        .post(&format!("/v1/instances/{id}/messages"), &json!({ "to": "5511999990001", "type": "text", "text": "x" }))
+        .await
+        .expect(202);
     let db = shared::db::connect(&api.config).await.unwrap();
     let published = || async {
-        let (n,): (i64,) = sqlx::query_as("SELECT count(*) FROM outbox WHERE instance_id = $1 AND published_at IS NOT NULL")
-            .bind(&id)
-            .fetch_one(&db)
-            .await
-            .unwrap();
+        let (n,): (i64,) =
+            sqlx::query_as("SELECT count(*) FROM outbox WHERE instance_id = $1 AND published_at IS NOT NULL")
+                .bind(&id)
+                .fetch_one(&db)
+                .await
+                .unwrap();
         (n == 1).then_some(())
     };
     wait_for(Duration::from_secs(10), published).await.expect("the relay publishes the event");
@@ -31,17 +36,15 @@ async fn events_reach_jetstream_once_under_their_id() {
     let subjects = shared::bus::Subjects::new(&api.config);
     let mut stream = js.get_stream(subjects.events_stream()).await.unwrap();
     assert_eq!(stream.info().await.unwrap().state.messages, 1);
-    let consumer = stream
-        .create_consumer(async_nats::jetstream::consumer::pull::Config::default())
-        .await
-        .unwrap();
+    let consumer = stream.create_consumer(async_nats::jetstream::consumer::pull::Config::default()).await.unwrap();
     let mut msgs = consumer.fetch().max_messages(10).expires(Duration::from_secs(2)).messages().await.unwrap();
     let msg = msgs.next().await.unwrap().unwrap();
     let body: serde_json::Value = serde_json::from_slice(&msg.payload).unwrap();
     assert_eq!(body["type"], "message.queued");
     assert_eq!(body["data"]["id"], m["id"]);
     assert!(msg.subject.as_str().ends_with(&format!(".events.{id}.message.queued")));
-    let msg_id = msg.headers.as_ref().and_then(|h| h.get(async_nats::header::NATS_MESSAGE_ID)).map(|v| v.as_str().to_string());
+    let msg_id =
+        msg.headers.as_ref().and_then(|h| h.get(async_nats::header::NATS_MESSAGE_ID)).map(|v| v.as_str().to_string());
     assert_eq!(msg_id.as_deref(), body["id"].as_str(), "published under the event's id");
 
     // As if the relay died after publishing but before marking: it publishes again, and
@@ -79,9 +82,12 @@ async fn the_event_stream_resumes_after_last_event_id_without_gaps() {
         let own = own.clone();
         let id = id.clone();
         async move {
-            own.post(&format!("/v1/instances/{id}/messages"), &json!({ "to": "5511999990001", "type": "text", "text": text }))
-                .await
-                .expect(202)
+            own.post(
+                &format!("/v1/instances/{id}/messages"),
+                &json!({ "to": "5511999990001", "type": "text", "text": text }),
+            )
+            .await
+            .expect(202)
         }
     };
     let mut sse = open("", None).await;
@@ -124,20 +130,25 @@ async fn the_event_stream_resumes_after_last_event_id_without_gaps() {
     drop(sse);
 
     // The admin stream sees them too; an instance token may not open it.
-    let res = api.admin().request(reqwest::Method::GET, "/v1/events").header("last-event-id", &seen[4]).send().await.unwrap();
+    let res =
+        api.admin().request(reqwest::Method::GET, "/v1/events").header("last-event-id", &seen[4]).send().await.unwrap();
     let mut all = SseReader::new(res);
     assert_eq!(all.next(Duration::from_secs(10)).await.unwrap().id.as_deref(), Some(seen[5].as_str()));
     own.get("/v1/events").await.expect_error(403, "forbidden");
     // An id this stream never had (made now) is refused...
     let unknown = shared::ids::EventId::new().to_string();
-    let bad = own.request(reqwest::Method::GET, &format!("/v1/instances/{id}/events")).header("last-event-id", &unknown);
+    let bad =
+        own.request(reqwest::Method::GET, &format!("/v1/instances/{id}/events")).header("last-event-id", &unknown);
     own.send(bad).await.expect_error(400, "validation_failed");
     // ...but one older than the retention was pruned: the stream starts at the oldest
     // event kept and says that some were missed.
     let mut sse = open("?types=message.queued", Some("evt_00000000000000000000000000000000")).await;
     let first = sse.next(Duration::from_secs(10)).await.expect("the gap comment");
     assert!(first.comment.as_deref().unwrap_or_default().contains("no longer retained"), "{first:?}");
-    assert_eq!(sse.next(Duration::from_secs(10)).await.expect("the oldest event").id.as_deref(), Some(seen[0].as_str()));
+    assert_eq!(
+        sse.next(Duration::from_secs(10)).await.expect("the oldest event").id.as_deref(),
+        Some(seen[0].as_str())
+    );
     drop(sse);
     own.get(&format!("/v1/instances/{id}/events?types=nope")).await.expect_error(400, "validation_failed");
     api.shutdown.cancel();
@@ -167,8 +178,14 @@ async fn state_changes_write_their_events() {
     assert_eq!(
         kinds,
         [
-            "instance.state", "instance.state", "instance.qr_updated", "instance.qr_updated", "instance.state",
-            "instance.connected", "instance.state", "instance.logged_out"
+            "instance.state",
+            "instance.state",
+            "instance.qr_updated",
+            "instance.qr_updated",
+            "instance.state",
+            "instance.connected",
+            "instance.state",
+            "instance.logged_out"
         ]
     );
     assert_eq!(events[0].1["data"], json!({ "state": "connecting", "previous_state": "disconnected" }));

@@ -37,11 +37,8 @@ async fn create_returns_instance_and_token_once() {
 
     // The token is stored hashed.
     let pool = shared::db::connect(&api.config).await.unwrap();
-    let (hash,): (String,) = sqlx::query_as("SELECT token_hash FROM instances WHERE id = $1")
-        .bind(id)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let (hash,): (String,) =
+        sqlx::query_as("SELECT token_hash FROM instances WHERE id = $1").bind(id).fetch_one(&pool).await.unwrap();
     assert_ne!(hash, token);
     assert_eq!(hash, shared::auth::hash_token(token));
 }
@@ -76,7 +73,10 @@ async fn bad_input_is_rejected_and_changes_nothing() {
     assert_eq!(list["instances"], json!([]));
     // Below the floors only with unsafe_pacing, which the admin sets.
     let ok = admin
-        .post("/v1/instances", &json!({ "name": "fast", "min_interval_ms": 100, "max_per_minute": 600, "unsafe_pacing": true }))
+        .post(
+            "/v1/instances",
+            &json!({ "name": "fast", "min_interval_ms": 100, "max_per_minute": 600, "unsafe_pacing": true }),
+        )
         .await
         .expect(201);
     assert_eq!(ok["instance"]["min_interval_ms"], 100);
@@ -164,11 +164,16 @@ async fn patch_edits_fields_and_guards_admin_only_ones() {
     assert!(b["proxy_url"].is_null());
 
     // Time zone and send window.
-    let b = own.patch(&path, &json!({ "time_zone": "America/Sao_Paulo", "send_window": { "start": "09:00", "end": "18:00" } })).await.expect(200);
+    let b = own
+        .patch(&path, &json!({ "time_zone": "America/Sao_Paulo", "send_window": { "start": "09:00", "end": "18:00" } }))
+        .await
+        .expect(200);
     assert_eq!(b["time_zone"], "America/Sao_Paulo");
     assert_eq!(b["send_window"], json!({ "start": "09:00", "end": "18:00" }));
     own.patch(&path, &json!({ "time_zone": "Mars/Olympus" })).await.expect_error(400, "validation_failed");
-    own.patch(&path, &json!({ "send_window": { "start": "9am", "end": "18:00" } })).await.expect_error(400, "validation_failed");
+    own.patch(&path, &json!({ "send_window": { "start": "9am", "end": "18:00" } }))
+        .await
+        .expect_error(400, "validation_failed");
     let b = own.patch(&path, &json!({ "send_window": null })).await.expect(200);
     assert!(b["send_window"].is_null());
     assert_eq!(b["time_zone"], "America/Sao_Paulo");
@@ -201,7 +206,11 @@ async fn delete_revokes_the_token_at_once() {
 async fn ip_allowlist_uses_socket_or_trusted_proxy_header() {
     // Direct: the socket address (127.0.0.1) decides.
     let api = TestApi::start().await;
-    let b = api.admin().post("/v1/instances", &json!({ "name": "ipr", "ip_allowlist": ["203.0.113.0/24"] })).await.expect(201);
+    let b = api
+        .admin()
+        .post("/v1/instances", &json!({ "name": "ipr", "ip_allowlist": ["203.0.113.0/24"] }))
+        .await
+        .expect(201);
     let token = b["token"].as_str().unwrap().to_string();
     let id = b["instance"]["id"].as_str().unwrap().to_string();
     let own = api.client(Some(token.clone()));
@@ -218,7 +227,11 @@ async fn ip_allowlist_uses_socket_or_trusted_proxy_header() {
     let mut config = harness::test_config();
     config.trusted_proxies = vec!["127.0.0.0/8".parse().unwrap()];
     let api = TestApi::start_with(config).await;
-    let b = api.admin().post("/v1/instances", &json!({ "name": "ipp", "ip_allowlist": ["203.0.113.0/24"] })).await.expect(201);
+    let b = api
+        .admin()
+        .post("/v1/instances", &json!({ "name": "ipp", "ip_allowlist": ["203.0.113.0/24"] }))
+        .await
+        .expect(201);
     let own = api.client(Some(b["token"].as_str().unwrap().to_string()));
     own.clone().with_header("x-forwarded-for", "203.0.113.5").get("/v1/me").await.expect(200);
     own.clone().with_header("x-forwarded-for", "198.51.100.1").get("/v1/me").await.expect_error(403, "forbidden");
@@ -242,28 +255,39 @@ async fn me_tells_who_the_token_is() {
 async fn token_changes_reach_every_api_pod_before_the_cache_expires() {
     use std::time::{Duration, Instant};
     let a = harness::TestApi::start().await;
-    let b = harness::TestApi::start_with(shared::Config { listen_addr: ([127, 0, 0, 1], 0).into(), ..a.config.clone() }).await;
+    let b =
+        harness::TestApi::start_with(shared::Config { listen_addr: ([127, 0, 0, 1], 0).into(), ..a.config.clone() })
+            .await;
     let (inst, token) = a.create_instance("cached").await;
     let id = inst["id"].as_str().unwrap().to_string();
     let on_b = b.client(Some(token.clone()));
     on_b.get("/v1/me").await.expect(200);
     // Narrow the allow-list on A: B refuses the token from this address soon after.
-    a.admin().patch(&format!("/v1/instances/{id}"), &serde_json::json!({ "ip_allowlist": ["203.0.113.0/24"] })).await.expect(200);
-    let start = Instant::now();
-    harness::cluster::wait_for(Duration::from_secs(4), || async { (on_b.get("/v1/me").await.status == 403).then_some(()) })
+    a.admin()
+        .patch(&format!("/v1/instances/{id}"), &serde_json::json!({ "ip_allowlist": ["203.0.113.0/24"] }))
         .await
-        .expect("B applies the new allow-list");
+        .expect(200);
+    let start = Instant::now();
+    harness::cluster::wait_for(Duration::from_secs(4), || async {
+        (on_b.get("/v1/me").await.status == 403).then_some(())
+    })
+    .await
+    .expect("B applies the new allow-list");
     assert!(start.elapsed() < api::auth_cache::TTL, "told, not expired");
     a.admin().patch(&format!("/v1/instances/{id}"), &serde_json::json!({ "ip_allowlist": [] })).await.expect(200);
-    harness::cluster::wait_for(Duration::from_secs(4), || async { (on_b.get("/v1/me").await.status == 200).then_some(()) })
-        .await
-        .expect("and the wider one");
+    harness::cluster::wait_for(Duration::from_secs(4), || async {
+        (on_b.get("/v1/me").await.status == 200).then_some(())
+    })
+    .await
+    .expect("and the wider one");
     // Delete on A: B stops taking the token.
     a.admin().delete(&format!("/v1/instances/{id}")).await;
     let start = Instant::now();
-    harness::cluster::wait_for(Duration::from_secs(4), || async { (on_b.get("/v1/me").await.status == 401).then_some(()) })
-        .await
-        .expect("B forgets the deleted instance's token");
+    harness::cluster::wait_for(Duration::from_secs(4), || async {
+        (on_b.get("/v1/me").await.status == 401).then_some(())
+    })
+    .await
+    .expect("B forgets the deleted instance's token");
     assert!(start.elapsed() < api::auth_cache::TTL);
     a.client(Some(token)).get("/v1/me").await.expect_error(401, "unauthorized");
 }
@@ -274,7 +298,10 @@ async fn bulk_applies_one_action_per_instance_by_ids_or_by_tag() {
     let admin = api.admin();
     let mut tagged = Vec::new();
     for n in 0..3 {
-        let i = admin.post("/v1/instances", &serde_json::json!({ "name": format!("fleet-{n}"), "tags": ["fleet"] })).await.expect(201);
+        let i = admin
+            .post("/v1/instances", &serde_json::json!({ "name": format!("fleet-{n}"), "tags": ["fleet"] }))
+            .await
+            .expect(201);
         tagged.push((i["instance"]["id"].as_str().unwrap().to_string(), i["token"].as_str().unwrap().to_string()));
     }
     let (lone, lone_token) = api.create_instance("lone").await;
@@ -300,7 +327,8 @@ async fn bulk_applies_one_action_per_instance_by_ids_or_by_tag() {
     want.sort();
     assert_eq!(seen, want);
     let db = shared::db::connect(&api.config).await.unwrap();
-    let desired: Vec<String> = sqlx::query_scalar("SELECT id FROM instances WHERE desired ORDER BY id").fetch_all(&db).await.unwrap();
+    let desired: Vec<String> =
+        sqlx::query_scalar("SELECT id FROM instances WHERE desired ORDER BY id").fetch_all(&db).await.unwrap();
     assert_eq!(desired, want, "connected: wanted running, the untagged one not");
 
     // By ids: each its own result, in the order given; one unknown fails alone.
@@ -318,7 +346,10 @@ async fn bulk_applies_one_action_per_instance_by_ids_or_by_tag() {
     api.client(Some(tagged[1].1.clone())).get("/v1/me").await.expect(200);
 
     // Logout with no worker running them: refused per instance, as its own route would.
-    let out = admin.post("/v1/instances/bulk", &serde_json::json!({ "action": "logout", "ids": [tagged[1].0, tagged[1].0] })).await.expect(200);
+    let out = admin
+        .post("/v1/instances/bulk", &serde_json::json!({ "action": "logout", "ids": [tagged[1].0, tagged[1].0] }))
+        .await
+        .expect(200);
     assert_eq!(out["results"].as_array().unwrap().len(), 1, "each instance once: {out}");
     assert_eq!(out["results"][0]["error"]["code"], "instance_not_connected");
 
@@ -339,5 +370,8 @@ async fn bulk_applies_one_action_per_instance_by_ids_or_by_tag() {
         .await
         .expect_error(403, "forbidden");
     let ids = (0..501).map(|_| shared::ids::InstanceId::new().to_string()).collect::<Vec<_>>();
-    admin.post("/v1/instances/bulk", &serde_json::json!({ "action": "connect", "ids": ids })).await.expect_error(400, "validation_failed");
+    admin
+        .post("/v1/instances/bulk", &serde_json::json!({ "action": "connect", "ids": ids }))
+        .await
+        .expect_error(400, "validation_failed");
 }

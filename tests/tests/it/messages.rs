@@ -16,7 +16,10 @@ async fn queued_messages_have_a_record_and_an_event() {
     let id = inst["id"].as_str().unwrap();
     let own = api.client(Some(token));
     let m = own
-        .post(&format!("/v1/instances/{id}/messages"), &json!({ "to": "+55 11 99999-0001", "type": "text", "text": "hello" }))
+        .post(
+            &format!("/v1/instances/{id}/messages"),
+            &json!({ "to": "+55 11 99999-0001", "type": "text", "text": "hello" }),
+        )
         .await
         .expect(202);
     assert!(m["id"].as_str().unwrap().starts_with("msg_"));
@@ -25,10 +28,16 @@ async fn queued_messages_have_a_record_and_an_event() {
     assert!(m.get("wa_message_id").is_none(), "shown once sent");
     let got = own.get(&format!("/v1/instances/{id}/messages/{}", m["id"].as_str().unwrap())).await.expect(200);
     assert_eq!(got["id"], m["id"]);
-    own.get(&format!("/v1/instances/{id}/messages/msg_00000000000000000000000000000000")).await.expect_error(404, "not_found");
+    own.get(&format!("/v1/instances/{id}/messages/msg_00000000000000000000000000000000"))
+        .await
+        .expect_error(404, "not_found");
     // The network id is assigned at once, and the queued event written with the row.
     let db = shared::db::connect(&api.config).await.unwrap();
-    let (wa,): (String,) = sqlx::query_as("SELECT wa_message_id FROM messages WHERE id = $1").bind(m["id"].as_str()).fetch_one(&db).await.unwrap();
+    let (wa,): (String,) = sqlx::query_as("SELECT wa_message_id FROM messages WHERE id = $1")
+        .bind(m["id"].as_str())
+        .fetch_one(&db)
+        .await
+        .unwrap();
     assert!(wa.starts_with("3EB0"));
     let events = shared::db::outbox::types_for(&db, &shared::ids::InstanceId::parse(id).unwrap()).await.unwrap();
     assert_eq!(events.len(), 1);
@@ -45,14 +54,27 @@ async fn idempotency_by_client_message_id() {
     let own = api.client(Some(token));
     let body = json!({ "to": "5511999990001", "type": "text", "text": "once", "client_message_id": "order-42" });
     let a = own.post(&path, &body).await.expect(202);
-    let b = own.post(&path, &json!({ "to": "+5511999990001", "type": "text", "text": "once", "client_message_id": "order-42" })).await.expect(202);
-    assert_eq!(a["id"], b["id"], "same key, same content: the same message");
-    own.post(&path, &json!({ "to": "5511999990001", "type": "text", "text": "other", "client_message_id": "order-42" }))
+    let b = own
+        .post(
+            &path,
+            &json!({ "to": "+5511999990001", "type": "text", "text": "once", "client_message_id": "order-42" }),
+        )
         .await
-        .expect_error(409, "conflict");
+        .expect(202);
+    assert_eq!(a["id"], b["id"], "same key, same content: the same message");
+    own.post(
+        &path,
+        &json!({ "to": "5511999990001", "type": "text", "text": "other", "client_message_id": "order-42" }),
+    )
+    .await
+    .expect_error(409, "conflict");
     // Keys are per instance.
     let (other, other_token) = api.create_instance("idem2").await;
-    let c = api.client(Some(other_token)).post(&format!("/v1/instances/{}/messages", other["id"].as_str().unwrap()), &body).await.expect(202);
+    let c = api
+        .client(Some(other_token))
+        .post(&format!("/v1/instances/{}/messages", other["id"].as_str().unwrap()), &body)
+        .await
+        .expect(202);
     assert_ne!(c["id"], a["id"]);
 }
 
@@ -61,10 +83,17 @@ async fn wait_times_out_to_202_while_queued() {
     let api = TestApi::start().await;
     let (inst, token) = api.create_instance("w").await;
     let path = format!("/v1/instances/{}/messages?wait=true&timeout=1s", inst["id"].as_str().unwrap());
-    let m = api.client(Some(token.clone())).post(&path, &json!({ "to": "5511999990001", "type": "text", "text": "x" })).await.expect(202);
+    let m = api
+        .client(Some(token.clone()))
+        .post(&path, &json!({ "to": "5511999990001", "type": "text", "text": "x" }))
+        .await
+        .expect(202);
     assert_eq!(m["status"], "queued");
     let bad = format!("/v1/instances/{}/messages?wait=true&timeout=soon", inst["id"].as_str().unwrap());
-    api.client(Some(token)).post(&bad, &json!({ "to": "5511999990001", "type": "text", "text": "x" })).await.expect_error(400, "validation_failed");
+    api.client(Some(token))
+        .post(&bad, &json!({ "to": "5511999990001", "type": "text", "text": "x" }))
+        .await
+        .expect_error(400, "validation_failed");
 }
 
 #[tokio::test]
@@ -81,7 +110,9 @@ async fn limits_give_413_and_bad_types_400() {
     let m = own.post(&path, &ok_doc).await.expect(202);
     assert_eq!(m["type"], "document");
     own.post(&path, &json!({ "to": "5511999990001", "type": "fax" })).await.expect_error(400, "validation_failed");
-    own.post(&path, &json!({ "to": "5511999990001", "type": "poll", "poll": { "name": "p", "values": ["one"] } })).await.expect_error(400, "validation_failed");
+    own.post(&path, &json!({ "to": "5511999990001", "type": "poll", "poll": { "name": "p", "values": ["one"] } }))
+        .await
+        .expect_error(400, "validation_failed");
 }
 
 #[tokio::test]
@@ -95,7 +126,9 @@ async fn media_urls_are_guarded_fetched_and_limited() {
     // Names that resolve to loopback here go through the guarded resolver.
     let loopback_names: Vec<String> = ["localhost.", "ip6-localhost", "ip6-loopback"]
         .iter()
-        .filter(|n| std::net::ToSocketAddrs::to_socket_addrs(&(**n, 80)).is_ok_and(|mut a| a.all(|a| a.ip().is_loopback())))
+        .filter(|n| {
+            std::net::ToSocketAddrs::to_socket_addrs(&(**n, 80)).is_ok_and(|mut a| a.all(|a| a.ip().is_loopback()))
+        })
         .map(|n| format!("http://{n}:{}/file/10", server.port()))
         .collect();
     for url in loopback_names.into_iter().chain([
@@ -121,18 +154,32 @@ async fn media_urls_are_guarded_fetched_and_limited() {
     let own = api.client(Some(token));
     let m = own.post(&path, &json!({ "to": "5511999990001", "type": "image", "media": { "url": format!("http://{server}/file/1000") } })).await.expect(202);
     let db = shared::db::connect(&api.config).await.unwrap();
-    let (size, mime): (i64, String) = sqlx::query_as("SELECT size, mime_type FROM media WHERE id = (SELECT content->'media'->>'id' FROM messages WHERE id = $1)")
-        .bind(m["id"].as_str())
-        .fetch_one(&db)
-        .await
-        .unwrap();
+    let (size, mime): (i64, String) = sqlx::query_as(
+        "SELECT size, mime_type FROM media WHERE id = (SELECT content->'media'->>'id' FROM messages WHERE id = $1)",
+    )
+    .bind(m["id"].as_str())
+    .fetch_one(&db)
+    .await
+    .unwrap();
     assert_eq!((size, mime.as_str()), (1000, "image/png"));
     let over = 16 * 1024 * 1024 + 1;
-    own.post(&path, &json!({ "to": "5511999990001", "type": "image", "media": { "url": format!("http://{server}/file/{over}") } })).await.expect_error(413, "media_too_large");
+    own.post(
+        &path,
+        &json!({ "to": "5511999990001", "type": "image", "media": { "url": format!("http://{server}/file/{over}") } }),
+    )
+    .await
+    .expect_error(413, "media_too_large");
     own.post(&path, &json!({ "to": "5511999990001", "type": "image", "media": { "url": format!("http://{server}/stream/{over}") } })).await.expect_error(413, "media_too_large");
-    own.post(&path, &json!({ "to": "5511999990001", "type": "image", "media": { "url": format!("http://{server}/missing") } })).await.expect_error(422, "media_fetch_failed");
+    own.post(
+        &path,
+        &json!({ "to": "5511999990001", "type": "image", "media": { "url": format!("http://{server}/missing") } }),
+    )
+    .await
+    .expect_error(422, "media_fetch_failed");
     let redirected = format!("http://{server}/redirect?to=/file/5");
-    own.post(&path, &json!({ "to": "5511999990001", "type": "image", "media": { "url": redirected } })).await.expect(202);
+    own.post(&path, &json!({ "to": "5511999990001", "type": "image", "media": { "url": redirected } }))
+        .await
+        .expect(202);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -143,20 +190,26 @@ async fn concurrent_accepts_batch_without_breaking_idempotency() {
     let own = api.client(Some(token));
     // Many at once with one key: one message, every answer names it.
     let body = json!({ "to": "5511999990001", "type": "text", "text": "same", "client_message_id": "k-1" });
-    let tasks: Vec<_> = (0..40).map(|_| {
-        let (own, path, body) = (own.clone(), path.clone(), body.clone());
-        tokio::spawn(async move { own.post(&path, &body).await.expect(202)["id"].as_str().unwrap().to_string() })
-    }).collect();
+    let tasks: Vec<_> = (0..40)
+        .map(|_| {
+            let (own, path, body) = (own.clone(), path.clone(), body.clone());
+            tokio::spawn(async move { own.post(&path, &body).await.expect(202)["id"].as_str().unwrap().to_string() })
+        })
+        .collect();
     let mut ids = std::collections::HashSet::new();
     for t in tasks {
         ids.insert(t.await.unwrap());
     }
     assert_eq!(ids.len(), 1, "{ids:?}");
     // Many distinct ones at once: all stored, each with its event.
-    let tasks: Vec<_> = (0..60).map(|i| {
-        let (own, path) = (own.clone(), path.clone());
-        tokio::spawn(async move { own.post(&path, &json!({ "to": "5511999990001", "type": "text", "text": format!("n{i}") })).await.status })
-    }).collect();
+    let tasks: Vec<_> = (0..60)
+        .map(|i| {
+            let (own, path) = (own.clone(), path.clone());
+            tokio::spawn(async move {
+                own.post(&path, &json!({ "to": "5511999990001", "type": "text", "text": format!("n{i}") })).await.status
+            })
+        })
+        .collect();
     for t in tasks {
         assert_eq!(t.await.unwrap(), 202);
     }
@@ -172,7 +225,10 @@ async fn concurrent_accepts_batch_without_breaking_idempotency() {
     assert_eq!((messages, events), (61, 61));
     // A deleted instance takes nothing.
     api.admin().delete(&format!("/v1/instances/{}", inst["id"].as_str().unwrap())).await;
-    api.admin().post(&path, &json!({ "to": "5511999990001", "type": "text", "text": "gone" })).await.expect_error(404, "instance_not_found");
+    api.admin()
+        .post(&path, &json!({ "to": "5511999990001", "type": "text", "text": "gone" }))
+        .await
+        .expect_error(404, "instance_not_found");
 }
 
 #[tokio::test]
@@ -182,7 +238,13 @@ async fn the_idle_sweeper_fails_expired_and_unpaired_messages_only() {
     let send = |token: String, id: String, text: &'static str| {
         let client = api.client(Some(token));
         async move {
-            let m = client.post(&format!("/v1/instances/{id}/messages"), &json!({ "to": "5511999990001", "type": "text", "text": text })).await.expect(202);
+            let m = client
+                .post(
+                    &format!("/v1/instances/{id}/messages"),
+                    &json!({ "to": "5511999990001", "type": "text", "text": text }),
+                )
+                .await
+                .expect(202);
             m["id"].as_str().unwrap().to_string()
         }
     };
@@ -207,8 +269,10 @@ async fn the_idle_sweeper_fails_expired_and_unpaired_messages_only() {
     sqlx::query("UPDATE instances SET desired = true WHERE id = $1").bind(&running_id).execute(&db).await.unwrap();
 
     let failed = shared::db::messages::fail_idle(&db, 10).await.unwrap();
-    let mut got: Vec<(String, String)> =
-        failed.iter().map(|r| (r.id.to_string(), r.error.clone().unwrap().split(':').next().unwrap().to_string())).collect();
+    let mut got: Vec<(String, String)> = failed
+        .iter()
+        .map(|r| (r.id.to_string(), r.error.clone().unwrap().split(':').next().unwrap().to_string()))
+        .collect();
     got.sort();
     let mut want = vec![
         (stale.clone(), "message_expired".to_string()),
@@ -219,7 +283,13 @@ async fn the_idle_sweeper_fails_expired_and_unpaired_messages_only() {
     assert_eq!(got, want);
     let status = |id: String| {
         let db = db.clone();
-        async move { sqlx::query_scalar::<_, String>("SELECT status FROM messages WHERE id = $1").bind(id).fetch_one(&db).await.unwrap() }
+        async move {
+            sqlx::query_scalar::<_, String>("SELECT status FROM messages WHERE id = $1")
+                .bind(id)
+                .fetch_one(&db)
+                .await
+                .unwrap()
+        }
     };
     assert_eq!(status(fresh).await, "queued", "not expired yet");
     assert_eq!(status(own_expiry).await, "queued", "its worker expires it");

@@ -55,7 +55,8 @@ async fn http_proxy(creds: Option<&'static str>) -> std::net::SocketAddr {
                 let text = String::from_utf8_lossy(&head).to_string();
                 let target = text.split_whitespace().nth(1).unwrap().to_string();
                 if let Some(cr) = creds {
-                    let want = format!("Proxy-Authorization: Basic {}", base64::engine::general_purpose::STANDARD.encode(cr));
+                    let want =
+                        format!("Proxy-Authorization: Basic {}", base64::engine::general_purpose::STANDARD.encode(cr));
                     if !text.contains(&want) {
                         let _ = c.write_all(b"HTTP/1.1 407 Proxy Authentication Required\r\n\r\n").await;
                         return;

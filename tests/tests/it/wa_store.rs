@@ -59,7 +59,8 @@ async fn pg_store_answers_like_the_in_memory_backend() {
     same!(mem, pg, |s| s.put_identity(addr, [7u8; 32]));
     same!(mem, pg, |s| s.put_identity(addr, [8u8; 32]));
     assert!(same!(mem, pg, |s| s.load_identity(addr)).contains('8'));
-    same!(mem, pg, |s| s.put_identities_batch(&[(Arc::from("a@c.us.0"), [1u8; 32]), (Arc::from("b@c.us.0"), [2u8; 32])]));
+    same!(mem, pg, |s| s
+        .put_identities_batch(&[(Arc::from("a@c.us.0"), [1u8; 32]), (Arc::from("b@c.us.0"), [2u8; 32])]));
     same!(mem, pg, |s| s.load_identity("b@c.us.0"));
     same!(mem, pg, |s| s.delete_identity("a@c.us.0"));
     same!(mem, pg, |s| s.load_identity("a@c.us.0"));
@@ -77,7 +78,8 @@ async fn pg_store_answers_like_the_in_memory_backend() {
     assert!(!pg.has_signal_state_for_user("5511000000000").await.unwrap());
     same!(mem, pg, |s| s.get_max_prekey_id());
     same!(mem, pg, |s| s.store_prekey(3, b"pk3", false));
-    same!(mem, pg, |s| s.store_prekeys_batch(&[(10, Bytes::from_static(b"pk10")), (4, Bytes::from_static(b"pk4"))], true));
+    same!(mem, pg, |s| s
+        .store_prekeys_batch(&[(10, Bytes::from_static(b"pk10")), (4, Bytes::from_static(b"pk4"))], true));
     same!(mem, pg, |s| s.load_prekey(3));
     same!(mem, pg, |s| s.load_prekey(99));
     assert_eq!(same!(mem, pg, |s| s.get_max_prekey_id()), "Ok(10)");
@@ -136,9 +138,15 @@ async fn pg_store_answers_like_the_in_memory_backend() {
         v.sort();
         v
     };
-    assert_eq!(skd(mem.get_sender_key_devices("g1@g.us").await.unwrap()), skd(pg.get_sender_key_devices("g1@g.us").await.unwrap()));
+    assert_eq!(
+        skd(mem.get_sender_key_devices("g1@g.us").await.unwrap()),
+        skd(pg.get_sender_key_devices("g1@g.us").await.unwrap())
+    );
     same!(mem, pg, |s| s.delete_sender_key_device_rows(&["a:1@lid"]));
-    assert_eq!(skd(mem.get_sender_key_devices("g1@g.us").await.unwrap()), skd(pg.get_sender_key_devices("g1@g.us").await.unwrap()));
+    assert_eq!(
+        skd(mem.get_sender_key_devices("g1@g.us").await.unwrap()),
+        skd(pg.get_sender_key_devices("g1@g.us").await.unwrap())
+    );
     same!(mem, pg, |s| s.get_sender_key_devices("g2@g.us"));
     same!(mem, pg, |s| s.clear_sender_key_devices("g1@g.us"));
     same!(mem, pg, |s| s.get_sender_key_devices("g1@g.us"));
@@ -169,7 +177,10 @@ async fn pg_store_answers_like_the_in_memory_backend() {
     same!(mem, pg, |s| s.has_same_base_key(addr, "3EB0A", b"base"));
     let rec = |u: &str, ts: i64| DeviceListRecord {
         user: u.into(),
-        devices: vec![DeviceInfo { device_id: 0, key_index: None, is_hosted: false }, DeviceInfo { device_id: 3, key_index: Some(2), is_hosted: false }],
+        devices: vec![
+            DeviceInfo { device_id: 0, key_index: None, is_hosted: false },
+            DeviceInfo { device_id: 3, key_index: Some(2), is_hosted: false },
+        ],
         timestamp: ts,
         phash: Some("2:abc".into()),
         raw_id: Some(9),
@@ -183,7 +194,11 @@ async fn pg_store_answers_like_the_in_memory_backend() {
     same!(mem, pg, |s| s.get_group_metadata("g@g.us"));
     same!(mem, pg, |s| s.delete_group_metadata("g@g.us"));
     same!(mem, pg, |s| s.get_group_metadata("g@g.us"));
-    let tc = |t: &[u8], ts: i64, s: Option<i64>| TcTokenEntry { token: t.to_vec(), token_timestamp: ts, sender_timestamp: s };
+    let tc = |t: &[u8], ts: i64, s: Option<i64>| TcTokenEntry {
+        token: t.to_vec(),
+        token_timestamp: ts,
+        sender_timestamp: s,
+    };
     same!(mem, pg, |s| s.put_tc_token("1@lid", &tc(b"tok", 100, None)));
     same!(mem, pg, |s| s.put_tc_token("2@lid", &tc(b"", 5, Some(5))));
     same!(mem, pg, |s| s.touch_tc_token_sender_timestamp("1@lid", 150));
@@ -216,7 +231,11 @@ async fn pg_store_answers_like_the_in_memory_backend() {
     same!(mem, pg, |s| s.get_pending_inbound("c@s.whatsapp.net", "s@s.whatsapp.net", "ID2"));
     same!(mem, pg, |s| s.delete_pending_inbound("c@s.whatsapp.net", "s@s.whatsapp.net", "ID1"));
     same!(mem, pg, |s| s.get_pending_inbound("c@s.whatsapp.net", "s@s.whatsapp.net", "ID1"));
-    same!(mem, pg, |s| s.delete_pending_inbound_batch(&[PendingInboundKey { chat: "c@s.whatsapp.net", sender: "s@s.whatsapp.net", id: "ID2" }]));
+    same!(mem, pg, |s| s.delete_pending_inbound_batch(&[PendingInboundKey {
+        chat: "c@s.whatsapp.net",
+        sender: "s@s.whatsapp.net",
+        id: "ID2"
+    }]));
     same!(mem, pg, |s| s.get_pending_inbound("c@s.whatsapp.net", "s@s.whatsapp.net", "ID2"));
     same!(mem, pg, |s| s.delete_expired_pending_inbound(far));
     same!(mem, pg, |s| s.get_pending_inbound("c@s.whatsapp.net", "s@s.whatsapp.net", "ID3"));
@@ -295,7 +314,9 @@ async fn the_contact_book_merges_lists_and_is_fenced() {
     let (ana, bruno) = ("5511999990002@s.whatsapp.net".to_string(), "5511999990003@s.whatsapp.net".to_string());
     let named = |n: &str| Change { name: Some(Some(n.to_string())), push_name: None };
     let pushed = |n: &str| Change { name: None, push_name: Some(n.to_string()) };
-    contacts::record(&db, &id, epoch, &[(bruno.clone(), pushed("Bru")), (ana.clone(), named("Ana (work)"))]).await.unwrap();
+    contacts::record(&db, &id, epoch, &[(bruno.clone(), pushed("Bru")), (ana.clone(), named("Ana (work)"))])
+        .await
+        .unwrap();
     // A later push name keeps the address-book name.
     contacts::record(&db, &id, epoch, &[(ana.clone(), pushed("Ana"))]).await.unwrap();
     let list = contacts::list(&db, &id).await.unwrap();
@@ -320,7 +341,10 @@ impl whatsapp_rust::transport::TransportFactory for Refusing {
     async fn create_transport(
         &self,
     ) -> Result<
-        (Arc<dyn whatsapp_rust::transport::Transport>, whatsapp_rust::async_channel::Receiver<whatsapp_rust::transport::TransportEvent>),
+        (
+            Arc<dyn whatsapp_rust::transport::Transport>,
+            whatsapp_rust::async_channel::Receiver<whatsapp_rust::transport::TransportEvent>,
+        ),
         whatsapp_rust::anyhow::Error,
     > {
         Err(whatsapp_rust::anyhow::anyhow!("connection refused"))
@@ -343,8 +367,16 @@ async fn a_client_on_pg_store_that_cannot_dial_fails_to_open_and_reports_its_mem
     use worker::driver::{Driver, OpenTarget};
     let api = TestApi::start().await;
     let (store, db, id) = claimed(&api, "wa-refused").await;
-    let epoch = sqlx::query_scalar::<_, i64>("SELECT owner_epoch FROM instances WHERE id = $1").bind(&id).fetch_one(&db).await.unwrap();
-    let driver = worker::driver::whatsapp::WhatsappDriver::with_transport(db.clone(), Arc::new(Refusing), std::time::Duration::from_millis(800));
+    let epoch = sqlx::query_scalar::<_, i64>("SELECT owner_epoch FROM instances WHERE id = $1")
+        .bind(&id)
+        .fetch_one(&db)
+        .await
+        .unwrap();
+    let driver = worker::driver::whatsapp::WhatsappDriver::with_transport(
+        db.clone(),
+        Arc::new(Refusing),
+        std::time::Duration::from_millis(800),
+    );
     let target = OpenTarget { instance: id.clone(), epoch, proxy_url: None };
     let err = match driver.open(&target, None).await {
         Ok(_) => panic!("a session without a network must not open"),
@@ -361,7 +393,10 @@ async fn a_client_on_pg_store_that_cannot_dial_fails_to_open_and_reports_its_mem
     let bot = idle_bot(&store).await;
     let client = bot.client();
     let report = client.memory_report().await;
-    println!("memory_report of an idle client on PgStore: {} bytes estimated\n{report}", report.total_estimated_bytes());
+    println!(
+        "memory_report of an idle client on PgStore: {} bytes estimated\n{report}",
+        report.total_estimated_bytes()
+    );
     assert!(report.total_estimated_bytes() < 4 * 1024 * 1024);
 
     // The process's resident memory per built (unconnected) client, as a sizing floor.

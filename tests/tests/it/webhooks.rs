@@ -10,7 +10,14 @@ async fn internal_urls_and_unknown_events_are_refused() {
     let (inst, token) = api.create_instance("wh-guard").await;
     let path = format!("/v1/instances/{}/webhooks", inst["id"].as_str().unwrap());
     let own = api.client(Some(token));
-    for url in ["http://127.0.0.1:9/hook", "http://localhost/hook", "http://[::1]/h", "http://169.254.169.254/", "ftp://example.com/h", "not a url"] {
+    for url in [
+        "http://127.0.0.1:9/hook",
+        "http://localhost/hook",
+        "http://[::1]/h",
+        "http://169.254.169.254/",
+        "ftp://example.com/h",
+        "not a url",
+    ] {
         own.post(&path, &json!({ "url": url })).await.expect_error(400, "validation_failed");
     }
     assert_eq!(own.get(&path).await.expect(200)["webhooks"], json!([]));
@@ -24,7 +31,9 @@ async fn webhook_lifecycle() {
     let (inst, token) = api.create_instance("wh").await;
     let path = format!("/v1/instances/{}/webhooks", inst["id"].as_str().unwrap());
     let own = api.client(Some(token));
-    own.post(&path, &json!({ "url": "http://127.0.0.1:9/hook", "events": ["message.nope"] })).await.expect_error(400, "validation_failed");
+    own.post(&path, &json!({ "url": "http://127.0.0.1:9/hook", "events": ["message.nope"] }))
+        .await
+        .expect_error(400, "validation_failed");
     let w = own
         .post(&path, &json!({ "url": "http://127.0.0.1:9/hook", "events": ["message.sent", "message.received", "message.sent"] }))
         .await
@@ -42,7 +51,8 @@ async fn webhook_lifecycle() {
     let one = own.get(&format!("{path}/{wid}")).await.expect(200);
     assert!(one.get("secret").is_none());
 
-    let rotated = own.patch(&format!("{path}/{wid}"), &json!({ "rotate_secret": true, "enabled": false })).await.expect(200);
+    let rotated =
+        own.patch(&format!("{path}/{wid}"), &json!({ "rotate_secret": true, "enabled": false })).await.expect(200);
     let new_secret = rotated["secret"].as_str().unwrap();
     assert!(new_secret.starts_with("whsec_") && new_secret != secret);
     assert_eq!(rotated["enabled"], false);

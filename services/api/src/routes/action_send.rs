@@ -5,9 +5,9 @@
 //! not know are ignored, as Evolution-style clients send extras (`delay`, ...).
 
 use axum::extract::State;
-use shared::db::instances::InstanceRow;
 use axum::Json;
 use serde::{Deserialize, Serialize};
+use shared::db::instances::InstanceRow;
 use shared::error::ErrorBody;
 use shared::message::{ContactIn, LocationIn, MediaIn, MessageIn, MessageType, PollIn, ReactionIn};
 use shared::ApiError;
@@ -34,7 +34,10 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(utoipa::IntoResponses)]
 pub enum ActionErrors {
     /// Invalid data: `validation_failed`, `media_too_large`, `media_fetch_failed`, ...
-    #[response(status = 400, description = "invalid data; the envelope's `code` tells which (e.g. `validation_failed`, `media_too_large`, `media_fetch_failed`)")]
+    #[response(
+        status = 400,
+        description = "invalid data; the envelope's `code` tells which (e.g. `validation_failed`, `media_too_large`, `media_fetch_failed`)"
+    )]
     Invalid(ErrorBody),
     #[response(status = 401, description = "`unauthorized`: missing or invalid X-API-Key")]
     Unauthorized(ErrorBody),
@@ -99,7 +102,11 @@ pub struct SendTextIn {
     request_body = SendTextIn,
     responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = [])))]
-async fn send_text(State(s): State<AppState>, ActionInstance(row): ActionInstance, ActionJson(b): ActionJson<SendTextIn>) -> Result<Json<SendActionOut>, ApiError> {
+async fn send_text(
+    State(s): State<AppState>,
+    ActionInstance(row): ActionInstance,
+    ActionJson(b): ActionJson<SendTextIn>,
+) -> Result<Json<SendActionOut>, ApiError> {
     let mut m = message(b.number, MessageType::Text);
     m.text = Some(newlines(&b.message));
     m.link_preview = b.link_preview;
@@ -123,9 +130,19 @@ pub struct SendContactIn {
     request_body = SendContactIn,
     responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = [])))]
-async fn send_contact(State(s): State<AppState>, ActionInstance(row): ActionInstance, ActionJson(b): ActionJson<SendContactIn>) -> Result<Json<SendActionOut>, ApiError> {
+async fn send_contact(
+    State(s): State<AppState>,
+    ActionInstance(row): ActionInstance,
+    ActionJson(b): ActionJson<SendContactIn>,
+) -> Result<Json<SendActionOut>, ApiError> {
     let mut m = message(b.number, MessageType::Contact);
-    m.contact = Some(ContactIn { name: b.contact_name, phone: b.contact_phone, organization: b.organization, email: b.email, url: b.url });
+    m.contact = Some(ContactIn {
+        name: b.contact_name,
+        phone: b.contact_phone,
+        organization: b.organization,
+        email: b.email,
+        url: b.url,
+    });
     queue(&s, &row, m).await
 }
 
@@ -145,7 +162,11 @@ pub struct SendReactionIn {
     request_body = SendReactionIn,
     responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = [])))]
-async fn send_reaction(State(s): State<AppState>, ActionInstance(row): ActionInstance, ActionJson(b): ActionJson<SendReactionIn>) -> Result<Json<SendActionOut>, ApiError> {
+async fn send_reaction(
+    State(s): State<AppState>,
+    ActionInstance(row): ActionInstance,
+    ActionJson(b): ActionJson<SendReactionIn>,
+) -> Result<Json<SendActionOut>, ApiError> {
     let mut m = message(b.phone, MessageType::Reaction);
     m.reaction = Some(ReactionIn { message_id: b.message_id, emoji: b.reaction });
     queue(&s, &row, m).await
@@ -167,7 +188,11 @@ pub struct SendLocationIn {
     request_body = SendLocationIn,
     responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = [])))]
-async fn send_location(State(s): State<AppState>, ActionInstance(row): ActionInstance, ActionJson(b): ActionJson<SendLocationIn>) -> Result<Json<SendActionOut>, ApiError> {
+async fn send_location(
+    State(s): State<AppState>,
+    ActionInstance(row): ActionInstance,
+    ActionJson(b): ActionJson<SendLocationIn>,
+) -> Result<Json<SendActionOut>, ApiError> {
     let mut m = message(b.number, MessageType::Location);
     m.location = Some(LocationIn { latitude: b.latitude, longitude: b.longitude, name: b.title, address: b.address });
     queue(&s, &row, m).await
@@ -194,7 +219,11 @@ fn one() -> u32 {
     request_body = SendPollIn,
     responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = [])))]
-async fn send_poll(State(s): State<AppState>, ActionInstance(row): ActionInstance, ActionJson(b): ActionJson<SendPollIn>) -> Result<Json<SendActionOut>, ApiError> {
+async fn send_poll(
+    State(s): State<AppState>,
+    ActionInstance(row): ActionInstance,
+    ActionJson(b): ActionJson<SendPollIn>,
+) -> Result<Json<SendActionOut>, ApiError> {
     let mut m = message(b.number, MessageType::Poll);
     m.poll = Some(PollIn { name: b.name, values: b.values, selectable_count: b.selectable_count });
     queue(&s, &row, m).await
@@ -220,7 +249,11 @@ pub struct SendMediaIn {
     request_body = SendMediaIn,
     responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = [])))]
-async fn send_media(State(s): State<AppState>, ActionInstance(row): ActionInstance, ActionJson(b): ActionJson<SendMediaIn>) -> Result<Json<SendActionOut>, ApiError> {
+async fn send_media(
+    State(s): State<AppState>,
+    ActionInstance(row): ActionInstance,
+    ActionJson(b): ActionJson<SendMediaIn>,
+) -> Result<Json<SendActionOut>, ApiError> {
     let kind = match b.mediatype.as_deref() {
         Some("image") => MessageType::Image,
         Some("video") => MessageType::Video,
@@ -259,7 +292,11 @@ pub struct SendAudioIn {
     request_body = SendAudioIn,
     responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = [])))]
-async fn send_audio(State(s): State<AppState>, ActionInstance(row): ActionInstance, ActionJson(b): ActionJson<SendAudioIn>) -> Result<Json<SendActionOut>, ApiError> {
+async fn send_audio(
+    State(s): State<AppState>,
+    ActionInstance(row): ActionInstance,
+    ActionJson(b): ActionJson<SendAudioIn>,
+) -> Result<Json<SendActionOut>, ApiError> {
     let mut m = message(b.number, MessageType::Voice);
     m.media = Some(MediaIn { url: Some(b.audio), data: None, mime_type: None, filename: None });
     queue(&s, &row, m).await

@@ -59,7 +59,11 @@ impl FromRequestParts<AppState> for ActionInstance {
         let params = axum::extract::RawPathParams::from_request_parts(parts, state)
             .await
             .map_err(|_| ApiError::instance_not_found())?;
-        let name = params.iter().find(|(k, _)| *k == "instanceName").map(|(_, v)| v).ok_or_else(ApiError::instance_not_found)?;
+        let name = params
+            .iter()
+            .find(|(k, _)| *k == "instanceName")
+            .map(|(_, v)| v)
+            .ok_or_else(ApiError::instance_not_found)?;
         Ok(ActionInstance(named(state, &key, name).await?))
     }
 }

@@ -93,7 +93,11 @@ pub struct BulkOut {
         (status = 403, description = "`forbidden`: not the admin token", body = ErrorBody),
     ),
     security(("admin" = [])))]
-async fn bulk(State(state): State<AppState>, _admin: Admin, ValidatedJson(b): ValidatedJson<BulkIn>) -> Result<Json<BulkOut>, ApiError> {
+async fn bulk(
+    State(state): State<AppState>,
+    _admin: Admin,
+    ValidatedJson(b): ValidatedJson<BulkIn>,
+) -> Result<Json<BulkOut>, ApiError> {
     let (targets, next_cursor): (Vec<String>, Option<String>) = match (b.ids, b.tag) {
         (Some(ids), None) => {
             if b.cursor.is_some() || b.limit.is_some() {
@@ -112,8 +116,13 @@ async fn bulk(State(state): State<AppState>, _admin: Admin, ValidatedJson(b): Va
         (None, Some(tag)) => {
             let after = b.cursor.as_deref().map(inst_routes::decode_cursor).transpose()?;
             let limit = crate::pagination::limit(b.limit, MAX_PER_CALL as u32, MAX_PER_CALL as u32)?;
-            let rows = instances::list(&state.db, &ListFilter { tag: Some(tag), state: None, after, limit: i64::from(limit) + 1 }).await?;
-            let (rows, next) = crate::pagination::page(rows, limit, |r| crate::pagination::encode(&["i1", r.id.as_str()]));
+            let rows = instances::list(
+                &state.db,
+                &ListFilter { tag: Some(tag), state: None, after, limit: i64::from(limit) + 1 },
+            )
+            .await?;
+            let (rows, next) =
+                crate::pagination::page(rows, limit, |r| crate::pagination::encode(&["i1", r.id.as_str()]));
             (rows.into_iter().map(|r| r.id.to_string()).collect(), next)
         }
         _ => return Err(ApiError::validation("give either ids or tag")),

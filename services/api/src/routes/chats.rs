@@ -18,8 +18,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::{InstanceAccess, ValidatedJson, ValidatedQuery};
-use crate::rpc::net;
 use crate::pagination::{self, PageQuery};
+use crate::rpc::net;
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -114,7 +114,8 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<DateT
 }
 
 fn jid_of(raw: &str) -> Result<String, ApiError> {
-    shared::message::normalize_jid(raw).map_err(|_| ApiError::validation("the chat must be a JID or a phone number with country code"))
+    shared::message::normalize_jid(raw)
+        .map_err(|_| ApiError::validation("the chat must be a JID or a phone number with country code"))
 }
 
 /// A chat list cursor: (last message time, jid) of the page's last chat.
@@ -184,8 +185,9 @@ async fn list(
     let after = q.cursor.as_deref().map(|c| decode_chat_cursor(c, &id)).transpose()?;
     shared::db::instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
     let rows = log::chats(&state.db, &id, after.as_ref().map(|(t, j)| (*t, j.as_str())), i64::from(limit) + 1).await?;
-    let (rows, next_cursor) =
-        pagination::page(rows, limit, |r| pagination::encode(&["c1", id.as_str(), &pagination::ts(r.last_message_at), &r.jid]));
+    let (rows, next_cursor) = pagination::page(rows, limit, |r| {
+        pagination::encode(&["c1", id.as_str(), &pagination::ts(r.last_message_at), &r.jid])
+    });
     Ok(Json(ChatListOut { chats: rows.into_iter().map(Into::into).collect(), next_cursor }))
 }
 
@@ -232,7 +234,8 @@ async fn patch(
 ) -> Result<Json<ChatOut>, ApiError> {
     let jid = existing_chat(&state, &id, &ids.1).await?;
     if p.archived.is_some() || p.pinned.is_some() || p.muted_until.is_some() {
-        let op = NetOp::ModifyChat { jid: jid.clone(), archived: p.archived, pinned: p.pinned, muted_until: p.muted_until };
+        let op =
+            NetOp::ModifyChat { jid: jid.clone(), archived: p.archived, pinned: p.pinned, muted_until: p.muted_until };
         net::<serde_json::Value>(&state, &id, op).await?;
     }
     if let Some(read) = p.read {
@@ -312,8 +315,9 @@ async fn history(
     let limit = pagination::limit(q.limit, 50, 200)?;
     let after = q.cursor.as_deref().map(|c| decode_message_cursor(c, &id, &jid)).transpose()?;
     let rows = log::messages(&state.db, &id, &jid, after.as_ref().map(|(t, m)| (*t, m)), i64::from(limit) + 1).await?;
-    let (rows, next_cursor) =
-        pagination::page(rows, limit, |r| pagination::encode(&["m1", id.as_str(), &jid, &pagination::ts(r.ts), r.id.as_str()]));
+    let (rows, next_cursor) = pagination::page(rows, limit, |r| {
+        pagination::encode(&["m1", id.as_str(), &jid, &pagination::ts(r.ts), r.id.as_str()])
+    });
     let now = Utc::now();
     Ok(Json(MessagePageOut { messages: rows.into_iter().map(|r| message_out(&state, r, now)).collect(), next_cursor }))
 }

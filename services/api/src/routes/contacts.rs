@@ -74,7 +74,8 @@ pub struct BlocklistOut {
 }
 
 fn jid_of(raw: &str) -> Result<String, ApiError> {
-    let jid = shared::message::normalize_jid(raw).map_err(|_| ApiError::validation("the contact must be a JID or a phone number with country code"))?;
+    let jid = shared::message::normalize_jid(raw)
+        .map_err(|_| ApiError::validation("the contact must be a JID or a phone number with country code"))?;
     if !jid.ends_with("@s.whatsapp.net") && !jid.ends_with("@lid") {
         return Err(ApiError::validation("the contact must be a user, not a group or channel"));
     }
@@ -92,7 +93,10 @@ fn jid_of(raw: &str) -> Result<String, ApiError> {
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn list(State(state): State<AppState>, InstanceAccess { id, .. }: InstanceAccess) -> Result<Json<ContactListOut>, ApiError> {
+async fn list(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+) -> Result<Json<ContactListOut>, ApiError> {
     let contacts = net(&state, &id, NetOp::Contacts).await?;
     Ok(Json(ContactListOut { contacts }))
 }
@@ -227,7 +231,10 @@ async fn unblock(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn blocklist(State(state): State<AppState>, InstanceAccess { id, .. }: InstanceAccess) -> Result<Json<BlocklistOut>, ApiError> {
+async fn blocklist(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+) -> Result<Json<BlocklistOut>, ApiError> {
     let jids = net(&state, &id, NetOp::Blocklist).await?;
     Ok(Json(BlocklistOut { jids }))
 }

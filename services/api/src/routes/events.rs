@@ -62,7 +62,8 @@ async fn start_policy(
     query: Option<&str>,
     instance: Option<&InstanceId>,
 ) -> Result<(DeliverPolicy, Option<u64>), ApiError> {
-    let raw = headers.get("last-event-id").and_then(|v| v.to_str().ok()).or(query).map(str::trim).filter(|s| !s.is_empty());
+    let raw =
+        headers.get("last-event-id").and_then(|v| v.to_str().ok()).or(query).map(str::trim).filter(|s| !s.is_empty());
     let Some(raw) = raw else { return Ok((DeliverPolicy::New, None)) };
     let bad = || ApiError::validation("Last-Event-ID is not an event of this stream");
     let id = EventId::parse(raw).map_err(|_| bad())?;
@@ -79,7 +80,9 @@ async fn start_policy(
                 let next = seq as u64 + 1;
                 return Ok((DeliverPolicy::ByStartSequence { start_sequence: next }, Some(next)));
             }
-            Some(None) if tokio::time::Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(100)).await,
+            Some(None) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await
+            }
             Some(None) => return Err(ApiError::new(ErrorCode::WorkerTimeout, "the event is not published yet; retry")),
         }
     }
@@ -118,16 +121,14 @@ async fn open(
         .map_err(|e| unavailable(e.to_string()))?;
     let messages = consumer.messages().await.map_err(|e| unavailable(e.to_string()))?;
     let first = gap.then(|| Ok(SseEvent::default().comment("some events after Last-Event-ID are no longer retained")));
-    let items = messages
-        .take_while(|m| std::future::ready(m.is_ok()))
-        .filter_map(|m| async move {
-            let m = m.ok()?;
-            let v: serde_json::Value = serde_json::from_slice(&m.payload).ok()?;
-            let id = v.get("id")?.as_str()?.to_string();
-            let kind = v.get("type")?.as_str()?.to_string();
-            let data = std::str::from_utf8(&m.payload).ok()?.to_string();
-            Some(Ok(SseEvent::default().id(id).event(kind).data(data)))
-        });
+    let items = messages.take_while(|m| std::future::ready(m.is_ok())).filter_map(|m| async move {
+        let m = m.ok()?;
+        let v: serde_json::Value = serde_json::from_slice(&m.payload).ok()?;
+        let id = v.get("id")?.as_str()?.to_string();
+        let kind = v.get("type")?.as_str()?.to_string();
+        let data = std::str::from_utf8(&m.payload).ok()?.to_string();
+        Some(Ok(SseEvent::default().id(id).event(kind).data(data)))
+    });
     let stream = futures::stream::iter(first).chain(items).take_until(state.shutdown.clone().cancelled_owned());
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
 }
@@ -184,7 +185,10 @@ mod tests {
     #[test]
     fn types_are_checked_against_the_catalog() {
         assert_eq!(super::parse_types(None).unwrap(), Vec::<String>::new());
-        assert_eq!(super::parse_types(Some("message.sent, message.queued,message.sent")).unwrap(), ["message.queued", "message.sent"]);
+        assert_eq!(
+            super::parse_types(Some("message.sent, message.queued,message.sent")).unwrap(),
+            ["message.queued", "message.sent"]
+        );
         assert!(super::parse_types(Some("message.sent,nope")).is_err());
     }
 }

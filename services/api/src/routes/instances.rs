@@ -290,12 +290,11 @@ async fn list(
 ) -> Result<Json<InstanceListOut>, ApiError> {
     let limit = crate::pagination::limit(q.limit, 50, 200)?;
     let after = q.cursor.as_deref().map(decode_cursor).transpose()?;
-    let rows = instances::list(
-        &state.db,
-        &ListFilter { tag: q.tag, state: q.state, after, limit: i64::from(limit) + 1 },
-    )
-    .await?;
-    let (rows, next_cursor) = crate::pagination::page(rows, limit, |r| crate::pagination::encode(&["i1", r.id.as_str()]));
+    let rows =
+        instances::list(&state.db, &ListFilter { tag: q.tag, state: q.state, after, limit: i64::from(limit) + 1 })
+            .await?;
+    let (rows, next_cursor) =
+        crate::pagination::page(rows, limit, |r| crate::pagination::encode(&["i1", r.id.as_str()]));
     Ok(Json(InstanceListOut { instances: rows.into_iter().map(Into::into).collect(), next_cursor }))
 }
 
@@ -388,7 +387,8 @@ pub async fn edit(
     let mut f = InstanceFields::from(&current);
     apply(&mut f)?;
     let f = validate(f)?;
-    let row = instances::update(&mut *tx, id, &f).await.map_err(write_error)?.ok_or_else(ApiError::instance_not_found)?;
+    let row =
+        instances::update(&mut *tx, id, &f).await.map_err(write_error)?.ok_or_else(ApiError::instance_not_found)?;
     tx.commit().await?;
     if row.name != current.name || row.ip_allowlist != current.ip_allowlist {
         crate::auth_cache::invalidate(state, id).await;
@@ -434,7 +434,9 @@ fn clamp_i32(v: u32) -> i32 {
 
 fn write_error(e: WriteError) -> ApiError {
     match e {
-        WriteError::NameTaken => ApiError::new(shared::ErrorCode::Conflict, "an instance with this name already exists"),
+        WriteError::NameTaken => {
+            ApiError::new(shared::ErrorCode::Conflict, "an instance with this name already exists")
+        }
         WriteError::Db(e) => e.into(),
     }
 }

@@ -31,38 +31,270 @@ macro_rules! later {
     };
 }
 
-later!(list_labels, get, "/v1/instances/{id}/labels", "labels", "Listing labels", InstanceAccess, ["admin", "instance"]);
-later!(create_label, post, "/v1/instances/{id}/labels", "labels", "Creating a label", InstanceAccess, ["admin", "instance"]);
-later!(edit_label, patch, "/v1/instances/{id}/labels/{label_id}", "labels", "Editing a label", InstanceAccess, ["admin", "instance"]);
-later!(delete_label, delete, "/v1/instances/{id}/labels/{label_id}", "labels", "Deleting a label", InstanceAccess, ["admin", "instance"]);
-later!(label_chat, put, "/v1/instances/{id}/labels/{label_id}/chats/{jid}", "labels", "Labelling a chat", InstanceAccess, ["admin", "instance"]);
-later!(unlabel_chat, delete, "/v1/instances/{id}/labels/{label_id}/chats/{jid}", "labels", "Removing a label from a chat", InstanceAccess, ["admin", "instance"]);
-later!(label_message, put, "/v1/instances/{id}/labels/{label_id}/messages/{msg_id}", "labels", "Labelling a message", InstanceAccess, ["admin", "instance"]);
-later!(unlabel_message, delete, "/v1/instances/{id}/labels/{label_id}/messages/{msg_id}", "labels", "Removing a label from a message", InstanceAccess, ["admin", "instance"]);
-later!(business_profile, get, "/v1/instances/{id}/business/profile", "labels", "The business profile", InstanceAccess, ["admin", "instance"]);
+later!(
+    list_labels,
+    get,
+    "/v1/instances/{id}/labels",
+    "labels",
+    "Listing labels",
+    InstanceAccess,
+    ["admin", "instance"]
+);
+later!(
+    create_label,
+    post,
+    "/v1/instances/{id}/labels",
+    "labels",
+    "Creating a label",
+    InstanceAccess,
+    ["admin", "instance"]
+);
+later!(
+    edit_label,
+    patch,
+    "/v1/instances/{id}/labels/{label_id}",
+    "labels",
+    "Editing a label",
+    InstanceAccess,
+    ["admin", "instance"]
+);
+later!(
+    delete_label,
+    delete,
+    "/v1/instances/{id}/labels/{label_id}",
+    "labels",
+    "Deleting a label",
+    InstanceAccess,
+    ["admin", "instance"]
+);
+later!(
+    label_chat,
+    put,
+    "/v1/instances/{id}/labels/{label_id}/chats/{jid}",
+    "labels",
+    "Labelling a chat",
+    InstanceAccess,
+    ["admin", "instance"]
+);
+later!(
+    unlabel_chat,
+    delete,
+    "/v1/instances/{id}/labels/{label_id}/chats/{jid}",
+    "labels",
+    "Removing a label from a chat",
+    InstanceAccess,
+    ["admin", "instance"]
+);
+later!(
+    label_message,
+    put,
+    "/v1/instances/{id}/labels/{label_id}/messages/{msg_id}",
+    "labels",
+    "Labelling a message",
+    InstanceAccess,
+    ["admin", "instance"]
+);
+later!(
+    unlabel_message,
+    delete,
+    "/v1/instances/{id}/labels/{label_id}/messages/{msg_id}",
+    "labels",
+    "Removing a label from a message",
+    InstanceAccess,
+    ["admin", "instance"]
+);
+later!(
+    business_profile,
+    get,
+    "/v1/instances/{id}/business/profile",
+    "labels",
+    "The business profile",
+    InstanceAccess,
+    ["admin", "instance"]
+);
 
-later!(list_channels, get, "/v1/instances/{id}/channels", "channels", "Listing followed channels", InstanceAccess, ["admin", "instance"]);
-later!(create_channel, post, "/v1/instances/{id}/channels", "channels", "Creating a channel", InstanceAccess, ["admin", "instance"]);
-later!(preview_channel, post, "/v1/instances/{id}/channels/preview", "channels", "A channel by invite link", InstanceAccess, ["admin", "instance"]);
-later!(get_channel, get, "/v1/instances/{id}/channels/{jid}", "channels", "Channel metadata", InstanceAccess, ["admin", "instance"]);
-later!(channel_action, post, "/v1/instances/{id}/channels/{jid}/{action}", "channels", "Following, unfollowing or muting a channel", InstanceAccess, ["admin", "instance"]);
-later!(channel_posts, get, "/v1/instances/{id}/channels/{jid}/messages", "channels", "Channel posts", InstanceAccess, ["admin", "instance"]);
-later!(publish_post, post, "/v1/instances/{id}/channels/{jid}/messages", "channels", "Publishing to a channel", InstanceAccess, ["admin", "instance"]);
-later!(react_post, post, "/v1/instances/{id}/channels/{jid}/reactions", "channels", "Reacting to a channel post", InstanceAccess, ["admin", "instance"]);
+later!(
+    list_channels,
+    get,
+    "/v1/instances/{id}/channels",
+    "channels",
+    "Listing followed channels",
+    InstanceAccess,
+    ["admin", "instance"]
+);
+later!(
+    create_channel,
+    post,
+    "/v1/instances/{id}/channels",
+    "channels",
+    "Creating a channel",
+    InstanceAccess,
+    ["admin", "instance"]
+);
+later!(
+    preview_channel,
+    post,
+    "/v1/instances/{id}/channels/preview",
+    "channels",
+    "A channel by invite link",
+    InstanceAccess,
+    ["admin", "instance"]
+);
+later!(
+    get_channel,
+    get,
+    "/v1/instances/{id}/channels/{jid}",
+    "channels",
+    "Channel metadata",
+    InstanceAccess,
+    ["admin", "instance"]
+);
+later!(
+    channel_action,
+    post,
+    "/v1/instances/{id}/channels/{jid}/{action}",
+    "channels",
+    "Following, unfollowing or muting a channel",
+    InstanceAccess,
+    ["admin", "instance"]
+);
+later!(
+    channel_posts,
+    get,
+    "/v1/instances/{id}/channels/{jid}/messages",
+    "channels",
+    "Channel posts",
+    InstanceAccess,
+    ["admin", "instance"]
+);
+later!(
+    publish_post,
+    post,
+    "/v1/instances/{id}/channels/{jid}/messages",
+    "channels",
+    "Publishing to a channel",
+    InstanceAccess,
+    ["admin", "instance"]
+);
+later!(
+    react_post,
+    post,
+    "/v1/instances/{id}/channels/{jid}/reactions",
+    "channels",
+    "Reacting to a channel post",
+    InstanceAccess,
+    ["admin", "instance"]
+);
 
-later!(list_api_keys, get, "/v1/instances/{id}/api-keys", "platform", "Listing API keys", InstanceAccess, ["admin", "instance"]);
-later!(create_api_key, post, "/v1/instances/{id}/api-keys", "platform", "Creating an API key", InstanceAccess, ["admin", "instance"]);
-later!(revoke_api_key, delete, "/v1/instances/{id}/api-keys/{key_id}", "platform", "Revoking an API key", InstanceAccess, ["admin", "instance"]);
-later!(create_pairing_link, post, "/v1/instances/{id}/pairing-links", "platform", "Hosted pairing links", Admin, ["admin"]);
-later!(revoke_pairing_links, delete, "/v1/instances/{id}/pairing-links", "platform", "Revoking pairing links", Admin, ["admin"]);
-later!(usage, get, "/v1/instances/{id}/usage", "platform", "Usage of the instance", InstanceAccess, ["admin", "instance"]);
+later!(
+    list_api_keys,
+    get,
+    "/v1/instances/{id}/api-keys",
+    "platform",
+    "Listing API keys",
+    InstanceAccess,
+    ["admin", "instance"]
+);
+later!(
+    create_api_key,
+    post,
+    "/v1/instances/{id}/api-keys",
+    "platform",
+    "Creating an API key",
+    InstanceAccess,
+    ["admin", "instance"]
+);
+later!(
+    revoke_api_key,
+    delete,
+    "/v1/instances/{id}/api-keys/{key_id}",
+    "platform",
+    "Revoking an API key",
+    InstanceAccess,
+    ["admin", "instance"]
+);
+later!(
+    create_pairing_link,
+    post,
+    "/v1/instances/{id}/pairing-links",
+    "platform",
+    "Hosted pairing links",
+    Admin,
+    ["admin"]
+);
+later!(
+    revoke_pairing_links,
+    delete,
+    "/v1/instances/{id}/pairing-links",
+    "platform",
+    "Revoking pairing links",
+    Admin,
+    ["admin"]
+);
+later!(
+    usage,
+    get,
+    "/v1/instances/{id}/usage",
+    "platform",
+    "Usage of the instance",
+    InstanceAccess,
+    ["admin", "instance"]
+);
 
-later!(list_communities, get, "/v1/instances/{id}/communities", "communities", "Listing communities", InstanceAccess, ["admin", "instance"]);
-later!(create_community, post, "/v1/instances/{id}/communities", "communities", "Creating a community", InstanceAccess, ["admin", "instance"]);
-later!(get_community, get, "/v1/instances/{id}/communities/{jid}", "communities", "Community metadata", InstanceAccess, ["admin", "instance"]);
-later!(community_groups, get, "/v1/instances/{id}/communities/{jid}/groups", "communities", "Groups of a community", InstanceAccess, ["admin", "instance"]);
-later!(link_group, post, "/v1/instances/{id}/communities/{jid}/groups", "communities", "Linking a group to a community", InstanceAccess, ["admin", "instance"]);
-later!(unlink_group, delete, "/v1/instances/{id}/communities/{jid}/groups/{group}", "communities", "Unlinking a group from a community", InstanceAccess, ["admin", "instance"]);
+later!(
+    list_communities,
+    get,
+    "/v1/instances/{id}/communities",
+    "communities",
+    "Listing communities",
+    InstanceAccess,
+    ["admin", "instance"]
+);
+later!(
+    create_community,
+    post,
+    "/v1/instances/{id}/communities",
+    "communities",
+    "Creating a community",
+    InstanceAccess,
+    ["admin", "instance"]
+);
+later!(
+    get_community,
+    get,
+    "/v1/instances/{id}/communities/{jid}",
+    "communities",
+    "Community metadata",
+    InstanceAccess,
+    ["admin", "instance"]
+);
+later!(
+    community_groups,
+    get,
+    "/v1/instances/{id}/communities/{jid}/groups",
+    "communities",
+    "Groups of a community",
+    InstanceAccess,
+    ["admin", "instance"]
+);
+later!(
+    link_group,
+    post,
+    "/v1/instances/{id}/communities/{jid}/groups",
+    "communities",
+    "Linking a group to a community",
+    InstanceAccess,
+    ["admin", "instance"]
+);
+later!(
+    unlink_group,
+    delete,
+    "/v1/instances/{id}/communities/{jid}/groups/{group}",
+    "communities",
+    "Unlinking a group from a community",
+    InstanceAccess,
+    ["admin", "instance"]
+);
 
 later!(mcp, post, "/mcp", "operation", "The MCP endpoint", Principal, ["admin", "instance"]);
 

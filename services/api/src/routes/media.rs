@@ -42,7 +42,11 @@ pub struct Signed {
         (status = 502, description = "`worker_error` (retryable): not downloaded yet; the worker retries the download in the background", body = ErrorBody),
     ),
     security(("signed_url" = [])))]
-async fn serve(State(state): State<AppState>, Path(id): Path<String>, q: Result<Query<Signed>, QueryRejection>) -> Result<Response, ApiError> {
+async fn serve(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    q: Result<Query<Signed>, QueryRejection>,
+) -> Result<Response, ApiError> {
     if !state.media_urls.enabled() {
         return Err(ApiError::new(ErrorCode::Conflict, "signed media URLs are disabled: set public_url"));
     }
@@ -56,14 +60,14 @@ async fn serve(State(state): State<AppState>, Path(id): Path<String>, q: Result<
     use shared::db::messages::Serving;
     let (mime, filename, data) = match shared::db::messages::media_for_serving(&state.db, &id).await? {
         None => return Err(ApiError::not_found("media")),
-        Some(Serving::Expired) => return Err(ApiError::new(ErrorCode::MediaUnavailable, "the network no longer had this media")),
-        Some(Serving::Pending) => {
-            return Err(ApiError::new(
-                ErrorCode::WorkerError,
-                "this media is not downloaded yet: the network did not give it, and the worker retries in the background",
-            )
-            .with_retryable(true))
+        Some(Serving::Expired) => {
+            return Err(ApiError::new(ErrorCode::MediaUnavailable, "the network no longer had this media"))
         }
+        Some(Serving::Pending) => return Err(ApiError::new(
+            ErrorCode::WorkerError,
+            "this media is not downloaded yet: the network did not give it, and the worker retries in the background",
+        )
+        .with_retryable(true)),
         Some(Serving::Data { mime_type, filename, data }) => (mime_type, filename, data),
     };
     let disposition = match filename {

@@ -157,16 +157,26 @@ pub async fn queue(
             MediaSource::Bytes { data, mime_type, filename } => (data.clone(), mime_type.clone(), filename.clone()),
             MediaSource::Url { url, mime_type, filename } => {
                 let (data, ct) = state.fetcher.download(url, limit).await.map_err(|e| match e {
-                    FetchError::Refused => ApiError::validation("media.url must not point to a private or local address"),
-                    FetchError::TooLarge => ApiError::new(ErrorCode::MediaTooLarge, "the media at media.url is over its size limit"),
-                    FetchError::Failed(why) => ApiError::new(ErrorCode::MediaFetchFailed, format!("media.url could not be downloaded ({why})")),
+                    FetchError::Refused => {
+                        ApiError::validation("media.url must not point to a private or local address")
+                    }
+                    FetchError::TooLarge => {
+                        ApiError::new(ErrorCode::MediaTooLarge, "the media at media.url is over its size limit")
+                    }
+                    FetchError::Failed(why) => {
+                        ApiError::new(ErrorCode::MediaFetchFailed, format!("media.url could not be downloaded ({why})"))
+                    }
                 })?;
                 let mime = mime_type.clone().or(ct).unwrap_or_else(|| default_mime(v.kind).to_string());
-                let name = filename.clone().or_else(|| url.path_segments().and_then(|mut s| s.next_back()).filter(|s| !s.is_empty()).map(str::to_owned));
+                let name = filename.clone().or_else(|| {
+                    url.path_segments().and_then(|mut s| s.next_back()).filter(|s| !s.is_empty()).map(str::to_owned)
+                });
                 (data, mime, name)
             }
         };
-        let (_, desc) = messages::store_media(&state.db, id, &mime_type, filename.as_deref(), messages::MediaBody::Data(&data)).await?;
+        let (_, desc) =
+            messages::store_media(&state.db, id, &mime_type, filename.as_deref(), messages::MediaBody::Data(&data))
+                .await?;
         media_sha = desc["sha256"].as_str().map(str::to_string);
         content["media"] = desc;
     }
@@ -174,7 +184,9 @@ pub async fn queue(
     let msg_id = MessageId::new();
     // Subscribe before the insert: a result published after it cannot be missed.
     let mut sub = match wait {
-        Some(_) => Some(state.nats.subscribe(state.subjects.message_result(&msg_id)).await.map_err(ApiError::internal)?),
+        Some(_) => {
+            Some(state.nats.subscribe(state.subjects.message_result(&msg_id)).await.map_err(ApiError::internal)?)
+        }
         None => None,
     };
     let network_id = message::new_network_id();
@@ -197,7 +209,9 @@ pub async fn queue(
         Queued::Existing(row) if row.content_hash == hash => {
             // An idempotent replay: wait on the original message instead.
             if wait.is_some() {
-                sub = Some(state.nats.subscribe(state.subjects.message_result(&row.id)).await.map_err(ApiError::internal)?);
+                sub = Some(
+                    state.nats.subscribe(state.subjects.message_result(&row.id)).await.map_err(ApiError::internal)?,
+                );
             }
             row
         }

@@ -79,7 +79,8 @@ pub async fn current_qr(state: &AppState, id: &InstanceId) -> Result<Result<QrOu
         }
         (st, _, _) => {
             // A QR is about to appear while a session is starting; not once connected.
-            let soon = desired && matches!(st, InstanceState::Disconnected | InstanceState::Connecting | InstanceState::QrPending);
+            let soon = desired
+                && matches!(st, InstanceState::Disconnected | InstanceState::Connecting | InstanceState::QrPending);
             Ok(Err(ApiError::new(
                 ErrorCode::InstanceNotPairing,
                 format!("the instance is {}, not showing a QR code", st.as_str()),
@@ -149,11 +150,13 @@ async fn pairing_code(
     // `instance_not_pairing` says (retryable: connect, then ask again).
     let v = crate::rpc::call(&state, &id, RpcRequest::PairingCode { phone }).await.map_err(|e| match e.code {
         ErrorCode::InstanceNotConnected => {
-            ApiError::new(ErrorCode::InstanceNotPairing, format!("no pairing code outside qr_pending: {}", e.message)).with_retryable(true)
+            ApiError::new(ErrorCode::InstanceNotPairing, format!("no pairing code outside qr_pending: {}", e.message))
+                .with_retryable(true)
         }
         _ => e,
     })?;
-    let pairing_code = v["pairing_code"].as_str().ok_or_else(|| ApiError::internal("pairing code reply without a code"))?;
+    let pairing_code =
+        v["pairing_code"].as_str().ok_or_else(|| ApiError::internal("pairing code reply without a code"))?;
     Ok(Json(PairingCodeOut { pairing_code: pairing_code.to_string() }))
 }
 
@@ -169,7 +172,10 @@ async fn pairing_code(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn logout(State(state): State<AppState>, InstanceAccess { id, .. }: InstanceAccess) -> Result<Json<InstanceOut>, ApiError> {
+async fn logout(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+) -> Result<Json<InstanceOut>, ApiError> {
     logout_one(&state, &id).await?;
     let row = instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
     Ok(Json(row.into()))

@@ -7,10 +7,10 @@ use axum::Json;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shared::auth::generate_webhook_secret;
+use shared::db::deliveries::{self as dlv, DeliveryRow};
 use shared::db::webhooks::{self, WebhookRow};
 use shared::error::ErrorBody;
 use shared::fetch::FetchError;
-use shared::db::deliveries::{self as dlv, DeliveryRow};
 use shared::ids::{DeliveryId, EventId, InstanceId, WebhookId};
 use shared::{ApiError, ErrorCode};
 use utoipa::ToSchema;
@@ -100,7 +100,9 @@ async fn check(state: &AppState, raw: &str, events: &[String]) -> Result<String,
         return Err(ApiError::validation("url must be at most 2048 characters"));
     }
     shared::fetch::check_url(&url, state.config.allow_private_targets).await.map_err(|e| match e {
-        FetchError::Refused => ApiError::validation("url must be http(s) and must not point to a private or local address"),
+        FetchError::Refused => {
+            ApiError::validation("url must be http(s) and must not point to a private or local address")
+        }
         _ => ApiError::validation("url's host does not resolve"),
     })?;
     if events.iter().any(|t| !shared::events::known(t)) {
@@ -151,7 +153,10 @@ async fn create(
         (status = 403, description = "`forbidden`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn list(State(state): State<AppState>, InstanceAccess { id, .. }: InstanceAccess) -> Result<Json<WebhookListOut>, ApiError> {
+async fn list(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+) -> Result<Json<WebhookListOut>, ApiError> {
     let rows = webhooks::list(&state.db, &id).await?;
     Ok(Json(WebhookListOut { webhooks: rows.into_iter().map(|r| WebhookOut::of(r, false)).collect() }))
 }
@@ -318,7 +323,8 @@ async fn deliveries(
     let hook = webhook_of(&state, &id, &ids.1).await?;
     let before = q.cursor.as_deref().map(|c| decode_cursor(c, &hook.id)).transpose()?;
     let rows = dlv::list(&state.db, &id, &hook.id, before.as_ref(), i64::from(limit) + 1).await?;
-    let (rows, next_cursor) = crate::pagination::page(rows, limit, |r| crate::pagination::encode(&["d1", hook.id.as_str(), r.id.as_str()]));
+    let (rows, next_cursor) =
+        crate::pagination::page(rows, limit, |r| crate::pagination::encode(&["d1", hook.id.as_str(), r.id.as_str()]));
     Ok(Json(DeliveryListOut { deliveries: rows.into_iter().map(Into::into).collect(), next_cursor }))
 }
 
@@ -354,6 +360,9 @@ async fn resend(
         Some(_) if !hook.enabled => {
             Err(ApiError::new(ErrorCode::Conflict, "the webhook is disabled; enable it before resending"))
         }
-        Some(d) => Err(ApiError::new(ErrorCode::Conflict, format!("only a failed delivery can be resent; this one is {}", d.state))),
+        Some(d) => Err(ApiError::new(
+            ErrorCode::Conflict,
+            format!("only a failed delivery can be resent; this one is {}", d.state),
+        )),
     }
 }

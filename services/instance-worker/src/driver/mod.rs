@@ -123,7 +123,10 @@ pub struct Media {
 impl DriverError {
     /// Failures that no retry fixes: the message fails at once.
     pub fn is_permanent(&self) -> bool {
-        matches!(self.code, ErrorCode::InvalidNumber | ErrorCode::ValidationFailed | ErrorCode::Forbidden | ErrorCode::NotFound)
+        matches!(
+            self.code,
+            ErrorCode::InvalidNumber | ErrorCode::ValidationFailed | ErrorCode::Forbidden | ErrorCode::NotFound
+        )
     }
 }
 

@@ -64,10 +64,11 @@ impl Driver for SimDriver {
                     .ok_or_else(|| DriverError::new(ErrorCode::WorkerError, "stored sim credentials are malformed"))?,
             ),
         };
-        let (ws, _) = tokio::time::timeout(Duration::from_secs(10), tokio_tungstenite::connect_async(self.url.as_str()))
-            .await
-            .map_err(|_| DriverError::new(ErrorCode::WorkerTimeout, "connecting to netsim timed out"))?
-            .map_err(|e| DriverError::new(ErrorCode::WorkerError, format!("connecting to netsim: {e}")))?;
+        let (ws, _) =
+            tokio::time::timeout(Duration::from_secs(10), tokio_tungstenite::connect_async(self.url.as_str()))
+                .await
+                .map_err(|_| DriverError::new(ErrorCode::WorkerTimeout, "connecting to netsim timed out"))?
+                .map_err(|e| DriverError::new(ErrorCode::WorkerError, format!("connecting to netsim: {e}")))?;
         let (mut sink, mut stream) = ws.split();
         let (out_tx, mut out_rx) = mpsc::unbounded_channel::<ClientOp>();
         let (ev_tx, ev_rx) = mpsc::channel::<DriverEvent>(256);
@@ -134,7 +135,9 @@ impl Driver for SimDriver {
                     ServerEv::Banned => DriverEvent::Banned,
                     ServerEv::TempBanned { until } => DriverEvent::TemporarilyBanned { until },
                     ServerEv::Replaced => DriverEvent::Replaced,
-                    ServerEv::Message { message, from_me } => DriverEvent::Message { message: incoming(message, from_me) },
+                    ServerEv::Message { message, from_me } => {
+                        DriverEvent::Message { message: incoming(message, from_me) }
+                    }
                     ServerEv::Receipt { id, status, timestamp, .. } => {
                         DriverEvent::Receipt { wa_message_id: id, status, at: timestamp }
                     }
@@ -148,7 +151,9 @@ impl Driver for SimDriver {
                             .collect(),
                     },
                     ServerEv::Call { call_id, from } => DriverEvent::Call { call_id, from },
-                    ServerEv::Label { label_id, name, color, deleted } => DriverEvent::Label { label_id, name, color, deleted },
+                    ServerEv::Label { label_id, name, color, deleted } => {
+                        DriverEvent::Label { label_id, name, color, deleted }
+                    }
                 };
                 if ev_tx.send(out).await.is_err() {
                     break;
@@ -157,8 +162,17 @@ impl Driver for SimDriver {
             reader_closer.cancel();
             let _ = ev_tx.send(DriverEvent::Closed { reason }).await;
         });
-        let http = reqwest::Client::builder().timeout(Duration::from_secs(60)).no_proxy().build().expect("http client builds");
-        let session = SimSession { timeout: self.timeout, base: self.base.clone(), http, out: out_tx, pending, next: AtomicU64::new(1), closer };
+        let http =
+            reqwest::Client::builder().timeout(Duration::from_secs(60)).no_proxy().build().expect("http client builds");
+        let session = SimSession {
+            timeout: self.timeout,
+            base: self.base.clone(),
+            http,
+            out: out_tx,
+            pending,
+            next: AtomicU64::new(1),
+            closer,
+        };
         Ok((Box::new(session), ev_rx))
     }
 }
@@ -249,7 +263,8 @@ impl Session for SimSession {
                 serde_json::json!({ "mime_type": m.mime_type, "filename": m.filename, "size": m.data.len(), "sha256": m.sha256 }),
             );
         }
-        let text = msg.content.get("text").or_else(|| msg.content.get("caption")).and_then(|t| t.as_str()).map(str::to_owned);
+        let text =
+            msg.content.get("text").or_else(|| msg.content.get("caption")).and_then(|t| t.as_str()).map(str::to_owned);
         let message = shared::simproto::SimMessage {
             id: msg.network_id.clone(),
             from: String::new(),
@@ -264,7 +279,10 @@ impl Session for SimSession {
 
     async fn pairing_code(&self, phone: &str) -> Result<String, DriverError> {
         let v = self.request(|req| ClientOp::PairCode { req, phone: phone.to_string() }).await?;
-        v["code"].as_str().map(str::to_owned).ok_or_else(|| DriverError::new(ErrorCode::WorkerError, "no code in reply"))
+        v["code"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| DriverError::new(ErrorCode::WorkerError, "no code in reply"))
     }
 
     async fn check_numbers(&self, numbers: &[String]) -> Result<Vec<serde_json::Value>, DriverError> {

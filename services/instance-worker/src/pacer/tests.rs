@@ -62,7 +62,13 @@ async fn nothing_while_disconnected_and_grace_restarts_on_reconnect() {
 #[tokio::test(start_paused = true)]
 async fn jitter_only_lengthens_within_its_fraction() {
     let mut rng = StdRng::seed_from_u64(3);
-    let mut p = Pacer::new(Rules { jitter: 0.5, max_per_minute: 60, grace_min: Duration::ZERO, grace_max: Duration::ZERO, ..rules() });
+    let mut p = Pacer::new(Rules {
+        jitter: 0.5,
+        max_per_minute: 60,
+        grace_min: Duration::ZERO,
+        grace_max: Duration::ZERO,
+        ..rules()
+    });
     let t = drive(&mut p, 30, &mut rng).await;
     let gaps: Vec<Duration> = t.windows(2).map(|w| w[1] - w[0]).collect();
     assert!(gaps.iter().all(|g| *g >= Duration::from_secs(2) && *g <= Duration::from_secs(3)), "{gaps:?}");
@@ -72,7 +78,13 @@ async fn jitter_only_lengthens_within_its_fraction() {
 #[tokio::test(start_paused = true)]
 async fn per_minute_cap_holds_in_every_sliding_minute() {
     let mut rng = StdRng::seed_from_u64(4);
-    let r = Rules { min_interval: Duration::from_millis(100), max_per_minute: 10, grace_min: Duration::ZERO, grace_max: Duration::ZERO, ..rules() };
+    let r = Rules {
+        min_interval: Duration::from_millis(100),
+        max_per_minute: 10,
+        grace_min: Duration::ZERO,
+        grace_max: Duration::ZERO,
+        ..rules()
+    };
     let mut p = Pacer::new(r);
     let t = drive(&mut p, 35, &mut rng).await;
     for (i, a) in t.iter().enumerate() {
@@ -117,8 +129,16 @@ async fn send_window_in_the_instance_time_zone() {
     };
     assert_eq!(w.wait(wall()), Duration::from_secs(3600), "09:00 local: opens in an hour");
     assert_eq!(w.wait("2026-11-23T14:00:00Z".parse().unwrap()), Duration::ZERO);
-    assert_eq!(w.wait("2026-11-23T21:00:00Z".parse().unwrap()), Duration::from_secs(16 * 3600), "18:00 local: tomorrow 10:00");
-    let overnight = SendWindow { start: NaiveTime::from_hms_opt(22, 0, 0).unwrap(), end: NaiveTime::from_hms_opt(6, 0, 0).unwrap(), tz: chrono_tz::UTC };
+    assert_eq!(
+        w.wait("2026-11-23T21:00:00Z".parse().unwrap()),
+        Duration::from_secs(16 * 3600),
+        "18:00 local: tomorrow 10:00"
+    );
+    let overnight = SendWindow {
+        start: NaiveTime::from_hms_opt(22, 0, 0).unwrap(),
+        end: NaiveTime::from_hms_opt(6, 0, 0).unwrap(),
+        tz: chrono_tz::UTC,
+    };
     assert_eq!(overnight.wait("2026-11-23T23:00:00Z".parse().unwrap()), Duration::ZERO);
     assert_eq!(overnight.wait("2026-11-23T03:00:00Z".parse().unwrap()), Duration::ZERO);
     assert_eq!(overnight.wait("2026-11-23T12:00:00Z".parse().unwrap()), Duration::from_secs(10 * 3600));

@@ -47,7 +47,9 @@ pub struct MediaIn {
 
 impl MediaIn {
     fn bytes(&self) -> Result<Vec<u8>, NetError> {
-        base64::engine::general_purpose::STANDARD.decode(&self.data).map_err(|_| NetError::Invalid("media.data must be base64"))
+        base64::engine::general_purpose::STANDARD
+            .decode(&self.data)
+            .map_err(|_| NetError::Invalid("media.data must be base64"))
     }
 }
 
@@ -198,7 +200,13 @@ impl State {
                 Err(("validation_failed", "not a user JID or number"))
             }
         };
-        let known = |s: &State, n: &str| if s.phones.contains_key(n) { Ok(()) } else { Err(("not_found", "no account has this number")) };
+        let known = |s: &State, n: &str| {
+            if s.phones.contains_key(n) {
+                Ok(())
+            } else {
+                Err(("not_found", "no account has this number"))
+            }
+        };
         match op {
             NetOp::ReadChat { jid: j, read } => {
                 let other = other_of(&j)?;
@@ -213,7 +221,12 @@ impl State {
                         .collect();
                     phone.read.extend(ids.iter().cloned());
                     for id in ids {
-                        let ev = ServerEv::Receipt { id, status: "read".into(), from: me.to_string(), timestamp: Utc::now() };
+                        let ev = ServerEv::Receipt {
+                            id,
+                            status: "read".into(),
+                            from: me.to_string(),
+                            timestamp: Utc::now(),
+                        };
                         self.notify_account(&other, ev);
                     }
                 }

@@ -29,7 +29,15 @@ fn qr_of(evs: &[ServerEv]) -> String {
 }
 
 fn msg(id: &str, to: &str) -> SimMessage {
-    SimMessage { id: id.into(), from: String::new(), to: to.into(), kind: "text".into(), text: Some("hi".into()), body: serde_json::Value::Null, timestamp: Utc::now() }
+    SimMessage {
+        id: id.into(),
+        from: String::new(),
+        to: to.into(),
+        kind: "text".into(),
+        text: Some("hi".into()),
+        body: serde_json::Value::Null,
+        timestamp: Utc::now(),
+    }
 }
 
 /// Pairs a new connection with `number` by QR; returns (conn, rx, session).
@@ -128,7 +136,9 @@ fn sends_deduplicate_by_network_id_and_reach_linked_recipients() {
     net.set_blocked("5511999990002", "5511999990001", true).unwrap();
     drain(&mut arx);
     net.device_send(a, 10, msg("ID9", "5511999990002"));
-    let refused = drain(&mut arx).into_iter().any(|e| matches!(e, ServerEv::Reply { req: 10, ok: false, code: Some(c), .. } if c == "forbidden"));
+    let refused = drain(&mut arx)
+        .into_iter()
+        .any(|e| matches!(e, ServerEv::Reply { req: 10, ok: false, code: Some(c), .. } if c == "forbidden"));
     assert!(refused);
 }
 
@@ -146,11 +156,14 @@ fn resume_replace_logout_and_ban() {
     // Messages for an offline device wait for its next connect.
     net.disconnect(b);
     net.register("5511999990002", false).unwrap();
-    net.phone_send("5511999990002", "5511999990001", "text", Some("while away".into()), serde_json::Value::Null).unwrap();
+    net.phone_send("5511999990002", "5511999990001", "text", Some("while away".into()), serde_json::Value::Null)
+        .unwrap();
     let (c, mut crx) = conn(&net);
     net.hello(c, Some(session.clone()), ttl());
     let evs = drain(&mut crx);
-    assert!(evs.iter().any(|e| matches!(e, ServerEv::Message { message, .. } if message.text.as_deref() == Some("while away"))));
+    assert!(evs
+        .iter()
+        .any(|e| matches!(e, ServerEv::Message { message, .. } if message.text.as_deref() == Some("while away"))));
     // Logout from the phone unlinks; the session no longer resumes.
     assert_eq!(net.logout_phone("5511999990001").unwrap(), 1);
     assert!(matches!(drain(&mut crx).last(), Some(ServerEv::LoggedOut)));

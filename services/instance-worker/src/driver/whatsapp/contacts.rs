@@ -47,7 +47,10 @@ impl Contact {
 
 /// The change an address-book sync action makes, under the key it belongs to (its
 /// phone-number JID when the action names one).
-pub fn from_action(jid: &whatsapp_rust::Jid, action: &whatsapp_rust::waproto::whatsapp::sync_action_value::ContactAction) -> (String, Change) {
+pub fn from_action(
+    jid: &whatsapp_rust::Jid,
+    action: &whatsapp_rust::waproto::whatsapp::sync_action_value::ContactAction,
+) -> (String, Change) {
     let pn = action.pn_jid.as_deref().and_then(|p| p.parse::<whatsapp_rust::Jid>().ok());
     let key = super::map::phone_form(jid, pn.as_ref());
     let name = action.full_name.clone().or_else(|| action.first_name.clone());
@@ -55,16 +58,19 @@ pub fn from_action(jid: &whatsapp_rust::Jid, action: &whatsapp_rust::waproto::wh
 }
 
 /// Applies changes, fenced on `epoch`: read, merge, write back in one batch.
-pub async fn record(db: &sqlx::PgPool, inst: &InstanceId, epoch: i64, changes: &[(String, Change)]) -> Result<(), wa_store::StoreWriteError> {
+pub async fn record(
+    db: &sqlx::PgPool,
+    inst: &InstanceId,
+    epoch: i64,
+    changes: &[(String, Change)],
+) -> Result<(), wa_store::StoreWriteError> {
     if changes.is_empty() {
         return Ok(());
     }
     let keys: Vec<String> = changes.iter().map(|(k, _)| k.clone()).collect();
     let stored = wa_store::get_many(db, inst, KIND, &keys).await?;
-    let mut merged: std::collections::BTreeMap<String, Contact> = stored
-        .into_iter()
-        .filter_map(|(k, v)| serde_json::from_slice::<Contact>(&v).ok().map(|c| (k, c)))
-        .collect();
+    let mut merged: std::collections::BTreeMap<String, Contact> =
+        stored.into_iter().filter_map(|(k, v)| serde_json::from_slice::<Contact>(&v).ok().map(|c| (k, c))).collect();
     for (key, change) in changes {
         let c = merged.remove(key).unwrap_or_default().apply(change);
         merged.insert(key.clone(), c);
@@ -77,7 +83,10 @@ pub async fn record(db: &sqlx::PgPool, inst: &InstanceId, epoch: i64, changes: &
 /// Every known contact, ordered by JID: `[{jid, name, push_name, business}]`.
 pub async fn list(db: &sqlx::PgPool, inst: &InstanceId) -> Result<Vec<Value>, sqlx::Error> {
     let rows = wa_store::list(db, inst, KIND, "").await?;
-    Ok(rows.into_iter().filter_map(|(k, v)| serde_json::from_slice::<Contact>(&v).ok().map(|c| c.to_json(&k))).collect())
+    Ok(rows
+        .into_iter()
+        .filter_map(|(k, v)| serde_json::from_slice::<Contact>(&v).ok().map(|c| c.to_json(&k)))
+        .collect())
 }
 
 /// One contact, when known.
@@ -111,8 +120,14 @@ mod tests {
         let (key, change) = from_action(&lid, &action);
         assert_eq!(key, "5511999990003@s.whatsapp.net");
         assert_eq!(change.name, Some(Some("Bruno".into())));
-        let first_only = whatsapp_rust::waproto::whatsapp::sync_action_value::ContactAction { first_name: Some("Bru".into()), ..Default::default() };
+        let first_only = whatsapp_rust::waproto::whatsapp::sync_action_value::ContactAction {
+            first_name: Some("Bru".into()),
+            ..Default::default()
+        };
         let pn: whatsapp_rust::Jid = "5511999990003@s.whatsapp.net".parse().unwrap();
-        assert_eq!(from_action(&pn, &first_only), ("5511999990003@s.whatsapp.net".to_string(), Change { name: Some(Some("Bru".into())), push_name: None }));
+        assert_eq!(
+            from_action(&pn, &first_only),
+            ("5511999990003@s.whatsapp.net".to_string(), Change { name: Some(Some("Bru".into())), push_name: None })
+        );
     }
 }

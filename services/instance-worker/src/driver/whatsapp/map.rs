@@ -103,28 +103,58 @@ pub fn outgoing_message(o: &Outgoing, upload: Option<Uploaded>) -> Result<wa::Me
         "text" => wa::Message { conversation: str_of(c, &["text"]).map(str::to_string), ..Default::default() },
         "image" => {
             let u = upload.ok_or_else(need_upload)?;
-            wa::Message { image_message: MessageField::some(media_fields!(wa::message::ImageMessage, u, mime, "image/jpeg", { caption })), ..Default::default() }
+            wa::Message {
+                image_message: MessageField::some(media_fields!(wa::message::ImageMessage, u, mime, "image/jpeg", {
+                    caption
+                })),
+                ..Default::default()
+            }
         }
         "video" => {
             let u = upload.ok_or_else(need_upload)?;
-            wa::Message { video_message: MessageField::some(media_fields!(wa::message::VideoMessage, u, mime, "video/mp4", { caption })), ..Default::default() }
+            wa::Message {
+                video_message: MessageField::some(media_fields!(wa::message::VideoMessage, u, mime, "video/mp4", {
+                    caption
+                })),
+                ..Default::default()
+            }
         }
         "audio" | "voice" => {
             let u = upload.ok_or_else(need_upload)?;
             let ptt = Some(o.kind == "voice");
-            wa::Message { audio_message: MessageField::some(media_fields!(wa::message::AudioMessage, u, mime, "audio/ogg; codecs=opus", { ptt })), ..Default::default() }
+            wa::Message {
+                audio_message: MessageField::some(media_fields!(
+                    wa::message::AudioMessage,
+                    u,
+                    mime,
+                    "audio/ogg; codecs=opus",
+                    { ptt }
+                )),
+                ..Default::default()
+            }
         }
         "document" => {
             let u = upload.ok_or_else(need_upload)?;
             let file_name = o.media.as_ref().and_then(|m| m.filename.clone());
             wa::Message {
-                document_message: MessageField::some(media_fields!(wa::message::DocumentMessage, u, mime, "application/octet-stream", { caption, file_name })),
+                document_message: MessageField::some(
+                    media_fields!(wa::message::DocumentMessage, u, mime, "application/octet-stream", { caption, file_name }),
+                ),
                 ..Default::default()
             }
         }
         "sticker" => {
             let u = upload.ok_or_else(need_upload)?;
-            wa::Message { sticker_message: MessageField::some(media_fields!(wa::message::StickerMessage, u, mime, "image/webp", {})), ..Default::default() }
+            wa::Message {
+                sticker_message: MessageField::some(media_fields!(
+                    wa::message::StickerMessage,
+                    u,
+                    mime,
+                    "image/webp",
+                    {}
+                )),
+                ..Default::default()
+            }
         }
         "location" => {
             let l = c.get("location").ok_or_else(|| invalid("location is missing"))?;
@@ -160,7 +190,10 @@ pub fn outgoing_message(o: &Outgoing, upload: Option<Uploaded>) -> Result<wa::Me
                 .map(|vs| vs.iter().filter_map(Value::as_str).collect::<Vec<_>>())
                 .unwrap_or_default()
                 .into_iter()
-                .map(|v| wa::message::poll_creation_message::Option { option_name: Some(v.to_string()), ..Default::default() })
+                .map(|v| wa::message::poll_creation_message::Option {
+                    option_name: Some(v.to_string()),
+                    ..Default::default()
+                })
                 .collect();
             let poll = wa::message::PollCreationMessage {
                 name: str_of(p, &["name"]).map(str::to_string),
@@ -266,7 +299,11 @@ pub fn incoming_content(m: &wa::Message) -> (String, Value, Option<RemoteMedia>)
     }
     if let Some(r) = m.reaction_message.as_option() {
         let target = r.key.as_option().and_then(|k| k.id.clone());
-        return ("reaction".into(), json!({ "reaction": { "message_id": target, "emoji": r.text.clone().unwrap_or_default() } }), None);
+        return (
+            "reaction".into(),
+            json!({ "reaction": { "message_id": target, "emoji": r.text.clone().unwrap_or_default() } }),
+            None,
+        );
     }
     for p in [&m.poll_creation_message, &m.poll_creation_message_v2, &m.poll_creation_message_v3] {
         if let Some(p) = p.as_option() {
@@ -334,7 +371,13 @@ mod tests {
     use crate::driver::Media;
 
     fn out(kind: &str, content: Value) -> Outgoing {
-        Outgoing { network_id: "3EB0AA".into(), to_jid: "5511999990002@s.whatsapp.net".into(), kind: kind.into(), content, media: None }
+        Outgoing {
+            network_id: "3EB0AA".into(),
+            to_jid: "5511999990002@s.whatsapp.net".into(),
+            kind: kind.into(),
+            content,
+            media: None,
+        }
     }
 
     fn upload() -> Uploaded {
@@ -354,11 +397,21 @@ mod tests {
     fn every_type_round_trips_through_the_network_message() {
         let cases = [
             ("text", json!({ "text": "hello" }), json!({ "text": "hello" })),
-            ("location", json!({ "location": { "latitude": -23.5, "longitude": -46.6, "name": "SP", "address": "Av" } }),
-                json!({ "location": { "latitude": -23.5, "longitude": -46.6, "name": "SP", "address": "Av" } })),
-            ("reaction", json!({ "reaction": { "message_id": "ABC", "emoji": "👍" } }), json!({ "reaction": { "message_id": "ABC", "emoji": "👍" } })),
-            ("poll", json!({ "poll": { "name": "lunch?", "values": ["pizza", "sushi"], "selectable_count": 1 } }),
-                json!({ "poll": { "name": "lunch?", "values": ["pizza", "sushi"], "selectable_count": 1 } })),
+            (
+                "location",
+                json!({ "location": { "latitude": -23.5, "longitude": -46.6, "name": "SP", "address": "Av" } }),
+                json!({ "location": { "latitude": -23.5, "longitude": -46.6, "name": "SP", "address": "Av" } }),
+            ),
+            (
+                "reaction",
+                json!({ "reaction": { "message_id": "ABC", "emoji": "👍" } }),
+                json!({ "reaction": { "message_id": "ABC", "emoji": "👍" } }),
+            ),
+            (
+                "poll",
+                json!({ "poll": { "name": "lunch?", "values": ["pizza", "sushi"], "selectable_count": 1 } }),
+                json!({ "poll": { "name": "lunch?", "values": ["pizza", "sushi"], "selectable_count": 1 } }),
+            ),
         ];
         for (kind, content, back) in cases {
             let m = outgoing_message(&out(kind, content), None).unwrap();
@@ -366,22 +419,40 @@ mod tests {
             assert_eq!((k.as_str(), &c), (kind, &back), "{kind}");
             assert!(media.is_none());
         }
-        let m = outgoing_message(&out("contact", json!({ "contact": { "name": "Ana", "phone": "+55 11 99999-0009" } })), None).unwrap();
+        let m = outgoing_message(
+            &out("contact", json!({ "contact": { "name": "Ana", "phone": "+55 11 99999-0009" } })),
+            None,
+        )
+        .unwrap();
         let (k, c, _) = incoming_content(&m);
         assert_eq!(k, "contact");
         assert_eq!(c["contact"]["name"], "Ana");
         assert!(c["contact"]["vcard"].as_str().unwrap().contains("waid=5511999990009"));
         let poll = outgoing_message(&out("poll", json!({ "poll": { "name": "p", "values": ["a"] } })), None).unwrap();
         assert_eq!(poll.message_context_info.as_option().unwrap().message_secret.as_ref().unwrap().len(), 32);
-        let r = outgoing_message(&out("reaction", json!({ "reaction": { "message_id": "3EB0FF", "emoji": "" } })), None).unwrap();
+        let r =
+            outgoing_message(&out("reaction", json!({ "reaction": { "message_id": "3EB0FF", "emoji": "" } })), None)
+                .unwrap();
         assert_eq!(r.reaction_message.as_option().unwrap().key.as_option().unwrap().from_me, Some(true));
     }
 
     #[test]
     fn media_types_carry_their_upload_and_come_back_with_a_locator() {
-        for (kind, back) in [("image", "image"), ("video", "video"), ("audio", "audio"), ("voice", "voice"), ("document", "document"), ("sticker", "sticker")] {
+        for (kind, back) in [
+            ("image", "image"),
+            ("video", "video"),
+            ("audio", "audio"),
+            ("voice", "voice"),
+            ("document", "document"),
+            ("sticker", "sticker"),
+        ] {
             let mut o = out(kind, json!({ "caption": "c" }));
-            o.media = Some(Media { mime_type: "application/x-test".into(), filename: Some("f.bin".into()), sha256: String::new(), data: vec![1] });
+            o.media = Some(Media {
+                mime_type: "application/x-test".into(),
+                filename: Some("f.bin".into()),
+                sha256: String::new(),
+                data: vec![1],
+            });
             assert!(outgoing_message(&o, None).is_err(), "{kind} needs its upload");
             assert!(media_type(kind).is_some());
             let m = outgoing_message(&o, Some(upload())).unwrap();
@@ -405,11 +476,16 @@ mod tests {
     #[test]
     fn wrapped_and_extended_messages_are_unwrapped() {
         let inner = wa::Message {
-            extended_text_message: MessageField::some(wa::message::ExtendedTextMessage { text: Some("hi".into()), ..Default::default() }),
+            extended_text_message: MessageField::some(wa::message::ExtendedTextMessage {
+                text: Some("hi".into()),
+                ..Default::default()
+            }),
             ..Default::default()
         };
         let wrapped = wa::Message {
-            ephemeral_message: MessageField::some(wa::message::FutureProofMessage { message: MessageField::some(inner) }),
+            ephemeral_message: MessageField::some(wa::message::FutureProofMessage {
+                message: MessageField::some(inner),
+            }),
             ..Default::default()
         };
         assert_eq!(incoming_content(&wrapped).1, json!({ "text": "hi" }));
@@ -447,6 +523,9 @@ mod tests {
 
     #[test]
     fn vcards_name_the_number() {
-        assert_eq!(vcard("Ana", "+55 (11) 9999", Some("a@x")), "BEGIN:VCARD\nVERSION:3.0\nFN:Ana\nTEL;type=CELL;waid=55119999:+55119999\nEMAIL:a@x\nEND:VCARD");
+        assert_eq!(
+            vcard("Ana", "+55 (11) 9999", Some("a@x")),
+            "BEGIN:VCARD\nVERSION:3.0\nFN:Ana\nTEL;type=CELL;waid=55119999:+55119999\nEMAIL:a@x\nEND:VCARD"
+        );
     }
 }

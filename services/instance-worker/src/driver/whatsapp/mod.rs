@@ -49,7 +49,13 @@ impl WhatsappDriver {
     pub fn new(db: sqlx::PgPool, ws_url: Option<&str>, connect_timeout: std::time::Duration) -> WhatsappDriver {
         let url = ws_url.unwrap_or(whatsapp_rust::wacore::net::WHATSAPP_WEB_WS_URL);
         let factory = whatsapp_rust::transport::TokioWebSocketTransportFactory::new().with_url(url);
-        WhatsappDriver { db, transport: Arc::new(factory), ws_url: url.to_string(), connect_timeout, media_retry: std::time::Duration::from_secs(30) }
+        WhatsappDriver {
+            db,
+            transport: Arc::new(factory),
+            ws_url: url.to_string(),
+            connect_timeout,
+            media_retry: std::time::Duration::from_secs(30),
+        }
     }
 
     /// The first wait before a failed media download is tried again (default 30 s).
@@ -59,7 +65,11 @@ impl WhatsappDriver {
     }
 
     /// Another transport (tests use one that refuses to dial).
-    pub fn with_transport(db: sqlx::PgPool, transport: Arc<dyn TransportFactory>, connect_timeout: std::time::Duration) -> WhatsappDriver {
+    pub fn with_transport(
+        db: sqlx::PgPool,
+        transport: Arc<dyn TransportFactory>,
+        connect_timeout: std::time::Duration,
+    ) -> WhatsappDriver {
         let ws_url = whatsapp_rust::wacore::net::WHATSAPP_WEB_WS_URL.to_string();
         WhatsappDriver { db, transport, ws_url, connect_timeout, media_retry: std::time::Duration::from_secs(30) }
     }
@@ -85,8 +95,13 @@ struct SharedTransport(Arc<dyn TransportFactory>);
 impl TransportFactory for SharedTransport {
     async fn create_transport(
         &self,
-    ) -> Result<(Arc<dyn whatsapp_rust::transport::Transport>, whatsapp_rust::async_channel::Receiver<whatsapp_rust::transport::TransportEvent>), whatsapp_rust::anyhow::Error>
-    {
+    ) -> Result<
+        (
+            Arc<dyn whatsapp_rust::transport::Transport>,
+            whatsapp_rust::async_channel::Receiver<whatsapp_rust::transport::TransportEvent>,
+        ),
+        whatsapp_rust::anyhow::Error,
+    > {
         self.0.create_transport().await
     }
 }
@@ -192,7 +207,13 @@ impl Driver for WhatsappDriver {
             closed.closed().await;
             watcher.disconnect().await;
         });
-        let session = WaSession { client, handle: tokio::sync::Mutex::new(Some(handle)), calls, db: self.db.clone(), instance: target.instance.clone() };
+        let session = WaSession {
+            client,
+            handle: tokio::sync::Mutex::new(Some(handle)),
+            calls,
+            db: self.db.clone(),
+            instance: target.instance.clone(),
+        };
         Ok((Box::new(session), rx))
     }
 }
@@ -202,7 +223,8 @@ fn to_driver_events(event: &Event, client: &Client, business: bool, calls: &Call
     let now = chrono::Utc::now();
     match event {
         Event::PairingQrCode(q) => {
-            let expires_at = now + chrono::Duration::from_std(q.timeout).unwrap_or_else(|_| chrono::Duration::seconds(20));
+            let expires_at =
+                now + chrono::Duration::from_std(q.timeout).unwrap_or_else(|_| chrono::Duration::seconds(20));
             vec![DriverEvent::Qr { code: q.code.clone(), expires_at }]
         }
         Event::PairSuccess(p) => {
@@ -226,7 +248,9 @@ fn to_driver_events(event: &Event, client: &Client, business: bool, calls: &Call
         Event::TemporaryBan(b) => vec![DriverEvent::TemporarilyBanned { until: now + b.expire }],
         Event::StreamReplaced(_) => vec![DriverEvent::Replaced],
         Event::Disconnected(d) => vec![DriverEvent::Closed { reason: format!("disconnected: {:?}", d.reason) }],
-        Event::PairingQrCodesExhausted(_) => vec![DriverEvent::Closed { reason: "every QR code expired unscanned".into() }],
+        Event::PairingQrCodesExhausted(_) => {
+            vec![DriverEvent::Closed { reason: "every QR code expired unscanned".into() }]
+        }
         // Already logged by the durability hook.
         Event::Messages(batch) if batch.hook_committed => Vec::new(),
         Event::Messages(batch) => batch
@@ -239,13 +263,20 @@ fn to_driver_events(event: &Event, client: &Client, business: bool, calls: &Call
             Some(status) => r
                 .message_ids
                 .iter()
-                .map(|id| DriverEvent::Receipt { wa_message_id: id.to_string(), status: status.into(), at: r.timestamp })
+                .map(|id| DriverEvent::Receipt {
+                    wa_message_id: id.to_string(),
+                    status: status.into(),
+                    at: r.timestamp,
+                })
                 .collect(),
             None => Vec::new(),
         },
         Event::IncomingCall(c) => match &c.action {
             whatsapp_rust::types::call::CallAction::Offer { call_id, call_creator, .. } => {
-                calls.lock().unwrap_or_else(|p| p.into_inner()).insert(call_id.to_string(), (c.from.clone(), call_creator.clone()));
+                calls
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(call_id.to_string(), (c.from.clone(), call_creator.clone()));
                 vec![DriverEvent::Call { call_id: call_id.to_string(), from: c.from.to_string() }]
             }
             _ => Vec::new(),
@@ -304,12 +335,19 @@ fn history(sync: &wa::HistorySync) -> Vec<Incoming> {
             }
             let (kind, content, media) = map::incoming_content(content);
             let from_me = key.from_me.unwrap_or(false);
-            let ts = chrono::DateTime::from_timestamp(info.message_timestamp.unwrap_or(0) as i64, 0).unwrap_or_default();
+            let ts =
+                chrono::DateTime::from_timestamp(info.message_timestamp.unwrap_or(0) as i64, 0).unwrap_or_default();
             out.push(Incoming {
                 message: shared::db::log::Received {
                     wa_message_id: key.id.clone().unwrap_or_default(),
                     chat_jid: chat.clone(),
-                    from_jid: key.participant.clone().unwrap_or_else(|| if from_me { String::new() } else { chat.clone() }),
+                    from_jid: key.participant.clone().unwrap_or_else(|| {
+                        if from_me {
+                            String::new()
+                        } else {
+                            chat.clone()
+                        }
+                    }),
                     from_me,
                     kind,
                     content,
@@ -329,7 +367,11 @@ impl Session for WaSession {
         let upload = match (&o.media, map::media_type(&o.kind)) {
             (Some(m), Some(t)) => {
                 let options = whatsapp_rust::UploadOptions::new();
-                let up = self.client.upload(m.data.clone(), t, options).await.map_err(|_| failed("take the media upload"))?;
+                let up = self
+                    .client
+                    .upload(m.data.clone(), t, options)
+                    .await
+                    .map_err(|_| failed("take the media upload"))?;
                 Some(map::Uploaded::from(up))
             }
             _ => None,
@@ -337,14 +379,19 @@ impl Session for WaSession {
         let message = map::outgoing_message(o, upload)?;
         let options = whatsapp_rust::send::SendOptions::default().with_message_id(o.network_id.clone());
         self.client.send_message_with_options(to, message, options).await.map(drop).map_err(|e| match e {
-            whatsapp_rust::send::SendError::NotLoggedIn => DriverError::new(ErrorCode::InstanceNotConnected, "the session is not logged in"),
-            whatsapp_rust::send::SendError::InvalidRequest(_) => DriverError::new(ErrorCode::ValidationFailed, "the network refused the message"),
+            whatsapp_rust::send::SendError::NotLoggedIn => {
+                DriverError::new(ErrorCode::InstanceNotConnected, "the session is not logged in")
+            }
+            whatsapp_rust::send::SendError::InvalidRequest(_) => {
+                DriverError::new(ErrorCode::ValidationFailed, "the network refused the message")
+            }
             _ => failed("take the message"),
         })
     }
 
     async fn pairing_code(&self, phone: &str) -> Result<String, DriverError> {
-        let options = whatsapp_rust::pair_code::PairCodeOptions { phone_number: phone.to_string(), ..Default::default() };
+        let options =
+            whatsapp_rust::pair_code::PairCodeOptions { phone_number: phone.to_string(), ..Default::default() };
         self.client.pair_with_code(options).await.map_err(|_| failed("give a pairing code"))
     }
 
@@ -406,19 +453,25 @@ impl Session for WaSession {
             }
             NetOp::Block { jid: j, blocked } => {
                 let j = jid(j)?;
-                if *blocked { c.blocking().block(&j).await } else { c.blocking().unblock(&j).await }.map_err(|_| failed("change the block list"))?;
+                if *blocked { c.blocking().block(&j).await } else { c.blocking().unblock(&j).await }
+                    .map_err(|_| failed("change the block list"))?;
             }
             NetOp::Blocklist => {
                 let list = c.blocking().get_blocklist().await.map_err(|_| failed("read the block list"))?;
                 return Ok(json!(list.iter().map(|e| e.jid.to_string()).collect::<Vec<_>>()));
             }
             NetOp::ContactPicture { jid: j } => {
-                let pic = c.contacts().get_profile_picture(&jid(j)?, false).await.map_err(|_| failed("give the picture"))?;
+                let pic =
+                    c.contacts().get_profile_picture(&jid(j)?, false).await.map_err(|_| failed("give the picture"))?;
                 return Ok(json!({ "url": pic.map(|p| p.url) }));
             }
             NetOp::ContactProfile { jid: j } => {
                 let j = jid(j)?;
-                let info = c.contacts().get_user_info(std::slice::from_ref(&j)).await.map_err(|_| failed("give the profile"))?;
+                let info = c
+                    .contacts()
+                    .get_user_info(std::slice::from_ref(&j))
+                    .await
+                    .map_err(|_| failed("give the profile"))?;
                 let about = info.values().next().and_then(|u| u.status.clone()).unwrap_or_default();
                 let business = c.get_business_profile(&j).await.ok().flatten().map(|b| {
                     json!({ "description": b.description, "email": b.email, "website": b.website, "address": b.address })
@@ -427,10 +480,20 @@ impl Session for WaSession {
             }
             NetOp::Contact { jid: j } => {
                 let j = jid(j)?;
-                let found = c.contacts().is_on_whatsapp(std::slice::from_ref(&j)).await.map_err(|_| failed("look the contact up"))?;
-                let known = contacts::get(&self.db, &self.instance, &j.to_non_ad_string()).await.ok().flatten().unwrap_or_default();
+                let found = c
+                    .contacts()
+                    .is_on_whatsapp(std::slice::from_ref(&j))
+                    .await
+                    .map_err(|_| failed("look the contact up"))?;
+                let known = contacts::get(&self.db, &self.instance, &j.to_non_ad_string())
+                    .await
+                    .ok()
+                    .flatten()
+                    .unwrap_or_default();
                 return match found.into_iter().find(|r| r.is_registered) {
-                    Some(r) => Ok(json!({ "jid": r.jid.to_string(), "name": known.name, "push_name": known.push_name, "business": r.is_business })),
+                    Some(r) => Ok(
+                        json!({ "jid": r.jid.to_string(), "name": known.name, "push_name": known.push_name, "business": r.is_business }),
+                    ),
                     None => Err(DriverError::new(ErrorCode::NotFound, "no account has this number")),
                 };
             }
@@ -442,7 +505,12 @@ impl Session for WaSession {
             }
             // Every other operation is in ops::run; one added later and routed nowhere
             // is refused rather than crashing the actor.
-            _ => return Err(DriverError::new(ErrorCode::NotImplemented, "this operation is not available on the whatsapp network yet")),
+            _ => {
+                return Err(DriverError::new(
+                    ErrorCode::NotImplemented,
+                    "this operation is not available on the whatsapp network yet",
+                ))
+            }
         }
         Ok(Value::Null)
     }
@@ -480,7 +548,9 @@ async fn download(client: &Client, media: &RemoteMedia) -> Result<Vec<u8>, Drive
         "image" => client.download(&wa::message::ImageMessage::decode_from_slice(&bytes).map_err(|_| bad())?).await,
         "video" => client.download(&wa::message::VideoMessage::decode_from_slice(&bytes).map_err(|_| bad())?).await,
         "audio" => client.download(&wa::message::AudioMessage::decode_from_slice(&bytes).map_err(|_| bad())?).await,
-        "document" => client.download(&wa::message::DocumentMessage::decode_from_slice(&bytes).map_err(|_| bad())?).await,
+        "document" => {
+            client.download(&wa::message::DocumentMessage::decode_from_slice(&bytes).map_err(|_| bad())?).await
+        }
         "sticker" => client.download(&wa::message::StickerMessage::decode_from_slice(&bytes).map_err(|_| bad())?).await,
         _ => return Err(bad()),
     };
@@ -516,7 +586,11 @@ struct LogHook {
 
 #[whatsapp_rust::async_trait]
 impl whatsapp_rust::InboundDurabilityHook for LogHook {
-    async fn on_messages(&self, client: Arc<Client>, batch: &[whatsapp_rust::types::events::InboundMessage]) -> whatsapp_rust::anyhow::Result<()> {
+    async fn on_messages(
+        &self,
+        client: Arc<Client>,
+        batch: &[whatsapp_rust::types::events::InboundMessage],
+    ) -> whatsapp_rust::anyhow::Result<()> {
         let incoming: Vec<Incoming> = batch
             .iter()
             .filter(|m| !map::is_protocol(m.message.get_base_message()))
@@ -525,7 +599,8 @@ impl whatsapp_rust::InboundDurabilityHook for LogHook {
         if incoming.is_empty() {
             return Ok(());
         }
-        let msgs = crate::receive::prepare(&self.db, &self.instance, incoming, &ClientFetch(client), self.media_retry).await;
+        let msgs =
+            crate::receive::prepare(&self.db, &self.instance, incoming, &ClientFetch(client), self.media_retry).await;
         match crate::receive::write(&self.db, &self.instance, self.epoch, &msgs, shared::db::log::Source::Live).await {
             Ok(Some(_)) => Ok(()),
             Ok(None) => Err(whatsapp_rust::anyhow::anyhow!("the instance has a new owner")),
@@ -551,7 +626,10 @@ impl HttpWithTimeouts {
 
 #[whatsapp_rust::async_trait]
 impl whatsapp_rust::http::HttpClient for HttpWithTimeouts {
-    async fn execute(&self, request: whatsapp_rust::http::HttpRequest) -> whatsapp_rust::anyhow::Result<whatsapp_rust::http::HttpResponse> {
+    async fn execute(
+        &self,
+        request: whatsapp_rust::http::HttpRequest,
+    ) -> whatsapp_rust::anyhow::Result<whatsapp_rust::http::HttpResponse> {
         let method = reqwest::Method::from_bytes(request.method.as_bytes())?;
         let mut rb = self.0.request(method, &request.url);
         for (k, v) in &request.headers {
@@ -563,7 +641,11 @@ impl whatsapp_rust::http::HttpClient for HttpWithTimeouts {
         // 4xx and 5xx are answers too (the crate reads them); only a failed exchange errs.
         let res = rb.send().await.map_err(|e| whatsapp_rust::anyhow::anyhow!("request failed: {}", e.without_url()))?;
         let status_code = res.status().as_u16();
-        let body = res.bytes().await.map_err(|e| whatsapp_rust::anyhow::anyhow!("reading the answer failed: {}", e.without_url()))?.to_vec();
+        let body = res
+            .bytes()
+            .await
+            .map_err(|e| whatsapp_rust::anyhow::anyhow!("reading the answer failed: {}", e.without_url()))?
+            .to_vec();
         Ok(whatsapp_rust::http::HttpResponse { status_code, body })
     }
 }

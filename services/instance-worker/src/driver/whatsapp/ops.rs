@@ -9,8 +9,9 @@ use shared::ErrorCode;
 use whatsapp_rust::request::IqError;
 use whatsapp_rust::{
     Client, CommunitySubgroup, CreateCommunityOptions, GroupCreateOptions, GroupDescription, GroupError, GroupMetadata,
-    GroupParticipant, GroupParticipantOptions, GroupSubject, Jid, NewsletterError, NewsletterMessage, NewsletterMetadata,
-    NewsletterRole, NewsletterState, NewsletterVerification, ParticipantChangeResponse, ParticipantType, PreviousDescription,
+    GroupParticipant, GroupParticipantOptions, GroupSubject, Jid, NewsletterError, NewsletterMessage,
+    NewsletterMetadata, NewsletterRole, NewsletterState, NewsletterVerification, ParticipantChangeResponse,
+    ParticipantType, PreviousDescription,
 };
 
 use super::{failed, jid, map};
@@ -27,7 +28,9 @@ fn iq_error(e: &IqError, what: &str) -> DriverError {
         IqError::ServerError { code: 401 | 403, .. } => {
             DriverError::new(ErrorCode::Forbidden, format!("the network does not let this account change the {what}"))
         }
-        IqError::ServerError { code: 400, .. } => DriverError::new(ErrorCode::ValidationFailed, format!("the network refused the {what} request")),
+        IqError::ServerError { code: 400, .. } => {
+            DriverError::new(ErrorCode::ValidationFailed, format!("the network refused the {what} request"))
+        }
         IqError::NotConnected => DriverError::new(ErrorCode::InstanceNotConnected, "the session is not connected"),
         IqError::Timeout => DriverError::new(ErrorCode::WorkerTimeout, "the network did not answer in time"),
         _ => failed(&format!("handle the {what} request")),
@@ -37,8 +40,12 @@ fn iq_error(e: &IqError, what: &str) -> DriverError {
 fn group_error(e: GroupError) -> DriverError {
     match e {
         GroupError::Iq(e) => iq_error(&e, "group"),
-        GroupError::InvalidRequest(_) => DriverError::new(ErrorCode::ValidationFailed, "the group request is not valid"),
-        GroupError::DescriptionConflict => DriverError::new(ErrorCode::Conflict, "the group description changed meanwhile; try again"),
+        GroupError::InvalidRequest(_) => {
+            DriverError::new(ErrorCode::ValidationFailed, "the group request is not valid")
+        }
+        GroupError::DescriptionConflict => {
+            DriverError::new(ErrorCode::Conflict, "the group description changed meanwhile; try again")
+        }
         _ => failed("handle the group request"),
     }
 }
@@ -48,7 +55,9 @@ fn community_error(e: whatsapp_rust::CommunityError) -> DriverError {
     match e {
         CommunityError::Iq(e) => iq_error(&e, "community"),
         CommunityError::Group(e) => group_error(e),
-        CommunityError::InvalidRequest(_) => DriverError::new(ErrorCode::ValidationFailed, "the community request is not valid"),
+        CommunityError::InvalidRequest(_) => {
+            DriverError::new(ErrorCode::ValidationFailed, "the community request is not valid")
+        }
         _ => failed("handle the community request"),
     }
 }
@@ -56,7 +65,9 @@ fn community_error(e: whatsapp_rust::CommunityError) -> DriverError {
 fn channel_error(e: NewsletterError) -> DriverError {
     match e {
         NewsletterError::Iq(e) => iq_error(&e, "channel"),
-        NewsletterError::InvalidRequest(_) => DriverError::new(ErrorCode::ValidationFailed, "the channel request is not valid"),
+        NewsletterError::InvalidRequest(_) => {
+            DriverError::new(ErrorCode::ValidationFailed, "the channel request is not valid")
+        }
         _ => failed("handle the channel request"),
     }
 }
@@ -162,7 +173,12 @@ pub fn channel_json(c: &NewsletterMetadata) -> Value {
 }
 
 pub fn post_json(m: &NewsletterMessage) -> Value {
-    let text = m.message.as_ref().map(|msg| map::incoming_content(msg).1).and_then(|c| c.get("text").cloned()).unwrap_or(Value::Null);
+    let text = m
+        .message
+        .as_ref()
+        .map(|msg| map::incoming_content(msg).1)
+        .and_then(|c| c.get("text").cloned())
+        .unwrap_or(Value::Null);
     json!({
         "id": m.message_id,
         "server_id": m.server_id,
@@ -184,13 +200,18 @@ pub fn privacy_json(p: &whatsapp_rust::wacore::iq::privacy::PrivacySettingsRespo
 pub fn privacy_setting(
     category: &str,
     value: &str,
-) -> Result<(whatsapp_rust::wacore::iq::privacy::PrivacyCategory, whatsapp_rust::wacore::iq::privacy::PrivacyValue), DriverError> {
+) -> Result<
+    (whatsapp_rust::wacore::iq::privacy::PrivacyCategory, whatsapp_rust::wacore::iq::privacy::PrivacyValue),
+    DriverError,
+> {
     use whatsapp_rust::wacore::iq::privacy::{PrivacyCategory, PrivacyValue};
     let c = PrivacyCategory::from(category);
     let v = PrivacyValue::from(value);
     let bad = |what: &str| DriverError::new(ErrorCode::ValidationFailed, what.to_string());
     if matches!(c, PrivacyCategory::Other(_)) {
-        return Err(bad("unknown privacy category (last, online, profile, status, groupadd, readreceipts, calladd, messages)"));
+        return Err(bad(
+            "unknown privacy category (last, online, profile, status, groupadd, readreceipts, calladd, messages)",
+        ));
     }
     if matches!(v, PrivacyValue::Other(_)) || !c.is_valid_value(&v) {
         return Err(bad("this value does not fit the privacy category"));
@@ -208,9 +229,10 @@ pub async fn run(c: &Client, op: &NetOp) -> Option<Result<Value, DriverError>> {
         | NetOp::GroupParticipants { .. }
         | NetOp::GroupInviteLink { .. }
         | NetOp::LeaveGroup { .. } => groups(c, op).await,
-        NetOp::Communities | NetOp::CreateCommunity { .. } | NetOp::CommunityGroups { .. } | NetOp::LinkGroups { .. } => {
-            communities(c, op).await
-        }
+        NetOp::Communities
+        | NetOp::CreateCommunity { .. }
+        | NetOp::CommunityGroups { .. }
+        | NetOp::LinkGroups { .. } => communities(c, op).await,
         NetOp::Channels
         | NetOp::Channel { .. }
         | NetOp::ChannelByInvite { .. }
@@ -218,8 +240,12 @@ pub async fn run(c: &Client, op: &NetOp) -> Option<Result<Value, DriverError>> {
         | NetOp::ChannelAction { .. }
         | NetOp::ChannelMessages { .. }
         | NetOp::ChannelReaction { .. } => channels(c, op).await,
-        NetOp::SetLabel { .. } | NetOp::DeleteLabel { .. } | NetOp::LabelChat { .. } | NetOp::LabelMessage { .. } => labels(c, op).await,
-        NetOp::Privacy | NetOp::SetPrivacy { .. } | NetOp::SetProfile { .. } | NetOp::PostStatus { .. } => account(c, op).await,
+        NetOp::SetLabel { .. } | NetOp::DeleteLabel { .. } | NetOp::LabelChat { .. } | NetOp::LabelMessage { .. } => {
+            labels(c, op).await
+        }
+        NetOp::Privacy | NetOp::SetPrivacy { .. } | NetOp::SetProfile { .. } | NetOp::PostStatus { .. } => {
+            account(c, op).await
+        }
         _ => return None,
     })
 }
@@ -235,19 +261,27 @@ async fn groups(c: &Client, op: &NetOp) -> Result<Value, DriverError> {
         }
         NetOp::Group { jid: j } => Ok(group_json(&g.get_metadata(&group_jid(j)?).await.map_err(group_error)?)),
         NetOp::CreateGroup { subject, participants } => {
-            GroupSubject::new(subject.as_str()).map_err(|_| DriverError::new(ErrorCode::ValidationFailed, "the subject is too long"))?;
+            GroupSubject::new(subject.as_str())
+                .map_err(|_| DriverError::new(ErrorCode::ValidationFailed, "the subject is too long"))?;
             let members = jids(participants)?.into_iter().map(GroupParticipantOptions::new).collect();
             let options = GroupCreateOptions::builder().subject(subject.as_str()).participants(members).build();
             Ok(group_json(&g.create_group(options).await.map_err(group_error)?.metadata))
         }
         NetOp::UpdateGroup { jid: j, subject, description, announce, locked } => {
             let j = group_jid(j)?;
-            let too_long = |what: &str| DriverError::new(ErrorCode::ValidationFailed, format!("the {what} is too long"));
+            let too_long =
+                |what: &str| DriverError::new(ErrorCode::ValidationFailed, format!("the {what} is too long"));
             if let Some(s) = subject {
-                g.set_subject(j.clone(), GroupSubject::new(s.as_str()).map_err(|_| too_long("subject"))?).await.map_err(group_error)?;
+                g.set_subject(j.clone(), GroupSubject::new(s.as_str()).map_err(|_| too_long("subject"))?)
+                    .await
+                    .map_err(group_error)?;
             }
             if let Some(d) = description {
-                let d = Some(d.as_str()).filter(|d| !d.is_empty()).map(GroupDescription::new).transpose().map_err(|_| too_long("description"))?;
+                let d = Some(d.as_str())
+                    .filter(|d| !d.is_empty())
+                    .map(GroupDescription::new)
+                    .transpose()
+                    .map_err(|_| too_long("description"))?;
                 g.set_description(j.clone(), d, PreviousDescription::Resolve).await.map_err(group_error)?;
             }
             if let Some(a) = announce {
@@ -318,7 +352,9 @@ async fn communities(c: &Client, op: &NetOp) -> Result<Value, DriverError> {
 async fn channels(c: &Client, op: &NetOp) -> Result<Value, DriverError> {
     let n = c.newsletter();
     match op {
-        NetOp::Channels => Ok(Value::Array(n.list_subscribed().await.map_err(channel_error)?.iter().map(channel_json).collect())),
+        NetOp::Channels => {
+            Ok(Value::Array(n.list_subscribed().await.map_err(channel_error)?.iter().map(channel_json).collect()))
+        }
         NetOp::Channel { jid: j } => Ok(channel_json(&n.get_metadata(&channel_jid(j)?).await.map_err(channel_error)?)),
         NetOp::ChannelByInvite { code } => {
             let code = code.rsplit('/').next().unwrap_or(code);
@@ -339,7 +375,8 @@ async fn channels(c: &Client, op: &NetOp) -> Result<Value, DriverError> {
             Ok(Value::Null)
         }
         NetOp::ChannelMessages { jid: j, count, before } => {
-            let posts = n.get_messages(channel_jid(j)?, (*count).clamp(1, 100), *before).await.map_err(channel_error)?;
+            let posts =
+                n.get_messages(channel_jid(j)?, (*count).clamp(1, 100), *before).await.map_err(channel_error)?;
             Ok(Value::Array(posts.iter().map(post_json).collect()))
         }
         NetOp::ChannelReaction { jid: j, server_id, reaction } => {
@@ -356,14 +393,16 @@ async fn labels(c: &Client, op: &NetOp) -> Result<Value, DriverError> {
     match op {
         NetOp::SetLabel { label_id, name, color } => l.create_label(label_id, name, *color).await.map_err(refused)?,
         NetOp::DeleteLabel { label_id } => l.delete_label(label_id).await.map_err(refused)?,
-        NetOp::LabelChat { label_id, jid: j, labeled: true } => l.add_chat_label(label_id, &jid(j)?).await.map_err(refused)?,
-        NetOp::LabelChat { label_id, jid: j, labeled: false } => l.remove_chat_label(label_id, &jid(j)?).await.map_err(refused)?,
-        NetOp::LabelMessage { .. } => {
-            return Err(DriverError::new(
-                ErrorCode::NotImplemented,
-                "labelling a message is not available on the whatsapp network yet (whatsapp-rust 0.7 has no such action)",
-            ))
+        NetOp::LabelChat { label_id, jid: j, labeled: true } => {
+            l.add_chat_label(label_id, &jid(j)?).await.map_err(refused)?
         }
+        NetOp::LabelChat { label_id, jid: j, labeled: false } => {
+            l.remove_chat_label(label_id, &jid(j)?).await.map_err(refused)?
+        }
+        NetOp::LabelMessage { .. } => return Err(DriverError::new(
+            ErrorCode::NotImplemented,
+            "labelling a message is not available on the whatsapp network yet (whatsapp-rust 0.7 has no such action)",
+        )),
         _ => unreachable!("routed by run()"),
     }
     Ok(Value::Null)
@@ -412,7 +451,14 @@ mod tests {
     }
 
     fn member(n: &str, t: ParticipantType) -> GroupParticipant {
-        GroupParticipant { jid: pn(n), phone_number: Some(pn(n)), lid: None, username: None, participant_type: t, details: None }
+        GroupParticipant {
+            jid: pn(n),
+            phone_number: Some(pn(n)),
+            lid: None,
+            username: None,
+            participant_type: t,
+            details: None,
+        }
     }
 
     #[test]
@@ -423,7 +469,10 @@ mod tests {
             description: Some("weekly".into()),
             creation_time: Some(1_700_000_000),
             creator_pn: Some(pn("5511999990001")),
-            participants: vec![member("5511999990001", ParticipantType::SuperAdmin), member("5511999990002", ParticipantType::Member)],
+            participants: vec![
+                member("5511999990001", ParticipantType::SuperAdmin),
+                member("5511999990002", ParticipantType::Member),
+            ],
             is_announcement: true,
             parent_group_jid: Some("120363000000000009@g.us".parse().unwrap()),
             ..Default::default()
@@ -439,7 +488,10 @@ mod tests {
         assert_eq!(v["locked"], false);
         assert_eq!(v["community"]["parent"], "120363000000000009@g.us");
         assert_eq!(v["community"]["is_parent"], false);
-        assert_eq!(v["participants"][0], json!({ "jid": "5511999990001@s.whatsapp.net", "phone": "5511999990001", "role": "superadmin" }));
+        assert_eq!(
+            v["participants"][0],
+            json!({ "jid": "5511999990001@s.whatsapp.net", "phone": "5511999990001", "role": "superadmin" })
+        );
         assert_eq!(v["participants"][1]["role"], "member");
         assert_eq!(role(&ParticipantType::Admin), "admin");
     }
@@ -499,10 +551,19 @@ mod tests {
 
     #[test]
     fn refusals_never_carry_the_networks_text() {
-        let e = iq_error(&IqError::ServerError { code: 404, text: "5511999990001 not found".into(), error_type: None, backoff: None }, "group");
+        let e = iq_error(
+            &IqError::ServerError {
+                code: 404,
+                text: "5511999990001 not found".into(),
+                error_type: None,
+                backoff: None,
+            },
+            "group",
+        );
         assert_eq!(e.code, ErrorCode::NotFound);
         assert!(!e.detail.contains("5511"), "{}", e.detail);
-        let e = iq_error(&IqError::ServerError { code: 403, text: "x".into(), error_type: None, backoff: None }, "group");
+        let e =
+            iq_error(&IqError::ServerError { code: 403, text: "x".into(), error_type: None, backoff: None }, "group");
         assert_eq!(e.code, ErrorCode::Forbidden);
         assert_eq!(iq_error(&IqError::Timeout, "group").code, ErrorCode::WorkerTimeout);
     }

@@ -43,15 +43,20 @@ impl ProxyTransportFactory {
     /// A TCP stream to `host:port` through the proxy.
     async fn tunnel(&self, host: &str, port: u16) -> Result<TcpStream> {
         let proxy_host = self.proxy.host_str().unwrap_or_default();
-        let proxy_port = self.proxy.port_or_known_default().unwrap_or(if self.proxy.scheme() == "http" { 80 } else { 1080 });
-        let tcp = TcpStream::connect((proxy_host, proxy_port)).await.map_err(|_| anyhow!("could not reach the proxy"))?;
+        let proxy_port =
+            self.proxy.port_or_known_default().unwrap_or(if self.proxy.scheme() == "http" { 80 } else { 1080 });
+        let tcp =
+            TcpStream::connect((proxy_host, proxy_port)).await.map_err(|_| anyhow!("could not reach the proxy"))?;
         match self.proxy.scheme() {
             "http" => http_connect(tcp, host, port, self.credentials()).await,
             scheme => {
                 let target: (String, u16) = (host.to_string(), port);
                 let stream = if scheme == "socks5" {
                     // Resolve here, hand the proxy an address.
-                    let addr = tokio::net::lookup_host((host, port)).await?.next().ok_or_else(|| anyhow!("the target does not resolve"))?;
+                    let addr = tokio::net::lookup_host((host, port))
+                        .await?
+                        .next()
+                        .ok_or_else(|| anyhow!("the target does not resolve"))?;
                     socks(tcp, addr, self.credentials()).await?
                 } else {
                     socks(tcp, target, self.credentials()).await?
@@ -62,7 +67,11 @@ impl ProxyTransportFactory {
     }
 }
 
-async fn socks<'t, T: tokio_socks::IntoTargetAddr<'t>>(tcp: TcpStream, target: T, creds: Option<(String, String)>) -> Result<TcpStream> {
+async fn socks<'t, T: tokio_socks::IntoTargetAddr<'t>>(
+    tcp: TcpStream,
+    target: T,
+    creds: Option<(String, String)>,
+) -> Result<TcpStream> {
     let s = match creds {
         Some((u, p)) => tokio_socks::tcp::Socks5Stream::connect_with_password_and_socket(tcp, target, &u, &p).await,
         None => tokio_socks::tcp::Socks5Stream::connect_with_socket(tcp, target).await,
@@ -71,7 +80,12 @@ async fn socks<'t, T: tokio_socks::IntoTargetAddr<'t>>(tcp: TcpStream, target: T
 }
 
 /// `CONNECT host:port` on an HTTP proxy; the stream is the tunnel once it answers 2xx.
-pub async fn http_connect(mut tcp: TcpStream, host: &str, port: u16, creds: Option<(String, String)>) -> Result<TcpStream> {
+pub async fn http_connect(
+    mut tcp: TcpStream,
+    host: &str,
+    port: u16,
+    creds: Option<(String, String)>,
+) -> Result<TcpStream> {
     let mut req = format!("CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n");
     if let Some((u, p)) = creds {
         let token = base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}"));
@@ -101,12 +115,16 @@ pub async fn http_connect(mut tcp: TcpStream, host: &str, port: u16, creds: Opti
 
 #[whatsapp_rust::async_trait]
 impl TransportFactory for ProxyTransportFactory {
-    async fn create_transport(&self) -> Result<(Arc<dyn Transport>, whatsapp_rust::async_channel::Receiver<TransportEvent>)> {
+    async fn create_transport(
+        &self,
+    ) -> Result<(Arc<dyn Transport>, whatsapp_rust::async_channel::Receiver<TransportEvent>)> {
         let uri: http::Uri = self.target.parse().map_err(|_| anyhow!("the WebSocket URL is invalid"))?;
         let host = uri.host().ok_or_else(|| anyhow!("the WebSocket URL has no host"))?.to_string();
         let tls = uri.scheme_str() == Some("wss");
         let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
-        let tcp = tokio::time::timeout(HANDSHAKE_TIMEOUT, self.tunnel(&host, port)).await.map_err(|_| anyhow!("the proxy timed out"))??;
+        let tcp = tokio::time::timeout(HANDSHAKE_TIMEOUT, self.tunnel(&host, port))
+            .await
+            .map_err(|_| anyhow!("the proxy timed out"))??;
         let connector = if tls { whatsapp_rust::transport::default_tls_connector() } else { Connector::Plain };
         let stream = connector.wrap(&host, tcp).await.map_err(|e| anyhow!("TLS through the proxy failed: {e}"))?;
         let mut builder = tokio_websockets::ClientBuilder::from_uri(uri);

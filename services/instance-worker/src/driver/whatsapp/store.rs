@@ -100,7 +100,11 @@ impl PgStore {
     }
 
     /// The values of these keys that exist, decoded, in one round trip.
-    async fn get_json_many<T: for<'de> Deserialize<'de>>(&self, kind: &str, keys: &[String]) -> Result<HashMap<String, T>> {
+    async fn get_json_many<T: for<'de> Deserialize<'de>>(
+        &self,
+        kind: &str,
+        keys: &[String],
+    ) -> Result<HashMap<String, T>> {
         let rows = wa_store::get_many(&self.db, &self.instance, kind, keys).await.map_err(db)?;
         rows.into_iter().map(|(k, v)| Ok((k, from_json(&v)?))).collect()
     }
@@ -155,7 +159,10 @@ impl SignalStore for PgStore {
     async fn load_identity(&self, address: &str) -> Result<Option<[u8; 32]>> {
         match self.get(kind::IDENTITY, address).await? {
             None => Ok(None),
-            Some(v) => v.try_into().map(Some).map_err(|_| StoreError::Validation("a stored identity key is not 32 bytes".into())),
+            Some(v) => v
+                .try_into()
+                .map(Some)
+                .map_err(|_| StoreError::Validation("a stored identity key is not 32 bytes".into())),
         }
     }
 
@@ -189,7 +196,8 @@ impl SignalStore for PgStore {
     }
 
     async fn store_prekeys_batch(&self, keys: &[(u32, Bytes)], uploaded: bool) -> Result<()> {
-        self.put(kind::PREKEY, keys.iter().map(|(id, r)| (id_key(*id), prekey_value(r, uploaded), None)).collect()).await
+        self.put(kind::PREKEY, keys.iter().map(|(id, r)| (id_key(*id), prekey_value(r, uploaded), None)).collect())
+            .await
     }
 
     async fn load_prekey(&self, id: u32) -> Result<Option<Bytes>> {
@@ -202,7 +210,9 @@ impl SignalStore for PgStore {
         let by_key: HashMap<String, Vec<u8>> = rows.into_iter().collect();
         Ok(ids
             .iter()
-            .filter_map(|i| by_key.get(&id_key(*i)).map(|v| (*i, Bytes::copy_from_slice(v.get(1..).unwrap_or_default()))))
+            .filter_map(|i| {
+                by_key.get(&id_key(*i)).map(|v| (*i, Bytes::copy_from_slice(v.get(1..).unwrap_or_default())))
+            })
             .collect())
     }
 
@@ -230,7 +240,12 @@ impl SignalStore for PgStore {
     }
 
     async fn load_all_signed_prekeys(&self) -> Result<Vec<(u32, Vec<u8>)>> {
-        Ok(self.list(kind::SIGNED_PREKEY, "").await?.into_iter().filter_map(|(k, v)| Some((k.parse().ok()?, v))).collect())
+        Ok(self
+            .list(kind::SIGNED_PREKEY, "")
+            .await?
+            .into_iter()
+            .filter_map(|(k, v)| Some((k.parse().ok()?, v)))
+            .collect())
     }
 
     async fn remove_signed_prekey(&self, id: u32) -> Result<()> {
@@ -273,7 +288,8 @@ impl AppSyncStore for PgStore {
     }
 
     async fn put_mutation_macs(&self, name: &str, _version: u64, mutations: &[AppStateMutationMAC]) -> Result<()> {
-        let entries = mutations.iter().map(|m| (join(&[name, &hex::encode(&m.index_mac)]), m.value_mac.clone(), None)).collect();
+        let entries =
+            mutations.iter().map(|m| (join(&[name, &hex::encode(&m.index_mac)]), m.value_mac.clone(), None)).collect();
         self.put(kind::MAC, entries).await
     }
 
@@ -328,7 +344,8 @@ impl ProtocolStore for PgStore {
     }
 
     async fn set_sender_key_status(&self, group_jid: &str, entries: &[(&str, bool)]) -> Result<()> {
-        self.put(kind::SKD, entries.iter().map(|(d, has)| (join(&[group_jid, d]), vec![*has as u8], None)).collect()).await
+        self.put(kind::SKD, entries.iter().map(|(d, has)| (join(&[group_jid, d]), vec![*has as u8], None)).collect())
+            .await
     }
 
     async fn clear_sender_key_devices(&self, group_jid: &str) -> Result<()> {
@@ -385,7 +402,9 @@ impl ProtocolStore for PgStore {
         }
         let pn_entries =
             changed_pns.into_iter().map(|p| Ok((p.clone(), to_json(&pns[&p])?, None))).collect::<Result<Vec<_>>>()?;
-        wa_store::put_kinds(&self.db, &self.instance, self.epoch, &[(kind::LID, lids), (kind::PN, pn_entries)]).await.map_err(write)
+        wa_store::put_kinds(&self.db, &self.instance, self.epoch, &[(kind::LID, lids), (kind::PN, pn_entries)])
+            .await
+            .map_err(write)
     }
 
     async fn get_all_lid_mappings(&self) -> Result<Vec<LidPnMappingEntry>> {
@@ -467,7 +486,9 @@ impl ProtocolStore for PgStore {
     }
 
     async fn take_sent_message(&self, chat_jid: &str, message_id: &str) -> Result<Option<Vec<u8>>> {
-        wa_store::take(&self.db, &self.instance, self.epoch, kind::SENT, &join(&[chat_jid, message_id])).await.map_err(write)
+        wa_store::take(&self.db, &self.instance, self.epoch, kind::SENT, &join(&[chat_jid, message_id]))
+            .await
+            .map_err(write)
     }
 
     async fn delete_expired_sent_messages(&self, cutoff_timestamp: i64) -> Result<u32> {
@@ -491,7 +512,11 @@ impl ProtocolStore for PgStore {
     }
 
     async fn store_pending_inbound_batch(&self, rows: &[PendingInboundRow<'_>]) -> Result<()> {
-        self.put(kind::PENDING, rows.iter().map(|r| (join(&[r.chat, r.sender, r.id]), r.message.to_vec(), None)).collect()).await
+        self.put(
+            kind::PENDING,
+            rows.iter().map(|r| (join(&[r.chat, r.sender, r.id]), r.message.to_vec(), None)).collect(),
+        )
+        .await
     }
 
     async fn delete_pending_inbound_batch(&self, keys: &[PendingInboundKey<'_>]) -> Result<()> {
@@ -533,7 +558,10 @@ impl MsgSecretStore for PgStore {
     }
 
     async fn get_msg_secret_with_ts(&self, chat: &str, sender: &str, msg_id: &str) -> Result<Option<(Vec<u8>, i64)>> {
-        Ok(self.get_json::<Secret>(kind::SECRET, &join(&[chat, sender, msg_id])).await?.map(|s| (s.secret, s.message_ts)))
+        Ok(self
+            .get_json::<Secret>(kind::SECRET, &join(&[chat, sender, msg_id]))
+            .await?
+            .map(|s| (s.secret, s.message_ts)))
     }
 
     async fn delete_expired_msg_secrets(&self, cutoff_timestamp: i64) -> Result<u32> {
