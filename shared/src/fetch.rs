@@ -53,16 +53,23 @@ pub fn is_public(ip: IpAddr) -> bool {
                 return is_public(IpAddr::V4(v4));
             }
             let s = v6.segments();
+            let embedded = |hi: u16, lo: u16| std::net::Ipv4Addr::new((hi >> 8) as u8, hi as u8, (lo >> 8) as u8, lo as u8);
             // NAT64 64:ff9b::/96 embeds an IPv4 address.
             if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
-                let v4 = std::net::Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
-                return is_public(IpAddr::V4(v4));
+                return is_public(IpAddr::V4(embedded(s[6], s[7])));
+            }
+            // 6to4 2002::/16 embeds the IPv4 address of its relay in bits 16-48.
+            if s[0] == 0x2002 {
+                return is_public(IpAddr::V4(embedded(s[1], s[2])));
             }
             !(v6.is_loopback()
                 || v6.is_unspecified()
                 || v6.is_multicast()
+                || s[0..6] == [0, 0, 0, 0, 0, 0] // IPv4-compatible ::/96 (deprecated)
+                || (s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1) // local-use NAT64 64:ff9b:1::/48
                 || (s[0] & 0xfe00) == 0xfc00 // unique local fc00::/7
                 || (s[0] & 0xffc0) == 0xfe80 // link-local fe80::/10
+                || (s[0] & 0xffc0) == 0xfec0 // site-local fec0::/10 (deprecated)
                 || (s[0] == 0x2001 && s[1] == 0x0db8)) // documentation
         }
     }
@@ -142,13 +149,11 @@ impl GuardedClient {
                 attempt.follow()
             }
         });
-        let http = reqwest::Client::builder()
-            .dns_resolver(Arc::new(GuardedResolver { allow_private }))
+        let http = guarded_builder(allow_private)
             .redirect(policy)
             .timeout(timeout)
             .connect_timeout(Duration::from_secs(10))
             .user_agent("paceline")
-            .no_proxy()
             .build()
             .expect("the HTTP client builds");
         GuardedClient { http, allow_private }
@@ -157,14 +162,11 @@ impl GuardedClient {
     /// A client for webhook deliveries: the same address guard, and no redirects (an
     /// endpoint that answers 3xx failed the attempt; following it could reach anywhere).
     pub fn without_redirects(allow_private: bool, timeout: Duration) -> GuardedClient {
-        let http = reqwest::Client::builder()
-            .dns_resolver(Arc::new(GuardedResolver { allow_private }))
-            .redirect(reqwest::redirect::Policy::none())
+        let http = guarded_builder(allow_private)
             .timeout(timeout)
             .connect_timeout(timeout.min(Duration::from_secs(10)))
             .pool_max_idle_per_host(64)
             .user_agent("paceline-webhooks")
-            .no_proxy()
             .build()
             .expect("the HTTP client builds");
         GuardedClient { http, allow_private }
@@ -196,9 +198,10 @@ impl GuardedClient {
         Ok((status, retry_after))
     }
 
-    /// Downloads `url`, stopping as soon as the body passes `limit` bytes.
-    /// Returns the bytes and the response's Content-Type.
-    pub async fn download(&self, url: &url::Url, limit: usize) -> Result<(Vec<u8>, Option<String>), FetchError> {
+    /// GETs `url` and checks the answer before its body is read: a success status, and
+    /// no declared length over `limit`. Returns the response (to stream) and its
+    /// Content-Type without parameters.
+    pub async fn open(&self, url: &url::Url, limit: u64) -> Result<(reqwest::Response, Option<String>), FetchError> {
         if !matches!(url.scheme(), "http" | "https") || !literal_ok(url, self.allow_private) {
             return Err(FetchError::Refused);
         }
@@ -206,7 +209,7 @@ impl GuardedClient {
         if !res.status().is_success() {
             return Err(FetchError::Failed(format!("status {}", res.status().as_u16())));
         }
-        if res.content_length().is_some_and(|n| n > limit as u64) {
+        if res.content_length().is_some_and(|n| n > limit) {
             return Err(FetchError::TooLarge);
         }
         let content_type = res
@@ -214,17 +217,44 @@ impl GuardedClient {
             .get(reqwest::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(|v| v.split(';').next().unwrap_or(v).trim().to_string());
-        let mut body = Vec::new();
-        let mut stream = res.bytes_stream();
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(classify)?;
-            if body.len() + chunk.len() > limit {
-                return Err(FetchError::TooLarge);
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok((body, content_type))
+        Ok((res, content_type))
     }
+
+    /// Downloads `url`, stopping as soon as the body passes `limit` bytes.
+    /// Returns the bytes and the response's Content-Type.
+    pub async fn download(&self, url: &url::Url, limit: u64) -> Result<(Vec<u8>, Option<String>), FetchError> {
+        let (res, content_type) = self.open(url, limit).await?;
+        Ok((read_capped(res, limit).await?, content_type))
+    }
+}
+
+/// A reqwest client builder with the address guard: names resolve to public addresses
+/// only (unless `allow_private`), no proxy from the environment, no redirects. Callers
+/// that follow redirects set their own policy, which must check each target again.
+pub fn guarded_builder(allow_private: bool) -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .dns_resolver(Arc::new(GuardedResolver { allow_private }))
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+}
+
+/// Reads a response's body, stopping with `TooLarge` as soon as it passes `limit` bytes
+/// (a declared length over it fails before a byte is read): a server that streams
+/// forever costs at most `limit` bytes of memory.
+pub async fn read_capped(res: reqwest::Response, limit: u64) -> Result<Vec<u8>, FetchError> {
+    if res.content_length().is_some_and(|n| n > limit) {
+        return Err(FetchError::TooLarge);
+    }
+    let mut body = Vec::with_capacity(res.content_length().unwrap_or(0).min(limit).min(1 << 20) as usize);
+    let mut stream = res.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(classify)?;
+        if (body.len() + chunk.len()) as u64 > limit {
+            return Err(FetchError::TooLarge);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 /// A refusal anywhere in the error's chain (resolver or redirect policy) is `Refused`.
@@ -255,7 +285,7 @@ mod tests {
 
     #[test]
     fn public_and_internal_addresses() {
-        for ip in ["8.8.8.8", "1.1.1.1", "2606:4700::1111", "64:ff9b::808:808"] {
+        for ip in ["8.8.8.8", "1.1.1.1", "2606:4700::1111", "64:ff9b::808:808", "2002:808:808::1"] {
             assert!(is_public(ip.parse().unwrap()), "{ip}");
         }
         for ip in [
@@ -276,6 +306,15 @@ mod tests {
             "64:ff9b::a00:1",
             "192.0.0.1",
             "240.0.0.1",
+            "64:ff9b:1::808:808",
+            "64:ff9b:1:ffff::1",
+            "::8.8.8.8",
+            "::7f00:1",
+            "2002:7f00:1::1",
+            "2002:a00:1::",
+            "2002:c0a8:101::5",
+            "fec0::1",
+            "feff::1",
         ] {
             assert!(!is_public(ip.parse().unwrap()), "{ip}");
         }

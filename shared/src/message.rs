@@ -58,6 +58,17 @@ impl MessageType {
         }
     }
 
+    /// The type named `name` (`image`, `voice`, ...), if it is one.
+    pub fn from_name(name: &str) -> Option<MessageType> {
+        serde_json::from_value(serde_json::Value::String(name.to_string())).ok()
+    }
+
+    /// The most received media of a message type may bring: its send limit, and the
+    /// largest (documents') for a type that has none.
+    pub fn received_media_limit(name: &str) -> u64 {
+        Self::from_name(name).and_then(Self::media_limit).unwrap_or(DOCUMENT_LIMIT) as u64
+    }
+
     /// Media types and their size limit.
     pub fn media_limit(self) -> Option<usize> {
         match self {

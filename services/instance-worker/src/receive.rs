@@ -61,6 +61,7 @@ pub async fn prepare(
             let fetched = fetch.fetch(&remote).await;
             let again = serde_json::json!({
                 "locator": remote.locator, "mime_type": remote.mime_type, "filename": remote.filename,
+                "declared_size": remote.declared_size, "limit": remote.limit,
                 "chat_jid": message.chat_jid, "wa_message_id": message.wa_message_id,
             });
             let body = match &fetched {
@@ -176,6 +177,9 @@ impl Actor {
                 locator: locator.to_string(),
                 mime_type: r["mime_type"].as_str().unwrap_or_default().to_string(),
                 filename: r["filename"].as_str().map(str::to_string),
+                declared_size: r["declared_size"].as_u64(),
+                // Rows pending from before the limit was kept: the largest type's.
+                limit: r["limit"].as_u64().unwrap_or(shared::message::DOCUMENT_LIMIT as u64),
             };
             let bytes = if locator.is_empty() {
                 Err(DriverError::new(ErrorCode::MediaUnavailable, "no locator"))

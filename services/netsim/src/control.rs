@@ -4,6 +4,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use shared::http::ValidatedJson;
@@ -292,7 +293,13 @@ async fn media(State(app): State<App>, Path(id): Path<String>) -> axum::response
     match app.net.media(&id) {
         None => ApiError::new(ErrorCode::NotFound, "no such media").into_response(),
         Some(None) => ApiError::new(ErrorCode::MediaUnavailable, "the media expired").into_response(),
-        Some(Some((mime, data))) => ([(axum::http::header::CONTENT_TYPE, mime)], data).into_response(),
+        Some(Some(m)) if m.endless => {
+            let zeros = bytes::Bytes::from(vec![0u8; 64 * 1024]);
+            let tail = futures::stream::repeat_with(move || Ok::<_, std::io::Error>(zeros.clone()));
+            let body = futures::stream::once(async move { Ok(bytes::Bytes::from(m.data)) }).chain(tail);
+            ([(axum::http::header::CONTENT_TYPE, m.mime_type)], axum::body::Body::from_stream(body)).into_response()
+        }
+        Some(Some(m)) => ([(axum::http::header::CONTENT_TYPE, m.mime_type)], m.data).into_response(),
     }
 }
 

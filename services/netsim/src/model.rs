@@ -700,7 +700,7 @@ impl Net {
 }
 
 mod ops;
-pub use ops::{MediaIn, ProfileIn};
+pub use ops::{MediaIn, ProfileIn, Served};
 
 #[cfg(test)]
 mod tests;

@@ -479,3 +479,79 @@ async fn media_that_fails_to_download_is_retried_until_it_arrives() {
     let inst_id = shared::ids::InstanceId::parse(&id).unwrap();
     assert_eq!(shared::db::log::next_media_retry(&pool, &inst_id).await.unwrap(), None);
 }
+
+/// A server that answers anything with an image's headers and then zeros forever;
+/// counts the connections it took.
+async fn endless_server() -> (std::net::SocketAddr, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = hits.clone();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = sock.read(&mut buf).await;
+                let _ = sock.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: image/jpeg\r\n\r\n").await;
+                let chunk = vec![0u8; 64 * 1024];
+                while sock.write_all(&chunk).await.is_ok() {}
+            });
+        }
+    });
+    (addr, hits)
+}
+
+/// The worker's peak resident memory (VmHWM), in bytes.
+fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_media_locators_leave_the_worker_up_and_bounded() {
+    let mut c = Cluster::start(bin(), 1, |_| {}).await;
+    c.phone(A, false).await;
+    c.phone(B, false).await;
+    let (inst, token) = c.paired_instance("hostile-media", A).await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    let own = c.api.client(Some(token));
+    let (evil, hits) = endless_server().await;
+    // A stranger writes its own locator: a server of its choosing that streams forever.
+    c.netsim()
+        .post(
+            &format!("/control/phones/{B}/messages"),
+            &json!({ "to": A, "type": "image", "text": "crafted", "body": { "media": {
+                "url": format!("http://{evil}/forever"), "mime_type": "image/jpeg", "size": 1000 } } }),
+        )
+        .await
+        .expect(201);
+    // The network's own media server streams forever past the length it declared.
+    let data = base64::engine::general_purpose::STANDARD.encode(b"\xff\xd8 a small start");
+    c.netsim()
+        .post(
+            &format!("/control/phones/{B}/messages"),
+            &json!({ "to": A, "type": "image", "text": "endless",
+                     "media": { "data": data, "mime_type": "image/jpeg", "endless": true } }),
+        )
+        .await
+        .expect(201);
+    // The sentinel: once it is logged, both media messages before it were handled.
+    phone_text(&c, B, A, "after").await;
+    let msgs = wait_count(&own, &id, B, 3).await;
+    let texts: Vec<&str> =
+        msgs.iter().map(|m| m["content"]["text"].as_str().or(m["content"]["caption"].as_str()).unwrap()).collect();
+    assert_eq!(texts, ["after", "endless", "crafted"]);
+    for m in &msgs[1..] {
+        let media = &m["content"]["media"];
+        assert_eq!(media["expired"], true, "logged with its media unavailable: {media}");
+        assert!(media.get("pending").is_none(), "not retried: {media}");
+    }
+    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0, "the stranger's server was never contacted");
+    let worker = &mut c.workers[0].child;
+    assert!(worker.try_wait().unwrap().is_none(), "the worker is still up");
+    let peak = peak_rss(worker.id());
+    assert!(peak < 256 * 1024 * 1024, "the worker's memory stayed bounded: peak {} MB", peak >> 20);
+}

@@ -156,7 +156,7 @@ pub async fn queue(
         let (data, mime_type, filename) = match src {
             MediaSource::Bytes { data, mime_type, filename } => (data.clone(), mime_type.clone(), filename.clone()),
             MediaSource::Url { url, mime_type, filename } => {
-                let (data, ct) = state.fetcher.download(url, limit).await.map_err(|e| match e {
+                let (data, ct) = state.fetcher.download(url, limit as u64).await.map_err(|e| match e {
                     FetchError::Refused => {
                         ApiError::validation("media.url must not point to a private or local address")
                     }

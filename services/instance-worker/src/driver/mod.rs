@@ -52,13 +52,32 @@ pub struct Incoming {
     pub media: Option<RemoteMedia>,
 }
 
-/// Media a message refers to, to download from the network.
+/// Media a message refers to, to download from the network. Everything in it comes from
+/// the sender, a stranger: the driver checks the locator before it fetches anything.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RemoteMedia {
     /// Where the driver fetches it (opaque to the worker).
     pub locator: String,
     pub mime_type: String,
     pub filename: Option<String>,
+    /// The length the sender declared, if any.
+    pub declared_size: Option<u64>,
+    /// The most its message type may bring (`MessageType::received_media_limit`).
+    pub limit: u64,
+}
+
+impl RemoteMedia {
+    /// The most a download of it may read: the declared length, or the type's limit when
+    /// none is declared. Media declared larger than its type allows is unavailable.
+    pub fn cap(&self) -> Result<u64, DriverError> {
+        match self.declared_size {
+            Some(n) if n > self.limit => {
+                Err(DriverError::new(ErrorCode::MediaUnavailable, "the media declares more than its type allows"))
+            }
+            Some(n) => Ok(n),
+            None => Ok(self.limit),
+        }
+    }
 }
 
 /// A failed driver request, in the terms of the error table.

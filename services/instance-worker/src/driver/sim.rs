@@ -163,7 +163,12 @@ impl Driver for SimDriver {
             let _ = ev_tx.send(DriverEvent::Closed { reason }).await;
         });
         let http =
-            reqwest::Client::builder().timeout(Duration::from_secs(60)).no_proxy().build().expect("http client builds");
+            reqwest::Client::builder()
+                .timeout(Duration::from_secs(60))
+                .no_proxy()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .expect("http client builds");
         let session = SimSession {
             timeout: self.timeout,
             base: self.base.clone(),
@@ -175,6 +180,16 @@ impl Driver for SimDriver {
         };
         Ok((Box::new(session), ev_rx))
     }
+}
+
+/// A locator as a URL on netsim: only a path (one leading `/`) that stays on netsim's
+/// origin.
+fn netsim_url(base: &url::Url, locator: &str) -> Option<url::Url> {
+    if !locator.starts_with('/') || locator.starts_with("//") || locator.contains('\\') {
+        return None;
+    }
+    let url = base.join(locator).ok()?;
+    (url.origin() == base.origin()).then_some(url)
 }
 
 /// A number's JID on the network.
@@ -200,6 +215,8 @@ pub fn incoming(m: shared::simproto::SimMessage, from_me: bool) -> super::Incomi
             locator: md.get("url")?.as_str()?.to_string(),
             mime_type: md.get("mime_type").and_then(|v| v.as_str()).unwrap_or("application/octet-stream").to_string(),
             filename: md.get("filename").and_then(|v| v.as_str()).map(str::to_string),
+            declared_size: md.get("size").and_then(serde_json::Value::as_u64),
+            limit: shared::message::MessageType::received_media_limit(&m.kind),
         })
     });
     let chat = if from_me { &m.to } else { &m.from };
@@ -304,13 +321,21 @@ impl Session for SimSession {
         Ok(v)
     }
 
+    /// The sender's locator must be a path on netsim itself: anything else (another host,
+    /// a scheme-relative `//host`) is refused without a request, and the body is read up to
+    /// the declared size only.
     async fn download(&self, media: &super::RemoteMedia) -> Result<Vec<u8>, DriverError> {
         let failed = |e: String| DriverError::new(ErrorCode::WorkerError, format!("downloading media: {e}"));
-        let url = self.base.join(&media.locator).map_err(|e| failed(e.to_string()))?;
+        let unavailable = |why: &str| DriverError::new(ErrorCode::MediaUnavailable, why.to_string());
+        let cap = media.cap()?;
+        let url = netsim_url(&self.base, &media.locator).ok_or_else(|| unavailable("the media's locator is not on the network"))?;
         let res = self.http.get(url).send().await.map_err(|e| failed(e.without_url().to_string()))?;
         match res.status().as_u16() {
-            200 => Ok(res.bytes().await.map_err(|e| failed(e.without_url().to_string()))?.to_vec()),
-            404 | 410 => Err(DriverError::new(ErrorCode::MediaUnavailable, "the network no longer has this media")),
+            200 => shared::fetch::read_capped(res, cap).await.map_err(|e| match e {
+                shared::fetch::FetchError::TooLarge => unavailable("the media is larger than it declared"),
+                e => failed(e.to_string()),
+            }),
+            404 | 410 => Err(unavailable("the network no longer has this media")),
             s => Err(failed(format!("status {s}"))),
         }
     }
@@ -321,5 +346,24 @@ impl Session for SimSession {
 
     async fn close(&self) {
         self.closer.cancel();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_paths_on_netsim_are_fetched() {
+        let base = url::Url::parse("http://127.0.0.1:8790").unwrap();
+        assert_eq!(super::netsim_url(&base, "/media/abc").unwrap().as_str(), "http://127.0.0.1:8790/media/abc");
+        for hostile in [
+            "http://127.0.0.1:9999/forever",
+            "//evil.example/x",
+            "https://evil.example/x",
+            "media/abc",
+            "/\\evil.example/x",
+            "",
+        ] {
+            assert!(super::netsim_url(&base, hostile).is_none(), "{hostile:?}");
+        }
     }
 }

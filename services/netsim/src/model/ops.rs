@@ -33,6 +33,16 @@ pub(super) struct Blob {
     mime_type: String,
     data: Vec<u8>,
     expired: bool,
+    /// Served as its bytes followed by zeros without end (a hostile media server).
+    endless: bool,
+}
+
+/// Media as `/media/{id}` serves it.
+pub struct Served {
+    pub mime_type: String,
+    pub data: Vec<u8>,
+    /// Zeros follow the bytes forever.
+    pub endless: bool,
 }
 
 /// Media in a control request: base64 bytes.
@@ -43,6 +53,10 @@ pub struct MediaIn {
     pub mime_type: String,
     #[serde(default)]
     pub filename: Option<String>,
+    /// Tests: serve the bytes, then zeros without end, while the descriptor declares the
+    /// bytes' length (what a hostile media server does to a client that trusts it).
+    #[serde(default)]
+    pub endless: bool,
 }
 
 impl MediaIn {
@@ -79,15 +93,15 @@ impl Net {
         let data = m.bytes()?;
         let id = Alphanumeric.sample_string(&mut rand::thread_rng(), 24);
         let desc = json!({ "url": format!("/media/{id}"), "mime_type": m.mime_type, "filename": m.filename, "size": data.len() });
-        self.lock().media.insert(id, Blob { mime_type: m.mime_type.clone(), data, expired: false });
+        self.lock().media.insert(id, Blob { mime_type: m.mime_type.clone(), data, expired: false, endless: m.endless });
         Ok(desc)
     }
 
     /// Media by id: `None` unknown, `Some(None)` expired.
-    pub fn media(&self, id: &str) -> Option<Option<(String, Vec<u8>)>> {
+    pub fn media(&self, id: &str) -> Option<Option<Served>> {
         let s = self.lock();
         let b = s.media.get(id)?;
-        Some((!b.expired).then(|| (b.mime_type.clone(), b.data.clone())))
+        Some((!b.expired).then(|| Served { mime_type: b.mime_type.clone(), data: b.data.clone(), endless: b.endless }))
     }
 
     /// The network forgets the media's bytes (as WhatsApp's servers do after a while).

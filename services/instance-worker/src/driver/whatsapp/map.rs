@@ -8,7 +8,7 @@ use shared::ErrorCode;
 use whatsapp_rust::buffa::{Message as _, MessageField};
 use whatsapp_rust::proto_helpers::MessageExt;
 use whatsapp_rust::upload::UploadResponse;
-use whatsapp_rust::wacore::download::MediaType;
+use whatsapp_rust::wacore::download::{Downloadable, MediaType};
 use whatsapp_rust::waproto::whatsapp as wa;
 
 use crate::driver::{DriverError, Outgoing, RemoteMedia};
@@ -248,11 +248,83 @@ pub fn parse_locator(l: &str) -> Option<(&str, Vec<u8>)> {
     Some((kind, base64::engine::general_purpose::STANDARD.decode(b64).ok()?))
 }
 
-fn remote(kind: &str, encoded: Vec<u8>, mime: Option<&String>, filename: Option<&String>) -> RemoteMedia {
+fn remote(kind: &str, encoded: Vec<u8>, declared: Option<u64>, mime: Option<&String>, filename: Option<&String>) -> RemoteMedia {
     RemoteMedia {
         locator: locator(kind, encoded),
         mime_type: mime.cloned().unwrap_or_else(|| "application/octet-stream".into()),
         filename: filename.cloned(),
+        declared_size: declared,
+        limit: shared::message::MessageType::received_media_limit(kind),
+    }
+}
+
+/// A received media message, checked and cleaned so that downloading it can only reach
+/// WhatsApp's media hosts: its `static_url` dropped (the crate fetches it as given), and
+/// its `direct_path` a plain path (the crate builds `https://{host}{direct_path}`, so a
+/// path such as `@evil.example/x` would send the request, and the media auth token,
+/// elsewhere).
+#[derive(Debug, Clone)]
+pub enum SafeMedia {
+    Image(wa::message::ImageMessage),
+    Video(wa::message::VideoMessage),
+    Audio(wa::message::AudioMessage),
+    Document(wa::message::DocumentMessage),
+    Sticker(wa::message::StickerMessage),
+}
+
+impl SafeMedia {
+    pub fn downloadable(&self) -> &dyn Downloadable {
+        match self {
+            SafeMedia::Image(m) => m,
+            SafeMedia::Video(m) => m,
+            SafeMedia::Audio(m) => m,
+            SafeMedia::Document(m) => m,
+            SafeMedia::Sticker(m) => m,
+        }
+    }
+}
+
+/// Whether a sender's `direct_path` is a path on the media host and nothing else: it
+/// starts with one `/` and holds only the characters of WhatsApp's paths and queries.
+pub fn direct_path_ok(p: &str) -> bool {
+    let plain = p.starts_with('/')
+        && !p.starts_with("//")
+        && p.len() <= 2048
+        && p.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-~?&=%+".contains(&b));
+    // And the URL the crate builds from it keeps the host.
+    plain
+        && url::Url::parse(&format!("https://mmg.whatsapp.net{p}"))
+            .is_ok_and(|u| u.host_str() == Some("mmg.whatsapp.net") && u.username().is_empty())
+}
+
+/// A stored locator back to a media message that is safe to download, or
+/// `media_unavailable` when it cannot be fetched safely (recorded as such, for good).
+pub fn safe_media(locator: &str) -> Result<SafeMedia, DriverError> {
+    let unsafe_media = || DriverError::new(ErrorCode::MediaUnavailable, "the media's locator is not safe to fetch");
+    let (kind, bytes) = parse_locator(locator).ok_or_else(unsafe_media)?;
+    let media = match kind {
+        "image" => {
+            let mut m = wa::message::ImageMessage::decode_from_slice(&bytes).map_err(|_| unsafe_media())?;
+            m.static_url = None;
+            SafeMedia::Image(m)
+        }
+        "video" => {
+            let mut m = wa::message::VideoMessage::decode_from_slice(&bytes).map_err(|_| unsafe_media())?;
+            m.static_url = None;
+            SafeMedia::Video(m)
+        }
+        "audio" => SafeMedia::Audio(wa::message::AudioMessage::decode_from_slice(&bytes).map_err(|_| unsafe_media())?),
+        "document" => {
+            SafeMedia::Document(wa::message::DocumentMessage::decode_from_slice(&bytes).map_err(|_| unsafe_media())?)
+        }
+        "sticker" => {
+            SafeMedia::Sticker(wa::message::StickerMessage::decode_from_slice(&bytes).map_err(|_| unsafe_media())?)
+        }
+        _ => return Err(unsafe_media()),
+    };
+    match media.downloadable().direct_path() {
+        Some(p) if direct_path_ok(p) => Ok(media),
+        _ => Err(unsafe_media()),
     }
 }
 
@@ -270,24 +342,24 @@ pub fn incoming_content(m: &wa::Message) -> (String, Value, Option<RemoteMedia>)
         return ("text".into(), json!({ "text": e.text.clone().unwrap_or_default() }), None);
     }
     if let Some(i) = m.image_message.as_option() {
-        let media = remote("image", i.encode_to_vec(), i.mimetype.as_ref(), None);
+        let media = remote("image", i.encode_to_vec(), i.file_length, i.mimetype.as_ref(), None);
         return ("image".into(), json!({ "caption": i.caption }), Some(media));
     }
     if let Some(v) = m.video_message.as_option() {
-        let media = remote("video", v.encode_to_vec(), v.mimetype.as_ref(), None);
+        let media = remote("video", v.encode_to_vec(), v.file_length, v.mimetype.as_ref(), None);
         return ("video".into(), json!({ "caption": v.caption }), Some(media));
     }
     if let Some(a) = m.audio_message.as_option() {
         let kind = if a.ptt == Some(true) { "voice" } else { "audio" };
-        let media = remote("audio", a.encode_to_vec(), a.mimetype.as_ref(), None);
+        let media = remote("audio", a.encode_to_vec(), a.file_length, a.mimetype.as_ref(), None);
         return (kind.into(), json!({}), Some(media));
     }
     if let Some(d) = m.document_message.as_option() {
-        let media = remote("document", d.encode_to_vec(), d.mimetype.as_ref(), d.file_name.as_ref());
+        let media = remote("document", d.encode_to_vec(), d.file_length, d.mimetype.as_ref(), d.file_name.as_ref());
         return ("document".into(), json!({ "caption": d.caption }), Some(media));
     }
     if let Some(s) = m.sticker_message.as_option() {
-        let media = remote("sticker", s.encode_to_vec(), s.mimetype.as_ref(), None);
+        let media = remote("sticker", s.encode_to_vec(), s.file_length, s.mimetype.as_ref(), None);
         return ("sticker".into(), json!({}), Some(media));
     }
     if let Some(l) = m.location_message.as_option() {
@@ -471,6 +543,66 @@ mod tests {
         }
         assert!(media_type("text").is_none());
         assert!(outgoing_message(&out("carousel", json!({})), None).is_err());
+    }
+
+    /// A stranger's image message with the given download references, as received.
+    fn crafted_image(direct_path: Option<&str>, static_url: Option<&str>, file_length: Option<u64>) -> RemoteMedia {
+        let m = wa::Message {
+            image_message: MessageField::some(wa::message::ImageMessage {
+                url: Some("https://mmg.whatsapp.net/o1/v/x".into()),
+                direct_path: direct_path.map(str::to_string),
+                static_url: static_url.map(str::to_string),
+                media_key: Some(vec![7; 32]),
+                file_enc_sha256: Some(vec![1; 32]),
+                file_sha256: Some(vec![2; 32]),
+                file_length,
+                mimetype: Some("image/jpeg".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        incoming_content(&m).2.expect("an image carries media")
+    }
+
+    #[test]
+    fn crafted_locators_are_refused_and_static_urls_dropped() {
+        let good = "/v/t62.7118-24/12345_67890_n.enc?ccb=11-4&oh=01_Q5Aa&oe=65A1B2C3&_nc_sid=5e03e0";
+        // A plain path passes, with the sender's static_url gone.
+        let media = crafted_image(Some(good), Some("http://169.254.169.254/latest/meta-data"), Some(1000));
+        let SafeMedia::Image(m) = safe_media(&media.locator).unwrap() else { panic!("an image") };
+        assert_eq!(m.static_url, None, "static_url is never fetched");
+        assert_eq!(m.direct_path.as_deref(), Some(good));
+        assert_eq!((media.declared_size, media.limit), (Some(1000), 16 * 1024 * 1024));
+        for hostile in [
+            "@evil.example/x",
+            "//evil.example/x",
+            "evil.example/x",
+            "/x@evil.example",
+            "/\\evil.example/x",
+            "/x#frag",
+            "/x y",
+            "/x\r\nHost: evil",
+            "",
+        ] {
+            let media = crafted_image(Some(hostile), None, Some(1000));
+            let e = safe_media(&media.locator).unwrap_err();
+            assert_eq!(e.code, ErrorCode::MediaUnavailable, "{hostile:?}");
+        }
+        // No direct_path at all: only the static_url was left, and it is not used.
+        let media = crafted_image(None, Some("https://mmg.whatsapp.net/x"), Some(1000));
+        assert_eq!(safe_media(&media.locator).unwrap_err().code, ErrorCode::MediaUnavailable);
+        // Garbage instead of a locator.
+        assert!(safe_media("image:!!!").is_err());
+        assert!(safe_media("carousel:AAAA").is_err());
+    }
+
+    #[test]
+    fn the_declared_length_caps_a_download_and_the_type_bounds_it() {
+        let p = Some("/v/t62/x.enc");
+        assert_eq!(crafted_image(p, None, Some(5000)).cap().unwrap(), 5000);
+        assert_eq!(crafted_image(p, None, None).cap().unwrap(), 16 * 1024 * 1024, "the type's limit");
+        let huge = crafted_image(p, None, Some(10 * 1024 * 1024 * 1024));
+        assert_eq!(huge.cap().unwrap_err().code, ErrorCode::MediaUnavailable, "declared over the type's limit");
     }
 
     #[test]

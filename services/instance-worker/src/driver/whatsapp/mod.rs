@@ -8,6 +8,7 @@
 //! `wa_store`; the keys themselves never leave that table.
 
 pub mod contacts;
+pub mod http;
 pub mod map;
 pub mod ops;
 pub mod proxy;
@@ -20,7 +21,6 @@ use serde_json::{json, Value};
 use shared::bus::NetOp;
 use shared::ErrorCode;
 use tokio::sync::mpsc;
-use whatsapp_rust::buffa::Message as _;
 use whatsapp_rust::proto_helpers::MessageExt;
 use whatsapp_rust::transport::TransportFactory;
 use whatsapp_rust::types::events::Event;
@@ -148,7 +148,9 @@ impl Driver for WhatsappDriver {
         let bot = whatsapp_rust::bot::Bot::builder()
             .with_backend(store)
             .with_transport_factory(SharedTransport(self.transport_for(target)?))
-            .with_http_client(HttpWithTimeouts::new())
+            .with_http_client(http::WaHttp::new(target.proxy_url.as_deref()).map_err(|_| {
+                DriverError::new(ErrorCode::ValidationFailed, "the instance's proxy_url is not usable")
+            })?)
             // Messages are in the log before WhatsApp is told they arrived.
             .with_inbound_durability_hook(LogHook {
                 db: self.db.clone(),
@@ -540,29 +542,46 @@ impl Session for WaSession {
     }
 }
 
-/// Received media from WhatsApp's servers.
+/// Received media from WhatsApp's servers. The locator is the sender's: it is checked
+/// and cleaned first (`map::safe_media`), and the download reads at most the declared
+/// length (plus the encryption's overhead), through the session's guarded client.
 async fn download(client: &Client, media: &RemoteMedia) -> Result<Vec<u8>, DriverError> {
-    let (kind, bytes) = map::parse_locator(&media.locator).ok_or_else(|| failed("find the media"))?;
-    let bad = || failed("find the media");
-    let result = match kind {
-        "image" => client.download(&wa::message::ImageMessage::decode_from_slice(&bytes).map_err(|_| bad())?).await,
-        "video" => client.download(&wa::message::VideoMessage::decode_from_slice(&bytes).map_err(|_| bad())?).await,
-        "audio" => client.download(&wa::message::AudioMessage::decode_from_slice(&bytes).map_err(|_| bad())?).await,
-        "document" => {
-            client.download(&wa::message::DocumentMessage::decode_from_slice(&bytes).map_err(|_| bad())?).await
+    let cap = media.cap()?;
+    let safe = map::safe_media(&media.locator)?;
+    let result = http::with_cap(cap + http::ENCRYPTION_OVERHEAD, client.download(safe.downloadable())).await;
+    match result {
+        Ok(bytes) if bytes.len() as u64 <= cap => Ok(bytes),
+        Ok(_) => Err(too_large()),
+        Err(e) => {
+            if caused_by(&e, &http::WaHttpError::TooLarge) {
+                return Err(too_large());
+            }
+            if caused_by(&e, &http::WaHttpError::Refused) {
+                return Err(DriverError::new(ErrorCode::MediaUnavailable, "the media is not on WhatsApp's media hosts"));
+            }
+            // Media past its lifetime is gone from the servers (404/410): for good.
+            let text = e.to_string();
+            if text.contains("404") || text.contains("410") {
+                Err(DriverError::new(ErrorCode::MediaUnavailable, "the network no longer has this media"))
+            } else {
+                Err(failed("give the media"))
+            }
         }
-        "sticker" => client.download(&wa::message::StickerMessage::decode_from_slice(&bytes).map_err(|_| bad())?).await,
-        _ => return Err(bad()),
-    };
-    result.map_err(|e| {
-        // Media past its lifetime is gone from the servers (404/410): for good.
-        let text = e.to_string();
-        if text.contains("404") || text.contains("410") {
-            DriverError::new(ErrorCode::MediaUnavailable, "the network no longer has this media")
-        } else {
-            failed("give the media")
-        }
+    }
+}
+
+/// Whether our HTTP client's `what` is among an error's causes (by type, or by its text
+/// where the crate carried only the message on).
+fn caused_by(e: &whatsapp_rust::anyhow::Error, what: &http::WaHttpError) -> bool {
+    let text = what.to_string();
+    e.chain().any(|c| {
+        c.downcast_ref::<http::WaHttpError>().is_some_and(|w| std::mem::discriminant(w) == std::mem::discriminant(what))
+            || c.to_string().contains(&text)
     })
+}
+
+fn too_large() -> DriverError {
+    DriverError::new(ErrorCode::MediaUnavailable, "the media is larger than it declared")
 }
 
 struct ClientFetch(Arc<Client>);
@@ -606,46 +625,5 @@ impl whatsapp_rust::InboundDurabilityHook for LogHook {
             Ok(None) => Err(whatsapp_rust::anyhow::anyhow!("the instance has a new owner")),
             Err(_) => Err(whatsapp_rust::anyhow::anyhow!("the local log is unavailable")),
         }
-    }
-}
-
-/// whatsapp-rust's HTTP (media, version checks) on reqwest, with timeouts: a stalled
-/// media server cannot hold a session forever.
-struct HttpWithTimeouts(reqwest::Client);
-
-impl HttpWithTimeouts {
-    fn new() -> HttpWithTimeouts {
-        let client = reqwest::Client::builder()
-            .connect_timeout(std::time::Duration::from_secs(10))
-            .timeout(std::time::Duration::from_secs(120))
-            .build()
-            .expect("the HTTP client builds");
-        HttpWithTimeouts(client)
-    }
-}
-
-#[whatsapp_rust::async_trait]
-impl whatsapp_rust::http::HttpClient for HttpWithTimeouts {
-    async fn execute(
-        &self,
-        request: whatsapp_rust::http::HttpRequest,
-    ) -> whatsapp_rust::anyhow::Result<whatsapp_rust::http::HttpResponse> {
-        let method = reqwest::Method::from_bytes(request.method.as_bytes())?;
-        let mut rb = self.0.request(method, &request.url);
-        for (k, v) in &request.headers {
-            rb = rb.header(k, v);
-        }
-        if let Some(body) = request.body {
-            rb = rb.body(body.to_vec());
-        }
-        // 4xx and 5xx are answers too (the crate reads them); only a failed exchange errs.
-        let res = rb.send().await.map_err(|e| whatsapp_rust::anyhow::anyhow!("request failed: {}", e.without_url()))?;
-        let status_code = res.status().as_u16();
-        let body = res
-            .bytes()
-            .await
-            .map_err(|e| whatsapp_rust::anyhow::anyhow!("reading the answer failed: {}", e.without_url()))?
-            .to_vec();
-        Ok(whatsapp_rust::http::HttpResponse { status_code, body })
     }
 }
