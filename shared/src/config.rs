@@ -144,6 +144,21 @@ pub struct Config {
     pub large_body_slot_ttl_ms: u64,
     /// How long a large request waits for a slot before 503 `rate_limited`.
     pub large_body_wait_ms: u64,
+    /// How long a request holding a slot may take to send its body (then 408
+    /// `request_timeout`): a slow upload cannot keep a slot for long.
+    pub large_body_read_timeout_ms: u64,
+    /// Bytes of media (sent and received) each instance may store; past it, sends with
+    /// media get 413 `quota_exceeded` and received media is logged unavailable.
+    pub media_quota_bytes: u64,
+    /// Days media is kept; older media gives its bytes back (and its quota) and answers
+    /// 410 `media_unavailable`. At least 8, so a queued message's media outlives it.
+    pub media_retention_days: u32,
+    /// Event streams (SSE) open at once per instance, across the cluster; past it 429.
+    pub events_streams_per_instance: u32,
+    /// Event streams open at once on one API pod; past it 429.
+    pub events_streams_per_pod: u32,
+    /// The most the JetStream events stream keeps (oldest events go first past it).
+    pub events_stream_max_bytes: u64,
     /// Also export queue depth and age per instance (one series per instance: opt in
     /// only where the instance count keeps Prometheus comfortable).
     #[serde(deserialize_with = "de::flexible_bool")]
@@ -213,6 +228,12 @@ impl Default for Config {
             large_body_slots: 3,
             large_body_slot_ttl_ms: 30_000,
             large_body_wait_ms: 60_000,
+            large_body_read_timeout_ms: 120_000,
+            media_quota_bytes: 2 * 1024 * 1024 * 1024,
+            media_retention_days: 30,
+            events_streams_per_instance: 5,
+            events_streams_per_pod: 1_000,
+            events_stream_max_bytes: 8 * 1024 * 1024 * 1024,
             metrics_per_instance: false,
             webhook_timeout_ms: 10_000,
             webhook_retry_base_ms: 5_000,
@@ -329,6 +350,18 @@ impl Config {
         }
         if self.large_body_slots == 0 || self.large_body_slot_ttl_ms < 300 {
             errors.push("large_body_slots must be at least 1 and large_body_slot_ttl_ms at least 300".to_string());
+        }
+        if self.media_retention_days < 8 {
+            errors.push("media_retention_days must be at least 8 (a queued message lives up to 7 days)".to_string());
+        }
+        if self.large_body_read_timeout_ms < 1_000 {
+            errors.push("large_body_read_timeout_ms must be at least 1000".to_string());
+        }
+        if self.events_streams_per_instance == 0 || self.events_streams_per_pod == 0 {
+            errors.push("events_streams_per_instance and events_streams_per_pod must be at least 1".to_string());
+        }
+        if self.events_stream_max_bytes < 1024 * 1024 {
+            errors.push("events_stream_max_bytes must be at least 1048576".to_string());
         }
         if self.webhook_timeout_ms < 100
             || self.webhook_retry_base_ms == 0

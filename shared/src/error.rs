@@ -1,5 +1,6 @@
 //! The one error type at the HTTP edge. [`ErrorCode`] is the closed list of codes from
-//! interface.md part 7 (plus `method_not_allowed` and `not_implemented`); each code knows
+//! interface.md part 7 (plus `method_not_allowed`, `not_implemented`, `request_timeout`
+//! and `quota_exceeded`); each code knows
 //! its HTTP status and default `retryable`. Internal causes are logged, never sent.
 
 use axum::http::{header, HeaderValue, StatusCode};
@@ -27,6 +28,10 @@ pub enum ErrorCode {
     MessageExpired,
     MediaTooLarge,
     MediaFetchFailed,
+    /// A request body was not sent within its deadline (408).
+    RequestTimeout,
+    /// The instance's share of something all tenants share (stored media) is used up.
+    QuotaExceeded,
     RateLimited,
     WorkerError,
     WorkerTimeout,
@@ -37,7 +42,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, for documentation and exhaustive tests.
-    pub const ALL: [ErrorCode; 22] = [
+    pub const ALL: [ErrorCode; 24] = [
         ErrorCode::ValidationFailed,
         ErrorCode::InvalidNumber,
         ErrorCode::Unauthorized,
@@ -54,6 +59,8 @@ impl ErrorCode {
         ErrorCode::MessageExpired,
         ErrorCode::MediaTooLarge,
         ErrorCode::MediaFetchFailed,
+        ErrorCode::RequestTimeout,
+        ErrorCode::QuotaExceeded,
         ErrorCode::RateLimited,
         ErrorCode::WorkerError,
         ErrorCode::WorkerTimeout,
@@ -81,6 +88,8 @@ impl ErrorCode {
             ErrorCode::MessageExpired => "message_expired",
             ErrorCode::MediaTooLarge => "media_too_large",
             ErrorCode::MediaFetchFailed => "media_fetch_failed",
+            ErrorCode::RequestTimeout => "request_timeout",
+            ErrorCode::QuotaExceeded => "quota_exceeded",
             ErrorCode::RateLimited => "rate_limited",
             ErrorCode::WorkerError => "worker_error",
             ErrorCode::WorkerTimeout => "worker_timeout",
@@ -105,7 +114,8 @@ impl ErrorCode {
             | ErrorCode::InstanceBanned
             | ErrorCode::InstanceNotPairing => StatusCode::CONFLICT,
             ErrorCode::MediaUnavailable | ErrorCode::MessageExpired => StatusCode::GONE,
-            ErrorCode::MediaTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::MediaTooLarge | ErrorCode::QuotaExceeded => StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ErrorCode::MediaFetchFailed => StatusCode::UNPROCESSABLE_ENTITY,
             ErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             ErrorCode::WorkerError => StatusCode::BAD_GATEWAY,
@@ -124,6 +134,7 @@ impl ErrorCode {
             self,
             ErrorCode::InstanceNotConnected
                 | ErrorCode::MediaFetchFailed
+                | ErrorCode::RequestTimeout
                 | ErrorCode::RateLimited
                 | ErrorCode::WorkerError
                 | ErrorCode::WorkerTimeout

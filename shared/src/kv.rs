@@ -35,6 +35,16 @@ impl Keys {
         format!("{}:sem:large_body", self.prefix)
     }
 
+    /// The large-body slots one instance holds (at most one): same shape.
+    pub fn large_body_instance_slots(&self, instance: &crate::ids::InstanceId) -> String {
+        format!("{}:sem:large_body:{instance}", self.prefix)
+    }
+
+    /// Open event streams of an instance, across API pods: holder ids scored by expiry.
+    pub fn event_streams(&self, instance: &crate::ids::InstanceId) -> String {
+        format!("{}:sem:events:{instance}", self.prefix)
+    }
+
     /// New number lookups of an instance in the last minute (sorted set by time).
     pub fn lookups_minute(&self, instance: &crate::ids::InstanceId) -> String {
         format!("{}:quota:lookups:{instance}:minute", self.prefix)

@@ -207,36 +207,27 @@ pub fn command(bin: &Path, role: &str, c: &Config) -> Command {
             cmd.env_remove(k);
         }
     }
+    // Every setting of `c`, so a process runs exactly the test's configuration.
+    let fields = serde_json::to_value(c).expect("the config serializes");
+    for (key, value) in fields.as_object().expect("an object") {
+        let value = match value {
+            Value::Null | Value::Object(_) => continue,
+            Value::String(s) => s.clone(),
+            Value::Array(items) => items
+                .iter()
+                .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_string))
+                .collect::<Vec<_>>()
+                .join(","),
+            other => other.to_string(),
+        };
+        cmd.env(format!("PACELINE_{}", key.to_ascii_uppercase()), value);
+    }
     cmd.arg(role)
-        .env("PACELINE_DATABASE_URL", &c.database_url)
         .env("PACELINE_DATABASE_SCHEMA", c.database_schema.as_deref().unwrap_or("public"))
         .env("PACELINE_DATABASE_MAX_CONNECTIONS", "5")
-        .env("PACELINE_REDIS_URL", &c.redis_url)
-        .env("PACELINE_NATS_URL", &c.nats_url)
-        .env("PACELINE_KEY_PREFIX", &c.key_prefix)
-        .env("PACELINE_SUBJECT_PREFIX", &c.subject_prefix)
-        .env("PACELINE_NETWORK", c.network.to_string())
-        .env("PACELINE_NETSIM_URL", c.netsim_url.as_str())
-        .env("PACELINE_LEASE_TTL_MS", c.lease_ttl_ms.to_string())
-        .env("PACELINE_WORKER_SCAN_MS", c.worker_scan_ms.to_string())
-        .env("PACELINE_PACING_GRACE_MIN_MS", c.pacing_grace_min_ms.to_string())
-        .env("PACELINE_PACING_GRACE_MAX_MS", c.pacing_grace_max_ms.to_string())
-        .env("PACELINE_PACING_RAMP_MS", c.pacing_ramp_ms.to_string())
-        .env("PACELINE_PACING_JITTER", c.pacing_jitter.to_string())
-        .env("PACELINE_NETSIM_REQUEST_TIMEOUT_MS", c.netsim_request_timeout_ms.to_string())
-        .env("PACELINE_QUEUE_RETRY_BASE_MS", c.queue_retry_base_ms.to_string())
-        .env("PACELINE_MEDIA_RETRY_BASE_MS", c.media_retry_base_ms.to_string())
-        .env("PACELINE_LARGE_BODY_SLOTS", c.large_body_slots.to_string())
-        .env("PACELINE_LARGE_BODY_SLOT_TTL_MS", c.large_body_slot_ttl_ms.to_string())
-        .env("PACELINE_LARGE_BODY_WAIT_MS", c.large_body_wait_ms.to_string())
-        .env("PACELINE_ALLOW_PRIVATE_TARGETS", c.allow_private_targets.to_string())
-        .env("PACELINE_DRAIN_MS", c.drain_ms.to_string())
         .env("PACELINE_LOG_LEVEL", "info")
         .stdin(Stdio::null())
         .stdout(Stdio::null());
-    if let Some(t) = &c.admin_token {
-        cmd.env("PACELINE_ADMIN_TOKEN", t);
-    }
     cmd
 }
 

@@ -4,6 +4,9 @@ pub const HTTP_REQUESTS: &str = "paceline_http_requests_total";
 pub const HTTP_DURATION: &str = "paceline_http_request_duration_seconds";
 pub const SEMAPHORE_HOLDERS: &str = "paceline_semaphore_holders";
 pub const SEMAPHORE_WAITERS: &str = "paceline_semaphore_waiters";
+pub const MEDIA_QUOTA_REFUSED: &str = "paceline_media_quota_refused_total";
+pub const EVENT_STREAMS: &str = "paceline_event_streams";
+pub const EVENT_STREAMS_REFUSED: &str = "paceline_event_streams_refused_total";
 
 /// Installs the process's recorder (if not yet) and describes the API's metrics.
 pub fn describe() {
@@ -11,6 +14,12 @@ pub fn describe() {
     metrics::describe_counter!(HTTP_REQUESTS, "HTTP requests answered, by route template, method and status");
     metrics::describe_gauge!(SEMAPHORE_HOLDERS, "large-body send slots held by this pod");
     metrics::describe_gauge!(SEMAPHORE_WAITERS, "large-body sends of this pod waiting for a slot");
+    metrics::describe_counter!(
+        MEDIA_QUOTA_REFUSED,
+        "media refused because its instance's media quota was used up, by source (sent, received)"
+    );
+    metrics::describe_gauge!(EVENT_STREAMS, "event streams (SSE) open on this pod");
+    metrics::describe_counter!(EVENT_STREAMS_REFUSED, "event streams refused, by limit (instance, pod)");
     metrics::describe_histogram!(
         HTTP_DURATION,
         metrics::Unit::Seconds,

@@ -41,8 +41,8 @@ pub struct Ctx {
     pub pacing: PacingDefaults,
     /// The first wait after a transient send failure (doubling per attempt).
     pub retry_base: Duration,
-    /// The first wait before a failed media download is tried again (doubling).
-    pub media_retry_base: Duration,
+    /// How received media is kept (retries, the instance's quota).
+    pub media: crate::receive::MediaPolicy,
 }
 
 /// Pacing settings that come from the config rather than the instance.

@@ -55,6 +55,10 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let worker_id = format!("wk_{}", uuid::Uuid::new_v4().simple());
     let ttl = Duration::from_millis(config.lease_ttl_ms);
     let leases = Leases::new(redis, kv::Keys::new(&config), worker_id.clone(), ttl);
+    let media = receive::MediaPolicy {
+        retry_base: Duration::from_millis(config.media_retry_base_ms),
+        quota: config.media_quota_bytes,
+    };
     let ctx = Arc::new(Ctx {
         db: pool.clone(),
         nats: nats.clone(),
@@ -70,7 +74,7 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
                 config.whatsapp_ws_url.as_deref(),
                 Duration::from_millis(config.whatsapp_connect_timeout_ms),
             )
-            .with_media_retry(Duration::from_millis(config.media_retry_base_ms)),
+            .with_media(media),
         ),
         default_network: config.network,
         pacing: actor::PacingDefaults {
@@ -81,7 +85,7 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
             ramp_start: config.pacing_ramp_start,
         },
         retry_base: Duration::from_millis(config.queue_retry_base_ms),
-        media_retry_base: Duration::from_millis(config.media_retry_base_ms),
+        media,
     });
     tracing::info!(worker_id, network = %config.network, "worker started");
     let mut w = Worker {

@@ -13,10 +13,15 @@ pub const QUEUE_DEPTH: &str = "paceline_queue_depth";
 pub const QUEUE_OLDEST: &str = "paceline_queue_oldest_age_seconds";
 pub const QUEUE_DEPTH_INSTANCE: &str = "paceline_queue_instance_depth";
 pub const QUEUE_OLDEST_INSTANCE: &str = "paceline_queue_instance_oldest_age_seconds";
+pub const MEDIA_QUOTA_REFUSED: &str = "paceline_media_quota_refused_total";
 
 pub fn describe() {
     shared::telemetry::prometheus();
     metrics::describe_gauge!(LEASES_HELD, "instance leases this worker holds");
+    metrics::describe_counter!(
+        MEDIA_QUOTA_REFUSED,
+        "received media logged unavailable because its instance's media quota was used up"
+    );
     metrics::describe_counter!(LEASE_ACQUIRED, "instance leases acquired (instance moves onto this worker)");
     metrics::describe_counter!(LEASE_LOST, "leases lost to expiry or another worker before release");
     metrics::describe_counter!(

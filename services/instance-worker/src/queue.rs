@@ -165,7 +165,7 @@ impl Actor {
     async fn outgoing(&mut self, m: &MessageRow) -> Result<Outgoing, Step> {
         let media = match m.content.get("media").and_then(|v| v.get("id")).and_then(|v| v.as_str()) {
             None => None,
-            Some(media_id) => match messages::get_media(&self.ctx.db, media_id).await {
+            Some(media_id) => match shared::db::media::get(&self.ctx.db, media_id).await {
                 Ok(Some(row)) => {
                     Some(Media { mime_type: row.mime_type, filename: row.filename, sha256: row.sha256, data: row.data })
                 }

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use shared::db::log::{self, Source};
-use shared::db::messages::{self, MediaBody};
+use shared::db::media::{self, MediaBody, MediaError};
 use shared::ErrorCode;
 
 use shared::db::log::Received;
@@ -35,6 +35,22 @@ impl Fetch for SessionFetch<'_> {
     }
 }
 
+/// How received media is kept: when a failed download is tried again, and how much an
+/// instance may store.
+#[derive(Debug, Clone, Copy)]
+pub struct MediaPolicy {
+    /// The first wait before a failed download is tried again (doubling per try).
+    pub retry_base: Duration,
+    /// Bytes of media the instance may store (`media_quota_bytes`).
+    pub quota: u64,
+}
+
+impl Default for MediaPolicy {
+    fn default() -> Self {
+        MediaPolicy { retry_base: Duration::from_secs(30), quota: 2 * 1024 * 1024 * 1024 }
+    }
+}
+
 /// The batch as the log keeps it: media not logged before downloaded and stored, the
 /// content pointing at it. Media the network no longer has is recorded as expired; a
 /// download that fails for a passing reason is stored pending, to be tried again after
@@ -44,7 +60,7 @@ pub async fn prepare(
     instance: &InstanceId,
     batch: Vec<Incoming>,
     fetch: &dyn Fetch,
-    retry_in: Duration,
+    policy: MediaPolicy,
 ) -> Vec<Received> {
     let keys: Vec<(&str, &str)> = batch
         .iter()
@@ -69,10 +85,19 @@ pub async fn prepare(
                 Err(e) if e.code == ErrorCode::MediaUnavailable => MediaBody::Expired,
                 Err(e) => {
                     tracing::warn!(error = %e, "downloading received media failed; it will be tried again");
-                    MediaBody::Pending { remote: &again, retry_in }
+                    MediaBody::Pending { remote: &again, retry_in: policy.retry_base }
                 }
             };
-            match messages::store_media(db, instance, &remote.mime_type, remote.filename.as_deref(), body).await {
+            let (mime, name) = (&remote.mime_type, remote.filename.as_deref());
+            let stored = match media::store(db, instance, mime, name, body, policy.quota).await {
+                Err(MediaError::QuotaExceeded) => {
+                    tracing::warn!(instance_id = %instance, "received media is over the instance's quota; logged unavailable");
+                    metrics::counter!(crate::metrics::MEDIA_QUOTA_REFUSED, "source" => "received").increment(1);
+                    media::store(db, instance, mime, name, MediaBody::Expired, policy.quota).await
+                }
+                other => other,
+            };
+            match stored {
                 Ok((_, desc)) => message.content["media"] = desc,
                 Err(e) => tracing::warn!(error = %e, "storing received media failed"),
             }
@@ -119,9 +144,9 @@ pub async fn write(
 impl Actor {
     /// Logs messages from the network; a refused fence ends the actor's hold.
     pub(crate) async fn receive(&mut self, session: &dyn Session, batch: Vec<Incoming>, source: Source) -> Step {
-        let msgs = prepare(&self.ctx.db, &self.id, batch, &SessionFetch(session), self.ctx.media_retry_base).await;
+        let msgs = prepare(&self.ctx.db, &self.id, batch, &SessionFetch(session), self.ctx.media).await;
         if msgs.iter().any(|m| m.content["media"]["pending"] == true) {
-            self.media_retry_at = self.media_retry_at.min(tokio::time::Instant::now() + self.ctx.media_retry_base);
+            self.media_retry_at = self.media_retry_at.min(tokio::time::Instant::now() + self.ctx.media.retry_base);
         }
         match write(&self.ctx.db, &self.id, self.epoch, &msgs, source).await {
             Ok(Some(_)) => Step::Continue,
@@ -147,10 +172,6 @@ impl Actor {
     }
 }
 
-/// The most a download may bring to be stored (Postgres `bytea` holds under 1 GiB);
-/// larger media is recorded as unavailable rather than retried.
-const MEDIA_STORE_MAX: usize = 1_000 * 1024 * 1024;
-
 impl Actor {
     /// Tries again one download that is due, records its outcome (fenced) and sets when
     /// to look next. One per round, so the actor's other work (RPCs, sends, events)
@@ -159,14 +180,14 @@ impl Actor {
     pub(crate) async fn retry_media(&mut self, session: &dyn Session) -> Step {
         let later = |base: Duration| tokio::time::Instant::now() + base.max(Duration::from_secs(5));
         if self.state != shared::db::instances::InstanceState::Connected {
-            self.media_retry_at = later(self.ctx.media_retry_base);
+            self.media_retry_at = later(self.ctx.media.retry_base);
             return Step::Continue;
         }
         let due = match log::pending_media(&self.ctx.db, &self.id, 1).await {
             Ok(due) => due,
             Err(e) => {
                 tracing::warn!(error = %e, "reading pending media failed");
-                self.media_retry_at = later(self.ctx.media_retry_base);
+                self.media_retry_at = later(self.ctx.media.retry_base);
                 return Step::Continue;
             }
         };
@@ -186,10 +207,18 @@ impl Actor {
             } else {
                 session.download(&remote).await
             };
+            let room = match &bytes {
+                Ok(_) => media::usage(&self.ctx.db, &self.id)
+                    .await
+                    .map(|used| self.ctx.media.quota.saturating_sub(used.max(0) as u64))
+                    .unwrap_or(0),
+                Err(_) => 0,
+            };
             let fetched = match &bytes {
-                Ok(b) if b.len() <= MEDIA_STORE_MAX => log::Fetched::Data(b),
+                Ok(b) if b.len() as u64 <= room => log::Fetched::Data(b),
                 Ok(_) => {
-                    tracing::warn!("received media is too large to store; recorded as unavailable");
+                    tracing::warn!(instance_id = %self.id, "received media is over the instance's quota; recorded as unavailable");
+                    metrics::counter!(crate::metrics::MEDIA_QUOTA_REFUSED, "source" => "received").increment(1);
                     log::Fetched::Gone
                 }
                 Err(e) if e.code == ErrorCode::MediaUnavailable => log::Fetched::Gone,
@@ -199,7 +228,7 @@ impl Actor {
                     );
                     log::Fetched::Gone
                 }
-                Err(_) => log::Fetched::Later(media_backoff(self.ctx.media_retry_base, m.fetch_attempts + 1)),
+                Err(_) => log::Fetched::Later(media_backoff(self.ctx.media.retry_base, m.fetch_attempts + 1)),
             };
             match log::resolve_media(&self.ctx.db, &self.id, self.epoch, m, fetched).await {
                 Ok(true) => {}
@@ -208,7 +237,7 @@ impl Actor {
                     // Nothing recorded: the row is still due. Wait before the next try
                     // rather than fetching it again at once.
                     tracing::warn!(error = %e, "recording a media download failed");
-                    self.media_retry_at = later(self.ctx.media_retry_base);
+                    self.media_retry_at = later(self.ctx.media.retry_base);
                     return Step::Continue;
                 }
             }
@@ -221,7 +250,7 @@ impl Actor {
             Ok(Some(wait)) if found => now + wait,
             Ok(Some(wait)) => now + wait.max(Duration::from_secs(1)),
             Ok(None) => now + MEDIA_LOOK_EVERY,
-            Err(_) => later(self.ctx.media_retry_base),
+            Err(_) => later(self.ctx.media.retry_base),
         };
         Step::Continue
     }

@@ -555,3 +555,32 @@ async fn hostile_media_locators_leave_the_worker_up_and_bounded() {
     let peak = peak_rss(worker.id());
     assert!(peak < 256 * 1024 * 1024, "the worker's memory stayed bounded: peak {} MB", peak >> 20);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn received_media_past_the_instance_quota_is_logged_unavailable() {
+    let c = Cluster::start(bin(), 1, |cfg| cfg.media_quota_bytes = 1_000).await;
+    c.phone(A, false).await;
+    c.phone(B, false).await;
+    let (inst, token) = c.paired_instance("recv-quota", A).await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    let own = c.api.client(Some(token));
+    let send = |n: usize, caption: &'static str| {
+        let data = base64::engine::general_purpose::STANDARD.encode(vec![1u8; n]);
+        json!({ "to": A, "type": "image", "text": caption, "media": { "data": data, "mime_type": "image/png" } })
+    };
+    for (n, caption) in [(700, "fits"), (700, "over"), (200, "fits too")] {
+        c.netsim().post(&format!("/control/phones/{B}/messages"), &send(n, caption)).await.expect(201);
+        // One at a time, so which one crosses the quota is known.
+        wait_for(Duration::from_secs(20), || async {
+            chat_messages(&own, &id, B).await.iter().any(|m| m["content"]["caption"] == caption).then_some(())
+        })
+        .await
+        .expect("logged");
+    }
+    let msgs = chat_messages(&own, &id, B).await;
+    let media: Vec<(&str, bool)> = msgs
+        .iter()
+        .map(|m| (m["content"]["caption"].as_str().unwrap(), m["content"]["media"]["expired"] == true))
+        .collect();
+    assert_eq!(media, [("fits too", false), ("over", true), ("fits", false)]);
+}

@@ -42,9 +42,14 @@ async fn slots_cap_large_sends_across_two_api_processes() {
     let a = ApiProc::start(bin(), &config).await;
     let b = ApiProc::start(bin(), &config).await;
     let admin = config.admin_token.clone();
-    let inst = a.client(admin.clone()).post("/v1/instances", &json!({ "name": "big" })).await.expect(201);
-    let token = inst["token"].as_str().unwrap().to_string();
-    let path = format!("/v1/instances/{}/messages", inst["instance"]["id"].as_str().unwrap());
+    // Four instances: each may hold one slot at a time, so the three fill up.
+    let mut senders = Vec::new();
+    for n in 0..4 {
+        let inst =
+            a.client(admin.clone()).post("/v1/instances", &json!({ "name": format!("big-{n}") })).await.expect(201);
+        let token = inst["token"].as_str().unwrap().to_string();
+        senders.push((token, format!("/v1/instances/{}/messages", inst["instance"]["id"].as_str().unwrap())));
+    }
 
     let redis = shared::kv::connect(&config).unwrap();
     let key = shared::kv::Keys::new(&config).large_body_slots();
@@ -63,8 +68,8 @@ async fn slots_cap_large_sends_across_two_api_processes() {
     });
     let mut tasks = Vec::new();
     for i in 0..8 {
-        let client = if i % 2 == 0 { a.client(Some(token.clone())) } else { b.client(Some(token.clone())) };
-        let path = path.clone();
+        let (token, path) = senders[i % 4].clone();
+        let client = if i % 2 == 0 { a.client(Some(token)) } else { b.client(Some(token)) };
         tasks.push(tokio::spawn(async move { post_large(&client, &path, 0.6).await.status }));
     }
     let mut statuses = Vec::new();
@@ -79,6 +84,7 @@ async fn slots_cap_large_sends_across_two_api_processes() {
     assert!(max <= 3, "never more than the slots");
     assert_eq!(max, 3, "the slots were used in full");
     // Small bodies never wait for a slot.
+    let (token, path) = senders[0].clone();
     a.client(Some(token))
         .post(&path, &json!({ "to": "5511999990001", "type": "text", "text": "small" }))
         .await
@@ -133,4 +139,46 @@ async fn waiting_too_long_gives_503_and_a_crashed_pods_slot_expires() {
     let path = format!("/v1/instances/{}/messages", inst["id"].as_str().unwrap());
     let r = post_large(&api.client(Some(token)), &path, 0.0).await;
     assert_eq!(r.status, 202, "{}", r.text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_instance_holds_one_slot_and_a_stalled_body_gives_it_back() {
+    let mut config = test_config();
+    config.large_body_slots = 3;
+    config.large_body_wait_ms = 20_000;
+    config.large_body_read_timeout_ms = 1_500;
+    let api = TestApi::start_with(config.clone()).await;
+    let (greedy, greedy_token) = api.create_instance("greedy").await;
+    let (other, other_token) = api.create_instance("other").await;
+    let greedy_path = format!("/v1/instances/{}/messages", greedy["id"].as_str().unwrap());
+    let other_path = format!("/v1/instances/{}/messages", other["id"].as_str().unwrap());
+    let redis = shared::kv::connect(&config).unwrap();
+    let key = shared::kv::Keys::new(&config).large_body_slots();
+    let held = || async {
+        let mut conn = redis.get().await.unwrap();
+        let n: usize = redis::cmd("ZCARD").arg(&key).query_async(&mut conn).await.unwrap();
+        n
+    };
+
+    // Three slow uploads from one instance: one holds a slot, two wait for it.
+    let own = api.client(Some(greedy_token));
+    let mut slow = Vec::new();
+    for _ in 0..3 {
+        let (own, path) = (own.clone(), greedy_path.clone());
+        slow.push(tokio::spawn(async move { post_large(&own, &path, 1.0).await.status }));
+    }
+    wait_for(Duration::from_secs(5), || async { (held().await == 1).then_some(()) }).await.expect("one slot taken");
+    // Another instance's large send still finds a free slot at once.
+    let started = std::time::Instant::now();
+    let r = post_large(&api.client(Some(other_token)), &other_path, 0.0).await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    assert!(started.elapsed() < Duration::from_secs(5), "it did not wait for the greedy instance");
+    for t in slow {
+        assert_eq!(t.await.unwrap(), 202, "the greedy instance's sends went one at a time");
+    }
+
+    // A body that stalls past the read deadline is cut off (408) and its slot freed.
+    let stalled = post_large(&own, &greedy_path, 6.0).await;
+    stalled.expect_error(408, "request_timeout");
+    assert_eq!(held().await, 0, "the slot went back");
 }

@@ -41,7 +41,7 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let relay = tokio::spawn(relay::run(pool.clone(), js.clone(), subjects.clone(), shutdown.clone()));
     let fanout = tokio::spawn(fanout::run(pool.clone(), js, subjects, exec.clone(), shutdown.clone()));
     let retry = tokio::spawn(retry::run(pool.clone(), exec.clone(), shutdown.clone()));
-    let retention = tokio::spawn(retention::run(pool.clone(), shutdown.clone()));
+    let retention = tokio::spawn(retention::run(pool.clone(), config.media_retention_days, shutdown.clone()));
     shutdown.cancelled().await;
     let _ = tokio::join!(relay, fanout, retry, retention);
     // Attempts in flight get a short grace; what is left is handed back to other pods.

@@ -1,6 +1,8 @@
-//! Prunes events and deliveries past `bus::EVENTS_RETENTION` (`db::retention`), every
-//! few minutes, in batches so no statement holds locks for long. Every dispatcher pod
-//! runs it; the deletes are idempotent, so pods overlapping costs only a little work.
+//! Prunes events and deliveries past `bus::EVENTS_RETENTION` (`db::retention`), media
+//! no message took (`db::media::collect_unclaimed`) and the bytes of media past
+//! `media_retention_days` (`db::media::expire_before`), every few minutes, in batches
+//! so no statement holds locks for long; and reports the media stored. Every dispatcher
+//! pod runs it; the deletes are idempotent, so pods overlapping costs only a little work.
 
 use std::time::Duration;
 
@@ -10,7 +12,7 @@ const EVERY: Duration = Duration::from_secs(600);
 const FIRST_AFTER: Duration = Duration::from_secs(60);
 const BATCH: i64 = 5_000;
 
-pub async fn run(db: sqlx::PgPool, shutdown: shared::Shutdown) {
+pub async fn run(db: sqlx::PgPool, retention_days: u32, shutdown: shared::Shutdown) {
     let mut wait = FIRST_AFTER;
     loop {
         tokio::select! {
@@ -43,5 +45,48 @@ pub async fn run(db: sqlx::PgPool, shutdown: shared::Shutdown) {
                 }
             }
         }
+        collect_media(&db, retention_days, &shutdown).await;
+    }
+}
+
+/// Removes unclaimed media past its grace, drops the bytes of media past its retention,
+/// then sets the stored-media gauge.
+async fn collect_media(db: &sqlx::PgPool, retention_days: u32, shutdown: &shared::Shutdown) {
+    let cutoff = chrono::Utc::now() - chrono::Duration::days(retention_days.into());
+    while !shutdown.is_cancelled() {
+        match shared::db::media::expire_before(db, cutoff, BATCH).await {
+            Ok(n) if n == BATCH as u64 => continue,
+            Ok(n) => {
+                if n > 0 {
+                    tracing::info!(media = n, "media past its retention expired");
+                }
+                break;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "expiring media past its retention failed");
+                break;
+            }
+        }
+    }
+    while !shutdown.is_cancelled() {
+        match shared::db::media::collect_unclaimed(db, BATCH).await {
+            Ok(n) => {
+                if n > 0 {
+                    tracing::info!(media = n, "collected media no message refers to");
+                    metrics::counter!(crate::metrics::MEDIA_COLLECTED).increment(n);
+                }
+                if n < BATCH as u64 {
+                    break;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "collecting unclaimed media failed");
+                break;
+            }
+        }
+    }
+    match shared::db::media::total_usage(db).await {
+        Ok(bytes) => metrics::gauge!(crate::metrics::MEDIA_STORED_BYTES).set(bytes as f64),
+        Err(e) => tracing::warn!(error = %e, "reading the media stored failed"),
     }
 }

@@ -146,6 +146,9 @@ pub async fn record_received(
     let new: std::collections::HashSet<&str> = inserted.iter().map(|r| r.0.as_str()).collect();
     let fresh: Vec<(&MessageId, &Received)> =
         ids.iter().zip(msgs).filter(|(id, _)| new.contains(id.as_str())).collect();
+    // The media the new rows carry is theirs now: never collected.
+    let media: Vec<&str> = fresh.iter().filter_map(|(_, m)| m.content.get("media")?.get("id")?.as_str()).collect();
+    crate::db::media::claim(&mut *tx, instance, &media).await?;
 
     // Reactions and history do not count as unread; the account's own messages read
     // everything before them.
@@ -453,7 +456,7 @@ pub async fn known(
     Ok(rows.into_iter().collect())
 }
 
-/// Received media still to be downloaded (`db::messages::MediaBody::Pending`).
+/// Received media still to be downloaded (`db::media::MediaBody::Pending`).
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct PendingMedia {
     pub id: crate::ids::MediaId,
@@ -498,7 +501,6 @@ pub async fn resolve_media(
     media: &PendingMedia,
     fetched: Fetched<'_>,
 ) -> Result<bool, sqlx::Error> {
-    use crate::db::messages::{media_descriptor, MediaBody};
     let mut tx = pool.begin().await?;
     if !fence(&mut tx, instance, epoch).await? {
         return Ok(false);
@@ -517,28 +519,33 @@ pub async fn resolve_media(
             tx.commit().await?;
             return Ok(true);
         }
-        Fetched::Data(d) => MediaBody::Data(d),
-        Fetched::Gone => MediaBody::Expired,
+        Fetched::Data(d) => Some(d),
+        Fetched::Gone => None,
     };
     let r = &media.remote;
     let (mime, filename) = (r["mime_type"].as_str().unwrap_or("application/octet-stream"), r["filename"].as_str());
-    let desc = media_descriptor(&media.id, mime, filename, body);
-    let data = match body {
-        MediaBody::Data(d) => Some(d),
-        _ => None,
-    };
-    sqlx::query(
-        "UPDATE media SET data = $3, size = $4, sha256 = $5, expired = $6, remote = NULL, fetch_after = NULL \
+    let sha = body.map(crate::db::media::sha256_hex);
+    let stored = body.zip(sha.as_deref()).map(|(d, sha)| (d.len() as u64, sha));
+    let mut desc = crate::db::media::descriptor(&media.id, mime, filename, stored);
+    if body.is_none() {
+        desc["expired"] = Value::Bool(true);
+    }
+    let still_pending = sqlx::query(
+        "UPDATE media SET size = $3, sha256 = $4, expired = $5, remote = NULL, fetch_after = NULL \
          WHERE id = $1 AND instance_id = $2 AND remote IS NOT NULL",
     )
     .bind(&media.id)
     .bind(instance)
-    .bind(data)
-    .bind(desc["size"].as_i64().unwrap_or(0))
-    .bind(desc["sha256"].as_str().unwrap_or_default())
-    .bind(data.is_none())
+    .bind(stored.map_or(0, |(n, _)| n as i64))
+    .bind(sha.as_deref().unwrap_or_default())
+    .bind(body.is_none())
     .execute(&mut *tx)
-    .await?;
+    .await?
+    .rows_affected()
+        == 1;
+    if let (true, Some(data)) = (still_pending, body) {
+        crate::db::media::write_chunks(&mut tx, &media.id, data).await?;
+    }
     let updated: Option<(MessageId, String, String)> = sqlx::query_as(
         "UPDATE log_messages SET content = jsonb_set(content, '{media}', $4) \
          WHERE instance_id = $1 AND chat_jid = $2 AND wa_message_id = $3 AND content->'media'->>'id' = $5 \

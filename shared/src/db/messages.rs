@@ -1,4 +1,4 @@
-//! The `messages` and `media` tables: the send queue and its log. Worker writes are
+//! The `messages` table: the send queue and its log (media is `db::media`). Worker writes are
 //! fenced on the instance's lease epoch (the instance row is share-locked for the
 //! statement, so a takeover's claim cannot slip between the check and the commit) and
 //! each status change writes its outbox event in the same transaction.
@@ -8,7 +8,7 @@ use serde::Serialize;
 use sqlx::{PgExecutor, PgPool};
 
 use crate::db::outbox;
-use crate::ids::{InstanceId, MediaId, MessageId};
+use crate::ids::{InstanceId, MessageId};
 
 /// A row of `messages`.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -140,7 +140,10 @@ pub async fn enqueue(pool: &PgPool, batch: &[NewMessage]) -> Result<Vec<Queued>,
            ON CONFLICT ON CONSTRAINT messages_client_id_key DO NOTHING RETURNING {COLUMNS}), \
          ev AS ( \
            INSERT INTO outbox (id, instance_id, type, payload, created_at) \
-           SELECT t.event_id, ins.instance_id, 'message.queued', t.event, $12 FROM ins JOIN input t ON t.id = ins.id) \
+           SELECT t.event_id, ins.instance_id, 'message.queued', t.event, $12 FROM ins JOIN input t ON t.id = ins.id), \
+         claimed AS ( \
+           UPDATE media SET claimed = true \
+           WHERE id IN (SELECT content->'media'->>'id' FROM ins WHERE content ? 'media') AND NOT claimed) \
          SELECT {COLUMNS} FROM ins"
     ))
     .bind(col(|m| m.id.to_string()))
@@ -166,20 +169,25 @@ pub async fn enqueue(pool: &PgPool, batch: &[NewMessage]) -> Result<Vec<Queued>,
             continue;
         }
         let existing = match &m.client_message_id {
-            Some(key) => {
-                sqlx::query_as(&format!(
-                    "SELECT {COLUMNS} FROM messages WHERE instance_id = $1 AND client_message_id = $2"
-                ))
-                .bind(&m.instance_id)
-                .bind(key)
-                .fetch_optional(pool)
-                .await?
-            }
+            Some(key) => by_client_id(pool, &m.instance_id, key).await?,
             None => None,
         };
         out.push(existing.map_or(Queued::Refused, Queued::Existing));
     }
     Ok(out)
+}
+
+/// The message an instance queued under `client_message_id`, if any.
+pub async fn by_client_id(
+    db: impl PgExecutor<'_>,
+    instance: &InstanceId,
+    key: &str,
+) -> Result<Option<MessageRow>, sqlx::Error> {
+    sqlx::query_as(&format!("SELECT {COLUMNS} FROM messages WHERE instance_id = $1 AND client_message_id = $2"))
+        .bind(instance)
+        .bind(key)
+        .fetch_optional(db)
+        .await
 }
 
 pub async fn get(db: impl PgExecutor<'_>, instance: &InstanceId, id: &str) -> Result<Option<MessageRow>, sqlx::Error> {
@@ -326,120 +334,4 @@ pub async fn fail_idle(pool: &PgPool, limit: i64) -> Result<Vec<MessageRow>, sql
     }
     tx.commit().await?;
     Ok(rows)
-}
-
-/// Stored media.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct MediaRow {
-    pub id: MediaId,
-    pub mime_type: String,
-    pub filename: Option<String>,
-    pub size: i64,
-    pub sha256: String,
-    pub data: Vec<u8>,
-}
-
-/// What is stored of a piece of media.
-#[derive(Debug, Clone, Copy)]
-pub enum MediaBody<'a> {
-    /// The bytes.
-    Data(&'a [u8]),
-    /// The network no longer had it: `expired`, served as 410 `media_unavailable`.
-    Expired,
-    /// Not downloaded yet (a passing failure): `remote` says where to fetch it again, and
-    /// the instance's worker retries it after `retry_in` (`db::log::resolve_media`).
-    Pending { remote: &'a serde_json::Value, retry_in: std::time::Duration },
-}
-
-/// Stores media for `instance` and returns its id with the `media` descriptor messages
-/// carry (`id`, `mime_type`, `filename`, `size`, `sha256`, plus `expired: true` or
-/// `pending: true` when there are no bytes yet).
-pub async fn store_media(
-    db: impl PgExecutor<'_>,
-    instance: &InstanceId,
-    mime_type: &str,
-    filename: Option<&str>,
-    body: MediaBody<'_>,
-) -> Result<(MediaId, serde_json::Value), sqlx::Error> {
-    let id = MediaId::new();
-    let (data, remote, retry_ms) = match body {
-        MediaBody::Data(d) => (Some(d), None, None),
-        MediaBody::Expired => (None, None, None),
-        MediaBody::Pending { remote, retry_in } => (None, Some(remote), Some(retry_in.as_millis() as i64)),
-    };
-    let desc = media_descriptor(&id, mime_type, filename, body);
-    sqlx::query(
-        "INSERT INTO media (id, instance_id, mime_type, filename, size, sha256, data, expired, remote, fetch_after) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now() + $10 * interval '1 millisecond')",
-    )
-    .bind(&id)
-    .bind(instance)
-    .bind(mime_type)
-    .bind(filename)
-    .bind(desc["size"].as_i64().unwrap_or(0))
-    .bind(desc["sha256"].as_str().unwrap_or_default())
-    .bind(data)
-    .bind(matches!(body, MediaBody::Expired))
-    .bind(remote)
-    .bind(retry_ms)
-    .execute(db)
-    .await?;
-    Ok((id, desc))
-}
-
-/// The `media` descriptor of a message's content.
-pub fn media_descriptor(
-    id: &MediaId,
-    mime_type: &str,
-    filename: Option<&str>,
-    body: MediaBody<'_>,
-) -> serde_json::Value {
-    use sha2::{Digest, Sha256};
-    let (size, sha) = match body {
-        MediaBody::Data(d) => (d.len() as i64, hex::encode(Sha256::digest(d))),
-        _ => (0, String::new()),
-    };
-    let mut desc =
-        serde_json::json!({ "id": id, "mime_type": mime_type, "filename": filename, "size": size, "sha256": sha });
-    match body {
-        MediaBody::Data(_) => {}
-        MediaBody::Expired => desc["expired"] = serde_json::Value::Bool(true),
-        MediaBody::Pending { .. } => desc["pending"] = serde_json::Value::Bool(true),
-    }
-    desc
-}
-
-/// Media as `/media/...` serves it.
-#[derive(Debug)]
-pub enum Serving {
-    Data { mime_type: String, filename: Option<String>, data: Vec<u8> },
-    Expired,
-    Pending,
-}
-
-/// A media row as serving reads it: (mime type, filename, bytes unless expired, expired,
-/// pending).
-type ServingRow = (String, Option<String>, Option<Vec<u8>>, bool, bool);
-
-pub async fn media_for_serving(db: impl PgExecutor<'_>, id: &str) -> Result<Option<Serving>, sqlx::Error> {
-    let row: Option<ServingRow> = sqlx::query_as(
-        "SELECT mime_type, filename, CASE WHEN expired THEN NULL ELSE data END, expired, remote IS NOT NULL FROM media WHERE id = $1",
-    )
-    .bind(id)
-    .fetch_optional(db)
-    .await?;
-    Ok(row.map(|(mime_type, filename, data, expired, pending)| match data {
-        Some(data) => Serving::Data { mime_type, filename, data },
-        None if pending && !expired => Serving::Pending,
-        None => Serving::Expired,
-    }))
-}
-
-pub async fn get_media(db: impl PgExecutor<'_>, id: &str) -> Result<Option<MediaRow>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT id, mime_type, filename, size, sha256, COALESCE(data, ''::bytea) AS data FROM media WHERE id = $1",
-    )
-    .bind(id)
-    .fetch_optional(db)
-    .await
 }

@@ -4,6 +4,7 @@
 pub mod deliveries;
 pub mod instances;
 pub mod log;
+pub mod media;
 pub mod messages;
 pub mod number_checks;
 pub mod outbox;

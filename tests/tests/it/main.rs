@@ -8,6 +8,7 @@ mod events;
 mod fencing;
 mod instances;
 mod leases;
+mod media;
 mod messages;
 mod operation;
 mod proxy;

@@ -30,7 +30,10 @@ pub struct Signed {
     pub sig: Option<String>,
 }
 
-/// Media bytes by signed URL (as the chat history hands them out, valid 1 h).
+/// Media bytes by signed URL (as the chat history hands them out, valid 1 h), streamed.
+/// Raster images, audio, video and PDF are served `inline`, anything else as an
+/// `attachment`; always with `X-Content-Type-Options: nosniff` and
+/// `Content-Security-Policy: sandbox`.
 #[utoipa::path(get, path = "/media/{media_id}", tag = "chats",
     params(("media_id" = MediaId, Path, description = "media id"), Signed),
     responses(
@@ -57,30 +60,89 @@ async fn serve(
     if !state.media_urls.verify(&id, exp, sig, chrono::Utc::now()) {
         return Err(forbidden());
     }
-    use shared::db::messages::Serving;
-    let (mime, filename, data) = match shared::db::messages::media_for_serving(&state.db, &id).await? {
+    use shared::db::media::{self, Meta};
+    let (mime, filename, size) = match media::meta(&state.db, &id).await? {
         None => return Err(ApiError::not_found("media")),
-        Some(Serving::Expired) => {
+        Some(Meta::Expired) => {
             return Err(ApiError::new(ErrorCode::MediaUnavailable, "the network no longer had this media"))
         }
-        Some(Serving::Pending) => return Err(ApiError::new(
+        Some(Meta::Pending) => return Err(ApiError::new(
             ErrorCode::WorkerError,
             "this media is not downloaded yet: the network did not give it, and the worker retries in the background",
         )
         .with_retryable(true)),
-        Some(Serving::Data { mime_type, filename, data }) => (mime_type, filename, data),
+        Some(Meta::Stored { mime_type, filename, size }) => (mime_type, filename, size),
     };
-    let disposition = match filename {
-        Some(f) => format!("inline; filename=\"{}\"", f.replace(['"', '\\', '\r', '\n'], "_")),
-        None => "inline".into(),
-    };
+    // The bytes a chunk at a time: a reader never holds more than one in memory.
+    let db = state.db.clone();
+    let chunks = futures::stream::try_unfold(0i32, move |seq| {
+        let (db, id) = (db.clone(), id.clone());
+        async move {
+            let chunk = media::chunk(&db, &id, seq).await.map_err(std::io::Error::other)?;
+            Ok::<_, std::io::Error>(chunk.map(|c| (bytes::Bytes::from(c), seq + 1)))
+        }
+    });
+    let (content_type, disposition) = presentation(&mime, filename.as_deref());
     Ok((
         [
-            (header::CONTENT_TYPE, mime),
+            (header::CONTENT_TYPE, content_type),
             (header::CONTENT_DISPOSITION, disposition),
+            (header::CONTENT_LENGTH, size.to_string()),
             (header::CACHE_CONTROL, "private, max-age=3600".to_string()),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
+            (header::CONTENT_SECURITY_POLICY, "sandbox".to_string()),
         ],
-        data,
+        axum::body::Body::from_stream(chunks),
     )
         .into_response())
+}
+
+/// How media is presented to a browser. Its type came from a sender, a remote server or
+/// a client, so only types a browser shows without running anything (raster images,
+/// audio, video, PDF) are served inline; everything else is an attachment. Either way
+/// the answer carries `nosniff` and a `sandbox` CSP (set by the caller), so nothing
+/// served here runs script on our origin.
+fn presentation(mime: &str, filename: Option<&str>) -> (String, String) {
+    let essence = mime.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    let printable = !essence.is_empty() && essence.bytes().all(|b| b.is_ascii_graphic());
+    let content_type = if printable { essence.clone() } else { "application/octet-stream".to_string() };
+    let inline = SAFE_INLINE.contains(&essence.as_str())
+        || (printable && (essence.starts_with("audio/") || essence.starts_with("video/")));
+    let kind = if inline { "inline" } else { "attachment" };
+    let disposition = match filename {
+        Some(f) => {
+            let safe: String = f
+                .chars()
+                .map(|c| if (c.is_ascii_graphic() && !matches!(c, '"' | '\\' | ';')) || c == ' ' { c } else { '_' })
+                .collect();
+            format!("{kind}; filename=\"{safe}\"")
+        }
+        None => kind.to_string(),
+    };
+    (content_type, disposition)
+}
+
+/// Types served inline besides audio and video: raster images and PDF (not SVG, which
+/// is a document that can carry script).
+const SAFE_INLINE: [&str; 7] =
+    ["image/png", "image/jpeg", "image/gif", "image/webp", "image/avif", "image/bmp", "application/pdf"];
+
+#[cfg(test)]
+mod tests {
+    use super::presentation;
+
+    #[test]
+    fn only_safe_types_are_inline() {
+        assert_eq!(presentation("image/png", None), ("image/png".into(), "inline".into()));
+        assert_eq!(presentation("IMAGE/JPEG; q=1", None).1, "inline");
+        assert_eq!(presentation("audio/ogg; codecs=opus", None), ("audio/ogg".into(), "inline".into()));
+        assert_eq!(presentation("video/mp4", None).1, "inline");
+        assert_eq!(presentation("application/pdf", Some("a.pdf")).1, "inline; filename=\"a.pdf\"");
+        for hostile in ["text/html", "image/svg+xml", "application/xhtml+xml", "text/xml", "application/javascript", ""]
+        {
+            assert!(presentation(hostile, None).1.starts_with("attachment"), "{hostile}");
+        }
+        assert_eq!(presentation("text/html\r\nX: y", None).0, "application/octet-stream");
+        assert_eq!(presentation("x/y", Some("a\"b\r\n.html")).1, "attachment; filename=\"a_b__.html\"");
+    }
 }

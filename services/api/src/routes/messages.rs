@@ -11,10 +11,11 @@ use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use shared::db::instances::{self, InstanceState};
+use shared::db::media::{self, MediaBody, MediaError, MediaWriter};
 use shared::db::messages::{self, MessageRow, NewMessage, Queued};
 use shared::error::ErrorBody;
 use shared::fetch::FetchError;
-use shared::ids::{InstanceId, MessageId};
+use shared::ids::{InstanceId, MediaId, MessageId};
 use shared::message::{self, MediaSource, MessageIn, MessageType};
 use shared::{ApiError, ErrorCode};
 use utoipa::{IntoParams, ToSchema};
@@ -22,6 +23,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::{InstanceAccess, ValidatedJson, ValidatedQuery};
+use crate::semaphore::{Slot, SlotHeld};
 use crate::state::AppState;
 
 /// Body limit of `POST {inst}/messages` (media as base64).
@@ -108,9 +110,10 @@ pub struct SendQuery {
         (status = 404, description = "`instance_not_found`", body = ErrorBody),
         (status = 409, description = "`conflict`: client_message_id reused with other content; `instance_banned`; with wait=true `instance_not_connected`", body = ErrorBody),
         (status = 410, description = "`message_expired` (wait=true)", body = ErrorBody),
-        (status = 413, description = "`media_too_large`: body over 140 MB or media over its type's limit", body = ErrorBody),
+        (status = 408, description = "`request_timeout`: a body over 1 MB was not received within `large_body_read_timeout_ms`", body = ErrorBody),
+        (status = 413, description = "`media_too_large`: body over 140 MB or media over its type's limit; `quota_exceeded`: the instance's media storage quota is used up", body = ErrorBody),
         (status = 422, description = "`media_fetch_failed`: media.url could not be downloaded", body = ErrorBody),
-        (status = 503, description = "`rate_limited`: a body over 1 MB waited too long for one of the cluster's large-send slots; or `shutting_down`", body = ErrorBody),
+        (status = 503, description = "`rate_limited`: a body over 1 MB, or a `media.url` download, waited too long for one of the cluster's large-send slots (one per instance); or `shutting_down`", body = ErrorBody),
         (status = 502, description = "`worker_error` (wait=true)", body = ErrorBody),
         (status = 504, description = "`worker_timeout` (wait=true)", body = ErrorBody),
     ),
@@ -118,6 +121,7 @@ pub struct SendQuery {
 async fn send(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
+    held: Option<axum::Extension<SlotHeld>>,
     ValidatedQuery(q): ValidatedQuery<SendQuery>,
     ValidatedJson(body): ValidatedJson<MessageIn>,
 ) -> Result<(StatusCode, Json<MessageOut>), ApiError> {
@@ -131,7 +135,7 @@ async fn send(
                 .min(WAIT_CEILING),
         ),
     };
-    let row = queue(&state, &id, body, wait).await?;
+    let row = queue(&state, &id, body, wait, held.is_some()).await?;
     match wait {
         None => Ok((StatusCode::ACCEPTED, Json((&row.0).into()))),
         Some(timeout) => wait_result(&state, &id, row, timeout).await,
@@ -139,51 +143,132 @@ async fn send(
 }
 
 /// Validates and queues a message; with `wait` the result subscription is taken first.
-/// Shared with the action-style send routes.
+/// `holds_slot`: the request already holds a large-body slot (its body was large), so a
+/// `media.url` download takes no second one. Shared with the action-style send routes.
 pub async fn queue(
     state: &AppState,
     id: &InstanceId,
     body: MessageIn,
     wait: Option<Duration>,
+    holds_slot: bool,
 ) -> Result<(MessageRow, Option<async_nats::Subscriber>), ApiError> {
-    let v = message::validate(body)?;
+    let mut v = message::validate(body)?;
     let mut content = v.content.clone();
     let mut media_sha = None;
-    if let Some(src) = &v.media {
+    // A replay of bytes already sent is known by their hash: nothing is stored again.
+    if let (Some(MediaSource::Bytes { data, .. }), Some(key)) = (&v.media, &v.client_message_id) {
+        if let Some(row) = messages::by_client_id(&state.db, id, key).await? {
+            let hash = message::content_hash(&v, Some(&media::sha256_hex(data)));
+            return replayed(state, row, &hash, wait).await;
+        }
+    }
+    if let Some(src) = v.media.take() {
         // Media is stored before the message: make sure there is an instance to own it.
         check_instance(state, id).await?;
-        let limit = v.kind.media_limit().expect("media types have limits");
-        let (data, mime_type, filename) = match src {
-            MediaSource::Bytes { data, mime_type, filename } => (data.clone(), mime_type.clone(), filename.clone()),
-            MediaSource::Url { url, mime_type, filename } => {
-                let (data, ct) = state.fetcher.download(url, limit as u64).await.map_err(|e| match e {
-                    FetchError::Refused => {
-                        ApiError::validation("media.url must not point to a private or local address")
-                    }
-                    FetchError::TooLarge => {
-                        ApiError::new(ErrorCode::MediaTooLarge, "the media at media.url is over its size limit")
-                    }
-                    FetchError::Failed(why) => {
-                        ApiError::new(ErrorCode::MediaFetchFailed, format!("media.url could not be downloaded ({why})"))
-                    }
-                })?;
-                let mime = mime_type.clone().or(ct).unwrap_or_else(|| default_mime(v.kind).to_string());
-                let name = filename.clone().or_else(|| {
-                    url.path_segments().and_then(|mut s| s.next_back()).filter(|s| !s.is_empty()).map(str::to_owned)
-                });
-                (data, mime, name)
-            }
-        };
-        let (_, desc) =
-            messages::store_media(&state.db, id, &mime_type, filename.as_deref(), messages::MediaBody::Data(&data))
-                .await?;
+        let (media_id, desc) = store_media(state, id, v.kind, src, holds_slot).await?;
         media_sha = desc["sha256"].as_str().map(str::to_string);
         content["media"] = desc;
+        let queued = queue_validated(state, id, &v, content, media_sha, wait).await;
+        // Media no message took (a replay, a conflict, a refusal) goes at once; a crash
+        // here leaves it unclaimed, and it is collected within the hour.
+        let keep = matches!(&queued, Ok((row, _)) if row.content["media"]["id"] == media_id.as_str());
+        if !keep {
+            let _ = media::delete(&state.db, id, &media_id).await;
+        }
+        return queued;
     }
-    let hash = message::content_hash(&v, media_sha.as_deref());
+    queue_validated(state, id, &v, content, media_sha, wait).await
+}
+
+/// Stores a message's media: decoded bytes as they are, a `media.url` downloaded a
+/// chunk at a time straight into storage (under a large-body slot, at most its type's
+/// limit, within the instance's media quota).
+async fn store_media(
+    state: &AppState,
+    id: &InstanceId,
+    kind: MessageType,
+    src: MediaSource,
+    holds_slot: bool,
+) -> Result<(MediaId, serde_json::Value), ApiError> {
+    let limit = kind.media_limit().expect("media types have limits") as u64;
+    let quota = state.config.media_quota_bytes;
+    let (url, mime_type, filename) = match src {
+        MediaSource::Bytes { data, mime_type, filename } => {
+            let stored = media::store(&state.db, id, &mime_type, filename.as_deref(), MediaBody::Data(&data), quota);
+            return stored.await.map_err(media_error);
+        }
+        MediaSource::Url { url, mime_type, filename } => (url, mime_type, filename),
+    };
+    // A download is as large as a large body: it waits for a slot like one.
+    let slot = if holds_slot { None } else { Some(Slot::large_body(state, id).await?) };
+    let (res, ct) = state.fetcher.open(&url, limit).await.map_err(fetch_error)?;
+    let mime = mime_type.or(ct).unwrap_or_else(|| default_mime(kind).to_string());
+    let name = filename
+        .or_else(|| url.path_segments().and_then(|mut s| s.next_back()).filter(|s| !s.is_empty()).map(str::to_owned));
+    let mut writer = MediaWriter::begin(&state.db, id, &mime, name.as_deref(), quota).await.map_err(media_error)?;
+    let mut body = res.bytes_stream();
+    let copied: Result<(), ApiError> = async {
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(|_| ApiError::new(ErrorCode::MediaFetchFailed, "media.url broke off"))?;
+            if writer.size() + chunk.len() as u64 > limit {
+                return Err(ApiError::new(ErrorCode::MediaTooLarge, "the media at media.url is over its size limit"));
+            }
+            writer.write(&chunk).await.map_err(media_error)?;
+        }
+        Ok(())
+    }
+    .await;
+    let stored = match copied {
+        Ok(()) => writer.finish().await.map_err(media_error),
+        Err(e) => {
+            writer.abort().await;
+            Err(e)
+        }
+    };
+    if let Some(slot) = slot {
+        slot.release().await;
+    }
+    stored
+}
+
+fn fetch_error(e: FetchError) -> ApiError {
+    match e {
+        FetchError::Refused => ApiError::validation("media.url must not point to a private or local address"),
+        FetchError::TooLarge => {
+            ApiError::new(ErrorCode::MediaTooLarge, "the media at media.url is over its size limit")
+        }
+        FetchError::Failed(why) => {
+            ApiError::new(ErrorCode::MediaFetchFailed, format!("media.url could not be downloaded ({why})"))
+        }
+    }
+}
+
+fn media_error(e: MediaError) -> ApiError {
+    match e {
+        MediaError::QuotaExceeded => {
+            metrics::counter!(crate::metrics::MEDIA_QUOTA_REFUSED, "source" => "sent").increment(1);
+            ApiError::new(
+                ErrorCode::QuotaExceeded,
+                "the instance's media storage quota is used up; media older than the retention frees its space",
+            )
+        }
+        MediaError::Db(e) => e.into(),
+    }
+}
+
+/// Queues a validated message whose media (if any) is stored.
+async fn queue_validated(
+    state: &AppState,
+    id: &InstanceId,
+    v: &message::Validated,
+    content: serde_json::Value,
+    media_sha: Option<String>,
+    wait: Option<Duration>,
+) -> Result<(MessageRow, Option<async_nats::Subscriber>), ApiError> {
+    let hash = message::content_hash(v, media_sha.as_deref());
     let msg_id = MessageId::new();
     // Subscribe before the insert: a result published after it cannot be missed.
-    let mut sub = match wait {
+    let sub = match wait {
         Some(_) => {
             Some(state.nats.subscribe(state.subjects.message_result(&msg_id)).await.map_err(ApiError::internal)?)
         }
@@ -206,17 +291,9 @@ pub async fn queue(
         .await?;
     let row = match queued {
         Queued::New(row) => row,
-        Queued::Existing(row) if row.content_hash == hash => {
-            // An idempotent replay: wait on the original message instead.
-            if wait.is_some() {
-                sub = Some(
-                    state.nats.subscribe(state.subjects.message_result(&row.id)).await.map_err(ApiError::internal)?,
-                );
-            }
-            row
-        }
-        Queued::Existing(_) => {
-            return Err(ApiError::new(ErrorCode::Conflict, "client_message_id was used for a different message"));
+        Queued::Existing(row) => {
+            drop(sub);
+            return replayed(state, row, &hash, wait).await;
         }
         Queued::Refused => {
             check_instance(state, id).await?;
@@ -230,6 +307,26 @@ pub async fn queue(
         // The worker also polls its queue.
         tracing::debug!(error = %e, "queue wake publish failed");
     }
+    Ok((row, sub))
+}
+
+/// A message queued before under the same `client_message_id`: the same content is an
+/// idempotent replay (waiting, if asked, on the original), other content 409 `conflict`.
+async fn replayed(
+    state: &AppState,
+    row: MessageRow,
+    hash: &str,
+    wait: Option<Duration>,
+) -> Result<(MessageRow, Option<async_nats::Subscriber>), ApiError> {
+    if row.content_hash != hash {
+        return Err(ApiError::new(ErrorCode::Conflict, "client_message_id was used for a different message"));
+    }
+    let sub = match wait {
+        Some(_) => {
+            Some(state.nats.subscribe(state.subjects.message_result(&row.id)).await.map_err(ApiError::internal)?)
+        }
+        None => None,
+    };
     Ok((row, sub))
 }
 

@@ -162,13 +162,12 @@ impl Driver for SimDriver {
             reader_closer.cancel();
             let _ = ev_tx.send(DriverEvent::Closed { reason }).await;
         });
-        let http =
-            reqwest::Client::builder()
-                .timeout(Duration::from_secs(60))
-                .no_proxy()
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .expect("http client builds");
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("http client builds");
         let session = SimSession {
             timeout: self.timeout,
             base: self.base.clone(),
@@ -328,7 +327,8 @@ impl Session for SimSession {
         let failed = |e: String| DriverError::new(ErrorCode::WorkerError, format!("downloading media: {e}"));
         let unavailable = |why: &str| DriverError::new(ErrorCode::MediaUnavailable, why.to_string());
         let cap = media.cap()?;
-        let url = netsim_url(&self.base, &media.locator).ok_or_else(|| unavailable("the media's locator is not on the network"))?;
+        let url = netsim_url(&self.base, &media.locator)
+            .ok_or_else(|| unavailable("the media's locator is not on the network"))?;
         let res = self.http.get(url).send().await.map_err(|e| failed(e.without_url().to_string()))?;
         match res.status().as_u16() {
             200 => shared::fetch::read_capped(res, cap).await.map_err(|e| match e {

@@ -265,8 +265,11 @@ mod tests {
         std::env::set_var("HTTPS_PROXY", format!("http://{proxy}"));
         let plain = WaHttp::new(None).unwrap();
         std::env::remove_var("HTTPS_PROXY");
-        let _ = tokio::time::timeout(Duration::from_secs(5), plain.request(HttpRequest::get("https://mmg.whatsapp.net/v/x")))
-            .await;
+        let _ = tokio::time::timeout(
+            Duration::from_secs(5),
+            plain.request(HttpRequest::get("https://mmg.whatsapp.net/v/x")),
+        )
+        .await;
         assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1, "the environment's proxy was not used");
     }
 }

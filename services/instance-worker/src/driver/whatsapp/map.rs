@@ -248,7 +248,13 @@ pub fn parse_locator(l: &str) -> Option<(&str, Vec<u8>)> {
     Some((kind, base64::engine::general_purpose::STANDARD.decode(b64).ok()?))
 }
 
-fn remote(kind: &str, encoded: Vec<u8>, declared: Option<u64>, mime: Option<&String>, filename: Option<&String>) -> RemoteMedia {
+fn remote(
+    kind: &str,
+    encoded: Vec<u8>,
+    declared: Option<u64>,
+    mime: Option<&String>,
+    filename: Option<&String>,
+) -> RemoteMedia {
     RemoteMedia {
         locator: locator(kind, encoded),
         mime_type: mime.cloned().unwrap_or_else(|| "application/octet-stream".into()),

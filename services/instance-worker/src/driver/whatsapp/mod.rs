@@ -40,8 +40,8 @@ pub struct WhatsappDriver {
     /// How long opening a session waits for the socket before it fails (and the actor
     /// retries with backoff).
     connect_timeout: std::time::Duration,
-    /// The first wait before a failed media download is tried again.
-    media_retry: std::time::Duration,
+    /// How received media is kept (retries, the instance's quota).
+    media: crate::receive::MediaPolicy,
 }
 
 impl WhatsappDriver {
@@ -54,13 +54,13 @@ impl WhatsappDriver {
             transport: Arc::new(factory),
             ws_url: url.to_string(),
             connect_timeout,
-            media_retry: std::time::Duration::from_secs(30),
+            media: Default::default(),
         }
     }
 
     /// The first wait before a failed media download is tried again (default 30 s).
-    pub fn with_media_retry(mut self, first: std::time::Duration) -> WhatsappDriver {
-        self.media_retry = first;
+    pub fn with_media(mut self, policy: crate::receive::MediaPolicy) -> WhatsappDriver {
+        self.media = policy;
         self
     }
 
@@ -71,7 +71,7 @@ impl WhatsappDriver {
         connect_timeout: std::time::Duration,
     ) -> WhatsappDriver {
         let ws_url = whatsapp_rust::wacore::net::WHATSAPP_WEB_WS_URL.to_string();
-        WhatsappDriver { db, transport, ws_url, connect_timeout, media_retry: std::time::Duration::from_secs(30) }
+        WhatsappDriver { db, transport, ws_url, connect_timeout, media: Default::default() }
     }
 
     /// The instance's transport: through its proxy when it has one.
@@ -145,55 +145,56 @@ impl Driver for WhatsappDriver {
         let calls: Calls = Arc::default();
         let (events_tx, calls_in) = (tx.clone(), calls.clone());
         let (book_db, book_instance, epoch) = (self.db.clone(), target.instance.clone(), target.epoch);
-        let bot = whatsapp_rust::bot::Bot::builder()
-            .with_backend(store)
-            .with_transport_factory(SharedTransport(self.transport_for(target)?))
-            .with_http_client(http::WaHttp::new(target.proxy_url.as_deref()).map_err(|_| {
-                DriverError::new(ErrorCode::ValidationFailed, "the instance's proxy_url is not usable")
-            })?)
-            // Messages are in the log before WhatsApp is told they arrived.
-            .with_inbound_durability_hook(LogHook {
-                db: self.db.clone(),
-                instance: target.instance.clone(),
-                epoch: target.epoch,
-                media_retry: self.media_retry,
-            })
-            // One event at a time, in order: a receipt never overtakes its message.
-            .with_event_delivery(whatsapp_rust::bot::EventDelivery::Ordered { capacity: 4096 })
-            .on_event(move |event: Arc<Event>, client: Arc<Client>| {
-                let tx = events_tx.clone();
-                let calls = calls_in.clone();
-                let (db, instance) = (book_db.clone(), book_instance.clone());
-                async move {
-                    // The address book and push names: kept for listing contacts.
-                    let change = match &*event {
-                        Event::ContactUpdate(u) => Some(contacts::from_action(&u.jid, &u.action)),
-                        Event::PushNameUpdate(u) => Some((
-                            // Keyed like the address book: by phone number when the
-                            // network addressed the sender by LID and told the number.
-                            map::phone_form(&u.jid, u.message.source.sender_alt.as_ref()),
-                            contacts::Change { name: None, push_name: Some(u.new_push_name.clone()) },
-                        )),
-                        _ => None,
-                    };
-                    if let Some(change) = change {
-                        if let Err(e) = contacts::record(&db, &instance, epoch, &[change]).await {
-                            tracing::warn!(error = %e, "recording a contact failed");
+        let bot =
+            whatsapp_rust::bot::Bot::builder()
+                .with_backend(store)
+                .with_transport_factory(SharedTransport(self.transport_for(target)?))
+                .with_http_client(http::WaHttp::new(target.proxy_url.as_deref()).map_err(|_| {
+                    DriverError::new(ErrorCode::ValidationFailed, "the instance's proxy_url is not usable")
+                })?)
+                // Messages are in the log before WhatsApp is told they arrived.
+                .with_inbound_durability_hook(LogHook {
+                    db: self.db.clone(),
+                    instance: target.instance.clone(),
+                    epoch: target.epoch,
+                    media: self.media,
+                })
+                // One event at a time, in order: a receipt never overtakes its message.
+                .with_event_delivery(whatsapp_rust::bot::EventDelivery::Ordered { capacity: 4096 })
+                .on_event(move |event: Arc<Event>, client: Arc<Client>| {
+                    let tx = events_tx.clone();
+                    let calls = calls_in.clone();
+                    let (db, instance) = (book_db.clone(), book_instance.clone());
+                    async move {
+                        // The address book and push names: kept for listing contacts.
+                        let change = match &*event {
+                            Event::ContactUpdate(u) => Some(contacts::from_action(&u.jid, &u.action)),
+                            Event::PushNameUpdate(u) => Some((
+                                // Keyed like the address book: by phone number when the
+                                // network addressed the sender by LID and told the number.
+                                map::phone_form(&u.jid, u.message.source.sender_alt.as_ref()),
+                                contacts::Change { name: None, push_name: Some(u.new_push_name.clone()) },
+                            )),
+                            _ => None,
+                        };
+                        if let Some(change) = change {
+                            if let Err(e) = contacts::record(&db, &instance, epoch, &[change]).await {
+                                tracing::warn!(error = %e, "recording a contact failed");
+                            }
+                        }
+                        for ev in to_driver_events(&event, &client, business, &calls) {
+                            if tx.send(ev).await.is_err() {
+                                break;
+                            }
                         }
                     }
-                    for ev in to_driver_events(&event, &client, business, &calls) {
-                        if tx.send(ev).await.is_err() {
-                            break;
-                        }
-                    }
-                }
-            })
-            .build()
-            .await
-            .map_err(|e| {
-                tracing::warn!(error = %e, "building the whatsapp client failed");
-                DriverError::new(ErrorCode::WorkerError, "the whatsapp client could not start")
-            })?;
+                })
+                .build()
+                .await
+                .map_err(|e| {
+                    tracing::warn!(error = %e, "building the whatsapp client failed");
+                    DriverError::new(ErrorCode::WorkerError, "the whatsapp client could not start")
+                })?;
         let handle = bot.spawn();
         let client = handle.client();
         // No socket in time (the network unreachable, the dial refused): give up this
@@ -557,7 +558,10 @@ async fn download(client: &Client, media: &RemoteMedia) -> Result<Vec<u8>, Drive
                 return Err(too_large());
             }
             if caused_by(&e, &http::WaHttpError::Refused) {
-                return Err(DriverError::new(ErrorCode::MediaUnavailable, "the media is not on WhatsApp's media hosts"));
+                return Err(DriverError::new(
+                    ErrorCode::MediaUnavailable,
+                    "the media is not on WhatsApp's media hosts",
+                ));
             }
             // Media past its lifetime is gone from the servers (404/410): for good.
             let text = e.to_string();
@@ -600,7 +604,7 @@ struct LogHook {
     db: sqlx::PgPool,
     instance: shared::ids::InstanceId,
     epoch: i64,
-    media_retry: std::time::Duration,
+    media: crate::receive::MediaPolicy,
 }
 
 #[whatsapp_rust::async_trait]
@@ -618,8 +622,7 @@ impl whatsapp_rust::InboundDurabilityHook for LogHook {
         if incoming.is_empty() {
             return Ok(());
         }
-        let msgs =
-            crate::receive::prepare(&self.db, &self.instance, incoming, &ClientFetch(client), self.media_retry).await;
+        let msgs = crate::receive::prepare(&self.db, &self.instance, incoming, &ClientFetch(client), self.media).await;
         match crate::receive::write(&self.db, &self.instance, self.epoch, &msgs, shared::db::log::Source::Live).await {
             Ok(Some(_)) => Ok(()),
             Ok(None) => Err(whatsapp_rust::anyhow::anyhow!("the instance has a new owner")),
