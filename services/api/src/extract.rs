@@ -49,11 +49,13 @@ impl Principal {
     }
 }
 
-/// The client's address, from the socket or a trusted proxy's header.
+/// The client's address, from the socket or a trusted proxy's header (every line of
+/// it); `None` when it cannot be told.
 pub fn client_ip(parts: &Parts, state: &AppState) -> Option<IpAddr> {
     let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>()?.0.ip();
-    let header = parts.headers.get(state.config.client_ip_header.as_str()).and_then(|v| v.to_str().ok());
-    Some(shared::net::client_ip(peer, header, &state.config.trusted_proxies))
+    let lines: Vec<&[u8]> =
+        parts.headers.get_all(state.config.client_ip_header.as_str()).iter().map(|v| v.as_bytes()).collect();
+    shared::net::client_ip(peer, &lines, &state.config.trusted_proxies)
 }
 
 /// Resolves a bearer token (from `Authorization` or `X-API-Key`) to a principal.
@@ -71,12 +73,8 @@ pub async fn authenticate(token: &str, parts: &Parts, state: &AppState) -> Resul
                     inst
                 }
             };
-            if !inst.ip_allowlist.is_empty() {
-                let nets: Vec<ipnet::IpNet> = inst.ip_allowlist.iter().filter_map(|n| n.parse().ok()).collect();
-                let ip = client_ip(parts, state);
-                if !ip.is_some_and(|ip| shared::net::allowed(ip, &nets)) {
-                    return Err(ApiError::forbidden("this token may not be used from this address"));
-                }
+            if !inst.ip_allowlist.is_empty() && !shared::net::allowed_by(client_ip(parts, state), &inst.ip_allowlist) {
+                return Err(ApiError::forbidden("this token may not be used from this address"));
             }
             Ok(Principal::Instance { id: inst.id, name: inst.name })
         }

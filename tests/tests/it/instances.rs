@@ -236,6 +236,31 @@ async fn ip_allowlist_uses_socket_or_trusted_proxy_header() {
     own.clone().with_header("x-forwarded-for", "203.0.113.5").get("/v1/me").await.expect(200);
     own.clone().with_header("x-forwarded-for", "198.51.100.1").get("/v1/me").await.expect_error(403, "forbidden");
     own.get("/v1/me").await.expect_error(403, "forbidden");
+    // A proxy that appends its own line (HAProxy): the client's spoofed first line is not
+    // the client; the proxy's line, the right-most, is.
+    let spoofed =
+        own.clone().with_header("x-forwarded-for", "203.0.113.5").with_header("x-forwarded-for", "198.51.100.1");
+    spoofed.get("/v1/me").await.expect_error(403, "forbidden");
+    let real = own.clone().with_header("x-forwarded-for", "198.51.100.1").with_header("x-forwarded-for", "203.0.113.5");
+    real.get("/v1/me").await.expect(200);
+    // A header the proxy sent but nobody can read is no client: denied, not the proxy.
+    own.clone()
+        .with_header("x-forwarded-for", "203.0.113.5, unknown")
+        .get("/v1/me")
+        .await
+        .expect_error(403, "forbidden");
+    drop(api);
+
+    // A stored allow-list of which nothing parses allows nobody (not everybody).
+    let api = TestApi::start().await;
+    let (inst, token) = api.create_instance("garbled").await;
+    let db = shared::db::connect(&api.config).await.unwrap();
+    sqlx::query("UPDATE instances SET ip_allowlist = ARRAY['not-a-network'] WHERE id = $1")
+        .bind(inst["id"].as_str())
+        .execute(&db)
+        .await
+        .unwrap();
+    api.client(Some(token)).get("/v1/me").await.expect_error(403, "forbidden");
 }
 
 #[tokio::test]
