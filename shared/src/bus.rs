@@ -103,19 +103,37 @@ pub const EVENTS_DEDUP_WINDOW: Duration = Duration::from_secs(120);
 /// How long events stay in the stream: what the real-time stream can resume from.
 pub const EVENTS_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 
-/// Creates (or finds) the events stream; file storage, so a NATS restart keeps it.
-pub async fn ensure_events_stream(
-    js: &async_nats::jetstream::Context,
-    subjects: &Subjects,
-) -> Result<async_nats::jetstream::stream::Stream, String> {
-    let config = async_nats::jetstream::stream::Config {
+/// The events stream: file storage (a NATS restart keeps it), kept for
+/// [`EVENTS_RETENTION`] and at most `max_bytes` (the oldest events go first past it).
+fn events_stream_config(subjects: &Subjects, max_bytes: u64) -> async_nats::jetstream::stream::Config {
+    async_nats::jetstream::stream::Config {
         name: subjects.events_stream(),
         subjects: vec![subjects.events_all()],
         duplicate_window: EVENTS_DEDUP_WINDOW,
         max_age: EVENTS_RETENTION,
+        max_bytes: i64::try_from(max_bytes).unwrap_or(i64::MAX),
         ..Default::default()
-    };
-    js.get_or_create_stream(config).await.map_err(|e| e.to_string())
+    }
+}
+
+/// Finds the events stream, creating it when missing (an existing stream keeps its
+/// settings: [`configure_events_stream`] changes them).
+pub async fn ensure_events_stream(
+    js: &async_nats::jetstream::Context,
+    subjects: &Subjects,
+    max_bytes: u64,
+) -> Result<async_nats::jetstream::stream::Stream, String> {
+    js.get_or_create_stream(events_stream_config(subjects, max_bytes)).await.map_err(|e| e.to_string())
+}
+
+/// Creates the events stream or brings an existing one to these settings (the relay
+/// does, at start).
+pub async fn configure_events_stream(
+    js: &async_nats::jetstream::Context,
+    subjects: &Subjects,
+    max_bytes: u64,
+) -> Result<(), String> {
+    js.create_or_update_stream(events_stream_config(subjects, max_bytes)).await.map(drop).map_err(|e| e.to_string())
 }
 
 /// A request from an API pod to the worker that runs an instance.

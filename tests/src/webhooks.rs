@@ -194,6 +194,21 @@ impl SseReader {
     }
 }
 
+impl SseReader {
+    /// Whether the server ended the stream within `within` (events before the end are
+    /// skipped); false when it is still open then.
+    pub async fn ends_within(&mut self, within: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            match tokio::time::timeout_at(deadline, self.body.next()).await {
+                Err(_) => return false,
+                Ok(None) | Ok(Some(Err(_))) => return true,
+                Ok(Some(Ok(_))) => {}
+            }
+        }
+    }
+}
+
 /// A NATS server of the test's own (JetStream on disk), to stop and start again.
 pub struct NatsServer {
     pub port: u16,

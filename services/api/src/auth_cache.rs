@@ -5,7 +5,8 @@
 //! instance, renaming it, editing its IP allow-list) drops the instance's entries on the
 //! pod that made it at once, and on every other API pod as soon as they hear of it on
 //! NATS; were that notice lost (NATS is not the source of truth), the entry expires
-//! within `TTL` anyway.
+//! within `TTL` anyway. Each change is also announced in the pod (`AppState::auth_changes`),
+//! so open event streams check their access again at once.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -49,13 +50,19 @@ impl TokenCache {
 /// Drops an instance's entries here and tells the other API pods to.
 pub async fn invalidate(state: &crate::AppState, instance: &InstanceId) {
     state.token_cache.forget(instance);
+    let _ = state.auth_changes.send(instance.clone());
     if let Err(e) = state.nats.publish(state.subjects.auth_changed(), instance.as_str().to_string().into()).await {
         tracing::warn!(error = %e, "telling other pods of a token change failed; their entries expire within the TTL");
     }
 }
 
 /// Listens for other pods' changes until the connection closes.
-pub async fn listen(nats: async_nats::Client, subject: String, cache: std::sync::Arc<TokenCache>) {
+pub async fn listen(
+    nats: async_nats::Client,
+    subject: String,
+    cache: std::sync::Arc<TokenCache>,
+    changes: tokio::sync::broadcast::Sender<InstanceId>,
+) {
     let mut sub = match nats.subscribe(subject).await {
         Ok(s) => s,
         Err(e) => {
@@ -66,6 +73,7 @@ pub async fn listen(nats: async_nats::Client, subject: String, cache: std::sync:
     while let Some(msg) = sub.next().await {
         if let Some(id) = std::str::from_utf8(&msg.payload).ok().and_then(|s| InstanceId::parse(s).ok()) {
             cache.forget(&id);
+            let _ = changes.send(id);
         }
     }
 }

@@ -60,6 +60,16 @@ pub fn client_ip(parts: &Parts, state: &AppState) -> Option<IpAddr> {
 
 /// Resolves a bearer token (from `Authorization` or `X-API-Key`) to a principal.
 pub async fn authenticate(token: &str, parts: &Parts, state: &AppState) -> Result<Principal, ApiError> {
+    authenticate_from(token, || client_ip(parts, state), state).await
+}
+
+/// [`authenticate`] for a client at the address `ip` gives (asked only when the token
+/// has an allow-list).
+pub async fn authenticate_from(
+    token: &str,
+    ip: impl FnOnce() -> Option<IpAddr>,
+    state: &AppState,
+) -> Result<Principal, ApiError> {
     match TokenKind::of(token) {
         Some(TokenKind::Admin) if auth::admin_token_matches(token, &state.admin_token) => Ok(Principal::Admin),
         Some(TokenKind::Instance) => {
@@ -73,7 +83,7 @@ pub async fn authenticate(token: &str, parts: &Parts, state: &AppState) -> Resul
                     inst
                 }
             };
-            if !inst.ip_allowlist.is_empty() && !shared::net::allowed_by(client_ip(parts, state), &inst.ip_allowlist) {
+            if !inst.ip_allowlist.is_empty() && !shared::net::allowed_by(ip(), &inst.ip_allowlist) {
                 return Err(ApiError::forbidden("this token may not be used from this address"));
             }
             Ok(Principal::Instance { id: inst.id, name: inst.name })
@@ -84,7 +94,12 @@ pub async fn authenticate(token: &str, parts: &Parts, state: &AppState) -> Resul
 
 /// The bearer token of `Authorization: Bearer <token>`, if well-formed.
 fn bearer(parts: &Parts) -> Option<&str> {
-    let value = parts.headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
+    bearer_of(&parts.headers)
+}
+
+/// The bearer token in `headers`, if well-formed.
+pub fn bearer_of(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
 }
@@ -150,5 +165,16 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ValidatedQuery
             let reason = sanitize_serde_message(&e.into_inner().to_string());
             ApiError::validation(format!("invalid query parameter `{path}`: {reason}"))
         })
+    }
+}
+
+/// The client's address as allow-lists see it (`None`: it cannot be told).
+pub struct ClientIp(pub Option<IpAddr>);
+
+impl FromRequestParts<AppState> for ClientIp {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        Ok(ClientIp(client_ip(parts, state)))
     }
 }

@@ -31,6 +31,11 @@ pub struct Inner {
     pub token_cache: Arc<crate::auth_cache::TokenCache>,
     /// When each instance's worker was last woken from here.
     pub wakes: crate::enqueue::Wakes,
+    /// Instances whose tokens' access changed (here or, told over NATS, on another pod):
+    /// open event streams check theirs again.
+    pub auth_changes: tokio::sync::broadcast::Sender<shared::ids::InstanceId>,
+    /// Event streams open on this pod.
+    pub event_streams: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl std::ops::Deref for AppState {
@@ -55,7 +60,13 @@ impl AppState {
         let media_urls = crate::media_urls::MediaUrls::new(&config, &admin_token);
         let token_cache = Arc::new(crate::auth_cache::TokenCache::default());
         let subjects = bus::Subjects::new(&config);
-        tokio::spawn(crate::auth_cache::listen(nats.clone(), subjects.auth_changed(), token_cache.clone()));
+        let (auth_changes, _) = tokio::sync::broadcast::channel(1024);
+        tokio::spawn(crate::auth_cache::listen(
+            nats.clone(),
+            subjects.auth_changed(),
+            token_cache.clone(),
+            auth_changes.clone(),
+        ));
         Ok(AppState(Arc::new(Inner {
             keys: kv::Keys::new(&config),
             subjects,
@@ -69,6 +80,8 @@ impl AppState {
             media_urls,
             token_cache,
             wakes: Default::default(),
+            auth_changes,
+            event_streams: Default::default(),
             config,
             db,
             redis,

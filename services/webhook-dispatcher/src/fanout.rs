@@ -94,7 +94,8 @@ async fn open(
     js: &jetstream::Context,
     subjects: &Subjects,
 ) -> Result<jetstream::consumer::Consumer<pull::Config>, String> {
-    let stream = shared::bus::ensure_events_stream(js, subjects).await?;
+    // The relay creates the stream (with its settings); until it has, this is retried.
+    let stream = js.get_stream(subjects.events_stream()).await.map_err(|e| e.to_string())?;
     stream
         .get_or_create_consumer(
             CONSUMER,

@@ -38,7 +38,8 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let (exec, writer) = executor::Executor::start(pool.clone(), settings);
     tracing::info!("dispatcher started");
 
-    let relay = tokio::spawn(relay::run(pool.clone(), js.clone(), subjects.clone(), shutdown.clone()));
+    let max_bytes = config.events_stream_max_bytes;
+    let relay = tokio::spawn(relay::run(pool.clone(), js.clone(), subjects.clone(), max_bytes, shutdown.clone()));
     let fanout = tokio::spawn(fanout::run(pool.clone(), js, subjects, exec.clone(), shutdown.clone()));
     let retry = tokio::spawn(retry::run(pool.clone(), exec.clone(), shutdown.clone()));
     let retention = tokio::spawn(retention::run(pool.clone(), config.media_retention_days, shutdown.clone()));

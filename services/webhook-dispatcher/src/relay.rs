@@ -26,12 +26,18 @@ const BACKOFF: [Duration; 5] = [
     Duration::from_secs(5),
 ];
 /// Runs the relay until `shutdown`.
-pub async fn run(db: sqlx::PgPool, js: jetstream::Context, subjects: Subjects, shutdown: shared::Shutdown) {
+pub async fn run(
+    db: sqlx::PgPool,
+    js: jetstream::Context,
+    subjects: Subjects,
+    max_bytes: u64,
+    shutdown: shared::Shutdown,
+) {
     let mut failures = 0usize;
     let mut stream_ready = false;
     loop {
         if !stream_ready {
-            match tokio::time::timeout(NATS_CALL, shared::bus::ensure_events_stream(&js, &subjects))
+            match tokio::time::timeout(NATS_CALL, shared::bus::configure_events_stream(&js, &subjects, max_bytes))
                 .await
                 .unwrap_or_else(|_| Err("creating the events stream timed out".into()))
             {

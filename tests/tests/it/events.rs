@@ -155,6 +155,82 @@ async fn the_event_stream_resumes_after_last_event_id_without_gaps() {
     dispatcher.await.unwrap().unwrap();
 }
 
+/// Open streams are capped per instance (across pods) and per pod; a closed one gives
+/// its place back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn event_streams_are_capped_per_instance_and_per_pod() {
+    use harness::webhooks::SseReader;
+    let mut config = harness::test_config();
+    config.events_streams_per_instance = 2;
+    config.events_streams_per_pod = 3;
+    let api = TestApi::start_with(config).await;
+    let (a, a_token) = api.create_instance("sse-a").await;
+    let (b, b_token) = api.create_instance("sse-b").await;
+    let stream = |token: &str, id: &str| {
+        let c = api.client(Some(token.to_string()));
+        let rb = c.request(reqwest::Method::GET, &format!("/v1/instances/{id}/events"));
+        async move { rb.send().await.unwrap() }
+    };
+    let (a_id, b_id) = (a["id"].as_str().unwrap(), b["id"].as_str().unwrap());
+    let a1 = stream(&a_token, a_id).await;
+    let a2 = stream(&a_token, a_id).await;
+    assert_eq!((a1.status().as_u16(), a2.status().as_u16()), (200, 200));
+    let r = stream(&a_token, a_id).await;
+    assert_eq!(r.status(), 429, "a third stream of one instance");
+    assert!(r.headers().contains_key("retry-after"));
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "rate_limited");
+    let b1 = stream(&b_token, b_id).await;
+    assert_eq!(b1.status(), 200, "another instance has its own places");
+    assert_eq!(stream(&b_token, b_id).await.status(), 429, "but the pod is full");
+    // The admin's stream counts against the pod too.
+    let all = api.admin().request(reqwest::Method::GET, "/v1/events").send().await.unwrap();
+    assert_eq!(all.status(), 429);
+    // Closing one gives its place back.
+    drop(SseReader::new(a1));
+    let again = harness::cluster::wait_for(Duration::from_secs(10), || async {
+        let r = stream(&a_token, a_id).await;
+        (r.status() == 200).then_some(r)
+    })
+    .await;
+    assert!(again.is_some(), "the closed stream's place was given back");
+    drop((a2, b1));
+}
+
+/// A stream ends when its access does: the instance deleted, or its allow-list no
+/// longer letting the client in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn event_streams_end_when_their_access_ends() {
+    use harness::webhooks::SseReader;
+    let api = TestApi::start().await;
+    let open = |token: Option<String>, id: String| {
+        let c = api.client(token);
+        let rb = c.request(reqwest::Method::GET, &format!("/v1/instances/{id}/events"));
+        async move {
+            let res = rb.send().await.unwrap();
+            assert_eq!(res.status(), 200);
+            SseReader::new(res)
+        }
+    };
+    // Narrowing the allow-list away from the client ends its stream...
+    let (inst, token) = api.create_instance("sse-allow").await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    let mut own = open(Some(token.clone()), id.clone()).await;
+    let mut admins = open(api.config.admin_token.clone(), id.clone()).await;
+    assert!(!own.ends_within(Duration::from_millis(300)).await, "open while allowed");
+    api.admin().patch(&format!("/v1/instances/{id}"), &json!({ "ip_allowlist": ["203.0.113.0/24"] })).await.expect(200);
+    assert!(own.ends_within(Duration::from_secs(10)).await, "ended when the allow-list excluded the client");
+    // ...the admin's stream of the instance stays, until the instance is deleted.
+    assert!(!admins.ends_within(Duration::from_millis(300)).await);
+    let (other, other_token) = api.create_instance("sse-delete").await;
+    let other_id = other["id"].as_str().unwrap().to_string();
+    let mut theirs = open(Some(other_token), other_id.clone()).await;
+    api.admin().delete(&format!("/v1/instances/{id}")).await;
+    api.admin().delete(&format!("/v1/instances/{other_id}")).await;
+    assert!(admins.ends_within(Duration::from_secs(10)).await, "the admin's stream ended with the instance");
+    assert!(theirs.ends_within(Duration::from_secs(10)).await, "the token's stream ended with its instance");
+}
+
 /// Instance state changes are events, written with the change (fenced like it).
 #[tokio::test]
 async fn state_changes_write_their_events() {

@@ -6,6 +6,8 @@
 //! events (`shared::bus::EVENTS_RETENTION`, 7 days).
 
 use std::convert::Infallible;
+use std::net::IpAddr;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use async_nats::jetstream::consumer::{push, DeliverPolicy};
@@ -18,11 +20,13 @@ use shared::db::outbox;
 use shared::error::ErrorBody;
 use shared::ids::{EventId, InstanceId};
 use shared::{ApiError, ErrorCode};
+use tokio_util::sync::CancellationToken;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::catalog::Event;
-use crate::extract::{Admin, InstanceAccess, ValidatedQuery};
+use crate::extract::{Admin, ClientIp, InstanceAccess, Principal, ValidatedQuery};
+use crate::semaphore::Slot;
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -70,10 +74,10 @@ async fn start_policy(
     let deadline = tokio::time::Instant::now() + RESUME_WAIT;
     loop {
         match outbox::stream_seq(&state.db, &id, instance).await? {
-            // Pruned with the stream's retention: start at the oldest event kept, and say
-            // that some were missed (the gap comment).
+            // Pruned with the stream's retention: resume from the id's own time (never from
+            // the whole stream), and say that some were missed (the gap comment).
             None if id.made_at().is_some_and(|t| t < chrono::Utc::now() - shared::bus::EVENTS_RETENTION) => {
-                return Ok((DeliverPolicy::All, Some(0)));
+                return Ok((from_its_time(&id).ok_or_else(bad)?, Some(0)));
             }
             None => return Err(bad()),
             Some(Some(seq)) => {
@@ -88,18 +92,133 @@ async fn start_policy(
     }
 }
 
+/// Who opened a stream, to check again while it is open.
+#[derive(Debug, Clone)]
+enum Access {
+    /// The admin's stream of every instance: ends only with the pod.
+    Admin,
+    /// The admin on one instance: ends when the instance is deleted.
+    AdminOn(InstanceId),
+    /// An instance token (from `ip`): ends when the token no longer reaches the instance
+    /// (deleted, its allow-list changed).
+    Token { token: String, instance: InstanceId, ip: Option<IpAddr> },
+}
+
+impl Access {
+    fn instance(&self) -> Option<&InstanceId> {
+        match self {
+            Access::Admin => None,
+            Access::AdminOn(i) | Access::Token { instance: i, .. } => Some(i),
+        }
+    }
+
+    /// Whether the stream may stay open. A backend error keeps it (checked again soon).
+    async fn holds(&self, state: &AppState) -> bool {
+        match self {
+            Access::Admin => true,
+            Access::AdminOn(id) => shared::db::instances::exists(&state.db, id).await.unwrap_or(true),
+            Access::Token { token, instance, ip } => {
+                match crate::extract::authenticate_from(token, || *ip, state).await {
+                    Ok(Principal::Instance { id, .. }) => &id == instance,
+                    Ok(Principal::Admin) => false,
+                    Err(e) => !matches!(e.code, ErrorCode::Unauthorized | ErrorCode::Forbidden),
+                }
+            }
+        }
+    }
+}
+
+/// What an open stream holds until it ends: its place among its instance's streams
+/// (cluster-wide) and this pod's, and the watcher of its access (stopped on drop).
+struct Hold {
+    _slot: Option<Slot>,
+    _pod: PodStream,
+    _watch: tokio_util::sync::DropGuard,
+}
+
+/// One of this pod's open streams.
+struct PodStream(AppState);
+
+impl PodStream {
+    fn take(state: &AppState) -> Option<PodStream> {
+        let open = state.event_streams.fetch_add(1, Ordering::SeqCst);
+        if open >= state.config.events_streams_per_pod as usize {
+            state.event_streams.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        metrics::gauge!(crate::metrics::EVENT_STREAMS).increment(1.0);
+        Some(PodStream(state.clone()))
+    }
+}
+
+impl Drop for PodStream {
+    fn drop(&mut self) {
+        self.0.event_streams.fetch_sub(1, Ordering::SeqCst);
+        metrics::gauge!(crate::metrics::EVENT_STREAMS).decrement(1.0);
+    }
+}
+
+fn too_many(limit: &'static str, what: &str) -> ApiError {
+    metrics::counter!(crate::metrics::EVENT_STREAMS_REFUSED, "limit" => limit).increment(1);
+    ApiError::new(ErrorCode::RateLimited, format!("too many event streams are open {what}; close one or retry later"))
+        .with_retry_after(5)
+}
+
+/// Checks the stream's access every `auth_cache::TTL` and whenever its instance's
+/// access changes; ends the stream (cancels `end`) when it no longer holds.
+fn watch(state: AppState, access: Access, end: CancellationToken) {
+    tokio::spawn(async move {
+        let mut changes = state.auth_changes.subscribe();
+        loop {
+            tokio::select! {
+                _ = end.cancelled() => return,
+                _ = tokio::time::sleep(crate::auth_cache::TTL) => {}
+                change = changes.recv() => match change {
+                    Ok(id) if Some(&id) != access.instance() => continue,
+                    _ => {}
+                },
+            }
+            if !access.holds(&state).await {
+                tracing::info!("an event stream's access ended; closing it");
+                end.cancel();
+                return;
+            }
+        }
+    });
+}
+
+/// A resume after an event the stream no longer keeps starts at that event's own time
+/// (its id's), never at the start of the whole stream.
+fn from_its_time(id: &EventId) -> Option<DeliverPolicy> {
+    let nanos = id.made_at()?.timestamp_nanos_opt()?;
+    let start_time = time::OffsetDateTime::from_unix_timestamp_nanos(nanos.into()).ok()?;
+    Some(DeliverPolicy::ByStartTime { start_time })
+}
+
 async fn open(
     state: AppState,
     headers: HeaderMap,
     q: StreamQuery,
-    instance: Option<InstanceId>,
+    access: Access,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    let instance = access.instance().cloned();
     let types = parse_types(q.types.as_deref())?;
+    let pod = PodStream::take(&state).ok_or_else(|| too_many("pod", "on this server"))?;
+    let slot = match &instance {
+        Some(id) => {
+            let set = [(state.keys.event_streams(id), state.config.events_streams_per_instance)];
+            Some(Slot::try_now(&state, &set).await?.ok_or_else(|| too_many("instance", "for this instance"))?)
+        }
+        None => None,
+    };
     let (policy, resume_at) = start_policy(&state, &headers, q.last_event_id.as_deref(), instance.as_ref()).await?;
     let unavailable = |_| ApiError::new(ErrorCode::WorkerTimeout, "the event stream is unavailable; retry");
     let js = async_nats::jetstream::new(state.nats.clone());
-    let mut stream = shared::bus::ensure_events_stream(&js, &state.subjects).await.map_err(unavailable)?;
+    let mut stream = shared::bus::ensure_events_stream(&js, &state.subjects, state.config.events_stream_max_bytes)
+        .await
+        .map_err(unavailable)?;
     let inst = instance.as_ref().map(|i| i.as_str());
+    // Only the instance's own subjects: a resume never reads other tenants' events.
     let filter_subjects = if types.is_empty() {
         vec![state.subjects.events_filter(inst, None)]
     } else {
@@ -107,6 +226,7 @@ async fn open(
     };
     // Events before the resume point that the stream no longer keeps: say so first.
     let gap = match resume_at {
+        Some(0) => true,
         Some(next) => stream.info().await.map(|i| i.state.first_sequence > next).unwrap_or(false),
         None => false,
     };
@@ -120,23 +240,34 @@ async fn open(
         .await
         .map_err(|e| unavailable(e.to_string()))?;
     let messages = consumer.messages().await.map_err(|e| unavailable(e.to_string()))?;
+    let end = CancellationToken::new();
+    watch(state.clone(), access, end.clone());
+    let hold = Hold { _slot: slot, _pod: pod, _watch: end.clone().drop_guard() };
     let first = gap.then(|| Ok(SseEvent::default().comment("some events after Last-Event-ID are no longer retained")));
-    let items = messages.take_while(|m| std::future::ready(m.is_ok())).filter_map(|m| async move {
-        let m = m.ok()?;
-        let v: serde_json::Value = serde_json::from_slice(&m.payload).ok()?;
-        let id = v.get("id")?.as_str()?.to_string();
-        let kind = v.get("type")?.as_str()?.to_string();
-        let data = std::str::from_utf8(&m.payload).ok()?.to_string();
-        Some(Ok(SseEvent::default().id(id).event(kind).data(data)))
+    let items = messages.take_while(|m| std::future::ready(m.is_ok())).filter_map(move |m| {
+        // The hold lives as long as the stream.
+        let _ = &hold;
+        async move {
+            let m = m.ok()?;
+            let v: serde_json::Value = serde_json::from_slice(&m.payload).ok()?;
+            let id = v.get("id")?.as_str()?.to_string();
+            let kind = v.get("type")?.as_str()?.to_string();
+            let data = std::str::from_utf8(&m.payload).ok()?.to_string();
+            Some(Ok(SseEvent::default().id(id).event(kind).data(data)))
+        }
     });
-    let stream = futures::stream::iter(first).chain(items).take_until(state.shutdown.clone().cancelled_owned());
+    let stream = futures::stream::iter(first)
+        .chain(items)
+        .take_until(end.cancelled_owned())
+        .take_until(state.shutdown.clone().cancelled_owned());
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
 }
 
 /// The instance's events as they happen (Server-Sent Events). Each item: `id` the event
 /// id, `event` its type, `data` the event JSON. Reconnect with `Last-Event-ID` (or
 /// `?last_event_id=`) to resume after that event with nothing missed or repeated, within
-/// the 7-day retention.
+/// the 7-day retention. A stream ends when its token's access does (the instance
+/// deleted, its allow-list changed).
 #[utoipa::path(get, path = "/v1/instances/{id}/events", tag = "events",
     params(("id" = InstanceId, Path, description = "instance id"), StreamQuery,
         ("Last-Event-ID" = Option<String>, Header, description = "resume after this event")),
@@ -146,17 +277,26 @@ async fn open(
         (status = 401, description = "`unauthorized`", body = ErrorBody),
         (status = 403, description = "`forbidden`", body = ErrorBody),
         (status = 404, description = "`instance_not_found`", body = ErrorBody),
+        (status = 429, description = "`rate_limited`: too many event streams open for this instance (across the cluster) or on this server; `Retry-After`", body = ErrorBody),
         (status = 504, description = "`worker_timeout`: the event stream is unavailable for now; retry", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
 async fn instance_events(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    InstanceAccess { id, principal }: InstanceAccess,
+    ClientIp(ip): ClientIp,
     headers: HeaderMap,
     ValidatedQuery(q): ValidatedQuery<StreamQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     shared::db::instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
-    open(state, headers, q, Some(id)).await
+    let access = match principal {
+        Principal::Admin => Access::AdminOn(id),
+        Principal::Instance { .. } => {
+            let token = crate::extract::bearer_of(&headers).unwrap_or_default().to_string();
+            Access::Token { token, instance: id, ip }
+        }
+    };
+    open(state, headers, q, access).await
 }
 
 /// Every instance's events as they happen (admin). Same format and resume as the
@@ -168,6 +308,7 @@ async fn instance_events(
         (status = 400, description = "`validation_failed`: unknown type, or an unknown Last-Event-ID", body = ErrorBody),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
         (status = 403, description = "`forbidden`: admin only", body = ErrorBody),
+        (status = 429, description = "`rate_limited`: too many event streams open on this server; `Retry-After`", body = ErrorBody),
         (status = 504, description = "`worker_timeout`: the event stream is unavailable for now; retry", body = ErrorBody),
     ),
     security(("admin" = [])))]
@@ -177,11 +318,28 @@ async fn all_events(
     headers: HeaderMap,
     ValidatedQuery(q): ValidatedQuery<StreamQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
-    open(state, headers, q, None).await
+    open(state, headers, q, Access::Admin).await
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_pruned_resume_starts_at_the_ids_time_not_the_whole_stream() {
+        let eight_days = chrono::Utc::now() - chrono::Duration::days(8);
+        let uuid = uuid::Uuid::new_v7(uuid::Timestamp::from_unix(
+            uuid::NoContext,
+            eight_days.timestamp() as u64,
+            eight_days.timestamp_subsec_nanos(),
+        ));
+        let id = shared::ids::EventId::parse(&format!("evt_{}", uuid.simple())).unwrap();
+        match super::from_its_time(&id) {
+            Some(async_nats::jetstream::consumer::DeliverPolicy::ByStartTime { start_time }) => {
+                assert_eq!(start_time.unix_timestamp(), eight_days.timestamp());
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn types_are_checked_against_the_catalog() {
         assert_eq!(super::parse_types(None).unwrap(), Vec::<String>::new());
