@@ -59,6 +59,8 @@ pub struct InstanceRow {
     pub state: String,
     pub tags: Vec<String>,
     pub ip_allowlist: Vec<String>,
+    /// The admin set the allow-list: the instance's token may only narrow it.
+    pub ip_allowlist_locked: bool,
     pub min_interval_ms: i32,
     pub max_per_minute: i32,
     pub unsafe_pacing: bool,
@@ -103,6 +105,8 @@ pub struct InstanceFields {
     pub name: String,
     pub tags: Vec<String>,
     pub ip_allowlist: Vec<String>,
+    /// The admin set the allow-list: the instance's token may only narrow it.
+    pub ip_allowlist_locked: bool,
     pub min_interval_ms: i32,
     pub max_per_minute: i32,
     pub unsafe_pacing: bool,
@@ -122,6 +126,7 @@ impl From<&InstanceRow> for InstanceFields {
             name: r.name.clone(),
             tags: r.tags.clone(),
             ip_allowlist: r.ip_allowlist.clone(),
+            ip_allowlist_locked: r.ip_allowlist_locked,
             min_interval_ms: r.min_interval_ms,
             max_per_minute: r.max_per_minute,
             unsafe_pacing: r.unsafe_pacing,
@@ -152,11 +157,12 @@ fn map_write(e: sqlx::Error) -> WriteError {
     }
 }
 
-const COLUMNS: &str = "id, name, state, tags, ip_allowlist, min_interval_ms, max_per_minute, \
+const COLUMNS: &str = "id, name, state, tags, ip_allowlist, ip_allowlist_locked, min_interval_ms, max_per_minute, \
     unsafe_pacing, proxy_url, reject_call, msg_call, phone, account_type, owner_epoch, desired, network, state_reason, time_zone, send_window_start, send_window_end, created_at, updated_at";
 
-/// The settable columns, bound by [`bind_fields`] as `$2` to `$13` (`$1` is the id).
-const FIELD_COLUMNS: &str = "name, tags, ip_allowlist, min_interval_ms, max_per_minute, unsafe_pacing, proxy_url, \
+/// The settable columns, bound by [`bind_fields`] as `$2` to `$15` (`$1` is the id).
+const FIELD_COLUMNS: &str =
+    "name, tags, ip_allowlist, ip_allowlist_locked, min_interval_ms, max_per_minute, unsafe_pacing, proxy_url, \
     reject_call, msg_call, time_zone, send_window_start, send_window_end, network";
 
 type RowQuery<'q> = sqlx::query::QueryAs<'q, sqlx::Postgres, InstanceRow, sqlx::postgres::PgArguments>;
@@ -166,6 +172,7 @@ fn bind_fields<'q>(q: RowQuery<'q>, f: &'q InstanceFields) -> RowQuery<'q> {
     q.bind(&f.name)
         .bind(&f.tags)
         .bind(&f.ip_allowlist)
+        .bind(f.ip_allowlist_locked)
         .bind(f.min_interval_ms)
         .bind(f.max_per_minute)
         .bind(f.unsafe_pacing)
@@ -186,7 +193,7 @@ pub async fn insert(
 ) -> Result<InstanceRow, WriteError> {
     let sql = format!(
         "INSERT INTO instances (id, {FIELD_COLUMNS}, token_hash) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING {COLUMNS}"
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING {COLUMNS}"
     );
     bind_fields(sqlx::query_as::<_, InstanceRow>(&sql).bind(id), f)
         .bind(token_hash)
@@ -267,7 +274,7 @@ pub async fn update(
 ) -> Result<Option<InstanceRow>, WriteError> {
     let sql = format!(
         "UPDATE instances SET ({FIELD_COLUMNS}, updated_at) = \
-         ($2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, now()) WHERE id = $1 RETURNING {COLUMNS}"
+         ($2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, now()) WHERE id = $1 RETURNING {COLUMNS}"
     );
     bind_fields(sqlx::query_as::<_, InstanceRow>(&sql).bind(id), f).fetch_optional(db).await.map_err(map_write)
 }

@@ -21,23 +21,34 @@ pub struct WebhookRow {
 
 const COLUMNS: &str = "id, instance_id, url, events, secret, enabled, disabled_reason, created_at, updated_at";
 
+/// Registers a webhook unless the instance has `max` already: `None` then. Concurrent
+/// registrations take turns on the instance's row, so the count each one checks
+/// includes every one committed before it: the limit holds however many race.
 pub async fn insert(
-    db: impl PgExecutor<'_>,
+    db: &sqlx::PgPool,
     instance: &InstanceId,
     url: &str,
     events: &[String],
     secret: &str,
-) -> Result<WebhookRow, sqlx::Error> {
-    sqlx::query_as(&format!(
-        "INSERT INTO webhooks (id, instance_id, url, events, secret) VALUES ($1, $2, $3, $4, $5) RETURNING {COLUMNS}"
+    max: i64,
+) -> Result<Option<WebhookRow>, sqlx::Error> {
+    let mut tx = db.begin().await?;
+    sqlx::query("SELECT 1 FROM instances WHERE id = $1 FOR UPDATE").bind(instance).execute(&mut *tx).await?;
+    let row = sqlx::query_as(&format!(
+        "INSERT INTO webhooks (id, instance_id, url, events, secret) \
+         SELECT $1, $2, $3, $4, $5 WHERE (SELECT count(*) FROM webhooks WHERE instance_id = $2) < $6 \
+         RETURNING {COLUMNS}"
     ))
     .bind(WebhookId::new())
     .bind(instance)
     .bind(url)
     .bind(events)
     .bind(secret)
-    .fetch_one(db)
-    .await
+    .bind(max)
+    .fetch_optional(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(row)
 }
 
 pub async fn get(db: impl PgExecutor<'_>, instance: &InstanceId, id: &str) -> Result<Option<WebhookRow>, sqlx::Error> {

@@ -157,7 +157,9 @@ async fn patch_edits_fields_and_guards_admin_only_ones() {
         .await
         .expect(200);
     assert_eq!(b["proxy_url"], "socks5://user:***@127.0.0.1:1080", "passwords never come back");
-    own.patch(&path, &json!({ "min_interval_ms": 10 })).await.expect(200);
+    // Past the floors is the admin's to set, even once unlocked.
+    own.patch(&path, &json!({ "min_interval_ms": 10 })).await.expect_error(403, "forbidden");
+    admin.patch(&path, &json!({ "min_interval_ms": 10 })).await.expect(200);
     // Turning unsafe_pacing off while below the floors is refused, not silently clamped.
     admin.patch(&path, &json!({ "unsafe_pacing": false })).await.expect_error(400, "validation_failed");
     let b = admin.patch(&path, &json!({ "proxy_url": null })).await.expect(200);
@@ -399,4 +401,44 @@ async fn bulk_applies_one_action_per_instance_by_ids_or_by_tag() {
         .post("/v1/instances/bulk", &serde_json::json!({ "action": "connect", "ids": ids }))
         .await
         .expect_error(400, "validation_failed");
+}
+
+/// What the admin set, the instance's own token cannot undo: an allow-list it may only
+/// narrow, pacing past the floors, and the proxy's credentials it never sees.
+#[tokio::test]
+async fn admin_limits_hold_against_the_instance_token() {
+    let api = TestApi::start().await;
+    let b = api
+        .admin()
+        .post("/v1/instances", &json!({ "name": "limited", "ip_allowlist": ["127.0.0.0/8"], "unsafe_pacing": true,
+            "min_interval_ms": 200, "max_per_minute": 300, "proxy_url": "http://customer-7:hunter2@proxy.example:3128" }))
+        .await
+        .expect(201);
+    assert_eq!(b["instance"]["ip_allowlist_locked"], true);
+    let id = b["instance"]["id"].as_str().unwrap().to_string();
+    let path = format!("/v1/instances/{id}");
+    let own = api.client(Some(b["token"].as_str().unwrap().to_string()));
+    // The allow-list: never removed or widened, only narrowed.
+    own.patch(&path, &json!({ "ip_allowlist": [] })).await.expect_error(403, "forbidden");
+    own.patch(&path, &json!({ "ip_allowlist": ["0.0.0.0/0"] })).await.expect_error(403, "forbidden");
+    own.patch(&path, &json!({ "ip_allowlist": ["127.0.0.1", "198.51.100.1"] })).await.expect_error(403, "forbidden");
+    let narrowed = own.patch(&path, &json!({ "ip_allowlist": ["127.0.0.1"] })).await.expect(200);
+    assert_eq!(narrowed["ip_allowlist"], json!(["127.0.0.1/32"]));
+    assert_eq!(narrowed["ip_allowlist_locked"], true, "still the admin's");
+    own.patch(&path, &json!({ "ip_allowlist": ["127.0.0.0/8"] })).await.expect_error(403, "forbidden");
+    // Pacing: the instance may slow down, never go past the floors unsafe_pacing unlocked.
+    own.patch(&path, &json!({ "min_interval_ms": 100 })).await.expect_error(403, "forbidden");
+    own.patch(&path, &json!({ "max_per_minute": 120 })).await.expect_error(403, "forbidden");
+    let slower = own.patch(&path, &json!({ "min_interval_ms": 2000, "max_per_minute": 20 })).await.expect(200);
+    assert_eq!((slower["min_interval_ms"].as_u64(), slower["max_per_minute"].as_u64()), (Some(2000), Some(20)));
+    own.patch(&path, &json!({ "min_interval_ms": 200 })).await.expect_error(403, "forbidden");
+    // The proxy: the admin sees its user, anyone else neither user nor password.
+    assert_eq!(own.get(&path).await.expect(200)["proxy_url"], "http://***@proxy.example:3128/");
+    assert_eq!(api.admin().get(&path).await.expect(200)["proxy_url"], "http://customer-7:***@proxy.example:3128/");
+    // Once the admin clears its list, the instance's own list is its own.
+    let cleared = api.admin().patch(&path, &json!({ "ip_allowlist": [] })).await.expect(200);
+    assert_eq!(cleared["ip_allowlist_locked"], false);
+    own.patch(&path, &json!({ "ip_allowlist": ["127.0.0.0/8"] })).await.expect(200);
+    let own_list = own.patch(&path, &json!({ "ip_allowlist": [] })).await.expect(200);
+    assert_eq!(own_list["ip_allowlist"], json!([]));
 }

@@ -69,3 +69,33 @@ async fn webhook_lifecycle() {
     assert_eq!(own.delete(&format!("{path}/{wid}")).await.status, 204);
     own.get(&format!("{path}/{wid}")).await.expect_error(404, "not_found");
 }
+
+/// The 20-webhook limit holds when many are registered at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_webhook_limit_holds_under_concurrent_creation() {
+    let mut config = harness::test_config();
+    config.allow_private_targets = true;
+    let api = harness::TestApi::start_with(config).await;
+    let (inst, token) = api.create_instance("many-hooks").await;
+    let path = format!("/v1/instances/{}/webhooks", inst["id"].as_str().unwrap());
+    let own = api.client(Some(token));
+    let tasks: Vec<_> = (0..40)
+        .map(|i| {
+            let (own, path) = (own.clone(), path.clone());
+            tokio::spawn(async move {
+                own.post(&path, &serde_json::json!({ "url": format!("http://127.0.0.1:9/h{i}") })).await.status
+            })
+        })
+        .collect();
+    let mut created = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            201 => created += 1,
+            400 => {}
+            other => panic!("unexpected status {other}"),
+        }
+    }
+    assert_eq!(created, 20);
+    let listed = own.get(&path).await.expect(200);
+    assert_eq!(listed["webhooks"].as_array().unwrap().len(), 20);
+}

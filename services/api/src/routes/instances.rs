@@ -66,10 +66,13 @@ pub struct InstanceOut {
     pub tags: Vec<String>,
     /// CIDRs the instance's tokens may be used from; empty allows every address.
     pub ip_allowlist: Vec<String>,
+    /// The admin set the allow-list: the instance's own token may only narrow it.
+    pub ip_allowlist_locked: bool,
     pub min_interval_ms: u32,
     pub max_per_minute: u32,
     pub unsafe_pacing: bool,
-    /// The proxy the session connects through, with any password shown as `***`.
+    /// The proxy the session connects through: its password shown as `***` (to the
+    /// admin), its whole user info as `***` (to anyone else).
     pub proxy_url: Option<String>,
     /// `sim` or `whatsapp` when set for this instance (else the deployment's network).
     pub network: Option<String>,
@@ -86,12 +89,23 @@ pub struct InstanceOut {
     pub updated_at: DateTime<Utc>,
 }
 
+impl InstanceOut {
+    /// The record as `admin` or not sees it: the proxy's password is never shown, and its
+    /// user name only to the admin.
+    pub fn shown_to(r: InstanceRow, admin: bool) -> InstanceOut {
+        let proxy = r.proxy_url.as_deref().map(|p| if admin { redact_proxy(p) } else { hide_proxy_credentials(p) });
+        InstanceOut { proxy_url: proxy, ..InstanceOut::from(r) }
+    }
+}
+
 impl From<InstanceRow> for InstanceOut {
+    /// As anyone may see it (the proxy's whole userinfo hidden).
     fn from(r: InstanceRow) -> Self {
         InstanceOut {
             state: r.state(),
             state_reason: r.state_reason.clone(),
-            proxy_url: r.proxy_url.as_deref().map(redact_proxy),
+            proxy_url: r.proxy_url.as_deref().map(hide_proxy_credentials),
+            ip_allowlist_locked: r.ip_allowlist_locked,
             network: r.network.clone(),
             id: r.id,
             name: r.name,
@@ -254,6 +268,8 @@ async fn create(
     let fields = InstanceFields {
         name: body.name,
         tags: body.tags,
+        // The admin's list: the instance's token may only narrow it.
+        ip_allowlist_locked: !body.ip_allowlist.is_empty(),
         ip_allowlist: body.ip_allowlist,
         min_interval_ms: body.min_interval_ms.unwrap_or(state.config.default_min_interval_ms) as i32,
         max_per_minute: body.max_per_minute.unwrap_or(state.config.default_max_per_minute) as i32,
@@ -270,7 +286,7 @@ async fn create(
     let id = InstanceId::new();
     let row = instances::insert(&state.db, &id, &hash_token(&token), &fields).await.map_err(write_error)?;
     tracing::info!(instance_id = %row.id, "instance created");
-    Ok((StatusCode::CREATED, Json(InstanceCreatedOut { instance: row.into(), token })))
+    Ok((StatusCode::CREATED, Json(InstanceCreatedOut { instance: InstanceOut::shown_to(row, true), token })))
 }
 
 /// List instances (admin), oldest first, with filters and cursor pagination.
@@ -295,7 +311,8 @@ async fn list(
             .await?;
     let (rows, next_cursor) =
         crate::pagination::page(rows, limit, |r| crate::pagination::encode(&["i1", r.id.as_str()]));
-    Ok(Json(InstanceListOut { instances: rows.into_iter().map(Into::into).collect(), next_cursor }))
+    let instances = rows.into_iter().map(|r| InstanceOut::shown_to(r, true)).collect();
+    Ok(Json(InstanceListOut { instances, next_cursor }))
 }
 
 /// Read an instance and its state.
@@ -310,10 +327,10 @@ async fn list(
     security(("admin" = []), ("instance" = [])))]
 async fn get_one(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    InstanceAccess { id, principal }: InstanceAccess,
 ) -> Result<Json<InstanceOut>, ApiError> {
     let row = instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
-    Ok(Json(row.into()))
+    Ok(Json(InstanceOut::shown_to(row, principal.is_admin())))
 }
 
 /// Edit an instance: rename, tags, IP restriction, pacing, settings. `proxy_url` and
@@ -335,10 +352,20 @@ async fn patch(
     InstanceAccess { principal, id }: InstanceAccess,
     ValidatedJson(p): ValidatedJson<InstancePatch>,
 ) -> Result<Json<InstanceOut>, ApiError> {
-    if !principal.is_admin() && (p.proxy_url.is_some() || p.unsafe_pacing.is_some()) {
+    let admin = principal.is_admin();
+    if !admin && (p.proxy_url.is_some() || p.unsafe_pacing.is_some()) {
         return Err(ApiError::forbidden("proxy_url and unsafe_pacing can only be set with the admin token"));
     }
+    let past_floors = p.min_interval_ms.is_some_and(|v| v < MIN_INTERVAL_FLOOR_MS)
+        || p.max_per_minute.is_some_and(|v| v > MAX_PER_MINUTE_CEILING);
     let row = edit(&state, &id, |f| {
+        // Pacing past the floors is what unsafe_pacing unlocks, for the admin to set
+        // (without it, validation refuses such values for everyone).
+        if !admin && f.unsafe_pacing && past_floors {
+            return Err(ApiError::forbidden(format!(
+                "min_interval_ms below {MIN_INTERVAL_FLOOR_MS} or max_per_minute above {MAX_PER_MINUTE_CEILING} can only be set with the admin token"
+            )));
+        }
         if let Some(v) = p.name {
             f.name = v;
         }
@@ -346,6 +373,13 @@ async fn patch(
             f.tags = v;
         }
         if let Some(v) = p.ip_allowlist {
+            if admin {
+                f.ip_allowlist_locked = !v.is_empty();
+            } else if f.ip_allowlist_locked && !narrows(&v, &f.ip_allowlist) {
+                return Err(ApiError::forbidden(
+                    "the admin set this ip_allowlist: the instance may only narrow it (every entry inside an allowed one)",
+                ));
+            }
             f.ip_allowlist = v;
         }
         if let Some(v) = p.min_interval_ms {
@@ -372,7 +406,13 @@ async fn patch(
         Ok(())
     })
     .await?;
-    Ok(Json(row.into()))
+    Ok(Json(InstanceOut::shown_to(row, admin)))
+}
+
+/// Whether every entry of `new` (non-empty) lies inside an entry of `current`.
+fn narrows(new: &[String], current: &[String]) -> bool {
+    let current: Vec<ipnet::IpNet> = current.iter().filter_map(|n| parse_net(n)).collect();
+    !new.is_empty() && new.iter().all(|n| parse_net(n).is_some_and(|n| current.iter().any(|c| c.contains(&n))))
 }
 
 /// Edits an instance's settable fields in one transaction: locks the row, lets `apply`
@@ -537,6 +577,19 @@ pub fn redact_proxy(p: &str) -> String {
     }
 }
 
+/// The proxy URL with its whole user info (name and password) replaced by `***`.
+pub fn hide_proxy_credentials(p: &str) -> String {
+    match url::Url::parse(p) {
+        Ok(mut u) if !u.username().is_empty() || u.password().is_some() => {
+            let _ = u.set_password(None);
+            let _ = u.set_username("***");
+            u.to_string()
+        }
+        Ok(u) => u.to_string(),
+        Err(_) => "***".into(),
+    }
+}
+
 pub fn decode_cursor(c: &str) -> Result<InstanceId, ApiError> {
     let f = crate::pagination::decode(c, &["i1"], 2)?;
     InstanceId::parse(&f[1]).map_err(|_| ApiError::validation("invalid cursor"))
@@ -551,6 +604,7 @@ mod tests {
             name: "shop-1".into(),
             tags: vec!["eu".into(), "eu".into(), "a".into()],
             ip_allowlist: vec!["203.0.113.7/24".into(), "2001:db8::1".into()],
+            ip_allowlist_locked: false,
             min_interval_ms: 2000,
             max_per_minute: 20,
             unsafe_pacing: false,
@@ -600,9 +654,24 @@ mod tests {
     }
 
     #[test]
+    fn narrowing_stays_inside_the_admins_list() {
+        let list = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let admins = list(&["203.0.113.0/24", "2001:db8::/32"]);
+        assert!(narrows(&list(&["203.0.113.7"]), &admins));
+        assert!(narrows(&list(&["203.0.113.128/25", "2001:db8:1::/48"]), &admins));
+        assert!(!narrows(&list(&[]), &admins), "removing it");
+        assert!(!narrows(&list(&["203.0.112.0/23"]), &admins), "widening it");
+        assert!(!narrows(&list(&["203.0.113.7", "198.51.100.1"]), &admins), "adding another address");
+        assert!(!narrows(&list(&["garbage"]), &admins));
+    }
+
+    #[test]
     fn proxy_passwords_are_redacted() {
         assert_eq!(redact_proxy("http://user:hunter2@proxy:3128"), "http://user:***@proxy:3128/");
         assert_eq!(redact_proxy("socks5://proxy:1080"), "socks5://proxy:1080");
+        assert_eq!(hide_proxy_credentials("http://customer-42:hunter2@proxy:3128"), "http://***@proxy:3128/");
+        assert_eq!(hide_proxy_credentials("socks5://customer-42@proxy:1080"), "socks5://***@proxy:1080");
+        assert_eq!(hide_proxy_credentials("socks5://proxy:1080"), "socks5://proxy:1080");
     }
 
     #[test]

@@ -30,7 +30,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 /// Most endpoints per instance.
-const MAX_WEBHOOKS: usize = 20;
+const MAX_WEBHOOKS: i64 = 20;
 
 /// A webhook endpoint.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -137,10 +137,9 @@ async fn create(
     shared::db::instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
     let events = dedup(b.events);
     let url = check(&state, &b.url, &events).await?;
-    if webhooks::list(&state.db, &id).await?.len() >= MAX_WEBHOOKS {
-        return Err(ApiError::validation(format!("an instance has at most {MAX_WEBHOOKS} webhooks")));
-    }
-    let row = webhooks::insert(&state.db, &id, &url, &events, &generate_webhook_secret()).await?;
+    let row = webhooks::insert(&state.db, &id, &url, &events, &generate_webhook_secret(), MAX_WEBHOOKS)
+        .await?
+        .ok_or_else(|| ApiError::validation(format!("an instance has at most {MAX_WEBHOOKS} webhooks")))?;
     Ok((StatusCode::CREATED, Json(WebhookOut::of(row, true))))
 }
 
