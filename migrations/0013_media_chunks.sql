@@ -7,6 +7,9 @@ CREATE TABLE media_chunks (
     data      BYTEA NOT NULL,
     PRIMARY KEY (media_id, seq)
 );
+-- Media is mostly compressed already (JPEG, MP4, Opus): store chunks out of line as they
+-- are, without Postgres trying (and failing) to compress each one.
+ALTER TABLE media_chunks ALTER COLUMN data SET STORAGE EXTERNAL;
 
 INSERT INTO media_chunks (media_id, seq, data)
 SELECT m.id, g.seq, substring(m.data FROM g.seq * 1048576 + 1 FOR 1048576)
