@@ -5,7 +5,8 @@
 //! worker lists the instances that should run, finds those nobody holds, and claims up to
 //! its fair share (instances / live workers). Each claim takes a lease (`SET NX PX`) and
 //! a new epoch recorded on the instance row; all later writes are fenced on it. Leases are
-//! renewed in batches every third of their TTL; on SIGTERM the worker stops its sessions,
+//! renewed in batches every third of their TTL on a thread of their own (`lease::Renewer`),
+//! so no load here delays them; on SIGTERM the worker stops its sessions,
 //! releases its leases and wakes the others, which take over at once.
 
 pub mod actor;
@@ -18,7 +19,7 @@ pub mod receive;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use futures::StreamExt;
@@ -33,7 +34,8 @@ use tokio_util::sync::CancellationToken;
 use crate::actor::{Ctx, Outcome};
 use crate::lease::Leases;
 use crate::metrics::{
-    LEASES_HELD, LEASE_ACQUIRED, LEASE_LOST, QUEUE_DEPTH, QUEUE_DEPTH_INSTANCE, QUEUE_OLDEST, QUEUE_OLDEST_INSTANCE,
+    LEASES_HELD, LEASE_ACQUIRED, LEASE_LOST, LEASE_REVIVED, QUEUE_DEPTH, QUEUE_DEPTH_INSTANCE, QUEUE_OLDEST,
+    QUEUE_OLDEST_INSTANCE,
 };
 
 /// How long stopping sessions may take on shutdown before leases are released anyway.
@@ -55,6 +57,9 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let worker_id = format!("wk_{}", uuid::Uuid::new_v4().simple());
     let ttl = Duration::from_millis(config.lease_ttl_ms);
     let leases = Leases::new(redis, kv::Keys::new(&config), worker_id.clone(), ttl);
+    let (renewer, mut renewals) =
+        lease::Renewer::start(&config.redis_url, kv::Keys::new(&config), worker_id.clone(), ttl)
+            .context("starting the lease renewal thread")?;
     let media = receive::MediaPolicy {
         retry_base: Duration::from_millis(config.media_retry_base_ms),
         quota: config.media_quota_bytes,
@@ -91,11 +96,11 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let mut w = Worker {
         ctx,
         leases,
+        renewer,
         worker_id,
         max: config.worker_max_instances,
         held: HashMap::new(),
         actors: JoinSet::new(),
-        last_renewal: Instant::now(),
         per_instance: config.metrics_per_instance,
         reported: Vec::new(),
     };
@@ -103,14 +108,12 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let mut wake = nats.subscribe(subjects.workers_wake()).await.context("subscribing to wake-ups")?;
     let mut scan = tokio::time::interval(Duration::from_millis(config.worker_scan_ms));
     scan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut renew = tokio::time::interval(ttl / 3);
-    renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
             _ = scan.tick() => w.scan().await,
             Some(_) = wake.next() => w.scan().await,
-            _ = renew.tick() => w.renew().await,
+            Some(r) = renewals.recv() => w.renewed(r).await,
             _ = stats.tick() => w.queue_stats().await,
             Some(done) = w.actors.join_next(), if !w.actors.is_empty() => w.finished(done).await,
         }
@@ -126,11 +129,13 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
 struct Worker {
     ctx: Arc<Ctx>,
     leases: Leases,
+    /// Renews the held leases on its own thread.
+    renewer: lease::Renewer,
     worker_id: String,
     max: usize,
-    held: HashMap<InstanceId, CancellationToken>,
+    /// Each held instance's stop signal and the epoch it was claimed at.
+    held: HashMap<InstanceId, (CancellationToken, i64)>,
     actors: JoinSet<(InstanceId, Outcome)>,
-    last_renewal: Instant,
     per_instance: bool,
     /// Instances with per-instance series, to zero them once they leave.
     reported: Vec<InstanceId>,
@@ -198,7 +203,8 @@ impl Worker {
         ::metrics::counter!(LEASE_ACQUIRED).increment(1);
         tracing::info!(instance_id = %id, epoch = claim.owner_epoch, "instance claimed");
         let cancel = CancellationToken::new();
-        self.held.insert(id.clone(), cancel.clone());
+        self.held.insert(id.clone(), (cancel.clone(), claim.owner_epoch));
+        self.renewer.hold(&id);
         ::metrics::gauge!(LEASES_HELD).set(self.held.len() as f64);
         let ctx = self.ctx.clone();
         self.actors.spawn(async move {
@@ -231,31 +237,44 @@ impl Worker {
         self.reported = rows.into_iter().map(|r| r.0).collect();
     }
 
-    /// Renews every held lease in one batch; lost ones stop their actors.
-    async fn renew(&mut self) {
-        if self.held.is_empty() {
-            self.last_renewal = Instant::now();
-            return;
-        }
-        let ids: Vec<InstanceId> = self.held.keys().cloned().collect();
-        match self.leases.renew(&ids).await {
-            Ok(lost) => {
-                self.last_renewal = Instant::now();
+    /// Acts on what a renewal round found: lost leases stop their sessions; revived
+    /// ones carry on only where the instance's epoch is still the one claimed.
+    async fn renewed(&mut self, r: lease::Renewal) {
+        let stop = |w: &Worker, id: &InstanceId| {
+            if let Some((c, _)) = w.held.get(id) {
+                c.cancel();
+            }
+        };
+        match r {
+            lease::Renewal::Lost(lost) => {
                 for id in lost {
-                    tracing::warn!(instance_id = %id, "lease lost");
+                    tracing::warn!(instance_id = %id, "lease lost to another worker");
                     ::metrics::counter!(LEASE_LOST).increment(1);
-                    if let Some(c) = self.held.get(&id) {
-                        c.cancel();
-                    }
+                    stop(self, &id);
                 }
             }
-            Err(e) => {
-                tracing::warn!(error = %e, "lease renewal failed");
-                // Past the TTL our leases may be someone else's: stop everything.
-                if self.last_renewal.elapsed() >= self.leases.ttl() {
-                    for c in self.held.values() {
-                        c.cancel();
+            lease::Renewal::Revived(ids) => {
+                ::metrics::counter!(LEASE_REVIVED).increment(ids.len() as u64);
+                let owned: Vec<(InstanceId, i64)> =
+                    ids.iter().filter_map(|id| Some((id.clone(), self.held.get(id)?.1))).collect();
+                match sessions::still_owned(&self.ctx.db, &owned).await {
+                    Ok(still) => {
+                        for (id, _) in owned.iter().filter(|(id, _)| !still.contains(id)) {
+                            tracing::warn!(instance_id = %id, "lease expired and the instance moved on; stopping");
+                            ::metrics::counter!(LEASE_LOST).increment(1);
+                            stop(self, id);
+                        }
+                        tracing::info!(n = still.len(), "leases that had expired unrenewed were taken again");
                     }
+                    // Unknown: the fence refuses every write of an epoch that moved on, so
+                    // the sessions stop by themselves if they have to.
+                    Err(e) => tracing::warn!(error = %e, "checking revived leases failed"),
+                }
+            }
+            lease::Renewal::Stale => {
+                tracing::warn!("no lease renewal for a whole TTL; stopping every session");
+                for (c, _) in self.held.values() {
+                    c.cancel();
                 }
             }
         }
@@ -267,6 +286,7 @@ impl Worker {
             return;
         };
         self.held.remove(&id);
+        self.renewer.forget(&id);
         ::metrics::gauge!(LEASES_HELD).set(self.held.len() as f64);
         // Compare-and-delete: harmless when the lease is already someone else's.
         if let Err(e) = self.leases.release(&id).await {
@@ -277,7 +297,7 @@ impl Worker {
 
     /// Stops every session, then releases the leases so others take over at once.
     async fn shutdown(&mut self) {
-        for c in self.held.values() {
+        for (c, _) in self.held.values() {
             c.cancel();
         }
         let deadline = tokio::time::Instant::now() + STOP_GRACE;
@@ -293,6 +313,7 @@ impl Worker {
             }
         }
         for id in self.held.keys().cloned().collect::<Vec<_>>() {
+            self.renewer.forget(&id);
             let _ = self.leases.release(&id).await;
         }
         let _ = self.leases.leave().await;

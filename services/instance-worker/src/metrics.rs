@@ -3,6 +3,9 @@
 pub const LEASES_HELD: &str = "paceline_worker_leases_held";
 pub const LEASE_ACQUIRED: &str = "paceline_worker_lease_acquired_total";
 pub const LEASE_LOST: &str = "paceline_worker_lease_lost_total";
+pub const LEASE_REVIVED: &str = "paceline_worker_lease_revived_total";
+pub const LEASE_RENEWAL_SECONDS: &str = "paceline_worker_lease_renewal_seconds";
+pub const LEASE_RENEWAL_FAILED: &str = "paceline_worker_lease_renewal_failed_total";
 pub const FENCED_WRITES: &str = "paceline_worker_fenced_writes_total";
 pub const SESSIONS: &str = "paceline_worker_session_events_total";
 pub const RPC: &str = "paceline_worker_rpc_total";
@@ -23,7 +26,20 @@ pub fn describe() {
         "received media logged unavailable because its instance's media quota was used up"
     );
     metrics::describe_counter!(LEASE_ACQUIRED, "instance leases acquired (instance moves onto this worker)");
-    metrics::describe_counter!(LEASE_LOST, "leases lost to expiry or another worker before release");
+    metrics::describe_counter!(
+        LEASE_LOST,
+        "leases lost to another worker (or to Redis for a whole TTL) before release"
+    );
+    metrics::describe_counter!(
+        LEASE_REVIVED,
+        "leases that expired unrenewed while nobody took them, taken again under the same epoch"
+    );
+    metrics::describe_histogram!(
+        LEASE_RENEWAL_SECONDS,
+        metrics::Unit::Seconds,
+        "time of one renewal round of every held lease (on the renewal thread)"
+    );
+    metrics::describe_counter!(LEASE_RENEWAL_FAILED, "renewal rounds that failed (Redis unreachable or slow)");
     metrics::describe_counter!(
         FENCED_WRITES,
         "fenced Postgres writes, by result (applied or rejected: ownership moved on)"

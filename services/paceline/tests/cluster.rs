@@ -351,3 +351,42 @@ async fn a_temporary_ban_is_visible_and_waited_out() {
     .unwrap();
     assert_eq!(reasons.len(), 1);
 }
+
+/// A lease that expired because a renewal came late, while nobody else took it, is taken
+/// again under the same epoch: the session carries on, nothing moves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_renewal_keeps_a_lease_nobody_took() {
+    let c = Cluster::start(bin(), 1, |_| {}).await;
+    c.phone(A, false).await;
+    let (inst, _) = c.paired_instance("late-renewal", A).await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    let (epoch, state, _) = c.ownership(&id).await;
+    assert_eq!(state, "connected");
+    let redis = shared::kv::connect(&c.config).unwrap();
+    let key = shared::kv::Keys::new(&c.config).lease(&shared::ids::InstanceId::parse(&id).unwrap());
+    let mut conn = redis.get().await.unwrap();
+    let holder: Option<String> = deadpool_redis::redis::cmd("GET").arg(&key).query_async(&mut conn).await.unwrap();
+    let holder = holder.expect("the worker holds the lease");
+    // The lease lapses (as when a renewal is late) and nobody takes it meanwhile.
+    let _: i64 = deadpool_redis::redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
+    let back = wait_for(Duration::from_millis(c.config.lease_ttl_ms * 2), || {
+        let (redis, key) = (redis.clone(), key.clone());
+        async move {
+            let mut conn = redis.get().await.unwrap();
+            let now: Option<String> = deadpool_redis::redis::cmd("GET").arg(&key).query_async(&mut conn).await.unwrap();
+            now
+        }
+    })
+    .await;
+    assert_eq!(back.as_deref(), Some(holder.as_str()), "the same worker took its lease again");
+    let revived = wait_for(Duration::from_secs(5), || async {
+        let n = c.worker_metric(0, "paceline_worker_lease_revived_total", "").await;
+        (n >= 1.0).then_some(n)
+    })
+    .await;
+    assert_eq!(revived, Some(1.0), "counted as revived");
+    assert_eq!(c.worker_metric(0, "paceline_worker_lease_lost_total", "").await, 0.0, "not lost");
+    // Nothing moved: same epoch, still connected.
+    let (after, state, _) = c.ownership(&id).await;
+    assert_eq!((after, state.as_str()), (epoch, "connected"));
+}

@@ -11,6 +11,21 @@ use crate::db::outbox;
 use crate::ids::InstanceId;
 
 /// Ids of instances that should run (connect asked, not logged out, banned or deleted).
+/// Which of `ids` are still owned at the epoch given beside each (a worker checks the
+/// leases it took again after they had expired).
+pub async fn still_owned(db: impl PgExecutor<'_>, owned: &[(InstanceId, i64)]) -> Result<Vec<InstanceId>, sqlx::Error> {
+    let ids: Vec<&InstanceId> = owned.iter().map(|(id, _)| id).collect();
+    let epochs: Vec<i64> = owned.iter().map(|(_, e)| *e).collect();
+    sqlx::query_scalar(
+        "SELECT i.id FROM instances i JOIN UNNEST($1::text[], $2::bigint[]) AS o(id, epoch) \
+         ON o.id = i.id AND o.epoch = i.owner_epoch",
+    )
+    .bind(ids)
+    .bind(epochs)
+    .fetch_all(db)
+    .await
+}
+
 pub async fn desired_ids(db: impl PgExecutor<'_>, limit: i64) -> Result<Vec<InstanceId>, sqlx::Error> {
     sqlx::query_scalar("SELECT id FROM instances WHERE desired ORDER BY id LIMIT $1").bind(limit).fetch_all(db).await
 }

@@ -1,43 +1,59 @@
-//! Lease batching at scale: thousands of leases acquired, renewed in batched Lua calls,
-//! and released, against the real Redis.
+//! Leases at scale against the real Redis: thousands acquired, renewed in batched Lua
+//! calls by the renewal thread, reported lost when another worker took one, taken again
+//! when one lapsed while nobody took it, and released.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use deadpool_redis::redis;
 use shared::ids::InstanceId;
-use worker::lease::Leases;
+use worker::lease::{Leases, Renewal, Renewer};
 
-#[tokio::test]
-async fn thousands_of_leases_renew_in_batches() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thousands_of_leases_renew_in_batches_on_their_own_thread() {
     let config = harness::test_config();
     let pool = shared::kv::connect(&config).unwrap();
     let keys = shared::kv::Keys::new(&config);
-    let mine = Leases::new(pool.clone(), keys.clone(), "wk_mine".into(), Duration::from_secs(30));
-    let other = Leases::new(pool, keys, "wk_other".into(), Duration::from_secs(30));
-    let ids: Vec<InstanceId> = (0..5_000).map(|_| InstanceId::new()).collect();
+    let ttl = Duration::from_millis(1_500);
+    let mine = Leases::new(pool.clone(), keys.clone(), "wk_mine".into(), ttl);
+    let other = Leases::new(pool.clone(), keys.clone(), "wk_other".into(), ttl);
+    let (renewer, mut reports) = Renewer::start(&config.redis_url, keys.clone(), "wk_mine".into(), ttl).unwrap();
+    let ids: Vec<InstanceId> = (0..2_000).map(|_| InstanceId::new()).collect();
     for id in &ids {
         assert!(mine.acquire(id).await.unwrap().is_some());
+        renewer.hold(id);
     }
     // Someone else cannot take them, and sees none free.
     assert!(other.acquire(&ids[0]).await.unwrap().is_none());
     assert!(other.free(&ids).await.unwrap().is_empty());
-
-    let start = Instant::now();
-    let lost = mine.renew(&ids).await.unwrap();
-    println!("renewed {} leases in {} ms", ids.len(), start.elapsed().as_millis());
-    assert!(lost.is_empty());
+    // Past several TTLs, every lease is still ours: the thread kept them.
+    tokio::time::sleep(ttl * 3).await;
+    assert!(other.free(&ids).await.unwrap().is_empty(), "none lapsed");
+    assert!(reports.try_recv().is_err(), "nothing to report");
 
     // A lease that moved on is reported lost, and only that one.
     mine.release(&ids[7]).await.unwrap();
     assert!(other.acquire(&ids[7]).await.unwrap().is_some());
-    let lost = mine.renew(&ids).await.unwrap();
-    assert_eq!(lost, vec![ids[7].clone()]);
-    // Releasing someone else's lease does nothing.
+    let report = tokio::time::timeout(ttl * 2, reports.recv()).await.unwrap();
+    assert_eq!(report, Some(Renewal::Lost(vec![ids[7].clone()])));
+    renewer.forget(&ids[7]);
+
+    // A lease that lapsed while nobody took it is taken again, and reported so.
+    let mut conn = pool.get().await.unwrap();
+    let _: i64 = redis::cmd("DEL").arg(keys.lease(&ids[9])).query_async(&mut conn).await.unwrap();
+    let report = tokio::time::timeout(ttl * 2, reports.recv()).await.unwrap();
+    assert_eq!(report, Some(Renewal::Revived(vec![ids[9].clone()])));
+    let holder: Option<String> = redis::cmd("GET").arg(keys.lease(&ids[9])).query_async(&mut conn).await.unwrap();
+    assert_eq!(holder.as_deref(), Some("wk_mine"));
+
+    // Releasing someone else's lease does nothing; a released lease is not taken again.
     mine.release(&ids[7]).await.unwrap();
     assert!(other.free(&ids[7..8]).await.unwrap().is_empty());
+    renewer.forget(&ids[11]);
+    mine.release(&ids[11]).await.unwrap();
+    tokio::time::sleep(ttl).await;
+    assert_eq!(other.free(&ids[11..12]).await.unwrap(), [ids[11].clone()], "released for good");
     // Epochs only grow.
-    let e1 = other.acquire(&ids[9]).await.unwrap();
-    assert!(e1.is_none());
-    mine.release(&ids[9]).await.unwrap();
-    let e2 = other.acquire(&ids[9]).await.unwrap().unwrap();
+    let e2 = other.acquire(&ids[11]).await.unwrap().unwrap();
     assert!(e2 >= 2);
+    drop(renewer);
 }
