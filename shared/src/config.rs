@@ -157,7 +157,8 @@ pub struct Config {
     pub events_streams_per_instance: u32,
     /// Event streams open at once on one API pod; past it 429.
     pub events_streams_per_pod: u32,
-    /// The most the JetStream events stream keeps (oldest events go first past it).
+    /// The most the JetStream events stream keeps (oldest events go first past it). NATS
+    /// reserves it on the server's JetStream storage when the stream is created.
     pub events_stream_max_bytes: u64,
     /// Also export queue depth and age per instance (one series per instance: opt in
     /// only where the instance count keeps Prometheus comfortable).
@@ -233,7 +234,7 @@ impl Default for Config {
             media_retention_days: 30,
             events_streams_per_instance: 5,
             events_streams_per_pod: 1_000,
-            events_stream_max_bytes: 8 * 1024 * 1024 * 1024,
+            events_stream_max_bytes: 2 * 1024 * 1024 * 1024,
             metrics_per_instance: false,
             webhook_timeout_ms: 10_000,
             webhook_retry_base_ms: 5_000,

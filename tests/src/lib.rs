@@ -53,6 +53,9 @@ pub fn test_config() -> Config {
         shutdown_timeout_ms: 5_000,
         connect_qr_wait_ms: 0,
         rpc_timeout_ms: 2_000,
+        // JetStream reserves a stream's max_bytes on the server: every test has its own
+        // events stream, so each keeps a small one.
+        events_stream_max_bytes: 16 * 1024 * 1024,
         ..Config::default()
     }
 }
