@@ -125,19 +125,47 @@ impl FromRequestParts<AppState> for InstanceAccess {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        let principal = Principal::from_request_parts(parts, state).await?;
-        let params = axum::extract::RawPathParams::from_request_parts(parts, state)
-            .await
-            .map_err(|_| ApiError::instance_not_found())?;
-        let raw = params.iter().find(|(k, _)| *k == "id").map(|(_, v)| v).ok_or_else(ApiError::instance_not_found)?;
-        let id = principal.instance(raw)?;
-        // An instance token's instance exists (its lookup found it); the admin's may not,
-        // and every route answers that the same way, before its own work.
-        if matches!(principal, Principal::Admin) && !shared::db::instances::exists(&state.db, &id).await? {
-            return Err(ApiError::instance_not_found());
-        }
-        Ok(InstanceAccess { principal, id })
+        instance_access(parts, state, |e| e).await
     }
+}
+
+/// [`InstanceAccess`] on the webhook and delivery routes, where another instance's
+/// token gets 404 `not_found` instead of 403 (interface.md part 5): whether another
+/// tenant has a webhook of some id is not told.
+pub struct WebhookAccess {
+    pub principal: Principal,
+    pub id: InstanceId,
+}
+
+impl FromRequestParts<AppState> for WebhookAccess {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let InstanceAccess { principal, id } =
+            instance_access(parts, state, |_| ApiError::not_found("webhook")).await?;
+        Ok(WebhookAccess { principal, id })
+    }
+}
+
+/// The principal and the path's instance; `other` maps the refusal of another
+/// instance's token.
+async fn instance_access(
+    parts: &mut Parts,
+    state: &AppState,
+    other: impl FnOnce(ApiError) -> ApiError,
+) -> Result<InstanceAccess, ApiError> {
+    let principal = Principal::from_request_parts(parts, state).await?;
+    let params = axum::extract::RawPathParams::from_request_parts(parts, state)
+        .await
+        .map_err(|_| ApiError::instance_not_found())?;
+    let raw = params.iter().find(|(k, _)| *k == "id").map(|(_, v)| v).ok_or_else(ApiError::instance_not_found)?;
+    let id = principal.instance(raw).map_err(other)?;
+    // An instance token's instance exists (its lookup found it); the admin's may not,
+    // and every route answers that the same way, before its own work.
+    if matches!(principal, Principal::Admin) && !shared::db::instances::exists(&state.db, &id).await? {
+        return Err(ApiError::instance_not_found());
+    }
+    Ok(InstanceAccess { principal, id })
 }
 
 /// The admin principal: any other valid token gets 403 before the body is read.

@@ -14,10 +14,16 @@ use shared::db::sessions::{self, Claim};
 use shared::ids::InstanceId;
 use shared::ErrorCode;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::driver::{Driver, DriverEvent, Session};
 use crate::metrics::{FENCED_WRITES, RPC, SESSIONS};
 use crate::queue::Queue;
+
+/// Session operations in flight at once per instance (beyond it: retry later).
+const RPCS_IN_FLIGHT: usize = 16;
+/// The longest a session operation may take on this side (the API stops waiting sooner).
+const RPC_DEADLINE: Duration = Duration::from_secs(30);
 
 /// Waits between reconnect attempts (the last one repeats).
 const RECONNECT: [Duration; 6] = [
@@ -87,6 +93,8 @@ pub(crate) struct Actor {
     pub(crate) queue: Queue,
     /// When to look for received media whose download is to be tried again.
     pub(crate) media_retry_at: tokio::time::Instant,
+    /// Places for session operations running beside the loop.
+    rpc_slots: Arc<tokio::sync::Semaphore>,
 }
 
 /// Runs the instance until `cancel` or until its session ends.
@@ -108,6 +116,7 @@ pub async fn run(ctx: Arc<Ctx>, id: InstanceId, claim: Claim, cancel: Cancellati
         queue: Queue::new(&ctx.pacing),
         // Soon after start: a previous owner may have left downloads pending.
         media_retry_at: tokio::time::Instant::now() + Duration::from_secs(2),
+        rpc_slots: Arc::new(tokio::sync::Semaphore::new(RPCS_IN_FLIGHT)),
         id,
         ctx,
     };
@@ -162,7 +171,7 @@ impl Actor {
                 return self.stop().await;
             };
             let (session, mut events) = match opened {
-                Ok(s) => s,
+                Ok((s, events)) => (Arc::<dyn Session>::from(s), events),
                 Err(e) => {
                     tracing::warn!(code = %e.code, detail = %e.detail, "opening the session failed");
                     let wait = if e.code == ErrorCode::NotImplemented {
@@ -187,7 +196,7 @@ impl Actor {
                         session.close().await;
                         return self.stop().await;
                     }
-                    Some(msg) = rpc.next() => self.rpc(&*session, msg).await,
+                    Some(msg) = rpc.next() => self.rpc(&session, msg).await,
                     Some(_) = wake.next() => {
                         self.queue.wake_at = tokio::time::Instant::now();
                         Step::Continue
@@ -426,71 +435,102 @@ impl Actor {
                 (RpcReply::Err { code: ErrorCode::InstanceNotConnected, message, retryable: true }, kind)
             }
         };
-        self.answer(reply_to, reply, kind).await;
+        answer(&self.ctx, reply_to, reply, kind).await;
     }
 
-    /// Sends an RPC answer, counted by request type and result.
-    async fn answer(&self, reply_to: async_nats::Subject, reply: RpcReply, kind: &'static str) {
-        let result = if matches!(reply, RpcReply::Ok { .. }) { "ok" } else { "error" };
-        metrics::counter!(RPC, "type" => kind, "result" => result).increment(1);
-        let payload = serde_json::to_vec(&reply).expect("replies serialize");
-        if let Err(e) = self.ctx.nats.publish(reply_to, payload.into()).await {
-            tracing::warn!(error = %e, "rpc reply failed");
-        }
-    }
-
-    async fn rpc(&mut self, session: &dyn Session, msg: async_nats::Message) -> Step {
+    /// A request for the session. Logout and restart change the actor's course and run
+    /// here; every other operation runs beside the loop with its own deadline, so a slow
+    /// one never holds up sends, receipts or events.
+    async fn rpc(&mut self, session: &Arc<dyn Session>, msg: async_nats::Message) -> Step {
         let Some(reply_to) = msg.reply.clone() else { return Step::Continue };
-        let (reply, step, kind) = match serde_json::from_slice::<RpcRequest>(&msg.payload) {
-            Err(_) => (RpcReply::err(ErrorCode::ValidationFailed, "unknown request"), Step::Continue, "unknown"),
-            Ok(RpcRequest::PairingCode { phone }) => {
-                let reply = if self.state != InstanceState::QrPending {
-                    let retryable = self.state == InstanceState::Connecting;
-                    RpcReply::Err {
-                        code: ErrorCode::InstanceNotPairing,
-                        message: format!("the instance is {}, not qr_pending", self.state.as_str()),
-                        retryable,
-                    }
-                } else {
-                    match session.pairing_code(&phone).await {
-                        Ok(code) => RpcReply::Ok { value: serde_json::json!({ "pairing_code": code }) },
-                        Err(e) => RpcReply::err(e.code, e.detail),
-                    }
-                };
-                (reply, Step::Continue, "pairing_code")
-            }
-            Ok(RpcRequest::Logout) => match session.logout().await {
-                Ok(()) => {
-                    let step = self.end(InstanceState::LoggedOut).await;
-                    (RpcReply::Ok { value: serde_json::Value::Null }, step, "logout")
-                }
-                Err(e) => (RpcReply::err(e.code, e.detail), Step::Continue, "logout"),
-            },
-            Ok(RpcRequest::Restart) => (RpcReply::Ok { value: serde_json::Value::Null }, Step::Reconnect, "restart"),
-            Ok(RpcRequest::Net { op }) => {
-                let reply = if self.state != InstanceState::Connected {
-                    RpcReply::err(ErrorCode::InstanceNotConnected, "the instance is not connected")
-                } else {
-                    match session.net(&op).await {
-                        Ok(value) => RpcReply::Ok { value },
-                        Err(e) => RpcReply::err(e.code, e.detail),
-                    }
-                };
-                (reply, Step::Continue, "net")
-            }
-            Ok(RpcRequest::CheckNumbers { numbers }) => {
-                let reply = if self.state != InstanceState::Connected {
-                    RpcReply::err(ErrorCode::InstanceNotConnected, "the instance is not connected")
-                } else {
-                    match session.check_numbers(&numbers).await {
-                        Ok(results) => RpcReply::Ok { value: serde_json::json!({ "results": results }) },
-                        Err(e) => RpcReply::err(e.code, e.detail),
-                    }
-                };
-                (reply, Step::Continue, "check_numbers")
+        let request = match serde_json::from_slice::<RpcRequest>(&msg.payload) {
+            Ok(r) => r,
+            Err(_) => {
+                answer(&self.ctx, reply_to, RpcReply::err(ErrorCode::ValidationFailed, "unknown request"), "unknown")
+                    .await;
+                return Step::Continue;
             }
         };
-        self.answer(reply_to, reply, kind).await;
-        step
+        let kind = match &request {
+            RpcRequest::PairingCode { .. } => "pairing_code",
+            RpcRequest::Logout => "logout",
+            RpcRequest::Restart => "restart",
+            RpcRequest::Net { .. } => "net",
+            RpcRequest::CheckNumbers { .. } => "check_numbers",
+        };
+        let refusal = match &request {
+            RpcRequest::Logout => {
+                let (reply, step) = match session.logout().await {
+                    Ok(()) => {
+                        (RpcReply::Ok { value: serde_json::Value::Null }, self.end(InstanceState::LoggedOut).await)
+                    }
+                    Err(e) => (RpcReply::err(e.code, e.detail), Step::Continue),
+                };
+                answer(&self.ctx, reply_to, reply, kind).await;
+                return step;
+            }
+            RpcRequest::Restart => {
+                answer(&self.ctx, reply_to, RpcReply::Ok { value: serde_json::Value::Null }, kind).await;
+                return Step::Reconnect;
+            }
+            RpcRequest::PairingCode { .. } if self.state != InstanceState::QrPending => Some(RpcReply::Err {
+                code: ErrorCode::InstanceNotPairing,
+                message: format!("the instance is {}, not qr_pending", self.state.as_str()),
+                retryable: self.state == InstanceState::Connecting,
+            }),
+            RpcRequest::Net { .. } | RpcRequest::CheckNumbers { .. } if self.state != InstanceState::Connected => {
+                Some(RpcReply::err(ErrorCode::InstanceNotConnected, "the instance is not connected"))
+            }
+            _ => None,
+        };
+        if let Some(reply) = refusal {
+            answer(&self.ctx, reply_to, reply, kind).await;
+            return Step::Continue;
+        }
+        let Ok(slot) = self.rpc_slots.clone().try_acquire_owned() else {
+            let busy = RpcReply::Err {
+                code: ErrorCode::WorkerError,
+                message: format!("{RPCS_IN_FLIGHT} requests are already in flight for this instance; retry"),
+                retryable: true,
+            };
+            answer(&self.ctx, reply_to, busy, kind).await;
+            return Step::Continue;
+        };
+        let (session, ctx) = (session.clone(), self.ctx.clone());
+        tokio::spawn(
+            async move {
+                let call = async {
+                    match request {
+                        RpcRequest::PairingCode { phone } => {
+                            session.pairing_code(&phone).await.map(|code| serde_json::json!({ "pairing_code": code }))
+                        }
+                        RpcRequest::Net { op } => session.net(&op).await,
+                        RpcRequest::CheckNumbers { numbers } => {
+                            session.check_numbers(&numbers).await.map(|r| serde_json::json!({ "results": r }))
+                        }
+                        RpcRequest::Logout | RpcRequest::Restart => unreachable!("handled in the loop"),
+                    }
+                };
+                let reply = match tokio::time::timeout(RPC_DEADLINE, call).await {
+                    Ok(Ok(value)) => RpcReply::Ok { value },
+                    Ok(Err(e)) => RpcReply::err(e.code, e.detail),
+                    Err(_) => RpcReply::err(ErrorCode::WorkerTimeout, "the network did not answer in time"),
+                };
+                answer(&ctx, reply_to, reply, kind).await;
+                drop(slot);
+            }
+            .in_current_span(),
+        );
+        Step::Continue
+    }
+}
+
+/// Sends an RPC answer, counted by request type and result.
+async fn answer(ctx: &Ctx, reply_to: async_nats::Subject, reply: RpcReply, kind: &'static str) {
+    let result = if matches!(reply, RpcReply::Ok { .. }) { "ok" } else { "error" };
+    metrics::counter!(RPC, "type" => kind, "result" => result).increment(1);
+    let payload = serde_json::to_vec(&reply).expect("replies serialize");
+    if let Err(e) = ctx.nats.publish(reply_to, payload.into()).await {
+        tracing::warn!(error = %e, "rpc reply failed");
     }
 }

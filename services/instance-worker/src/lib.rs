@@ -34,17 +34,32 @@ use tokio_util::sync::CancellationToken;
 use crate::actor::{Ctx, Outcome};
 use crate::lease::Leases;
 use crate::metrics::{
-    LEASES_HELD, LEASE_ACQUIRED, LEASE_LOST, LEASE_REVIVED, QUEUE_DEPTH, QUEUE_DEPTH_INSTANCE, QUEUE_OLDEST,
-    QUEUE_OLDEST_INSTANCE,
+    ACTOR_PANICS, LEASES_HELD, LEASE_ACQUIRED, LEASE_LOST, LEASE_REVIVED, QUEUE_DEPTH, QUEUE_DEPTH_INSTANCE,
+    QUEUE_OLDEST, QUEUE_OLDEST_INSTANCE,
 };
 
 /// How long stopping sessions may take on shutdown before leases are released anyway.
 const STOP_GRACE: Duration = Duration::from_secs(10);
+/// After an instance's task panicked, this worker leaves it to the others this long.
+const PANIC_COOLDOWN: Duration = Duration::from_secs(60);
 /// How often queue depth and age are measured for the metrics.
 const QUEUE_STATS_EVERY: Duration = Duration::from_secs(5);
 
+/// The network drivers a worker opens sessions with; `None` uses the default one
+/// (netsim at `netsim_url`, WhatsApp through whatsapp-rust).
+#[derive(Default, Clone)]
+pub struct Drivers {
+    pub sim: Option<Arc<dyn driver::Driver>>,
+    pub whatsapp: Option<Arc<dyn driver::Driver>>,
+}
+
 /// Runs the worker until `shutdown`.
 pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
+    run_with(config, Drivers::default(), shutdown).await
+}
+
+/// [`run`] with drivers of the caller's (tests use ones that misbehave on purpose).
+pub async fn run_with(config: Config, drivers: Drivers, shutdown: Shutdown) -> anyhow::Result<()> {
     config.validate(Role::Worker)?;
     metrics::describe();
     let pool = db::connect(&config).await.context("connecting to postgres")?;
@@ -69,18 +84,22 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
         nats: nats.clone(),
         subjects: subjects.clone(),
         // Both drivers, so an instance may run on another network than the deployment's.
-        sim: Some(Arc::new(driver::sim::SimDriver::new(
-            &config.netsim_url,
-            Duration::from_millis(config.netsim_request_timeout_ms),
-        )) as Arc<dyn driver::Driver>),
-        whatsapp: Arc::new(
-            driver::whatsapp::WhatsappDriver::new(
-                pool.clone(),
-                config.whatsapp_ws_url.as_deref(),
-                Duration::from_millis(config.whatsapp_connect_timeout_ms),
+        sim: Some(drivers.sim.unwrap_or_else(|| {
+            Arc::new(driver::sim::SimDriver::new(
+                &config.netsim_url,
+                Duration::from_millis(config.netsim_request_timeout_ms),
+            ))
+        })),
+        whatsapp: drivers.whatsapp.unwrap_or_else(|| {
+            Arc::new(
+                driver::whatsapp::WhatsappDriver::new(
+                    pool.clone(),
+                    config.whatsapp_ws_url.as_deref(),
+                    Duration::from_millis(config.whatsapp_connect_timeout_ms),
+                )
+                .with_media(media),
             )
-            .with_media(media),
-        ),
+        }),
         default_network: config.network,
         pacing: actor::PacingDefaults {
             grace_min: Duration::from_millis(config.pacing_grace_min_ms),
@@ -101,6 +120,8 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
         max: config.worker_max_instances,
         held: HashMap::new(),
         actors: JoinSet::new(),
+        tasks: HashMap::new(),
+        cooldown: HashMap::new(),
         per_instance: config.metrics_per_instance,
         reported: Vec::new(),
     };
@@ -115,7 +136,7 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
             Some(_) = wake.next() => w.scan().await,
             Some(r) = renewals.recv() => w.renewed(r).await,
             _ = stats.tick() => w.queue_stats().await,
-            Some(done) = w.actors.join_next(), if !w.actors.is_empty() => w.finished(done).await,
+            Some(done) = w.actors.join_next_with_id(), if !w.actors.is_empty() => w.finished(done).await,
         }
     }
     w.shutdown().await;
@@ -136,6 +157,10 @@ struct Worker {
     /// Each held instance's stop signal and the epoch it was claimed at.
     held: HashMap<InstanceId, (CancellationToken, i64)>,
     actors: JoinSet<(InstanceId, Outcome)>,
+    /// Which instance each actor task runs (a panicked task tells only its id).
+    tasks: HashMap<tokio::task::Id, InstanceId>,
+    /// Instances whose actor panicked here: not claimed again by this worker before then.
+    cooldown: HashMap<InstanceId, tokio::time::Instant>,
     per_instance: bool,
     /// Instances with per-instance series, to zero them once they leave.
     reported: Vec<InstanceId>,
@@ -166,7 +191,10 @@ impl Worker {
         if self.held.len() >= share {
             return;
         }
-        let candidates: Vec<InstanceId> = ids.into_iter().filter(|id| !self.held.contains_key(id)).collect();
+        let now = tokio::time::Instant::now();
+        self.cooldown.retain(|_, until| *until > now);
+        let candidates: Vec<InstanceId> =
+            ids.into_iter().filter(|id| !self.held.contains_key(id) && !self.cooldown.contains_key(id)).collect();
         let mut free = match self.leases.free(&candidates).await {
             Ok(f) => f,
             Err(e) => return tracing::warn!(error = %e, "reading leases failed"),
@@ -207,10 +235,12 @@ impl Worker {
         self.renewer.hold(&id);
         ::metrics::gauge!(LEASES_HELD).set(self.held.len() as f64);
         let ctx = self.ctx.clone();
-        self.actors.spawn(async move {
-            let outcome = actor::run(ctx, id.clone(), claim, cancel).await;
-            (id, outcome)
+        let task = id.clone();
+        let handle = self.actors.spawn(async move {
+            let outcome = actor::run(ctx, task.clone(), claim, cancel).await;
+            (task, outcome)
         });
+        self.tasks.insert(handle.id(), id);
     }
 
     /// Measures the queues of the held instances: aggregate gauges always, per-instance
@@ -280,10 +310,23 @@ impl Worker {
         }
     }
 
-    async fn finished(&mut self, done: Result<(InstanceId, Outcome), tokio::task::JoinError>) {
-        let Ok((id, outcome)) = done else {
-            tracing::error!("an instance task panicked");
-            return;
+    async fn finished(&mut self, done: Result<(tokio::task::Id, (InstanceId, Outcome)), tokio::task::JoinError>) {
+        let (id, outcome) = match done {
+            Ok((task, (id, outcome))) => {
+                self.tasks.remove(&task);
+                (id, format!("{outcome:?}"))
+            }
+            Err(e) => {
+                let Some(id) = self.tasks.remove(&e.id()) else { return };
+                if e.is_panic() {
+                    // The session is gone with the task: give the instance back (another
+                    // worker takes it) rather than renew a lease nothing uses.
+                    tracing::error!(instance_id = %id, "an instance's task panicked; releasing its lease");
+                    ::metrics::counter!(ACTOR_PANICS).increment(1);
+                    self.cooldown.insert(id.clone(), tokio::time::Instant::now() + PANIC_COOLDOWN);
+                }
+                (id, "aborted".to_string())
+            }
         };
         self.held.remove(&id);
         self.renewer.forget(&id);
@@ -292,7 +335,7 @@ impl Worker {
         if let Err(e) = self.leases.release(&id).await {
             tracing::warn!(error = %e, "lease release failed");
         }
-        tracing::debug!(instance_id = %id, ?outcome, "instance released");
+        tracing::debug!(instance_id = %id, outcome, "instance released");
     }
 
     /// Stops every session, then releases the leases so others take over at once.
@@ -302,7 +345,7 @@ impl Worker {
         }
         let deadline = tokio::time::Instant::now() + STOP_GRACE;
         while !self.actors.is_empty() {
-            match tokio::time::timeout_at(deadline, self.actors.join_next()).await {
+            match tokio::time::timeout_at(deadline, self.actors.join_next_with_id()).await {
                 Ok(Some(done)) => self.finished(done).await,
                 Ok(None) => break,
                 Err(_) => {

@@ -3,6 +3,7 @@
 pub const LEASES_HELD: &str = "paceline_worker_leases_held";
 pub const LEASE_ACQUIRED: &str = "paceline_worker_lease_acquired_total";
 pub const LEASE_LOST: &str = "paceline_worker_lease_lost_total";
+pub const ACTOR_PANICS: &str = "paceline_worker_actor_panics_total";
 pub const LEASE_REVIVED: &str = "paceline_worker_lease_revived_total";
 pub const LEASE_RENEWAL_SECONDS: &str = "paceline_worker_lease_renewal_seconds";
 pub const LEASE_RENEWAL_FAILED: &str = "paceline_worker_lease_renewal_failed_total";
@@ -30,6 +31,7 @@ pub fn describe() {
         LEASE_LOST,
         "leases lost to another worker (or to Redis for a whole TTL) before release"
     );
+    metrics::describe_counter!(ACTOR_PANICS, "instance tasks that panicked (their leases were released)");
     metrics::describe_counter!(
         LEASE_REVIVED,
         "leases that expired unrenewed while nobody took them, taken again under the same epoch"

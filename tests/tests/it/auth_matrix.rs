@@ -1,6 +1,7 @@
 //! The auth matrix over every route of the OpenAPI description: no token and a bad token
-//! get 401, another instance's token 403, an instance token on an admin route 403, and
-//! the allowed tokens get through auth.
+//! get 401, another instance's token 403 (404 `not_found` on webhook and delivery routes,
+//! 404 on the action routes), an instance token on an admin route 403, and the allowed
+//! tokens get through auth.
 
 use harness::{Client, TestApi};
 use serde_json::{json, Value};
@@ -91,9 +92,14 @@ async fn every_route_enforces_its_tokens() {
         }
         let allows_instance = op.schemes.iter().any(|s| s == "instance" || s == "api_key");
         if per_instance {
-            // Action routes hide other instances (404); /v1 routes forbid them (403).
+            // Action routes hide other instances (404), and so do the webhook and delivery
+            // routes (404 not_found, interface.md part 5); other /v1 routes forbid them (403).
+            let hidden = by_name || op.path.starts_with("/v1/instances/{id}/webhooks");
             let r = call(&own_client, &op, &other_t).await;
-            assert_eq!(r.status, if by_name { 404 } else { 403 }, "{what} with another instance's token: {}", r.text);
+            assert_eq!(r.status, if hidden { 404 } else { 403 }, "{what} with another instance's token: {}", r.text);
+            if op.path.starts_with("/v1/instances/{id}/webhooks") {
+                assert_eq!(r.body["error"]["code"], "not_found", "{what}");
+            }
         }
         let r = if op.method == reqwest::Method::DELETE && op.path == "/v1/instances/{id}" {
             // Deleting is real: its own token deletes a throwaway instance.

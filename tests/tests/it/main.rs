@@ -1,6 +1,7 @@
 //! One integration-test binary: every test gets real Postgres, Redis and NATS with its
 //! own schema and prefixes (see the `harness` crate).
 
+mod actor;
 mod auth_matrix;
 mod deliveries;
 mod errors;

@@ -17,7 +17,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::extract::{InstanceAccess, ValidatedJson, ValidatedQuery};
+use crate::extract::{ValidatedJson, ValidatedQuery, WebhookAccess};
 use crate::pagination::PageQuery;
 use crate::state::AppState;
 
@@ -125,13 +125,13 @@ fn dedup(mut events: Vec<String>) -> Vec<String> {
         (status = 201, description = "registered; `secret` is shown only now", body = WebhookOut),
         (status = 400, description = "`validation_failed`: bad URL (or an internal address), unknown event type, too many webhooks", body = ErrorBody),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
-        (status = 403, description = "`forbidden`", body = ErrorBody),
-        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token may not be used from this address", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`; `not_found` with another instance's token", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
 async fn create(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    WebhookAccess { id, .. }: WebhookAccess,
     ValidatedJson(b): ValidatedJson<WebhookIn>,
 ) -> Result<(StatusCode, Json<WebhookOut>), ApiError> {
     shared::db::instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
@@ -149,12 +149,13 @@ async fn create(
     responses(
         (status = 200, description = "the webhooks", body = WebhookListOut),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
-        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token may not be used from this address", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`; `not_found` with another instance's token", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
 async fn list(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    WebhookAccess { id, .. }: WebhookAccess,
 ) -> Result<Json<WebhookListOut>, ApiError> {
     let rows = webhooks::list(&state.db, &id).await?;
     Ok(Json(WebhookListOut { webhooks: rows.into_iter().map(|r| WebhookOut::of(r, false)).collect() }))
@@ -166,13 +167,13 @@ async fn list(
     responses(
         (status = 200, description = "the webhook", body = WebhookOut),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
-        (status = 403, description = "`forbidden`", body = ErrorBody),
-        (status = 404, description = "`not_found` (also another instance's webhook)", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token may not be used from this address", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`; `not_found`: no such webhook, or another instance's token", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
 async fn get_one(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    WebhookAccess { id, .. }: WebhookAccess,
     Path(ids): Path<(String, String)>,
 ) -> Result<Json<WebhookOut>, ApiError> {
     let row = webhooks::get(&state.db, &id, &ids.1).await?.ok_or_else(|| ApiError::not_found("webhook"))?;
@@ -187,13 +188,13 @@ async fn get_one(
         (status = 200, description = "the webhook; with `secret` after a rotation", body = WebhookOut),
         (status = 400, description = "`validation_failed`", body = ErrorBody),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
-        (status = 403, description = "`forbidden`", body = ErrorBody),
-        (status = 404, description = "`not_found`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token may not be used from this address", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`; `not_found`: no such webhook, or another instance's token", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
 async fn patch(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    WebhookAccess { id, .. }: WebhookAccess,
     Path(ids): Path<(String, String)>,
     ValidatedJson(p): ValidatedJson<WebhookPatch>,
 ) -> Result<Json<WebhookOut>, ApiError> {
@@ -220,13 +221,13 @@ async fn patch(
     responses(
         (status = 204, description = "removed"),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
-        (status = 403, description = "`forbidden`", body = ErrorBody),
-        (status = 404, description = "`not_found`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token may not be used from this address", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`; `not_found`: no such webhook, or another instance's token", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
 async fn delete(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    WebhookAccess { id, .. }: WebhookAccess,
     Path(ids): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
     if webhooks::delete(&state.db, &id, &ids.1).await? {
@@ -308,13 +309,13 @@ async fn webhook_of(state: &AppState, instance: &InstanceId, raw: &str) -> Resul
         (status = 200, description = "a page of deliveries, newest first", body = DeliveryListOut),
         (status = 400, description = "`validation_failed`: bad limit or cursor", body = ErrorBody),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
-        (status = 403, description = "`forbidden`", body = ErrorBody),
-        (status = 404, description = "`not_found`: no such webhook on this instance", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token may not be used from this address", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`; `not_found`: no such webhook on this instance, or another instance's token", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
 async fn deliveries(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    WebhookAccess { id, .. }: WebhookAccess,
     Path(ids): Path<(String, String)>,
     ValidatedQuery(q): ValidatedQuery<PageQuery>,
 ) -> Result<Json<DeliveryListOut>, ApiError> {
@@ -337,15 +338,15 @@ async fn deliveries(
     responses(
         (status = 202, description = "queued again (`state: pending`)", body = DeliveryOut),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
-        (status = 403, description = "`forbidden`", body = ErrorBody),
-        (status = 404, description = "`not_found`: no such webhook or delivery", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token may not be used from this address", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`; `not_found`: no such webhook or delivery, or another instance's token", body = ErrorBody),
         (status = 409, description = "`conflict`: the delivery is not `failed`, or the webhook is disabled", body = ErrorBody),
         (status = 503, description = "`shutting_down`: the pod is draining; retry on another", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
 async fn resend(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    WebhookAccess { id, .. }: WebhookAccess,
     Path(ids): Path<(String, String, String)>,
 ) -> Result<(StatusCode, Json<DeliveryOut>), ApiError> {
     let hook = webhook_of(&state, &id, &ids.1).await?;

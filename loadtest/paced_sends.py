@@ -1,0 +1,173 @@
+"""Paced sends per worker: pairs N netsim instances, queues M sends each, lets the worker
+send them at each instance's own pace, and measures from netsim's side (when each
+message reached the network):
+
+- sustained sends per second once every instance is past its grace;
+- the pacing error: each gap between two sends of one instance minus the gap the pacer
+  chose (jitter is 0 here, so the chosen gap is the instance's min_interval_ms);
+- the worker's lease losses and revivals (its metrics).
+
+Stdlib only; run by loadtest/paced-sends.sh against a running local cluster.
+"""
+
+import calendar
+import concurrent.futures as cf
+import json
+import os
+import statistics
+import sys
+import time
+import urllib.error
+import urllib.request
+
+API = os.environ.get("API", "http://127.0.0.1:8787")
+NETSIM = os.environ.get("NETSIM", "http://127.0.0.1:8790")
+METRICS = os.environ.get("METRICS", "http://127.0.0.1:9464/metrics")
+ADMIN = os.environ["PACELINE_ADMIN_TOKEN"]
+N = int(os.environ.get("INSTANCES", "1000"))
+M = int(os.environ.get("SENDS", "15"))
+INTERVAL_MS = int(os.environ.get("MIN_INTERVAL_MS", "1000"))
+PER_MINUTE = int(os.environ.get("MAX_PER_MINUTE", "60"))
+UNSAFE = INTERVAL_MS < 1000 or PER_MINUTE > 60
+RECIPIENT = "5511900000000"
+RUN = str(int(time.time()))
+
+
+def call(method, url, body=None, token=None, expect=(200, 201, 202, 204)):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method)
+    req.add_header("content-type", "application/json")
+    if token:
+        req.add_header("authorization", f"Bearer {token}")
+    for attempt in range(5):
+        try:
+            with urllib.request.urlopen(req, timeout=60) as res:
+                raw = res.read()
+                return json.loads(raw) if raw else None
+        except urllib.error.HTTPError as e:
+            if e.code in expect:
+                return None
+            if e.code in (409, 503) and attempt < 4:
+                time.sleep(0.5)
+                continue
+            raise RuntimeError(f"{method} {url}: {e.code} {e.read()[:200]!r}") from None
+    raise RuntimeError(f"{method} {url}: gave up")
+
+
+def pair(i):
+    """One instance, paired by QR with its own simulated phone."""
+    number = f"55119{int(RUN) % 100000:05d}{i:04d}"
+    call("POST", f"{NETSIM}/control/phones", {"number": number})
+    body = {"name": f"paced-{RUN}-{i}", "min_interval_ms": INTERVAL_MS, "max_per_minute": PER_MINUTE}
+    if UNSAFE:
+        body["unsafe_pacing"] = True
+    created = call("POST", f"{API}/v1/instances", body, ADMIN)
+    inst, token = created["instance"]["id"], created["token"]
+    call("POST", f"{API}/v1/instances/{inst}/connect", {}, token)
+    for _ in range(600):
+        try:
+            qr = call("GET", f"{API}/v1/instances/{inst}/qr", None, token)
+            if qr and qr.get("code"):
+                call("POST", f"{NETSIM}/control/scan", {"code": qr["code"], "number": number})
+                break
+        except RuntimeError:
+            pass
+        time.sleep(0.2)
+    else:
+        raise RuntimeError(f"instance {i} never showed a QR")
+    return inst, token, number
+
+
+def state(inst):
+    return call("GET", f"{API}/v1/instances/{inst}", None, ADMIN)["state"]
+
+
+def metric(text, name):
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name) and not line.startswith("#"):
+            try:
+                total += float(line.rsplit(" ", 1)[1])
+            except ValueError:
+                pass
+    return total
+
+
+def seconds(rfc3339):
+    """Unix seconds of an RFC 3339 UTC time with up to nanoseconds."""
+    whole, _, frac = rfc3339.rstrip("Z").partition(".")
+    t = calendar.timegm(time.strptime(whole, "%Y-%m-%dT%H:%M:%S"))
+    return t + (float("0." + frac) if frac else 0.0)
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))] if xs else float("nan")
+
+
+def main():
+    call("POST", f"{NETSIM}/control/phones", {"number": RECIPIENT})
+    t0 = time.time()
+    with cf.ThreadPoolExecutor(32) as pool:
+        instances = list(pool.map(pair, range(N)))
+    for _ in range(600):
+        with cf.ThreadPoolExecutor(32) as pool:
+            states = list(pool.map(lambda x: state(x[0]), instances))
+        if all(s == "connected" for s in states):
+            break
+        time.sleep(1)
+    connected = sum(s == "connected" for s in states)
+    print(f"    {connected} of {N} instances connected in {time.time() - t0:.1f}s")
+
+    def queue(x):
+        inst, token, _ = x
+        for k in range(M):
+            call("POST", f"{API}/v1/instances/{inst}/messages",
+                 {"to": RECIPIENT, "type": "text", "text": f"{inst} {k}"}, token)
+
+    t1 = time.time()
+    with cf.ThreadPoolExecutor(32) as pool:
+        list(pool.map(queue, instances))
+    print(f"    {N * M} sends queued in {time.time() - t1:.1f}s")
+
+    want = connected * M
+    deadline = time.time() + max(600, M * INTERVAL_MS / 1000 * 4 + 120)
+    inbox = {"messages": []}
+    while time.time() < deadline:
+        inbox = call("GET", f"{NETSIM}/control/phones/{RECIPIENT}/inbox")
+        if len(inbox["messages"]) >= want:
+            break
+        time.sleep(2)
+    msgs = inbox["messages"]
+    by_sender = {}
+    for m in msgs:
+        by_sender.setdefault(m["from"], []).append(seconds(m["received_at"]))
+    gaps, firsts, lasts = [], [], []
+    for ts in by_sender.values():
+        ts.sort()
+        firsts.append(ts[0])
+        lasts.append(ts[-1])
+        gaps += [(b - a) * 1000 - INTERVAL_MS for a, b in zip(ts, ts[1:])]
+    # Sustained: from when every instance has sent its first (all past the grace) to the
+    # moment the first instance finished, counting what the network received meanwhile.
+    start, end = max(firsts), min(lasts)
+    all_ts = sorted(t for ts in by_sender.values() for t in ts)
+    window = [t for t in all_ts if start <= t <= end]
+    rate = len(window) / (end - start) if end > start else float("nan")
+    metrics = urllib.request.urlopen(METRICS, timeout=10).read().decode()
+    lost = metric(metrics, "paceline_worker_lease_lost_total")
+    revived = metric(metrics, "paceline_worker_lease_revived_total")
+    print(f"    {len(msgs)} of {want} sends reached the network; duplicates {inbox.get('duplicates', 0)}")
+    print()
+    print(f"sustained sends/s (one worker, all {connected} instances sending): {rate:.0f}")
+    print(f"  (the floor allows {connected * 1000 / INTERVAL_MS:.0f}/s)")
+    print(f"pacing error (real gap - chosen gap {INTERVAL_MS} ms): p50 {pct(gaps, 50):.0f} ms, "
+          f"p99 {pct(gaps, 99):.0f} ms, max {max(gaps) if gaps else float('nan'):.0f} ms, mean "
+          f"{statistics.mean(gaps) if gaps else float('nan'):.0f} ms over {len(gaps)} gaps")
+    print(f"leases lost: {lost:.0f}; leases revived: {revived:.0f}")
+    if len(msgs) < want:
+        sys.exit(f"only {len(msgs)} of {want} sends arrived")
+
+
+if __name__ == "__main__":
+    main()
