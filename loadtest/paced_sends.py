@@ -149,18 +149,25 @@ def main():
         lasts.append(ts[-1])
         gaps += [(b - a) * 1000 - INTERVAL_MS for a, b in zip(ts, ts[1:])]
     # Sustained: from when every instance has sent its first (all past the grace) to the
-    # moment the first instance finished, counting what the network received meanwhile.
+    # moment the first instance finished, counting what the network received meanwhile;
+    # and the busiest seconds over the whole run.
     start, end = max(firsts), min(lasts)
     all_ts = sorted(t for ts in by_sender.values() for t in ts)
     window = [t for t in all_ts if start <= t <= end]
     rate = len(window) / (end - start) if end > start else float("nan")
+    buckets = {}
+    for t in all_ts:
+        buckets[int(t)] = buckets.get(int(t), 0) + 1
+    per_second = sorted(buckets.values())
     metrics = urllib.request.urlopen(METRICS, timeout=10).read().decode()
     lost = metric(metrics, "paceline_worker_lease_lost_total")
     revived = metric(metrics, "paceline_worker_lease_revived_total")
     print(f"    {len(msgs)} of {want} sends reached the network; duplicates {inbox.get('duplicates', 0)}")
     print()
     print(f"sustained sends/s (one worker, all {connected} instances sending): {rate:.0f}")
-    print(f"  (the floor allows {connected * 1000 / INTERVAL_MS:.0f}/s)")
+    print(f"  (the floor allows {connected * 1000 / INTERVAL_MS:.0f}/s; over the whole run "
+          f"{len(all_ts) / (all_ts[-1] - all_ts[0]):.0f}/s, busiest second {per_second[-1]}, "
+          f"median second {per_second[len(per_second) // 2]})")
     print(f"pacing error (real gap - chosen gap {INTERVAL_MS} ms): p50 {pct(gaps, 50):.0f} ms, "
           f"p99 {pct(gaps, 99):.0f} ms, max {max(gaps) if gaps else float('nan'):.0f} ms, mean "
           f"{statistics.mean(gaps) if gaps else float('nan'):.0f} ms over {len(gaps)} gaps")
