@@ -384,17 +384,27 @@ _pl_ensure_pg_os_user() {
     _PL_PG_OS_USER=$user
 }
 
-# Python packages the integration tests use (the Standard Webhooks reference verifier),
-# in the venv; exports PL_TEST_PYTHON.
+# Python packages the integration tests use, in the venv: the Standard Webhooks
+# reference verifier, schemathesis (fuzzes the served OpenAPI description) and
+# openapi-python-client (generates a client from it). Exports PL_TEST_PYTHON.
 pl_ensure_test_python() {
-    local spec=${PL_STANDARDWEBHOOKS_SPEC:-standardwebhooks==1.1.0}
     PL_TEST_PYTHON=$PL_VENV/bin/python
     export PL_TEST_PYTHON
-    if "$PL_TEST_PYTHON" -c 'import standardwebhooks' >/dev/null 2>&1; then
-        return 0
-    fi
-    _pl_log "installing $spec (pip) ..."
-    _pl_pip_install "$PL_VENV" "$spec"
+    local -a want=(
+        "standardwebhooks:${PL_STANDARDWEBHOOKS_SPEC:-standardwebhooks==1.1.0}"
+        "schemathesis:${PL_SCHEMATHESIS_SPEC:-schemathesis==4.32.5}"
+        "openapi_python_client:${PL_OPENAPI_CLIENT_SPEC:-openapi-python-client==0.29.1}"
+    )
+    local entry module spec
+    for entry in "${want[@]}"; do
+        module=${entry%%:*}
+        spec=${entry#*:}
+        if "$PL_TEST_PYTHON" -c "import $module" >/dev/null 2>&1; then
+            continue
+        fi
+        _pl_log "installing $spec (pip) ..."
+        _pl_pip_install "$PL_VENV" "$spec" || return 1
+    done
 }
 
 # pip install $2 into venv $1, quietly; on failure, say so with the log's tail.

@@ -31,6 +31,10 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::validation("request body must be a JSON document"));
     }
+    // Every body is an object (serde would take a struct from an array, field by field).
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(ApiError::validation("request body must be a JSON object"));
+    }
     let de = &mut serde_json::Deserializer::from_slice(bytes);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
@@ -117,5 +121,7 @@ mod tests {
         let e = parse_json::<Body>(b"").unwrap_err();
         assert_eq!(e.code, crate::ErrorCode::ValidationFailed);
         assert!(parse_json::<Body>(br#"{"count": 3}"#).is_ok());
+        let e = parse_json::<Body>(b" [3, null]").unwrap_err();
+        assert!(e.message.contains("JSON object"), "{}", e.message);
     }
 }

@@ -19,6 +19,7 @@ pub mod events;
 pub mod fetch;
 pub mod http;
 pub mod ids;
+pub mod jid;
 pub mod kv;
 pub mod message;
 pub mod net;

@@ -153,6 +153,7 @@ pub struct ReactionIn {
 #[serde(deny_unknown_fields)]
 pub struct MessageIn {
     /// A phone number with country code, or a JID.
+    #[schema(value_type = crate::jid::Jid)]
     pub to: String,
     #[serde(rename = "type")]
     pub kind: MessageType,
@@ -167,6 +168,7 @@ pub struct MessageIn {
     /// `msg_...` of a message of this instance, or a network id, to quote.
     pub reply_to: Option<String>,
     /// Idempotency key, at most 128 characters.
+    #[schema(min_length = 1, max_length = 128)]
     pub client_message_id: Option<String>,
     /// `1m` to `168h` (default `24h`).
     pub expires_after: Option<String>,
@@ -201,22 +203,9 @@ fn too_large(what: &str) -> ApiError {
 
 /// A JID from a phone number or a JID (`<digits>@s.whatsapp.net`, `<id>@g.us`, `<id>@lid`).
 pub fn normalize_jid(to: &str) -> Result<String, ApiError> {
-    let to = to.trim();
-    if let Some((user, domain)) = to.split_once('@') {
-        let ok_user =
-            !user.is_empty() && user.len() <= 64 && user.bytes().all(|b| b.is_ascii_digit() || b == b'-' || b == b':');
-        let ok_domain = matches!(domain, "s.whatsapp.net" | "g.us" | "lid" | "newsletter" | "broadcast");
-        if ok_user && ok_domain {
-            return Ok(to.to_string());
-        }
-        return Err(bad("`to` must be a phone number with country code or a JID"));
-    }
-    let digits: String = to.chars().filter(|c| !matches!(c, '+' | ' ' | '-' | '(' | ')' | '.')).collect();
-    if (7..=15).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit()) {
-        Ok(format!("{digits}@s.whatsapp.net"))
-    } else {
-        Err(bad("`to` must be a phone number with country code or a JID"))
-    }
+    crate::jid::Jid::parse(to)
+        .map(String::from)
+        .map_err(|_| bad("`to` must be a phone number with country code or a JID"))
 }
 
 /// Parses `30s`, `5m`, `24h`, `1h30m`, `90` (seconds).

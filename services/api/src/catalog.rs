@@ -8,6 +8,21 @@ use serde::Serialize;
 use shared::ids::{EventId, InstanceId, MessageId, WebhookId};
 use utoipa::ToSchema;
 
+/// An event type of the catalog (`shared::events::EVENT_TYPES`).
+pub struct EventType;
+
+impl utoipa::PartialSchema for EventType {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .enum_values(Some(shared::events::EVENT_TYPES.iter().copied()))
+            .description(Some("An event type of the catalog"))
+            .into()
+    }
+}
+
+impl ToSchema for EventType {}
+
 /// Every event: the webhook request body and the `data` of a real-time stream item.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Event {
@@ -15,7 +30,7 @@ pub struct Event {
     pub id: EventId,
     /// One of the catalog's types.
     #[serde(rename = "type")]
-    #[schema(example = "message.sent")]
+    #[schema(value_type = EventType, example = "message.sent")]
     pub kind: String,
     pub instance_id: InstanceId,
     pub created_at: DateTime<Utc>,

@@ -16,6 +16,7 @@ pub mod pagination;
 pub mod qr;
 pub mod routes;
 pub mod rpc;
+pub mod schemas;
 pub mod semaphore;
 pub mod state;
 

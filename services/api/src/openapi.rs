@@ -23,7 +23,9 @@ use utoipa::{Modify, OpenApi};
     ),
     modifiers(&Security),
     components(schemas(
-        ErrorBody, ErrorDetail, ErrorCode,
+        ErrorBody, ErrorDetail, ErrorCode, shared::jid::Jid, shared::jid::UserJid, catalog::EventType,
+        shared::ids::InstanceId, shared::ids::MessageId, shared::ids::MediaId, shared::ids::WebhookId,
+        shared::ids::DeliveryId, shared::ids::EventId,
         catalog::Event, catalog::InstanceStateEventData, catalog::QrUpdatedEventData, catalog::ConnectedEventData,
         catalog::EmptyEventData, catalog::ReceiptEventData, catalog::ReceivedMessageEventData, catalog::MediaUpdatedEventData,
         catalog::ReactionEventData, catalog::ChatUpdatedEventData, catalog::ContactUpdatedEventData,
@@ -46,6 +48,7 @@ use utoipa::{Modify, OpenApi};
         (name = "platform", description = "API keys, hosted pairing links and usage (later milestone: 501 for now)"),
         (name = "communities", description = "Communities (later milestone: 501 for now)"),
         (name = "operation", description = "Health, identity and this description"),
+        (name = "later", description = "Routes of later milestones: they check the token, then answer 501 `not_implemented`"),
     )
 )]
 struct Base;
@@ -97,11 +100,108 @@ pub fn json() -> &'static String {
     JSON.get_or_init(|| {
         // utoipa has no OpenAPI 3.1 `webhooks` yet: the event catalog goes in here.
         let mut doc = serde_json::to_value(spec()).expect("the description serializes");
+        complete(&mut doc);
         doc.as_object_mut().expect("an object").insert("webhooks".into(), catalog::webhooks_object());
         let mut s = serde_json::to_string_pretty(&doc).expect("the description serializes");
         s.push('\n');
         s
     })
+}
+
+/// What every operation has in common, written once here rather than on each handler:
+/// unique operation ids, every path template's parameters declared (with the schema of
+/// their kind), and on every instance route the 404 `instance_not_found` that
+/// `InstanceAccess` answers for an instance that does not exist.
+fn complete(doc: &mut serde_json::Value) {
+    use serde_json::{json, Value};
+    let schema_of = |path: &str, name: &str| -> Value {
+        let component = match name {
+            "id" => "InstanceId",
+            "jid" if path.contains("/contacts/") => "UserJid",
+            "jid" | "group" => "Jid",
+            "msg_id" => "MessageId",
+            "webhook_id" => "WebhookId",
+            "delivery_id" => "DeliveryId",
+            "media_id" => "MediaId",
+            _ => return json!({ "type": "string", "minLength": 1, "maxLength": 128 }),
+        };
+        json!({ "$ref": format!("#/components/schemas/{component}") })
+    };
+    // Creating an instance: pacing past the floors only with `unsafe_pacing`.
+    if let Some(create) = doc.pointer_mut("/components/schemas/InstanceIn").and_then(Value::as_object_mut) {
+        create.insert(
+            "if".into(),
+            json!({ "properties": { "unsafe_pacing": { "const": true } }, "required": ["unsafe_pacing"] }),
+        );
+        create.insert(
+            "else".into(),
+            json!({ "properties": {
+                "min_interval_ms": { "minimum": crate::routes::instances::MIN_INTERVAL_FLOOR_MS },
+                "max_per_minute": { "maximum": crate::routes::instances::MAX_PER_MINUTE_CEILING } } }),
+        );
+    }
+    let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else { return };
+    for (path, item) in paths.iter_mut() {
+        let names: Vec<String> =
+            path.split('{').skip(1).filter_map(|rest| rest.split_once('}').map(|(n, _)| n.to_string())).collect();
+        let Some(item) = item.as_object_mut() else { continue };
+        for (method, op) in item.iter_mut() {
+            if !matches!(method.as_str(), "get" | "post" | "put" | "patch" | "delete") {
+                continue;
+            }
+            // Operation ids are the handler's name, which resources share (`create`,
+            // `delete`): prefixed with the resource's tag they are unique, as client
+            // generators need.
+            if let (Some(tag), Some(id)) = (op["tags"][0].as_str(), op["operationId"].as_str()) {
+                if !id.starts_with(&format!("{tag}_")) {
+                    op["operationId"] = json!(format!("{tag}_{id}"));
+                }
+            }
+            let params = op.as_object_mut().expect("an operation").entry("parameters").or_insert_with(|| json!([]));
+            let params = params.as_array_mut().expect("an array");
+            for name in &names {
+                let declared = params.iter_mut().find(|p| p["in"] == "path" && p["name"] == name.as_str());
+                match declared {
+                    // The kind's schema wins over a handler's plain `String`.
+                    Some(p) => p["schema"] = schema_of(path, name),
+                    None => params.push(json!({
+                        "name": name, "in": "path", "required": true, "schema": schema_of(path, name),
+                        "description": name.replace('_', " "),
+                    })),
+                }
+            }
+            // A parameter is a string in the request, never JSON `null`.
+            for p in params.iter_mut() {
+                if let Some(types) = p["schema"]["type"].as_array() {
+                    let kept: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+                    p["schema"]["type"] = if kept.len() == 1 { kept[0].clone() } else { Value::Array(kept) };
+                }
+                if let Some(alts) = p["schema"]["oneOf"].as_array() {
+                    let kept: Vec<Value> = alts.iter().filter(|a| a["type"] != "null").cloned().collect();
+                    if kept.len() == 1 {
+                        p["schema"] = kept[0].clone();
+                    }
+                }
+            }
+            if path.starts_with("/v1/instances/{id}") {
+                let responses = op["responses"].as_object_mut().expect("responses");
+                match responses.get_mut("404") {
+                    Some(r) if !r["description"].as_str().unwrap_or_default().contains("instance_not_found") => {
+                        let d = r["description"].as_str().unwrap_or_default().to_string();
+                        r["description"] = json!(format!("`instance_not_found`; {d}"));
+                    }
+                    Some(_) => {}
+                    None => {
+                        responses.insert(
+                            "404".into(),
+                            json!({ "description": "`instance_not_found`", "content": { "application/json": {
+                                "schema": { "$ref": "#/components/schemas/ErrorBody" } } } }),
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]

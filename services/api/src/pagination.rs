@@ -13,7 +13,19 @@ use shared::ApiError;
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
-    /// Page size, default 50 (the route's maximum is in its description).
+    /// Page size, 1-200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
+    pub limit: Option<u32>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// `limit` and `cursor` of the delivery log (at most 100 a page).
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SmallPageQuery {
+    /// Page size, 1-100 (default 50).
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,

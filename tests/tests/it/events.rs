@@ -135,13 +135,20 @@ async fn the_event_stream_resumes_after_last_event_id_without_gaps() {
     let mut all = SseReader::new(res);
     assert_eq!(all.next(Duration::from_secs(10)).await.unwrap().id.as_deref(), Some(seen[5].as_str()));
     own.get("/v1/events").await.expect_error(403, "forbidden");
-    // An id this stream never had (made now) is refused...
+    // An id this stream never had resumes from the id's own time: made now, nothing
+    // before it comes; what happens after it does.
     let unknown = shared::ids::EventId::new().to_string();
-    let bad =
-        own.request(reqwest::Method::GET, &format!("/v1/instances/{id}/events")).header("last-event-id", &unknown);
+    let mut sse = open("", Some(&unknown)).await;
+    let after = queue("after".into()).await;
+    let item = sse.next(Duration::from_secs(10)).await.expect("the event after it");
+    let ev: serde_json::Value = serde_json::from_str(&item.data).unwrap();
+    assert_eq!(ev["data"]["id"], after["id"], "nothing from before the id's time");
+    drop(sse);
+    // A Last-Event-ID that is no event id is refused.
+    let bad = own.request(reqwest::Method::GET, &format!("/v1/instances/{id}/events")).header("last-event-id", "nope");
     own.send(bad).await.expect_error(400, "validation_failed");
-    // ...but one older than the retention was pruned: the stream starts at the oldest
-    // event kept and says that some were missed.
+    // One older than the retention was pruned: the stream starts at the oldest event
+    // kept (from the id's own time) and says that some were missed.
     let mut sse = open("?types=message.queued", Some("evt_00000000000000000000000000000000")).await;
     let first = sse.next(Duration::from_secs(10)).await.expect("the gap comment");
     assert!(first.comment.as_deref().unwrap_or_default().contains("no longer retained"), "{first:?}");

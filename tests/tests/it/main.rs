@@ -13,5 +13,6 @@ mod media;
 mod messages;
 mod operation;
 mod proxy;
+mod schemathesis;
 mod wa_store;
 mod webhooks;

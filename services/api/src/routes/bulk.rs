@@ -42,22 +42,38 @@ pub enum BulkAction {
     Delete,
 }
 
-/// The action and the instances: `ids`, or every instance with `tag`.
+/// The action and the instances: `ids`, or every instance with `tag` (then `cursor` and
+/// `limit` page through them). Nothing else, and never both.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum BulkIn {
+    Ids(BulkByIds),
+    Tag(BulkByTag),
+}
+
+/// The instances by id.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct BulkIn {
+pub struct BulkByIds {
     pub action: BulkAction,
     /// Instance ids (1 to 500).
-    #[serde(default)]
-    pub ids: Option<Vec<String>>,
-    /// Every instance with this tag, 500 per call in id order.
-    #[serde(default)]
-    pub tag: Option<String>,
-    /// With `tag`: `next_cursor` of the previous call.
+    #[schema(min_items = 1, max_items = 500, value_type = Vec<InstanceId>)]
+    pub ids: Vec<String>,
+}
+
+/// Every instance with a tag, 500 per call in id order.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BulkByTag {
+    pub action: BulkAction,
+    #[schema(value_type = crate::schemas::Tag)]
+    pub tag: String,
+    /// `next_cursor` of the previous call.
     #[serde(default)]
     pub cursor: Option<String>,
-    /// With `tag`: most instances this call works on (1 to 500, default 500).
+    /// Most instances this call works on (1 to 500, default 500).
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 500)]
     pub limit: Option<u32>,
 }
 
@@ -98,11 +114,9 @@ async fn bulk(
     _admin: Admin,
     ValidatedJson(b): ValidatedJson<BulkIn>,
 ) -> Result<Json<BulkOut>, ApiError> {
-    let (targets, next_cursor): (Vec<String>, Option<String>) = match (b.ids, b.tag) {
-        (Some(ids), None) => {
-            if b.cursor.is_some() || b.limit.is_some() {
-                return Err(ApiError::validation("cursor and limit go with tag"));
-            }
+    let (action, targets, next_cursor): (BulkAction, Vec<String>, Option<String>) = match b {
+        BulkIn::Ids(b) => {
+            let ids = b.ids;
             if ids.is_empty() || ids.len() > MAX_PER_CALL {
                 return Err(ApiError::validation(format!("ids must hold 1 to {MAX_PER_CALL} instance ids")));
             }
@@ -111,9 +125,13 @@ async fn bulk(
             }
             // Each instance once, in the order first given.
             let mut seen = std::collections::HashSet::new();
-            (ids.into_iter().filter(|id| seen.insert(id.clone())).collect(), None)
+            (b.action, ids.into_iter().filter(|id| seen.insert(id.clone())).collect(), None)
         }
-        (None, Some(tag)) => {
+        BulkIn::Tag(b) => {
+            let tag = b.tag;
+            if !inst_routes::valid_tag(&tag) {
+                return Err(ApiError::validation("tag must be 1-64 printable characters"));
+            }
             let after = b.cursor.as_deref().map(inst_routes::decode_cursor).transpose()?;
             let limit = crate::pagination::limit(b.limit, MAX_PER_CALL as u32, MAX_PER_CALL as u32)?;
             let rows = instances::list(
@@ -123,11 +141,9 @@ async fn bulk(
             .await?;
             let (rows, next) =
                 crate::pagination::page(rows, limit, |r| crate::pagination::encode(&["i1", r.id.as_str()]));
-            (rows.into_iter().map(|r| r.id.to_string()).collect(), next)
+            (b.action, rows.into_iter().map(|r| r.id.to_string()).collect(), next)
         }
-        _ => return Err(ApiError::validation("give either ids or tag")),
     };
-    let action = b.action;
     let results: Vec<BulkResult> = futures::stream::iter(targets)
         .map(|raw| {
             let state = state.clone();

@@ -74,12 +74,12 @@ pub struct BlocklistOut {
 }
 
 fn jid_of(raw: &str) -> Result<String, ApiError> {
-    let jid = shared::message::normalize_jid(raw)
+    let jid = shared::jid::Jid::parse(raw)
         .map_err(|_| ApiError::validation("the contact must be a JID or a phone number with country code"))?;
-    if !jid.ends_with("@s.whatsapp.net") && !jid.ends_with("@lid") {
+    if !jid.is_person() {
         return Err(ApiError::validation("the contact must be a user, not a group or channel"));
     }
-    Ok(jid)
+    Ok(jid.into())
 }
 
 /// The account's contacts.

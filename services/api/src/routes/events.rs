@@ -41,10 +41,13 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// Query of the event stream routes.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct StreamQuery {
     /// Comma-separated event types to receive (default: all).
+    #[param(value_type = Option<Vec<crate::catalog::EventType>>, style = Form, explode = false)]
     pub types: Option<String>,
     /// Resume after this event, for clients that cannot set the `Last-Event-ID` header.
+    #[param(value_type = Option<EventId>)]
     pub last_event_id: Option<String>,
 }
 
@@ -66,20 +69,23 @@ async fn start_policy(
     query: Option<&str>,
     instance: Option<&InstanceId>,
 ) -> Result<(DeliverPolicy, Option<u64>), ApiError> {
-    let raw =
-        headers.get("last-event-id").and_then(|v| v.to_str().ok()).or(query).map(str::trim).filter(|s| !s.is_empty());
+    let bad = || ApiError::validation("Last-Event-ID must be an event id (evt_...)");
+    let raw = match headers.get("last-event-id") {
+        Some(v) => Some(v.to_str().map_err(|_| bad())?),
+        None => query,
+    };
     let Some(raw) = raw else { return Ok((DeliverPolicy::New, None)) };
-    let bad = || ApiError::validation("Last-Event-ID is not an event of this stream");
     let id = EventId::parse(raw).map_err(|_| bad())?;
     let deadline = tokio::time::Instant::now() + RESUME_WAIT;
     loop {
         match outbox::stream_seq(&state.db, &id, instance).await? {
-            // Pruned with the stream's retention: resume from the id's own time (never from
-            // the whole stream), and say that some were missed (the gap comment).
-            None if id.made_at().is_some_and(|t| t < chrono::Utc::now() - shared::bus::EVENTS_RETENTION) => {
-                return Ok((from_its_time(&id).ok_or_else(bad)?, Some(0)));
+            // Not an event of this stream (pruned with the retention, or never this
+            // instance's): resume from the id's own time, never from the whole stream, on
+            // the instance's own subjects. Past the retention, say some were missed.
+            None => {
+                let pruned = id.made_at().is_some_and(|t| t < chrono::Utc::now() - shared::bus::EVENTS_RETENTION);
+                return Ok((from_its_time(&id).ok_or_else(bad)?, pruned.then_some(0)));
             }
-            None => return Err(bad()),
             Some(Some(seq)) => {
                 let next = seq as u64 + 1;
                 return Ok((DeliverPolicy::ByStartSequence { start_sequence: next }, Some(next)));
@@ -190,7 +196,12 @@ fn watch(state: AppState, access: Access, end: CancellationToken) {
 /// A resume after an event the stream no longer keeps starts at that event's own time
 /// (its id's), never at the start of the whole stream.
 fn from_its_time(id: &EventId) -> Option<DeliverPolicy> {
-    let nanos = id.made_at()?.timestamp_nanos_opt()?;
+    let at = id.made_at()?;
+    // An id from the future (made up): nothing after it yet, so from now.
+    if at > chrono::Utc::now() {
+        return Some(DeliverPolicy::New);
+    }
+    let nanos = at.timestamp_nanos_opt()?;
     let start_time = time::OffsetDateTime::from_unix_timestamp_nanos(nanos.into()).ok()?;
     Some(DeliverPolicy::ByStartTime { start_time })
 }
@@ -266,14 +277,14 @@ async fn open(
 /// The instance's events as they happen (Server-Sent Events). Each item: `id` the event
 /// id, `event` its type, `data` the event JSON. Reconnect with `Last-Event-ID` (or
 /// `?last_event_id=`) to resume after that event with nothing missed or repeated, within
-/// the 7-day retention. A stream ends when its token's access does (the instance
+/// the 7-day retention (an id this stream does not have resumes from the id's own time). A stream ends when its token's access does (the instance
 /// deleted, its allow-list changed).
 #[utoipa::path(get, path = "/v1/instances/{id}/events", tag = "events",
     params(("id" = InstanceId, Path, description = "instance id"), StreamQuery,
-        ("Last-Event-ID" = Option<String>, Header, description = "resume after this event")),
+        ("Last-Event-ID" = Option<EventId>, Header, description = "resume after this event")),
     responses(
         (status = 200, description = "an endless `text/event-stream`; each item's data is an event", content_type = "text/event-stream", body = Event),
-        (status = 400, description = "`validation_failed`: unknown type, or a Last-Event-ID that is not this stream's", body = ErrorBody),
+        (status = 400, description = "`validation_failed`: an unknown type, or a Last-Event-ID that is no event id", body = ErrorBody),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
         (status = 403, description = "`forbidden`", body = ErrorBody),
         (status = 404, description = "`instance_not_found`", body = ErrorBody),
@@ -302,10 +313,10 @@ async fn instance_events(
 /// Every instance's events as they happen (admin). Same format and resume as the
 /// instance stream.
 #[utoipa::path(get, path = "/v1/events", tag = "events",
-    params(StreamQuery, ("Last-Event-ID" = Option<String>, Header, description = "resume after this event")),
+    params(StreamQuery, ("Last-Event-ID" = Option<EventId>, Header, description = "resume after this event")),
     responses(
         (status = 200, description = "an endless `text/event-stream`; each item's data is an event", content_type = "text/event-stream", body = Event),
-        (status = 400, description = "`validation_failed`: unknown type, or an unknown Last-Event-ID", body = ErrorBody),
+        (status = 400, description = "`validation_failed`: an unknown type, or a Last-Event-ID that is no event id", body = ErrorBody),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
         (status = 403, description = "`forbidden`: admin only", body = ErrorBody),
         (status = 429, description = "`rate_limited`: too many event streams open on this server; `Retry-After`", body = ErrorBody),

@@ -45,10 +45,10 @@ pub struct SettingsOut {
 #[serde(deny_unknown_fields)]
 pub struct SendWindowIo {
     /// Local time the window opens, `HH:MM`.
-    #[schema(example = "09:00")]
+    #[schema(example = "09:00", pattern = "^([01][0-9]|2[0-3]):[0-5][0-9]$")]
     pub start: String,
-    /// Local time the window closes, `HH:MM`.
-    #[schema(example = "18:00")]
+    /// Local time the window closes, `HH:MM` (not the same as `start`).
+    #[schema(example = "18:00", pattern = "^([01][0-9]|2[0-3]):[0-5][0-9]$")]
     pub end: String,
 }
 
@@ -132,15 +132,22 @@ impl From<InstanceRow> for InstanceOut {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InstanceIn {
+    /// 1-64 of `[A-Za-z0-9_-]`, unique: the `{instanceName}` of the action routes.
+    #[schema(pattern = r"^[A-Za-z0-9_-]{1,64}$")]
     pub name: String,
+    /// Up to 32 tags of 1-64 printable characters.
     #[serde(default)]
+    #[schema(max_items = 32, value_type = Vec<crate::schemas::Tag>)]
     pub tags: Vec<String>,
-    /// CIDRs or single addresses.
+    /// CIDRs or single addresses (up to 100).
     #[serde(default)]
+    #[schema(max_items = 100, value_type = Vec<crate::schemas::Cidr>)]
     pub ip_allowlist: Vec<String>,
     /// At least 1000 unless `unsafe_pacing`; defaults from the server config.
+    #[schema(maximum = 86_400_000)]
     pub min_interval_ms: Option<u32>,
     /// At most 60 unless `unsafe_pacing`; defaults from the server config.
+    #[schema(minimum = 1, maximum = 100_000)]
     pub max_per_minute: Option<u32>,
     #[serde(default)]
     pub unsafe_pacing: bool,
@@ -148,10 +155,12 @@ pub struct InstanceIn {
     pub proxy_url: Option<String>,
     pub settings: Option<SettingsPatch>,
     /// IANA time zone, e.g. `America/Sao_Paulo` (default `UTC`).
+    #[schema(pattern = r"^[A-Za-z][A-Za-z0-9_+/-]{0,63}$")]
     pub time_zone: Option<String>,
     pub send_window: Option<SendWindowIo>,
     /// `sim` or `whatsapp`: the network this instance runs on (default: the
     /// deployment's `network`). Set at creation only.
+    #[schema(pattern = "^(sim|whatsapp)$")]
     pub network: Option<String>,
 }
 
@@ -160,6 +169,8 @@ pub struct InstanceIn {
 #[serde(deny_unknown_fields)]
 pub struct SettingsPatch {
     pub reject_call: Option<bool>,
+    /// Up to 4,096 characters.
+    #[schema(max_length = 4096)]
     pub msg_call: Option<String>,
 }
 
@@ -187,10 +198,15 @@ pub struct InstanceCreatedOut {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InstancePatch {
+    #[schema(pattern = r"^[A-Za-z0-9_-]{1,64}$")]
     pub name: Option<String>,
+    #[schema(max_items = 32, value_type = Option<Vec<crate::schemas::Tag>>)]
     pub tags: Option<Vec<String>>,
+    #[schema(max_items = 100, value_type = Option<Vec<crate::schemas::Cidr>>)]
     pub ip_allowlist: Option<Vec<String>>,
+    #[schema(maximum = 86_400_000)]
     pub min_interval_ms: Option<u32>,
+    #[schema(minimum = 1, maximum = 100_000)]
     pub max_per_minute: Option<u32>,
     /// Admin only.
     pub unsafe_pacing: Option<bool>,
@@ -199,6 +215,7 @@ pub struct InstancePatch {
     #[schema(value_type = Option<String>)]
     pub proxy_url: Option<Option<String>>,
     pub settings: Option<SettingsPatch>,
+    #[schema(pattern = r"^[A-Za-z][A-Za-z0-9_+/-]{0,63}$")]
     pub time_zone: Option<String>,
     /// `null` removes the window.
     #[serde(default, deserialize_with = "double_option_window")]
@@ -230,10 +247,12 @@ fn parse_window(w: &SendWindowIo) -> Result<(chrono::NaiveTime, chrono::NaiveTim
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
     /// Only instances carrying this tag.
+    #[param(value_type = Option<crate::schemas::Tag>)]
     pub tag: Option<String>,
     /// Only instances in this state.
     pub state: Option<InstanceState>,
     /// Page size, 1-200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<u32>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
@@ -306,6 +325,9 @@ async fn list(
 ) -> Result<Json<InstanceListOut>, ApiError> {
     let limit = crate::pagination::limit(q.limit, 50, 200)?;
     let after = q.cursor.as_deref().map(decode_cursor).transpose()?;
+    if q.tag.as_deref().is_some_and(|t| !valid_tag(t)) {
+        return Err(ApiError::validation("tag must be 1-64 printable characters"));
+    }
     let rows =
         instances::list(&state.db, &ListFilter { tag: q.tag, state: q.state, after, limit: i64::from(limit) + 1 })
             .await?;
@@ -492,7 +514,7 @@ pub fn validate(mut f: InstanceFields) -> Result<InstanceFields, ApiError> {
     if f.tags.len() > MAX_TAGS {
         return Err(ApiError::validation(format!("at most {MAX_TAGS} tags")));
     }
-    if f.tags.iter().any(|t| t.is_empty() || t.chars().count() > 64 || t.chars().any(char::is_control)) {
+    if !f.tags.iter().all(|t| valid_tag(t)) {
         return Err(ApiError::validation("each tag must be 1-64 printable characters"));
     }
     f.tags.sort();
@@ -539,6 +561,11 @@ pub fn validate(mut f: InstanceFields) -> Result<InstanceFields, ApiError> {
         return Err(ApiError::validation(format!("settings.msg_call must be at most {MAX_MSG_CALL} characters")));
     }
     Ok(f)
+}
+
+/// A tag: 1-64 characters, none of them a control character.
+pub fn valid_tag(t: &str) -> bool {
+    !t.is_empty() && t.chars().count() <= 64 && !t.chars().any(char::is_control)
 }
 
 pub fn valid_name(name: &str) -> bool {

@@ -17,7 +17,7 @@ use crate::state::AppState;
 macro_rules! later {
     ($name:ident, $method:ident, $path:literal, $tag:literal, $summary:literal, $auth:ty, [$($scheme:literal),+]) => {
         #[doc = $summary]
-        #[utoipa::path($method, path = $path, tag = $tag,
+        #[utoipa::path($method, path = $path, tags = [$tag, "later"],
             description = "Not built yet: answers 501 `not_implemented` once the token is accepted.",
             responses(
                 (status = 501, description = "`not_implemented`: this route comes in a later milestone", body = ErrorBody),

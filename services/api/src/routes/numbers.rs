@@ -60,6 +60,7 @@ return {0, 0}
 #[serde(deny_unknown_fields)]
 pub struct CheckNumbersIn {
     /// 1 to 10 phone numbers with country code.
+    #[schema(min_items = 1, max_items = 10, value_type = Vec<crate::schemas::PhoneNumber>)]
     pub numbers: Vec<String>,
 }
 

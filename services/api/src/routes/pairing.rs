@@ -46,6 +46,7 @@ pub struct QrOut {
 #[serde(deny_unknown_fields)]
 pub struct PairingCodeIn {
     /// The number to link, with country code, digits only.
+    #[schema(pattern = r"^\+?[0-9]{7,15}$")]
     pub phone: String,
 }
 

@@ -18,7 +18,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::{ValidatedJson, ValidatedQuery, WebhookAccess};
-use crate::pagination::PageQuery;
+use crate::pagination::SmallPageQuery;
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -70,9 +70,11 @@ impl WebhookOut {
 #[serde(deny_unknown_fields)]
 pub struct WebhookIn {
     /// http(s); never a private, loopback or link-local address.
+    #[schema(pattern = "^[hH][tT][tT][pP][sS]?://[^/?#]+", max_length = 2048)]
     pub url: String,
     /// Event types to deliver (see the event catalog); absent or empty: all.
     #[serde(default)]
+    #[schema(value_type = Vec<crate::catalog::EventType>)]
     pub events: Vec<String>,
 }
 
@@ -80,7 +82,9 @@ pub struct WebhookIn {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WebhookPatch {
+    #[schema(pattern = "^[hH][tT][tT][pP][sS]?://[^/?#]+", max_length = 2048)]
     pub url: Option<String>,
+    #[schema(value_type = Option<Vec<crate::catalog::EventType>>)]
     pub events: Option<Vec<String>>,
     pub enabled: Option<bool>,
     /// Issue a new secret (returned once); the old one keeps verifying for a while.
@@ -304,7 +308,7 @@ async fn webhook_of(state: &AppState, instance: &InstanceId, raw: &str) -> Resul
 
 /// The delivery log of a webhook, newest first, with cursor pagination.
 #[utoipa::path(get, path = "/v1/instances/{id}/webhooks/{webhook_id}/deliveries", tag = "webhooks",
-    params(("id" = InstanceId, Path, description = "instance id"), ("webhook_id" = WebhookId, Path, description = "webhook id"), PageQuery),
+    params(("id" = InstanceId, Path, description = "instance id"), ("webhook_id" = WebhookId, Path, description = "webhook id"), SmallPageQuery),
     responses(
         (status = 200, description = "a page of deliveries, newest first", body = DeliveryListOut),
         (status = 400, description = "`validation_failed`: bad limit or cursor", body = ErrorBody),
@@ -317,7 +321,7 @@ async fn deliveries(
     State(state): State<AppState>,
     WebhookAccess { id, .. }: WebhookAccess,
     Path(ids): Path<(String, String)>,
-    ValidatedQuery(q): ValidatedQuery<PageQuery>,
+    ValidatedQuery(q): ValidatedQuery<SmallPageQuery>,
 ) -> Result<Json<DeliveryListOut>, ApiError> {
     let limit = crate::pagination::limit(q.limit, 50, 100)?;
     let hook = webhook_of(&state, &id, &ids.1).await?;
