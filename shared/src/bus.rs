@@ -103,6 +103,15 @@ pub const EVENTS_DEDUP_WINDOW: Duration = Duration::from_secs(120);
 /// How long events stay in the stream: what the real-time stream can resume from.
 pub const EVENTS_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 
+/// Why the events stream could not be found or set up.
+#[derive(Debug, thiserror::Error)]
+pub enum StreamError {
+    #[error("nats: {0}")]
+    Nats(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("setting up the events stream timed out")]
+    Timeout,
+}
+
 /// The events stream: file storage (a NATS restart keeps it), kept for
 /// [`EVENTS_RETENTION`] and at most `max_bytes` (the oldest events go first past it).
 fn events_stream_config(subjects: &Subjects, max_bytes: u64) -> async_nats::jetstream::stream::Config {
@@ -122,8 +131,8 @@ pub async fn ensure_events_stream(
     js: &async_nats::jetstream::Context,
     subjects: &Subjects,
     max_bytes: u64,
-) -> Result<async_nats::jetstream::stream::Stream, String> {
-    js.get_or_create_stream(events_stream_config(subjects, max_bytes)).await.map_err(|e| e.to_string())
+) -> Result<async_nats::jetstream::stream::Stream, StreamError> {
+    js.get_or_create_stream(events_stream_config(subjects, max_bytes)).await.map_err(|e| StreamError::Nats(e.into()))
 }
 
 /// Creates the events stream or brings an existing one to these settings (the relay
@@ -132,8 +141,11 @@ pub async fn configure_events_stream(
     js: &async_nats::jetstream::Context,
     subjects: &Subjects,
     max_bytes: u64,
-) -> Result<(), String> {
-    js.create_or_update_stream(events_stream_config(subjects, max_bytes)).await.map(drop).map_err(|e| e.to_string())
+) -> Result<(), StreamError> {
+    js.create_or_update_stream(events_stream_config(subjects, max_bytes))
+        .await
+        .map(drop)
+        .map_err(|e| StreamError::Nats(e.into()))
 }
 
 /// A request from an API pod to the worker that runs an instance.

@@ -15,7 +15,8 @@ const MAX_BATCH: usize = 256;
 /// Statements in flight at once.
 const CONCURRENT: usize = 4;
 
-type Job = (NewMessage, oneshot::Sender<Result<Queued, String>>);
+/// A message to queue and where its result goes (a failed batch fails each of its jobs).
+type Job = (NewMessage, oneshot::Sender<Result<Queued, std::sync::Arc<sqlx::Error>>>);
 
 #[derive(Clone)]
 pub struct Enqueuer {
@@ -48,8 +49,9 @@ impl Enqueuer {
                             }
                         }
                         Err(e) => {
+                            let e = std::sync::Arc::new(e);
                             for reply in replies {
-                                let _ = reply.send(Err(e.to_string()));
+                                let _ = reply.send(Err(e.clone()));
                             }
                         }
                     }
@@ -75,14 +77,14 @@ impl Enqueuer {
 /// still found: the worker reads its queue head again after each send and polls it every
 /// second when idle.
 #[derive(Default)]
-pub struct Wakes(std::sync::Mutex<std::collections::HashMap<shared::ids::InstanceId, std::time::Instant>>);
+pub struct Wakes(std::sync::Mutex<std::collections::HashMap<shared::ids::InstanceId, tokio::time::Instant>>);
 
 pub const WAKE_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
 
 impl Wakes {
     /// Whether to publish a wake-up for `id` now (and note it).
     pub fn due(&self, id: &shared::ids::InstanceId) -> bool {
-        let now = std::time::Instant::now();
+        let now = tokio::time::Instant::now();
         let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if map.get(id).is_some_and(|at| now.duration_since(*at) < WAKE_EVERY) {
             return false;
@@ -97,14 +99,16 @@ impl Wakes {
 
 #[cfg(test)]
 mod wake_tests {
-    #[test]
-    fn one_wake_per_instance_per_window() {
+    #[tokio::test(start_paused = true)]
+    async fn one_wake_per_instance_per_window() {
         let w = super::Wakes::default();
         let (a, b) = (shared::ids::InstanceId::new(), shared::ids::InstanceId::new());
         assert!(w.due(&a));
         assert!(!w.due(&a), "coalesced");
         assert!(w.due(&b), "another instance");
-        std::thread::sleep(super::WAKE_EVERY);
+        tokio::time::advance(super::WAKE_EVERY - std::time::Duration::from_millis(1)).await;
+        assert!(!w.due(&a), "still the same window");
+        tokio::time::advance(std::time::Duration::from_millis(1)).await;
         assert!(w.due(&a), "the next window");
     }
 }

@@ -6,9 +6,18 @@ use base64::Engine;
 const SCALE: usize = 8;
 const QUIET: usize = 4;
 
+/// Why a QR image could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum QrError {
+    #[error("the payload does not fit a QR code: {0}")]
+    Symbol(#[from] qrcode::types::QrError),
+    #[error("encoding the PNG failed: {0}")]
+    Png(#[from] png::EncodingError),
+}
+
 /// The QR symbol of `payload` as a PNG `data:` URL.
-pub fn png_data_url(payload: &str) -> Result<String, String> {
-    let code = qrcode::QrCode::new(payload.as_bytes()).map_err(|e| e.to_string())?;
+pub fn png_data_url(payload: &str) -> Result<String, QrError> {
+    let code = qrcode::QrCode::new(payload.as_bytes())?;
     let modules = code.width();
     let colors = code.to_colors();
     let side = (modules + 2 * QUIET) * SCALE;
@@ -26,8 +35,8 @@ pub fn png_data_url(payload: &str) -> Result<String, String> {
         let mut enc = png::Encoder::new(&mut out, side as u32, side as u32);
         enc.set_color(png::ColorType::Grayscale);
         enc.set_depth(png::BitDepth::Eight);
-        let mut w = enc.write_header().map_err(|e| e.to_string())?;
-        w.write_image_data(&pixels).map_err(|e| e.to_string())?;
+        let mut w = enc.write_header()?;
+        w.write_image_data(&pixels)?;
     }
     Ok(format!("data:image/png;base64,{}", base64::engine::general_purpose::STANDARD.encode(out)))
 }

@@ -270,8 +270,13 @@ async fn a_paused_ex_owner_writes_nothing() {
     })
     .await;
     assert!(released.is_some(), "the ex-owner lets go");
-    // Give it time to try anything it would still try, then check nothing was written.
-    tokio::time::sleep(ttl).await;
+    // The sentinel: its lease renewal has run and found the lease another worker's (it
+    // counts the loss), so whatever it would still try, it has tried.
+    let noticed = wait_for(Duration::from_secs(10), || async {
+        (c.worker_metric(owner, "paceline_worker_lease_lost_total", "").await >= 1.0).then_some(())
+    })
+    .await;
+    assert!(noticed.is_some(), "the ex-owner's renewal found its lease gone");
     let after = c.ownership(&id).await;
     assert_eq!(before, after, "the ex-owner wrote nothing after the takeover");
     let refused = c.worker_metric(owner, "paceline_worker_fenced_writes_total", "rejected").await;

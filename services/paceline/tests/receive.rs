@@ -241,10 +241,12 @@ async fn history_sync_lands_once_across_a_takeover() {
         n
     };
     wait_for(Duration::from_secs(20), || async { (count().await == 20).then_some(()) }).await.expect("history landed");
-    // The same sync again, to the same worker: nothing new.
+    // The same sync again, to the same worker: nothing new. The sentinel, a live message
+    // sent after it on the same session, lands after the sync was handled.
     c.netsim().post(&format!("/control/phones/{A}/resync"), &json!({})).await.expect(200);
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(count().await, 20);
+    phone_text(&c, B, A, "sentinel 1").await;
+    wait_count(&own, &id, B, 21).await;
+    assert_eq!(count().await, 21, "the repeated sync added nothing");
 
     // The owner dies; the other worker resumes the session and gets the sync again.
     let (epoch, _, _) = c.ownership(&id).await;
@@ -259,16 +261,17 @@ async fn history_sync_lands_once_across_a_takeover() {
     let r = c.netsim().post(&format!("/control/phones/{A}/resync"), &json!({})).await.expect(200);
     assert_eq!(r["devices"], 1);
     phone_text(&c, B, A, "after takeover").await;
-    wait_count(&own, &id, B, 21).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(count().await, 21, "history landed once");
+    wait_count(&own, &id, B, 22).await;
+    phone_text(&c, B, A, "sentinel 2").await;
+    wait_count(&own, &id, B, 23).await;
+    assert_eq!(count().await, 23, "history landed once");
     let (unread,): (i32,) = sqlx::query_as("SELECT unread_count FROM chats WHERE instance_id = $1")
         .bind(&id)
         .fetch_one(&pool)
         .await
         .unwrap();
-    assert_eq!(unread, 1, "history does not count as unread, and repeats add nothing");
-    assert_eq!(events(&c, &id, "message.received").await.len(), 1);
+    assert_eq!(unread, 3, "history does not count as unread, and repeats add nothing");
+    assert_eq!(events(&c, &id, "message.received").await.len(), 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

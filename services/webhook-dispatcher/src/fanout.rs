@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use crate::error::RoundError;
 use async_nats::jetstream::{self, consumer::pull, AckKind};
 use bytes::Bytes;
 use futures::StreamExt;
@@ -63,7 +64,7 @@ pub async fn run(
             Some(c) => fan_out_once(&db, c, &exec, &shutdown).await,
             None => match tokio::time::timeout(NATS_CALL, open(&js, &subjects))
                 .await
-                .unwrap_or_else(|_| Err("opening the consumer timed out".into()))
+                .unwrap_or_else(|_| Err(RoundError::Timeout("opening the consumer")))
             {
                 Ok(c) => {
                     consumer = Some(c);
@@ -93,9 +94,9 @@ pub async fn run(
 async fn open(
     js: &jetstream::Context,
     subjects: &Subjects,
-) -> Result<jetstream::consumer::Consumer<pull::Config>, String> {
+) -> Result<jetstream::consumer::Consumer<pull::Config>, RoundError> {
     // The relay creates the stream (with its settings); until it has, this is retried.
-    let stream = js.get_stream(subjects.events_stream()).await.map_err(|e| e.to_string())?;
+    let stream = js.get_stream(subjects.events_stream()).await.map_err(RoundError::nats)?;
     stream
         .get_or_create_consumer(
             CONSUMER,
@@ -108,7 +109,7 @@ async fn open(
             },
         )
         .await
-        .map_err(|e| e.to_string())
+        .map_err(RoundError::nats)
 }
 
 async fn fan_out_once(
@@ -116,12 +117,12 @@ async fn fan_out_once(
     consumer: &jetstream::consumer::Consumer<pull::Config>,
     exec: &Executor,
     shutdown: &shared::Shutdown,
-) -> Result<(), String> {
+) -> Result<(), RoundError> {
     let fetch = consumer.fetch().max_messages(BATCH).expires(Duration::from_secs(1)).messages();
     // Every NATS call has a deadline: one that never returns (the connection lost
     // mid-call) becomes an error, and the consumer is opened again.
     let mut msgs = tokio::select! {
-        m = tokio::time::timeout(NATS_CALL, fetch) => m.map_err(|_| "fetching timed out".to_string())?.map_err(|e| e.to_string())?,
+        m = tokio::time::timeout(NATS_CALL, fetch) => m.map_err(|_| RoundError::Timeout("fetching"))?.map_err(RoundError::nats)?,
         _ = shutdown.cancelled() => return Ok(()),
     };
     let mut batch = Vec::new();
@@ -153,7 +154,7 @@ async fn fan_out_once(
         }
     }
     if batch.is_empty() {
-        return if stalled { Err("the fetch stalled".into()) } else { Ok(()) };
+        return if stalled { Err(RoundError::Stalled) } else { Ok(()) };
     }
     let claimed_at = Instant::now();
     let instances: Vec<&str> = {
@@ -162,7 +163,7 @@ async fn fan_out_once(
         v.dedup();
         v
     };
-    let hooks = webhooks::active_for(db, &instances).await.map_err(|e| e.to_string())?;
+    let hooks = webhooks::active_for(db, &instances).await?;
     let mut by_instance: HashMap<&str, Vec<&webhooks::ActiveHook>> = HashMap::new();
     for h in &hooks {
         by_instance.entry(h.instance_id.as_str()).or_default().push(h);
@@ -179,9 +180,8 @@ async fn fan_out_once(
         }
     }
     let s = exec.settings();
-    let created = deliveries::insert_claimed(db, &rows, &s.worker_id, s.lock.as_millis() as u64, s.retry_span_ms)
-        .await
-        .map_err(|e| e.to_string())?;
+    let created =
+        deliveries::insert_claimed(db, &rows, &s.worker_id, s.lock.as_millis() as u64, s.retry_span_ms).await?;
     let hook_of: HashMap<&str, &webhooks::ActiveHook> = hooks.iter().map(|h| (h.id.as_str(), h)).collect();
     let event_of: HashMap<&str, &Incoming> = batch.iter().map(|e| (e.id.as_str(), e)).collect();
     for (id, webhook_id, event_id, retry_until, claim_id) in created {
@@ -206,12 +206,12 @@ async fn fan_out_once(
         // is opened again rather than waited on for the rest of the batch.
         match tokio::time::timeout(NATS_CALL, ev.msg.ack()).await {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(format!("acking failed: {e}")),
-            Err(_) => return Err("acking timed out".into()),
+            Ok(Err(e)) => return Err(RoundError::nats(e)),
+            Err(_) => return Err(RoundError::Timeout("acking")),
         }
     }
     if stalled {
-        return Err("the fetch stalled".into());
+        return Err(RoundError::Stalled);
     }
     Ok(())
 }

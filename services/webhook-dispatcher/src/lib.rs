@@ -7,6 +7,7 @@
 //! consumer, and deliveries are claimed in Postgres.
 
 pub mod attempt;
+pub mod error;
 pub mod executor;
 pub mod fanout;
 pub mod metrics;

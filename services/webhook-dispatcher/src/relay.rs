@@ -10,6 +10,8 @@ use async_nats::jetstream;
 use shared::bus::Subjects;
 use shared::db::outbox;
 
+use crate::error::RoundError;
+
 use crate::metrics::{RELAY_LAG, RELAY_PUBLISHED};
 
 /// The longest one NATS call may take before it counts as failed.
@@ -39,14 +41,20 @@ pub async fn run(
         if !stream_ready {
             match tokio::time::timeout(NATS_CALL, shared::bus::configure_events_stream(&js, &subjects, max_bytes))
                 .await
-                .unwrap_or_else(|_| Err("creating the events stream timed out".into()))
+                .unwrap_or_else(|_| Err(shared::bus::StreamError::Timeout))
             {
                 Ok(_) => stream_ready = true,
                 Err(e) => tracing::warn!(error = %e, "creating the events stream failed"),
             }
         }
-        let wait = match if stream_ready { relay_once(&db, &js, &subjects).await } else { Err("no stream".into()) } {
-            Ok(n) => {
+        let round = if stream_ready { relay_once(&db, &js, &subjects).await.map(Some) } else { Ok(None) };
+        let wait = match round {
+            // No stream yet: try again as after a failure.
+            Ok(None) => {
+                failures += 1;
+                BACKOFF[(failures - 1).min(BACKOFF.len() - 1)]
+            }
+            Ok(Some(n)) => {
                 failures = 0;
                 if n as i64 == BATCH {
                     Duration::ZERO
@@ -68,9 +76,9 @@ pub async fn run(
 }
 
 /// Publishes one batch; returns how many events went out.
-async fn relay_once(db: &sqlx::PgPool, js: &jetstream::Context, subjects: &Subjects) -> Result<usize, String> {
-    let mut tx = db.begin().await.map_err(|e| e.to_string())?;
-    let events = outbox::lock_unpublished(&mut tx, BATCH).await.map_err(|e| e.to_string())?;
+async fn relay_once(db: &sqlx::PgPool, js: &jetstream::Context, subjects: &Subjects) -> Result<usize, RoundError> {
+    let mut tx = db.begin().await?;
+    let events = outbox::lock_unpublished(&mut tx, BATCH).await?;
     if events.is_empty() {
         return Ok(0);
     }
@@ -86,20 +94,20 @@ async fn relay_once(db: &sqlx::PgPool, js: &jetstream::Context, subjects: &Subje
             js.publish_with_headers(subjects.event(ev.instance_id.as_str(), &ev.kind), headers, payload.into()),
         )
         .await
-        .map_err(|_| "publishing timed out".to_string())?
-        .map_err(|e| e.to_string())?;
+        .map_err(|_| RoundError::Timeout("publishing"))?
+        .map_err(RoundError::nats)?;
         acks.push(ack);
     }
     let mut published = Vec::with_capacity(events.len());
     for (ev, ack) in events.iter().zip(acks) {
         let ack = tokio::time::timeout(Duration::from_secs(10), ack)
             .await
-            .map_err(|_| "publish ack timed out".to_string())?
-            .map_err(|e| e.to_string())?;
+            .map_err(|_| RoundError::Timeout("the publish ack"))?
+            .map_err(RoundError::nats)?;
         published.push((ev.id.clone(), ack.sequence, ack.duplicate));
     }
-    outbox::mark_published(&mut tx, &published).await.map_err(|e| e.to_string())?;
-    tx.commit().await.map_err(|e| e.to_string())?;
+    outbox::mark_published(&mut tx, &published).await?;
+    tx.commit().await?;
     if let Some(created) = events.last().and_then(|e| e.payload.get("created_at")).and_then(|c| c.as_str()) {
         if let Ok(t) = created.parse::<chrono::DateTime<chrono::Utc>>() {
             metrics::gauge!(RELAY_LAG).set((chrono::Utc::now() - t).num_milliseconds().max(0) as f64 / 1000.0);

@@ -339,12 +339,19 @@ async fn two_dispatchers_deliver_each_event_once() {
     wait_for(Duration::from_secs(30), || async { (sink.received().len() >= 150).then_some(()) })
         .await
         .expect("150 deliveries");
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The sentinel: once an event queued after all of them is delivered, a second
+    // delivery of any of them would have had its turn.
+    let sentinel = queue(&own, &id, "sentinel").await["id"].as_str().unwrap().to_string();
+    wait_for(Duration::from_secs(30), || async {
+        sink.received().iter().any(|r| r.json()["data"]["id"] == sentinel.as_str()).then_some(())
+    })
+    .await
+    .expect("the sentinel delivered");
     let mut per_event: HashMap<String, usize> = HashMap::new();
     for r in sink.received() {
         *per_event.entry(r.header("webhook-id").unwrap().to_string()).or_default() += 1;
     }
-    assert_eq!(per_event.len(), 150);
+    assert_eq!(per_event.len(), 151);
     assert!(per_event.values().all(|n| *n == 1), "no event delivered twice");
     second_stop.cancel();
     second.await.unwrap().unwrap();

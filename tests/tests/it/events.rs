@@ -114,7 +114,11 @@ async fn the_event_stream_resumes_after_last_event_id_without_gaps() {
         assert_eq!(ev["data"]["id"].as_str(), Some(want.as_str()));
         seen.push(item.id.unwrap());
     }
-    assert!(sse.next(Duration::from_millis(700)).await.is_none(), "nothing repeated");
+    // The sentinel: the next item is a new event, so nothing was repeated before it.
+    let sentinel = queue("sentinel".into()).await;
+    let item = sse.next(Duration::from_secs(10)).await.expect("the sentinel's event");
+    let ev: serde_json::Value = serde_json::from_str(&item.data).unwrap();
+    assert_eq!(ev["data"]["id"], sentinel["id"], "nothing repeated before the sentinel");
     drop(sse);
 
     // From the first event, only message.queued, with the query form of the id.

@@ -223,11 +223,14 @@ async fn open(
         None => None,
     };
     let (policy, resume_at) = start_policy(&state, &headers, q.last_event_id.as_deref(), instance.as_ref()).await?;
-    let unavailable = |_| ApiError::new(ErrorCode::WorkerTimeout, "the event stream is unavailable; retry");
+    let unavailable = |e: &dyn std::fmt::Display| {
+        tracing::warn!(error = %e, "the event stream is unavailable");
+        ApiError::new(ErrorCode::WorkerTimeout, "the event stream is unavailable; retry")
+    };
     let js = async_nats::jetstream::new(state.nats.clone());
     let mut stream = shared::bus::ensure_events_stream(&js, &state.subjects, state.config.events_stream_max_bytes)
         .await
-        .map_err(unavailable)?;
+        .map_err(|e| unavailable(&e))?;
     let inst = instance.as_ref().map(|i| i.as_str());
     // Only the instance's own subjects: a resume never reads other tenants' events.
     let filter_subjects = if types.is_empty() {
@@ -249,8 +252,8 @@ async fn open(
             ..Default::default()
         })
         .await
-        .map_err(|e| unavailable(e.to_string()))?;
-    let messages = consumer.messages().await.map_err(|e| unavailable(e.to_string()))?;
+        .map_err(|e| unavailable(&e))?;
+    let messages = consumer.messages().await.map_err(|e| unavailable(&e))?;
     let end = CancellationToken::new();
     watch(state.clone(), access, end.clone());
     let hold = Hold { _slot: slot, _pod: pod, _watch: end.clone().drop_guard() };
