@@ -38,7 +38,7 @@ pub async fn call(state: &AppState, id: &InstanceId, req: RpcRequest) -> Result<
 /// The error for an instance no worker runs, from its recorded state.
 pub async fn not_running(state: &AppState, id: &InstanceId) -> Result<ApiError, ApiError> {
     let row = instances::get(&state.db, id).await?.ok_or_else(ApiError::instance_not_found)?;
-    Ok(match row.state() {
+    Ok(match row.state {
         InstanceState::Banned => ApiError::new(ErrorCode::InstanceBanned, "the number is banned; delete the instance"),
         InstanceState::LoggedOut => {
             ApiError::new(ErrorCode::InstanceNotConnected, "the number logged out; connect to pair again")

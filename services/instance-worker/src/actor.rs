@@ -109,7 +109,7 @@ pub async fn run(ctx: Arc<Ctx>, id: InstanceId, claim: Claim, cancel: Cancellati
         },
     };
     let mut actor = Actor {
-        state: InstanceState::parse(&claim.state).unwrap_or(InstanceState::Disconnected),
+        state: claim.state,
         credentials: claim.session,
         proxy_url: claim.proxy_url,
         epoch: claim.owner_epoch,
@@ -375,7 +375,7 @@ impl Actor {
             }
             DriverEvent::Message { message } => self.receive(session, vec![message], Source::Live).await,
             DriverEvent::History { messages } => self.receive(session, messages, Source::History).await,
-            DriverEvent::Receipt { wa_message_id, status, at } => self.receipt(&wa_message_id, &status, at).await,
+            DriverEvent::Receipt { wa_message_id, receipt, at } => self.receipt(&wa_message_id, receipt, at).await,
         }
     }
 

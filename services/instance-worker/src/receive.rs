@@ -162,10 +162,10 @@ impl Actor {
     pub(crate) async fn receipt(
         &mut self,
         wa_message_id: &str,
-        status: &str,
+        receipt: log::Receipt,
         at: chrono::DateTime<chrono::Utc>,
     ) -> Step {
-        if let Err(e) = log::apply_receipt(&self.ctx.db, &self.id, self.epoch, wa_message_id, status, at).await {
+        if let Err(e) = log::apply_receipt(&self.ctx.db, &self.id, self.epoch, wa_message_id, receipt, at).await {
             tracing::warn!(error = %e, "recording a receipt failed");
         }
         Step::Continue

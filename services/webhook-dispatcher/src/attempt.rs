@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use rand::Rng;
+use shared::db::deliveries::DeliveryState;
 
 /// How the endpoint answered, as the retry rules see it.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,19 +86,19 @@ pub fn next_state(
     policy: &RetryPolicy,
     now: DateTime<Utc>,
     rng: &mut impl Rng,
-) -> (&'static str, Option<DateTime<Utc>>) {
+) -> (DeliveryState, Option<DateTime<Utc>>) {
     let retry_after = match answer {
-        Answer::Accepted(_) => return ("succeeded", None),
-        Answer::Gone => return ("failed", None),
+        Answer::Accepted(_) => return (DeliveryState::Succeeded, None),
+        Answer::Gone => return (DeliveryState::Failed, None),
         Answer::Refused { retry_after, .. } => *retry_after,
         Answer::NoAnswer(_) => None,
     };
     let wait = policy.wait(attempts, retry_after, rng);
     let at = now + chrono::Duration::from_std(wait).unwrap_or(chrono::Duration::MAX);
     if at > retry_until {
-        ("failed", None)
+        (DeliveryState::Failed, None)
     } else {
-        ("pending", Some(at))
+        (DeliveryState::Pending, Some(at))
     }
 }
 
@@ -143,13 +144,13 @@ mod tests {
         let now: DateTime<Utc> = "2026-11-22T10:00:00Z".parse().unwrap();
         let until = now + chrono::Duration::minutes(1);
         let p = policy();
-        assert_eq!(next_state(&Answer::Accepted(204), 1, until, &p, now, &mut rng), ("succeeded", None));
-        assert_eq!(next_state(&Answer::Gone, 1, until, &p, now, &mut rng), ("failed", None));
+        assert_eq!(next_state(&Answer::Accepted(204), 1, until, &p, now, &mut rng), (DeliveryState::Succeeded, None));
+        assert_eq!(next_state(&Answer::Gone, 1, until, &p, now, &mut rng), (DeliveryState::Failed, None));
         let (state, at) = next_state(&Answer::NoAnswer("timed out".into()), 1, until, &p, now, &mut rng);
-        assert_eq!(state, "pending");
+        assert_eq!(state, DeliveryState::Pending);
         assert!(at.unwrap() > now && at.unwrap() <= now + chrono::Duration::seconds(5));
         // Past the retry span: failed for good.
         let refused = Answer::Refused { status: 500, retry_after: Some(Duration::from_secs(120)) };
-        assert_eq!(next_state(&refused, 3, until, &p, now, &mut rng), ("failed", None));
+        assert_eq!(next_state(&refused, 3, until, &p, now, &mut rng), (DeliveryState::Failed, None));
     }
 }

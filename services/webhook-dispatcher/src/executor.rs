@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
+use shared::db::deliveries::DeliveryState;
 use shared::db::deliveries::{self, Outcome};
 use shared::fetch::{FetchError, GuardedClient};
 use shared::ids::{DeliveryId, WebhookId};
@@ -192,7 +193,7 @@ impl Executor {
             id: job.id.clone(),
             claim_id: job.claim_id.clone(),
             webhook_id: job.webhook_id.clone(),
-            state: "pending",
+            state: DeliveryState::Pending,
             attempted: false,
             response_status: None,
             latency_ms: None,
@@ -249,7 +250,7 @@ impl Executor {
         let attempts = job.attempts + 1;
         let (state, next) = next_state(&answer, attempts, job.retry_until, &s.policy, now, &mut rand::thread_rng());
         metrics::counter!(m::ATTEMPTS, "result" => answer.label()).increment(1);
-        if state == "succeeded" && job.attempts == 0 {
+        if state == DeliveryState::Succeeded && job.attempts == 0 {
             if let Some(created) = job.event_created {
                 metrics::histogram!(m::LAG_SECONDS).record((now - created).num_milliseconds().max(0) as f64 / 1000.0);
             }

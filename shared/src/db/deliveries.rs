@@ -19,7 +19,7 @@ pub struct DeliveryRow {
     pub webhook_id: WebhookId,
     pub event_id: EventId,
     pub event_type: String,
-    pub state: String,
+    pub state: DeliveryState,
     pub attempts: i32,
     pub response_status: Option<i32>,
     pub latency_ms: Option<i32>,
@@ -129,6 +129,29 @@ pub async fn claim_due(
     .await
 }
 
+/// A delivery's state: `pending` (to be attempted, or retried at `next_attempt_at`),
+/// `succeeded`, or `failed` for good (then it may be resent).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, sqlx::Type, utoipa::ToSchema,
+)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum DeliveryState {
+    Pending,
+    Succeeded,
+    Failed,
+}
+
+impl std::fmt::Display for DeliveryState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DeliveryState::Pending => "pending",
+            DeliveryState::Succeeded => "succeeded",
+            DeliveryState::Failed => "failed",
+        })
+    }
+}
+
 /// What became of one claimed delivery.
 #[derive(Debug, Clone)]
 pub struct Outcome {
@@ -137,7 +160,7 @@ pub struct Outcome {
     pub claim_id: String,
     pub webhook_id: WebhookId,
     /// `pending` (retry at `next_attempt_at`), `succeeded` or `failed`.
-    pub state: &'static str,
+    pub state: DeliveryState,
     /// False when the delivery was put back without an attempt (its endpoint's queue was
     /// full): attempts and the last answer stay as they were.
     pub attempted: bool,
@@ -170,7 +193,7 @@ pub async fn record(
     let mut tx = db.begin().await?;
     let ids: Vec<&str> = outcomes.iter().map(|o| o.id.as_str()).collect();
     let claims: Vec<&str> = outcomes.iter().map(|o| o.claim_id.as_str()).collect();
-    let states: Vec<&str> = outcomes.iter().map(|o| o.state).collect();
+    let states: Vec<DeliveryState> = outcomes.iter().map(|o| o.state).collect();
     let inc: Vec<i32> = outcomes.iter().map(|o| o.attempted as i32).collect();
     let status: Vec<Option<i32>> = outcomes.iter().map(|o| o.response_status).collect();
     let latency: Vec<Option<i32>> = outcomes.iter().map(|o| o.latency_ms).collect();
@@ -205,7 +228,7 @@ pub async fn record(
     let mut per_hook: std::collections::BTreeMap<&str, (bool, i32, bool)> = Default::default();
     for o in outcomes.iter().filter(|o| o.attempted && applied.contains(o.id.as_str())) {
         let e = per_hook.entry(o.webhook_id.as_str()).or_default();
-        if o.state == "succeeded" {
+        if o.state == DeliveryState::Succeeded {
             e.0 = true;
         } else {
             e.1 += 1;

@@ -7,9 +7,10 @@ use utoipa::ToSchema;
 
 use crate::ids::InstanceId;
 
-/// An instance's connection state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+/// An instance's connection state (the `state` column, text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema, sqlx::Type)]
 #[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
 pub enum InstanceState {
     /// No session running.
     Disconnected,
@@ -56,7 +57,7 @@ impl InstanceState {
 pub struct InstanceRow {
     pub id: InstanceId,
     pub name: String,
-    pub state: String,
+    pub state: InstanceState,
     pub tags: Vec<String>,
     pub ip_allowlist: Vec<String>,
     /// The admin set the allow-list: the instance's token may only narrow it.
@@ -82,13 +83,6 @@ pub struct InstanceRow {
     pub send_window_end: Option<chrono::NaiveTime>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
-}
-
-impl InstanceRow {
-    pub fn state(&self) -> InstanceState {
-        // The CHECK constraint keeps the column within the enum.
-        InstanceState::parse(&self.state).unwrap_or(InstanceState::Disconnected)
-    }
 }
 
 /// What an instance token resolves to: enough to authorize a request.

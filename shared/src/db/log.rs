@@ -281,6 +281,34 @@ pub async fn record_sent(
     Ok(())
 }
 
+/// A receipt for a message the account sent: it reached the recipient's phone, or was
+/// read (played, for voice).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Receipt {
+    Delivered,
+    Read,
+}
+
+impl Receipt {
+    /// The log's `status` it moves a sent message to.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Receipt::Delivered => "delivered",
+            Receipt::Read => "read",
+        }
+    }
+
+    /// A receipt named as the networks name it (`delivered`, `read`), if it is one.
+    pub fn parse(s: &str) -> Option<Receipt> {
+        match s {
+            "delivered" => Some(Receipt::Delivered),
+            "read" => Some(Receipt::Read),
+            _ => None,
+        }
+    }
+}
+
 /// A receipt (`delivered` or `read`) for a message this instance sent, fenced. Statuses
 /// only move forward; a receipt that changes nothing is not an event. Returns whether
 /// it changed the message.
@@ -289,12 +317,10 @@ pub async fn apply_receipt(
     instance: &InstanceId,
     epoch: i64,
     wa_message_id: &str,
-    status: &str,
+    receipt: Receipt,
     at: DateTime<Utc>,
 ) -> Result<bool, sqlx::Error> {
-    if !matches!(status, "delivered" | "read") {
-        return Ok(false);
-    }
+    let status = receipt.as_str();
     let mut tx = pool.begin().await?;
     if !fence(&mut tx, instance, epoch).await? {
         return Ok(false);

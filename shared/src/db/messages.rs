@@ -10,13 +10,32 @@ use sqlx::{PgExecutor, PgPool};
 use crate::db::outbox;
 use crate::ids::{InstanceId, MessageId};
 
+/// Where a queued message is: `queued`, `in_flight` (an attempt started; a new owner
+/// sends it again under the same network id), then `sent` or `failed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize, sqlx::Type, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum MessageStatus {
+    Queued,
+    InFlight,
+    Sent,
+    Failed,
+}
+
+impl MessageStatus {
+    /// Sent or failed: nothing more happens to it.
+    pub fn is_final(self) -> bool {
+        matches!(self, MessageStatus::Sent | MessageStatus::Failed)
+    }
+}
+
 /// A row of `messages`.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct MessageRow {
     pub id: MessageId,
     pub instance_id: InstanceId,
     pub seq: i64,
-    pub status: String,
+    pub status: MessageStatus,
     pub to_jid: String,
     #[sqlx(rename = "type")]
     pub kind: String,
@@ -39,7 +58,7 @@ const COLUMNS: &str = "id, instance_id, seq, status, to_jid, type, content, clie
 #[derive(Debug, Clone, Serialize)]
 pub struct MessageView<'a> {
     pub id: &'a MessageId,
-    pub status: &'a str,
+    pub status: MessageStatus,
     pub to: &'a str,
     #[serde(rename = "type")]
     pub kind: &'a str,
@@ -60,11 +79,11 @@ impl MessageRow {
     pub fn view(&self) -> MessageView<'_> {
         MessageView {
             id: &self.id,
-            status: &self.status,
+            status: self.status,
             to: &self.to_jid,
             kind: &self.kind,
             client_message_id: self.client_message_id.as_deref(),
-            wa_message_id: (self.status == "sent").then_some(self.wa_message_id.as_str()),
+            wa_message_id: (self.status == MessageStatus::Sent).then_some(self.wa_message_id.as_str()),
             error: self.error.as_deref(),
             created_at: self.created_at,
             sent_at: self.sent_at,
@@ -108,7 +127,7 @@ pub async fn enqueue(pool: &PgPool, batch: &[NewMessage]) -> Result<Vec<Queued>,
     for m in batch {
         let view = MessageView {
             id: &m.id,
-            status: "queued",
+            status: MessageStatus::Queued,
             to: &m.to_jid,
             kind: &m.kind,
             client_message_id: m.client_message_id.as_deref(),
@@ -271,8 +290,8 @@ pub async fn finish(
 ) -> Result<Option<MessageRow>, sqlx::Error> {
     let mut tx = pool.begin().await?;
     let (status, error, event) = match outcome {
-        Outcome::Sent => ("sent", None, "message.sent"),
-        Outcome::Failed { error } => ("failed", Some(error), "message.failed"),
+        Outcome::Sent => (MessageStatus::Sent, None, "message.sent"),
+        Outcome::Failed { error } => (MessageStatus::Failed, Some(error), "message.failed"),
     };
     let row: Option<MessageRow> = sqlx::query_as(&format!(
         "{OWNED} UPDATE messages SET status = $4, error = $5, updated_at = now(), \
@@ -291,7 +310,7 @@ pub async fn finish(
         return Ok(None);
     };
     outbox::insert(&mut *tx, instance, event, serde_json::to_value(row.view()).expect("serializes")).await?;
-    if row.status == "sent" {
+    if row.status == MessageStatus::Sent {
         let at = row.sent_at.unwrap_or_else(Utc::now);
         crate::db::log::record_sent(&mut tx, &row, at).await?;
     }

@@ -37,7 +37,7 @@ pub struct Claim {
     pub proxy_url: Option<String>,
     pub session: Option<serde_json::Value>,
     pub network: Option<String>,
-    pub state: String,
+    pub state: InstanceState,
 }
 
 /// Takes ownership: sets `owner_epoch` to more than it was and at least `lease_epoch`

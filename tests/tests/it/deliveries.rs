@@ -421,7 +421,7 @@ async fn nats_restarting_mid_stream_loses_no_event() {
 /// late outcome changes nothing; the new claim's does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_late_outcome_of_a_lapsed_claim_changes_nothing() {
-    use shared::db::deliveries::{self, NewDelivery, Outcome};
+    use shared::db::deliveries::{self, DeliveryState, NewDelivery, Outcome};
     let c = config();
     let api = TestApi::start_with(c.clone()).await;
     let (id, own) = instance(&api, "dl-claims").await;
@@ -443,19 +443,19 @@ async fn a_late_outcome_of_a_lapsed_claim_changes_nothing() {
     let due = deliveries::claim_due(&db, "pod-a", 60_000, 10).await.unwrap();
     assert_eq!(due.len(), 1);
     assert_ne!(due[0].claim_id, old_claim);
-    let outcome = |claim: &str, state: &'static str| Outcome {
+    let outcome = |claim: &str, state: DeliveryState| Outcome {
         id: dlv.clone(),
         claim_id: claim.to_string(),
         webhook_id: hook_id.clone(),
         state,
         attempted: true,
-        response_status: Some(if state == "failed" { 500 } else { 200 }),
+        response_status: Some(if state == DeliveryState::Failed { 500 } else { 200 }),
         latency_ms: Some(1),
         error: None,
         next_attempt_at: None,
         gone: false,
     };
-    deliveries::record(&db, "pod-a", &[outcome(&old_claim, "failed")], 1, 0).await.unwrap();
+    deliveries::record(&db, "pod-a", &[outcome(&old_claim, DeliveryState::Failed)], 1, 0).await.unwrap();
     let (state, attempts): (String, i32) =
         sqlx::query_as("SELECT state, attempts FROM webhook_deliveries WHERE id = $1")
             .bind(&dlv)
@@ -466,7 +466,7 @@ async fn a_late_outcome_of_a_lapsed_claim_changes_nothing() {
     let (enabled,): (bool,) =
         sqlx::query_as("SELECT enabled FROM webhooks WHERE id = $1").bind(&wh).fetch_one(&db).await.unwrap();
     assert!(enabled, "and does not count toward disabling the endpoint");
-    deliveries::record(&db, "pod-a", &[outcome(&due[0].claim_id, "succeeded")], 1, 0).await.unwrap();
+    deliveries::record(&db, "pod-a", &[outcome(&due[0].claim_id, DeliveryState::Succeeded)], 1, 0).await.unwrap();
     let (state,): (String,) =
         sqlx::query_as("SELECT state FROM webhook_deliveries WHERE id = $1").bind(&dlv).fetch_one(&db).await.unwrap();
     assert_eq!(state, "succeeded");

@@ -136,7 +136,7 @@ async fn connect(
     };
     let current = instances::get(&state.db, &row.id).await?.ok_or_else(ApiError::instance_not_found)?;
     let (code, base64) = qr.map(|q| (q.code, q.base64)).unwrap_or_default();
-    Ok(Json(ConnectActionOut { pairing_code, code, base64, state: current.state() }))
+    Ok(Json(ConnectActionOut { pairing_code, code, base64, state: current.state }))
 }
 
 /// Body of `PATCH /instance/settings/{instanceName}`.

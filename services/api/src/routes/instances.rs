@@ -102,7 +102,7 @@ impl From<InstanceRow> for InstanceOut {
     /// As anyone may see it (the proxy's whole userinfo hidden).
     fn from(r: InstanceRow) -> Self {
         InstanceOut {
-            state: r.state(),
+            state: r.state,
             state_reason: r.state_reason.clone(),
             proxy_url: r.proxy_url.as_deref().map(hide_proxy_credentials),
             ip_allowlist_locked: r.ip_allowlist_locked,

@@ -12,7 +12,7 @@ use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use shared::db::instances::{self, InstanceState};
 use shared::db::media::{self, MediaBody, MediaError, MediaWriter};
-use shared::db::messages::{self, MessageRow, NewMessage, Queued};
+use shared::db::messages::{self, MessageRow, MessageStatus, NewMessage, Queued};
 use shared::error::ErrorBody;
 use shared::fetch::FetchError;
 use shared::ids::{InstanceId, MediaId, MessageId};
@@ -46,8 +46,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct MessageOut {
     pub id: MessageId,
-    /// `queued`, `in_flight`, `sent` or `failed`.
-    pub status: String,
+    pub status: MessageStatus,
     /// The recipient's JID.
     pub to: String,
     #[serde(rename = "type")]
@@ -71,7 +70,7 @@ impl From<&MessageRow> for MessageOut {
         let v = r.view();
         MessageOut {
             id: r.id.clone(),
-            status: r.status.clone(),
+            status: r.status,
             to: r.to_jid.clone(),
             kind: serde_json::from_value(serde_json::Value::String(r.kind.clone())).unwrap_or(MessageType::Text),
             client_message_id: r.client_message_id.clone(),
@@ -334,7 +333,7 @@ async fn replayed(
 async fn check_instance(state: &AppState, id: &InstanceId) -> Result<(), ApiError> {
     match instances::get(&state.db, id).await? {
         None => Err(ApiError::instance_not_found()),
-        Some(row) if row.state() == InstanceState::Banned => {
+        Some(row) if row.state == InstanceState::Banned => {
             Err(ApiError::new(ErrorCode::InstanceBanned, "the number is banned; delete the instance"))
         }
         Some(_) => Ok(()),
@@ -350,16 +349,16 @@ async fn wait_result(
     timeout: Duration,
 ) -> Result<(StatusCode, Json<MessageOut>), ApiError> {
     if let Some(mut sub) = sub {
-        if !matches!(row.status.as_str(), "sent" | "failed") {
+        if !row.status.is_final() {
             let _ = tokio::time::timeout(timeout, sub.next()).await;
         }
         let _ = sub.unsubscribe().await;
     }
     let row = messages::get(&state.db, id, row.id.as_str()).await?.ok_or_else(|| ApiError::not_found("message"))?;
-    match row.status.as_str() {
-        "sent" => Ok((StatusCode::OK, Json((&row).into()))),
-        "failed" => Err(failure_error(row.error.as_deref().unwrap_or("worker_error: failed"))),
-        _ => Ok((StatusCode::ACCEPTED, Json((&row).into()))),
+    match row.status {
+        MessageStatus::Sent => Ok((StatusCode::OK, Json((&row).into()))),
+        MessageStatus::Failed => Err(failure_error(row.error.as_deref().unwrap_or("worker_error: failed"))),
+        MessageStatus::Queued | MessageStatus::InFlight => Ok((StatusCode::ACCEPTED, Json((&row).into()))),
     }
 }
 

@@ -7,6 +7,7 @@ use axum::Json;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shared::auth::generate_webhook_secret;
+use shared::db::deliveries::DeliveryState;
 use shared::db::deliveries::{self as dlv, DeliveryRow};
 use shared::db::webhooks::{self, WebhookRow};
 use shared::error::ErrorBody;
@@ -250,8 +251,7 @@ pub struct DeliveryOut {
     /// `pending` (attempt due or in progress, or a retry scheduled), `succeeded`, or
     /// `failed` (retries exhausted, 410 Gone, or the endpoint was disabled): only a failed
     /// delivery can be resent.
-    #[schema(pattern = "^(pending|succeeded|failed)$")]
-    pub state: String,
+    pub state: DeliveryState,
     /// Attempts made so far.
     pub attempts: i32,
     /// The HTTP status of the last attempt (none when the endpoint did not answer).

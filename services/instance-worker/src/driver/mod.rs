@@ -40,7 +40,7 @@ pub enum DriverEvent {
     /// A message for the account, or sent from its phone (`from_me`).
     Message { message: Incoming },
     /// A receipt (`delivered`, `read`) for a message the account sent.
-    Receipt { wa_message_id: String, status: String, at: DateTime<Utc> },
+    Receipt { wa_message_id: String, receipt: shared::db::log::Receipt, at: DateTime<Utc> },
     /// Recent messages, synced after linking (and possibly again later).
     History { messages: Vec<Incoming> },
 }

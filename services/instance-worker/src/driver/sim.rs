@@ -138,9 +138,10 @@ impl Driver for SimDriver {
                     ServerEv::Message { message, from_me } => {
                         DriverEvent::Message { message: incoming(message, from_me) }
                     }
-                    ServerEv::Receipt { id, status, timestamp, .. } => {
-                        DriverEvent::Receipt { wa_message_id: id, status, at: timestamp }
-                    }
+                    ServerEv::Receipt { id, status, timestamp, .. } => match shared::db::log::Receipt::parse(&status) {
+                        Some(receipt) => DriverEvent::Receipt { wa_message_id: id, receipt, at: timestamp },
+                        None => continue,
+                    },
                     ServerEv::History { messages } => DriverEvent::History {
                         messages: messages
                             .into_iter()

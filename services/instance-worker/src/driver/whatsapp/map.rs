@@ -413,11 +413,12 @@ pub fn phone_form(jid: &whatsapp_rust::Jid, alt: Option<&whatsapp_rust::Jid>) ->
 }
 
 /// A receipt type as the log's status, when it is one we track.
-pub fn receipt_status(t: &whatsapp_rust::types::presence::ReceiptType) -> Option<&'static str> {
+pub fn receipt_status(t: &whatsapp_rust::types::presence::ReceiptType) -> Option<shared::db::log::Receipt> {
+    use shared::db::log::Receipt;
     use whatsapp_rust::types::presence::ReceiptType as R;
     match t {
-        R::Delivered => Some("delivered"),
-        R::Read | R::ReadSelf | R::Played | R::PlayedSelf => Some("read"),
+        R::Delivered => Some(Receipt::Delivered),
+        R::Read | R::ReadSelf | R::Played | R::PlayedSelf => Some(Receipt::Read),
         _ => None,
     }
 }
@@ -635,11 +636,12 @@ mod tests {
 
     #[test]
     fn receipts_and_failures_map_to_our_states() {
+        use shared::db::log::Receipt;
         use whatsapp_rust::types::events::ConnectFailureReason as F;
         use whatsapp_rust::types::presence::ReceiptType as R;
-        assert_eq!(receipt_status(&R::Delivered), Some("delivered"));
-        assert_eq!(receipt_status(&R::Read), Some("read"));
-        assert_eq!(receipt_status(&R::Played), Some("read"));
+        assert_eq!(receipt_status(&R::Delivered), Some(Receipt::Delivered));
+        assert_eq!(receipt_status(&R::Read), Some(Receipt::Read));
+        assert_eq!(receipt_status(&R::Played), Some(Receipt::Read));
         assert_eq!(receipt_status(&R::Retry), None);
         assert_eq!(connect_failure(&F::LoggedOut), Failure::LoggedOut);
         assert_eq!(connect_failure(&F::UnknownLogout), Failure::LoggedOut);

@@ -263,14 +263,10 @@ fn to_driver_events(event: &Event, client: &Client, business: bool, calls: &Call
             .map(|m| DriverEvent::Message { message: incoming(&m.message, &m.info) })
             .collect(),
         Event::Receipt(r) => match map::receipt_status(&r.r#type) {
-            Some(status) => r
+            Some(receipt) => r
                 .message_ids
                 .iter()
-                .map(|id| DriverEvent::Receipt {
-                    wa_message_id: id.to_string(),
-                    status: status.into(),
-                    at: r.timestamp,
-                })
+                .map(|id| DriverEvent::Receipt { wa_message_id: id.to_string(), receipt, at: r.timestamp })
                 .collect(),
             None => Vec::new(),
         },
