@@ -7,6 +7,7 @@
 
 use std::net::SocketAddr;
 use std::path::Path;
+use std::time::Duration;
 
 use figment::providers::{Env, Format, Serialized, Toml};
 use figment::Figment;
@@ -44,6 +45,10 @@ pub enum LogFormat {
     Pretty,
 }
 
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
 /// The roles a process can run; each validates the part of the config it uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -54,7 +59,9 @@ pub enum Role {
     Migrate,
 }
 
-/// paceline's whole configuration.
+/// paceline's whole configuration. Durations are `Duration`s; their keys keep the unit
+/// (`lease_ttl_ms`) and their values are milliseconds.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Config {
@@ -87,9 +94,13 @@ pub struct Config {
     pub client_ip_header: String,
     /// After SIGTERM: how long the API keeps its listener open answering 503 `shutting_down`
     /// (so load balancers see `/readyz` fail and move traffic) before it closes.
-    pub drain_ms: u64,
+    #[serde(rename = "drain_ms")]
+    #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+    pub drain: Duration,
     /// After the drain: how long in-flight requests get to finish.
-    pub shutdown_timeout_ms: u64,
+    #[serde(rename = "shutdown_timeout_ms")]
+    #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+    pub shutdown_timeout: Duration,
     /// `sim` or `whatsapp`.
     pub network: Network,
     /// Where workers reach netsim.
@@ -111,42 +122,70 @@ pub struct Config {
     #[serde(deserialize_with = "de::flexible_bool")]
     pub migrate_on_start: bool,
     /// Time-to-live of an instance lease; a dead worker's instances move within it.
-    pub lease_ttl_ms: u64,
+    #[serde(rename = "lease_ttl_ms")]
+    #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+    pub lease_ttl: Duration,
     /// How often a worker looks for instances that should run and nobody holds.
-    pub worker_scan_ms: u64,
+    #[serde(rename = "worker_scan_ms")]
+    #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+    pub worker_scan: Duration,
     /// Most instances one worker runs.
     pub worker_max_instances: usize,
     /// How long the API waits for a worker's answer before 504 `worker_timeout`.
-    pub rpc_timeout_ms: u64,
+    #[serde(rename = "rpc_timeout_ms")]
+    #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+    pub rpc_timeout: Duration,
     /// netsim: how often a shown QR code is replaced (the network's 20 s).
-    pub netsim_qr_rotate_ms: u64,
+    #[serde(rename = "netsim_qr_rotate_ms")]
+    #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+    pub netsim_qr_rotate: Duration,
     /// sim driver: how long a request to netsim may take before `worker_timeout`.
-    pub netsim_request_timeout_ms: u64,
+    #[serde(rename = "netsim_request_timeout_ms")]
+    #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+    pub netsim_request_timeout: Duration,
     /// Queue: the first wait after a transient send failure; it doubles per attempt (cap 30 s).
-    pub queue_retry_base_ms: u64,
+    #[serde(rename = "queue_retry_base_ms")]
+    #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+    pub queue_retry_base: Duration,
     /// Received media: the first wait before a failed download is tried again; it doubles
     /// per attempt (cap 1 h), and after 8 tries the media is recorded as unavailable.
-    pub media_retry_base_ms: u64,
+    #[serde(rename = "media_retry_base_ms")]
+    #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+    pub media_retry_base: Duration,
     /// `GET /instance/connect/{name}`: how long to wait for a first QR code.
-    pub connect_qr_wait_ms: u64,
+    #[serde(rename = "connect_qr_wait_ms")]
+    #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+    pub connect_qr_wait: Duration,
     /// Pacing: the post-connection grace is drawn from [min, max] after each (re)connect.
-    pub pacing_grace_min_ms: u64,
-    pub pacing_grace_max_ms: u64,
+    #[serde(rename = "pacing_grace_min_ms")]
+    #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+    pub pacing_grace_min: Duration,
+    #[serde(rename = "pacing_grace_max_ms")]
+    #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+    pub pacing_grace_max: Duration,
     /// Pacing: each interval is lengthened by a random 0..jitter fraction of itself.
     pub pacing_jitter: f64,
     /// Pacing: after the grace, the rate rises linearly from `pacing_ramp_start` of the
     /// full rate to all of it over `pacing_ramp_ms`.
-    pub pacing_ramp_ms: u64,
+    #[serde(rename = "pacing_ramp_ms")]
+    #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+    pub pacing_ramp: Duration,
     pub pacing_ramp_start: f64,
     /// Cluster-wide slots for POST /messages bodies over 1 MB.
     pub large_body_slots: u32,
     /// A slot's lease; its holder renews it, a crashed pod's slot frees itself after it.
-    pub large_body_slot_ttl_ms: u64,
+    #[serde(rename = "large_body_slot_ttl_ms")]
+    #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+    pub large_body_slot_ttl: Duration,
     /// How long a large request waits for a slot before 503 `rate_limited`.
-    pub large_body_wait_ms: u64,
+    #[serde(rename = "large_body_wait_ms")]
+    #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+    pub large_body_wait: Duration,
     /// How long a request holding a slot may take to send its body (then 408
     /// `request_timeout`): a slow upload cannot keep a slot for long.
-    pub large_body_read_timeout_ms: u64,
+    #[serde(rename = "large_body_read_timeout_ms")]
+    #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+    pub large_body_read_timeout: Duration,
     /// Bytes of media (sent and received) each instance may store; past it, sends with
     /// media get 413 `quota_exceeded` and received media is logged unavailable.
     pub media_quota_bytes: u64,
@@ -165,24 +204,36 @@ pub struct Config {
     #[serde(deserialize_with = "de::flexible_bool")]
     pub metrics_per_instance: bool,
     /// Webhooks: one attempt's timeout (connect, send, answer).
-    pub webhook_timeout_ms: u64,
+    #[serde(rename = "webhook_timeout_ms")]
+    #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+    pub webhook_timeout: Duration,
     /// Webhooks: the wait after the first failed attempt; it doubles per attempt (with
     /// jitter) up to `webhook_retry_max_ms`. A `Retry-After` answer is honoured up to that cap.
-    pub webhook_retry_base_ms: u64,
-    pub webhook_retry_max_ms: u64,
+    #[serde(rename = "webhook_retry_base_ms")]
+    #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+    pub webhook_retry_base: Duration,
+    #[serde(rename = "webhook_retry_max_ms")]
+    #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+    pub webhook_retry_max: Duration,
     /// Webhooks: how long a delivery is retried before it is `failed` (default 3 days).
-    pub webhook_retry_span_ms: u64,
+    #[serde(rename = "webhook_retry_span_ms")]
+    #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+    pub webhook_retry_span: Duration,
     /// Webhooks: an endpoint is disabled once it has failed this many attempts in a row
     /// over at least `webhook_disable_after_ms` (default: 5 days).
     pub webhook_disable_after_failures: u32,
-    pub webhook_disable_after_ms: u64,
+    #[serde(rename = "webhook_disable_after_ms")]
+    #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+    pub webhook_disable_after: Duration,
     /// Webhooks: attempts in flight at once per endpoint URL (endpoints never wait on
     /// each other).
     pub webhook_endpoint_concurrency: usize,
     /// The WhatsApp driver's WebSocket address (default: WhatsApp Web's servers).
     pub whatsapp_ws_url: Option<String>,
     /// How long opening a WhatsApp session waits for the socket before retrying.
-    pub whatsapp_connect_timeout_ms: u64,
+    #[serde(rename = "whatsapp_connect_timeout_ms")]
+    #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+    pub whatsapp_connect_timeout: Duration,
 }
 
 impl Default for Config {
@@ -201,8 +252,8 @@ impl Default for Config {
             public_url: None,
             trusted_proxies: Vec::new(),
             client_ip_header: "x-forwarded-for".into(),
-            drain_ms: 5_000,
-            shutdown_timeout_ms: 25_000,
+            drain: Duration::from_millis(5_000),
+            shutdown_timeout: Duration::from_millis(25_000),
             network: Network::Whatsapp,
             netsim_url: url::Url::parse("http://127.0.0.1:8790").expect("static url"),
             netsim_listen_addr: ([127, 0, 0, 1], 8790).into(),
@@ -212,39 +263,39 @@ impl Default for Config {
             default_min_interval_ms: 2_000,
             default_max_per_minute: 20,
             migrate_on_start: true,
-            lease_ttl_ms: 10_000,
-            worker_scan_ms: 1_000,
+            lease_ttl: Duration::from_millis(10_000),
+            worker_scan: Duration::from_millis(1_000),
             worker_max_instances: 5_000,
-            rpc_timeout_ms: 10_000,
-            netsim_qr_rotate_ms: 20_000,
-            netsim_request_timeout_ms: 30_000,
-            queue_retry_base_ms: 500,
-            media_retry_base_ms: 30_000,
-            connect_qr_wait_ms: 5_000,
-            pacing_grace_min_ms: 15_000,
-            pacing_grace_max_ms: 30_000,
+            rpc_timeout: Duration::from_millis(10_000),
+            netsim_qr_rotate: Duration::from_millis(20_000),
+            netsim_request_timeout: Duration::from_millis(30_000),
+            queue_retry_base: Duration::from_millis(500),
+            media_retry_base: Duration::from_millis(30_000),
+            connect_qr_wait: Duration::from_millis(5_000),
+            pacing_grace_min: Duration::from_millis(15_000),
+            pacing_grace_max: Duration::from_millis(30_000),
             pacing_jitter: 0.25,
-            pacing_ramp_ms: 600_000,
+            pacing_ramp: Duration::from_millis(600_000),
             pacing_ramp_start: 0.25,
             large_body_slots: 3,
-            large_body_slot_ttl_ms: 30_000,
-            large_body_wait_ms: 60_000,
-            large_body_read_timeout_ms: 120_000,
+            large_body_slot_ttl: Duration::from_millis(30_000),
+            large_body_wait: Duration::from_millis(60_000),
+            large_body_read_timeout: Duration::from_millis(120_000),
             media_quota_bytes: 2 * 1024 * 1024 * 1024,
             media_retention_days: 30,
             events_streams_per_instance: 5,
             events_streams_per_pod: 1_000,
             events_stream_max_bytes: 2 * 1024 * 1024 * 1024,
             metrics_per_instance: false,
-            webhook_timeout_ms: 10_000,
-            webhook_retry_base_ms: 5_000,
-            webhook_retry_max_ms: 3_600_000,
-            webhook_retry_span_ms: 3 * 24 * 3_600_000,
+            webhook_timeout: Duration::from_millis(10_000),
+            webhook_retry_base: Duration::from_millis(5_000),
+            webhook_retry_max: Duration::from_millis(3_600_000),
+            webhook_retry_span: Duration::from_millis(3 * 24 * 3_600_000),
             webhook_disable_after_failures: 50,
-            webhook_disable_after_ms: 5 * 24 * 3_600_000,
+            webhook_disable_after: Duration::from_millis(5 * 24 * 3_600_000),
             webhook_endpoint_concurrency: 8,
             whatsapp_ws_url: None,
-            whatsapp_connect_timeout_ms: 20_000,
+            whatsapp_connect_timeout: Duration::from_millis(20_000),
         }
     }
 }
@@ -328,19 +379,19 @@ impl Config {
         if !(1_000..=60_000).contains(&self.default_min_interval_ms) {
             errors.push("default_min_interval_ms must be between 1000 and 60000".to_string());
         }
-        if self.media_retry_base_ms < 100 {
+        if self.media_retry_base < ms(100) {
             errors.push("media_retry_base_ms must be at least 100".to_string());
         }
         if !(1..=60).contains(&self.default_max_per_minute) {
             errors.push("default_max_per_minute must be between 1 and 60".to_string());
         }
-        if self.lease_ttl_ms < 300 {
+        if self.lease_ttl < ms(300) {
             errors.push("lease_ttl_ms must be at least 300".to_string());
         }
-        if self.worker_scan_ms == 0 || self.rpc_timeout_ms == 0 || self.netsim_qr_rotate_ms == 0 {
+        if self.worker_scan.is_zero() || self.rpc_timeout.is_zero() || self.netsim_qr_rotate.is_zero() {
             errors.push("worker_scan_ms, rpc_timeout_ms and netsim_qr_rotate_ms must be positive".to_string());
         }
-        if self.pacing_grace_min_ms > self.pacing_grace_max_ms {
+        if self.pacing_grace_min > self.pacing_grace_max {
             errors.push("pacing_grace_min_ms must not exceed pacing_grace_max_ms".to_string());
         }
         if !(0.0..=1.0).contains(&self.pacing_jitter) {
@@ -349,13 +400,13 @@ impl Config {
         if !(self.pacing_ramp_start > 0.0 && self.pacing_ramp_start <= 1.0) {
             errors.push("pacing_ramp_start must be in (0, 1]".to_string());
         }
-        if self.large_body_slots == 0 || self.large_body_slot_ttl_ms < 300 {
+        if self.large_body_slots == 0 || self.large_body_slot_ttl < ms(300) {
             errors.push("large_body_slots must be at least 1 and large_body_slot_ttl_ms at least 300".to_string());
         }
         if self.media_retention_days < 8 {
             errors.push("media_retention_days must be at least 8 (a queued message lives up to 7 days)".to_string());
         }
-        if self.large_body_read_timeout_ms < 1_000 {
+        if self.large_body_read_timeout < ms(1_000) {
             errors.push("large_body_read_timeout_ms must be at least 1000".to_string());
         }
         if self.events_streams_per_instance == 0 || self.events_streams_per_pod == 0 {
@@ -364,9 +415,9 @@ impl Config {
         if self.events_stream_max_bytes < 1024 * 1024 {
             errors.push("events_stream_max_bytes must be at least 1048576".to_string());
         }
-        if self.webhook_timeout_ms < 100
-            || self.webhook_retry_base_ms == 0
-            || self.webhook_retry_max_ms < self.webhook_retry_base_ms
+        if self.webhook_timeout < ms(100)
+            || self.webhook_retry_base.is_zero()
+            || self.webhook_retry_max < self.webhook_retry_base
         {
             errors.push(
                 "webhook_timeout_ms must be at least 100, webhook_retry_base_ms positive and webhook_retry_max_ms at least webhook_retry_base_ms"
@@ -513,7 +564,7 @@ mod tests {
             jail.set_env("PACELINE_DRAIN_MS", "9");
             let c = Config::load(Some(Path::new("p.toml"))).unwrap();
             assert_eq!(c.log_level, "debug");
-            assert_eq!(c.drain_ms, 9);
+            assert_eq!(c.drain, Duration::from_millis(9));
             Ok(())
         });
     }

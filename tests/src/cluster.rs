@@ -38,25 +38,21 @@ impl Cluster {
     pub async fn start(bin: &Path, workers: usize, tweak: impl FnOnce(&mut Config)) -> Cluster {
         let mut config = test_config();
         config.network = Network::Sim;
-        config.lease_ttl_ms = 2_000;
-        config.worker_scan_ms = 200;
-        config.connect_qr_wait_ms = 5_000;
+        config.lease_ttl = std::time::Duration::from_millis(2_000);
+        config.worker_scan = std::time::Duration::from_millis(200);
+        config.connect_qr_wait = std::time::Duration::from_millis(5_000);
         // No post-connection grace or ramp unless a test asks for them.
-        config.pacing_grace_min_ms = 0;
-        config.pacing_grace_max_ms = 0;
-        config.pacing_ramp_ms = 0;
-        config.queue_retry_base_ms = 50;
-        config.media_retry_base_ms = 200;
+        config.pacing_grace_min = std::time::Duration::from_millis(0);
+        config.pacing_grace_max = std::time::Duration::from_millis(0);
+        config.pacing_ramp = std::time::Duration::from_millis(0);
+        config.queue_retry_base = std::time::Duration::from_millis(50);
+        config.media_retry_base = std::time::Duration::from_millis(200);
         let netsim_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let netsim = netsim_listener.local_addr().unwrap();
         config.netsim_url = url::Url::parse(&format!("http://{netsim}")).unwrap();
         tweak(&mut config);
         let netsim_shutdown = Shutdown::new();
-        tokio::spawn(netsim::run(
-            netsim_listener,
-            Duration::from_millis(config.netsim_qr_rotate_ms),
-            netsim_shutdown.clone(),
-        ));
+        tokio::spawn(netsim::run(netsim_listener, config.netsim_qr_rotate, netsim_shutdown.clone()));
         let api = TestApi::start_with(config.clone()).await;
         let mut c = Cluster { api, netsim, config, workers: Vec::new(), bin: bin.to_path_buf(), netsim_shutdown };
         for _ in 0..workers {

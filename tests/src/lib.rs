@@ -49,10 +49,10 @@ pub fn test_config() -> Config {
         subject_prefix: tag,
         admin_token: Some(generate_token(ADMIN_TOKEN_PREFIX)),
         listen_addr: ([127, 0, 0, 1], 0).into(),
-        drain_ms: 0,
-        shutdown_timeout_ms: 5_000,
-        connect_qr_wait_ms: 0,
-        rpc_timeout_ms: 2_000,
+        drain: std::time::Duration::from_millis(0),
+        shutdown_timeout: std::time::Duration::from_millis(5_000),
+        connect_qr_wait: std::time::Duration::from_millis(0),
+        rpc_timeout: std::time::Duration::from_millis(2_000),
         // JetStream reserves a stream's max_bytes on the server: every test has its own
         // events stream, so each keeps a small one.
         events_stream_max_bytes: 16 * 1024 * 1024,

@@ -22,7 +22,6 @@ pub mod state;
 
 use std::future::IntoFuture;
 use std::net::SocketAddr;
-use std::time::Duration;
 
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, Request};
@@ -79,8 +78,8 @@ pub fn app(state: AppState) -> Router {
 /// `drain_ms`, then stops accepting and gives in-flight requests `shutdown_timeout_ms`.
 pub async fn serve(state: AppState, listener: TcpListener) -> anyhow::Result<()> {
     metrics::describe();
-    let drain = Duration::from_millis(state.config.drain_ms);
-    let grace = Duration::from_millis(state.config.shutdown_timeout_ms);
+    let drain = state.config.drain;
+    let grace = state.config.shutdown_timeout;
     let shutdown = state.shutdown.clone();
     let addr = listener.local_addr()?;
     tracing::info!(%addr, "api listening");

@@ -2,8 +2,6 @@
 //! subject. No owner -> 409 `instance_not_connected` (or what the instance's state says);
 //! no answer in time -> 504 `worker_timeout`.
 
-use std::time::Duration;
-
 use shared::bus::{self, RpcError, RpcRequest};
 use shared::db::instances::{self, InstanceState};
 use shared::ids::InstanceId;
@@ -24,7 +22,7 @@ pub async fn net<T: serde::de::DeserializeOwned>(
 
 /// Sends `req` to the instance's worker and returns its answer's value.
 pub async fn call(state: &AppState, id: &InstanceId, req: RpcRequest) -> Result<serde_json::Value, ApiError> {
-    let timeout = Duration::from_millis(state.config.rpc_timeout_ms);
+    let timeout = state.config.rpc_timeout;
     match bus::request(&state.nats, &state.subjects, id, &req, timeout).await {
         Ok(reply) => reply.into(),
         Err(RpcError::NoResponders) => Err(not_running(state, id).await?),

@@ -83,7 +83,7 @@ pub async fn gate(Extension(state): Extension<AppState>, req: Request, next: Nex
         Err(e) => return e.into_response(),
     };
     // The body within its deadline, or the slot goes back.
-    let read = Duration::from_millis(state.config.large_body_read_timeout_ms);
+    let read = state.config.large_body_read_timeout;
     let limit = crate::routes::messages::MESSAGES_BODY_LIMIT;
     let bytes = match tokio::time::timeout(read, axum::body::to_bytes(body, limit)).await {
         Ok(Ok(b)) => b,
@@ -127,9 +127,9 @@ impl Slot {
             (state.keys.large_body_slots(), state.config.large_body_slots),
             (state.keys.large_body_instance_slots(instance), 1),
         ];
-        let wait = Duration::from_millis(state.config.large_body_wait_ms);
+        let wait = state.config.large_body_wait;
         // A request may hold its slot while it reads its body and then stores it.
-        let max_hold = Duration::from_millis(2 * state.config.large_body_read_timeout_ms);
+        let max_hold = 2 * state.config.large_body_read_timeout;
         metrics::gauge!(SEMAPHORE_WAITERS).increment(1.0);
         let _waiting = scopeguard(|| metrics::gauge!(SEMAPHORE_WAITERS).decrement(1.0));
         let deadline = tokio::time::Instant::now() + wait;
@@ -196,7 +196,7 @@ impl Drop for Slot {
 }
 
 async fn try_take(state: &AppState, sets: &[(String, u32)], holder: &str) -> Result<bool, ApiError> {
-    let ttl = state.config.large_body_slot_ttl_ms as i64;
+    let ttl = state.config.large_body_slot_ttl.as_millis() as i64;
     let now = chrono::Utc::now().timestamp_millis();
     static SCRIPT: std::sync::LazyLock<Script> = std::sync::LazyLock::new(|| Script::new(ACQUIRE));
     let mut script = SCRIPT.prepare_invoke();
@@ -225,24 +225,25 @@ async fn remove(state: &AppState, keys: &[String], holder: &str) -> Result<(), A
 /// Pushes the slot's expiry forward every third of its TTL while it is held, for at
 /// most `max_hold`; then it lapses within the TTL even if its request is still running.
 async fn renewal(state: AppState, keys: Vec<String>, holder: String, stop: CancellationToken, max_hold: Duration) {
-    let ttl = state.config.large_body_slot_ttl_ms;
+    let ttl = state.config.large_body_slot_ttl;
+    let ttl_ms = ttl.as_millis() as i64;
     let until = tokio::time::Instant::now().checked_add(max_hold);
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
-            _ = tokio::time::sleep(Duration::from_millis(ttl / 3)) => {}
+            _ = tokio::time::sleep(ttl / 3) => {}
         }
         if until.is_some_and(|u| tokio::time::Instant::now() >= u) {
             tracing::warn!("a request held its slot past its longest hold; the slot lapses");
             return;
         }
         let Ok(mut conn) = state.redis.get().await else { continue };
-        let expiry = chrono::Utc::now().timestamp_millis() + ttl as i64;
+        let expiry = chrono::Utc::now().timestamp_millis() + ttl_ms;
         let mut pipe = redis::pipe();
         for k in &keys {
             // XX: only while still a member (never resurrect a slot given back).
             pipe.cmd("ZADD").arg(k).arg("XX").arg(expiry).arg(&holder).ignore();
-            pipe.cmd("PEXPIRE").arg(k).arg(ttl).ignore();
+            pipe.cmd("PEXPIRE").arg(k).arg(ttl_ms).ignore();
         }
         let _: Result<(), _> = pipe.query_async(&mut conn).await;
     }

@@ -70,45 +70,39 @@ pub async fn run_with(config: Config, drivers: Drivers, shutdown: Shutdown) -> a
     let nats = bus::connect(&config, "worker").await.context("connecting to nats")?;
     let subjects = bus::Subjects::new(&config);
     let worker_id = format!("wk_{}", uuid::Uuid::new_v4().simple());
-    let ttl = Duration::from_millis(config.lease_ttl_ms);
+    let ttl = config.lease_ttl;
     let leases = Leases::new(redis, kv::Keys::new(&config), worker_id.clone(), ttl);
     let (renewer, mut renewals) =
         lease::Renewer::start(&config.redis_url, kv::Keys::new(&config), worker_id.clone(), ttl)
             .context("starting the lease renewal thread")?;
-    let media = receive::MediaPolicy {
-        retry_base: Duration::from_millis(config.media_retry_base_ms),
-        quota: config.media_quota_bytes,
-    };
+    let media = receive::MediaPolicy { retry_base: config.media_retry_base, quota: config.media_quota_bytes };
     let ctx = Arc::new(Ctx {
         db: pool.clone(),
         nats: nats.clone(),
         subjects: subjects.clone(),
         // Both drivers, so an instance may run on another network than the deployment's.
         sim: Some(drivers.sim.unwrap_or_else(|| {
-            Arc::new(driver::sim::SimDriver::new(
-                &config.netsim_url,
-                Duration::from_millis(config.netsim_request_timeout_ms),
-            ))
+            Arc::new(driver::sim::SimDriver::new(&config.netsim_url, config.netsim_request_timeout))
         })),
         whatsapp: drivers.whatsapp.unwrap_or_else(|| {
             Arc::new(
                 driver::whatsapp::WhatsappDriver::new(
                     pool.clone(),
                     config.whatsapp_ws_url.as_deref(),
-                    Duration::from_millis(config.whatsapp_connect_timeout_ms),
+                    config.whatsapp_connect_timeout,
                 )
                 .with_media(media),
             )
         }),
         default_network: config.network,
         pacing: actor::PacingDefaults {
-            grace_min: Duration::from_millis(config.pacing_grace_min_ms),
-            grace_max: Duration::from_millis(config.pacing_grace_max_ms),
+            grace_min: config.pacing_grace_min,
+            grace_max: config.pacing_grace_max,
             jitter: config.pacing_jitter,
-            ramp: Duration::from_millis(config.pacing_ramp_ms),
+            ramp: config.pacing_ramp,
             ramp_start: config.pacing_ramp_start,
         },
-        retry_base: Duration::from_millis(config.queue_retry_base_ms),
+        retry_base: config.queue_retry_base,
         media,
     });
     tracing::info!(worker_id, network = %config.network, "worker started");
@@ -127,7 +121,7 @@ pub async fn run_with(config: Config, drivers: Drivers, shutdown: Shutdown) -> a
     };
     let mut stats = tokio::time::interval(QUEUE_STATS_EVERY);
     let mut wake = nats.subscribe(subjects.workers_wake()).await.context("subscribing to wake-ups")?;
-    let mut scan = tokio::time::interval(Duration::from_millis(config.worker_scan_ms));
+    let mut scan = tokio::time::interval(config.worker_scan);
     scan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {

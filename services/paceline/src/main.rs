@@ -78,7 +78,7 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
     spawn_signal_handler(shutdown.clone());
 
     // Once shutdown starts, the process ends within this time even if a backend hangs.
-    let config_deadline_ms = config.drain_ms + config.shutdown_timeout_ms + 5_000;
+    let config_deadline = config.drain + config.shutdown_timeout + std::time::Duration::from_secs(5);
     let mut tasks: Vec<(&str, Task)> = Vec::new();
     let metrics = |tasks: &mut Vec<(&str, Task)>, config: &Config| {
         let addr = config.metrics_addr;
@@ -120,14 +120,7 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
         Command::Netsim => {
             config.validate(Role::Netsim)?;
             let l = bind(config.netsim_listen_addr, "netsim").await?;
-            tasks.push((
-                "netsim",
-                Box::pin(netsim::run(
-                    l,
-                    std::time::Duration::from_millis(config.netsim_qr_rotate_ms),
-                    shutdown.clone(),
-                )),
-            ));
+            tasks.push(("netsim", Box::pin(netsim::run(l, config.netsim_qr_rotate, shutdown.clone()))));
         }
         Command::Dev { .. } => {
             for role in [Role::Api, Role::Worker, Role::Dispatcher] {
@@ -139,14 +132,7 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
             pool.close().await;
             if config.network == Network::Sim {
                 let l = bind(config.netsim_listen_addr, "netsim").await?;
-                tasks.push((
-                    "netsim",
-                    Box::pin(netsim::run(
-                        l,
-                        std::time::Duration::from_millis(config.netsim_qr_rotate_ms),
-                        shutdown.clone(),
-                    )),
-                ));
+                tasks.push(("netsim", Box::pin(netsim::run(l, config.netsim_qr_rotate, shutdown.clone()))));
             }
             let l = bind(config.listen_addr, "api").await?;
             metrics(&mut tasks, &config);
@@ -155,7 +141,7 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
             tasks.push(("dispatcher", Box::pin(dispatcher::run(config, shutdown.clone()))));
         }
     }
-    let deadline = std::time::Duration::from_millis(config_deadline_ms);
+    let deadline = config_deadline;
     run_all(tasks, shutdown, deadline).await
 }
 

@@ -110,7 +110,7 @@ async fn logout_and_ban_are_reported() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rpc_errors_map_to_not_connected_and_timeout() {
-    let c = Cluster::start(bin(), 1, |cfg| cfg.rpc_timeout_ms = 1_000).await;
+    let c = Cluster::start(bin(), 1, |cfg| cfg.rpc_timeout = Duration::from_millis(1_000)).await;
     c.phone(A, false).await;
     let (inst, _) = c.api.create_instance("rpc").await;
     let id = inst["id"].as_str().unwrap().to_string();
@@ -226,7 +226,7 @@ async fn sigkill_moves_instances_within_the_lease_ttl() {
     let (c, id, owner) = owned("kill").await;
     let (epoch, _, _) = c.ownership(&id).await;
     c.signal(owner, "KILL");
-    let ttl = Duration::from_millis(c.config.lease_ttl_ms);
+    let ttl = c.config.lease_ttl;
     let took = wait_takeover(&c, &id, epoch, ttl * 3).await;
     println!("takeover after SIGKILL: {} ms (lease TTL {} ms)", took.as_millis(), ttl.as_millis());
     assert!(took <= ttl + Duration::from_millis(1_500), "takeover took {took:?}");
@@ -241,7 +241,7 @@ async fn sigterm_hands_off_before_the_lease_expires() {
     let (mut c, id, owner) = owned("term").await;
     let (epoch, _, _) = c.ownership(&id).await;
     c.signal(owner, "TERM");
-    let ttl = Duration::from_millis(c.config.lease_ttl_ms);
+    let ttl = c.config.lease_ttl;
     let took = wait_takeover(&c, &id, epoch, ttl * 3).await;
     println!("takeover after SIGTERM: {} ms (lease TTL {} ms)", took.as_millis(), ttl.as_millis());
     assert!(took < ttl, "a graceful handoff beats lease expiry, took {took:?}");
@@ -254,7 +254,7 @@ async fn a_paused_ex_owner_writes_nothing() {
     let (c, id, owner) = owned("pause").await;
     let (epoch, _, _) = c.ownership(&id).await;
     c.signal(owner, "STOP");
-    let ttl = Duration::from_millis(c.config.lease_ttl_ms);
+    let ttl = c.config.lease_ttl;
     let took = wait_takeover(&c, &id, epoch, ttl * 3).await;
     println!("takeover of a paused owner: {} ms", took.as_millis());
     let before = c.ownership(&id).await;
@@ -374,7 +374,7 @@ async fn a_late_renewal_keeps_a_lease_nobody_took() {
     let holder = holder.expect("the worker holds the lease");
     // The lease lapses (as when a renewal is late) and nobody takes it meanwhile.
     let _: i64 = deadpool_redis::redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
-    let back = wait_for(Duration::from_millis(c.config.lease_ttl_ms * 2), || {
+    let back = wait_for(c.config.lease_ttl * 2, || {
         let (redis, key) = (redis.clone(), key.clone());
         async move {
             let mut conn = redis.get().await.unwrap();

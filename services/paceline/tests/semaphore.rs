@@ -95,8 +95,8 @@ async fn slots_cap_large_sends_across_two_api_processes() {
 async fn waiting_too_long_gives_503_and_a_crashed_pods_slot_expires() {
     let mut config = test_config();
     config.large_body_slots = 1;
-    config.large_body_wait_ms = 300;
-    config.large_body_slot_ttl_ms = 1_500;
+    config.large_body_wait = std::time::Duration::from_millis(300);
+    config.large_body_slot_ttl = std::time::Duration::from_millis(1_500);
     let api = TestApi::start_with(config.clone()).await;
     let (inst, token) = api.create_instance("wait").await;
     let path = format!("/v1/instances/{}/messages", inst["id"].as_str().unwrap());
@@ -133,7 +133,7 @@ async fn waiting_too_long_gives_503_and_a_crashed_pods_slot_expires() {
     drop(api);
     // ...and once it lapses, a waiting send gets the slot.
     let mut patient = config.clone();
-    patient.large_body_wait_ms = 10_000;
+    patient.large_body_wait = std::time::Duration::from_millis(10_000);
     let api = TestApi::start_with(patient).await;
     let (inst, token) = api.create_instance("after-crash").await;
     let path = format!("/v1/instances/{}/messages", inst["id"].as_str().unwrap());
@@ -145,8 +145,8 @@ async fn waiting_too_long_gives_503_and_a_crashed_pods_slot_expires() {
 async fn one_instance_holds_one_slot_and_a_stalled_body_gives_it_back() {
     let mut config = test_config();
     config.large_body_slots = 3;
-    config.large_body_wait_ms = 20_000;
-    config.large_body_read_timeout_ms = 1_500;
+    config.large_body_wait = std::time::Duration::from_millis(20_000);
+    config.large_body_read_timeout = std::time::Duration::from_millis(1_500);
     let api = TestApi::start_with(config.clone()).await;
     let (greedy, greedy_token) = api.create_instance("greedy").await;
     let (other, other_token) = api.create_instance("other").await;

@@ -79,26 +79,23 @@ pub struct Settings {
     pub policy: RetryPolicy,
     pub allow_private: bool,
     pub disable_failures: u32,
-    pub disable_after_ms: u64,
-    pub retry_span_ms: u64,
+    pub disable_after: Duration,
+    pub retry_span: Duration,
 }
 
 impl Settings {
     pub fn from_config(config: &shared::Config, worker_id: String) -> Settings {
-        let timeout = Duration::from_millis(config.webhook_timeout_ms);
+        let timeout = config.webhook_timeout;
         Settings {
             worker_id,
             timeout,
             lock: timeout * 3 + Duration::from_secs(30),
             concurrency: config.webhook_endpoint_concurrency,
-            policy: RetryPolicy {
-                base: Duration::from_millis(config.webhook_retry_base_ms),
-                max: Duration::from_millis(config.webhook_retry_max_ms),
-            },
+            policy: RetryPolicy { base: config.webhook_retry_base, max: config.webhook_retry_max },
             allow_private: config.allow_private_targets,
             disable_failures: config.webhook_disable_after_failures,
-            disable_after_ms: config.webhook_disable_after_ms,
-            retry_span_ms: config.webhook_retry_span_ms,
+            disable_after: config.webhook_disable_after,
+            retry_span: config.webhook_retry_span,
         }
     }
 }
@@ -319,7 +316,7 @@ async fn write_batch(db: &sqlx::PgPool, s: &Settings, batch: &[Outcome]) {
         return;
     }
     for pause in [Duration::from_millis(100), Duration::from_millis(500), Duration::from_secs(2), Duration::ZERO] {
-        match deliveries::record(db, &s.worker_id, batch, s.disable_failures, s.disable_after_ms).await {
+        match deliveries::record(db, &s.worker_id, batch, s.disable_failures, s.disable_after).await {
             Ok(disabled) => {
                 for (hook, _, reason) in &disabled.webhooks {
                     tracing::warn!(webhook = %hook, %reason, "webhook endpoint disabled");

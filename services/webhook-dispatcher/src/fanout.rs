@@ -180,8 +180,7 @@ async fn fan_out_once(
         }
     }
     let s = exec.settings();
-    let created =
-        deliveries::insert_claimed(db, &rows, &s.worker_id, s.lock.as_millis() as u64, s.retry_span_ms).await?;
+    let created = deliveries::insert_claimed(db, &rows, &s.worker_id, s.lock, s.retry_span).await?;
     let hook_of: HashMap<&str, &webhooks::ActiveHook> = hooks.iter().map(|h| (h.id.as_str(), h)).collect();
     let event_of: HashMap<&str, &Incoming> = batch.iter().map(|e| (e.id.as_str(), e)).collect();
     for (id, webhook_id, event_id, retry_until, claim_id) in created {

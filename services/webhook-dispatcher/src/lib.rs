@@ -16,8 +16,6 @@ pub mod retention;
 pub mod retry;
 pub mod signing;
 
-use std::time::Duration;
-
 use anyhow::Context;
 use shared::config::Role;
 use shared::db::deliveries;
@@ -47,8 +45,7 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     shutdown.cancelled().await;
     let _ = tokio::join!(relay, fanout, retry, retention);
     // Attempts in flight get a short grace; what is left is handed back to other pods.
-    let grace =
-        Duration::from_millis(config.shutdown_timeout_ms / 3).min(Duration::from_millis(config.webhook_timeout_ms));
+    let grace = (config.shutdown_timeout / 3).min(config.webhook_timeout);
     exec.close(grace).await;
     writer.finish().await;
     match deliveries::release(&pool, &worker_id).await {

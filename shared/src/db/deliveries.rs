@@ -42,16 +42,17 @@ pub struct NewDelivery {
     pub event_type: String,
 }
 
-/// Creates deliveries already claimed by `worker` for `lock_ms`; an event a webhook
+/// Creates deliveries already claimed by `worker` for `lock`; an event a webhook
 /// already has a delivery for (the event came again) is skipped. Returns the created
 /// ones as (delivery, webhook, event, retry_until, claim).
 pub async fn insert_claimed(
     db: impl PgExecutor<'_>,
     rows: &[NewDelivery],
     worker: &str,
-    lock_ms: u64,
-    retry_span_ms: u64,
+    lock: std::time::Duration,
+    retry_span: std::time::Duration,
 ) -> Result<Vec<(DeliveryId, WebhookId, EventId, DateTime<Utc>, String)>, sqlx::Error> {
+    let (lock_ms, retry_span_ms) = (lock.as_millis() as u64, retry_span.as_millis() as u64);
     if rows.is_empty() {
         return Ok(Vec::new());
     }
@@ -181,15 +182,16 @@ pub struct Disabled {
 
 /// Writes a batch of outcomes of `worker`'s claims in one transaction: the deliveries,
 /// each endpoint's failure streak, and the endpoints to disable (410 Gone, or failing
-/// `disable_failures` attempts in a row for `disable_after_ms`). A disabled endpoint's
+/// `disable_failures` attempts in a row for `disable_after`). A disabled endpoint's
 /// pending deliveries fail, and a `webhook.disabled` event is written for it.
 pub async fn record(
     db: &sqlx::PgPool,
     worker: &str,
     outcomes: &[Outcome],
     disable_failures: u32,
-    disable_after_ms: u64,
+    disable_after: std::time::Duration,
 ) -> Result<Disabled, sqlx::Error> {
+    let disable_after_ms = disable_after.as_millis() as u64;
     let mut tx = db.begin().await?;
     let ids: Vec<&str> = outcomes.iter().map(|o| o.id.as_str()).collect();
     let claims: Vec<&str> = outcomes.iter().map(|o| o.claim_id.as_str()).collect();
@@ -350,8 +352,9 @@ pub async fn resend(
     instance: &InstanceId,
     webhook: &WebhookId,
     id: &str,
-    retry_span_ms: u64,
+    retry_span: std::time::Duration,
 ) -> Result<Option<DeliveryRow>, sqlx::Error> {
+    let retry_span_ms = retry_span.as_millis() as u64;
     sqlx::query_as(&format!(
         "UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = now(), \
              retry_until = now() + $4 * interval '1 millisecond', locked_by = NULL, locked_until = NULL, claim_id = NULL, updated_at = now() \

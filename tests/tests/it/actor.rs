@@ -81,7 +81,7 @@ async fn a_panicked_actor_releases_its_lease_and_is_counted() {
     .await;
     assert!(released.is_some(), "the lease was released, not renewed forever");
     // This worker leaves it to others for a while rather than crash on it again at once.
-    tokio::time::sleep(Duration::from_millis(c.config.worker_scan_ms * 3)).await;
+    tokio::time::sleep(c.config.worker_scan * 3).await;
     let mut conn = redis.get().await.unwrap();
     let holder: Option<String> = deadpool_redis::redis::cmd("GET").arg(&key).query_async(&mut conn).await.unwrap();
     assert!(holder.is_none(), "not claimed again at once by the worker it panicked on");

@@ -21,9 +21,9 @@ struct Setup {
 fn config() -> Config {
     let mut c = test_config();
     c.allow_private_targets = true;
-    c.webhook_retry_base_ms = 200;
-    c.webhook_retry_max_ms = 1_000;
-    c.webhook_timeout_ms = 2_000;
+    c.webhook_retry_base = std::time::Duration::from_millis(200);
+    c.webhook_retry_max = std::time::Duration::from_millis(1_000);
+    c.webhook_timeout = std::time::Duration::from_millis(2_000);
     c
 }
 
@@ -206,8 +206,8 @@ async fn the_delivery_log_pages_newest_first_and_rejects_foreign_cursors() {
 async fn a_failed_delivery_can_be_resent_and_others_cannot() {
     let mut c = config();
     // No retries: the first failure is final.
-    c.webhook_retry_span_ms = 0;
-    c.drain_ms = 3_000;
+    c.webhook_retry_span = std::time::Duration::from_millis(0);
+    c.drain = std::time::Duration::from_millis(3_000);
     let s = Setup::start(c).await;
     let sink = WebhookSink::start().await;
     sink.plan(&[(500, None)]);
@@ -248,7 +248,7 @@ async fn a_failed_delivery_can_be_resent_and_others_cannot() {
 async fn gone_disables_at_once_and_repeated_failures_disable_with_an_event() {
     let mut c = config();
     c.webhook_disable_after_failures = 3;
-    c.webhook_disable_after_ms = 0;
+    c.webhook_disable_after = std::time::Duration::from_millis(0);
     let s = Setup::start(c).await;
     let gone = WebhookSink::start().await;
     gone.default_status(410);
@@ -298,7 +298,7 @@ async fn gone_disables_at_once_and_repeated_failures_disable_with_an_event() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hanging_endpoint_does_not_delay_another() {
     let mut c = config();
-    c.webhook_timeout_ms = 20_000;
+    c.webhook_timeout = std::time::Duration::from_millis(20_000);
     let s = Setup::start(c).await;
     let slow = WebhookSink::start().await;
     slow.delay(Duration::from_secs(3600));
@@ -437,7 +437,10 @@ async fn a_late_outcome_of_a_lapsed_claim_changes_nothing() {
         event_type: "message.queued".into(),
     };
     // Claimed for 0 ms: lapsed at once; the same pod's scanner claims it again.
-    let created = deliveries::insert_claimed(&db, std::slice::from_ref(&row), "pod-a", 0, 60_000).await.unwrap();
+    let created =
+        deliveries::insert_claimed(&db, std::slice::from_ref(&row), "pod-a", Duration::ZERO, Duration::from_secs(60))
+            .await
+            .unwrap();
     let (dlv, hook_id, _, _, old_claim) = created[0].clone();
     tokio::time::sleep(Duration::from_millis(20)).await;
     let due = deliveries::claim_due(&db, "pod-a", 60_000, 10).await.unwrap();
@@ -455,7 +458,7 @@ async fn a_late_outcome_of_a_lapsed_claim_changes_nothing() {
         next_attempt_at: None,
         gone: false,
     };
-    deliveries::record(&db, "pod-a", &[outcome(&old_claim, DeliveryState::Failed)], 1, 0).await.unwrap();
+    deliveries::record(&db, "pod-a", &[outcome(&old_claim, DeliveryState::Failed)], 1, Duration::ZERO).await.unwrap();
     let (state, attempts): (String, i32) =
         sqlx::query_as("SELECT state, attempts FROM webhook_deliveries WHERE id = $1")
             .bind(&dlv)
@@ -466,7 +469,9 @@ async fn a_late_outcome_of_a_lapsed_claim_changes_nothing() {
     let (enabled,): (bool,) =
         sqlx::query_as("SELECT enabled FROM webhooks WHERE id = $1").bind(&wh).fetch_one(&db).await.unwrap();
     assert!(enabled, "and does not count toward disabling the endpoint");
-    deliveries::record(&db, "pod-a", &[outcome(&due[0].claim_id, DeliveryState::Succeeded)], 1, 0).await.unwrap();
+    deliveries::record(&db, "pod-a", &[outcome(&due[0].claim_id, DeliveryState::Succeeded)], 1, Duration::ZERO)
+        .await
+        .unwrap();
     let (state,): (String,) =
         sqlx::query_as("SELECT state FROM webhook_deliveries WHERE id = $1").bind(&dlv).fetch_one(&db).await.unwrap();
     assert_eq!(state, "succeeded");
@@ -476,8 +481,8 @@ async fn a_late_outcome_of_a_lapsed_claim_changes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disabling_an_endpoint_fails_its_pending_deliveries() {
     let mut c = config();
-    c.webhook_retry_base_ms = 60_000;
-    c.webhook_retry_max_ms = 60_000;
+    c.webhook_retry_base = std::time::Duration::from_millis(60_000);
+    c.webhook_retry_max = std::time::Duration::from_millis(60_000);
     let s = Setup::start(c).await;
     let sink = WebhookSink::start().await;
     sink.default_status(500);

@@ -29,7 +29,7 @@ async fn health_needs_admin_beyond_loopback() {
 #[tokio::test]
 async fn draining_answers_503_shutting_down() {
     let mut config = test_config();
-    config.drain_ms = 60_000;
+    config.drain = std::time::Duration::from_millis(60_000);
     let api = TestApi::start_with(config).await;
     api.admin().get("/v1/me").await.expect(200);
     api.shutdown.cancel();

@@ -119,7 +119,7 @@ async fn connect(
 ) -> Result<Json<ConnectActionOut>, ApiError> {
     let phone = q.number.as_deref().map(pairing::normalize_phone).transpose()?;
     pairing::start(&state, &row.id).await.map_err(as_400)?;
-    let deadline = tokio::time::Instant::now() + Duration::from_millis(state.config.connect_qr_wait_ms);
+    let deadline = tokio::time::Instant::now() + state.config.connect_qr_wait;
     let qr = loop {
         match pairing::current_qr(&state, &row.id).await? {
             Ok(qr) => break Some(qr),

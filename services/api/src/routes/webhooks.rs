@@ -355,7 +355,7 @@ async fn resend(
 ) -> Result<(StatusCode, Json<DeliveryOut>), ApiError> {
     let hook = webhook_of(&state, &id, &ids.1).await?;
     if hook.enabled {
-        if let Some(row) = dlv::resend(&state.db, &id, &hook.id, &ids.2, state.config.webhook_retry_span_ms).await? {
+        if let Some(row) = dlv::resend(&state.db, &id, &hook.id, &ids.2, state.config.webhook_retry_span).await? {
             return Ok((StatusCode::ACCEPTED, Json(row.into())));
         }
     }
