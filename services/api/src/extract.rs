@@ -206,3 +206,30 @@ impl FromRequestParts<AppState> for ClientIp {
         Ok(ClientIp(client_ip(parts, state)))
     }
 }
+
+/// Path parameters, typed (ids, JIDs): one that does not parse is 400
+/// `validation_failed` naming the parameter, in the error envelope.
+pub struct Path<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for Path<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        use axum::extract::path::ErrorKind;
+        use axum::extract::rejection::PathRejection;
+        match axum::extract::Path::<T>::from_request_parts(parts, state).await {
+            Ok(p) => Ok(Path(p.0)),
+            Err(PathRejection::FailedToDeserializePathParams(e)) => Err(match e.into_kind() {
+                ErrorKind::ParseErrorAtKey { key, .. } | ErrorKind::InvalidUtf8InPathParam { key } => {
+                    ApiError::validation(format!("the path parameter `{key}` is not of its form"))
+                }
+                _ => ApiError::validation("a path parameter is not of its form"),
+            }),
+            Err(e) => Err(ApiError::internal(e)),
+        }
+    }
+}

@@ -183,6 +183,15 @@ fn complete(doc: &mut serde_json::Value) {
                     }
                 }
             }
+            // A typed path parameter (an id, a JID) of the wrong form is 400.
+            let typed = names.iter().any(|n| n != "id" && n != "instanceName" && !path.starts_with("/media/"));
+            if typed && !names.is_empty() {
+                let responses = op["responses"].as_object_mut().expect("responses");
+                responses.entry("400").or_insert_with(|| {
+                    json!({ "description": "`validation_failed`: a path parameter is not of its form",
+                            "content": { "application/json": { "schema": { "$ref": "#/components/schemas/ErrorBody" } } } })
+                });
+            }
             if path.starts_with("/v1/instances/{id}") {
                 let responses = op["responses"].as_object_mut().expect("responses");
                 match responses.get_mut("404") {

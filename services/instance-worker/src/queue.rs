@@ -163,9 +163,11 @@ impl Actor {
 
     /// Builds what the driver sends, loading media bytes from Postgres.
     async fn outgoing(&mut self, m: &MessageRow) -> Result<Outgoing, Step> {
-        let media = match m.content.get("media").and_then(|v| v.get("id")).and_then(|v| v.as_str()) {
+        let media_id = m.content.get("media").and_then(|v| v.get("id")).and_then(|v| v.as_str());
+        let media = match media_id.map(shared::ids::MediaId::parse) {
             None => None,
-            Some(media_id) => match shared::db::media::get(&self.ctx.db, media_id).await {
+            Some(Err(_)) => return Err(self.fail(m, ErrorCode::ValidationFailed, "the message's media is gone").await),
+            Some(Ok(media_id)) => match shared::db::media::get(&self.ctx.db, &media_id).await {
                 Ok(Some(row)) => {
                     Some(Media { mime_type: row.mime_type, filename: row.filename, sha256: row.sha256, data: row.data })
                 }

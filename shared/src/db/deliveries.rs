@@ -333,7 +333,7 @@ pub async fn get(
     db: impl PgExecutor<'_>,
     instance: &InstanceId,
     webhook: &WebhookId,
-    id: &str,
+    id: &DeliveryId,
 ) -> Result<Option<DeliveryRow>, sqlx::Error> {
     sqlx::query_as(&format!(
         "SELECT {LOG_COLUMNS} FROM webhook_deliveries WHERE id = $1 AND webhook_id = $2 AND instance_id = $3"
@@ -351,7 +351,7 @@ pub async fn resend(
     db: impl PgExecutor<'_>,
     instance: &InstanceId,
     webhook: &WebhookId,
-    id: &str,
+    id: &DeliveryId,
     retry_span: std::time::Duration,
 ) -> Result<Option<DeliveryRow>, sqlx::Error> {
     let retry_span_ms = retry_span.as_millis() as u64;

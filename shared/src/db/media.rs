@@ -301,7 +301,7 @@ pub enum Meta {
 }
 
 /// The row's state for serving (by id alone: the signed URL is the credential).
-pub async fn meta(db: impl PgExecutor<'_>, id: &str) -> Result<Option<Meta>, sqlx::Error> {
+pub async fn meta(db: impl PgExecutor<'_>, id: &MediaId) -> Result<Option<Meta>, sqlx::Error> {
     let row: Option<(String, Option<String>, i64, bool, bool)> =
         sqlx::query_as("SELECT mime_type, filename, size, expired, remote IS NOT NULL FROM media WHERE id = $1")
             .bind(id)
@@ -315,7 +315,7 @@ pub async fn meta(db: impl PgExecutor<'_>, id: &str) -> Result<Option<Meta>, sql
 }
 
 /// Chunk `seq` of media `id`, if there is one.
-pub async fn chunk(db: impl PgExecutor<'_>, id: &str, seq: i32) -> Result<Option<Vec<u8>>, sqlx::Error> {
+pub async fn chunk(db: impl PgExecutor<'_>, id: &MediaId, seq: i32) -> Result<Option<Vec<u8>>, sqlx::Error> {
     sqlx::query_scalar("SELECT data FROM media_chunks WHERE media_id = $1 AND seq = $2")
         .bind(id)
         .bind(seq)
@@ -334,7 +334,7 @@ pub struct MediaRow {
     pub data: Vec<u8>,
 }
 
-pub async fn get(db: impl PgExecutor<'_>, id: &str) -> Result<Option<MediaRow>, sqlx::Error> {
+pub async fn get(db: impl PgExecutor<'_>, id: &MediaId) -> Result<Option<MediaRow>, sqlx::Error> {
     sqlx::query_as(
         "SELECT m.id, m.mime_type, m.filename, m.size, m.sha256, \
                 COALESCE((SELECT string_agg(c.data, ''::bytea ORDER BY c.seq) FROM media_chunks c WHERE c.media_id = m.id), \

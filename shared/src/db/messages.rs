@@ -209,7 +209,11 @@ pub async fn by_client_id(
         .await
 }
 
-pub async fn get(db: impl PgExecutor<'_>, instance: &InstanceId, id: &str) -> Result<Option<MessageRow>, sqlx::Error> {
+pub async fn get(
+    db: impl PgExecutor<'_>,
+    instance: &InstanceId,
+    id: &MessageId,
+) -> Result<Option<MessageRow>, sqlx::Error> {
     sqlx::query_as(&format!("SELECT {COLUMNS} FROM messages WHERE instance_id = $1 AND id = $2"))
         .bind(instance)
         .bind(id)

@@ -51,7 +51,11 @@ pub async fn insert(
     Ok(row)
 }
 
-pub async fn get(db: impl PgExecutor<'_>, instance: &InstanceId, id: &str) -> Result<Option<WebhookRow>, sqlx::Error> {
+pub async fn get(
+    db: impl PgExecutor<'_>,
+    instance: &InstanceId,
+    id: &WebhookId,
+) -> Result<Option<WebhookRow>, sqlx::Error> {
     sqlx::query_as(&format!("SELECT {COLUMNS} FROM webhooks WHERE instance_id = $1 AND id = $2"))
         .bind(instance)
         .bind(id)
@@ -70,7 +74,7 @@ pub async fn list(db: impl PgExecutor<'_>, instance: &InstanceId) -> Result<Vec<
 pub async fn update(
     db: impl PgExecutor<'_>,
     instance: &InstanceId,
-    id: &str,
+    id: &WebhookId,
     url: &str,
     events: &[String],
     enabled: bool,
@@ -96,7 +100,7 @@ pub async fn update(
     .await
 }
 
-pub async fn delete(db: impl PgExecutor<'_>, instance: &InstanceId, id: &str) -> Result<bool, sqlx::Error> {
+pub async fn delete(db: impl PgExecutor<'_>, instance: &InstanceId, id: &WebhookId) -> Result<bool, sqlx::Error> {
     let r = sqlx::query("DELETE FROM webhooks WHERE instance_id = $1 AND id = $2")
         .bind(instance)
         .bind(id)

@@ -3,7 +3,7 @@
 //! through the instance's worker first and are recorded once it accepted them.
 //! `{jid}` is a JID or a phone number with country code.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, Utc};
@@ -17,10 +17,11 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::extract::{InstanceAccess, ValidatedJson, ValidatedQuery};
+use crate::extract::{InstanceAccess, Path, ValidatedJson, ValidatedQuery};
 use crate::pagination::{self, PageQuery};
 use crate::rpc::net;
 use crate::state::AppState;
+use shared::jid::Jid;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -113,11 +114,6 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<DateT
     Option::<DateTime<Utc>>::deserialize(d).map(Some)
 }
 
-fn jid_of(raw: &str) -> Result<String, ApiError> {
-    shared::message::normalize_jid(raw)
-        .map_err(|_| ApiError::validation("the chat must be a JID or a phone number with country code"))
-}
-
 /// A chat list cursor: (last message time, jid) of the page's last chat.
 fn decode_chat_cursor(c: &str, inst: &InstanceId) -> Result<(DateTime<Utc>, String), ApiError> {
     let f = pagination::decode(c, &["c1", inst.as_str()], 4)?;
@@ -131,8 +127,8 @@ fn decode_message_cursor(c: &str, inst: &InstanceId, jid: &str) -> Result<(DateT
 }
 
 /// The chat named in the path, which must be in the log.
-async fn existing_chat(state: &AppState, id: &InstanceId, raw: &str) -> Result<String, ApiError> {
-    let jid = jid_of(raw)?;
+async fn existing_chat(state: &AppState, id: &InstanceId, jid: Jid) -> Result<String, ApiError> {
+    let jid = String::from(jid);
     log::chat(&state.db, id, &jid).await?.ok_or_else(|| ApiError::not_found("chat"))?;
     Ok(jid)
 }
@@ -205,9 +201,9 @@ async fn list(
 async fn get_one(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
-    Path(ids): Path<(String, String)>,
+    Path(ids): Path<(String, Jid)>,
 ) -> Result<Json<ChatOut>, ApiError> {
-    let jid = jid_of(&ids.1)?;
+    let jid = String::from(ids.1);
     let row = log::chat(&state.db, &id, &jid).await?.ok_or_else(|| ApiError::not_found("chat"))?;
     Ok(Json(row.into()))
 }
@@ -229,10 +225,10 @@ async fn get_one(
 async fn patch(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
-    Path(ids): Path<(String, String)>,
+    Path(ids): Path<(String, Jid)>,
     ValidatedJson(p): ValidatedJson<ChatPatch>,
 ) -> Result<Json<ChatOut>, ApiError> {
-    let jid = existing_chat(&state, &id, &ids.1).await?;
+    let jid = existing_chat(&state, &id, ids.1).await?;
     if p.archived.is_some() || p.pinned.is_some() || p.muted_until.is_some() {
         let op =
             NetOp::ModifyChat { jid: jid.clone(), archived: p.archived, pinned: p.pinned, muted_until: p.muted_until };
@@ -262,9 +258,9 @@ async fn patch(
 async fn delete(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
-    Path(ids): Path<(String, String)>,
+    Path(ids): Path<(String, Jid)>,
 ) -> Result<StatusCode, ApiError> {
-    let jid = existing_chat(&state, &id, &ids.1).await?;
+    let jid = existing_chat(&state, &id, ids.1).await?;
     net::<serde_json::Value>(&state, &id, NetOp::DeleteChat { jid: jid.clone() }).await?;
     log::delete_chat(&state.db, &id, &jid).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -286,9 +282,9 @@ async fn delete(
 async fn read(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
-    Path(ids): Path<(String, String)>,
+    Path(ids): Path<(String, Jid)>,
 ) -> Result<Json<ChatOut>, ApiError> {
-    let jid = existing_chat(&state, &id, &ids.1).await?;
+    let jid = existing_chat(&state, &id, ids.1).await?;
     net::<serde_json::Value>(&state, &id, NetOp::ReadChat { jid: jid.clone(), read: true }).await?;
     let change = ChatChange { read: Some(true), ..ChatChange::default() };
     let row = log::update_chat(&state.db, &id, &jid, &change).await?.ok_or_else(|| ApiError::not_found("chat"))?;
@@ -308,10 +304,10 @@ async fn read(
 async fn history(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
-    Path(ids): Path<(String, String)>,
+    Path(ids): Path<(String, Jid)>,
     ValidatedQuery(q): ValidatedQuery<PageQuery>,
 ) -> Result<Json<MessagePageOut>, ApiError> {
-    let jid = jid_of(&ids.1)?;
+    let jid = String::from(ids.1);
     let limit = pagination::limit(q.limit, 50, 200)?;
     let after = q.cursor.as_deref().map(|c| decode_message_cursor(c, &id, &jid)).transpose()?;
     let rows = log::messages(&state.db, &id, &jid, after.as_ref().map(|(t, m)| (*t, m)), i64::from(limit) + 1).await?;

@@ -2,7 +2,7 @@
 //! instance's worker (409 `instance_not_connected` when it is not running). `{jid}` is a
 //! JID or a phone number with country code.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use shared::bus::NetOp;
@@ -13,9 +13,10 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::extract::InstanceAccess;
+use crate::extract::{InstanceAccess, Path};
 use crate::rpc::net;
 use crate::state::AppState;
+use shared::jid::Jid;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -73,9 +74,8 @@ pub struct BlocklistOut {
     pub jids: Vec<String>,
 }
 
-fn jid_of(raw: &str) -> Result<String, ApiError> {
-    let jid = shared::jid::Jid::parse(raw)
-        .map_err(|_| ApiError::validation("the contact must be a JID or a phone number with country code"))?;
+/// A contact is a person: not a group or a channel.
+fn person(jid: Jid) -> Result<String, ApiError> {
     if !jid.is_person() {
         return Err(ApiError::validation("the contact must be a user, not a group or channel"));
     }
@@ -117,9 +117,9 @@ async fn list(
 async fn get_one(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
-    Path(ids): Path<(String, String)>,
+    Path(ids): Path<(String, Jid)>,
 ) -> Result<Json<ContactOut>, ApiError> {
-    let jid = jid_of(&ids.1)?;
+    let jid = person(ids.1)?;
     Ok(Json(net(&state, &id, NetOp::Contact { jid }).await?))
 }
 
@@ -139,9 +139,9 @@ async fn get_one(
 async fn picture(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
-    Path(ids): Path<(String, String)>,
+    Path(ids): Path<(String, Jid)>,
 ) -> Result<Json<PictureOut>, ApiError> {
-    let jid = jid_of(&ids.1)?;
+    let jid = person(ids.1)?;
     #[derive(Deserialize)]
     struct Pic {
         url: Option<String>,
@@ -166,14 +166,14 @@ async fn picture(
 async fn profile(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
-    Path(ids): Path<(String, String)>,
+    Path(ids): Path<(String, Jid)>,
 ) -> Result<Json<ProfileOut>, ApiError> {
-    let jid = jid_of(&ids.1)?;
+    let jid = person(ids.1)?;
     Ok(Json(net(&state, &id, NetOp::ContactProfile { jid }).await?))
 }
 
-async fn set_block(state: &AppState, id: &InstanceId, raw: &str, blocked: bool) -> Result<Json<BlockOut>, ApiError> {
-    let jid = jid_of(raw)?;
+async fn set_block(state: &AppState, id: &InstanceId, jid: Jid, blocked: bool) -> Result<Json<BlockOut>, ApiError> {
+    let jid = person(jid)?;
     net::<serde_json::Value>(state, id, NetOp::Block { jid: jid.clone(), blocked }).await?;
     Ok(Json(BlockOut { jid, blocked }))
 }
@@ -194,9 +194,9 @@ async fn set_block(state: &AppState, id: &InstanceId, raw: &str, blocked: bool) 
 async fn block(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
-    Path(ids): Path<(String, String)>,
+    Path(ids): Path<(String, Jid)>,
 ) -> Result<Json<BlockOut>, ApiError> {
-    set_block(&state, &id, &ids.1, true).await
+    set_block(&state, &id, ids.1, true).await
 }
 
 /// Unblock a contact.
@@ -215,9 +215,9 @@ async fn block(
 async fn unblock(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
-    Path(ids): Path<(String, String)>,
+    Path(ids): Path<(String, Jid)>,
 ) -> Result<Json<BlockOut>, ApiError> {
-    set_block(&state, &id, &ids.1, false).await
+    set_block(&state, &id, ids.1, false).await
 }
 
 /// The account's block list.

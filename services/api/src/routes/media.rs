@@ -60,6 +60,8 @@ async fn serve(
     if !state.media_urls.verify(&id, exp, sig, chrono::Utc::now()) {
         return Err(forbidden());
     }
+    // Signed, so ours: an id of another form was never handed out.
+    let id = MediaId::parse(&id).map_err(|_| ApiError::not_found("media"))?;
     use shared::db::media::{self, Meta};
     let (mime, filename, size) = match media::meta(&state.db, &id).await? {
         None => return Err(ApiError::not_found("media")),

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, Utc};
@@ -22,7 +22,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::extract::{InstanceAccess, ValidatedJson, ValidatedQuery};
+use crate::extract::{InstanceAccess, Path, ValidatedJson, ValidatedQuery};
 use crate::semaphore::{Slot, SlotHeld};
 use crate::state::AppState;
 
@@ -354,7 +354,7 @@ async fn wait_result(
         }
         let _ = sub.unsubscribe().await;
     }
-    let row = messages::get(&state.db, id, row.id.as_str()).await?.ok_or_else(|| ApiError::not_found("message"))?;
+    let row = messages::get(&state.db, id, &row.id).await?.ok_or_else(|| ApiError::not_found("message"))?;
     match row.status {
         MessageStatus::Sent => Ok((StatusCode::OK, Json((&row).into()))),
         MessageStatus::Failed => Err(failure_error(row.error.as_deref().unwrap_or("worker_error: failed"))),
@@ -394,10 +394,9 @@ fn default_mime(kind: MessageType) -> &'static str {
 async fn get_message(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
-    Path(ids): Path<(String, String)>,
+    Path(ids): Path<(String, MessageId)>,
 ) -> Result<Json<MessageOut>, ApiError> {
-    let msg_id = ids.1;
     instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
-    let row = messages::get(&state.db, &id, &msg_id).await?.ok_or_else(|| ApiError::not_found("message"))?;
+    let row = messages::get(&state.db, &id, &ids.1).await?.ok_or_else(|| ApiError::not_found("message"))?;
     Ok(Json((&row).into()))
 }

@@ -1,7 +1,7 @@
 //! `{inst}/webhooks`: an instance's webhook endpoints and their delivery log. Another
 //! instance's webhook is 404 `not_found`, like one that does not exist.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, Utc};
@@ -18,7 +18,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::extract::{ValidatedJson, ValidatedQuery, WebhookAccess};
+use crate::extract::{Path, ValidatedJson, ValidatedQuery, WebhookAccess};
 use crate::pagination::SmallPageQuery;
 use crate::state::AppState;
 
@@ -179,7 +179,7 @@ async fn list(
 async fn get_one(
     State(state): State<AppState>,
     WebhookAccess { id, .. }: WebhookAccess,
-    Path(ids): Path<(String, String)>,
+    Path(ids): Path<(String, WebhookId)>,
 ) -> Result<Json<WebhookOut>, ApiError> {
     let row = webhooks::get(&state.db, &id, &ids.1).await?.ok_or_else(|| ApiError::not_found("webhook"))?;
     Ok(Json(WebhookOut::of(row, false)))
@@ -200,7 +200,7 @@ async fn get_one(
 async fn patch(
     State(state): State<AppState>,
     WebhookAccess { id, .. }: WebhookAccess,
-    Path(ids): Path<(String, String)>,
+    Path(ids): Path<(String, WebhookId)>,
     ValidatedJson(p): ValidatedJson<WebhookPatch>,
 ) -> Result<Json<WebhookOut>, ApiError> {
     let current = webhooks::get(&state.db, &id, &ids.1).await?.ok_or_else(|| ApiError::not_found("webhook"))?;
@@ -233,7 +233,7 @@ async fn patch(
 async fn delete(
     State(state): State<AppState>,
     WebhookAccess { id, .. }: WebhookAccess,
-    Path(ids): Path<(String, String)>,
+    Path(ids): Path<(String, WebhookId)>,
 ) -> Result<StatusCode, ApiError> {
     if webhooks::delete(&state.db, &id, &ids.1).await? {
         Ok(StatusCode::NO_CONTENT)
@@ -302,8 +302,8 @@ fn decode_cursor(c: &str, webhook: &WebhookId) -> Result<DeliveryId, ApiError> {
     DeliveryId::parse(&f[2]).map_err(|_| ApiError::validation("invalid cursor"))
 }
 
-async fn webhook_of(state: &AppState, instance: &InstanceId, raw: &str) -> Result<WebhookRow, ApiError> {
-    webhooks::get(&state.db, instance, raw).await?.ok_or_else(|| ApiError::not_found("webhook"))
+async fn webhook_of(state: &AppState, instance: &InstanceId, webhook: &WebhookId) -> Result<WebhookRow, ApiError> {
+    webhooks::get(&state.db, instance, webhook).await?.ok_or_else(|| ApiError::not_found("webhook"))
 }
 
 /// The delivery log of a webhook, newest first, with cursor pagination.
@@ -320,7 +320,7 @@ async fn webhook_of(state: &AppState, instance: &InstanceId, raw: &str) -> Resul
 async fn deliveries(
     State(state): State<AppState>,
     WebhookAccess { id, .. }: WebhookAccess,
-    Path(ids): Path<(String, String)>,
+    Path(ids): Path<(String, WebhookId)>,
     ValidatedQuery(q): ValidatedQuery<SmallPageQuery>,
 ) -> Result<Json<DeliveryListOut>, ApiError> {
     let limit = crate::pagination::limit(q.limit, 50, 100)?;
@@ -351,7 +351,7 @@ async fn deliveries(
 async fn resend(
     State(state): State<AppState>,
     WebhookAccess { id, .. }: WebhookAccess,
-    Path(ids): Path<(String, String, String)>,
+    Path(ids): Path<(String, WebhookId, DeliveryId)>,
 ) -> Result<(StatusCode, Json<DeliveryOut>), ApiError> {
     let hook = webhook_of(&state, &id, &ids.1).await?;
     if hook.enabled {
