@@ -201,7 +201,7 @@ fn too_large(what: &str) -> ApiError {
     ApiError::new(ErrorCode::MediaTooLarge, format!("{what} is over its size limit"))
 }
 
-/// A JID from a phone number or a JID (`<digits>@s.whatsapp.net`, `<id>@g.us`, `<id>@lid`).
+/// A JID from a phone number or a JID (`shared::jid`).
 pub fn normalize_jid(to: &str) -> Result<String, ApiError> {
     crate::jid::Jid::parse(to)
         .map(String::from)

@@ -88,7 +88,7 @@ mod tests {
 
     #[test]
     fn cursors_round_trip_and_stay_in_their_list() {
-        let c = encode(&["m1", "inst_a", "x@s.whatsapp.net", "t", "id"]);
+        let c = encode(&["m1", "inst_a", shared::jid::Jid::user("x").as_str(), "t", "id"]);
         assert_eq!(decode(&c, &["m1", "inst_a"], 5).unwrap()[4], "id");
         assert!(decode(&c, &["m1", "inst_b"], 5).is_err(), "another instance's");
         assert!(decode(&c, &["c1"], 5).is_err(), "another list's");

@@ -653,7 +653,7 @@ impl Net {
         let results: Vec<serde_json::Value> = numbers
             .iter()
             .map(|n| match s.phones.get(n) {
-                Some(p) => serde_json::json!({ "number": n, "exists": true, "jid": format!("{n}@s.whatsapp.net"), "business": p.business }),
+                Some(p) => serde_json::json!({ "number": n, "exists": true, "jid": shared::jid::Jid::user(n).as_str(), "business": p.business }),
                 None => serde_json::json!({ "number": n, "exists": false }),
             })
             .collect();

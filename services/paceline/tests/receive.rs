@@ -20,7 +20,7 @@ const B: &str = "5511988880002";
 const C: &str = "5511988880003";
 
 fn jid(n: &str) -> String {
-    format!("{n}@s.whatsapp.net")
+    shared::jid::Jid::user(n).to_string()
 }
 
 /// `from` sends a text to `to` through netsim; returns its network id.

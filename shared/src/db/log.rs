@@ -257,7 +257,7 @@ pub async fn record_sent(
     let (instance, chat_jid, kind) = (&row.instance_id, row.to_jid.as_str(), row.kind.as_str());
     let owner: Option<Option<String>> =
         sqlx::query_scalar("SELECT phone FROM instances WHERE id = $1").bind(instance).fetch_optional(&mut *tx).await?;
-    let from = owner.flatten().map(|p| format!("{p}@s.whatsapp.net")).unwrap_or_default();
+    let from: String = owner.flatten().map(|p| crate::jid::Jid::user(&p).into()).unwrap_or_default();
     let r = sqlx::query(
         "INSERT INTO log_messages (instance_id, id, chat_jid, wa_message_id, ts, from_jid, from_me, type, content, status, source) \
          VALUES ($1, $2, $3, $4, $5, $6, TRUE, $7, $8, 'sent', 'queue') ON CONFLICT DO NOTHING",

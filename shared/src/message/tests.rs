@@ -27,7 +27,7 @@ fn every_type_validates() {
         assert!(v.to_jid.contains('@'));
     }
     let v = parse(json!({ "to": "+55 11 99999-0001", "type": "text", "text": "hi" })).unwrap();
-    assert_eq!(v.to_jid, "5511999990001@s.whatsapp.net");
+    assert_eq!(v.to_jid, crate::jid::Jid::user("5511999990001").as_str());
     assert_eq!(v.expires_after, EXPIRES_DEFAULT);
 }
 

@@ -24,7 +24,7 @@ async fn queued_messages_have_a_record_and_an_event() {
         .expect(202);
     assert!(m["id"].as_str().unwrap().starts_with("msg_"));
     assert_eq!(m["status"], "queued");
-    assert_eq!(m["to"], "5511999990001@s.whatsapp.net");
+    assert_eq!(m["to"], shared::jid::Jid::user("5511999990001").as_str());
     assert!(m.get("wa_message_id").is_none(), "shown once sent");
     let got = own.get(&format!("/v1/instances/{id}/messages/{}", m["id"].as_str().unwrap())).await.expect(200);
     assert_eq!(got["id"], m["id"]);

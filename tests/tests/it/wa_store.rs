@@ -215,50 +215,50 @@ async fn pg_store_answers_like_the_in_memory_backend() {
     same!(mem, pg, |s| s.get_tc_token("2@lid"));
     same!(mem, pg, |s| s.delete_tc_token("1@lid"));
     same!(mem, pg, |s| s.get_tc_token("1@lid"));
-    same!(mem, pg, |s| s.store_sent_message("5511@s.whatsapp.net", "3EB0X", b"payload"));
-    same!(mem, pg, |s| s.take_sent_message("5511@s.whatsapp.net", "3EB0X"));
-    same!(mem, pg, |s| s.take_sent_message("5511@s.whatsapp.net", "3EB0X"));
-    same!(mem, pg, |s| s.store_sent_message("5511@s.whatsapp.net", "3EB0Y", b"p2"));
+    same!(mem, pg, |s| s.store_sent_message(shared::jid::Jid::user("5511").as_str(), "3EB0X", b"payload"));
+    same!(mem, pg, |s| s.take_sent_message(shared::jid::Jid::user("5511").as_str(), "3EB0X"));
+    same!(mem, pg, |s| s.take_sent_message(shared::jid::Jid::user("5511").as_str(), "3EB0X"));
+    same!(mem, pg, |s| s.store_sent_message(shared::jid::Jid::user("5511").as_str(), "3EB0Y", b"p2"));
     same!(mem, pg, |s| s.delete_expired_sent_messages(0));
     let far = chrono::Utc::now().timestamp() + 3600;
     same!(mem, pg, |s| s.delete_expired_sent_messages(far));
-    same!(mem, pg, |s| s.take_sent_message("5511@s.whatsapp.net", "3EB0Y"));
-    same!(mem, pg, |s| s.store_pending_inbound("c@s.whatsapp.net", "s@s.whatsapp.net", "ID1", b"m1"));
+    same!(mem, pg, |s| s.take_sent_message(shared::jid::Jid::user("5511").as_str(), "3EB0Y"));
+    same!(mem, pg, |s| s.store_pending_inbound("c@lid", "s@lid", "ID1", b"m1"));
     same!(mem, pg, |s| s.store_pending_inbound_batch(&[
-        PendingInboundRow { chat: "c@s.whatsapp.net", sender: "s@s.whatsapp.net", id: "ID2", message: b"m2" },
-        PendingInboundRow { chat: "c@s.whatsapp.net", sender: "s@s.whatsapp.net", id: "ID3", message: b"m3" },
+        PendingInboundRow { chat: "c@lid", sender: "s@lid", id: "ID2", message: b"m2" },
+        PendingInboundRow { chat: "c@lid", sender: "s@lid", id: "ID3", message: b"m3" },
     ]));
-    same!(mem, pg, |s| s.get_pending_inbound("c@s.whatsapp.net", "s@s.whatsapp.net", "ID2"));
-    same!(mem, pg, |s| s.delete_pending_inbound("c@s.whatsapp.net", "s@s.whatsapp.net", "ID1"));
-    same!(mem, pg, |s| s.get_pending_inbound("c@s.whatsapp.net", "s@s.whatsapp.net", "ID1"));
+    same!(mem, pg, |s| s.get_pending_inbound("c@lid", "s@lid", "ID2"));
+    same!(mem, pg, |s| s.delete_pending_inbound("c@lid", "s@lid", "ID1"));
+    same!(mem, pg, |s| s.get_pending_inbound("c@lid", "s@lid", "ID1"));
     same!(mem, pg, |s| s.delete_pending_inbound_batch(&[PendingInboundKey {
-        chat: "c@s.whatsapp.net",
-        sender: "s@s.whatsapp.net",
+        chat: "c@lid",
+        sender: "s@lid",
         id: "ID2"
     }]));
-    same!(mem, pg, |s| s.get_pending_inbound("c@s.whatsapp.net", "s@s.whatsapp.net", "ID2"));
+    same!(mem, pg, |s| s.get_pending_inbound("c@lid", "s@lid", "ID2"));
     same!(mem, pg, |s| s.delete_expired_pending_inbound(far));
-    same!(mem, pg, |s| s.get_pending_inbound("c@s.whatsapp.net", "s@s.whatsapp.net", "ID3"));
+    same!(mem, pg, |s| s.get_pending_inbound("c@lid", "s@lid", "ID3"));
 
     // MsgSecretStore.
     let secret = |id: &str, n: u8, exp: i64, ts: i64| MsgSecretEntry {
-        chat: Arc::from("c@s.whatsapp.net"),
-        sender: Arc::from("s@s.whatsapp.net"),
+        chat: Arc::from("c@lid"),
+        sender: Arc::from("s@lid"),
         msg_id: Arc::from(id),
         secret: [n; 32],
         expires_at: exp,
         message_ts: ts,
     };
-    same!(mem, pg, |s| s.put_msg_secret("c@s.whatsapp.net", "s@s.whatsapp.net", "M0", &[1u8; 32]));
+    same!(mem, pg, |s| s.put_msg_secret("c@lid", "s@lid", "M0", &[1u8; 32]));
     same!(mem, pg, |s| s.put_msg_secrets(vec![secret("M1", 2, 100, 10), secret("M2", 3, 50, 5)]));
     same!(mem, pg, |s| s.put_msg_secrets(vec![secret("M1", 4, 200, 7), secret("M2", 5, 0, 9)]));
-    same!(mem, pg, |s| s.get_msg_secret("c@s.whatsapp.net", "s@s.whatsapp.net", "M1"));
-    same!(mem, pg, |s| s.get_msg_secret_with_ts("c@s.whatsapp.net", "s@s.whatsapp.net", "M1"));
+    same!(mem, pg, |s| s.get_msg_secret("c@lid", "s@lid", "M1"));
+    same!(mem, pg, |s| s.get_msg_secret_with_ts("c@lid", "s@lid", "M1"));
     same!(mem, pg, |s| s.delete_expired_msg_secrets(150));
     same!(mem, pg, |s| s.delete_expired_msg_secrets(250));
-    same!(mem, pg, |s| s.get_msg_secret("c@s.whatsapp.net", "s@s.whatsapp.net", "M1"));
-    same!(mem, pg, |s| s.get_msg_secret("c@s.whatsapp.net", "s@s.whatsapp.net", "M2"));
-    same!(mem, pg, |s| s.get_msg_secret("c@s.whatsapp.net", "s@s.whatsapp.net", "M0"));
+    same!(mem, pg, |s| s.get_msg_secret("c@lid", "s@lid", "M1"));
+    same!(mem, pg, |s| s.get_msg_secret("c@lid", "s@lid", "M2"));
+    same!(mem, pg, |s| s.get_msg_secret("c@lid", "s@lid", "M0"));
 
     // DeviceStore: create, save, load (runtime-only fields rebuilt).
     same!(mem, pg, |s| s.exists());
@@ -311,7 +311,10 @@ async fn the_contact_book_merges_lists_and_is_fenced() {
     let api = TestApi::start().await;
     let (old, db, id) = claimed(&api, "wa-contacts").await;
     let epoch = old.epoch();
-    let (ana, bruno) = ("5511999990002@s.whatsapp.net".to_string(), "5511999990003@s.whatsapp.net".to_string());
+    let (ana, bruno) = (
+        shared::jid::Jid::user("5511999990002").as_str().to_string(),
+        shared::jid::Jid::user("5511999990003").as_str().to_string(),
+    );
     let named = |n: &str| Change { name: Some(Some(n.to_string())), push_name: None };
     let pushed = |n: &str| Change { name: None, push_name: Some(n.to_string()) };
     contacts::record(&db, &id, epoch, &[(bruno.clone(), pushed("Bru")), (ana.clone(), named("Ana (work)"))])

@@ -327,13 +327,19 @@ mod tests {
         let a = InstanceId::new();
         let b = InstanceId::new();
         let t = Utc::now();
-        let c = pagination::encode(&["c1", a.as_str(), &pagination::ts(t), "123@s.whatsapp.net"]);
-        assert_eq!(decode_chat_cursor(&c, &a).unwrap(), (t, "123@s.whatsapp.net".to_string()));
+        let c = pagination::encode(&["c1", a.as_str(), &pagination::ts(t), shared::jid::Jid::user("123").as_str()]);
+        assert_eq!(decode_chat_cursor(&c, &a).unwrap(), (t, shared::jid::Jid::user("123").as_str().to_string()));
         assert!(decode_chat_cursor(&c, &b).is_err());
         let m = MessageId::new();
-        let c = pagination::encode(&["m1", a.as_str(), "1@s.whatsapp.net", &pagination::ts(t), m.as_str()]);
-        assert_eq!(decode_message_cursor(&c, &a, "1@s.whatsapp.net").unwrap(), (t, m));
-        assert!(decode_message_cursor(&c, &a, "2@s.whatsapp.net").is_err());
-        assert!(decode_message_cursor("!!", &a, "1@s.whatsapp.net").is_err());
+        let c = pagination::encode(&[
+            "m1",
+            a.as_str(),
+            shared::jid::Jid::user("1").as_str(),
+            &pagination::ts(t),
+            m.as_str(),
+        ]);
+        assert_eq!(decode_message_cursor(&c, &a, shared::jid::Jid::user("1").as_str()).unwrap(), (t, m));
+        assert!(decode_message_cursor(&c, &a, shared::jid::Jid::user("2").as_str()).is_err());
+        assert!(decode_message_cursor("!!", &a, shared::jid::Jid::user("1").as_str()).is_err());
     }
 }

@@ -194,7 +194,7 @@ fn netsim_url(base: &url::Url, locator: &str) -> Option<url::Url> {
 
 /// A number's JID on the network.
 fn jid(number: &str) -> String {
-    format!("{number}@s.whatsapp.net")
+    shared::jid::Jid::user(number).into()
 }
 
 /// A simulated message as the log keeps it: the chat is the other party; the content is

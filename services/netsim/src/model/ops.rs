@@ -78,7 +78,7 @@ pub struct ProfileIn {
 }
 
 fn jid(number: &str) -> String {
-    format!("{number}@s.whatsapp.net")
+    shared::jid::Jid::user(number).into()
 }
 
 /// The number of a user JID (or a bare number).

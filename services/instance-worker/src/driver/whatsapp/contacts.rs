@@ -106,7 +106,7 @@ mod tests {
         // An empty push name keeps the old one; a removed address-book entry clears the name.
         let c = c.apply(&Change { name: Some(None), push_name: Some(String::new()) });
         assert_eq!(c, Contact { name: None, push_name: Some("Ana".into()) });
-        assert_eq!(c.to_json("5511999990002@s.whatsapp.net")["push_name"], "Ana");
+        assert_eq!(c.to_json(shared::jid::Jid::user("5511999990002").as_str())["push_name"], "Ana");
     }
 
     #[test]
@@ -114,20 +114,23 @@ mod tests {
         let lid: whatsapp_rust::Jid = "123456789012345@lid".parse().unwrap();
         let action = whatsapp_rust::waproto::whatsapp::sync_action_value::ContactAction {
             full_name: Some("Bruno".into()),
-            pn_jid: Some("5511999990003@s.whatsapp.net".into()),
+            pn_jid: Some(shared::jid::Jid::user("5511999990003").as_str().into()),
             ..Default::default()
         };
         let (key, change) = from_action(&lid, &action);
-        assert_eq!(key, "5511999990003@s.whatsapp.net");
+        assert_eq!(key, shared::jid::Jid::user("5511999990003").as_str());
         assert_eq!(change.name, Some(Some("Bruno".into())));
         let first_only = whatsapp_rust::waproto::whatsapp::sync_action_value::ContactAction {
             first_name: Some("Bru".into()),
             ..Default::default()
         };
-        let pn: whatsapp_rust::Jid = "5511999990003@s.whatsapp.net".parse().unwrap();
+        let pn: whatsapp_rust::Jid = shared::jid::Jid::user("5511999990003").as_str().parse().unwrap();
         assert_eq!(
             from_action(&pn, &first_only),
-            ("5511999990003@s.whatsapp.net".to_string(), Change { name: Some(Some("Bru".into())), push_name: None })
+            (
+                shared::jid::Jid::user("5511999990003").as_str().to_string(),
+                Change { name: Some(Some("Bru".into())), push_name: None }
+            )
         );
     }
 }

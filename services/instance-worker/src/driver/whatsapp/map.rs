@@ -452,7 +452,7 @@ mod tests {
     fn out(kind: &str, content: Value) -> Outgoing {
         Outgoing {
             network_id: "3EB0AA".into(),
-            to_jid: "5511999990002@s.whatsapp.net".into(),
+            to_jid: shared::jid::Jid::user("5511999990002").as_str().into(),
             kind: kind.into(),
             content,
             media: None,
@@ -653,10 +653,10 @@ mod tests {
     #[test]
     fn lid_chats_are_keyed_by_their_phone_number() {
         let lid: whatsapp_rust::Jid = "100000012345678@lid".parse().unwrap();
-        let pn: whatsapp_rust::Jid = "5511999990001:3@s.whatsapp.net".parse().unwrap();
-        assert_eq!(phone_form(&lid, Some(&pn)), "5511999990001@s.whatsapp.net");
+        let pn: whatsapp_rust::Jid = shared::jid::Jid::user("5511999990001:3").as_str().parse().unwrap();
+        assert_eq!(phone_form(&lid, Some(&pn)), shared::jid::Jid::user("5511999990001").as_str());
         assert_eq!(phone_form(&lid, None), "100000012345678@lid", "no number known: the LID stays");
-        assert_eq!(phone_form(&pn, None), "5511999990001@s.whatsapp.net", "devices dropped");
+        assert_eq!(phone_form(&pn, None), shared::jid::Jid::user("5511999990001").as_str(), "devices dropped");
         let group: whatsapp_rust::Jid = "1203630@g.us".parse().unwrap();
         assert_eq!(phone_form(&group, Some(&pn)), "1203630@g.us");
     }

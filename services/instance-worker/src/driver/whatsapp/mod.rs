@@ -124,8 +124,9 @@ fn failed(what: &str) -> DriverError {
 }
 
 fn jid(s: &str) -> Result<Jid, DriverError> {
-    let full = if s.contains('@') { s.to_string() } else { format!("{s}@s.whatsapp.net") };
-    full.parse().map_err(|_| DriverError::new(ErrorCode::ValidationFailed, "not a valid JID"))
+    let full =
+        shared::jid::Jid::parse(s).map_err(|_| DriverError::new(ErrorCode::ValidationFailed, "not a valid JID"))?;
+    full.as_str().parse().map_err(|_| DriverError::new(ErrorCode::ValidationFailed, "not a valid JID"))
 }
 
 #[async_trait::async_trait]

@@ -447,7 +447,7 @@ mod tests {
     use super::*;
 
     fn pn(n: &str) -> Jid {
-        format!("{n}@s.whatsapp.net").parse().unwrap()
+        shared::jid::Jid::user(n).as_str().parse().unwrap()
     }
 
     fn member(n: &str, t: ParticipantType) -> GroupParticipant {
@@ -482,7 +482,7 @@ mod tests {
         assert_eq!(v["subject"], "Team");
         assert_eq!(v["description"], "weekly");
         assert_eq!(v["created_at"], "2023-11-14T22:13:20Z");
-        assert_eq!(v["owner"], "5511999990001@s.whatsapp.net");
+        assert_eq!(v["owner"], shared::jid::Jid::user("5511999990001").as_str());
         assert_eq!(v["size"], 2, "counted when the network gives no size");
         assert_eq!(v["announce"], true);
         assert_eq!(v["locked"], false);
@@ -490,7 +490,7 @@ mod tests {
         assert_eq!(v["community"]["is_parent"], false);
         assert_eq!(
             v["participants"][0],
-            json!({ "jid": "5511999990001@s.whatsapp.net", "phone": "5511999990001", "role": "superadmin" })
+            json!({ "jid": shared::jid::Jid::user("5511999990001").as_str(), "phone": "5511999990001", "role": "superadmin" })
         );
         assert_eq!(v["participants"][1]["role"], "member");
         assert_eq!(role(&ParticipantType::Admin), "admin");
