@@ -13,6 +13,9 @@ use utoipa::ToSchema;
 use crate::ApiError;
 use crate::ErrorCode;
 
+pub mod content;
+pub use content::{Content, MediaRef, Outbound};
+
 /// Limits of interface.md part 8.
 pub const TEXT_LIMIT: usize = 64 * 1024;
 pub const CAPTION_LIMIT: usize = 1024;
@@ -181,16 +184,21 @@ pub enum MediaSource {
     Url { url: url::Url, mime_type: Option<String>, filename: Option<String> },
 }
 
-/// A message that passed validation.
+/// A message that passed validation; its media (if any) is still to be stored.
 #[derive(Debug, Clone)]
 pub struct Validated {
     pub to_jid: String,
-    pub kind: MessageType,
-    /// Everything but media bytes, as stored in `messages.content`.
-    pub content: serde_json::Value,
+    /// The content, its media a placeholder until stored (`Content::map_media`).
+    pub message: Outbound<()>,
     pub media: Option<MediaSource>,
     pub client_message_id: Option<String>,
     pub expires_after: Duration,
+}
+
+impl Validated {
+    pub fn kind(&self) -> MessageType {
+        self.message.content.kind()
+    }
 }
 
 fn bad(msg: impl Into<String>) -> ApiError {
@@ -284,9 +292,8 @@ pub fn validate(m: MessageIn) -> Result<Validated, ApiError> {
     if let Some(r) = &m.reply_to {
         check_len("reply_to", r, 128)?;
     }
-    let mut content = serde_json::Map::new();
     let mut media = None;
-    match kind {
+    let content: Content<()> = match kind {
         MessageType::Text => {
             let text = m.text.as_deref().filter(|t| !t.is_empty()).ok_or_else(|| bad("type text needs `text`"))?;
             if text.len() > TEXT_LIMIT {
@@ -295,8 +302,7 @@ pub fn validate(m: MessageIn) -> Result<Validated, ApiError> {
                     format!("text must be at most {TEXT_LIMIT} bytes"),
                 ));
             }
-            content.insert("text".into(), text.into());
-            content.insert("link_preview".into(), m.link_preview.unwrap_or(false).into());
+            Content::Text { text: text.to_string(), link_preview: m.link_preview.unwrap_or(false) }
         }
         MessageType::Location => {
             let l = m.location.ok_or_else(|| bad("type location needs `location`"))?;
@@ -308,7 +314,7 @@ pub fn validate(m: MessageIn) -> Result<Validated, ApiError> {
                     check_len(f, v, 1024)?;
                 }
             }
-            content.insert("location".into(), serde_json::to_value(l).expect("serializes"));
+            Content::Location { location: l }
         }
         MessageType::Contact => {
             let c = m.contact.ok_or_else(|| bad("type contact needs `contact`"))?;
@@ -326,7 +332,7 @@ pub fn validate(m: MessageIn) -> Result<Validated, ApiError> {
                     check_len(f, v, 1024)?;
                 }
             }
-            content.insert("contact".into(), serde_json::to_value(c).expect("serializes"));
+            Content::Contact { contact: c }
         }
         MessageType::Poll => {
             let p = m.poll.ok_or_else(|| bad("type poll needs `poll`"))?;
@@ -346,7 +352,7 @@ pub fn validate(m: MessageIn) -> Result<Validated, ApiError> {
             if p.selectable_count == 0 || p.selectable_count as usize > p.values.len() {
                 return Err(bad("poll.selectable_count must be between 1 and the number of options"));
             }
-            content.insert("poll".into(), serde_json::to_value(p).expect("serializes"));
+            Content::Poll { poll: p }
         }
         MessageType::Reaction => {
             let r = m.reaction.ok_or_else(|| bad("type reaction needs `reaction`"))?;
@@ -356,7 +362,7 @@ pub fn validate(m: MessageIn) -> Result<Validated, ApiError> {
             if r.emoji.chars().count() > 16 {
                 return Err(bad("reaction.emoji must be one emoji (or empty to remove)"));
             }
-            content.insert("reaction".into(), serde_json::to_value(r).expect("serializes"));
+            Content::Reaction { reaction: r }
         }
         media_kind => {
             let limit = media_kind.media_limit().expect("media types have limits");
@@ -365,7 +371,6 @@ pub fn validate(m: MessageIn) -> Result<Validated, ApiError> {
                 if c.chars().count() > CAPTION_LIMIT {
                     return Err(bad(format!("caption must be at most {CAPTION_LIMIT} characters")));
                 }
-                content.insert("caption".into(), c.clone().into());
             }
             if let Some(f) = &md.filename {
                 if f.is_empty() || f.len() > 255 || f.contains(['/', '\\', '\0']) {
@@ -406,15 +411,20 @@ pub fn validate(m: MessageIn) -> Result<Validated, ApiError> {
                     MediaSource::Bytes { data, mime_type, filename: md.filename }
                 }
             });
+            let caption = m.caption;
+            match media_kind {
+                MessageType::Image => Content::Image { media: (), caption },
+                MessageType::Video => Content::Video { media: (), caption },
+                MessageType::Document => Content::Document { media: (), caption },
+                MessageType::Audio => Content::Audio { media: () },
+                MessageType::Voice => Content::Voice { media: () },
+                _ => Content::Sticker { media: () },
+            }
         }
-    }
-    if let Some(r) = &m.reply_to {
-        content.insert("reply_to".into(), r.clone().into());
-    }
+    };
     Ok(Validated {
         to_jid,
-        kind,
-        content: serde_json::Value::Object(content),
+        message: Outbound { content, reply_to: m.reply_to },
         media,
         client_message_id: m.client_message_id,
         expires_after,
@@ -427,9 +437,16 @@ pub fn content_hash(v: &Validated, media_sha256: Option<&str>) -> String {
     let mut h = Sha256::new();
     h.update(v.to_jid.as_bytes());
     h.update(b"\0");
-    h.update(v.kind.as_str().as_bytes());
+    h.update(v.kind().as_str().as_bytes());
     h.update(b"\0");
-    h.update(v.content.to_string().as_bytes());
+    // The content as it was written before it carried its type and media slot, so a
+    // fingerprint stays the same across versions.
+    let mut content = serde_json::to_value(&v.message).expect("content serializes");
+    if let Some(obj) = content.as_object_mut() {
+        obj.remove("type");
+        obj.remove("media");
+    }
+    h.update(content.to_string().as_bytes());
     h.update(b"\0");
     match (&v.media, media_sha256) {
         (_, Some(sha)) => h.update(sha.as_bytes()),

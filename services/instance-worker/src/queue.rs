@@ -8,6 +8,7 @@ use std::time::Duration;
 use chrono::Utc;
 use shared::db::messages::{self, MessageRow, Outcome as Finish};
 use shared::db::sessions;
+use shared::message::Outbound;
 use shared::ErrorCode;
 use tokio::time::Instant;
 
@@ -163,11 +164,15 @@ impl Actor {
 
     /// Builds what the driver sends, loading media bytes from Postgres.
     async fn outgoing(&mut self, m: &MessageRow) -> Result<Outgoing, Step> {
-        let media_id = m.content.get("media").and_then(|v| v.get("id")).and_then(|v| v.as_str());
-        let media = match media_id.map(shared::ids::MediaId::parse) {
+        let message = match Outbound::from_row(&m.kind, &m.content) {
+            Ok(message) => message,
+            Err(_) => {
+                return Err(self.fail(m, ErrorCode::ValidationFailed, "the message's content is unreadable").await)
+            }
+        };
+        let media = match message.content.media() {
             None => None,
-            Some(Err(_)) => return Err(self.fail(m, ErrorCode::ValidationFailed, "the message's media is gone").await),
-            Some(Ok(media_id)) => match shared::db::media::get(&self.ctx.db, &media_id).await {
+            Some(r) => match shared::db::media::get(&self.ctx.db, &r.id).await {
                 Ok(Some(row)) => {
                     Some(Media { mime_type: row.mime_type, filename: row.filename, sha256: row.sha256, data: row.data })
                 }
@@ -178,12 +183,11 @@ impl Actor {
                 }
             },
         };
+        let content = message.content.map_media(|_| media.expect("media types have their media"));
         Ok(Outgoing {
             network_id: m.wa_message_id.clone(),
             to_jid: m.to_jid.clone(),
-            kind: m.kind.clone(),
-            content: m.content.clone(),
-            media,
+            message: Outbound { content, reply_to: message.reply_to },
         })
     }
 

@@ -255,6 +255,11 @@ pub async fn record_sent(
     at: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
     let (instance, chat_jid, kind) = (&row.instance_id, row.to_jid.as_str(), row.kind.as_str());
+    // The log keeps the type in its own column.
+    let mut content = row.content.clone();
+    if let Some(obj) = content.as_object_mut() {
+        obj.remove("type");
+    }
     let owner: Option<Option<String>> =
         sqlx::query_scalar("SELECT phone FROM instances WHERE id = $1").bind(instance).fetch_optional(&mut *tx).await?;
     let from: String = owner.flatten().map(|p| crate::jid::Jid::user(&p).into()).unwrap_or_default();
@@ -269,7 +274,7 @@ pub async fn record_sent(
     .bind(at)
     .bind(&from)
     .bind(kind)
-    .bind(&row.content)
+    .bind(&content)
     .execute(&mut *tx)
     .await?;
     if r.rows_affected() == 1 && kind != "reaction" {

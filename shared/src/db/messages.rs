@@ -98,8 +98,8 @@ pub struct NewMessage {
     pub id: MessageId,
     pub instance_id: InstanceId,
     pub to_jid: String,
-    pub kind: String,
-    pub content: serde_json::Value,
+    /// What it says (stored as the `content` jsonb; its type also in the `type` column).
+    pub message: crate::message::Outbound,
     pub client_message_id: Option<String>,
     pub content_hash: String,
     pub wa_message_id: String,
@@ -129,7 +129,7 @@ pub async fn enqueue(pool: &PgPool, batch: &[NewMessage]) -> Result<Vec<Queued>,
             id: &m.id,
             status: MessageStatus::Queued,
             to: &m.to_jid,
-            kind: &m.kind,
+            kind: m.message.content.kind().as_str(),
             client_message_id: m.client_message_id.as_deref(),
             wa_message_id: None,
             error: None,
@@ -168,8 +168,8 @@ pub async fn enqueue(pool: &PgPool, batch: &[NewMessage]) -> Result<Vec<Queued>,
     .bind(col(|m| m.id.to_string()))
     .bind(col(|m| m.instance_id.to_string()))
     .bind(col(|m| m.to_jid.clone()))
-    .bind(col(|m| m.kind.clone()))
-    .bind(batch.iter().map(|m| m.content.clone()).collect::<Vec<_>>())
+    .bind(col(|m| m.message.content.kind().as_str().to_string()))
+    .bind(batch.iter().map(|m| serde_json::to_value(&m.message).expect("content serializes")).collect::<Vec<_>>())
     .bind(batch.iter().map(|m| m.client_message_id.clone()).collect::<Vec<_>>())
     .bind(col(|m| m.content_hash.clone()))
     .bind(col(|m| m.wa_message_id.clone()))

@@ -16,7 +16,7 @@ use shared::db::messages::{self, MessageRow, MessageStatus, NewMessage, Queued};
 use shared::error::ErrorBody;
 use shared::fetch::FetchError;
 use shared::ids::{InstanceId, MediaId, MessageId};
-use shared::message::{self, MediaSource, MessageIn, MessageType};
+use shared::message::{self, MediaRef, MediaSource, MessageIn, MessageType, Outbound};
 use shared::{ApiError, ErrorCode};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -152,8 +152,6 @@ pub async fn queue(
     holds_slot: bool,
 ) -> Result<(MessageRow, Option<async_nats::Subscriber>), ApiError> {
     let mut v = message::validate(body)?;
-    let mut content = v.content.clone();
-    let mut media_sha = None;
     // A replay of bytes already sent is known by their hash: nothing is stored again.
     if let (Some(MediaSource::Bytes { data, .. }), Some(key)) = (&v.media, &v.client_message_id) {
         if let Some(row) = messages::by_client_id(&state.db, id, key).await? {
@@ -164,10 +162,13 @@ pub async fn queue(
     if let Some(src) = v.media.take() {
         // Media is stored before the message: make sure there is an instance to own it.
         check_instance(state, id).await?;
-        let (media_id, desc) = store_media(state, id, v.kind, src, holds_slot).await?;
-        media_sha = desc["sha256"].as_str().map(str::to_string);
-        content["media"] = desc;
-        let queued = queue_validated(state, id, &v, content, media_sha, wait).await;
+        let (media_id, desc) = store_media(state, id, v.kind(), src, holds_slot).await?;
+        let stored: MediaRef = serde_json::from_value(desc).map_err(ApiError::internal)?;
+        let message = Outbound {
+            content: v.message.content.clone().map_media(|()| stored),
+            reply_to: v.message.reply_to.clone(),
+        };
+        let queued = queue_validated(state, id, &v, message, wait).await;
         // Media no message took (a replay, a conflict, a refusal) goes at once; a crash
         // here leaves it unclaimed, and it is collected within the hour.
         let keep = matches!(&queued, Ok((row, _)) if row.content["media"]["id"] == media_id.as_str());
@@ -176,7 +177,11 @@ pub async fn queue(
         }
         return queued;
     }
-    queue_validated(state, id, &v, content, media_sha, wait).await
+    let message = Outbound {
+        content: v.message.content.clone().map_media(|()| unreachable!("a media type always has its media")),
+        reply_to: v.message.reply_to.clone(),
+    };
+    queue_validated(state, id, &v, message, wait).await
 }
 
 /// Stores a message's media: decoded bytes as they are, a `media.url` downloaded a
@@ -260,11 +265,10 @@ async fn queue_validated(
     state: &AppState,
     id: &InstanceId,
     v: &message::Validated,
-    content: serde_json::Value,
-    media_sha: Option<String>,
+    message: Outbound,
     wait: Option<Duration>,
 ) -> Result<(MessageRow, Option<async_nats::Subscriber>), ApiError> {
-    let hash = message::content_hash(v, media_sha.as_deref());
+    let hash = message::content_hash(v, message.content.media().map(|m| m.sha256.as_str()));
     let msg_id = MessageId::new();
     // Subscribe before the insert: a result published after it cannot be missed.
     let sub = match wait {
@@ -280,8 +284,7 @@ async fn queue_validated(
             id: msg_id.clone(),
             instance_id: id.clone(),
             to_jid: v.to_jid.clone(),
-            kind: v.kind.as_str().to_string(),
-            content,
+            message,
             client_message_id: v.client_message_id.clone(),
             content_hash: hash.clone(),
             wa_message_id: network_id,

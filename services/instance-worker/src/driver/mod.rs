@@ -124,19 +124,37 @@ pub struct Outgoing {
     /// The network id, assigned before the first attempt; a re-send reuses it.
     pub network_id: String,
     pub to_jid: String,
-    pub kind: String,
-    /// The validated content (text, caption, location, ...; `media` describes the bytes).
-    pub content: serde_json::Value,
-    pub media: Option<Media>,
+    /// The validated content, its media loaded.
+    pub message: shared::message::Outbound<Media>,
 }
 
-/// Media bytes of a message.
-#[derive(Debug, Clone)]
+/// Media bytes of a message. It serializes as its description (type, name, length,
+/// hash), never its bytes.
+#[derive(Clone, PartialEq)]
 pub struct Media {
     pub mime_type: String,
     pub filename: Option<String>,
     pub sha256: String,
     pub data: Vec<u8>,
+}
+
+impl serde::Serialize for Media {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        serde_json::json!({
+            "mime_type": self.mime_type, "filename": self.filename, "size": self.data.len(), "sha256": self.sha256,
+        })
+        .serialize(s)
+    }
+}
+
+impl std::fmt::Debug for Media {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Media")
+            .field("mime_type", &self.mime_type)
+            .field("filename", &self.filename)
+            .field("len", &self.data.len())
+            .finish()
+    }
 }
 
 impl DriverError {

@@ -272,21 +272,18 @@ impl SimSession {
 impl Session for SimSession {
     async fn send(&self, msg: &super::Outgoing) -> Result<(), DriverError> {
         let to = msg.to_jid.split('@').next().unwrap_or_default().to_string();
-        let mut body = msg.content.clone();
-        if let (Some(m), Some(obj)) = (&msg.media, body.as_object_mut()) {
-            // The simulator carries the media's description; its bytes' hash proves them.
-            obj.insert(
-                "media".into(),
-                serde_json::json!({ "mime_type": m.mime_type, "filename": m.filename, "size": m.data.len(), "sha256": m.sha256 }),
-            );
+        // The simulator carries the media's description; its bytes' hash proves them.
+        let mut body = serde_json::to_value(&msg.message)
+            .map_err(|_| DriverError::new(ErrorCode::WorkerError, "unencodable message"))?;
+        if let Some(obj) = body.as_object_mut() {
+            obj.remove("type");
         }
-        let text =
-            msg.content.get("text").or_else(|| msg.content.get("caption")).and_then(|t| t.as_str()).map(str::to_owned);
+        let text = msg.message.content.text().map(str::to_owned);
         let message = shared::simproto::SimMessage {
             id: msg.network_id.clone(),
             from: String::new(),
             to,
-            kind: msg.kind.clone(),
+            kind: msg.message.content.kind().as_str().to_string(),
             text,
             body,
             timestamp: chrono::Utc::now(),

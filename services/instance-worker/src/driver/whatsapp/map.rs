@@ -11,26 +11,20 @@ use whatsapp_rust::upload::UploadResponse;
 use whatsapp_rust::wacore::download::{Downloadable, MediaType};
 use whatsapp_rust::waproto::whatsapp as wa;
 
+use shared::message::{Content, MessageType};
+
 use crate::driver::{DriverError, Outgoing, RemoteMedia};
 
 /// The upload type of a media message type.
-pub fn media_type(kind: &str) -> Option<MediaType> {
+pub fn media_type(kind: MessageType) -> Option<MediaType> {
     Some(match kind {
-        "image" => MediaType::Image,
-        "video" => MediaType::Video,
-        "audio" | "voice" => MediaType::Audio,
-        "document" => MediaType::Document,
-        "sticker" => MediaType::Sticker,
+        MessageType::Image => MediaType::Image,
+        MessageType::Video => MediaType::Video,
+        MessageType::Audio | MessageType::Voice => MediaType::Audio,
+        MessageType::Document => MediaType::Document,
+        MessageType::Sticker => MediaType::Sticker,
         _ => return None,
     })
-}
-
-fn str_of<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
-    let mut cur = v;
-    for p in path {
-        cur = cur.get(p)?;
-    }
-    cur.as_str()
 }
 
 /// A vCard 3.0 for a shared contact.
@@ -95,13 +89,18 @@ macro_rules! media_fields {
 
 /// Our validated message as a WhatsApp message; media types need their upload.
 pub fn outgoing_message(o: &Outgoing, upload: Option<Uploaded>) -> Result<wa::Message, DriverError> {
-    let c = &o.content;
-    let caption = str_of(c, &["caption"]).map(str::to_string);
-    let mime = o.media.as_ref().map(|m| m.mime_type.clone());
+    let content = &o.message.content;
+    let mime = content.media().map(|m| m.mime_type.clone());
+    let caption = match content {
+        Content::Image { caption, .. } | Content::Video { caption, .. } | Content::Document { caption, .. } => {
+            caption.clone()
+        }
+        _ => None,
+    };
     let need_upload = || invalid("media messages need their upload");
-    Ok(match o.kind.as_str() {
-        "text" => wa::Message { conversation: str_of(c, &["text"]).map(str::to_string), ..Default::default() },
-        "image" => {
+    Ok(match content {
+        Content::Text { text, .. } => wa::Message { conversation: Some(text.clone()), ..Default::default() },
+        Content::Image { .. } => {
             let u = upload.ok_or_else(need_upload)?;
             wa::Message {
                 image_message: MessageField::some(media_fields!(wa::message::ImageMessage, u, mime, "image/jpeg", {
@@ -110,7 +109,7 @@ pub fn outgoing_message(o: &Outgoing, upload: Option<Uploaded>) -> Result<wa::Me
                 ..Default::default()
             }
         }
-        "video" => {
+        Content::Video { .. } => {
             let u = upload.ok_or_else(need_upload)?;
             wa::Message {
                 video_message: MessageField::some(media_fields!(wa::message::VideoMessage, u, mime, "video/mp4", {
@@ -119,9 +118,9 @@ pub fn outgoing_message(o: &Outgoing, upload: Option<Uploaded>) -> Result<wa::Me
                 ..Default::default()
             }
         }
-        "audio" | "voice" => {
+        Content::Audio { .. } | Content::Voice { .. } => {
             let u = upload.ok_or_else(need_upload)?;
-            let ptt = Some(o.kind == "voice");
+            let ptt = Some(matches!(content, Content::Voice { .. }));
             wa::Message {
                 audio_message: MessageField::some(media_fields!(
                     wa::message::AudioMessage,
@@ -133,9 +132,9 @@ pub fn outgoing_message(o: &Outgoing, upload: Option<Uploaded>) -> Result<wa::Me
                 ..Default::default()
             }
         }
-        "document" => {
+        Content::Document { media, .. } => {
             let u = upload.ok_or_else(need_upload)?;
-            let file_name = o.media.as_ref().and_then(|m| m.filename.clone());
+            let file_name = media.filename.clone();
             wa::Message {
                 document_message: MessageField::some(
                     media_fields!(wa::message::DocumentMessage, u, mime, "application/octet-stream", { caption, file_name }),
@@ -143,7 +142,7 @@ pub fn outgoing_message(o: &Outgoing, upload: Option<Uploaded>) -> Result<wa::Me
                 ..Default::default()
             }
         }
-        "sticker" => {
+        Content::Sticker { .. } => {
             let u = upload.ok_or_else(need_upload)?;
             wa::Message {
                 sticker_message: MessageField::some(media_fields!(
@@ -156,49 +155,37 @@ pub fn outgoing_message(o: &Outgoing, upload: Option<Uploaded>) -> Result<wa::Me
                 ..Default::default()
             }
         }
-        "location" => {
-            let l = c.get("location").ok_or_else(|| invalid("location is missing"))?;
-            wa::Message {
-                location_message: MessageField::some(wa::message::LocationMessage {
-                    degrees_latitude: l.get("latitude").and_then(Value::as_f64),
-                    degrees_longitude: l.get("longitude").and_then(Value::as_f64),
-                    name: str_of(l, &["name"]).map(str::to_string),
-                    address: str_of(l, &["address"]).map(str::to_string),
-                    ..Default::default()
-                }),
+        Content::Location { location: l } => wa::Message {
+            location_message: MessageField::some(wa::message::LocationMessage {
+                degrees_latitude: Some(l.latitude),
+                degrees_longitude: Some(l.longitude),
+                name: l.name.clone(),
+                address: l.address.clone(),
                 ..Default::default()
-            }
-        }
-        "contact" => {
-            let k = c.get("contact").ok_or_else(|| invalid("contact is missing"))?;
-            let name = str_of(k, &["name"]).unwrap_or_default();
-            let phone = str_of(k, &["phone"]).unwrap_or_default();
-            wa::Message {
-                contact_message: MessageField::some(wa::message::ContactMessage {
-                    display_name: Some(name.to_string()),
-                    vcard: Some(vcard(name, phone, str_of(k, &["email"]))),
-                    ..Default::default()
-                }),
+            }),
+            ..Default::default()
+        },
+        Content::Contact { contact: k } => wa::Message {
+            contact_message: MessageField::some(wa::message::ContactMessage {
+                display_name: Some(k.name.clone()),
+                vcard: Some(vcard(&k.name, &k.phone, k.email.as_deref())),
                 ..Default::default()
-            }
-        }
-        "poll" => {
-            let p = c.get("poll").ok_or_else(|| invalid("poll is missing"))?;
+            }),
+            ..Default::default()
+        },
+        Content::Poll { poll: p } => {
             let options = p
-                .get("values")
-                .and_then(Value::as_array)
-                .map(|vs| vs.iter().filter_map(Value::as_str).collect::<Vec<_>>())
-                .unwrap_or_default()
-                .into_iter()
+                .values
+                .iter()
                 .map(|v| wa::message::poll_creation_message::Option {
-                    option_name: Some(v.to_string()),
+                    option_name: Some(v.clone()),
                     ..Default::default()
                 })
                 .collect();
             let poll = wa::message::PollCreationMessage {
-                name: str_of(p, &["name"]).map(str::to_string),
+                name: Some(p.name.clone()),
                 options,
-                selectable_options_count: Some(p.get("selectable_count").and_then(Value::as_u64).unwrap_or(1) as u32),
+                selectable_options_count: Some(p.selectable_count),
                 ..Default::default()
             };
             // The secret lets recipients encrypt their votes to us.
@@ -213,26 +200,21 @@ pub fn outgoing_message(o: &Outgoing, upload: Option<Uploaded>) -> Result<wa::Me
                 ..Default::default()
             }
         }
-        "reaction" => {
-            let r = c.get("reaction").ok_or_else(|| invalid("reaction is missing"))?;
-            let target = str_of(r, &["message_id"]).ok_or_else(|| invalid("reaction.message_id is missing"))?;
-            wa::Message {
-                reaction_message: MessageField::some(wa::message::ReactionMessage {
-                    key: MessageField::some(wa::MessageKey {
-                        remote_jid: Some(o.to_jid.clone()),
-                        // Ids we pre-assign start with 3EB0: a reaction to one of ours.
-                        from_me: Some(target.starts_with("3EB0")),
-                        id: Some(target.to_string()),
-                        ..Default::default()
-                    }),
-                    text: Some(str_of(r, &["emoji"]).unwrap_or_default().to_string()),
-                    sender_timestamp_ms: Some(chrono::Utc::now().timestamp_millis()),
+        Content::Reaction { reaction: r } => wa::Message {
+            reaction_message: MessageField::some(wa::message::ReactionMessage {
+                key: MessageField::some(wa::MessageKey {
+                    remote_jid: Some(o.to_jid.clone()),
+                    // Ids we pre-assign start with 3EB0: a reaction to one of ours.
+                    from_me: Some(r.message_id.starts_with("3EB0")),
+                    id: Some(r.message_id.clone()),
                     ..Default::default()
                 }),
+                text: Some(r.emoji.clone()),
+                sender_timestamp_ms: Some(chrono::Utc::now().timestamp_millis()),
                 ..Default::default()
-            }
-        }
-        other => return Err(invalid(&format!("the whatsapp driver cannot send {other} messages"))),
+            }),
+            ..Default::default()
+        },
     })
 }
 
@@ -449,13 +431,28 @@ mod tests {
     use super::*;
     use crate::driver::Media;
 
+    fn media() -> Media {
+        Media {
+            mime_type: "application/x-test".into(),
+            filename: Some("f.bin".into()),
+            sha256: String::new(),
+            data: vec![1],
+        }
+    }
+
+    /// An outgoing message of type `kind` with `content` (media types carry `media()`).
     fn out(kind: &str, content: Value) -> Outgoing {
+        let mut content = content;
+        content["type"] = json!(kind);
+        let is_media = MessageType::from_name(kind).and_then(MessageType::media_limit).is_some();
+        if is_media {
+            content["media"] = Value::Null;
+        }
+        let c: Content<()> = serde_json::from_value(content).unwrap();
         Outgoing {
             network_id: "3EB0AA".into(),
             to_jid: shared::jid::Jid::user("5511999990002").as_str().into(),
-            kind: kind.into(),
-            content,
-            media: None,
+            message: shared::message::Outbound { content: c.map_media(|()| media()), reply_to: None },
         }
     }
 
@@ -525,15 +522,11 @@ mod tests {
             ("document", "document"),
             ("sticker", "sticker"),
         ] {
-            let mut o = out(kind, json!({ "caption": "c" }));
-            o.media = Some(Media {
-                mime_type: "application/x-test".into(),
-                filename: Some("f.bin".into()),
-                sha256: String::new(),
-                data: vec![1],
-            });
+            let caption =
+                if ["image", "video", "document"].contains(&kind) { json!({ "caption": "c" }) } else { json!({}) };
+            let o = out(kind, caption);
             assert!(outgoing_message(&o, None).is_err(), "{kind} needs its upload");
-            assert!(media_type(kind).is_some());
+            assert!(media_type(MessageType::from_name(kind).unwrap()).is_some());
             let m = outgoing_message(&o, Some(upload())).unwrap();
             let (k, c, media) = incoming_content(&m);
             assert_eq!(k, back);
@@ -548,8 +541,7 @@ mod tests {
                 assert_eq!(media.filename.as_deref(), Some("f.bin"));
             }
         }
-        assert!(media_type("text").is_none());
-        assert!(outgoing_message(&out("carousel", json!({})), None).is_err());
+        assert!(media_type(MessageType::Text).is_none());
     }
 
     /// A stranger's image message with the given download references, as received.

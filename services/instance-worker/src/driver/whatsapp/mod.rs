@@ -364,7 +364,8 @@ fn history(sync: &wa::HistorySync) -> Vec<Incoming> {
 impl Session for WaSession {
     async fn send(&self, o: &Outgoing) -> Result<(), DriverError> {
         let to = jid(&o.to_jid)?;
-        let upload = match (&o.media, map::media_type(&o.kind)) {
+        let content = &o.message.content;
+        let upload = match (content.media(), map::media_type(content.kind())) {
             (Some(m), Some(t)) => {
                 let options = whatsapp_rust::UploadOptions::new();
                 let up = self
