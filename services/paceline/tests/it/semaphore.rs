@@ -1,7 +1,7 @@
 //! The cluster-wide large-body semaphore: slots shared by two API processes, a client
 //! that waits too long, and a crashed pod's slot expiring.
 
-use std::path::Path;
+use crate::bin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,10 +10,6 @@ use deadpool_redis::redis;
 use harness::cluster::{wait_for, ApiProc};
 use harness::{test_config, Client, TestApi};
 use serde_json::json;
-
-fn bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_paceline"))
-}
 
 /// A 1.5 MB message body, streamed slowly (about `secs` seconds) so it holds its slot.
 fn slow_body(secs: f64) -> reqwest::Body {

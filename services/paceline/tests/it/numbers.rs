@@ -1,14 +1,10 @@
 //! Check numbers over the worker RPC, with the new-lookup quota shared by two API
 //! processes.
 
-use std::path::Path;
+use crate::bin;
 
 use harness::cluster::{ApiProc, Cluster};
 use serde_json::json;
-
-fn bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_paceline"))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_numbers_and_its_quota_across_two_api_processes() {

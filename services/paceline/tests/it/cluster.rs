@@ -2,15 +2,11 @@
 //! processes. Pairing, logout and ban, RPC errors, call rejection, and failover by
 //! SIGKILL, SIGTERM and SIGSTOP with the takeover times printed.
 
-use std::path::Path;
+use crate::bin;
 use std::time::{Duration, Instant};
 
 use harness::cluster::{wait_for, Cluster};
 use serde_json::json;
-
-fn bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_paceline"))
-}
 
 const A: &str = "5511999990001";
 const B: &str = "5511999990002";

@@ -62,8 +62,7 @@ async fn openapi_is_served_and_matches_the_committed_copy() {
     api.anon().get("/v1/openapi.json").await.expect_error(401, "unauthorized");
     let r = api.admin().get("/v1/openapi.json").await;
     assert_eq!(r.status, 200);
-    let committed =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../services/api/openapi.json")).unwrap();
+    let committed = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../api/openapi.json")).unwrap();
     assert_eq!(r.text, committed);
     assert!(r.body["openapi"].as_str().unwrap().starts_with("3.1"));
 }

@@ -2,18 +2,14 @@
 //! receipts and chats; paging a long chat while messages keep arriving; history landing
 //! once across a takeover; contacts and the block list; received media by signed URL.
 
+use crate::bin;
 use std::collections::HashSet;
-use std::path::Path;
 use std::time::Duration;
 
 use base64::Engine;
 use harness::cluster::{wait_for, Cluster};
 use harness::Client;
 use serde_json::{json, Value};
-
-fn bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_paceline"))
-}
 
 const A: &str = "5511988880001";
 const B: &str = "5511988880002";

@@ -18,7 +18,7 @@ fn tool(name: &str) -> PathBuf {
 /// Runs schemathesis with every check over the served description with `token`, on the
 /// test's instance; fails with its report when it finds anything.
 async fn schemathesis(api: &TestApi, token: &str, inst: &serde_json::Value, exclude: &[&str]) {
-    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/schemathesis.toml");
+    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/schemathesis.toml");
     let url = format!("http://{}/v1/openapi.json", api.addr);
     let mut cmd = Command::new(tool("st"));
     cmd.args(["--config-file", config, "run", &url])
@@ -58,7 +58,7 @@ async fn schemathesis_finds_nothing_as_an_instance_token() {
 
 #[tokio::test]
 async fn openapi_python_client_generates_every_endpoint() {
-    let spec = concat!(env!("CARGO_MANIFEST_DIR"), "/../services/api/openapi.json");
+    let spec = concat!(env!("CARGO_MANIFEST_DIR"), "/../api/openapi.json");
     let dir = std::env::temp_dir().join(format!("paceline-client-{}", uuid::Uuid::new_v4().simple()));
     std::fs::create_dir_all(&dir).unwrap();
     // No formatter hooks: only what the generator itself says counts.

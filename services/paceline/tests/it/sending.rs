@@ -2,17 +2,13 @@
 //! once, failure codes, wait semantics, expiry, pacing measured at the recipient, and a
 //! worker killed mid-send losing and duplicating nothing.
 
+use crate::bin;
 use std::collections::HashSet;
-use std::path::Path;
 use std::time::Duration;
 
 use base64::Engine;
 use harness::cluster::{wait_for, Cluster};
 use serde_json::{json, Value};
-
-fn bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_paceline"))
-}
 
 const A: &str = "5511999990001";
 const B: &str = "5511999990002";

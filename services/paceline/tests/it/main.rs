@@ -1,0 +1,32 @@
+//! The one integration-test binary. In-process tests get real Postgres, Redis and NATS
+//! with their own schema and prefixes (see the `harness` crate); cluster tests run the
+//! `paceline` binary itself as separate processes, as an operator would.
+
+use std::path::Path;
+
+mod actor;
+mod auth_matrix;
+mod cli;
+mod cluster;
+mod deliveries;
+mod errors;
+mod events;
+mod fencing;
+mod instances;
+mod leases;
+mod media;
+mod messages;
+mod numbers;
+mod operation;
+mod proxy;
+mod receive;
+mod schemathesis;
+mod semaphore;
+mod sending;
+mod wa_store;
+mod webhooks;
+
+/// The `paceline` binary under test (built by cargo for this package's tests).
+pub fn bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_paceline"))
+}
