@@ -366,7 +366,7 @@ impl Config {
                 Some(_) => {}
             }
             if self.client_ip_header.is_empty()
-                || axum::http::HeaderName::from_bytes(self.client_ip_header.as_bytes()).is_err()
+                || http::HeaderName::from_bytes(self.client_ip_header.as_bytes()).is_err()
             {
                 errors.push("client_ip_header must be a valid HTTP header name".to_string());
             }

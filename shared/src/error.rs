@@ -3,13 +3,12 @@
 //! and `quota_exceeded`); each code knows
 //! its HTTP status and default `retryable`. Internal causes are logged, never sent.
 
-use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use http::StatusCode;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 /// A stable error code; clients handle this, not the message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
     ValidationFailed,
@@ -151,13 +150,15 @@ impl std::fmt::Display for ErrorCode {
 }
 
 /// The error envelope's body: `{ "error": { "code", "message", "retryable" } }`.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ErrorBody {
     pub error: ErrorDetail,
 }
 
 /// The inside of the error envelope.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ErrorDetail {
     /// Stable code; clients handle this.
     pub code: ErrorCode,
@@ -277,8 +278,10 @@ impl From<deadpool_redis::redis::RedisError> for ApiError {
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
+#[cfg(feature = "http")]
+impl axum::response::IntoResponse for ApiError {
+    fn into_response(self) -> axum::response::Response {
+        use http::{header, HeaderValue};
         let mut res = (self.status, axum::Json(self.body())).into_response();
         if let Some(s) = self.retry_after {
             res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(s));
@@ -324,8 +327,10 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "http")]
     #[tokio::test]
     async fn internal_errors_hide_their_cause() {
+        use axum::response::IntoResponse;
         let res = ApiError::internal("password=hunter2 in connection string").into_response();
         assert_eq!(res.status(), 500);
         let body = axum::body::to_bytes(res.into_body(), 1 << 16).await.unwrap();

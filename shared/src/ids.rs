@@ -81,6 +81,7 @@ macro_rules! prefixed_id {
             }
         }
 
+        #[cfg(feature = "openapi")]
         impl utoipa::PartialSchema for $name {
             fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
                 utoipa::openapi::ObjectBuilder::new()
@@ -91,6 +92,7 @@ macro_rules! prefixed_id {
             }
         }
 
+        #[cfg(feature = "openapi")]
         impl utoipa::ToSchema for $name {}
     };
 }

@@ -146,6 +146,7 @@ impl AsRef<str> for Jid {
     }
 }
 
+#[cfg(feature = "openapi")]
 impl utoipa::PartialSchema for Jid {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
         utoipa::openapi::ObjectBuilder::new()
@@ -157,11 +158,13 @@ impl utoipa::PartialSchema for Jid {
     }
 }
 
+#[cfg(feature = "openapi")]
 impl utoipa::ToSchema for Jid {}
 
 /// The schema of a person's address: what contact routes take.
 pub struct UserJid;
 
+#[cfg(feature = "openapi")]
 impl utoipa::PartialSchema for UserJid {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
         utoipa::openapi::ObjectBuilder::new()
@@ -175,6 +178,7 @@ impl utoipa::PartialSchema for UserJid {
     }
 }
 
+#[cfg(feature = "openapi")]
 impl utoipa::ToSchema for UserJid {}
 
 #[cfg(test)]

@@ -17,12 +17,12 @@ pub mod db;
 pub mod error;
 pub mod events;
 pub mod fetch;
+#[cfg(feature = "http")]
 pub mod http;
 pub mod ids;
 pub mod jid;
 pub mod kv;
 pub mod message;
-pub mod net;
 pub mod simproto;
 pub mod telemetry;
 

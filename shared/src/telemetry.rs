@@ -55,11 +55,3 @@ pub fn prometheus() -> &'static PrometheusHandle {
         handle
     })
 }
-
-/// Serves `GET /metrics` on `listener` until `shutdown`.
-pub async fn serve_metrics(listener: tokio::net::TcpListener, shutdown: crate::Shutdown) -> std::io::Result<()> {
-    use axum::routing::get;
-    let handle = prometheus();
-    let app = axum::Router::new().route("/metrics", get(move || async move { handle.render() }));
-    axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await
-}

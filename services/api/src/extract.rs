@@ -55,7 +55,7 @@ pub fn client_ip(parts: &Parts, state: &AppState) -> Option<IpAddr> {
     let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>()?.0.ip();
     let lines: Vec<&[u8]> =
         parts.headers.get_all(state.config.client_ip_header.as_str()).iter().map(|v| v.as_bytes()).collect();
-    shared::net::client_ip(peer, &lines, &state.config.trusted_proxies)
+    crate::net::client_ip(peer, &lines, &state.config.trusted_proxies)
 }
 
 /// Resolves a bearer token (from `Authorization` or `X-API-Key`) to a principal.
@@ -83,7 +83,7 @@ pub async fn authenticate_from(
                     inst
                 }
             };
-            if !inst.ip_allowlist.is_empty() && !shared::net::allowed_by(ip(), &inst.ip_allowlist) {
+            if !inst.ip_allowlist.is_empty() && !crate::net::allowed_by(ip(), &inst.ip_allowlist) {
                 return Err(ApiError::forbidden("this token may not be used from this address"));
             }
             Ok(Principal::Instance { id: inst.id, name: inst.name })

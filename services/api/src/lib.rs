@@ -6,11 +6,14 @@
 
 pub mod auth_cache;
 pub mod catalog;
+pub mod db;
 pub mod enqueue;
 pub mod extract;
 pub mod media_urls;
+pub mod message_in;
 pub mod metrics;
 pub mod middleware;
+pub mod net;
 pub mod openapi;
 pub mod pagination;
 pub mod qr;

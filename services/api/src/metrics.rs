@@ -26,3 +26,12 @@ pub fn describe() {
         "HTTP request latency by route template and method"
     );
 }
+
+/// Serves `GET /metrics` on `listener` until `shutdown`: the process's recorder, whatever
+/// roles it runs (the binary serves it for each).
+pub async fn serve_metrics(listener: tokio::net::TcpListener, shutdown: shared::Shutdown) -> std::io::Result<()> {
+    use axum::routing::get;
+    let handle = shared::telemetry::prometheus();
+    let app = axum::Router::new().route("/metrics", get(move || async move { handle.render() }));
+    axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await
+}

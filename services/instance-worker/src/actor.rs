@@ -5,12 +5,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::db::sessions::{self, Claim};
 use futures::StreamExt;
 use shared::bus::{RpcReply, RpcRequest, Subjects};
 use shared::config::Network;
 use shared::db::instances::InstanceState;
 use shared::db::log::Source;
-use shared::db::sessions::{self, Claim};
 use shared::ids::InstanceId;
 use shared::ErrorCode;
 use tokio_util::sync::CancellationToken;

@@ -10,6 +10,7 @@
 //! releases its leases and wakes the others, which take over at once.
 
 pub mod actor;
+pub mod db;
 pub mod driver;
 pub mod lease;
 pub mod metrics;
@@ -21,13 +22,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::db::sessions;
 use anyhow::Context;
 use futures::StreamExt;
 use rand::seq::SliceRandom;
 use shared::config::Role;
-use shared::db::sessions;
 use shared::ids::InstanceId;
-use shared::{bus, db, kv, Config, Shutdown};
+use shared::{bus, kv, Config, Shutdown};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -62,9 +63,9 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
 pub async fn run_with(config: Config, drivers: Drivers, shutdown: Shutdown) -> anyhow::Result<()> {
     config.validate(Role::Worker)?;
     metrics::describe();
-    let pool = db::connect(&config).await.context("connecting to postgres")?;
+    let pool = shared::db::connect(&config).await.context("connecting to postgres")?;
     if config.migrate_on_start {
-        db::migrate(&pool).await.context("applying migrations")?;
+        shared::db::migrate(&pool).await.context("applying migrations")?;
     }
     let redis = kv::connect(&config).context("configuring redis")?;
     let nats = bus::connect(&config, "worker").await.context("connecting to nats")?;

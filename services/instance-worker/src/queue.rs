@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
+use crate::db::sessions;
 use chrono::Utc;
 use shared::db::messages::{self, MessageRow, Outcome as Finish};
-use shared::db::sessions;
 use shared::message::Outbound;
 use shared::ErrorCode;
 use tokio::time::Instant;

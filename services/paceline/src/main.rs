@@ -87,7 +87,7 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
             "metrics",
             Box::pin(async move {
                 let l = bind(addr, "metrics").await?;
-                shared::telemetry::serve_metrics(l, shutdown).await?;
+                api::metrics::serve_metrics(l, shutdown).await?;
                 Ok(())
             }),
         ));

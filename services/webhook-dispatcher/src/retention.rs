@@ -1,4 +1,4 @@
-//! Prunes events and deliveries past `bus::EVENTS_RETENTION` (`db::retention`), media
+//! Prunes events and deliveries past `bus::EVENTS_RETENTION` (`retention::db`), media
 //! no message took (`db::media::collect_unclaimed`) and the bytes of media past
 //! `media_retention_days` (`db::media::expire_before`), every few minutes, in batches
 //! so no statement holds locks for long; and reports the media stored. Every dispatcher
@@ -6,7 +6,9 @@
 
 use std::time::Duration;
 
-use shared::db::retention;
+pub mod db;
+
+use db as retention;
 
 const EVERY: Duration = Duration::from_secs(600);
 const FIRST_AFTER: Duration = Duration::from_secs(60);

@@ -132,9 +132,8 @@ pub async fn claim_due(
 
 /// A delivery's state: `pending` (to be attempted, or retried at `next_attempt_at`),
 /// `succeeded`, or `failed` for good (then it may be resent).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, sqlx::Type, utoipa::ToSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, sqlx::Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 #[sqlx(type_name = "text", rename_all = "snake_case")]
 pub enum DeliveryState {

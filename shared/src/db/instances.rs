@@ -3,12 +3,12 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sqlx::PgExecutor;
-use utoipa::ToSchema;
 
 use crate::ids::InstanceId;
 
 /// An instance's connection state (the `state` column, text).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema, sqlx::Type)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, sqlx::Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 #[sqlx(type_name = "text", rename_all = "snake_case")]
 pub enum InstanceState {
@@ -276,4 +276,29 @@ pub async fn update(
 /// Deletes the instance; its token stops working with the commit.
 pub async fn delete(db: impl PgExecutor<'_>, id: &InstanceId) -> Result<bool, sqlx::Error> {
     Ok(sqlx::query("DELETE FROM instances WHERE id = $1").bind(id).execute(db).await?.rows_affected() == 1)
+}
+
+/// API side: ask for the session to run. After a logout or a forgotten session this means
+/// pairing again. Returns `None` for an unknown instance; a banned one stays as it is.
+pub async fn request_run(db: impl PgExecutor<'_>, id: &InstanceId) -> Result<Option<InstanceState>, sqlx::Error> {
+    let state: Option<String> = sqlx::query_scalar(
+        "UPDATE instances SET desired = (state <> 'banned'), \
+         state = CASE WHEN state = 'logged_out' THEN 'disconnected' ELSE state END, updated_at = now() \
+         WHERE id = $1 RETURNING state",
+    )
+    .bind(id)
+    .fetch_optional(db)
+    .await?;
+    Ok(state.and_then(|s| InstanceState::parse(&s)))
+}
+
+/// The QR code on show, if any: (state, code, expiry).
+pub async fn qr(
+    db: impl PgExecutor<'_>,
+    id: &InstanceId,
+) -> Result<Option<(String, bool, Option<String>, Option<DateTime<Utc>>)>, sqlx::Error> {
+    sqlx::query_as("SELECT state, desired, qr_code, qr_expires_at FROM instances WHERE id = $1")
+        .bind(id)
+        .fetch_optional(db)
+        .await
 }

@@ -12,7 +12,8 @@ use crate::ids::{InstanceId, MessageId};
 
 /// Where a queued message is: `queued`, `in_flight` (an attempt started; a new owner
 /// sends it again under the same network id), then `sent` or `failed`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize, sqlx::Type, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize, sqlx::Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 #[sqlx(type_name = "text", rename_all = "snake_case")]
 pub enum MessageStatus {

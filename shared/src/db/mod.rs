@@ -6,11 +6,7 @@ pub mod instances;
 pub mod log;
 pub mod media;
 pub mod messages;
-pub mod number_checks;
 pub mod outbox;
-pub mod retention;
-pub mod sessions;
-pub mod wa_store;
 pub mod webhooks;
 
 use std::time::Duration;

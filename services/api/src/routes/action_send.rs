@@ -4,12 +4,13 @@
 //! 200, 400 (any refusal, with its code in the envelope) and 404. Fields these routes do
 //! not know are ignored, as Evolution-style clients send extras (`delay`, ...).
 
+use crate::message_in::{MediaIn, MessageIn};
 use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use shared::db::instances::InstanceRow;
 use shared::error::ErrorBody;
-use shared::message::{ContactIn, LocationIn, MediaIn, MessageIn, MessageType, PollIn, ReactionIn};
+use shared::message::{ContactIn, LocationIn, MessageType, PollIn, ReactionIn};
 use shared::ApiError;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::message_in::{self as message, MediaSource, MessageIn};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
@@ -16,7 +17,7 @@ use shared::db::messages::{self, MessageRow, MessageStatus, NewMessage, Queued};
 use shared::error::ErrorBody;
 use shared::fetch::FetchError;
 use shared::ids::{InstanceId, MediaId, MessageId};
-use shared::message::{self, MediaRef, MediaSource, MessageIn, MessageType, Outbound};
+use shared::message::{MediaRef, MessageType, Outbound};
 use shared::{ApiError, ErrorCode};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;

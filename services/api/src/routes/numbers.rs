@@ -2,13 +2,13 @@
 //! from Postgres; new ones go to the instance's session and count against its quotas
 //! (10 a minute, sliding, and 200 a UTC day), kept in Redis across all API pods.
 
+use crate::db::number_checks::{self, Known};
 use axum::extract::State;
 use axum::Json;
 use chrono::{Timelike, Utc};
 use deadpool_redis::redis::Script;
 use serde::{Deserialize, Serialize};
 use shared::bus::RpcRequest;
-use shared::db::number_checks::{self, Known};
 use shared::error::ErrorBody;
 use shared::ids::InstanceId;
 use shared::{ApiError, ErrorCode};

@@ -9,7 +9,6 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shared::bus::RpcRequest;
 use shared::db::instances::{self, InstanceState};
-use shared::db::sessions;
 use shared::error::ErrorBody;
 use shared::ids::InstanceId;
 use shared::{ApiError, ErrorCode};
@@ -58,7 +57,7 @@ pub struct PairingCodeOut {
 
 /// Marks the instance to run and wakes the workers. Shared with the action route.
 pub async fn start(state: &AppState, id: &InstanceId) -> Result<InstanceState, ApiError> {
-    let st = sessions::request_run(&state.db, id).await?.ok_or_else(ApiError::instance_not_found)?;
+    let st = instances::request_run(&state.db, id).await?.ok_or_else(ApiError::instance_not_found)?;
     if st == InstanceState::Banned {
         return Err(ApiError::new(ErrorCode::InstanceBanned, "the number is banned; delete the instance"));
     }
@@ -71,7 +70,7 @@ pub async fn start(state: &AppState, id: &InstanceId) -> Result<InstanceState, A
 
 /// The current QR code, if the instance is showing one.
 pub async fn current_qr(state: &AppState, id: &InstanceId) -> Result<Result<QrOut, ApiError>, ApiError> {
-    let (st, desired, code, expires) = sessions::qr(&state.db, id).await?.ok_or_else(ApiError::instance_not_found)?;
+    let (st, desired, code, expires) = instances::qr(&state.db, id).await?.ok_or_else(ApiError::instance_not_found)?;
     let st = InstanceState::parse(&st).unwrap_or(InstanceState::Disconnected);
     match (st, code, expires) {
         (InstanceState::QrPending, Some(code), Some(expires_at)) if expires_at > Utc::now() => {

@@ -529,7 +529,7 @@ async fn pods_started_while_nats_is_down_deliver_once_it_is_up() {
 
 #[tokio::test]
 async fn events_and_deliveries_past_retention_are_pruned_by_age() {
-    use shared::db::retention;
+    use dispatcher::retention::db as retention;
     let api = TestApi::start_with(config()).await;
     let (id, own) = instance(&api, "retention").await;
     let wh = hook(&own, &id, "http://127.0.0.1:9/hook", &["message.queued"]).await;

@@ -246,12 +246,12 @@ async fn event_streams_end_when_their_access_ends() {
 #[tokio::test]
 async fn state_changes_write_their_events() {
     use shared::db::instances::InstanceState;
-    use shared::db::sessions;
+    use worker::db::sessions;
     let api = TestApi::start().await;
     let (inst, _) = api.create_instance("state-ev").await;
     let id = shared::ids::InstanceId::parse(inst["id"].as_str().unwrap()).unwrap();
     let db = shared::db::connect(&api.config).await.unwrap();
-    sessions::request_run(&db, &id).await.unwrap();
+    shared::db::instances::request_run(&db, &id).await.unwrap();
     let c = sessions::claim(&db, &id, 1, "wk").await.unwrap().unwrap();
     let exp = chrono::Utc::now();
     assert!(sessions::set_state(&db, &id, c.owner_epoch, InstanceState::QrPending, Some(("QR1", exp))).await.unwrap());

@@ -4,8 +4,8 @@
 use harness::TestApi;
 use serde_json::json;
 use shared::db::instances::InstanceState;
-use shared::db::sessions;
 use shared::ids::InstanceId;
+use worker::db::sessions;
 
 #[tokio::test]
 async fn writes_under_an_old_epoch_are_refused() {

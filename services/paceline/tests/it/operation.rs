@@ -75,7 +75,7 @@ async fn metrics_use_route_templates() {
     api.admin().get(&format!("/v1/instances/{id}")).await.expect(200);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(shared::telemetry::serve_metrics(listener, api.shutdown.clone()));
+    tokio::spawn(api::metrics::serve_metrics(listener, api.shutdown.clone()));
     let text = reqwest::get(format!("http://{addr}/metrics")).await.unwrap().text().await.unwrap();
     assert!(text.contains("paceline_http_requests_total"), "{text}");
     assert!(text.contains("route=\"/v1/instances/{id}\""), "{text}");

@@ -6,13 +6,13 @@ use std::sync::Arc;
 
 use harness::TestApi;
 use serde_json::json;
-use shared::db::sessions;
 use shared::ids::InstanceId;
 use whatsapp_rust::bytes::Bytes;
 use whatsapp_rust::wacore::appstate::hash::HashState;
 use whatsapp_rust::wacore::appstate::processor::AppStateMutationMAC;
 use whatsapp_rust::wacore::store::traits::*;
 use whatsapp_rust::wacore::store::InMemoryBackend;
+use worker::db::sessions;
 use worker::driver::whatsapp::store::PgStore;
 
 /// An instance claimed once: (store under its epoch, the pool, the instance).

@@ -4,9 +4,9 @@
 //! `pl_contact`, keyed by the phone-number JID), fenced on the lease epoch like the rest
 //! of the session, so `NetOp::Contacts` can answer from Postgres on any worker.
 
+use crate::db::wa_store;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use shared::db::wa_store;
 use shared::ids::InstanceId;
 
 pub const KIND: &str = "pl_contact";

@@ -1,5 +1,5 @@
 //! `PgStore`: whatsapp-rust's storage `Backend` (its five traits) over Postgres, one
-//! store per instance, on the `wa_store` key-value table (`shared::db::wa_store`).
+//! store per instance, on the `wa_store` key-value table (`crate::db::wa_store`).
 //!
 //! Every write is fenced on the lease epoch the worker holds: after a takeover, the old
 //! owner's writes fail with `StoreError::Database(Fenced)` and change nothing, so it can
@@ -13,8 +13,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::db::wa_store::{self, Entry, StoreWriteError, Sweep};
 use serde::{Deserialize, Serialize};
-use shared::db::wa_store::{self, Entry, StoreWriteError, Sweep};
 use shared::ids::InstanceId;
 use whatsapp_rust::bytes::Bytes;
 use whatsapp_rust::wacore::appstate::hash::HashState;

@@ -2,7 +2,7 @@
 
 use sqlx::PgExecutor;
 
-use crate::ids::InstanceId;
+use shared::ids::InstanceId;
 
 /// A known answer: (number, exists, jid).
 pub type Known = (String, bool, Option<String>);

@@ -4,7 +4,7 @@
 
 use sqlx::{PgConnection, PgExecutor, PgPool};
 
-use crate::ids::InstanceId;
+use shared::ids::InstanceId;
 
 /// A write refused because another worker owns the instance now.
 #[derive(Debug, thiserror::Error)]

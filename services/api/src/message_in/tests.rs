@@ -1,5 +1,6 @@
 use super::*;
 use serde_json::json;
+use shared::message::IMAGE_LIMIT;
 
 fn parse(v: serde_json::Value) -> Result<Validated, ApiError> {
     validate(serde_json::from_value(v).map_err(|e| ApiError::validation(e.to_string()))?)
@@ -27,7 +28,7 @@ fn every_type_validates() {
         assert!(v.to_jid.contains('@'));
     }
     let v = parse(json!({ "to": "+55 11 99999-0001", "type": "text", "text": "hi" })).unwrap();
-    assert_eq!(v.to_jid, crate::jid::Jid::user("5511999990001").as_str());
+    assert_eq!(v.to_jid, shared::jid::Jid::user("5511999990001").as_str());
     assert_eq!(v.expires_after, EXPIRES_DEFAULT);
 }
 

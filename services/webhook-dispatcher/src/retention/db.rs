@@ -7,7 +7,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
-use crate::ids::{DeliveryId, EventId};
+use shared::ids::{DeliveryId, EventId};
 
 /// What one pruning pass removed.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]

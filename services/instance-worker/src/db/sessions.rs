@@ -6,9 +6,9 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 use sqlx::{PgConnection, PgExecutor};
 
-use crate::db::instances::InstanceState;
-use crate::db::outbox;
-use crate::ids::InstanceId;
+use shared::db::instances::InstanceState;
+use shared::db::outbox;
+use shared::ids::InstanceId;
 
 /// Ids of instances that should run (connect asked, not logged out, banned or deleted).
 /// Which of `ids` are still owned at the epoch given beside each (a worker checks the
@@ -234,31 +234,6 @@ pub async fn set_paused(db: &sqlx::PgPool, id: &InstanceId, epoch: i64, reason: 
 /// Call settings, read when a call comes in (so edits apply without telling the worker).
 pub async fn call_settings(db: impl PgExecutor<'_>, id: &InstanceId) -> Result<Option<(bool, String)>, sqlx::Error> {
     sqlx::query_as("SELECT reject_call, msg_call FROM instances WHERE id = $1").bind(id).fetch_optional(db).await
-}
-
-/// API side: ask for the session to run. After a logout or a forgotten session this means
-/// pairing again. Returns `None` for an unknown instance; a banned one stays as it is.
-pub async fn request_run(db: impl PgExecutor<'_>, id: &InstanceId) -> Result<Option<InstanceState>, sqlx::Error> {
-    let state: Option<String> = sqlx::query_scalar(
-        "UPDATE instances SET desired = (state <> 'banned'), \
-         state = CASE WHEN state = 'logged_out' THEN 'disconnected' ELSE state END, updated_at = now() \
-         WHERE id = $1 RETURNING state",
-    )
-    .bind(id)
-    .fetch_optional(db)
-    .await?;
-    Ok(state.and_then(|s| InstanceState::parse(&s)))
-}
-
-/// The QR code on show, if any: (state, code, expiry).
-pub async fn qr(
-    db: impl PgExecutor<'_>,
-    id: &InstanceId,
-) -> Result<Option<(String, bool, Option<String>, Option<DateTime<Utc>>)>, sqlx::Error> {
-    sqlx::query_as("SELECT state, desired, qr_code, qr_expires_at FROM instances WHERE id = $1")
-        .bind(id)
-        .fetch_optional(db)
-        .await
 }
 
 /// An instance's pacing settings, as the worker's pacer reads them.

@@ -1,0 +1,3 @@
+//! Tables only the API uses.
+
+pub mod number_checks;
