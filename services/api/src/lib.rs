@@ -21,6 +21,7 @@ pub mod routes;
 pub mod rpc;
 pub mod schemas;
 pub mod semaphore;
+pub mod service;
 pub mod state;
 
 use std::future::IntoFuture;

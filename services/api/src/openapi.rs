@@ -136,8 +136,8 @@ fn complete(doc: &mut serde_json::Value) {
         create.insert(
             "else".into(),
             json!({ "properties": {
-                "min_interval_ms": { "minimum": crate::routes::instances::MIN_INTERVAL_FLOOR_MS },
-                "max_per_minute": { "maximum": crate::routes::instances::MAX_PER_MINUTE_CEILING } } }),
+                "min_interval_ms": { "minimum": crate::service::instances::MIN_INTERVAL_FLOOR_MS },
+                "max_per_minute": { "maximum": crate::service::instances::MAX_PER_MINUTE_CEILING } } }),
         );
     }
     let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else { return };

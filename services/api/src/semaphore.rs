@@ -84,7 +84,7 @@ pub async fn gate(Extension(state): Extension<AppState>, req: Request, next: Nex
     };
     // The body within its deadline, or the slot goes back.
     let read = state.config.large_body_read_timeout;
-    let limit = crate::routes::messages::MESSAGES_BODY_LIMIT;
+    let limit = crate::service::messages::MESSAGES_BODY_LIMIT;
     let bytes = match tokio::time::timeout(read, axum::body::to_bytes(body, limit)).await {
         Ok(Ok(b)) => b,
         Ok(Err(_)) => {

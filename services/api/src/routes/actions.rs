@@ -1,7 +1,7 @@
 //! Action-style routes (interface.md 4.13): named after the action, `X-API-Key` header,
 //! `{instanceName}` in the path, statuses 200, 400 and 404 (plus 401 for a missing or
 //! invalid key). An instance token naming another instance gets 404, as if it did not
-//! exist. Send routes arrive with the send queue.
+//! exist. `send.rs` holds the `/message/send*` routes, queued like `POST {inst}/messages`.
 
 use std::time::Duration;
 
@@ -18,12 +18,14 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::{authenticate, Principal, ValidatedJson, ValidatedQuery};
-use crate::routes::instances::{SettingsOut, SettingsPatch};
-use crate::routes::pairing;
+use crate::service::instances::{SettingsOut, SettingsPatch};
+use crate::service::pairing;
 use crate::state::AppState;
 
+pub mod send;
+
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(connect)).routes(routes!(settings))
+    OpenApiRouter::new().routes(routes!(connect)).routes(routes!(settings)).merge(send::router())
 }
 
 /// How often the connect route looks for the first QR code (for `connect_qr_wait_ms`).
@@ -168,7 +170,7 @@ async fn settings(
     ActionJson(body): ActionJson<SettingsIn>,
 ) -> Result<Json<SettingsOut>, ApiError> {
     let patch = SettingsPatch { reject_call: body.reject_call, msg_call: body.msg_call };
-    let updated = crate::routes::instances::edit(&state, &row.id, |f| {
+    let updated = crate::service::instances::edit(&state, &row.id, |f| {
         patch.apply(f);
         Ok(())
     })

@@ -16,7 +16,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::{Admin, ValidatedJson};
-use crate::routes::{instances as inst_routes, pairing};
+use crate::service::{instances as inst_service, pairing};
 use crate::state::AppState;
 
 /// Most instances one call works on (ids given, or one page of a tag).
@@ -129,10 +129,10 @@ async fn bulk(
         }
         BulkIn::Tag(b) => {
             let tag = b.tag;
-            if !inst_routes::valid_tag(&tag) {
+            if !inst_service::valid_tag(&tag) {
                 return Err(ApiError::validation("tag must be 1-64 printable characters"));
             }
-            let after = b.cursor.as_deref().map(inst_routes::decode_cursor).transpose()?;
+            let after = b.cursor.as_deref().map(inst_service::decode_cursor).transpose()?;
             let limit = crate::pagination::limit(b.limit, MAX_PER_CALL as u32, MAX_PER_CALL as u32)?;
             let rows = instances::list(
                 &state.db,
@@ -153,7 +153,7 @@ async fn bulk(
                     BulkAction::Connect => pairing::start(&state, &id).await.map(drop),
                     BulkAction::Restart => pairing::restart_one(&state, &id).await,
                     BulkAction::Logout => pairing::logout_one(&state, &id).await,
-                    BulkAction::Delete => inst_routes::delete_one(&state, &id).await,
+                    BulkAction::Delete => inst_service::delete_one(&state, &id).await,
                 };
                 match outcome {
                     Ok(()) => BulkResult { id: raw, ok: true, error: None },

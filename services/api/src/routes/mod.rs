@@ -1,6 +1,5 @@
 //! Every route, merged in one place. One module per resource, each exporting `router()`.
 
-pub mod action_send;
 pub mod actions;
 pub mod bulk;
 pub mod chats;
@@ -35,7 +34,6 @@ pub fn all() -> OpenApiRouter<AppState> {
         .merge(pairing::router())
         .merge(messages::router())
         .merge(actions::router())
-        .merge(action_send::router())
         .merge(numbers::router())
         .merge(webhooks::router())
         .merge(events::router())

@@ -17,7 +17,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::{InstanceAccess, ValidatedJson};
-use crate::routes::pairing::normalize_phone;
+use crate::service::pairing::normalize_phone;
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -5,10 +5,9 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shared::bus::RpcRequest;
-use shared::db::instances::{self, InstanceState};
+use shared::db::instances::{self};
 use shared::error::ErrorBody;
 use shared::ids::InstanceId;
 use shared::{ApiError, ErrorCode};
@@ -17,7 +16,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::{InstanceAccess, ValidatedJson};
-use crate::routes::instances::InstanceOut;
+use crate::service::instances::InstanceOut;
+use crate::service::pairing::{current_qr, logout_one, normalize_phone, restart_one, start, QrOut};
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -27,17 +27,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(pairing_code))
         .routes(routes!(logout))
         .routes(routes!(restart))
-}
-
-/// The QR code to show while `qr_pending`.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct QrOut {
-    /// The QR payload (what the code encodes).
-    pub code: String,
-    /// The QR code as a PNG `data:` URL.
-    pub base64: String,
-    /// When the network replaces it (every 20 s).
-    pub expires_at: DateTime<Utc>,
 }
 
 /// Body of `POST {inst}/pairing-code`.
@@ -53,41 +42,6 @@ pub struct PairingCodeIn {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct PairingCodeOut {
     pub pairing_code: String,
-}
-
-/// Marks the instance to run and wakes the workers. Shared with the action route.
-pub async fn start(state: &AppState, id: &InstanceId) -> Result<InstanceState, ApiError> {
-    let st = instances::request_run(&state.db, id).await?.ok_or_else(ApiError::instance_not_found)?;
-    if st == InstanceState::Banned {
-        return Err(ApiError::new(ErrorCode::InstanceBanned, "the number is banned; delete the instance"));
-    }
-    if let Err(e) = state.nats.publish(state.subjects.workers_wake(), "connect".into()).await {
-        // Workers also find it on their next scan.
-        tracing::warn!(error = %e, "wake publish failed");
-    }
-    Ok(st)
-}
-
-/// The current QR code, if the instance is showing one.
-pub async fn current_qr(state: &AppState, id: &InstanceId) -> Result<Result<QrOut, ApiError>, ApiError> {
-    let (st, desired, code, expires) = instances::qr(&state.db, id).await?.ok_or_else(ApiError::instance_not_found)?;
-    let st = InstanceState::parse(&st).unwrap_or(InstanceState::Disconnected);
-    match (st, code, expires) {
-        (InstanceState::QrPending, Some(code), Some(expires_at)) if expires_at > Utc::now() => {
-            let base64 = crate::qr::png_data_url(&code).map_err(ApiError::internal)?;
-            Ok(Ok(QrOut { code, base64, expires_at }))
-        }
-        (st, _, _) => {
-            // A QR is about to appear while a session is starting; not once connected.
-            let soon = desired
-                && matches!(st, InstanceState::Disconnected | InstanceState::Connecting | InstanceState::QrPending);
-            Ok(Err(ApiError::new(
-                ErrorCode::InstanceNotPairing,
-                format!("the instance is {}, not showing a QR code", st.as_str()),
-            )
-            .with_retryable(soon)))
-        }
-    }
 }
 
 /// Start the session on some worker (idempotent). A new or logged-out instance starts
@@ -200,29 +154,4 @@ async fn restart(
     restart_one(&state, &id).await?;
     let row = instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
     Ok((StatusCode::ACCEPTED, Json(row.into())))
-}
-
-/// Restarts the instance's session, or starts it when no worker runs it. Shared with
-/// the bulk route.
-pub async fn restart_one(state: &AppState, id: &InstanceId) -> Result<(), ApiError> {
-    match crate::rpc::call(state, id, RpcRequest::Restart).await {
-        Ok(_) => Ok(()),
-        Err(e) if e.code == ErrorCode::InstanceNotConnected => start(state, id).await.map(drop),
-        Err(e) => Err(e),
-    }
-}
-
-/// Logs the instance out (its worker unlinks the device). Shared with the bulk route.
-pub async fn logout_one(state: &AppState, id: &InstanceId) -> Result<(), ApiError> {
-    crate::rpc::call(state, id, RpcRequest::Logout).await.map(drop)
-}
-
-/// A phone number as digits (a leading `+` and separators are dropped): 7-15 digits.
-pub fn normalize_phone(raw: &str) -> Result<String, ApiError> {
-    let digits: String = raw.chars().filter(|c| !matches!(c, '+' | ' ' | '-' | '(' | ')' | '.')).collect();
-    if (7..=15).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit()) {
-        Ok(digits)
-    } else {
-        Err(ApiError::validation("phone must be a number with country code, 7-15 digits"))
-    }
 }

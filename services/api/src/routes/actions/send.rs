@@ -16,7 +16,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::routes::actions::{as_400, ActionInstance, ActionJson};
+use super::{as_400, ActionInstance, ActionJson};
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -75,7 +75,7 @@ fn message(to: String, kind: MessageType) -> MessageIn {
 }
 
 async fn queue(state: &AppState, row: &InstanceRow, m: MessageIn) -> Result<Json<SendActionOut>, ApiError> {
-    let (msg, _) = crate::routes::messages::queue(state, &row.id, m, None, false).await.map_err(as_400)?;
+    let (msg, _) = crate::service::messages::queue(state, &row.id, m, None, false).await.map_err(as_400)?;
     let hex = &msg.id.as_str()[4..];
     let service_id = format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..]);
     Ok(Json(SendActionOut { service_id, message_id: msg.wa_message_id }))

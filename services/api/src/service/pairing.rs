@@ -1,0 +1,82 @@
+//! Session control as more than one route asks for it: start (connect), the current QR
+//! code, restart and logout, and the phone numbers pairing and lookups accept.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use shared::bus::RpcRequest;
+use shared::db::instances::{self, InstanceState};
+use shared::ids::InstanceId;
+use shared::{ApiError, ErrorCode};
+use utoipa::ToSchema;
+
+use crate::state::AppState;
+
+/// The QR code to show while `qr_pending`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct QrOut {
+    /// The QR payload (what the code encodes).
+    pub code: String,
+    /// The QR code as a PNG `data:` URL.
+    pub base64: String,
+    /// When the network replaces it (every 20 s).
+    pub expires_at: DateTime<Utc>,
+}
+
+/// Marks the instance to run and wakes the workers.
+pub async fn start(state: &AppState, id: &InstanceId) -> Result<InstanceState, ApiError> {
+    let st = instances::request_run(&state.db, id).await?.ok_or_else(ApiError::instance_not_found)?;
+    if st == InstanceState::Banned {
+        return Err(ApiError::new(ErrorCode::InstanceBanned, "the number is banned; delete the instance"));
+    }
+    if let Err(e) = state.nats.publish(state.subjects.workers_wake(), "connect".into()).await {
+        // Workers also find it on their next scan.
+        tracing::warn!(error = %e, "wake publish failed");
+    }
+    Ok(st)
+}
+
+/// The current QR code, if the instance is showing one.
+pub async fn current_qr(state: &AppState, id: &InstanceId) -> Result<Result<QrOut, ApiError>, ApiError> {
+    let (st, desired, code, expires) = instances::qr(&state.db, id).await?.ok_or_else(ApiError::instance_not_found)?;
+    let st = InstanceState::parse(&st).unwrap_or(InstanceState::Disconnected);
+    match (st, code, expires) {
+        (InstanceState::QrPending, Some(code), Some(expires_at)) if expires_at > Utc::now() => {
+            let base64 = crate::qr::png_data_url(&code).map_err(ApiError::internal)?;
+            Ok(Ok(QrOut { code, base64, expires_at }))
+        }
+        (st, _, _) => {
+            // A QR is about to appear while a session is starting; not once connected.
+            let soon = desired
+                && matches!(st, InstanceState::Disconnected | InstanceState::Connecting | InstanceState::QrPending);
+            Ok(Err(ApiError::new(
+                ErrorCode::InstanceNotPairing,
+                format!("the instance is {}, not showing a QR code", st.as_str()),
+            )
+            .with_retryable(soon)))
+        }
+    }
+}
+
+/// Restarts the instance's session, or starts it when no worker runs it.
+pub async fn restart_one(state: &AppState, id: &InstanceId) -> Result<(), ApiError> {
+    match crate::rpc::call(state, id, RpcRequest::Restart).await {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == ErrorCode::InstanceNotConnected => start(state, id).await.map(drop),
+        Err(e) => Err(e),
+    }
+}
+
+/// Logs the instance out (its worker unlinks the device).
+pub async fn logout_one(state: &AppState, id: &InstanceId) -> Result<(), ApiError> {
+    crate::rpc::call(state, id, RpcRequest::Logout).await.map(drop)
+}
+
+/// A phone number as digits (a leading `+` and separators are dropped): 7-15 digits.
+pub fn normalize_phone(raw: &str) -> Result<String, ApiError> {
+    let digits: String = raw.chars().filter(|c| !matches!(c, '+' | ' ' | '-' | '(' | ')' | '.')).collect();
+    if (7..=15).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit()) {
+        Ok(digits)
+    } else {
+        Err(ApiError::validation("phone must be a number with country code, 7-15 digits"))
+    }
+}
