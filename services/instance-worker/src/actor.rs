@@ -19,6 +19,7 @@ use tracing::Instrument;
 use crate::driver::{Driver, DriverEvent, Session};
 use crate::metrics::{FENCED_WRITES, RPC, SESSIONS};
 use crate::queue::Queue;
+use crate::receive::MediaRetry;
 
 /// Session operations in flight at once per instance (beyond it: retry later).
 const RPCS_IN_FLIGHT: usize = 16;
@@ -82,6 +83,22 @@ pub(crate) enum Step {
     Exit(Outcome),
 }
 
+/// What a fenced write of the instance needs: the worker's context, the instance and the
+/// lease epoch it is held under. The queue and the receive path take it from the actor.
+pub(crate) struct Held<'a> {
+    pub(crate) ctx: &'a Ctx,
+    pub(crate) id: &'a InstanceId,
+    pub(crate) epoch: i64,
+}
+
+/// The actor's `Held`, borrowing only its `ctx` and `id` so `queue` and `media_retry`
+/// stay free to borrow mutably.
+macro_rules! held {
+    ($a:expr) => {
+        Held { ctx: &$a.ctx, id: &$a.id, epoch: $a.epoch }
+    };
+}
+
 pub(crate) struct Actor {
     pub(crate) ctx: Arc<Ctx>,
     pub(crate) id: InstanceId,
@@ -90,9 +107,8 @@ pub(crate) struct Actor {
     credentials: Option<serde_json::Value>,
     /// The instance's proxy when it was claimed (a change applies at the next claim).
     proxy_url: Option<String>,
-    pub(crate) queue: Queue,
-    /// When to look for received media whose download is to be tried again.
-    pub(crate) media_retry_at: tokio::time::Instant,
+    queue: Queue,
+    media_retry: MediaRetry,
     /// Places for session operations running beside the loop.
     rpc_slots: Arc<tokio::sync::Semaphore>,
 }
@@ -114,8 +130,7 @@ pub async fn run(ctx: Arc<Ctx>, id: InstanceId, claim: Claim, cancel: Cancellati
         proxy_url: claim.proxy_url,
         epoch: claim.owner_epoch,
         queue: Queue::new(&ctx.pacing),
-        // Soon after start: a previous owner may have left downloads pending.
-        media_retry_at: tokio::time::Instant::now() + Duration::from_secs(2),
+        media_retry: MediaRetry::new(),
         rpc_slots: Arc::new(tokio::sync::Semaphore::new(RPCS_IN_FLIGHT)),
         id,
         ctx,
@@ -201,8 +216,10 @@ impl Actor {
                         self.queue.wake_at = tokio::time::Instant::now();
                         Step::Continue
                     }
-                    _ = tokio::time::sleep_until(pump_at) => self.pump(&*session).await,
-                    _ = tokio::time::sleep_until(self.media_retry_at) => self.retry_media(&*session).await,
+                    _ = tokio::time::sleep_until(pump_at) => self.queue.pump(&held!(self), &*session).await,
+                    _ = tokio::time::sleep_until(self.media_retry.at) => {
+                        self.media_retry.retry_media(&held!(self), self.state, &*session).await
+                    }
                     ev = events.recv() => match ev {
                         Some(ev) => {
                             if matches!(ev, DriverEvent::Connected { .. } | DriverEvent::Paired { .. }) {
@@ -239,31 +256,11 @@ impl Actor {
         }
     }
 
-    /// Applies a fenced write's result: refused means someone else owns the instance now.
-    pub(crate) fn fenced(&self, r: Result<bool, sqlx::Error>) -> Step {
-        match r {
-            Ok(true) => {
-                metrics::counter!(FENCED_WRITES, "result" => "applied").increment(1);
-                Step::Continue
-            }
-            Ok(false) => {
-                metrics::counter!(FENCED_WRITES, "result" => "rejected").increment(1);
-                tracing::warn!("fenced write refused: the instance has a new owner");
-                Step::Exit(Outcome::Lost)
-            }
-            Err(e) => {
-                // Postgres is unreachable: keep the session; the next change retries.
-                tracing::warn!(error = %e, "instance write failed");
-                Step::Continue
-            }
-        }
-    }
-
     async fn write_state(&mut self, state: InstanceState, qr: Option<(&str, chrono::DateTime<chrono::Utc>)>) -> Step {
         if self.state == state && qr.is_none() && state != InstanceState::QrPending {
             return Step::Continue;
         }
-        let step = self.fenced(sessions::set_state(&self.ctx.db, &self.id, self.epoch, state, qr).await);
+        let step = fenced(sessions::set_state(&self.ctx.db, &self.id, self.epoch, state, qr).await);
         if matches!(step, Step::Continue) {
             self.state = state;
         }
@@ -300,7 +297,7 @@ impl Actor {
                 self.write_state(InstanceState::QrPending, Some((&code, expires_at))).await
             }
             DriverEvent::Paired { credentials, phone, business } => {
-                let step = self.fenced(
+                let step = fenced(
                     sessions::set_linked(&self.ctx.db, &self.id, self.epoch, Some(&credentials), &phone, business)
                         .await,
                 );
@@ -312,7 +309,7 @@ impl Actor {
             }
             DriverEvent::Connected { phone, business } => {
                 let step =
-                    self.fenced(sessions::set_linked(&self.ctx.db, &self.id, self.epoch, None, &phone, business).await);
+                    fenced(sessions::set_linked(&self.ctx.db, &self.id, self.epoch, None, &phone, business).await);
                 self.state = InstanceState::Connected;
                 self.queue.connected();
                 step
@@ -323,7 +320,7 @@ impl Actor {
                 tracing::warn!(%until, "the network paused the account");
                 let reason =
                     format!("temporarily banned until {}", until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
-                match self.fenced(sessions::set_paused(&self.ctx.db, &self.id, self.epoch, &reason).await) {
+                match fenced(sessions::set_paused(&self.ctx.db, &self.id, self.epoch, &reason).await) {
                     Step::Continue => {
                         self.state = InstanceState::Disconnected;
                         Step::ReconnectAt(until)
@@ -369,19 +366,25 @@ impl Actor {
             DriverEvent::Label { label_id, name, color, deleted } => {
                 let data =
                     serde_json::json!({ "label_id": label_id, "name": name, "color": color, "deleted": deleted });
-                self.fenced(
+                fenced(
                     shared::db::outbox::insert_fenced(&self.ctx.db, &self.id, self.epoch, "label.updated", data).await,
                 )
             }
-            DriverEvent::Message { message } => self.receive(session, vec![message], Source::Live).await,
-            DriverEvent::History { messages } => self.receive(session, messages, Source::History).await,
-            DriverEvent::Receipt { wa_message_id, receipt, at } => self.receipt(&wa_message_id, receipt, at).await,
+            DriverEvent::Message { message } => {
+                self.media_retry.receive(&held!(self), session, vec![message], Source::Live).await
+            }
+            DriverEvent::History { messages } => {
+                self.media_retry.receive(&held!(self), session, messages, Source::History).await
+            }
+            DriverEvent::Receipt { wa_message_id, receipt, at } => {
+                crate::receive::receipt(&held!(self), &wa_message_id, receipt, at).await
+            }
         }
     }
 
     async fn end(&mut self, state: InstanceState) -> Step {
         tracing::info!(state = state.as_str(), "session ended");
-        match self.fenced(sessions::set_ended(&self.ctx.db, &self.id, self.epoch, state).await) {
+        match fenced(sessions::set_ended(&self.ctx.db, &self.id, self.epoch, state).await) {
             Step::Continue => {
                 self.state = state;
                 Step::Exit(Outcome::Ended)
@@ -532,5 +535,25 @@ async fn answer(ctx: &Ctx, reply_to: async_nats::Subject, reply: RpcReply, kind:
     let payload = serde_json::to_vec(&reply).expect("replies serialize");
     if let Err(e) = ctx.nats.publish(reply_to, payload.into()).await {
         tracing::warn!(error = %e, "rpc reply failed");
+    }
+}
+
+/// Applies a fenced write's result: refused means someone else owns the instance now.
+pub(crate) fn fenced(r: Result<bool, sqlx::Error>) -> Step {
+    match r {
+        Ok(true) => {
+            metrics::counter!(FENCED_WRITES, "result" => "applied").increment(1);
+            Step::Continue
+        }
+        Ok(false) => {
+            metrics::counter!(FENCED_WRITES, "result" => "rejected").increment(1);
+            tracing::warn!("fenced write refused: the instance has a new owner");
+            Step::Exit(Outcome::Lost)
+        }
+        Err(e) => {
+            // Postgres is unreachable: keep the session; the next change retries.
+            tracing::warn!(error = %e, "instance write failed");
+            Step::Continue
+        }
     }
 }

@@ -12,7 +12,7 @@ use shared::message::Outbound;
 use shared::ErrorCode;
 use tokio::time::Instant;
 
-use crate::actor::{Actor, PacingDefaults, Step};
+use crate::actor::{fenced, Held, PacingDefaults, Step};
 use crate::driver::{DriverError, Media, Outgoing, Session};
 use crate::metrics::{PACING_DELAY, SENDS, SEND_LATENCY};
 use crate::pacer::{Pacer, Rules, SendWindow};
@@ -62,28 +62,24 @@ impl Queue {
         self.pacer.connected(Instant::now(), &mut rand::thread_rng());
         self.wake_at = Instant::now();
     }
-}
 
-impl Queue {
     /// The session dropped: nothing is sent until it is back and a new grace has passed.
     pub fn disconnected(&mut self) {
         self.connected = false;
         self.pacer.disconnected();
     }
-}
 
-impl Actor {
-    async fn refresh_rules(&mut self) {
-        if self.queue.rules_at.is_some_and(|t| t.elapsed() < RULES_TTL) {
+    async fn refresh_rules(&mut self, held: &Held<'_>) {
+        if self.rules_at.is_some_and(|t| t.elapsed() < RULES_TTL) {
             return;
         }
-        let Ok(Some(p)) = sessions::pacing(&self.ctx.db, &self.id).await else { return };
-        let d = &self.queue.defaults;
+        let Ok(Some(p)) = sessions::pacing(&held.ctx.db, held.id).await else { return };
+        let d = &self.defaults;
         let window = match (p.send_window_start, p.send_window_end, p.time_zone.parse::<chrono_tz::Tz>()) {
             (Some(start), Some(end), Ok(tz)) => Some(SendWindow { start, end, tz }),
             _ => None,
         };
-        self.queue.pacer.set_rules(Rules {
+        self.pacer.set_rules(Rules {
             min_interval: Duration::from_millis(p.min_interval_ms.max(0) as u64),
             max_per_minute: p.max_per_minute.max(1) as u32,
             jitter: d.jitter,
@@ -93,14 +89,14 @@ impl Actor {
             ramp_start: d.ramp_start,
             window,
         });
-        self.queue.rules_at = Some(Instant::now());
+        self.rules_at = Some(Instant::now());
     }
 
     /// Looks at the queue head: expires it, waits for the pacer, or sends it.
-    pub(crate) async fn pump(&mut self, session: &dyn Session) -> Step {
+    pub(crate) async fn pump(&mut self, held: &Held<'_>, session: &dyn Session) -> Step {
         let now = Instant::now();
-        self.queue.wake_at = now + IDLE_POLL;
-        let head = match messages::head(&self.ctx.db, &self.id).await {
+        self.wake_at = now + IDLE_POLL;
+        let head = match messages::head(&held.ctx.db, held.id).await {
             Ok(Some(m)) => m,
             Ok(None) => return Step::Continue,
             Err(e) => {
@@ -110,51 +106,51 @@ impl Actor {
         };
         let wall = Utc::now();
         if head.expires_at <= wall {
-            return self.fail(&head, ErrorCode::MessageExpired, "not sent before expires_after").await;
+            return self.fail(held, &head, ErrorCode::MessageExpired, "not sent before expires_after").await;
         }
         let until_expiry = (head.expires_at - wall).to_std().unwrap_or_default();
-        if !self.queue.connected {
-            self.queue.wake_at = now + until_expiry.min(IDLE_POLL);
+        if !self.connected {
+            self.wake_at = now + until_expiry.min(IDLE_POLL);
             return Step::Continue;
         }
-        self.refresh_rules().await;
-        let Some(at) = self.queue.pacer.next_at(now, wall) else { return Step::Continue };
+        self.refresh_rules(held).await;
+        let Some(at) = self.pacer.next_at(now, wall) else { return Step::Continue };
         if at > now {
             // Wake for the pacer, or for the expiry if that comes first.
-            self.queue.wake_at = at.min(now + until_expiry);
+            self.wake_at = at.min(now + until_expiry);
             return Step::Continue;
         }
         let delay = (wall - head.created_at).to_std().unwrap_or_default();
         metrics::histogram!(PACING_DELAY).record(delay.as_secs_f64());
-        let m = match messages::start_attempt(&self.ctx.db, &head.id, &self.id, self.epoch).await {
+        let m = match messages::start_attempt(&held.ctx.db, &head.id, held.id, held.epoch).await {
             Ok(Some(m)) => m,
-            Ok(None) => return self.fenced(Ok(false)),
+            Ok(None) => return fenced(Ok(false)),
             Err(e) => {
                 tracing::warn!(error = %e, "starting a send failed");
                 return Step::Continue;
             }
         };
-        let out = match self.outgoing(&m).await {
+        let out = match self.outgoing(held, &m).await {
             Ok(o) => o,
             Err(step) => return step,
         };
         let started = Instant::now();
         let result = session.send(&out).await;
         metrics::histogram!(SEND_LATENCY).record(started.elapsed().as_secs_f64());
-        self.queue.pacer.sent(Instant::now(), &mut rand::thread_rng());
-        self.queue.wake_at = Instant::now();
+        self.pacer.sent(Instant::now(), &mut rand::thread_rng());
+        self.wake_at = Instant::now();
         match result {
-            Ok(()) => self.finish(&m, Finish::Sent, "sent").await,
-            Err(e) if e.is_permanent() || m.attempts >= MAX_ATTEMPTS => self.fail(&m, e.code, &e.detail).await,
-            Err(e) => self.retry(&m, e),
+            Ok(()) => self.finish(held, &m, Finish::Sent, "sent").await,
+            Err(e) if e.is_permanent() || m.attempts >= MAX_ATTEMPTS => self.fail(held, &m, e.code, &e.detail).await,
+            Err(e) => self.retry(held, &m, e),
         }
     }
 
-    fn retry(&mut self, m: &MessageRow, e: DriverError) -> Step {
+    fn retry(&mut self, held: &Held<'_>, m: &MessageRow, e: DriverError) -> Step {
         metrics::counter!(SENDS, "result" => "retried").increment(1);
         tracing::info!(message_id = %m.id, code = %e.code, attempt = m.attempts, "send failed; retrying");
-        let wait = self.ctx.retry_base.saturating_mul(1 << (m.attempts.clamp(1, 16) - 1)).min(RETRY_CAP);
-        self.queue.wake_at = Instant::now() + wait;
+        let wait = held.ctx.retry_base.saturating_mul(1 << (m.attempts.clamp(1, 16) - 1)).min(RETRY_CAP);
+        self.wake_at = Instant::now() + wait;
         if e.code == ErrorCode::InstanceNotConnected {
             // The connection is gone: reopen it; the message stays in flight.
             return Step::Reconnect;
@@ -163,20 +159,24 @@ impl Actor {
     }
 
     /// Builds what the driver sends, loading media bytes from Postgres.
-    async fn outgoing(&mut self, m: &MessageRow) -> Result<Outgoing, Step> {
+    async fn outgoing(&mut self, held: &Held<'_>, m: &MessageRow) -> Result<Outgoing, Step> {
         let message = match Outbound::from_row(&m.kind, &m.content) {
             Ok(message) => message,
             Err(_) => {
-                return Err(self.fail(m, ErrorCode::ValidationFailed, "the message's content is unreadable").await)
+                return Err(self
+                    .fail(held, m, ErrorCode::ValidationFailed, "the message's content is unreadable")
+                    .await)
             }
         };
         let media = match message.content.media() {
             None => None,
-            Some(r) => match shared::db::media::get(&self.ctx.db, &r.id).await {
+            Some(r) => match shared::db::media::get(&held.ctx.db, &r.id).await {
                 Ok(Some(row)) => {
                     Some(Media { mime_type: row.mime_type, filename: row.filename, sha256: row.sha256, data: row.data })
                 }
-                Ok(None) => return Err(self.fail(m, ErrorCode::ValidationFailed, "the message's media is gone").await),
+                Ok(None) => {
+                    return Err(self.fail(held, m, ErrorCode::ValidationFailed, "the message's media is gone").await)
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "loading media failed");
                     return Err(Step::Continue);
@@ -191,23 +191,23 @@ impl Actor {
         })
     }
 
-    async fn fail(&mut self, m: &MessageRow, code: ErrorCode, detail: &str) -> Step {
+    async fn fail(&mut self, held: &Held<'_>, m: &MessageRow, code: ErrorCode, detail: &str) -> Step {
         let error = format!("{}: {detail}", code.as_str());
-        self.finish(m, Finish::Failed { error: &error }, code.as_str()).await
+        self.finish(held, m, Finish::Failed { error: &error }, code.as_str()).await
     }
 
-    async fn finish(&mut self, m: &MessageRow, outcome: Finish<'_>, result: &'static str) -> Step {
-        match messages::finish(&self.ctx.db, &m.id, &self.id, self.epoch, outcome).await {
+    async fn finish(&mut self, held: &Held<'_>, m: &MessageRow, outcome: Finish<'_>, result: &'static str) -> Step {
+        match messages::finish(&held.ctx.db, &m.id, held.id, held.epoch, outcome).await {
             Ok(Some(row)) => {
                 metrics::counter!(SENDS, "result" => result).increment(1);
-                self.queue.wake_at = self.queue.wake_at.min(Instant::now() + Duration::from_millis(1));
+                self.wake_at = self.wake_at.min(Instant::now() + Duration::from_millis(1));
                 let payload = serde_json::to_vec(&row.view()).expect("serializes");
-                if let Err(e) = self.ctx.nats.publish(self.ctx.subjects.message_result(&row.id), payload.into()).await {
+                if let Err(e) = held.ctx.nats.publish(held.ctx.subjects.message_result(&row.id), payload.into()).await {
                     tracing::debug!(error = %e, "result publish failed");
                 }
                 Step::Continue
             }
-            Ok(None) => self.fenced(Ok(false)),
+            Ok(None) => fenced(Ok(false)),
             Err(e) => {
                 tracing::warn!(error = %e, "recording a send failed");
                 Step::Continue

@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use shared::db::instances::InstanceState;
 use shared::db::log::{self, Source};
 use shared::db::media::{self, MediaBody, MediaError};
 use shared::ErrorCode;
@@ -14,7 +15,7 @@ use shared::ErrorCode;
 use shared::db::log::Received;
 use shared::ids::InstanceId;
 
-use crate::actor::{Actor, Step};
+use crate::actor::{fenced, Held, Step};
 use crate::driver::{DriverError, Incoming, RemoteMedia, Session};
 
 /// Tries of a log write before the messages are given up (and logged as lost).
@@ -141,16 +142,33 @@ pub async fn write(
     Err(last.expect("at least one try"))
 }
 
-impl Actor {
+/// Received media whose download failed for a passing reason, tried again while the
+/// session is up: when to look next.
+pub(crate) struct MediaRetry {
+    pub(crate) at: tokio::time::Instant,
+}
+
+impl MediaRetry {
+    pub(crate) fn new() -> MediaRetry {
+        // Soon after start: a previous owner may have left downloads pending.
+        MediaRetry { at: tokio::time::Instant::now() + Duration::from_secs(2) }
+    }
+
     /// Logs messages from the network; a refused fence ends the actor's hold.
-    pub(crate) async fn receive(&mut self, session: &dyn Session, batch: Vec<Incoming>, source: Source) -> Step {
-        let msgs = prepare(&self.ctx.db, &self.id, batch, &SessionFetch(session), self.ctx.media).await;
+    pub(crate) async fn receive(
+        &mut self,
+        held: &Held<'_>,
+        session: &dyn Session,
+        batch: Vec<Incoming>,
+        source: Source,
+    ) -> Step {
+        let msgs = prepare(&held.ctx.db, held.id, batch, &SessionFetch(session), held.ctx.media).await;
         if msgs.iter().any(|m| m.content["media"]["pending"] == true) {
-            self.media_retry_at = self.media_retry_at.min(tokio::time::Instant::now() + self.ctx.media.retry_base);
+            self.at = self.at.min(tokio::time::Instant::now() + held.ctx.media.retry_base);
         }
-        match write(&self.ctx.db, &self.id, self.epoch, &msgs, source).await {
+        match write(&held.ctx.db, held.id, held.epoch, &msgs, source).await {
             Ok(Some(_)) => Step::Continue,
-            Ok(None) => self.fenced(Ok(false)),
+            Ok(None) => fenced(Ok(false)),
             Err(e) => {
                 tracing::error!(error = %e, n = msgs.len(), "logging received messages failed; they are lost");
                 Step::Continue
@@ -158,36 +176,21 @@ impl Actor {
         }
     }
 
-    /// A receipt for a sent message (statuses only move forward).
-    pub(crate) async fn receipt(
-        &mut self,
-        wa_message_id: &str,
-        receipt: log::Receipt,
-        at: chrono::DateTime<chrono::Utc>,
-    ) -> Step {
-        if let Err(e) = log::apply_receipt(&self.ctx.db, &self.id, self.epoch, wa_message_id, receipt, at).await {
-            tracing::warn!(error = %e, "recording a receipt failed");
-        }
-        Step::Continue
-    }
-}
-
-impl Actor {
     /// Tries again one download that is due, records its outcome (fenced) and sets when
     /// to look next. One per round, so the actor's other work (RPCs, sends, events)
     /// interleaves with a backlog; only while connected, so a session that is down
     /// spends no tries.
-    pub(crate) async fn retry_media(&mut self, session: &dyn Session) -> Step {
+    pub(crate) async fn retry_media(&mut self, held: &Held<'_>, state: InstanceState, session: &dyn Session) -> Step {
         let later = |base: Duration| tokio::time::Instant::now() + base.max(Duration::from_secs(5));
-        if self.state != shared::db::instances::InstanceState::Connected {
-            self.media_retry_at = later(self.ctx.media.retry_base);
+        if state != InstanceState::Connected {
+            self.at = later(held.ctx.media.retry_base);
             return Step::Continue;
         }
-        let due = match log::pending_media(&self.ctx.db, &self.id, 1).await {
+        let due = match log::pending_media(&held.ctx.db, held.id, 1).await {
             Ok(due) => due,
             Err(e) => {
                 tracing::warn!(error = %e, "reading pending media failed");
-                self.media_retry_at = later(self.ctx.media.retry_base);
+                self.at = later(held.ctx.media.retry_base);
                 return Step::Continue;
             }
         };
@@ -208,16 +211,16 @@ impl Actor {
                 session.download(&remote).await
             };
             let room = match &bytes {
-                Ok(_) => media::usage(&self.ctx.db, &self.id)
+                Ok(_) => media::usage(&held.ctx.db, held.id)
                     .await
-                    .map(|used| self.ctx.media.quota.saturating_sub(used.max(0) as u64))
+                    .map(|used| held.ctx.media.quota.saturating_sub(used.max(0) as u64))
                     .unwrap_or(0),
                 Err(_) => 0,
             };
             let fetched = match &bytes {
                 Ok(b) if b.len() as u64 <= room => log::Fetched::Data(b),
                 Ok(_) => {
-                    tracing::warn!(instance_id = %self.id, "received media is over the instance's quota; recorded as unavailable");
+                    tracing::warn!(instance_id = %held.id, "received media is over the instance's quota; recorded as unavailable");
                     metrics::counter!(crate::metrics::MEDIA_QUOTA_REFUSED, "source" => "received").increment(1);
                     log::Fetched::Gone
                 }
@@ -228,16 +231,16 @@ impl Actor {
                     );
                     log::Fetched::Gone
                 }
-                Err(_) => log::Fetched::Later(media_backoff(self.ctx.media.retry_base, m.fetch_attempts + 1)),
+                Err(_) => log::Fetched::Later(media_backoff(held.ctx.media.retry_base, m.fetch_attempts + 1)),
             };
-            match log::resolve_media(&self.ctx.db, &self.id, self.epoch, m, fetched).await {
+            match log::resolve_media(&held.ctx.db, held.id, held.epoch, m, fetched).await {
                 Ok(true) => {}
-                Ok(false) => return self.fenced(Ok(false)),
+                Ok(false) => return fenced(Ok(false)),
                 Err(e) => {
                     // Nothing recorded: the row is still due. Wait before the next try
                     // rather than fetching it again at once.
                     tracing::warn!(error = %e, "recording a media download failed");
-                    self.media_retry_at = later(self.ctx.media.retry_base);
+                    self.at = later(held.ctx.media.retry_base);
                     return Step::Continue;
                 }
             }
@@ -246,14 +249,27 @@ impl Actor {
         // that found nothing due waits at least a second, so clocks apart cannot spin.
         let found = !due.is_empty();
         let now = tokio::time::Instant::now();
-        self.media_retry_at = match log::next_media_retry(&self.ctx.db, &self.id).await {
+        self.at = match log::next_media_retry(&held.ctx.db, held.id).await {
             Ok(Some(wait)) if found => now + wait,
             Ok(Some(wait)) => now + wait.max(Duration::from_secs(1)),
             Ok(None) => now + MEDIA_LOOK_EVERY,
-            Err(_) => later(self.ctx.media.retry_base),
+            Err(_) => later(held.ctx.media.retry_base),
         };
         Step::Continue
     }
+}
+
+/// A receipt for a sent message (statuses only move forward).
+pub(crate) async fn receipt(
+    held: &Held<'_>,
+    wa_message_id: &str,
+    receipt: log::Receipt,
+    at: chrono::DateTime<chrono::Utc>,
+) -> Step {
+    if let Err(e) = log::apply_receipt(&held.ctx.db, held.id, held.epoch, wa_message_id, receipt, at).await {
+        tracing::warn!(error = %e, "recording a receipt failed");
+    }
+    Step::Continue
 }
 
 #[cfg(test)]
