@@ -20,6 +20,7 @@ mod numbers;
 mod operation;
 mod proxy;
 mod receive;
+mod retention;
 mod schemathesis;
 mod semaphore;
 mod sending;

@@ -8,6 +8,7 @@
 //! `wa_store`; the keys themselves never leave that table.
 
 pub mod contacts;
+mod events;
 pub mod http;
 pub mod map;
 pub mod ops;
@@ -28,6 +29,7 @@ use whatsapp_rust::waproto::whatsapp as wa;
 use whatsapp_rust::{Client, Jid};
 
 use super::{Driver, DriverError, DriverEvent, Incoming, Outgoing, RemoteMedia, Session};
+use events::{incoming, to_driver_events};
 use map::Failure;
 use store::PgStore;
 
@@ -220,144 +222,6 @@ impl Driver for WhatsappDriver {
         };
         Ok((Box::new(session), rx))
     }
-}
-
-/// Our events for one of the client's.
-fn to_driver_events(event: &Event, client: &Client, business: bool, calls: &Calls) -> Vec<DriverEvent> {
-    let now = chrono::Utc::now();
-    match event {
-        Event::PairingQrCode(q) => {
-            let expires_at =
-                now + chrono::Duration::from_std(q.timeout).unwrap_or_else(|_| chrono::Duration::seconds(20));
-            vec![DriverEvent::Qr { code: q.code.clone(), expires_at }]
-        }
-        Event::PairSuccess(p) => {
-            let business = !p.business_name.is_empty();
-            let credentials = json!({ "store": "wa_store", "business": business });
-            vec![DriverEvent::Paired { credentials, phone: p.id.user.to_string(), business }]
-        }
-        Event::Connected(_) => match client.pn() {
-            Some(pn) => vec![DriverEvent::Connected { phone: pn.user.to_string(), business }],
-            None => Vec::new(),
-        },
-        Event::LoggedOut(l) => vec![match map::connect_failure(&l.reason) {
-            Failure::Banned => DriverEvent::Banned,
-            _ => DriverEvent::LoggedOut,
-        }],
-        Event::ConnectFailure(f) => vec![match map::connect_failure(&f.reason) {
-            Failure::LoggedOut => DriverEvent::LoggedOut,
-            Failure::Banned => DriverEvent::Banned,
-            Failure::Retry(reason) => DriverEvent::Closed { reason },
-        }],
-        Event::TemporaryBan(b) => vec![DriverEvent::TemporarilyBanned { until: now + b.expire }],
-        Event::StreamReplaced(_) => vec![DriverEvent::Replaced],
-        Event::Disconnected(d) => vec![DriverEvent::Closed { reason: format!("disconnected: {:?}", d.reason) }],
-        Event::PairingQrCodesExhausted(_) => {
-            vec![DriverEvent::Closed { reason: "every QR code expired unscanned".into() }]
-        }
-        // Already logged by the durability hook.
-        Event::Messages(batch) if batch.hook_committed => Vec::new(),
-        Event::Messages(batch) => batch
-            .messages
-            .iter()
-            .filter(|m| !map::is_protocol(m.message.get_base_message()))
-            .map(|m| DriverEvent::Message { message: incoming(&m.message, &m.info) })
-            .collect(),
-        Event::Receipt(r) => match map::receipt_status(&r.r#type) {
-            Some(receipt) => r
-                .message_ids
-                .iter()
-                .map(|id| DriverEvent::Receipt { wa_message_id: id.to_string(), receipt, at: r.timestamp })
-                .collect(),
-            None => Vec::new(),
-        },
-        Event::IncomingCall(c) => match &c.action {
-            whatsapp_rust::types::call::CallAction::Offer { call_id, call_creator, .. } => {
-                calls
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(call_id.to_string(), (c.from.clone(), call_creator.clone()));
-                vec![DriverEvent::Call { call_id: call_id.to_string(), from: c.from.to_string() }]
-            }
-            _ => Vec::new(),
-        },
-        Event::LabelEditUpdate(l) => vec![DriverEvent::Label {
-            label_id: l.label_id.clone(),
-            name: l.action.name.clone().unwrap_or_default(),
-            color: l.action.color.unwrap_or(0),
-            deleted: l.action.deleted.unwrap_or(false),
-        }],
-        Event::HistorySync(h) => match h.get() {
-            Some(sync) => vec![DriverEvent::History { messages: history(sync) }],
-            None => Vec::new(),
-        },
-        _ => Vec::new(),
-    }
-}
-
-fn incoming(message: &wa::Message, info: &whatsapp_rust::types::message::MessageInfo) -> Incoming {
-    let (kind, content, media) = map::incoming_content(message);
-    let src = &info.source;
-    // 1:1 chats may come addressed by LID: key them by phone number, as our sends are,
-    // so one conversation stays one chat.
-    let chat = if src.is_group {
-        src.chat.to_non_ad_string()
-    } else if src.is_from_me {
-        map::phone_form(&src.chat, src.recipient_alt.as_ref())
-    } else {
-        map::phone_form(&src.chat, src.sender_alt.as_ref())
-    };
-    Incoming {
-        message: shared::db::log::Received {
-            wa_message_id: info.id.to_string(),
-            chat_jid: chat,
-            from_jid: map::phone_form(&src.sender, src.sender_alt.as_ref()),
-            from_me: info.source.is_from_me,
-            kind,
-            content,
-            ts: info.timestamp,
-        },
-        media,
-    }
-}
-
-/// The messages of a history sync chunk.
-fn history(sync: &wa::HistorySync) -> Vec<Incoming> {
-    let mut out = Vec::new();
-    for conv in &sync.conversations {
-        let chat = conv.id.clone();
-        for m in &conv.messages {
-            let Some(info) = m.message.as_option() else { continue };
-            let Some(key) = info.key.as_option() else { continue };
-            let Some(content) = info.message.as_option() else { continue };
-            if map::is_protocol(content.get_base_message()) {
-                continue;
-            }
-            let (kind, content, media) = map::incoming_content(content);
-            let from_me = key.from_me.unwrap_or(false);
-            let ts =
-                chrono::DateTime::from_timestamp(info.message_timestamp.unwrap_or(0) as i64, 0).unwrap_or_default();
-            out.push(Incoming {
-                message: shared::db::log::Received {
-                    wa_message_id: key.id.clone().unwrap_or_default(),
-                    chat_jid: chat.clone(),
-                    from_jid: key.participant.clone().unwrap_or_else(|| {
-                        if from_me {
-                            String::new()
-                        } else {
-                            chat.clone()
-                        }
-                    }),
-                    from_me,
-                    kind,
-                    content,
-                    ts,
-                },
-                media,
-            });
-        }
-    }
-    out
 }
 
 #[async_trait::async_trait]

@@ -1,0 +1,227 @@
+use super::*;
+use crate::driver::Media;
+
+fn media() -> Media {
+    Media {
+        mime_type: "application/x-test".into(),
+        filename: Some("f.bin".into()),
+        sha256: String::new(),
+        data: vec![1],
+    }
+}
+
+/// An outgoing message of type `kind` with `content` (media types carry `media()`).
+fn out(kind: &str, content: Value) -> Outgoing {
+    let mut content = content;
+    content["type"] = json!(kind);
+    let is_media = MessageType::from_name(kind).and_then(MessageType::media_limit).is_some();
+    if is_media {
+        content["media"] = Value::Null;
+    }
+    let c: Content<()> = serde_json::from_value(content).unwrap();
+    Outgoing {
+        network_id: "3EB0AA".into(),
+        to_jid: shared::jid::Jid::user("5511999990002").as_str().into(),
+        message: shared::message::Outbound { content: c.map_media(|()| media()), reply_to: None },
+    }
+}
+
+fn upload() -> Uploaded {
+    Uploaded {
+        url: "https://mmg.whatsapp.net/x".into(),
+        direct_path: "/v/x".into(),
+        media_key: [1; 32],
+        file_enc_sha256: [2; 32],
+        file_sha256: [3; 32],
+        file_length: 10,
+        media_key_timestamp: 5,
+    }
+}
+
+/// Our type -> WhatsApp -> our type keeps the type and content.
+#[test]
+fn every_type_round_trips_through_the_network_message() {
+    let cases = [
+        ("text", json!({ "text": "hello" }), json!({ "text": "hello" })),
+        (
+            "location",
+            json!({ "location": { "latitude": -23.5, "longitude": -46.6, "name": "SP", "address": "Av" } }),
+            json!({ "location": { "latitude": -23.5, "longitude": -46.6, "name": "SP", "address": "Av" } }),
+        ),
+        (
+            "reaction",
+            json!({ "reaction": { "message_id": "ABC", "emoji": "👍" } }),
+            json!({ "reaction": { "message_id": "ABC", "emoji": "👍" } }),
+        ),
+        (
+            "poll",
+            json!({ "poll": { "name": "lunch?", "values": ["pizza", "sushi"], "selectable_count": 1 } }),
+            json!({ "poll": { "name": "lunch?", "values": ["pizza", "sushi"], "selectable_count": 1 } }),
+        ),
+    ];
+    for (kind, content, back) in cases {
+        let m = outgoing_message(&out(kind, content), None).unwrap();
+        let (k, c, media) = incoming_content(&m);
+        assert_eq!((k.as_str(), &c), (kind, &back), "{kind}");
+        assert!(media.is_none());
+    }
+    let m =
+        outgoing_message(&out("contact", json!({ "contact": { "name": "Ana", "phone": "+55 11 99999-0009" } })), None)
+            .unwrap();
+    let (k, c, _) = incoming_content(&m);
+    assert_eq!(k, "contact");
+    assert_eq!(c["contact"]["name"], "Ana");
+    assert!(c["contact"]["vcard"].as_str().unwrap().contains("waid=5511999990009"));
+    let poll = outgoing_message(&out("poll", json!({ "poll": { "name": "p", "values": ["a"] } })), None).unwrap();
+    assert_eq!(poll.message_context_info.as_option().unwrap().message_secret.as_ref().unwrap().len(), 32);
+    let r = outgoing_message(&out("reaction", json!({ "reaction": { "message_id": "3EB0FF", "emoji": "" } })), None)
+        .unwrap();
+    assert_eq!(r.reaction_message.as_option().unwrap().key.as_option().unwrap().from_me, Some(true));
+}
+
+#[test]
+fn media_types_carry_their_upload_and_come_back_with_a_locator() {
+    for (kind, back) in [
+        ("image", "image"),
+        ("video", "video"),
+        ("audio", "audio"),
+        ("voice", "voice"),
+        ("document", "document"),
+        ("sticker", "sticker"),
+    ] {
+        let caption =
+            if ["image", "video", "document"].contains(&kind) { json!({ "caption": "c" }) } else { json!({}) };
+        let o = out(kind, caption);
+        assert!(outgoing_message(&o, None).is_err(), "{kind} needs its upload");
+        assert!(media_type(MessageType::from_name(kind).unwrap()).is_some());
+        let m = outgoing_message(&o, Some(upload())).unwrap();
+        let (k, c, media) = incoming_content(&m);
+        assert_eq!(k, back);
+        let media = media.unwrap();
+        assert_eq!(media.mime_type, "application/x-test");
+        let (lk, bytes) = parse_locator(&media.locator).unwrap();
+        assert!(!bytes.is_empty() && ["image", "video", "audio", "document", "sticker"].contains(&lk));
+        if ["image", "video", "document"].contains(&kind) {
+            assert_eq!(c["caption"], "c", "{kind}");
+        }
+        if kind == "document" {
+            assert_eq!(media.filename.as_deref(), Some("f.bin"));
+        }
+    }
+    assert!(media_type(MessageType::Text).is_none());
+}
+
+/// A stranger's image message with the given download references, as received.
+fn crafted_image(direct_path: Option<&str>, static_url: Option<&str>, file_length: Option<u64>) -> RemoteMedia {
+    let m = wa::Message {
+        image_message: MessageField::some(wa::message::ImageMessage {
+            url: Some("https://mmg.whatsapp.net/o1/v/x".into()),
+            direct_path: direct_path.map(str::to_string),
+            static_url: static_url.map(str::to_string),
+            media_key: Some(vec![7; 32]),
+            file_enc_sha256: Some(vec![1; 32]),
+            file_sha256: Some(vec![2; 32]),
+            file_length,
+            mimetype: Some("image/jpeg".into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    incoming_content(&m).2.expect("an image carries media")
+}
+
+#[test]
+fn crafted_locators_are_refused_and_static_urls_dropped() {
+    let good = "/v/t62.7118-24/12345_67890_n.enc?ccb=11-4&oh=01_Q5Aa&oe=65A1B2C3&_nc_sid=5e03e0";
+    // A plain path passes, with the sender's static_url gone.
+    let media = crafted_image(Some(good), Some("http://169.254.169.254/latest/meta-data"), Some(1000));
+    let SafeMedia::Image(m) = safe_media(&media.locator).unwrap() else { panic!("an image") };
+    assert_eq!(m.static_url, None, "static_url is never fetched");
+    assert_eq!(m.direct_path.as_deref(), Some(good));
+    assert_eq!((media.declared_size, media.limit), (Some(1000), 16 * 1024 * 1024));
+    for hostile in [
+        "@evil.example/x",
+        "//evil.example/x",
+        "evil.example/x",
+        "/x@evil.example",
+        "/\\evil.example/x",
+        "/x#frag",
+        "/x y",
+        "/x\r\nHost: evil",
+        "",
+    ] {
+        let media = crafted_image(Some(hostile), None, Some(1000));
+        let e = safe_media(&media.locator).unwrap_err();
+        assert_eq!(e.code, ErrorCode::MediaUnavailable, "{hostile:?}");
+    }
+    // No direct_path at all: only the static_url was left, and it is not used.
+    let media = crafted_image(None, Some("https://mmg.whatsapp.net/x"), Some(1000));
+    assert_eq!(safe_media(&media.locator).unwrap_err().code, ErrorCode::MediaUnavailable);
+    // Garbage instead of a locator.
+    assert!(safe_media("image:!!!").is_err());
+    assert!(safe_media("carousel:AAAA").is_err());
+}
+
+#[test]
+fn the_declared_length_caps_a_download_and_the_type_bounds_it() {
+    let p = Some("/v/t62/x.enc");
+    assert_eq!(crafted_image(p, None, Some(5000)).cap().unwrap(), 5000);
+    assert_eq!(crafted_image(p, None, None).cap().unwrap(), 16 * 1024 * 1024, "the type's limit");
+    let huge = crafted_image(p, None, Some(10 * 1024 * 1024 * 1024));
+    assert_eq!(huge.cap().unwrap_err().code, ErrorCode::MediaUnavailable, "declared over the type's limit");
+}
+
+#[test]
+fn wrapped_and_extended_messages_are_unwrapped() {
+    let inner = wa::Message {
+        extended_text_message: MessageField::some(wa::message::ExtendedTextMessage {
+            text: Some("hi".into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let wrapped = wa::Message {
+        ephemeral_message: MessageField::some(wa::message::FutureProofMessage { message: MessageField::some(inner) }),
+        ..Default::default()
+    };
+    assert_eq!(incoming_content(&wrapped).1, json!({ "text": "hi" }));
+    assert_eq!(incoming_content(&wa::Message::default()).0, "unsupported");
+    let revoke = wa::Message { protocol_message: MessageField::some(Default::default()), ..Default::default() };
+    assert!(is_protocol(&revoke));
+    assert_eq!(incoming_content(&revoke).0, "protocol");
+}
+
+#[test]
+fn receipts_and_failures_map_to_our_states() {
+    use shared::db::log::Receipt;
+    use whatsapp_rust::types::events::ConnectFailureReason as F;
+    use whatsapp_rust::types::presence::ReceiptType as R;
+    assert_eq!(receipt_status(&R::Delivered), Some(Receipt::Delivered));
+    assert_eq!(receipt_status(&R::Read), Some(Receipt::Read));
+    assert_eq!(receipt_status(&R::Played), Some(Receipt::Read));
+    assert_eq!(receipt_status(&R::Retry), None);
+    assert_eq!(connect_failure(&F::LoggedOut), Failure::LoggedOut);
+    assert_eq!(connect_failure(&F::UnknownLogout), Failure::LoggedOut);
+    assert_eq!(connect_failure(&F::AccountLocked), Failure::Banned);
+    assert!(matches!(connect_failure(&F::ServiceUnavailable), Failure::Retry(_)));
+    assert!(matches!(connect_failure(&F::TempBanned), Failure::Retry(_)));
+}
+
+#[test]
+fn lid_chats_are_keyed_by_their_phone_number() {
+    let lid: whatsapp_rust::Jid = "100000012345678@lid".parse().unwrap();
+    let pn: whatsapp_rust::Jid = shared::jid::Jid::user("5511999990001:3").as_str().parse().unwrap();
+    assert_eq!(phone_form(&lid, Some(&pn)), shared::jid::Jid::user("5511999990001").as_str());
+    assert_eq!(phone_form(&lid, None), "100000012345678@lid", "no number known: the LID stays");
+    assert_eq!(phone_form(&pn, None), shared::jid::Jid::user("5511999990001").as_str(), "devices dropped");
+    let group: whatsapp_rust::Jid = "1203630@g.us".parse().unwrap();
+    assert_eq!(phone_form(&group, Some(&pn)), "1203630@g.us");
+}
+
+#[test]
+fn vcards_name_the_number() {
+    assert_eq!(
+        vcard("Ana", "+55 (11) 9999", Some("a@x")),
+        "BEGIN:VCARD\nVERSION:3.0\nFN:Ana\nTEL;type=CELL;waid=55119999:+55119999\nEMAIL:a@x\nEND:VCARD"
+    );
+}

@@ -1,0 +1,154 @@
+//! Messaging: a device's sends and the phone's (control API), inboxes de-duplicated by
+//! network id, reads, and number lookups.
+
+use super::*;
+
+impl State {
+    /// Records a message in the recipient's inbox; false if the id was there already
+    /// (a re-send by the same sender is absorbed, by anyone else counted a duplicate).
+    pub(super) fn deliver(&mut self, msg: &SimMessage) -> bool {
+        let Some(to) = self.phones.get_mut(&msg.to) else { return false };
+        if !to.inbox_ids.insert(msg.id.clone()) {
+            let same_sender = to.inbox.iter().any(|m| m.id == msg.id && m.from == msg.from);
+            if same_sender {
+                to.absorbed += 1;
+            } else {
+                to.duplicates += 1;
+            }
+            return false;
+        }
+        to.inbox.push(msg.clone());
+        true
+    }
+}
+
+impl Net {
+    pub fn inbox(&self, number: &str) -> Option<Inbox> {
+        let s = self.lock();
+        let p = s.phones.get(number)?;
+        Some(Inbox {
+            messages: p
+                .inbox
+                .iter()
+                .map(|m| InboxItem {
+                    id: m.id.clone(),
+                    from: m.from.clone(),
+                    kind: m.kind.clone(),
+                    text: m.text.clone(),
+                    body: m.body.clone(),
+                    received_at: m.timestamp,
+                })
+                .collect(),
+            duplicates: p.duplicates,
+            resends_absorbed: p.absorbed,
+        })
+    }
+
+    /// A phone sends a message to another account (e.g. one linked to an instance).
+    pub fn phone_send(
+        &self,
+        from: &str,
+        to: &str,
+        kind: &str,
+        text: Option<String>,
+        body: serde_json::Value,
+    ) -> Result<String, NetError> {
+        let mut s = self.lock();
+        if !s.phones.contains_key(from) || !s.phones.contains_key(to) {
+            return Err(NetError::NoAccount);
+        }
+        if s.phones[to].blocked.contains(from) {
+            return Err(NetError::Blocked);
+        }
+        let msg = SimMessage {
+            id: format!("SIM{}", Alphanumeric.sample_string(&mut rand::thread_rng(), 20).to_ascii_uppercase()),
+            from: from.to_string(),
+            to: to.to_string(),
+            kind: kind.to_string(),
+            text,
+            body,
+            timestamp: Utc::now(),
+        };
+        s.deliver(&msg);
+        if let Some(p) = s.phones.get_mut(from) {
+            p.sent.push(msg.clone());
+        }
+        let id = msg.id.clone();
+        s.notify_account(to, ServerEv::Message { message: msg.clone(), from_me: false });
+        // Linked devices of the sender see it too, as sent from the phone.
+        s.notify_account(from, ServerEv::Message { message: msg, from_me: true });
+        Ok(id)
+    }
+
+    /// `number` read message `id` it received: its sender gets a read receipt.
+    pub fn mark_read(&self, number: &str, id: &str) -> Result<(), NetError> {
+        let mut s = self.lock();
+        let p = s.phones.get(number).ok_or(NetError::NoAccount)?;
+        let from = p.inbox.iter().find(|m| m.id == id).map(|m| m.from.clone()).ok_or(NetError::NotFound)?;
+        let ev = ServerEv::Receipt {
+            id: id.to_string(),
+            status: "read".into(),
+            from: number.to_string(),
+            timestamp: Utc::now(),
+        };
+        s.notify_account(&from, ev);
+        Ok(())
+    }
+
+    /// A linked device sends a message.
+    pub fn device_send(&self, conn: ConnId, req: u64, mut msg: SimMessage) {
+        let mut s = self.lock();
+        let Some(ConnState::Online { number, .. }) = s.conns.get(&conn).map(|c| &c.state) else {
+            return s.send_to(conn, ServerEv::err(req, "not_connected", "this session is not online"));
+        };
+        let number = number.clone();
+        if msg.id.is_empty() || msg.id.len() > 128 {
+            return s.send_to(conn, ServerEv::err(req, "validation_failed", "the message id must be 1-128 characters"));
+        }
+        let Some(recipient) = s.phones.get(&msg.to) else {
+            return s.send_to(conn, ServerEv::err(req, "invalid_number", "no account has this number"));
+        };
+        if recipient.blocked.contains(&number) {
+            return s.send_to(conn, ServerEv::err(req, "forbidden", "the recipient blocked this account"));
+        }
+        let rate = s.faults.error_rate;
+        if rate > 0.0 && rand::thread_rng().gen_bool(rate) {
+            return s.send_to(conn, ServerEv::err(req, "network_error", "injected fault"));
+        }
+        msg.from = number.clone();
+        msg.timestamp = Utc::now();
+        let fresh = s.deliver(&msg);
+        if fresh {
+            if let Some(p) = s.phones.get_mut(&number) {
+                p.sent.push(msg.clone());
+            }
+            s.notify_account(&msg.to.clone(), ServerEv::Message { message: msg.clone(), from_me: false });
+        }
+        s.send_to(conn, ServerEv::ok(req, serde_json::json!({ "id": msg.id, "duplicate": !fresh })));
+        s.send_to(
+            conn,
+            ServerEv::Receipt {
+                id: msg.id.clone(),
+                status: "delivered".into(),
+                from: msg.to.clone(),
+                timestamp: Utc::now(),
+            },
+        );
+    }
+
+    /// Which numbers have an account (only for an online session, as on the real network).
+    pub fn check_numbers(&self, conn: ConnId, req: u64, numbers: &[String]) {
+        let mut s = self.lock();
+        if !matches!(s.conns.get(&conn).map(|c| &c.state), Some(ConnState::Online { .. })) {
+            return s.send_to(conn, ServerEv::err(req, "not_connected", "this session is not online"));
+        }
+        let results: Vec<serde_json::Value> = numbers
+            .iter()
+            .map(|n| match s.phones.get(n) {
+                Some(p) => serde_json::json!({ "number": n, "exists": true, "jid": shared::jid::Jid::user(n).as_str(), "business": p.business }),
+                None => serde_json::json!({ "number": n, "exists": false }),
+            })
+            .collect();
+        s.send_to(conn, ServerEv::ok(req, serde_json::json!({ "results": results })));
+    }
+}

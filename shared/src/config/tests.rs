@@ -1,0 +1,82 @@
+use super::*;
+use figment::Jail;
+
+fn load_in(jail_env: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    let mut out = None;
+    Jail::expect_with(|jail| {
+        for (k, v) in jail_env {
+            jail.set_env(k, v);
+        }
+        out = Some(Config::load(None));
+        Ok(())
+    });
+    out.unwrap()
+}
+
+#[test]
+fn environment_overrides_defaults() {
+    let c = load_in(&[
+        ("PACELINE_LISTEN_ADDR", "0.0.0.0:9000"),
+        ("PACELINE_ALLOW_PRIVATE_TARGETS", "1"),
+        ("PACELINE_TRUSTED_PROXIES", "10.0.0.0/8, 192.168.1.1/32"),
+        ("PACELINE_NETWORK", "sim"),
+        ("PACELINE_BIN", "/ignored"),
+    ])
+    .unwrap();
+    assert_eq!(c.listen_addr.to_string(), "0.0.0.0:9000");
+    assert!(c.allow_private_targets);
+    assert_eq!(c.trusted_proxies.len(), 2);
+    assert_eq!(c.network, Network::Sim);
+    assert_eq!(c.metrics_addr.to_string(), "127.0.0.1:9464");
+}
+
+#[test]
+fn file_then_environment() {
+    Jail::expect_with(|jail| {
+        jail.create_file("p.toml", "log_level = \"debug\"\ndrain_ms = 7\n")?;
+        jail.set_env("PACELINE_DRAIN_MS", "9");
+        let c = Config::load(Some(Path::new("p.toml"))).unwrap();
+        assert_eq!(c.log_level, "debug");
+        assert_eq!(c.drain, Duration::from_millis(9));
+        Ok(())
+    });
+}
+
+#[test]
+fn bad_values_are_named() {
+    let e = load_in(&[("PACELINE_LISTEN_ADDR", "nope")]).unwrap_err().to_string().to_lowercase();
+    assert!(e.contains("listen_addr"), "{e}");
+    let e = load_in(&[("PACELINE_ALLOW_PRIVATE_TARGETS", "maybe")]).unwrap_err().to_string().to_lowercase();
+    assert!(e.contains("allow_private_targets"), "{e}");
+}
+
+#[test]
+fn validation_lists_each_problem_without_secrets() {
+    let c = Config {
+        database_url: "mysql://user:hunter2@db/x".into(),
+        admin_token: Some("pl_admin_short".into()),
+        default_max_per_minute: 0,
+        ..Config::default()
+    };
+    let e = c.validate(Role::Api).unwrap_err().to_string();
+    for needle in
+        ["database_url", "redis_url is required", "nats_url is required", "admin_token", "default_max_per_minute"]
+    {
+        assert!(e.contains(needle), "{needle} missing from {e}");
+    }
+    assert!(!e.contains("hunter2"));
+    assert!(!e.contains("pl_admin_short"));
+}
+
+#[test]
+fn a_complete_config_validates() {
+    let c = Config {
+        database_url: "postgres://u@127.0.0.1/db".into(),
+        redis_url: "redis://127.0.0.1:6379".into(),
+        nats_url: "nats://127.0.0.1:4222".into(),
+        admin_token: Some(format!("{ADMIN_TOKEN_PREFIX}{}", "a".repeat(30))),
+        ..Config::default()
+    };
+    c.validate(Role::Api).unwrap();
+    Config::default().validate(Role::Netsim).unwrap();
+}
