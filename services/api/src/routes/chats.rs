@@ -201,7 +201,7 @@ async fn list(
 async fn get_one(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
-    Path(ids): Path<(String, Jid)>,
+    Path(ids): Path<(InstanceId, Jid)>,
 ) -> Result<Json<ChatOut>, ApiError> {
     let jid = String::from(ids.1);
     let row = log::chat(&state.db, &id, &jid).await?.ok_or_else(|| ApiError::not_found("chat"))?;
@@ -225,7 +225,7 @@ async fn get_one(
 async fn patch(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
-    Path(ids): Path<(String, Jid)>,
+    Path(ids): Path<(InstanceId, Jid)>,
     ValidatedJson(p): ValidatedJson<ChatPatch>,
 ) -> Result<Json<ChatOut>, ApiError> {
     let jid = existing_chat(&state, &id, ids.1).await?;
@@ -258,7 +258,7 @@ async fn patch(
 async fn delete(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
-    Path(ids): Path<(String, Jid)>,
+    Path(ids): Path<(InstanceId, Jid)>,
 ) -> Result<StatusCode, ApiError> {
     let jid = existing_chat(&state, &id, ids.1).await?;
     net::<serde_json::Value>(&state, &id, NetOp::DeleteChat { jid: jid.clone() }).await?;
@@ -282,7 +282,7 @@ async fn delete(
 async fn read(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
-    Path(ids): Path<(String, Jid)>,
+    Path(ids): Path<(InstanceId, Jid)>,
 ) -> Result<Json<ChatOut>, ApiError> {
     let jid = existing_chat(&state, &id, ids.1).await?;
     net::<serde_json::Value>(&state, &id, NetOp::ReadChat { jid: jid.clone(), read: true }).await?;
@@ -304,7 +304,7 @@ async fn read(
 async fn history(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
-    Path(ids): Path<(String, Jid)>,
+    Path(ids): Path<(InstanceId, Jid)>,
     ValidatedQuery(q): ValidatedQuery<PageQuery>,
 ) -> Result<Json<MessagePageOut>, ApiError> {
     let jid = String::from(ids.1);

@@ -117,7 +117,7 @@ async fn list(
 async fn get_one(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
-    Path(ids): Path<(String, Jid)>,
+    Path(ids): Path<(InstanceId, Jid)>,
 ) -> Result<Json<ContactOut>, ApiError> {
     let jid = person(ids.1)?;
     Ok(Json(net(&state, &id, NetOp::Contact { jid }).await?))
@@ -139,7 +139,7 @@ async fn get_one(
 async fn picture(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
-    Path(ids): Path<(String, Jid)>,
+    Path(ids): Path<(InstanceId, Jid)>,
 ) -> Result<Json<PictureOut>, ApiError> {
     let jid = person(ids.1)?;
     #[derive(Deserialize)]
@@ -166,7 +166,7 @@ async fn picture(
 async fn profile(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
-    Path(ids): Path<(String, Jid)>,
+    Path(ids): Path<(InstanceId, Jid)>,
 ) -> Result<Json<ProfileOut>, ApiError> {
     let jid = person(ids.1)?;
     Ok(Json(net(&state, &id, NetOp::ContactProfile { jid }).await?))
@@ -194,7 +194,7 @@ async fn set_block(state: &AppState, id: &InstanceId, jid: Jid, blocked: bool) -
 async fn block(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
-    Path(ids): Path<(String, Jid)>,
+    Path(ids): Path<(InstanceId, Jid)>,
 ) -> Result<Json<BlockOut>, ApiError> {
     set_block(&state, &id, ids.1, true).await
 }
@@ -215,7 +215,7 @@ async fn block(
 async fn unblock(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
-    Path(ids): Path<(String, Jid)>,
+    Path(ids): Path<(InstanceId, Jid)>,
 ) -> Result<Json<BlockOut>, ApiError> {
     set_block(&state, &id, ids.1, false).await
 }

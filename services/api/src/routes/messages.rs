@@ -182,7 +182,7 @@ pub fn failure_error(error: &str) -> ApiError {
 async fn get_message(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
-    Path(ids): Path<(String, MessageId)>,
+    Path(ids): Path<(InstanceId, MessageId)>,
 ) -> Result<Json<MessageOut>, ApiError> {
     instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
     let row = messages::get(&state.db, &id, &ids.1).await?.ok_or_else(|| ApiError::not_found("message"))?;

@@ -179,7 +179,7 @@ async fn list(
 async fn get_one(
     State(state): State<AppState>,
     WebhookAccess { id, .. }: WebhookAccess,
-    Path(ids): Path<(String, WebhookId)>,
+    Path(ids): Path<(InstanceId, WebhookId)>,
 ) -> Result<Json<WebhookOut>, ApiError> {
     let row = webhooks::get(&state.db, &id, &ids.1).await?.ok_or_else(|| ApiError::not_found("webhook"))?;
     Ok(Json(WebhookOut::of(row, false)))
@@ -200,7 +200,7 @@ async fn get_one(
 async fn patch(
     State(state): State<AppState>,
     WebhookAccess { id, .. }: WebhookAccess,
-    Path(ids): Path<(String, WebhookId)>,
+    Path(ids): Path<(InstanceId, WebhookId)>,
     ValidatedJson(p): ValidatedJson<WebhookPatch>,
 ) -> Result<Json<WebhookOut>, ApiError> {
     let current = webhooks::get(&state.db, &id, &ids.1).await?.ok_or_else(|| ApiError::not_found("webhook"))?;
@@ -233,7 +233,7 @@ async fn patch(
 async fn delete(
     State(state): State<AppState>,
     WebhookAccess { id, .. }: WebhookAccess,
-    Path(ids): Path<(String, WebhookId)>,
+    Path(ids): Path<(InstanceId, WebhookId)>,
 ) -> Result<StatusCode, ApiError> {
     if webhooks::delete(&state.db, &id, &ids.1).await? {
         Ok(StatusCode::NO_CONTENT)
@@ -320,7 +320,7 @@ async fn webhook_of(state: &AppState, instance: &InstanceId, webhook: &WebhookId
 async fn deliveries(
     State(state): State<AppState>,
     WebhookAccess { id, .. }: WebhookAccess,
-    Path(ids): Path<(String, WebhookId)>,
+    Path(ids): Path<(InstanceId, WebhookId)>,
     ValidatedQuery(q): ValidatedQuery<SmallPageQuery>,
 ) -> Result<Json<DeliveryListOut>, ApiError> {
     let limit = crate::pagination::limit(q.limit, 50, 100)?;
@@ -351,7 +351,7 @@ async fn deliveries(
 async fn resend(
     State(state): State<AppState>,
     WebhookAccess { id, .. }: WebhookAccess,
-    Path(ids): Path<(String, WebhookId, DeliveryId)>,
+    Path(ids): Path<(InstanceId, WebhookId, DeliveryId)>,
 ) -> Result<(StatusCode, Json<DeliveryOut>), ApiError> {
     let hook = webhook_of(&state, &id, &ids.1).await?;
     if hook.enabled {
