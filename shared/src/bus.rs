@@ -229,6 +229,9 @@ pub enum NetOp {
     GroupInviteLink { jid: String, reset: bool },
     /// Leaves a group. Answers null.
     LeaveGroup { jid: String },
+    /// Joins a group by its invite link (or the link's code): answers the group, or
+    /// `{jid, pending_approval: true}` when its admins approve members first.
+    JoinGroup { link: String },
     /// Communities the account is in: `[group]` with `community.is_parent`.
     Communities,
     /// Creates a community (and with it its announcement group): answers the group.

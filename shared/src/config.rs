@@ -192,6 +192,13 @@ pub struct Config {
     /// Days media is kept; older media gives its bytes back (and its quota) and answers
     /// 410 `media_unavailable`. At least 8, so a queued message's media outlives it.
     pub media_retention_days: u32,
+    /// Groups an instance may create in any 24 hours (cluster-wide); past it 429.
+    pub group_creates_per_day: u32,
+    /// Group members an instance may add, remove, promote or demote in any minute
+    /// (counted per member, cluster-wide); past it 429.
+    pub group_participant_changes_per_minute: u32,
+    /// Groups an instance may join by invite link in any 24 hours; past it 429.
+    pub group_joins_per_day: u32,
     /// Event streams (SSE) open at once per instance, across the cluster; past it 429.
     pub events_streams_per_instance: u32,
     /// Event streams open at once on one API pod; past it 429.
@@ -283,6 +290,9 @@ impl Default for Config {
             large_body_read_timeout: Duration::from_millis(120_000),
             media_quota_bytes: 2 * 1024 * 1024 * 1024,
             media_retention_days: 30,
+            group_creates_per_day: 10,
+            group_participant_changes_per_minute: 50,
+            group_joins_per_day: 20,
             events_streams_per_instance: 5,
             events_streams_per_pod: 1_000,
             events_stream_max_bytes: 2 * 1024 * 1024 * 1024,
@@ -408,6 +418,12 @@ impl Config {
         }
         if self.large_body_read_timeout < ms(1_000) {
             errors.push("large_body_read_timeout_ms must be at least 1000".to_string());
+        }
+        if self.group_creates_per_day == 0
+            || self.group_participant_changes_per_minute == 0
+            || self.group_joins_per_day == 0
+        {
+            errors.push("group_creates_per_day, group_participant_changes_per_minute and group_joins_per_day must be at least 1".to_string());
         }
         if self.events_streams_per_instance == 0 || self.events_streams_per_pod == 0 {
             errors.push("events_streams_per_instance and events_streams_per_pod must be at least 1".to_string());

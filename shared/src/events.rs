@@ -19,6 +19,10 @@ pub const EVENT_TYPES: &[&str] = &[
     "chat.updated",
     "contact.updated",
     "label.updated",
+    "group.updated",
+    "group.participants_updated",
+    "group.joined",
+    "group.left",
     "call.rejected",
     "webhook.disabled",
 ];
@@ -26,4 +30,12 @@ pub const EVENT_TYPES: &[&str] = &[
 /// Whether `t` is a known type.
 pub fn known(t: &str) -> bool {
     EVENT_TYPES.contains(&t)
+}
+
+/// The group events: a driver passes these on from the network, nothing else.
+pub const GROUP_EVENTS: [&str; 4] = ["group.updated", "group.participants_updated", "group.joined", "group.left"];
+
+/// `t` as one of the group events, if it is one.
+pub fn group_event(t: &str) -> Option<&'static str> {
+    GROUP_EVENTS.into_iter().find(|g| *g == t)
 }

@@ -28,6 +28,9 @@ pub const JID_OR_PHONE_PATTERN: &str =
 /// A person: a phone number with country code, or a person's JID (by number or LID).
 pub const USER_JID_OR_PHONE_PATTERN: &str = r"^(\+?[0-9]{7,15}|[0-9][0-9:-]{0,63}@(s\.whatsapp\.net|lid))$";
 
+/// A group's JID.
+pub const GROUP_JID_PATTERN: &str = r"^[0-9][0-9:-]{0,63}@g\.us$";
+
 /// A phone number with country code, as the API takes it (plain form; see above).
 pub const PHONE_PATTERN: &str = r"^\+?[0-9]{7,15}$";
 

@@ -55,6 +55,11 @@ impl Keys {
         format!("{}:quota:lookups:{instance}:day:{day}", self.prefix)
     }
 
+    /// A cap on an instance's network actions (`name`): a sorted set of takes by time.
+    pub fn cap(&self, name: &str, instance: &crate::ids::InstanceId) -> String {
+        format!("{}:quota:{name}:{instance}", self.prefix)
+    }
+
     /// Live workers: a sorted set of worker ids scored by their last heartbeat (ms).
     pub fn workers(&self) -> String {
         format!("{}:workers", self.prefix)

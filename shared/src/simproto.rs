@@ -13,8 +13,11 @@ pub struct SimMessage {
     pub id: String,
     /// Sender's number.
     pub from: String,
-    /// Recipient's number.
+    /// Recipient's number (a group's JID when a device or phone sends to a group).
     pub to: String,
+    /// The group's JID, on each member's copy of a group message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
     /// `text`, `image`, ...
     #[serde(rename = "type")]
     pub kind: String,
@@ -85,6 +88,9 @@ pub enum ServerEv {
     Call { call_id: String, from: String },
     /// A label changed on the phone.
     Label { label_id: String, name: String, color: i32, deleted: bool },
+    /// A change the account is told of, as the catalog's event `event` with its data
+    /// (`group.updated`, `group.participants_updated`, `group.joined`, `group.left`).
+    Event { event: String, data: serde_json::Value },
 }
 
 impl ServerEv {

@@ -150,6 +150,40 @@ pub struct LabelUpdatedEventData {
     pub deleted: bool,
 }
 
+/// `group.updated`: a group's subject, description or settings changed (only the fields
+/// that changed are present).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GroupUpdatedEventData {
+    pub jid: String,
+    pub subject: Option<String>,
+    pub description: Option<String>,
+    pub announce: Option<bool>,
+    pub locked: Option<bool>,
+    /// Who changed it.
+    pub by: String,
+}
+
+/// `group.participants_updated`: members joined, left, were added, removed, promoted or
+/// demoted.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GroupParticipantsEventData {
+    pub jid: String,
+    /// `added`, `removed`, `promoted`, `demoted`, `joined` (by link) or `left`.
+    pub action: String,
+    pub participants: Vec<String>,
+    /// Who did it (the member itself for `joined` and `left`).
+    pub by: String,
+}
+
+/// `group.joined` / `group.left`: the account was added to a group (or joined it), or
+/// was removed from it (or left).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GroupMembershipEventData {
+    pub jid: String,
+    pub subject: String,
+    pub by: String,
+}
+
 /// `call.rejected`: an incoming call was rejected (instance setting `reject_call`).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CallRejectedEventData {
@@ -189,6 +223,14 @@ pub const CATALOG: &[(&str, &str, &str)] = &[
     ("chat.updated", "A chat changed: new message, read, archived, pinned or muted.", "ChatUpdatedEventData"),
     ("contact.updated", "A contact's name changed.", "ContactUpdatedEventData"),
     ("label.updated", "A label changed on the phone (business accounts).", "LabelUpdatedEventData"),
+    ("group.updated", "A group's subject, description or settings changed.", "GroupUpdatedEventData"),
+    (
+        "group.participants_updated",
+        "Members of a group joined, left, were added, removed, promoted or demoted.",
+        "GroupParticipantsEventData",
+    ),
+    ("group.joined", "The account was added to a group, or joined one.", "GroupMembershipEventData"),
+    ("group.left", "The account was removed from a group, or left one.", "GroupMembershipEventData"),
     ("call.rejected", "An incoming call was rejected per the instance's settings.", "CallRejectedEventData"),
     (
         "webhook.disabled",

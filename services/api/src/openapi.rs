@@ -29,7 +29,8 @@ use utoipa::{Modify, OpenApi};
         catalog::Event, catalog::InstanceStateEventData, catalog::QrUpdatedEventData, catalog::ConnectedEventData,
         catalog::EmptyEventData, catalog::ReceiptEventData, catalog::ReceivedMessageEventData, catalog::MediaUpdatedEventData,
         catalog::ReactionEventData, catalog::ChatUpdatedEventData, catalog::ContactUpdatedEventData,
-        catalog::LabelUpdatedEventData, catalog::CallRejectedEventData, catalog::WebhookDisabledEventData,
+        catalog::LabelUpdatedEventData, catalog::GroupUpdatedEventData, catalog::GroupParticipantsEventData,
+        catalog::GroupMembershipEventData, catalog::CallRejectedEventData, catalog::WebhookDisabledEventData,
         crate::routes::messages::MessageOut,
     )),
     tags(

@@ -35,3 +35,11 @@ string_schema!(
     /// An IP address or a CIDR.
     Cidr, pattern = r"^[0-9A-Fa-f:.]+(/[0-9]{1,3})?$", min = 2, max = 64
 );
+string_schema!(
+    /// A phone number with country code, or a person's JID.
+    UserJidOrPhone, pattern = shared::jid::USER_JID_OR_PHONE_PATTERN, min = 7, max = 80
+);
+string_schema!(
+    /// A group's JID (`<id>@g.us`).
+    GroupJid, pattern = shared::jid::GROUP_JID_PATTERN, min = 6, max = 69
+);

@@ -287,6 +287,7 @@ impl Actor {
             DriverEvent::Closed { .. } => "closed",
             DriverEvent::Call { .. } => "call",
             DriverEvent::Label { .. } => "label",
+            DriverEvent::Group { .. } => "group",
             DriverEvent::Message { .. } => "message",
             DriverEvent::Receipt { .. } => "receipt",
             DriverEvent::History { .. } => "history",
@@ -369,6 +370,9 @@ impl Actor {
                 fenced(
                     shared::db::outbox::insert_fenced(&self.ctx.db, &self.id, self.epoch, "label.updated", data).await,
                 )
+            }
+            DriverEvent::Group { event, data } => {
+                fenced(shared::db::outbox::insert_fenced(&self.ctx.db, &self.id, self.epoch, event, data).await)
             }
             DriverEvent::Message { message } => {
                 self.media_retry.receive(&held!(self), session, vec![message], Source::Live).await

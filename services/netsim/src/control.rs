@@ -41,6 +41,7 @@ pub fn router() -> Router<App> {
         .route("/control/phones/{number}/state", get(phone_state))
         .route("/control/phones/{number}/resync", post(resync))
         .route("/control/phones/{number}/labels", post(label))
+        .route("/control/phones/{number}/ops", post(phone_op))
         .route("/control/media/{id}/expire", post(expire_media))
         .route("/media/{id}", get(media))
         .route("/pictures/{number}", get(picture))
@@ -60,6 +61,7 @@ fn err(e: NetError) -> ApiError {
         NetError::Exists => ApiError::new(ErrorCode::Conflict, e.to_string()),
         NetError::Blocked => ApiError::new(ErrorCode::Forbidden, e.to_string()),
         NetError::Invalid(m) => ApiError::validation(m),
+        NetError::Refused(m) => ApiError::new(ErrorCode::Forbidden, m),
     }
 }
 
@@ -330,4 +332,18 @@ async fn label(
 ) -> Result<Json<Value>, ApiError> {
     app.net.label(&number, &b.label_id, &b.name, b.color, b.deleted).map_err(err)?;
     Ok(Json(json!({ "sent": true })))
+}
+
+/// The phone's own network operations, as a linked device asks them (the body is a
+/// `NetOp`: `{"op": "create_group", "subject", "participants"}`, `group_participants`,
+/// `update_group`, `group_invite_link`, `join_group`, `leave_group`, ...).
+async fn phone_op(
+    State(app): State<App>,
+    Path(number): Path<String>,
+    ValidatedJson(op): ValidatedJson<shared::bus::NetOp>,
+) -> Result<Json<Value>, ApiError> {
+    app.net.phone_op(&number, op).map(Json).map_err(|(code, detail)| {
+        let code = ErrorCode::ALL.into_iter().find(|c| c.as_str() == code).unwrap_or(ErrorCode::ValidationFailed);
+        ApiError::new(code, detail)
+    })
 }

@@ -117,6 +117,9 @@ struct State {
     media: HashMap<String, ops::Blob>,
     faults: Faults,
     next_conn: ConnId,
+    /// Groups by id (the user part of `<id>@g.us`).
+    groups: HashMap<String, groups::Group>,
+    next_group: u64,
 }
 
 /// Why a control or session operation failed.
@@ -136,6 +139,8 @@ pub enum NetError {
     Blocked,
     #[error("invalid: {0}")]
     Invalid(&'static str),
+    #[error("refused: {0}")]
+    Refused(&'static str),
 }
 
 /// What a phone received, as the control API shows it.
@@ -150,6 +155,9 @@ pub struct Inbox {
 pub struct InboxItem {
     pub id: String,
     pub from: String,
+    /// The group's JID, for a message sent to a group.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
     #[serde(rename = "type")]
     pub kind: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -271,6 +279,7 @@ impl Net {
 
 mod accounts;
 mod faults;
+mod groups;
 mod messaging;
 mod ops;
 mod pairing;

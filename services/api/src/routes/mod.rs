@@ -5,6 +5,7 @@ pub mod bulk;
 pub mod chats;
 pub mod contacts;
 pub mod events;
+pub mod groups;
 pub mod health;
 pub mod instances;
 pub mod later;
@@ -39,6 +40,7 @@ pub fn all() -> OpenApiRouter<AppState> {
         .merge(events::router())
         .merge(chats::router())
         .merge(contacts::router())
+        .merge(groups::router())
         .merge(media::router())
         .merge(later::router())
         .merge(health::router())

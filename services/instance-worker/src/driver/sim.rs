@@ -155,6 +155,11 @@ impl Driver for SimDriver {
                     ServerEv::Label { label_id, name, color, deleted } => {
                         DriverEvent::Label { label_id, name, color, deleted }
                     }
+                    // Only the group events of the catalog; anything else netsim says is dropped.
+                    ServerEv::Event { event, data } => match shared::events::group_event(&event) {
+                        Some(event) => DriverEvent::Group { event, data },
+                        None => continue,
+                    },
                 };
                 if ev_tx.send(out).await.is_err() {
                     break;
@@ -219,11 +224,15 @@ pub fn incoming(m: shared::simproto::SimMessage, from_me: bool) -> super::Incomi
             limit: shared::message::MessageType::received_media_limit(&m.kind),
         })
     });
-    let chat = if from_me { &m.to } else { &m.from };
+    // A group message's chat is the group; the sender stays `from_jid`.
+    let chat_jid = match &m.group {
+        Some(g) => g.clone(),
+        None => jid(if from_me { &m.to } else { &m.from }),
+    };
     super::Incoming {
         message: shared::db::log::Received {
             wa_message_id: m.id,
-            chat_jid: jid(chat),
+            chat_jid,
             from_jid: jid(&m.from),
             from_me,
             kind: m.kind,
@@ -271,7 +280,11 @@ impl SimSession {
 #[async_trait::async_trait]
 impl Session for SimSession {
     async fn send(&self, msg: &super::Outgoing) -> Result<(), DriverError> {
-        let to = msg.to_jid.split('@').next().unwrap_or_default().to_string();
+        // A person by number; a group by its JID (netsim hands each member a copy).
+        let to = match shared::jid::Jid::parse(&msg.to_jid) {
+            Ok(j) if j.is_group() => j.into(),
+            _ => msg.to_jid.split('@').next().unwrap_or_default().to_string(),
+        };
         // The simulator carries the media's description; its bytes' hash proves them.
         let mut body = serde_json::to_value(&msg.message)
             .map_err(|_| DriverError::new(ErrorCode::WorkerError, "unencodable message"))?;
@@ -280,6 +293,7 @@ impl Session for SimSession {
         }
         let text = msg.message.content.text().map(str::to_owned);
         let message = shared::simproto::SimMessage {
+            group: None,
             id: msg.network_id.clone(),
             from: String::new(),
             to,

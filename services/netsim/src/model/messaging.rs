@@ -33,6 +33,7 @@ impl Net {
                 .map(|m| InboxItem {
                     id: m.id.clone(),
                     from: m.from.clone(),
+                    group: m.group.clone(),
                     kind: m.kind.clone(),
                     text: m.text.clone(),
                     body: m.body.clone(),
@@ -54,6 +55,9 @@ impl Net {
         body: serde_json::Value,
     ) -> Result<String, NetError> {
         let mut s = self.lock();
+        if shared::jid::Jid::parse(to).is_ok_and(|j| j.is_group()) {
+            return s.group_send(from, to, kind, text, body);
+        }
         if !s.phones.contains_key(from) || !s.phones.contains_key(to) {
             return Err(NetError::NoAccount);
         }
@@ -61,6 +65,7 @@ impl Net {
             return Err(NetError::Blocked);
         }
         let msg = SimMessage {
+            group: None,
             id: format!("SIM{}", Alphanumeric.sample_string(&mut rand::thread_rng(), 20).to_ascii_uppercase()),
             from: from.to_string(),
             to: to.to_string(),
@@ -104,6 +109,9 @@ impl Net {
         let number = number.clone();
         if msg.id.is_empty() || msg.id.len() > 128 {
             return s.send_to(conn, ServerEv::err(req, "validation_failed", "the message id must be 1-128 characters"));
+        }
+        if shared::jid::Jid::parse(&msg.to).is_ok_and(|j| j.is_group()) {
+            return s.device_group_send(conn, req, &number, msg);
         }
         let Some(recipient) = s.phones.get(&msg.to) else {
             return s.send_to(conn, ServerEv::err(req, "invalid_number", "no account has this number"));
@@ -150,5 +158,80 @@ impl Net {
             })
             .collect();
         s.send_to(conn, ServerEv::ok(req, serde_json::json!({ "results": results })));
+    }
+}
+
+impl State {
+    /// A message to a group: one copy in each other member's inbox (de-duplicated by
+    /// id per member, so a re-send reaches nobody twice), seen by their devices with the
+    /// group as the chat. Returns whether any member got it for the first time.
+    fn deliver_to_group(&mut self, msg: &SimMessage, recipients: Vec<String>) -> bool {
+        let mut fresh = false;
+        for member in recipients {
+            let copy = SimMessage { to: member.clone(), group: Some(msg.to.clone()), ..msg.clone() };
+            if self.deliver(&copy) {
+                fresh = true;
+                self.notify_account(&member, ServerEv::Message { message: copy, from_me: false });
+            }
+        }
+        fresh
+    }
+
+    /// A phone (control API) sends to a group it belongs to.
+    fn group_send(
+        &mut self,
+        from: &str,
+        to: &str,
+        kind: &str,
+        text: Option<String>,
+        body: serde_json::Value,
+    ) -> Result<String, NetError> {
+        let recipients = self.group_recipients(from, to).map_err(|(code, _)| match code {
+            "forbidden" => NetError::Refused("only admins may send to this group"),
+            _ => NetError::NotFound,
+        })?;
+        let msg = SimMessage {
+            group: Some(to.to_string()),
+            id: format!("SIM{}", Alphanumeric.sample_string(&mut rand::thread_rng(), 20).to_ascii_uppercase()),
+            from: from.to_string(),
+            to: to.to_string(),
+            kind: kind.to_string(),
+            text,
+            body,
+            timestamp: Utc::now(),
+        };
+        self.deliver_to_group(&msg, recipients);
+        if let Some(p) = self.phones.get_mut(from) {
+            p.sent.push(msg.clone());
+        }
+        let id = msg.id.clone();
+        // Linked devices of the sender see it too, as sent from the phone.
+        self.notify_account(from, ServerEv::Message { message: msg, from_me: true });
+        Ok(id)
+    }
+
+    /// A linked device sends to a group: members only; admins only in announcement mode.
+    fn device_group_send(&mut self, conn: ConnId, req: u64, number: &str, mut msg: SimMessage) {
+        let recipients = match self.group_recipients(number, &msg.to) {
+            Ok(r) => r,
+            Err((code, detail)) => return self.send_to(conn, ServerEv::err(req, code, detail)),
+        };
+        let rate = self.faults.error_rate;
+        if rate > 0.0 && rand::thread_rng().gen_bool(rate) {
+            return self.send_to(conn, ServerEv::err(req, "network_error", "injected fault"));
+        }
+        msg.from = number.to_string();
+        msg.timestamp = Utc::now();
+        msg.group = Some(msg.to.clone());
+        let fresh = self.deliver_to_group(&msg, recipients);
+        if fresh {
+            if let Some(p) = self.phones.get_mut(number) {
+                p.sent.push(msg.clone());
+            }
+        }
+        self.send_to(conn, ServerEv::ok(req, serde_json::json!({ "id": msg.id, "duplicate": !fresh })));
+        let receipt =
+            ServerEv::Receipt { id: msg.id.clone(), status: "delivered".into(), from: msg.to, timestamp: Utc::now() };
+        self.send_to(conn, receipt);
     }
 }

@@ -77,12 +77,12 @@ pub struct ProfileIn {
     pub picture: Option<MediaIn>,
 }
 
-fn jid(number: &str) -> String {
+pub(super) fn jid(number: &str) -> String {
     shared::jid::Jid::user(number).into()
 }
 
 /// The number of a user JID (or a bare number).
-fn number_of(jid: &str) -> &str {
+pub(super) fn number_of(jid: &str) -> &str {
     jid.split('@').next().unwrap_or_default()
 }
 
@@ -179,6 +179,15 @@ impl Net {
         let ev = ServerEv::Label { label_id: label_id.into(), name: name.into(), color, deleted };
         s.notify_account(number, ev);
         Ok(())
+    }
+
+    /// A phone's own operations (the control API), as its devices would ask them.
+    pub fn phone_op(&self, number: &str, op: NetOp) -> Result<Value, (&'static str, &'static str)> {
+        let mut s = self.lock();
+        if !s.phones.contains_key(number) {
+            return Err(("not_found", "no account has this number"));
+        }
+        s.apply(number, op)
     }
 
     /// A linked device's chat, contact and block-list operations.
@@ -305,9 +314,9 @@ impl State {
                 let list: BTreeSet<String> = self.phones[me].blocked.iter().map(|n| jid(n)).collect();
                 Ok(json!(list))
             }
-            // Groups, communities, channels, labels, privacy and status are carried by the
-            // WhatsApp driver; netsim does not model them yet.
-            _ => Err(("not_implemented", "netsim does not model this operation yet")),
+            // Communities, channels, labels, privacy and status are carried by the WhatsApp
+            // driver; netsim does not model them yet.
+            op => self.group_op(me, op).unwrap_or(Err(("not_implemented", "netsim does not model this operation yet"))),
         }
     }
 }

@@ -30,6 +30,7 @@ fn qr_of(evs: &[ServerEv]) -> String {
 
 fn msg(id: &str, to: &str) -> SimMessage {
     SimMessage {
+        group: None,
         id: id.into(),
         from: String::new(),
         to: to.into(),

@@ -12,6 +12,7 @@ mod deliveries;
 mod errors;
 mod events;
 mod fencing;
+mod groups;
 mod instances;
 mod leases;
 mod media;

@@ -9,7 +9,7 @@ use shared::ErrorCode;
 use whatsapp_rust::request::IqError;
 use whatsapp_rust::{
     Client, CommunitySubgroup, CreateCommunityOptions, GroupCreateOptions, GroupDescription, GroupError, GroupMetadata,
-    GroupParticipant, GroupParticipantOptions, GroupSubject, Jid, NewsletterError, NewsletterMessage,
+    GroupParticipant, GroupParticipantOptions, GroupSubject, Jid, JoinGroupResult, NewsletterError, NewsletterMessage,
     NewsletterMetadata, NewsletterRole, NewsletterState, NewsletterVerification, ParticipantChangeResponse,
     ParticipantType, PreviousDescription,
 };
@@ -228,7 +228,8 @@ pub async fn run(c: &Client, op: &NetOp) -> Option<Result<Value, DriverError>> {
         | NetOp::UpdateGroup { .. }
         | NetOp::GroupParticipants { .. }
         | NetOp::GroupInviteLink { .. }
-        | NetOp::LeaveGroup { .. } => groups(c, op).await,
+        | NetOp::LeaveGroup { .. }
+        | NetOp::JoinGroup { .. } => groups(c, op).await,
         NetOp::Communities
         | NetOp::CreateCommunity { .. }
         | NetOp::CommunityGroups { .. }
@@ -309,6 +310,10 @@ async fn groups(c: &Client, op: &NetOp) -> Result<Value, DriverError> {
             Ok(json!({ "link": link }))
         }
         NetOp::LeaveGroup { jid: j } => g.leave(group_jid(j)?).await.map(|_| Value::Null).map_err(group_error),
+        NetOp::JoinGroup { link } => match g.join_with_invite_code(link).await.map_err(group_error)? {
+            JoinGroupResult::Joined(j) => Ok(group_json(&g.get_metadata(&j).await.map_err(group_error)?)),
+            JoinGroupResult::PendingApproval(j) => Ok(json!({ "jid": j.to_string(), "pending_approval": true })),
+        },
         _ => unreachable!("routed by run()"),
     }
 }

@@ -1,0 +1,367 @@
+//! Groups: members with roles, the admin-only rules (announcement mode: only admins
+//! send; locked: only admins edit the info; only admins add, remove, promote or demote),
+//! invite links, and messages to a group delivered once to every other member. The
+//! network's limits are enforced here so the gateway's mapping of refusals is tested.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+use shared::bus::{NetOp, ParticipantAction};
+use shared::jid::{Jid, GROUP_SERVER};
+
+use super::ops::{jid, number_of};
+use super::*;
+
+/// The longest subject the network takes (characters).
+pub const SUBJECT_LIMIT: usize = 100;
+/// The longest description (characters).
+pub const DESCRIPTION_LIMIT: usize = 2048;
+/// The most members a group holds.
+pub const GROUP_SIZE_LIMIT: usize = 1024;
+
+/// A member's role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Role {
+    Member,
+    Admin,
+    SuperAdmin,
+}
+
+impl Role {
+    fn as_str(self) -> &'static str {
+        match self {
+            Role::Member => "member",
+            Role::Admin => "admin",
+            Role::SuperAdmin => "superadmin",
+        }
+    }
+
+    fn is_admin(self) -> bool {
+        self != Role::Member
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct Group {
+    pub subject: String,
+    pub description: String,
+    pub owner: String,
+    pub created_at: DateTime<Utc>,
+    pub announce: bool,
+    pub locked: bool,
+    /// number -> role.
+    pub members: BTreeMap<String, Role>,
+    pub invite: String,
+}
+
+type Refusal = (&'static str, &'static str);
+
+fn group_id_of(j: &str) -> Result<String, Refusal> {
+    match Jid::parse(j) {
+        Ok(g) if g.is_group() => Ok(g.user_part().to_string()),
+        _ => Err(("validation_failed", "not a group JID")),
+    }
+}
+
+fn group_jid(id: &str) -> String {
+    format!("{id}@{GROUP_SERVER}")
+}
+
+/// The code at the end of an invite link (or the code itself).
+fn invite_code(link: &str) -> &str {
+    link.trim().trim_end_matches('/').rsplit('/').next().unwrap_or_default()
+}
+
+fn new_invite() -> String {
+    Alphanumeric.sample_string(&mut rand::thread_rng(), 22)
+}
+
+fn check_subject(subject: &str) -> Result<(), Refusal> {
+    let n = subject.trim().chars().count();
+    if n == 0 || n > SUBJECT_LIMIT {
+        return Err(("validation_failed", "the subject must be 1-100 characters"));
+    }
+    Ok(())
+}
+
+impl Group {
+    fn view(&self, id: &str) -> Value {
+        json!({
+            "jid": group_jid(id),
+            "subject": self.subject,
+            "description": (!self.description.is_empty()).then_some(&self.description),
+            "owner": jid(&self.owner),
+            "created_at": self.created_at,
+            "size": self.members.len(),
+            "announce": self.announce,
+            "locked": self.locked,
+            "approval_required": false,
+            "community": { "parent": null, "is_parent": false, "is_announcement_group": false },
+            "participants": self.members.iter().map(|(n, r)| json!({
+                "jid": jid(n), "phone": n, "role": r.as_str(),
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+impl State {
+    /// Tells the devices of `to` about a group change (`group.*` events of the catalog;
+    /// `by` is who did it).
+    fn group_event(&mut self, to: &[String], event: &'static str, mut data: Value, by: &str) {
+        data["by"] = Value::String(jid(by));
+        for n in to {
+            self.notify_account(n, ServerEv::Event { event: event.to_string(), data: data.clone() });
+        }
+    }
+
+    /// The members of group `id`.
+    fn members_of(&self, id: &str) -> Vec<String> {
+        self.groups.get(id).map(|g| g.members.keys().cloned().collect()).unwrap_or_default()
+    }
+
+    /// The group `j` as `me`, a member of it, sees it.
+    fn member_group(&self, me: &str, j: &str) -> Result<(String, &Group), Refusal> {
+        let id = group_id_of(j)?;
+        let g = self.groups.get(&id).ok_or(("not_found", "no such group"))?;
+        if !g.members.contains_key(me) {
+            return Err(("not_found", "no such group"));
+        }
+        Ok((id, g))
+    }
+
+    fn require_admin(&self, me: &str, j: &str) -> Result<String, Refusal> {
+        let (id, g) = self.member_group(me, j)?;
+        if !g.members[me].is_admin() {
+            return Err(("forbidden", "only group admins may do this"));
+        }
+        Ok(id)
+    }
+
+    /// Group operations of a linked device (`None`: not a group operation).
+    pub(super) fn group_op(&mut self, me: &str, op: NetOp) -> Option<Result<Value, Refusal>> {
+        Some(match op {
+            NetOp::Groups => {
+                let list: Vec<Value> =
+                    self.groups.iter().filter(|(_, g)| g.members.contains_key(me)).map(|(id, g)| g.view(id)).collect();
+                Ok(Value::Array(list))
+            }
+            NetOp::Group { jid: j } => self.member_group(me, &j).map(|(id, g)| g.view(&id)),
+            NetOp::CreateGroup { subject, participants } => self.create_group(me, &subject, &participants),
+            NetOp::UpdateGroup { jid: j, subject, description, announce, locked } => (|| {
+                let (id, g) = self.member_group(me, &j)?;
+                let info = subject.is_some() || description.is_some();
+                let settings = announce.is_some() || locked.is_some();
+                if (settings || (info && g.locked)) && !g.members[me].is_admin() {
+                    return Err(("forbidden", "only group admins may do this"));
+                }
+                if let Some(s) = &subject {
+                    check_subject(s)?;
+                }
+                if description.as_ref().is_some_and(|d| d.chars().count() > DESCRIPTION_LIMIT) {
+                    return Err(("validation_failed", "the description is over the network's limit"));
+                }
+                let (has_subject, has_description) = (subject.is_some(), description.is_some());
+                let g = self.groups.get_mut(&id).expect("found above");
+                if let Some(s) = subject {
+                    g.subject = s.trim().to_string();
+                }
+                if let Some(d) = description {
+                    g.description = d;
+                }
+                if let Some(a) = announce {
+                    g.announce = a;
+                }
+                if let Some(l) = locked {
+                    g.locked = l;
+                }
+                let mut data = json!({ "jid": group_jid(&id) });
+                for (k, v) in [
+                    ("subject", has_subject.then(|| json!(g.subject))),
+                    ("description", has_description.then(|| json!(g.description))),
+                    ("announce", announce.map(Value::Bool)),
+                    ("locked", locked.map(Value::Bool)),
+                ] {
+                    if let Some(v) = v {
+                        data[k] = v;
+                    }
+                }
+                let to = self.members_of(&id);
+                self.group_event(&to, "group.updated", data, me);
+                Ok(Value::Null)
+            })(),
+            NetOp::GroupParticipants { jid: j, action, participants } => {
+                self.participants(me, &j, action, &participants)
+            }
+            NetOp::GroupInviteLink { jid: j, reset } => (|| {
+                let id = self.require_admin(me, &j)?;
+                let g = self.groups.get_mut(&id).expect("found above");
+                if reset {
+                    g.invite = new_invite();
+                }
+                Ok(json!({ "link": format!("https://chat.whatsapp.com/{}", g.invite) }))
+            })(),
+            NetOp::JoinGroup { link } => (|| {
+                let code = invite_code(&link);
+                let id = self
+                    .groups
+                    .iter()
+                    .find(|(_, g)| !code.is_empty() && g.invite == code)
+                    .map(|(id, _)| id.clone())
+                    .ok_or(("not_found", "the invite link is unknown or was reset"))?;
+                let g = self.groups.get_mut(&id).expect("found above");
+                if !g.members.contains_key(me) {
+                    if g.members.len() >= GROUP_SIZE_LIMIT {
+                        return Err(("conflict", "the group is full"));
+                    }
+                    g.members.insert(me.to_string(), Role::Member);
+                    let view = g.view(&id);
+                    let others: Vec<String> = self.members_of(&id).into_iter().filter(|n| n != me).collect();
+                    let data = json!({ "jid": group_jid(&id), "action": "joined", "participants": [jid(me)] });
+                    self.group_event(&others, "group.participants_updated", data, me);
+                    let data = json!({ "jid": group_jid(&id), "subject": view["subject"] });
+                    self.group_event(&[me.to_string()], "group.joined", data, me);
+                    return Ok(view);
+                }
+                Ok(g.view(&id))
+            })(),
+            NetOp::LeaveGroup { jid: j } => (|| {
+                let (id, _) = self.member_group(me, &j)?;
+                let g = self.groups.get_mut(&id).expect("found above");
+                g.members.remove(me);
+                let subject = g.subject.clone();
+                // The last admin leaving hands the group to the longest-standing member.
+                if !g.members.values().any(|r| r.is_admin()) {
+                    if let Some(r) = g.members.values_mut().next() {
+                        *r = Role::Admin;
+                    }
+                }
+                if g.members.is_empty() {
+                    self.groups.remove(&id);
+                }
+                let others = self.members_of(&id);
+                let data = json!({ "jid": group_jid(&id), "action": "left", "participants": [jid(me)] });
+                self.group_event(&others, "group.participants_updated", data, me);
+                let data = json!({ "jid": group_jid(&id), "subject": subject });
+                self.group_event(&[me.to_string()], "group.left", data, me);
+                Ok(Value::Null)
+            })(),
+            _ => return None,
+        })
+    }
+
+    fn create_group(&mut self, me: &str, subject: &str, participants: &[String]) -> Result<Value, Refusal> {
+        check_subject(subject)?;
+        if participants.len() + 1 > GROUP_SIZE_LIMIT {
+            return Err(("validation_failed", "more members than a group may hold"));
+        }
+        let mut members = BTreeMap::from([(me.to_string(), Role::SuperAdmin)]);
+        for p in participants {
+            let n = number_of(p);
+            // Numbers with no account are left out, as on the network.
+            if self.phones.contains_key(n) && !self.phones[n].blocked.contains(me) {
+                members.entry(n.to_string()).or_insert(Role::Member);
+            }
+        }
+        self.next_group += 1;
+        let id = format!("120363{:012}", self.next_group);
+        let g = Group {
+            subject: subject.trim().to_string(),
+            description: String::new(),
+            owner: me.to_string(),
+            created_at: Utc::now(),
+            announce: false,
+            locked: false,
+            members,
+            invite: new_invite(),
+        };
+        let view = g.view(&id);
+        let added: Vec<String> = g.members.keys().filter(|n| n.as_str() != me).cloned().collect();
+        self.groups.insert(id.clone(), g);
+        let data = json!({ "jid": group_jid(&id), "subject": view["subject"] });
+        self.group_event(&added, "group.joined", data, me);
+        Ok(view)
+    }
+
+    /// Adds, removes, promotes or demotes members (admins only): a status per member, 200
+    /// when done (404: no account has the number, 409: already a member / not one, 403:
+    /// the owner cannot be removed or demoted).
+    fn participants(
+        &mut self,
+        me: &str,
+        j: &str,
+        action: ParticipantAction,
+        participants: &[String],
+    ) -> Result<Value, Refusal> {
+        let id = self.require_admin(me, j)?;
+        if participants.is_empty() || participants.len() > GROUP_SIZE_LIMIT {
+            return Err(("validation_failed", "1 to 1024 participants per call"));
+        }
+        let mut results = Vec::with_capacity(participants.len());
+        let mut done = Vec::new();
+        for p in participants {
+            let n = number_of(p).to_string();
+            let exists = self.phones.contains_key(&n);
+            let g = self.groups.get_mut(&id).expect("found above");
+            let status = match action {
+                ParticipantAction::Add if !exists => 404,
+                ParticipantAction::Add if g.members.contains_key(&n) => 409,
+                ParticipantAction::Add if g.members.len() >= GROUP_SIZE_LIMIT => 409,
+                ParticipantAction::Add => {
+                    g.members.insert(n.clone(), Role::Member);
+                    200
+                }
+                _ if !g.members.contains_key(&n) => 404,
+                _ if n == g.owner => 403,
+                ParticipantAction::Remove => {
+                    g.members.remove(&n);
+                    200
+                }
+                ParticipantAction::Promote => {
+                    g.members.insert(n.clone(), Role::Admin);
+                    200
+                }
+                ParticipantAction::Demote => {
+                    g.members.insert(n.clone(), Role::Member);
+                    200
+                }
+            };
+            results.push(json!({ "jid": jid(&n), "status": status }));
+            if status == 200 {
+                done.push(n);
+            }
+        }
+        if !done.is_empty() {
+            let action = match action {
+                ParticipantAction::Add => "added",
+                ParticipantAction::Remove => "removed",
+                ParticipantAction::Promote => "promoted",
+                ParticipantAction::Demote => "demoted",
+            };
+            let gj = group_jid(&id);
+            let subject = self.groups[&id].subject.clone();
+            let members = self.members_of(&id);
+            let data =
+                json!({ "jid": gj, "action": action, "participants": done.iter().map(|n| jid(n)).collect::<Vec<_>>() });
+            self.group_event(&members, "group.participants_updated", data, me);
+            let membership = match action {
+                "added" => Some("group.joined"),
+                "removed" => Some("group.left"),
+                _ => None,
+            };
+            if let Some(event) = membership {
+                self.group_event(&done, event, json!({ "jid": gj, "subject": subject }), me);
+            }
+        }
+        Ok(Value::Array(results))
+    }
+
+    /// The members a message from `from` to group `j` goes to (every member but the
+    /// sender), or why it may not be sent.
+    pub(super) fn group_recipients(&self, from: &str, j: &str) -> Result<Vec<String>, Refusal> {
+        let (_, g) = self.member_group(from, j).map_err(|_| ("not_found", "not a member of this group"))?;
+        if g.announce && !g.members[from].is_admin() {
+            return Err(("forbidden", "only admins may send to this group"));
+        }
+        Ok(g.members.keys().filter(|n| n.as_str() != from).cloned().collect())
+    }
+}
