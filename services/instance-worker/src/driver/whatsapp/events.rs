@@ -1,5 +1,5 @@
 //! The client's events as ours: connection and pairing states, messages (live and from
-//! history sync), receipts, calls and labels, mapped by `map.rs`'s pure functions.
+//! history sync), receipts, calls, labels and group notifications, mapped by `map.rs`'s pure functions.
 
 use super::*;
 
@@ -68,6 +68,10 @@ pub(super) fn to_driver_events(event: &Event, client: &Client, business: bool, c
             color: l.action.color.unwrap_or(0),
             deleted: l.action.deleted.unwrap_or(false),
         }],
+        Event::GroupUpdate(u) => map::group_update(u, client.pn().as_ref())
+            .into_iter()
+            .map(|(event, data)| DriverEvent::Group { event, data })
+            .collect(),
         Event::HistorySync(h) => match h.get() {
             Some(sync) => vec![DriverEvent::History { messages: history(sync) }],
             None => Vec::new(),

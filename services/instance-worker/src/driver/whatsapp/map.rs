@@ -9,6 +9,8 @@ use whatsapp_rust::buffa::{Message as _, MessageField};
 use whatsapp_rust::proto_helpers::MessageExt;
 use whatsapp_rust::upload::UploadResponse;
 use whatsapp_rust::wacore::download::{Downloadable, MediaType};
+use whatsapp_rust::wacore::stanza::groups::{GroupNotificationAction, GroupParticipantInfo};
+use whatsapp_rust::wacore::types::events::GroupUpdate;
 use whatsapp_rust::waproto::whatsapp as wa;
 
 use shared::message::{Content, MessageType};
@@ -424,6 +426,68 @@ pub fn connect_failure(reason: &whatsapp_rust::types::events::ConnectFailureReas
         return Failure::LoggedOut;
     }
     Failure::Retry(format!("connect failure: {reason:?}"))
+}
+
+/// A group notification as our `group.*` events: member changes (with the account's own
+/// joining or leaving as `group.joined` / `group.left`), and subject, description and
+/// setting changes. `own` is the account's phone JID; LID members are named by their
+/// phone number when the network gives it. Other actions map to nothing.
+pub fn group_update(u: &GroupUpdate, own: Option<&whatsapp_rust::Jid>) -> Vec<(&'static str, Value)> {
+    let group = u.group_jid.to_string();
+    let by = u.participant_pn.as_ref().or(u.participant.as_ref()).map(|j| j.to_string());
+    let named = |ps: &[GroupParticipantInfo]| -> Vec<String> {
+        ps.iter().map(|p| p.phone_number.as_ref().unwrap_or(&p.jid).to_string()).collect()
+    };
+    let is_own = |ps: &[GroupParticipantInfo]| {
+        own.is_some_and(|o| ps.iter().any(|p| p.phone_number.as_ref().unwrap_or(&p.jid).user == o.user))
+    };
+    let members = |action: &str, ps: &[GroupParticipantInfo]| {
+        // A member added or removed by itself joined (by link) or left.
+        let by_self = ps.len() == 1 && by.as_deref() == named(ps).first().map(String::as_str);
+        let action = match (action, by_self) {
+            ("added", true) => "joined",
+            ("removed", true) => "left",
+            (a, _) => a,
+        };
+        json!({ "jid": group, "action": action, "participants": named(ps), "by": by })
+    };
+    let updated = |field: &str, v: Value| {
+        let mut d = json!({ "jid": group, "by": by });
+        d[field] = v;
+        vec![("group.updated", d)]
+    };
+    let membership = json!({ "jid": group, "subject": "", "by": by });
+    match &u.action {
+        GroupNotificationAction::Add { participants, .. } => {
+            let mut out = vec![("group.participants_updated", members("added", participants))];
+            if is_own(participants) {
+                out.push(("group.joined", membership));
+            }
+            out
+        }
+        GroupNotificationAction::Remove { participants, .. } => {
+            let mut out = vec![("group.participants_updated", members("removed", participants))];
+            if is_own(participants) {
+                out.push(("group.left", membership));
+            }
+            out
+        }
+        GroupNotificationAction::Promote { participants } => {
+            vec![("group.participants_updated", members("promoted", participants))]
+        }
+        GroupNotificationAction::Demote { participants } => {
+            vec![("group.participants_updated", members("demoted", participants))]
+        }
+        GroupNotificationAction::Subject { subject, .. } => updated("subject", json!(subject)),
+        GroupNotificationAction::Description { description, .. } => {
+            updated("description", json!(description.clone().unwrap_or_default()))
+        }
+        GroupNotificationAction::Locked { .. } => updated("locked", json!(true)),
+        GroupNotificationAction::Unlocked => updated("locked", json!(false)),
+        GroupNotificationAction::Announce => updated("announce", json!(true)),
+        GroupNotificationAction::NotAnnounce => updated("announce", json!(false)),
+        _ => Vec::new(),
+    }
 }
 
 #[cfg(test)]

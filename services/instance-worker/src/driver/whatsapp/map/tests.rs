@@ -225,3 +225,71 @@ fn vcards_name_the_number() {
         "BEGIN:VCARD\nVERSION:3.0\nFN:Ana\nTEL;type=CELL;waid=55119999:+55119999\nEMAIL:a@x\nEND:VCARD"
     );
 }
+
+fn participant(jid: &str, pn: Option<&str>) -> GroupParticipantInfo {
+    GroupParticipantInfo {
+        jid: jid.parse().unwrap(),
+        phone_number: pn.map(|p| p.parse().unwrap()),
+        display_name: None,
+        r#type: None,
+        lid: None,
+        username: None,
+        join_time: None,
+        group_history_sent_state: None,
+    }
+}
+
+fn update(by: &str, action: GroupNotificationAction) -> GroupUpdate {
+    GroupUpdate::builder()
+        .group_jid("120363000000000001@g.us".parse().unwrap())
+        .participant(by.parse().unwrap())
+        .timestamp(chrono::DateTime::<chrono::Utc>::UNIX_EPOCH)
+        .is_lid_addressing_mode(false)
+        .action(action)
+        .build()
+}
+
+#[test]
+fn group_notifications_map_to_our_events() {
+    let own: whatsapp_rust::Jid = "5511999990001@s.whatsapp.net".parse().unwrap();
+    let admin = "5511999990009@s.whatsapp.net";
+    // The account added by an admin: a member change and its own joining.
+    let added = GroupNotificationAction::Add {
+        participants: vec![
+            participant("5511999990001@s.whatsapp.net", None),
+            participant("77@lid", Some("5511999990002@s.whatsapp.net")),
+        ],
+        reason: None,
+    };
+    let ev = group_update(&update(admin, added), Some(&own));
+    assert_eq!(ev.len(), 2);
+    assert_eq!(ev[0].0, "group.participants_updated");
+    assert_eq!(ev[0].1["action"], "added");
+    assert_eq!(ev[0].1["participants"], json!(["5511999990001@s.whatsapp.net", "5511999990002@s.whatsapp.net"]));
+    assert_eq!(ev[0].1["by"], admin);
+    assert_eq!(ev[1].0, "group.joined");
+    assert_eq!(ev[1].1["jid"], "120363000000000001@g.us");
+    // Someone leaving by themself is `left`; not the account, so no `group.left`.
+    let other = "5511999990003@s.whatsapp.net";
+    let left = GroupNotificationAction::Remove { participants: vec![participant(other, None)], reason: None };
+    let ev = group_update(&update(other, left), Some(&own));
+    assert_eq!(ev.len(), 1);
+    assert_eq!(ev[0].1["action"], "left");
+    // The account removed: `group.left`.
+    let removed = GroupNotificationAction::Remove {
+        participants: vec![participant("5511999990001@s.whatsapp.net", None)],
+        reason: None,
+    };
+    assert_eq!(group_update(&update(admin, removed), Some(&own))[1].0, "group.left");
+    // Settings and info.
+    let ev = group_update(&update(admin, GroupNotificationAction::Announce), Some(&own));
+    assert_eq!(ev, vec![("group.updated", json!({ "jid": "120363000000000001@g.us", "by": admin, "announce": true }))]);
+    let subject = GroupNotificationAction::Subject { subject: "New".into(), subject_owner: None, subject_time: None };
+    assert_eq!(group_update(&update(admin, subject), Some(&own))[0].1["subject"], "New");
+    let cleared = GroupNotificationAction::Description { id: "1".into(), description: None };
+    assert_eq!(group_update(&update(admin, cleared), Some(&own))[0].1["description"], "");
+    assert_eq!(group_update(&update(admin, GroupNotificationAction::Unlocked), Some(&own))[0].1["locked"], false);
+    // What we do not carry maps to nothing.
+    let eph = GroupNotificationAction::Ephemeral { expiration: 86_400, trigger: None };
+    assert!(group_update(&update(admin, eph), Some(&own)).is_empty());
+}
