@@ -283,6 +283,8 @@ pub enum NetOp {
     LabelMessage { label_id: String, jid: String, wa_message_id: String, labeled: bool },
 
     // Profile, privacy and status.
+    /// The account's own profile: `{push_name, about, picture_url}` (null when unknown).
+    Profile,
     /// The account's privacy settings: `{category: value}` (e.g. `{"last": "contacts"}`).
     Privacy,
     /// Sets one privacy setting: answers the settings.

@@ -23,6 +23,7 @@ pub mod ids;
 pub mod jid;
 pub mod kv;
 pub mod message;
+pub mod privacy;
 pub mod simproto;
 pub mod telemetry;
 

@@ -63,6 +63,8 @@ struct Phone {
     blocked: HashSet<String>,
     /// Profile: display name, about text, business profile, picture (mime, bytes).
     profile: ops::Profile,
+    /// Privacy settings changed from their defaults (`shared::privacy`).
+    privacy: std::collections::BTreeMap<String, String>,
     /// Saved contacts: number -> the name saved for it.
     contacts: std::collections::BTreeMap<String, Option<String>>,
     /// Chat settings per other party (archive, pin, mute, read state, deleted).

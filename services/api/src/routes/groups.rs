@@ -196,7 +196,7 @@ fn cap_joins(state: &AppState) -> Cap {
 }
 
 fn check_subject(subject: &str) -> Result<String, ApiError> {
-    let s = subject.trim();
+    let s = crate::schemas::trim_ecma(subject);
     if s.is_empty() || s.chars().count() > SUBJECT_LIMIT {
         return Err(ApiError::validation(format!("subject must be 1-{SUBJECT_LIMIT} characters")));
     }

@@ -15,6 +15,7 @@ pub mod messages;
 pub mod numbers;
 pub mod openapi;
 pub mod pairing;
+pub mod profile;
 pub mod webhooks;
 
 use axum::http::Method;
@@ -41,6 +42,7 @@ pub fn all() -> OpenApiRouter<AppState> {
         .merge(chats::router())
         .merge(contacts::router())
         .merge(groups::router())
+        .merge(profile::router())
         .merge(media::router())
         .merge(later::router())
         .merge(health::router())

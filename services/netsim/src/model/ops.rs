@@ -206,6 +206,13 @@ impl Net {
 }
 
 impl State {
+    /// The account's privacy settings: the defaults with its changes.
+    fn privacy(&self, me: &str) -> std::collections::BTreeMap<String, String> {
+        let mut all = shared::privacy::defaults();
+        all.extend(self.phones[me].privacy.clone());
+        all
+    }
+
     fn contact(&self, owner: &Phone, other: &str) -> Option<Value> {
         let p = self.phones.get(other)?;
         Some(json!({
@@ -314,8 +321,34 @@ impl State {
                 let list: BTreeSet<String> = self.phones[me].blocked.iter().map(|n| jid(n)).collect();
                 Ok(json!(list))
             }
-            // Communities, channels, labels, privacy and status are carried by the WhatsApp
-            // driver; netsim does not model them yet.
+            NetOp::Profile => {
+                let p = &self.phones[me];
+                let picture = p.profile.picture.is_some().then(|| format!("/pictures/{me}"));
+                Ok(json!({ "push_name": p.profile.name, "about": p.profile.about, "picture_url": picture }))
+            }
+            NetOp::SetProfile { about, push_name } => {
+                let p = &mut self.phones.get_mut(me).expect("online account exists").profile;
+                if let Some(a) = about {
+                    p.about = a;
+                }
+                if let Some(n) = push_name {
+                    p.name = Some(n);
+                }
+                Ok(Value::Null)
+            }
+            NetOp::Privacy => Ok(json!(self.privacy(me))),
+            NetOp::SetPrivacy { category, value } => {
+                shared::privacy::check(&category, &value).map_err(|e| match e {
+                    shared::privacy::PrivacyError::UnknownCategory => ("validation_failed", "unknown privacy category"),
+                    shared::privacy::PrivacyError::BadValue => {
+                        ("validation_failed", "this value does not fit the category")
+                    }
+                })?;
+                self.phones.get_mut(me).expect("online account exists").privacy.insert(category, value);
+                Ok(json!(self.privacy(me)))
+            }
+            // Communities, channels, labels and status are carried by the WhatsApp driver;
+            // netsim does not model them yet.
             op => self.group_op(me, op).unwrap_or(Err(("not_implemented", "netsim does not model this operation yet"))),
         }
     }

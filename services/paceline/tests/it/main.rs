@@ -19,6 +19,7 @@ mod media;
 mod messages;
 mod numbers;
 mod operation;
+mod profile;
 mod proxy;
 mod receive;
 mod retention;

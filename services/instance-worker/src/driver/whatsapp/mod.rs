@@ -330,6 +330,13 @@ impl Session for WaSession {
                     c.contacts().get_profile_picture(&jid(j)?, false).await.map_err(|_| failed("give the picture"))?;
                 return Ok(json!({ "url": pic.map(|p| p.url) }));
             }
+            NetOp::Profile => {
+                let own = c.pn().ok_or_else(|| failed("give the profile before pairing"))?;
+                let info = c.contacts().get_user_info(std::slice::from_ref(&own)).await.ok();
+                let about = info.as_ref().and_then(|i| i.values().next()).and_then(|u| u.status.clone());
+                let picture = c.contacts().get_profile_picture(&own, false).await.ok().flatten().map(|p| p.url);
+                return Ok(json!({ "push_name": c.push_name(), "about": about, "picture_url": picture }));
+            }
             NetOp::ContactProfile { jid: j } => {
                 let j = jid(j)?;
                 let info = c

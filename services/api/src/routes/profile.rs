@@ -1,0 +1,211 @@
+//! `{inst}/profile` and `{inst}/privacy`: the account's own push name and about text, and
+//! its privacy settings, asked of and changed through the running session (409
+//! `instance_not_connected` without one).
+
+use std::collections::BTreeMap;
+
+use axum::extract::State;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use shared::bus::NetOp;
+use shared::error::ErrorBody;
+use shared::ids::InstanceId;
+use shared::ApiError;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::extract::{InstanceAccess, ValidatedJson};
+use crate::rpc::net;
+use crate::state::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(get_profile, patch_profile)).routes(routes!(get_privacy, patch_privacy))
+}
+
+/// The longest push name the network takes (characters).
+pub const PUSH_NAME_LIMIT: usize = 25;
+/// The longest about text (characters).
+pub const ABOUT_LIMIT: usize = 139;
+
+/// The account's own profile.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ProfileOut {
+    /// The name others see when the account is not in their contacts.
+    pub push_name: Option<String>,
+    /// The about text; null when the network did not say.
+    pub about: Option<String>,
+    /// Where the network serves its picture; null when it has none.
+    pub picture_url: Option<String>,
+}
+
+/// Body of `PATCH {inst}/profile`: absent fields stay as they are.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProfilePatch {
+    /// 1-25 characters.
+    #[schema(min_length = 1, max_length = 25, pattern = r"\S")]
+    pub push_name: Option<String>,
+    /// Up to 139 characters; empty clears it.
+    #[schema(max_length = 139)]
+    pub about: Option<String>,
+}
+
+/// The privacy settings, by category: `last`, `online`, `profile`, `status`, `groupadd`,
+/// `readreceipts`, `calladd`, `messages`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[schema(example = json!({ "last": "contacts", "online": "all", "readreceipts": "all" }))]
+pub struct PrivacyOut(pub BTreeMap<String, String>);
+
+/// Body of `PATCH {inst}/privacy`: the categories to change; absent ones stay as they
+/// are.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PrivacyPatch {
+    /// Who sees when the account was last seen.
+    #[schema(pattern = "^(all|contacts|contact_blacklist|none)$")]
+    pub last: Option<String>,
+    /// Who sees when it is online.
+    #[schema(pattern = "^(all|match_last_seen)$")]
+    pub online: Option<String>,
+    /// Who sees its profile picture.
+    #[schema(pattern = "^(all|contacts|contact_blacklist|none)$")]
+    pub profile: Option<String>,
+    /// Who sees its statuses.
+    #[schema(pattern = "^(all|contacts|contact_blacklist|none)$")]
+    pub status: Option<String>,
+    /// Who may add it to groups.
+    #[schema(pattern = "^(all|contacts|contact_blacklist|none)$")]
+    pub groupadd: Option<String>,
+    /// Whether it sends read receipts.
+    #[schema(pattern = "^(all|none)$")]
+    pub readreceipts: Option<String>,
+    /// Who may call it.
+    #[schema(pattern = "^(all|known)$")]
+    pub calladd: Option<String>,
+    /// Who may message it.
+    #[schema(pattern = "^(all|contacts)$")]
+    pub messages: Option<String>,
+}
+
+impl PrivacyPatch {
+    fn changes(self) -> Vec<(&'static str, String)> {
+        [
+            ("last", self.last),
+            ("online", self.online),
+            ("profile", self.profile),
+            ("status", self.status),
+            ("groupadd", self.groupadd),
+            ("readreceipts", self.readreceipts),
+            ("calladd", self.calladd),
+            ("messages", self.messages),
+        ]
+        .into_iter()
+        .filter_map(|(c, v)| v.map(|v| (c, v)))
+        .collect()
+    }
+}
+
+/// The account's push name, about text and picture.
+#[utoipa::path(get, path = "/v1/instances/{id}/profile", tag = "profile",
+    params(("id" = InstanceId, Path, description = "instance id")),
+    responses(
+        (status = 200, description = "the profile", body = ProfileOut),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+        (status = 409, description = "`instance_not_connected`: the session is not running", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn get_profile(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+) -> Result<Json<ProfileOut>, ApiError> {
+    Ok(Json(net(&state, &id, NetOp::Profile).await?))
+}
+
+/// Change the push name or about text; answers the profile as it is now.
+#[utoipa::path(patch, path = "/v1/instances/{id}/profile", tag = "profile",
+    params(("id" = InstanceId, Path, description = "instance id")),
+    request_body = ProfilePatch,
+    responses(
+        (status = 200, description = "the profile", body = ProfileOut),
+        (status = 400, description = "`validation_failed`", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+        (status = 409, description = "`instance_not_connected`", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn patch_profile(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+    ValidatedJson(p): ValidatedJson<ProfilePatch>,
+) -> Result<Json<ProfileOut>, ApiError> {
+    let push_name = p.push_name.map(|n| crate::schemas::trim_ecma(&n).to_string());
+    if push_name.as_ref().is_some_and(|n| n.is_empty() || n.chars().count() > PUSH_NAME_LIMIT) {
+        return Err(ApiError::validation(format!("push_name must be 1-{PUSH_NAME_LIMIT} characters")));
+    }
+    if p.about.as_ref().is_some_and(|a| a.chars().count() > ABOUT_LIMIT) {
+        return Err(ApiError::validation(format!("about must be at most {ABOUT_LIMIT} characters")));
+    }
+    if push_name.is_some() || p.about.is_some() {
+        let () = net(&state, &id, NetOp::SetProfile { about: p.about, push_name }).await?;
+    }
+    Ok(Json(net(&state, &id, NetOp::Profile).await?))
+}
+
+/// The account's privacy settings.
+#[utoipa::path(get, path = "/v1/instances/{id}/privacy", tag = "profile",
+    params(("id" = InstanceId, Path, description = "instance id")),
+    responses(
+        (status = 200, description = "the settings", body = PrivacyOut),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+        (status = 409, description = "`instance_not_connected`", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn get_privacy(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+) -> Result<Json<PrivacyOut>, ApiError> {
+    Ok(Json(PrivacyOut(net(&state, &id, NetOp::Privacy).await?)))
+}
+
+/// Change privacy settings, each checked against its category before any is sent (a
+/// bad one changes nothing); answers the settings as they are now.
+#[utoipa::path(patch, path = "/v1/instances/{id}/privacy", tag = "profile",
+    params(("id" = InstanceId, Path, description = "instance id")),
+    request_body = PrivacyPatch,
+    responses(
+        (status = 200, description = "the settings", body = PrivacyOut),
+        (status = 400, description = "`validation_failed`: an unknown category, or a value that does not fit it", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+        (status = 409, description = "`instance_not_connected`", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn patch_privacy(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+    ValidatedJson(patch): ValidatedJson<PrivacyPatch>,
+) -> Result<Json<PrivacyOut>, ApiError> {
+    let changes = patch.changes();
+    for (category, value) in &changes {
+        shared::privacy::check(category, value).map_err(|e| ApiError::validation(e.to_string()))?;
+    }
+    if changes.is_empty() {
+        return Ok(Json(PrivacyOut(net(&state, &id, NetOp::Privacy).await?)));
+    }
+    let mut now = BTreeMap::new();
+    for (category, value) in changes {
+        now = net(&state, &id, NetOp::SetPrivacy { category: category.to_string(), value }).await?;
+    }
+    Ok(Json(PrivacyOut(now)))
+}
