@@ -23,7 +23,7 @@ use utoipa::{Modify, OpenApi};
     ),
     modifiers(&Security),
     components(schemas(
-        ErrorBody, ErrorDetail, ErrorCode, shared::jid::Jid, shared::jid::UserJid, catalog::EventType,
+        ErrorBody, ErrorDetail, ErrorCode, shared::jid::Jid, shared::jid::UserJid, crate::schemas::GroupJid, catalog::EventType,
         shared::ids::InstanceId, shared::ids::MessageId, shared::ids::MediaId, shared::ids::WebhookId,
         shared::ids::DeliveryId, shared::ids::EventId,
         catalog::Event, catalog::InstanceStateEventData, catalog::QrUpdatedEventData, catalog::ConnectedEventData,
@@ -119,7 +119,9 @@ fn complete(doc: &mut serde_json::Value) {
         let component = match name {
             "id" => "InstanceId",
             "jid" if path.contains("/contacts/") => "UserJid",
-            "jid" | "group" => "Jid",
+            "jid" if path.contains("/groups/") || path.contains("/communities/") => "GroupJid",
+            "group" => "GroupJid",
+            "jid" => "Jid",
             "msg_id" => "MessageId",
             "webhook_id" => "WebhookId",
             "delivery_id" => "DeliveryId",

@@ -168,7 +168,7 @@ pub struct JoinIn {
     pub link: String,
 }
 
-fn cap_create(state: &AppState) -> Cap {
+pub(crate) fn cap_create(state: &AppState) -> Cap {
     Cap {
         name: "group_create",
         limit: state.config.group_creates_per_day,
@@ -195,7 +195,7 @@ fn cap_joins(state: &AppState) -> Cap {
     }
 }
 
-fn check_subject(subject: &str) -> Result<String, ApiError> {
+pub(crate) fn check_subject(subject: &str) -> Result<String, ApiError> {
     let s = crate::schemas::trim_ecma(subject);
     if s.is_empty() || s.chars().count() > SUBJECT_LIMIT {
         return Err(ApiError::validation(format!("subject must be 1-{SUBJECT_LIMIT} characters")));
@@ -220,7 +220,7 @@ fn members(list: &[String], at_least_one: bool) -> Result<Vec<String>, ApiError>
     Ok(out)
 }
 
-fn group(jid: Jid) -> Result<String, ApiError> {
+pub(crate) fn group(jid: Jid) -> Result<String, ApiError> {
     if !jid.is_group() {
         return Err(ApiError::validation("jid must be a group's JID (…@g.us)"));
     }

@@ -1,9 +1,9 @@
 //! Routes of interface.md whose milestones are still to come: labels and the business
-//! profile, channels, the platform routes (API keys, hosted pairing links, usage),
-//! communities and the MCP endpoint. Each checks its token like the finished routes
+//! profile, channels, the platform routes (API keys, hosted pairing links, usage) and
+//! the MCP endpoint. Each checks its token like the finished routes
 //! (401, 403) and then answers 501 `not_implemented`, so clients can tell "not yet"
 //! from "no such route". The WhatsApp driver already carries the network side of
-//! labels, channels and communities (`shared::bus::NetOp`).
+//! labels and channels (`shared::bus::NetOp`).
 
 use shared::error::ErrorBody;
 use shared::ApiError;
@@ -241,61 +241,6 @@ later!(
     ["admin", "instance"]
 );
 
-later!(
-    list_communities,
-    get,
-    "/v1/instances/{id}/communities",
-    "communities",
-    "Listing communities",
-    InstanceAccess,
-    ["admin", "instance"]
-);
-later!(
-    create_community,
-    post,
-    "/v1/instances/{id}/communities",
-    "communities",
-    "Creating a community",
-    InstanceAccess,
-    ["admin", "instance"]
-);
-later!(
-    get_community,
-    get,
-    "/v1/instances/{id}/communities/{jid}",
-    "communities",
-    "Community metadata",
-    InstanceAccess,
-    ["admin", "instance"]
-);
-later!(
-    community_groups,
-    get,
-    "/v1/instances/{id}/communities/{jid}/groups",
-    "communities",
-    "Groups of a community",
-    InstanceAccess,
-    ["admin", "instance"]
-);
-later!(
-    link_group,
-    post,
-    "/v1/instances/{id}/communities/{jid}/groups",
-    "communities",
-    "Linking a group to a community",
-    InstanceAccess,
-    ["admin", "instance"]
-);
-later!(
-    unlink_group,
-    delete,
-    "/v1/instances/{id}/communities/{jid}/groups/{group}",
-    "communities",
-    "Unlinking a group from a community",
-    InstanceAccess,
-    ["admin", "instance"]
-);
-
 later!(mcp, post, "/mcp", "operation", "The MCP endpoint", Principal, ["admin", "instance"]);
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -315,9 +260,5 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(revoke_api_key))
         .routes(routes!(create_pairing_link, revoke_pairing_links))
         .routes(routes!(usage))
-        .routes(routes!(list_communities, create_community))
-        .routes(routes!(get_community))
-        .routes(routes!(community_groups, link_group))
-        .routes(routes!(unlink_group))
         .routes(routes!(mcp))
 }

@@ -3,6 +3,7 @@
 pub mod actions;
 pub mod bulk;
 pub mod chats;
+pub mod communities;
 pub mod contacts;
 pub mod events;
 pub mod groups;
@@ -42,6 +43,7 @@ pub fn all() -> OpenApiRouter<AppState> {
         .merge(chats::router())
         .merge(contacts::router())
         .merge(groups::router())
+        .merge(communities::router())
         .merge(profile::router())
         .merge(media::router())
         .merge(later::router())

@@ -52,6 +52,12 @@ pub(super) struct Group {
     /// number -> role.
     pub members: BTreeMap<String, Role>,
     pub invite: String,
+    /// A community (a parent group that gathers groups).
+    pub is_parent: bool,
+    /// The community this group is linked to.
+    pub parent: Option<String>,
+    /// The community's announcement group (made with it; never unlinked).
+    pub is_announcement_group: bool,
 }
 
 type Refusal = (&'static str, &'static str);
@@ -96,7 +102,11 @@ impl Group {
             "announce": self.announce,
             "locked": self.locked,
             "approval_required": false,
-            "community": { "parent": null, "is_parent": false, "is_announcement_group": false },
+            "community": {
+                "parent": self.parent.as_deref().map(group_jid),
+                "is_parent": self.is_parent,
+                "is_announcement_group": self.is_announcement_group,
+            },
             "participants": self.members.iter().map(|(n, r)| json!({
                 "jid": jid(n), "phone": n, "role": r.as_str(),
             })).collect::<Vec<_>>(),
@@ -141,8 +151,12 @@ impl State {
     pub(super) fn group_op(&mut self, me: &str, op: NetOp) -> Option<Result<Value, Refusal>> {
         Some(match op {
             NetOp::Groups => {
-                let list: Vec<Value> =
-                    self.groups.iter().filter(|(_, g)| g.members.contains_key(me)).map(|(id, g)| g.view(id)).collect();
+                let list: Vec<Value> = self
+                    .groups
+                    .iter()
+                    .filter(|(_, g)| !g.is_parent && g.members.contains_key(me))
+                    .map(|(id, g)| g.view(id))
+                    .collect();
                 Ok(Value::Array(list))
             }
             NetOp::Group { jid: j } => self.member_group(me, &j).map(|(id, g)| g.view(&id)),
@@ -245,8 +259,87 @@ impl State {
                 self.group_event(&[me.to_string()], "group.left", data, me);
                 Ok(Value::Null)
             })(),
+            NetOp::Communities => {
+                let list: Vec<Value> = self
+                    .groups
+                    .iter()
+                    .filter(|(_, g)| g.is_parent && g.members.contains_key(me))
+                    .map(|(id, g)| g.view(id))
+                    .collect();
+                Ok(Value::Array(list))
+            }
+            NetOp::CreateCommunity { name, description } => self.create_community(me, &name, description),
+            NetOp::CommunityGroups { jid: j } => (|| {
+                let (id, g) = self.member_group(me, &j)?;
+                if !g.is_parent {
+                    return Err(("not_found", "no such community"));
+                }
+                let list: Vec<Value> = self
+                    .groups
+                    .iter()
+                    .filter(|(_, g)| g.parent.as_deref() == Some(id.as_str()))
+                    .map(|(gid, g)| json!({ "jid": group_jid(gid), "subject": g.subject, "size": g.members.len(), "is_announcement_group": g.is_announcement_group }))
+                    .collect();
+                Ok(Value::Array(list))
+            })(),
+            NetOp::LinkGroups { jid: j, groups, link } => self.link_groups(me, &j, &groups, link),
             _ => return None,
         })
+    }
+
+    /// A community and, with it, its announcement group (only admins send there).
+    fn create_community(&mut self, me: &str, name: &str, description: Option<String>) -> Result<Value, Refusal> {
+        check_subject(name)?;
+        if description.as_ref().is_some_and(|d| d.chars().count() > DESCRIPTION_LIMIT) {
+            return Err(("validation_failed", "the description is over the network's limit"));
+        }
+        let mut ids = Vec::new();
+        for parent in [true, false] {
+            self.next_group += 1;
+            let id = format!("120363{:012}", self.next_group);
+            let g = Group {
+                subject: name.trim().to_string(),
+                description: description.clone().unwrap_or_default(),
+                owner: me.to_string(),
+                created_at: Utc::now(),
+                announce: !parent,
+                locked: true,
+                members: BTreeMap::from([(me.to_string(), Role::SuperAdmin)]),
+                invite: new_invite(),
+                is_parent: parent,
+                parent: (!parent).then(|| ids.first().cloned()).flatten(),
+                is_announcement_group: !parent,
+            };
+            self.groups.insert(id.clone(), g);
+            ids.push(id);
+        }
+        Ok(self.groups[&ids[0]].view(&ids[0]))
+    }
+
+    /// Links groups to a community or unlinks them: admins of both only; the
+    /// announcement group stays. `{done: [jid], failed: [{jid, status}]}`.
+    fn link_groups(&mut self, me: &str, j: &str, groups: &[String], link: bool) -> Result<Value, Refusal> {
+        let community = self.require_admin(me, j)?;
+        if !self.groups[&community].is_parent {
+            return Err(("not_found", "no such community"));
+        }
+        let (mut done, mut failed) = (Vec::new(), Vec::new());
+        for gj in groups {
+            let status = match group_id_of(gj).ok().and_then(|id| self.groups.get(&id).map(|g| (id, g))) {
+                None => 404,
+                Some((_, g)) if !g.members.get(me).is_some_and(|r| r.is_admin()) => 403,
+                Some((_, g)) if g.is_parent || g.is_announcement_group => 403,
+                Some((_, g)) if link && g.parent.is_some() => 409,
+                Some((_, g)) if !link && g.parent.as_deref() != Some(community.as_str()) => 404,
+                Some((id, _)) => {
+                    self.groups.get_mut(&id).expect("found above").parent = link.then(|| community.clone());
+                    done.push(group_jid(&id));
+                    continue;
+                }
+            };
+            failed.push(json!({ "jid": gj, "status": status }));
+        }
+        Ok(json!({ "done": done, "failed": failed }))
     }
 
     fn create_group(&mut self, me: &str, subject: &str, participants: &[String]) -> Result<Value, Refusal> {
@@ -273,6 +366,9 @@ impl State {
             locked: false,
             members,
             invite: new_invite(),
+            is_parent: false,
+            parent: None,
+            is_announcement_group: false,
         };
         let view = g.view(&id);
         let added: Vec<String> = g.members.keys().filter(|n| n.as_str() != me).cloned().collect();

@@ -273,3 +273,52 @@ async fn bad_input_refusals_and_caps() {
     let (_, other_token) = c.api.create_instance("other").await;
     c.api.client(Some(other_token)).get(&base).await.expect_error(403, "forbidden");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_community_with_a_linked_and_an_unlinked_group() {
+    let (_c, id, own) = cluster(|_| {}).await;
+    let base = format!("/v1/instances/{id}/communities");
+    let cm = own.post(&base, &json!({ "name": "Neighbours", "description": "street" })).await.expect(201);
+    let cjid = cm["jid"].as_str().unwrap().to_string();
+    assert_eq!(cm["community"]["is_parent"], true);
+    assert_eq!(cm["subject"], "Neighbours");
+    // Its announcement group came with it.
+    let groups = own.get(&format!("{base}/{cjid}/groups")).await.expect(200);
+    let list = groups["groups"].as_array().unwrap();
+    assert_eq!(list.len(), 1, "{groups}");
+    assert_eq!(list[0]["is_announcement_group"], true);
+    let announce = list[0]["jid"].as_str().unwrap().to_string();
+    // Two ordinary groups: one linked, one not.
+    let g1 = own
+        .post(&format!("/v1/instances/{id}/groups"), &json!({ "subject": "Linked", "participants": [B] }))
+        .await
+        .expect(201);
+    let g2 = own
+        .post(&format!("/v1/instances/{id}/groups"), &json!({ "subject": "Apart", "participants": [C] }))
+        .await
+        .expect(201);
+    let r = own
+        .post(&format!("{base}/{cjid}/groups"), &json!({ "groups": [g1["jid"], "120363999999999998@g.us"] }))
+        .await
+        .expect(200);
+    assert_eq!(r["results"][0], json!({ "jid": g1["jid"], "ok": true }));
+    assert_eq!(r["results"][1]["error"]["code"], "not_found");
+    let linked = own.get(&format!("/v1/instances/{id}/groups/{}", g1["jid"].as_str().unwrap())).await.expect(200);
+    assert_eq!(linked["community"]["parent"], cjid.as_str());
+    let apart = own.get(&format!("/v1/instances/{id}/groups/{}", g2["jid"].as_str().unwrap())).await.expect(200);
+    assert_eq!(apart["community"]["parent"], json!(null));
+    let groups = own.get(&format!("{base}/{cjid}/groups")).await.expect(200);
+    assert_eq!(groups["groups"].as_array().unwrap().len(), 2);
+    // The community is listed; a plain group is not a community.
+    let all = own.get(&base).await.expect(200);
+    assert_eq!(all["communities"].as_array().unwrap().len(), 1);
+    own.get(&format!("{base}/{}", g2["jid"].as_str().unwrap())).await.expect_error(404, "not_found");
+    // Unlinking: the group leaves; the announcement group stays.
+    own.delete(&format!("{base}/{cjid}/groups/{}", g1["jid"].as_str().unwrap())).await.expect(204);
+    own.delete(&format!("{base}/{cjid}/groups/{}", g1["jid"].as_str().unwrap())).await.expect_error(404, "not_found");
+    own.delete(&format!("{base}/{cjid}/groups/{announce}")).await.expect_error(403, "forbidden");
+    // Its name and settings use the group routes with its JID.
+    let renamed =
+        own.patch(&format!("/v1/instances/{id}/groups/{cjid}"), &json!({ "subject": "Street" })).await.expect(200);
+    assert_eq!(renamed["subject"], "Street");
+}

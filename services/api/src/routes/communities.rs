@@ -1,0 +1,309 @@
+//! `{inst}/communities` (interface.md 4.8): communities are parent groups that gather
+//! groups; creating one makes its announcement group too. A community's name,
+//! description, settings, invite link and members use the group routes with its JID.
+//! Asked of the running session (409 `instance_not_connected` without one); creating
+//! counts against the instance's group-creation cap.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use shared::bus::NetOp;
+use shared::error::{ErrorBody, ErrorDetail};
+use shared::ids::InstanceId;
+use shared::jid::Jid;
+use shared::{ApiError, ErrorCode};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::extract::{InstanceAccess, Path, ValidatedJson, ValidatedQuery};
+use crate::pagination::{self, PageQuery};
+use crate::routes::groups::{cap_create, check_subject, group, GroupOut, DESCRIPTION_LIMIT};
+use crate::rpc::net;
+use crate::service::caps;
+use crate::state::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(get_one))
+        .routes(routes!(groups, link))
+        .routes(routes!(unlink))
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct CommunityListOut {
+    pub communities: Vec<GroupOut>,
+    /// Absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// Body of `POST {inst}/communities`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CommunityIn {
+    /// 1-100 characters.
+    #[schema(min_length = 1, max_length = 100, pattern = r"\S")]
+    pub name: String,
+    /// Up to 2,048 characters.
+    #[schema(max_length = 2048)]
+    pub description: Option<String>,
+}
+
+/// A group of a community.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct CommunityGroupOut {
+    pub jid: String,
+    pub subject: String,
+    pub size: u32,
+    /// The community's announcement group (made with it; only admins send).
+    pub is_announcement_group: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct CommunityGroupsOut {
+    pub groups: Vec<CommunityGroupOut>,
+}
+
+/// Body of `POST {inst}/communities/{jid}/groups`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LinkIn {
+    /// 1 to 50 groups' JIDs; the account must be an admin of each.
+    #[schema(min_items = 1, max_items = 50, value_type = Vec<crate::schemas::GroupJid>)]
+    pub groups: Vec<String>,
+}
+
+/// One group's outcome: `ok`, or `error` with a code.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct LinkResult {
+    pub jid: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ok: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorDetail>,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct LinkOut {
+    pub results: Vec<LinkResult>,
+}
+
+#[derive(Deserialize)]
+struct Linked {
+    done: Vec<String>,
+    failed: Vec<Failed>,
+}
+
+#[derive(Deserialize)]
+struct Failed {
+    jid: String,
+    status: u16,
+}
+
+fn failure(status: u16) -> ApiError {
+    match status {
+        403 => ApiError::new(ErrorCode::Forbidden, "not an admin of the group, or the group cannot be linked"),
+        404 => ApiError::new(ErrorCode::NotFound, "no such group in reach"),
+        409 => ApiError::new(ErrorCode::Conflict, "the group belongs to a community already"),
+        _ => ApiError::new(ErrorCode::WorkerError, "the network refused the group"),
+    }
+    .with_retryable(false)
+}
+
+fn groups_of(list: &[String]) -> Result<Vec<String>, ApiError> {
+    if list.is_empty() || list.len() > 50 {
+        return Err(ApiError::validation("groups must name 1 to 50 groups"));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for g in list {
+        let j = Jid::parse(g).map_err(|_| ApiError::validation("each group must be a group's JID"))?;
+        let j = group(j)?;
+        if !out.contains(&j) {
+            out.push(j);
+        }
+    }
+    Ok(out)
+}
+
+/// The communities the account is in, by JID.
+#[utoipa::path(get, path = "/v1/instances/{id}/communities", tag = "communities",
+    params(("id" = InstanceId, Path, description = "instance id"), PageQuery),
+    responses(
+        (status = 200, description = "a page of communities", body = CommunityListOut),
+        (status = 400, description = "`validation_failed`: a bad limit or cursor", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+        (status = 409, description = "`instance_not_connected`", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn list(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+    ValidatedQuery(q): ValidatedQuery<PageQuery>,
+) -> Result<Json<CommunityListOut>, ApiError> {
+    let limit = pagination::limit(q.limit, 50, 200)?;
+    let after = q.cursor.as_deref().map(|c| pagination::decode(c, &["c1"], 2)).transpose()?.map(|f| f[1].clone());
+    let mut all: Vec<GroupOut> = net(&state, &id, NetOp::Communities).await?;
+    all.sort_by(|a, b| a.jid.cmp(&b.jid));
+    all.retain(|g| after.as_ref().is_none_or(|a| g.jid.as_str() > a.as_str()));
+    all.truncate(limit as usize + 1);
+    let (communities, next_cursor) = pagination::page(all, limit, |g| pagination::encode(&["c1", &g.jid]));
+    Ok(Json(CommunityListOut { communities, next_cursor }))
+}
+
+/// Create a community (and its announcement group); the account owns both. Counts
+/// against `group_creates_per_day`.
+#[utoipa::path(post, path = "/v1/instances/{id}/communities", tag = "communities",
+    params(("id" = InstanceId, Path, description = "instance id")),
+    request_body = CommunityIn,
+    responses(
+        (status = 201, description = "the community", body = GroupOut),
+        (status = 400, description = "`validation_failed`", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+        (status = 409, description = "`instance_not_connected`", body = ErrorBody),
+        (status = 429, description = "`rate_limited`: the daily creation cap (Retry-After says when)", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn create(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+    ValidatedJson(body): ValidatedJson<CommunityIn>,
+) -> Result<(StatusCode, Json<GroupOut>), ApiError> {
+    let name = check_subject(&body.name)?;
+    if body.description.as_ref().is_some_and(|d| d.chars().count() > DESCRIPTION_LIMIT) {
+        return Err(ApiError::validation(format!("description must be at most {DESCRIPTION_LIMIT} characters")));
+    }
+    let taken = caps::take(&state, &id, cap_create(&state), 1).await?;
+    match net(&state, &id, NetOp::CreateCommunity { name, description: body.description }).await {
+        Ok(g) => {
+            taken.keep();
+            Ok((StatusCode::CREATED, Json(g)))
+        }
+        Err(e) => {
+            taken.give_back(&state, 1).await;
+            Err(e)
+        }
+    }
+}
+
+/// A community's metadata (its members are the community's participants).
+#[utoipa::path(get, path = "/v1/instances/{id}/communities/{jid}", tag = "communities",
+    params(("id" = InstanceId, Path, description = "instance id"), ("jid" = crate::schemas::GroupJid, Path, description = "the community's JID")),
+    responses(
+        (status = 200, description = "the community", body = GroupOut),
+        (status = 400, description = "`validation_failed`", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`, or `not_found`: no such community", body = ErrorBody),
+        (status = 409, description = "`instance_not_connected`", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn get_one(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+    Path(ids): Path<(InstanceId, Jid)>,
+) -> Result<Json<GroupOut>, ApiError> {
+    let jid = group(ids.1)?;
+    let g: GroupOut = net(&state, &id, NetOp::Group { jid }).await?;
+    if !g.community.as_ref().is_some_and(|c| c["is_parent"] == true) {
+        return Err(ApiError::not_found("community"));
+    }
+    Ok(Json(g))
+}
+
+/// The groups of a community, its announcement group among them.
+#[utoipa::path(get, path = "/v1/instances/{id}/communities/{jid}/groups", tag = "communities",
+    params(("id" = InstanceId, Path, description = "instance id"), ("jid" = crate::schemas::GroupJid, Path, description = "the community's JID")),
+    responses(
+        (status = 200, description = "its groups", body = CommunityGroupsOut),
+        (status = 400, description = "`validation_failed`", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`, or `not_found`: no such community", body = ErrorBody),
+        (status = 409, description = "`instance_not_connected`", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn groups(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+    Path(ids): Path<(InstanceId, Jid)>,
+) -> Result<Json<CommunityGroupsOut>, ApiError> {
+    let jid = group(ids.1)?;
+    let mut groups: Vec<CommunityGroupOut> = net(&state, &id, NetOp::CommunityGroups { jid }).await?;
+    groups.sort_by(|a, b| b.is_announcement_group.cmp(&a.is_announcement_group).then(a.jid.cmp(&b.jid)));
+    Ok(Json(CommunityGroupsOut { groups }))
+}
+
+/// Link groups to the community (admins of both), with a result per group.
+#[utoipa::path(post, path = "/v1/instances/{id}/communities/{jid}/groups", tag = "communities",
+    params(("id" = InstanceId, Path, description = "instance id"), ("jid" = crate::schemas::GroupJid, Path, description = "the community's JID")),
+    request_body = LinkIn,
+    responses(
+        (status = 200, description = "a result per group", body = LinkOut),
+        (status = 400, description = "`validation_failed`", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: another instance's token, or not an admin of the community", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`, or `not_found`: no such community", body = ErrorBody),
+        (status = 409, description = "`instance_not_connected`", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn link(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+    Path(ids): Path<(InstanceId, Jid)>,
+    ValidatedJson(body): ValidatedJson<LinkIn>,
+) -> Result<Json<LinkOut>, ApiError> {
+    let jid = group(ids.1)?;
+    let groups = groups_of(&body.groups)?;
+    let r: Linked = net(&state, &id, NetOp::LinkGroups { jid, groups, link: true }).await?;
+    let mut results: Vec<LinkResult> =
+        r.done.into_iter().map(|jid| LinkResult { jid, ok: Some(true), error: None }).collect();
+    results.extend(r.failed.into_iter().map(|f| LinkResult {
+        jid: f.jid,
+        ok: None,
+        error: Some(failure(f.status).body().error),
+    }));
+    Ok(Json(LinkOut { results }))
+}
+
+/// Unlink a group from the community (admins of both; the announcement group stays).
+#[utoipa::path(delete, path = "/v1/instances/{id}/communities/{jid}/groups/{group}", tag = "communities",
+    params(
+        ("id" = InstanceId, Path, description = "instance id"),
+        ("jid" = crate::schemas::GroupJid, Path, description = "the community's JID"),
+        ("group" = crate::schemas::GroupJid, Path, description = "the group's JID"),
+    ),
+    responses(
+        (status = 204, description = "unlinked"),
+        (status = 400, description = "`validation_failed`", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: not an admin, or the announcement group", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`, or `not_found`: no such community, or the group is not in it", body = ErrorBody),
+        (status = 409, description = "`instance_not_connected`", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn unlink(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+    Path(ids): Path<(InstanceId, Jid, Jid)>,
+) -> Result<StatusCode, ApiError> {
+    let jid = group(ids.1)?;
+    let g = group(ids.2)?;
+    let r: Linked = net(&state, &id, NetOp::LinkGroups { jid, groups: vec![g], link: false }).await?;
+    match r.failed.first() {
+        Some(f) => Err(failure(f.status)),
+        None => Ok(StatusCode::NO_CONTENT),
+    }
+}
