@@ -70,6 +70,22 @@ pub fn page<T>(mut rows: Vec<T>, limit: u32, cursor: impl Fn(&T) -> String) -> (
     }
 }
 
+/// A page of a whole list the network answered (groups, communities), ordered by `key`
+/// (unique), after the cursor's key. `tag` keeps one list's cursors out of another.
+pub fn page_by_key<T>(
+    mut items: Vec<T>,
+    q: &PageQuery,
+    tag: &str,
+    key: impl Fn(&T) -> &str,
+) -> Result<(Vec<T>, Option<String>), ApiError> {
+    let limit = limit(q.limit, 50, 200)?;
+    let after = q.cursor.as_deref().map(|c| decode(c, &[tag], 2)).transpose()?.map(|f| f[1].clone());
+    items.sort_by(|a, b| key(a).cmp(key(b)));
+    items.retain(|i| after.as_deref().is_none_or(|a| key(i) > a));
+    items.truncate(limit as usize + 1);
+    Ok(page(items, limit, |i| encode(&[tag, key(i)])))
+}
+
 /// A timestamp as a cursor field, exactly (nanoseconds).
 pub fn ts(t: chrono::DateTime<chrono::Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true)

@@ -146,13 +146,9 @@ async fn list(
     InstanceAccess { id, .. }: InstanceAccess,
     ValidatedQuery(q): ValidatedQuery<PageQuery>,
 ) -> Result<Json<CommunityListOut>, ApiError> {
-    let limit = pagination::limit(q.limit, 50, 200)?;
-    let after = q.cursor.as_deref().map(|c| pagination::decode(c, &["c1"], 2)).transpose()?.map(|f| f[1].clone());
-    let mut all: Vec<GroupOut> = net(&state, &id, NetOp::Communities).await?;
-    all.sort_by(|a, b| a.jid.cmp(&b.jid));
-    all.retain(|g| after.as_ref().is_none_or(|a| g.jid.as_str() > a.as_str()));
-    all.truncate(limit as usize + 1);
-    let (communities, next_cursor) = pagination::page(all, limit, |g| pagination::encode(&["c1", &g.jid]));
+    pagination::limit(q.limit, 50, 200)?;
+    let all: Vec<GroupOut> = net(&state, &id, NetOp::Communities).await?;
+    let (communities, next_cursor) = pagination::page_by_key(all, &q, "c1", |g| &g.jid)?;
     Ok(Json(CommunityListOut { communities, next_cursor }))
 }
 
@@ -181,17 +177,8 @@ async fn create(
     if body.description.as_ref().is_some_and(|d| d.chars().count() > DESCRIPTION_LIMIT) {
         return Err(ApiError::validation(format!("description must be at most {DESCRIPTION_LIMIT} characters")));
     }
-    let taken = caps::take(&state, &id, cap_create(&state), 1).await?;
-    match net(&state, &id, NetOp::CreateCommunity { name, description: body.description }).await {
-        Ok(g) => {
-            taken.keep();
-            Ok((StatusCode::CREATED, Json(g)))
-        }
-        Err(e) => {
-            taken.give_back(&state, 1).await;
-            Err(e)
-        }
-    }
+    let create = net(&state, &id, NetOp::CreateCommunity { name, description: body.description });
+    Ok((StatusCode::CREATED, Json(caps::capped(&state, &id, cap_create(&state), create).await?)))
 }
 
 /// A community's metadata (its members are the community's participants).

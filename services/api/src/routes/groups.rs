@@ -262,13 +262,9 @@ async fn list(
     InstanceAccess { id, .. }: InstanceAccess,
     ValidatedQuery(q): ValidatedQuery<PageQuery>,
 ) -> Result<Json<GroupListOut>, ApiError> {
-    let limit = pagination::limit(q.limit, 50, 200)?;
-    let after = q.cursor.as_deref().map(|c| pagination::decode(c, &["g1"], 2)).transpose()?.map(|f| f[1].clone());
-    let mut groups: Vec<GroupOut> = net(&state, &id, NetOp::Groups).await?;
-    groups.sort_by(|a, b| a.jid.cmp(&b.jid));
-    groups.retain(|g| after.as_ref().is_none_or(|a| g.jid.as_str() > a.as_str()));
-    groups.truncate(limit as usize + 1);
-    let (groups, next_cursor) = pagination::page(groups, limit, |g| pagination::encode(&["g1", &g.jid]));
+    pagination::limit(q.limit, 50, 200)?;
+    let all: Vec<GroupOut> = net(&state, &id, NetOp::Groups).await?;
+    let (groups, next_cursor) = pagination::page_by_key(all, &q, "g1", |g| &g.jid)?;
     Ok(Json(GroupListOut { groups, next_cursor }))
 }
 
@@ -295,17 +291,10 @@ async fn create(
 ) -> Result<(StatusCode, Json<GroupOut>), ApiError> {
     let subject = check_subject(&body.subject)?;
     let participants = members(&body.participants, false)?;
-    let taken = caps::take(&state, &id, cap_create(&state), 1).await?;
-    match net(&state, &id, NetOp::CreateGroup { subject, participants }).await {
-        Ok(g) => {
-            taken.keep();
-            Ok((StatusCode::CREATED, Json(g)))
-        }
-        Err(e) => {
-            taken.give_back(&state, 1).await;
-            Err(e)
-        }
-    }
+    let g =
+        caps::capped(&state, &id, cap_create(&state), net(&state, &id, NetOp::CreateGroup { subject, participants }))
+            .await?;
+    Ok((StatusCode::CREATED, Json(g)))
 }
 
 /// One group the account is in.
@@ -462,17 +451,8 @@ async fn join(
     if !(6..=64).contains(&code.len()) || !code.bytes().all(|b| b.is_ascii_alphanumeric()) {
         return Err(ApiError::validation("link must be a group invite link (https://chat.whatsapp.com/<code>)"));
     }
-    let taken = caps::take(&state, &id, cap_joins(&state), 1).await?;
-    match net(&state, &id, NetOp::JoinGroup { link: code.to_string() }).await {
-        Ok(g) => {
-            taken.keep();
-            Ok(Json(g))
-        }
-        Err(e) => {
-            taken.give_back(&state, 1).await;
-            Err(e)
-        }
-    }
+    let join = net(&state, &id, NetOp::JoinGroup { link: code.to_string() });
+    Ok(Json(caps::capped(&state, &id, cap_joins(&state), join).await?))
 }
 
 /// Leave a group.

@@ -75,6 +75,27 @@ pub async fn take(state: &AppState, id: &InstanceId, cap: Cap, n: u32) -> Result
     Ok(Taken { key, members: (1..=n).map(|i| format!("{member}:{i}")).collect() })
 }
 
+/// Runs `action` under one take of `cap`: taken before (so a refusal costs the network
+/// nothing), given back if the action fails.
+pub async fn capped<T>(
+    state: &AppState,
+    id: &InstanceId,
+    cap: Cap,
+    action: impl std::future::Future<Output = Result<T, ApiError>>,
+) -> Result<T, ApiError> {
+    let taken = take(state, id, cap, 1).await?;
+    match action.await {
+        Ok(v) => {
+            taken.keep();
+            Ok(v)
+        }
+        Err(e) => {
+            taken.give_back(state, 1).await;
+            Err(e)
+        }
+    }
+}
+
 impl Taken {
     /// Gives back what the action did not use (it failed before the network acted, or
     /// some members were refused). Best effort: a failure only leaves the cap tighter.
