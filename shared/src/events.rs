@@ -11,6 +11,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "message.received",
     "message.media_updated",
     "reaction.received",
+    "status.received",
     "instance.state",
     "instance.qr_updated",
     "instance.connected",

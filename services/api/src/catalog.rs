@@ -215,6 +215,7 @@ pub const CATALOG: &[(&str, &str, &str)] = &[
         "MediaUpdatedEventData",
     ),
     ("reaction.received", "Someone reacted to a message.", "ReactionEventData"),
+    ("status.received", "A contact posted a status (its chat is `status@broadcast`).", "ReceivedMessageEventData"),
     ("instance.state", "The instance's connection state moved.", "InstanceStateEventData"),
     ("instance.qr_updated", "A new QR code is on show for pairing.", "QrUpdatedEventData"),
     ("instance.connected", "The instance is linked and online.", "ConnectedEventData"),

@@ -31,7 +31,7 @@ use utoipa::{Modify, OpenApi};
         catalog::ReactionEventData, catalog::ChatUpdatedEventData, catalog::ContactUpdatedEventData,
         catalog::LabelUpdatedEventData, catalog::GroupUpdatedEventData, catalog::GroupParticipantsEventData,
         catalog::GroupMembershipEventData, catalog::CallRejectedEventData, catalog::WebhookDisabledEventData,
-        crate::routes::messages::MessageOut,
+        crate::service::messages::MessageOut,
     )),
     tags(
         (name = "instances", description = "Create, list, edit and delete instances"),

@@ -9,9 +9,9 @@ use axum::Json;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shared::bus::NetOp;
-use shared::db::log::{self, ChatChange, ChatRow, LogRow};
+use shared::db::log::{self, ChatChange, ChatRow};
 use shared::error::ErrorBody;
-use shared::ids::{InstanceId, MessageId};
+use shared::ids::InstanceId;
 use shared::ApiError;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -20,6 +20,7 @@ use utoipa_axum::routes;
 use crate::extract::{InstanceAccess, Path, ValidatedJson, ValidatedQuery};
 use crate::pagination::{self, PageQuery};
 use crate::rpc::net;
+use crate::service::history::{self, MessagePageOut};
 use crate::state::AppState;
 use shared::jid::Jid;
 
@@ -66,35 +67,6 @@ pub struct ChatListOut {
     pub next_cursor: Option<String>,
 }
 
-/// A message in the log (sent or received).
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct LogMessageOut {
-    pub id: MessageId,
-    pub wa_message_id: String,
-    pub chat_jid: String,
-    pub from_jid: String,
-    pub from_me: bool,
-    /// A message type of `POST {inst}/messages`.
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// The content as `POST {inst}/messages` takes it; `media` carries `id`, `mime_type`,
-    /// `size` and a signed `url` (valid 1 h), or `expired: true`.
-    pub content: serde_json::Value,
-    /// Outgoing messages: `sent`, `delivered` or `read`.
-    pub status: Option<String>,
-    /// `live`, `history` (synced at pairing) or `queue` (sent through `POST messages`).
-    pub source: String,
-    pub timestamp: DateTime<Utc>,
-}
-
-/// A page of a chat's messages.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct MessagePageOut {
-    pub messages: Vec<LogMessageOut>,
-    /// Pass as `cursor` for the next (older) page; absent on the last page.
-    pub next_cursor: Option<String>,
-}
-
 /// Body of `PATCH {inst}/chats/{jid}`: absent fields stay.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -120,45 +92,11 @@ fn decode_chat_cursor(c: &str, inst: &InstanceId) -> Result<(DateTime<Utc>, Stri
     Ok((pagination::parse_ts(&f[2])?, f[3].clone()))
 }
 
-/// A history cursor: (time, id) of the page's last message, bound to its chat.
-fn decode_message_cursor(c: &str, inst: &InstanceId, jid: &str) -> Result<(DateTime<Utc>, MessageId), ApiError> {
-    let f = pagination::decode(c, &["m1", inst.as_str(), jid], 5)?;
-    Ok((pagination::parse_ts(&f[3])?, MessageId::parse(&f[4]).map_err(|_| ApiError::validation("invalid cursor"))?))
-}
-
 /// The chat named in the path, which must be in the log.
 async fn existing_chat(state: &AppState, id: &InstanceId, jid: Jid) -> Result<String, ApiError> {
     let jid = String::from(jid);
     log::chat(&state.db, id, &jid).await?.ok_or_else(|| ApiError::not_found("chat"))?;
     Ok(jid)
-}
-
-/// Adds a signed `url` to media the log holds.
-fn with_media_url(state: &AppState, mut content: serde_json::Value, now: DateTime<Utc>) -> serde_json::Value {
-    if let Some(media) = content.get_mut("media").and_then(|m| m.as_object_mut()) {
-        let expired = media.get("expired").and_then(|e| e.as_bool()).unwrap_or(false);
-        if let (Some(id), false) = (media.get("id").and_then(|i| i.as_str()).map(str::to_string), expired) {
-            if let Some(url) = state.media_urls.sign(&id, now) {
-                media.insert("url".into(), serde_json::Value::String(url));
-            }
-        }
-    }
-    content
-}
-
-fn message_out(state: &AppState, r: LogRow, now: DateTime<Utc>) -> LogMessageOut {
-    LogMessageOut {
-        content: with_media_url(state, r.content, now),
-        id: r.id,
-        wa_message_id: r.wa_message_id,
-        chat_jid: r.chat_jid,
-        from_jid: r.from_jid,
-        from_me: r.from_me,
-        kind: r.kind,
-        status: r.status,
-        source: r.source,
-        timestamp: r.ts,
-    }
 }
 
 /// The instance's chats, newest last message first.
@@ -307,15 +245,7 @@ async fn history(
     Path(ids): Path<(InstanceId, Jid)>,
     ValidatedQuery(q): ValidatedQuery<PageQuery>,
 ) -> Result<Json<MessagePageOut>, ApiError> {
-    let jid = String::from(ids.1);
-    let limit = pagination::limit(q.limit, 50, 200)?;
-    let after = q.cursor.as_deref().map(|c| decode_message_cursor(c, &id, &jid)).transpose()?;
-    let rows = log::messages(&state.db, &id, &jid, after.as_ref().map(|(t, m)| (*t, m)), i64::from(limit) + 1).await?;
-    let (rows, next_cursor) = pagination::page(rows, limit, |r| {
-        pagination::encode(&["m1", id.as_str(), &jid, &pagination::ts(r.ts), r.id.as_str()])
-    });
-    let now = Utc::now();
-    Ok(Json(MessagePageOut { messages: rows.into_iter().map(|r| message_out(&state, r, now)).collect(), next_cursor }))
+    Ok(Json(history::page(&state, &id, ids.1.as_str(), &q).await?))
 }
 
 #[cfg(test)]
@@ -330,7 +260,7 @@ mod tests {
         let c = pagination::encode(&["c1", a.as_str(), &pagination::ts(t), shared::jid::Jid::user("123").as_str()]);
         assert_eq!(decode_chat_cursor(&c, &a).unwrap(), (t, shared::jid::Jid::user("123").as_str().to_string()));
         assert!(decode_chat_cursor(&c, &b).is_err());
-        let m = MessageId::new();
+        let m = shared::ids::MessageId::new();
         let c = pagination::encode(&[
             "m1",
             a.as_str(),
@@ -338,8 +268,8 @@ mod tests {
             &pagination::ts(t),
             m.as_str(),
         ]);
-        assert_eq!(decode_message_cursor(&c, &a, shared::jid::Jid::user("1").as_str()).unwrap(), (t, m));
-        assert!(decode_message_cursor(&c, &a, shared::jid::Jid::user("2").as_str()).is_err());
-        assert!(decode_message_cursor("!!", &a, shared::jid::Jid::user("1").as_str()).is_err());
+        assert_eq!(history::decode_message_cursor(&c, &a, shared::jid::Jid::user("1").as_str()).unwrap(), (t, m));
+        assert!(history::decode_message_cursor(&c, &a, shared::jid::Jid::user("2").as_str()).is_err());
+        assert!(history::decode_message_cursor("!!", &a, shared::jid::Jid::user("1").as_str()).is_err());
     }
 }

@@ -8,22 +8,20 @@ use crate::message_in::{self as message, MessageIn};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use chrono::{DateTime, Utc};
 use futures::StreamExt;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use shared::db::instances::{self};
 use shared::db::messages::{self, MessageRow, MessageStatus};
 use shared::error::ErrorBody;
 use shared::ids::{InstanceId, MessageId};
-use shared::message::MessageType;
 use shared::{ApiError, ErrorCode};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::{InstanceAccess, Path, ValidatedJson, ValidatedQuery};
 use crate::semaphore::SlotHeld;
-use crate::service::messages::{queue, MESSAGES_BODY_LIMIT};
+use crate::service::messages::{queue, MessageOut, MESSAGES_BODY_LIMIT};
 use crate::state::AppState;
 
 /// `wait=true`: default and ceiling of `timeout`.
@@ -38,47 +36,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .layer(axum::middleware::from_fn(crate::semaphore::gate))
         .layer(axum::extract::DefaultBodyLimit::max(MESSAGES_BODY_LIMIT))
         .routes(routes!(get_message))
-}
-
-/// A message and its status.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct MessageOut {
-    pub id: MessageId,
-    pub status: MessageStatus,
-    /// The recipient's JID.
-    pub to: String,
-    #[serde(rename = "type")]
-    pub kind: MessageType,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub client_message_id: Option<String>,
-    /// The network's id, once sent.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub wa_message_id: Option<String>,
-    /// `<code>: <detail>`, when failed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    pub created_at: DateTime<Utc>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sent_at: Option<DateTime<Utc>>,
-    pub expires_at: DateTime<Utc>,
-}
-
-impl From<&MessageRow> for MessageOut {
-    fn from(r: &MessageRow) -> Self {
-        let v = r.view();
-        MessageOut {
-            id: r.id.clone(),
-            status: r.status,
-            to: r.to_jid.clone(),
-            kind: serde_json::from_value(serde_json::Value::String(r.kind.clone())).unwrap_or(MessageType::Text),
-            client_message_id: r.client_message_id.clone(),
-            wa_message_id: v.wa_message_id.map(str::to_owned),
-            error: r.error.clone(),
-            created_at: r.created_at,
-            sent_at: r.sent_at,
-            expires_at: r.expires_at,
-        }
-    }
 }
 
 /// Query of `POST {inst}/messages`.

@@ -17,6 +17,7 @@ pub mod numbers;
 pub mod openapi;
 pub mod pairing;
 pub mod profile;
+pub mod status;
 pub mod webhooks;
 
 use axum::http::Method;
@@ -45,6 +46,7 @@ pub fn all() -> OpenApiRouter<AppState> {
         .merge(groups::router())
         .merge(communities::router())
         .merge(profile::router())
+        .merge(status::router())
         .merge(media::router())
         .merge(later::router())
         .merge(health::router())

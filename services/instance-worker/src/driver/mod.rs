@@ -164,7 +164,11 @@ impl DriverError {
     pub fn is_permanent(&self) -> bool {
         matches!(
             self.code,
-            ErrorCode::InvalidNumber | ErrorCode::ValidationFailed | ErrorCode::Forbidden | ErrorCode::NotFound
+            ErrorCode::InvalidNumber
+                | ErrorCode::ValidationFailed
+                | ErrorCode::Forbidden
+                | ErrorCode::NotFound
+                | ErrorCode::NotImplemented
         )
     }
 }

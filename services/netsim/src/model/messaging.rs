@@ -55,7 +55,7 @@ impl Net {
         body: serde_json::Value,
     ) -> Result<String, NetError> {
         let mut s = self.lock();
-        if shared::jid::Jid::parse(to).is_ok_and(|j| j.is_group()) {
+        if shared::jid::Jid::parse(to).is_ok_and(|j| j.is_group() || j.is_status()) {
             return s.group_send(from, to, kind, text, body);
         }
         if !s.phones.contains_key(from) || !s.phones.contains_key(to) {
@@ -110,7 +110,7 @@ impl Net {
         if msg.id.is_empty() || msg.id.len() > 128 {
             return s.send_to(conn, ServerEv::err(req, "validation_failed", "the message id must be 1-128 characters"));
         }
-        if shared::jid::Jid::parse(&msg.to).is_ok_and(|j| j.is_group()) {
+        if shared::jid::Jid::parse(&msg.to).is_ok_and(|j| j.is_group() || j.is_status()) {
             return s.device_group_send(conn, req, &number, msg);
         }
         let Some(recipient) = s.phones.get(&msg.to) else {
@@ -162,6 +162,21 @@ impl Net {
 }
 
 impl State {
+    /// Who a message to `to` (a group, or `status@broadcast`) goes to: the group's other
+    /// members, or for a status the account's contacts (saved, or that it wrote or heard
+    /// from).
+    fn broadcast_recipients(&self, from: &str, to: &str) -> Result<Vec<String>, (&'static str, &'static str)> {
+        if to != shared::jid::STATUS_JID {
+            return self.group_recipients(from, to);
+        }
+        let p = self.phones.get(from).ok_or(("not_found", "no account has this number"))?;
+        let mut numbers: std::collections::BTreeSet<String> = p.contacts.keys().cloned().collect();
+        numbers.extend(p.inbox.iter().filter(|m| m.group.is_none()).map(|m| m.from.clone()));
+        numbers.extend(p.sent.iter().filter(|m| m.group.is_none()).map(|m| m.to.clone()));
+        numbers.remove(from);
+        Ok(numbers.into_iter().filter(|n| self.phones.get(n).is_some_and(|c| !c.blocked.contains(from))).collect())
+    }
+
     /// A message to a group: one copy in each other member's inbox (de-duplicated by
     /// id per member, so a re-send reaches nobody twice), seen by their devices with the
     /// group as the chat. Returns whether any member got it for the first time.
@@ -186,7 +201,7 @@ impl State {
         text: Option<String>,
         body: serde_json::Value,
     ) -> Result<String, NetError> {
-        let recipients = self.group_recipients(from, to).map_err(|(code, _)| match code {
+        let recipients = self.broadcast_recipients(from, to).map_err(|(code, _)| match code {
             "forbidden" => NetError::Refused("only admins may send to this group"),
             _ => NetError::NotFound,
         })?;
@@ -212,7 +227,7 @@ impl State {
 
     /// A linked device sends to a group: members only; admins only in announcement mode.
     fn device_group_send(&mut self, conn: ConnId, req: u64, number: &str, mut msg: SimMessage) {
-        let recipients = match self.group_recipients(number, &msg.to) {
+        let recipients = match self.broadcast_recipients(number, &msg.to) {
             Ok(r) => r,
             Err((code, detail)) => return self.send_to(conn, ServerEv::err(req, code, detail)),
         };

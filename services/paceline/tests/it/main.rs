@@ -26,6 +26,7 @@ mod retention;
 mod schemathesis;
 mod semaphore;
 mod sending;
+mod status;
 mod wa_store;
 mod webhooks;
 

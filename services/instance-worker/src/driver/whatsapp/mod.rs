@@ -227,6 +227,14 @@ impl Driver for WhatsappDriver {
 #[async_trait::async_trait]
 impl Session for WaSession {
     async fn send(&self, o: &Outgoing) -> Result<(), DriverError> {
+        if o.to_jid == shared::jid::STATUS_JID {
+            // whatsapp-rust posts statuses to a recipient list (NetOp::PostStatus), not
+            // through an ordinary send.
+            return Err(DriverError::new(
+                ErrorCode::NotImplemented,
+                "statuses through the queue are not carried on the whatsapp network yet",
+            ));
+        }
         let to = jid(&o.to_jid)?;
         let content = &o.message.content;
         let upload = match (content.media(), map::media_type(content.kind())) {

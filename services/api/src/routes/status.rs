@@ -1,0 +1,119 @@
+//! `{inst}/status`: posting a status (text, image or video) goes through the paced send
+//! queue like any message, to `status@broadcast`, and reaches the account's contacts;
+//! the statuses contacts posted are read from the local log (the `status@broadcast`
+//! chat), newest first.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use serde::Deserialize;
+use shared::error::ErrorBody;
+use shared::ids::InstanceId;
+use shared::jid::STATUS_JID;
+use shared::message::MessageType;
+use shared::ApiError;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::extract::{InstanceAccess, ValidatedJson, ValidatedQuery};
+use crate::message_in::{MediaIn, MessageIn};
+use crate::pagination::PageQuery;
+use crate::service::history::{self, MessagePageOut};
+use crate::service::messages::{queue, MessageOut};
+use crate::state::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list, post))
+}
+
+/// What a status may be.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StatusType {
+    Text,
+    Image,
+    Video,
+}
+
+/// Body of `POST {inst}/status`: `text` for a text status, `media` (and an optional
+/// `caption`) for an image or video, with the limits of `POST {inst}/messages`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StatusIn {
+    #[serde(rename = "type")]
+    pub kind: StatusType,
+    pub text: Option<String>,
+    pub media: Option<MediaIn>,
+    pub caption: Option<String>,
+    /// Idempotency key, at most 128 characters.
+    #[schema(min_length = 1, max_length = 128)]
+    pub client_message_id: Option<String>,
+}
+
+/// Post a status through the send queue: paced like any send, with a message record
+/// (`to` is `status@broadcast`).
+#[utoipa::path(post, path = "/v1/instances/{id}/status", tag = "status",
+    params(("id" = InstanceId, Path, description = "instance id")),
+    request_body = StatusIn,
+    responses(
+        (status = 202, description = "queued", body = MessageOut),
+        (status = 400, description = "`validation_failed` (the fields a type needs, media that does not decode)", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+        (status = 409, description = "`conflict`: client_message_id reused with other content; `instance_banned`", body = ErrorBody),
+        (status = 413, description = "`media_too_large`, or `quota_exceeded`", body = ErrorBody),
+        (status = 422, description = "`media_fetch_failed`: media.url could not be downloaded", body = ErrorBody),
+        (status = 503, description = "`rate_limited`: a `media.url` download waited too long for a large-send slot", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn post(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+    ValidatedJson(body): ValidatedJson<StatusIn>,
+) -> Result<(StatusCode, Json<MessageOut>), ApiError> {
+    let kind = match body.kind {
+        StatusType::Text => MessageType::Text,
+        StatusType::Image => MessageType::Image,
+        StatusType::Video => MessageType::Video,
+    };
+    let message = MessageIn {
+        to: STATUS_JID.to_string(),
+        kind,
+        text: body.text,
+        link_preview: None,
+        media: body.media,
+        caption: body.caption,
+        location: None,
+        contact: None,
+        poll: None,
+        reaction: None,
+        reply_to: None,
+        client_message_id: body.client_message_id,
+        expires_after: None,
+    };
+    let (row, _) = queue(&state, &id, message, None, false).await?;
+    Ok((StatusCode::ACCEPTED, Json((&row).into())))
+}
+
+/// The statuses the account's contacts posted (and its own, sent from its phone), newest
+/// first, from the local log.
+#[utoipa::path(get, path = "/v1/instances/{id}/status", tag = "status",
+    params(("id" = InstanceId, Path, description = "instance id"), PageQuery),
+    responses(
+        (status = 200, description = "a page of statuses, newest first", body = MessagePageOut),
+        (status = 400, description = "`validation_failed`: bad limit, or a cursor that is not this list's", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn list(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+    ValidatedQuery(q): ValidatedQuery<PageQuery>,
+) -> Result<Json<MessagePageOut>, ApiError> {
+    let page = history::page(&state, &id, STATUS_JID, &q).await?;
+    Ok(Json(page))
+}
