@@ -16,8 +16,13 @@ pub const NEWSLETTER_SERVER: &str = "newsletter";
 /// The broadcast domain (statuses).
 pub const BROADCAST_SERVER: &str = "broadcast";
 
-/// The chat of statuses: a status is sent to it, and statuses received arrive in it.
+/// The chat of statuses: a status is sent to it, and statuses received arrive in it. Not a
+/// JID a route takes as a chat or contact (`Jid::parse` refuses it); only sends take it.
 pub const STATUS_JID: &str = "status@broadcast";
+
+/// What a send takes as its recipient: a JID, a phone number, or `status@broadcast`.
+pub const RECIPIENT_PATTERN: &str =
+    r"^(\+?[0-9]{7,15}|[0-9][0-9:-]{0,63}@(s\.whatsapp\.net|g\.us|lid|newsletter|broadcast)|status@broadcast)$";
 
 const SERVERS: [&str; 5] = [USER_SERVER, GROUP_SERVER, LID_SERVER, NEWSLETTER_SERVER, BROADCAST_SERVER];
 
@@ -26,7 +31,7 @@ const SERVERS: [&str; 5] = [USER_SERVER, GROUP_SERVER, LID_SERVER, NEWSLETTER_SE
 /// written with spaces, dashes, dots or parentheses; the description declares the plain
 /// form.
 pub const JID_OR_PHONE_PATTERN: &str =
-    r"^(\+?[0-9]{7,15}|[0-9][0-9:-]{0,63}@(s\.whatsapp\.net|g\.us|lid|newsletter|broadcast)|status@broadcast)$";
+    r"^(\+?[0-9]{7,15}|[0-9][0-9:-]{0,63}@(s\.whatsapp\.net|g\.us|lid|newsletter|broadcast))$";
 
 /// A person: a phone number with country code, or a person's JID (by number or LID).
 pub const USER_JID_OR_PHONE_PATTERN: &str = r"^(\+?[0-9]{7,15}|[0-9][0-9:-]{0,63}@(s\.whatsapp\.net|lid))$";
@@ -51,9 +56,6 @@ impl Jid {
     /// A JID as given, or a phone number (with its separators dropped) as a person's JID.
     pub fn parse(s: &str) -> Result<Jid, InvalidJid> {
         let s = s.trim();
-        if s == STATUS_JID {
-            return Ok(Jid(s.to_string()));
-        }
         match s.split_once('@') {
             Some((user, server)) => {
                 let ok_user = user.len() <= 64
@@ -94,11 +96,6 @@ impl Jid {
     /// A group's JID.
     pub fn is_group(&self) -> bool {
         self.server() == GROUP_SERVER
-    }
-
-    /// The status chat (`status@broadcast`).
-    pub fn is_status(&self) -> bool {
-        self.0 == STATUS_JID
     }
 
     /// A person's JID (by number).

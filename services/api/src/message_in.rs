@@ -30,8 +30,8 @@ pub struct MediaIn {
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MessageIn {
-    /// A phone number with country code, or a JID.
-    #[schema(value_type = shared::jid::Jid)]
+    /// A phone number with country code, a JID, or `status@broadcast` (a status).
+    #[schema(value_type = crate::schemas::Recipient)]
     pub to: String,
     #[serde(rename = "type")]
     pub kind: MessageType,
@@ -86,6 +86,9 @@ fn too_large(what: &str) -> ApiError {
 
 /// A JID from a phone number or a JID (`shared::jid`).
 pub fn normalize_jid(to: &str) -> Result<String, ApiError> {
+    if to.trim() == shared::jid::STATUS_JID {
+        return Ok(shared::jid::STATUS_JID.to_string());
+    }
     shared::jid::Jid::parse(to)
         .map(String::from)
         .map_err(|_| bad("`to` must be a phone number with country code or a JID"))

@@ -40,6 +40,11 @@ string_schema!(
     UserJidOrPhone, pattern = shared::jid::USER_JID_OR_PHONE_PATTERN, min = 7, max = 80
 );
 string_schema!(
+    /// A send's recipient: a phone number with country code, a JID, or
+    /// `status@broadcast` (a status, to the account's contacts).
+    Recipient, pattern = shared::jid::RECIPIENT_PATTERN, min = 7, max = 80
+);
+string_schema!(
     /// A group's JID (`<id>@g.us`).
     GroupJid, pattern = shared::jid::GROUP_JID_PATTERN, min = 6, max = 69
 );

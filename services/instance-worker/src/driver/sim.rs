@@ -282,7 +282,8 @@ impl Session for SimSession {
     async fn send(&self, msg: &super::Outgoing) -> Result<(), DriverError> {
         // A person by number; a group by its JID (netsim hands each member a copy).
         let to = match shared::jid::Jid::parse(&msg.to_jid) {
-            Ok(j) if j.is_group() || j.is_status() => j.into(),
+            Ok(j) if j.is_group() => j.into(),
+            _ if msg.to_jid == shared::jid::STATUS_JID => msg.to_jid.clone(),
             _ => msg.to_jid.split('@').next().unwrap_or_default().to_string(),
         };
         // The simulator carries the media's description; its bytes' hash proves them.

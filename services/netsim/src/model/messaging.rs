@@ -55,7 +55,7 @@ impl Net {
         body: serde_json::Value,
     ) -> Result<String, NetError> {
         let mut s = self.lock();
-        if shared::jid::Jid::parse(to).is_ok_and(|j| j.is_group() || j.is_status()) {
+        if to == shared::jid::STATUS_JID || shared::jid::Jid::parse(to).is_ok_and(|j| j.is_group()) {
             return s.group_send(from, to, kind, text, body);
         }
         if !s.phones.contains_key(from) || !s.phones.contains_key(to) {
@@ -110,7 +110,7 @@ impl Net {
         if msg.id.is_empty() || msg.id.len() > 128 {
             return s.send_to(conn, ServerEv::err(req, "validation_failed", "the message id must be 1-128 characters"));
         }
-        if shared::jid::Jid::parse(&msg.to).is_ok_and(|j| j.is_group() || j.is_status()) {
+        if msg.to == shared::jid::STATUS_JID || shared::jid::Jid::parse(&msg.to).is_ok_and(|j| j.is_group()) {
             return s.device_group_send(conn, req, &number, msg);
         }
         let Some(recipient) = s.phones.get(&msg.to) else {
