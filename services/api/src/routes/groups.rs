@@ -4,12 +4,9 @@
 //! changing members and joining by link carry ban risk: each is capped per instance,
 //! cluster-wide (`service::caps`).
 
-use std::time::Duration;
-
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shared::bus::{NetOp, ParticipantAction};
 use shared::error::{ErrorBody, ErrorDetail};
@@ -23,7 +20,10 @@ use utoipa_axum::routes;
 use crate::extract::{InstanceAccess, Path, ValidatedJson, ValidatedQuery};
 use crate::pagination::{self, PageQuery};
 use crate::rpc::net;
-use crate::service::caps::{self, Cap};
+use crate::service::caps;
+use crate::service::groups::{
+    cap_create, cap_joins, cap_participants, check_subject, group, GroupOut, DESCRIPTION_LIMIT, PARTICIPANTS_LIMIT,
+};
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -34,55 +34,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(participants))
         .routes(routes!(invite_link))
         .routes(routes!(leave))
-}
-
-/// The longest subject the network takes (characters).
-pub const SUBJECT_LIMIT: usize = 100;
-/// The longest description (characters).
-pub const DESCRIPTION_LIMIT: usize = 2048;
-/// The most members one call may name (the network's group size).
-pub const PARTICIPANTS_LIMIT: usize = 1024;
-
-/// A member of a group.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct ParticipantOut {
-    pub jid: String,
-    /// The member's number, when the network shows it.
-    #[serde(default)]
-    pub phone: Option<String>,
-    /// `member`, `admin` or `superadmin`.
-    #[schema(pattern = "^(member|admin|superadmin)$")]
-    pub role: String,
-}
-
-/// A group (or a community, which is a parent group).
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct GroupOut {
-    pub jid: String,
-    #[serde(default)]
-    pub subject: String,
-    #[serde(default)]
-    pub description: Option<String>,
-    /// The creator's JID.
-    #[serde(default)]
-    pub owner: Option<String>,
-    #[serde(default)]
-    pub created_at: Option<DateTime<Utc>>,
-    /// Only admins send.
-    #[serde(default)]
-    pub announce: bool,
-    /// Only admins edit the group's info.
-    #[serde(default)]
-    pub locked: bool,
-    #[serde(default)]
-    pub participants: Vec<ParticipantOut>,
-    /// Its place in a community: `parent` (the community's JID), `is_parent`,
-    /// `is_announcement_group`.
-    #[serde(default)]
-    pub community: Option<serde_json::Value>,
-    /// Joined by a link whose group approves members first: not a member yet.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub pending_approval: bool,
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -168,41 +119,6 @@ pub struct JoinIn {
     pub link: String,
 }
 
-pub(crate) fn cap_create(state: &AppState) -> Cap {
-    Cap {
-        name: "group_create",
-        limit: state.config.group_creates_per_day,
-        window: Duration::from_secs(86_400),
-        what: "group creations a day",
-    }
-}
-
-fn cap_participants(state: &AppState) -> Cap {
-    Cap {
-        name: "group_participants",
-        limit: state.config.group_participant_changes_per_minute,
-        window: Duration::from_secs(60),
-        what: "group member changes a minute",
-    }
-}
-
-fn cap_joins(state: &AppState) -> Cap {
-    Cap {
-        name: "group_join",
-        limit: state.config.group_joins_per_day,
-        window: Duration::from_secs(86_400),
-        what: "joins by link a day",
-    }
-}
-
-pub(crate) fn check_subject(subject: &str) -> Result<String, ApiError> {
-    let s = crate::schemas::trim_ecma(subject);
-    if s.is_empty() || s.chars().count() > SUBJECT_LIMIT {
-        return Err(ApiError::validation(format!("subject must be 1-{SUBJECT_LIMIT} characters")));
-    }
-    Ok(s.to_string())
-}
-
 /// Persons' JIDs from numbers or JIDs, de-duplicated in order.
 fn members(list: &[String], at_least_one: bool) -> Result<Vec<String>, ApiError> {
     if list.len() > PARTICIPANTS_LIMIT || (at_least_one && list.is_empty()) {
@@ -218,13 +134,6 @@ fn members(list: &[String], at_least_one: bool) -> Result<Vec<String>, ApiError>
         }
     }
     Ok(out)
-}
-
-pub(crate) fn group(jid: Jid) -> Result<String, ApiError> {
-    if !jid.is_group() {
-        return Err(ApiError::validation("jid must be a group's JID (…@g.us)"));
-    }
-    Ok(jid.into())
 }
 
 /// The network's status for one member as our result.
