@@ -162,6 +162,24 @@ pub enum RpcRequest {
     CheckNumbers { numbers: Vec<String> },
     /// An operation on the running session (chats, contacts, block list).
     Net { op: NetOp },
+    /// Sets the account's profile picture to stored media (its bytes stay in Postgres,
+    /// never on the bus; the worker reads them and runs `NetOp::SetPicture`), or
+    /// removes it (`media_id` null). Answers null.
+    SetPicture { media_id: Option<crate::ids::MediaId> },
+}
+
+impl RpcRequest {
+    /// Its name in metrics and logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RpcRequest::PairingCode { .. } => "pairing_code",
+            RpcRequest::Logout => "logout",
+            RpcRequest::Restart => "restart",
+            RpcRequest::CheckNumbers { .. } => "check_numbers",
+            RpcRequest::Net { .. } => "net",
+            RpcRequest::SetPicture { .. } => "set_picture",
+        }
+    }
 }
 
 /// Operations the API carries to the network through the instance's running session.
@@ -296,6 +314,9 @@ pub enum NetOp {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         push_name: Option<String>,
     },
+    /// Sets the account's profile picture (a JPEG), or removes it (null). Answers null.
+    /// The API asks for it with `RpcRequest::SetPicture`, which names stored media.
+    SetPicture { picture: Option<Picture> },
     /// Posts a text status to these contacts (JIDs or numbers): `{wa_message_id}`.
     PostStatus {
         text: String,
@@ -304,6 +325,36 @@ pub enum NetOp {
         background_argb: Option<u32>,
         recipients: Vec<String>,
     },
+}
+
+/// A picture's bytes, as `NetOp::SetPicture` carries them to a driver.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Picture {
+    pub mime_type: String,
+    /// The bytes, base64.
+    pub data: String,
+}
+
+impl Picture {
+    /// The longest picture the network takes (bytes).
+    pub const LIMIT: usize = 5 * 1024 * 1024;
+
+    /// A JPEG's bytes (the form WhatsApp keeps profile pictures in) as a picture.
+    pub fn jpeg(bytes: &[u8]) -> Result<Picture, &'static str> {
+        if bytes.len() > Self::LIMIT {
+            return Err("the picture is over 5 MiB");
+        }
+        if !bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+            return Err("the picture must be a JPEG image");
+        }
+        use base64::Engine;
+        Ok(Picture { mime_type: "image/jpeg".into(), data: base64::engine::general_purpose::STANDARD.encode(bytes) })
+    }
+
+    pub fn bytes(&self) -> Option<Vec<u8>> {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.decode(&self.data).ok()
+    }
 }
 
 /// What `NetOp::GroupParticipants` does.

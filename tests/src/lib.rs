@@ -206,8 +206,15 @@ impl Resp {
     }
 }
 
-/// A tiny HTTP server for media URLs: `/file/{n}` serves `n` bytes of `x`,
-/// `/missing` answers 404, `/redirect?to=URL` redirects. Returns its address.
+/// A JPEG's first bytes followed by `n` bytes of `j`.
+pub fn jpeg(n: usize) -> Vec<u8> {
+    let mut b = vec![0xFF, 0xD8, 0xFF, 0xE0];
+    b.resize(4 + n, b'j');
+    b
+}
+
+/// A tiny HTTP server for media URLs: `/file/{n}` serves `n` bytes of `x`, `/jpeg/{n}`
+/// a JPEG's first bytes and `n` of `j` ([`jpeg`]), `/missing` answers 404, `/redirect?to=URL` redirects. Returns its address.
 pub async fn media_server() -> SocketAddr {
     use axum::extract::{Path, Query};
     use axum::response::{IntoResponse, Redirect};
@@ -219,6 +226,12 @@ pub async fn media_server() -> SocketAddr {
                 get(|Path(n): Path<usize>| async move {
                     ([(axum::http::header::CONTENT_TYPE, "image/png")], vec![b'x'; n])
                 }),
+            )
+            .route(
+                "/jpeg/{n}",
+                get(
+                    |Path(n): Path<usize>| async move { ([(axum::http::header::CONTENT_TYPE, "image/jpeg")], jpeg(n)) },
+                ),
             )
             .route(
                 "/stream/{n}",

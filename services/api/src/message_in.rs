@@ -150,6 +150,51 @@ fn forbid(m: &MessageIn, kind: MessageType) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// Where a media field's bytes come from, checked against `kind`'s limit and MIME
+/// family: exactly one of `url` (http or https; its address is checked when fetched)
+/// and `data` (base64, with its `mime_type`).
+pub fn media_source(md: MediaIn, kind: MessageType) -> Result<MediaSource, ApiError> {
+    let limit = kind.media_limit().ok_or_else(|| bad(format!("type {} carries no media", kind.as_str())))?;
+    if let Some(f) = &md.filename {
+        if f.is_empty() || f.len() > 255 || f.contains(['/', '\\', '\0']) {
+            return Err(bad("media.filename must be a plain file name of 1-255 bytes"));
+        }
+    }
+    if let Some(mt) = &md.mime_type {
+        let ok = mt.len() <= 127 && mt.contains('/') && kind.mime_family().is_none_or(|f| mt.starts_with(f));
+        if !ok {
+            return Err(bad(format!("media.mime_type does not fit type {}", kind.as_str())));
+        }
+    }
+    Ok(match (md.url, md.data) {
+        (Some(_), Some(_)) | (None, None) => return Err(bad("media needs exactly one of `url` and `data`")),
+        (Some(u), None) => {
+            let url = url::Url::parse(&u).map_err(|_| bad("media.url must be an http or https URL"))?;
+            if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+                return Err(bad("media.url must be an http or https URL"));
+            }
+            MediaSource::Url { url, mime_type: md.mime_type, filename: md.filename }
+        }
+        (None, Some(d)) => {
+            // Base64 of the limit is 4/3 of it: refuse before decoding.
+            if d.len() / 4 * 3 > limit + 3 {
+                return Err(too_large("media"));
+            }
+            let data = base64::engine::general_purpose::STANDARD
+                .decode(d.trim())
+                .map_err(|_| bad("media.data must be base64"))?;
+            if data.is_empty() {
+                return Err(bad("media.data is empty"));
+            }
+            if data.len() > limit {
+                return Err(too_large("media"));
+            }
+            let mime_type = md.mime_type.ok_or_else(|| bad("media.mime_type is required with media.data"))?;
+            MediaSource::Bytes { data, mime_type, filename: md.filename }
+        }
+    })
+}
+
 /// Validates a message against the limits; media URLs are checked for form here and
 /// fetched (with the SSRF guard) by the caller.
 pub fn validate(m: MessageIn) -> Result<Validated, ApiError> {
@@ -243,52 +288,13 @@ pub fn validate(m: MessageIn) -> Result<Validated, ApiError> {
             Content::Reaction { reaction: r }
         }
         media_kind => {
-            let limit = media_kind.media_limit().expect("media types have limits");
             let md = m.media.ok_or_else(|| bad(format!("type {} needs `media`", media_kind.as_str())))?;
             if let Some(c) = &m.caption {
                 if c.chars().count() > CAPTION_LIMIT {
                     return Err(bad(format!("caption must be at most {CAPTION_LIMIT} characters")));
                 }
             }
-            if let Some(f) = &md.filename {
-                if f.is_empty() || f.len() > 255 || f.contains(['/', '\\', '\0']) {
-                    return Err(bad("media.filename must be a plain file name of 1-255 bytes"));
-                }
-            }
-            if let Some(mt) = &md.mime_type {
-                let ok =
-                    mt.len() <= 127 && mt.contains('/') && media_kind.mime_family().is_none_or(|f| mt.starts_with(f));
-                if !ok {
-                    return Err(bad(format!("media.mime_type does not fit type {}", media_kind.as_str())));
-                }
-            }
-            media = Some(match (md.url, md.data) {
-                (Some(_), Some(_)) | (None, None) => return Err(bad("media needs exactly one of `url` and `data`")),
-                (Some(u), None) => {
-                    let url = url::Url::parse(&u).map_err(|_| bad("media.url must be an http or https URL"))?;
-                    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-                        return Err(bad("media.url must be an http or https URL"));
-                    }
-                    MediaSource::Url { url, mime_type: md.mime_type, filename: md.filename }
-                }
-                (None, Some(d)) => {
-                    // Base64 of the limit is 4/3 of it: refuse before decoding.
-                    if d.len() / 4 * 3 > limit + 3 {
-                        return Err(too_large("media"));
-                    }
-                    let data = base64::engine::general_purpose::STANDARD
-                        .decode(d.trim())
-                        .map_err(|_| bad("media.data must be base64"))?;
-                    if data.is_empty() {
-                        return Err(bad("media.data is empty"));
-                    }
-                    if data.len() > limit {
-                        return Err(too_large("media"));
-                    }
-                    let mime_type = md.mime_type.ok_or_else(|| bad("media.mime_type is required with media.data"))?;
-                    MediaSource::Bytes { data, mime_type, filename: md.filename }
-                }
-            });
+            media = Some(media_source(md, media_kind)?);
             let caption = m.caption;
             match media_kind {
                 MessageType::Image => Content::Image { media: (), caption },

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::db::sessions::{self, Claim};
 use futures::StreamExt;
-use shared::bus::{RpcReply, RpcRequest, Subjects};
+use shared::bus::{NetOp, Picture, RpcReply, RpcRequest, Subjects};
 use shared::config::Network;
 use shared::db::instances::InstanceState;
 use shared::db::log::Source;
@@ -16,7 +16,7 @@ use shared::ErrorCode;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::driver::{Driver, DriverEvent, Session};
+use crate::driver::{Driver, DriverError, DriverEvent, Session};
 use crate::metrics::{FENCED_WRITES, RPC, SESSIONS};
 use crate::queue::Queue;
 use crate::receive::MediaRetry;
@@ -433,11 +433,7 @@ impl Actor {
             // Already (re)connecting: nothing more to do.
             Ok(RpcRequest::Restart) => (RpcReply::Ok { value: serde_json::Value::Null }, "restart"),
             Ok(other) => {
-                let kind = match other {
-                    RpcRequest::Logout => "logout",
-                    RpcRequest::Net { .. } => "net",
-                    _ => "check_numbers",
-                };
+                let kind = other.kind();
                 let message = format!("the instance is {state}: its session is not open yet");
                 (RpcReply::Err { code: ErrorCode::InstanceNotConnected, message, retryable: true }, kind)
             }
@@ -458,13 +454,7 @@ impl Actor {
                 return Step::Continue;
             }
         };
-        let kind = match &request {
-            RpcRequest::PairingCode { .. } => "pairing_code",
-            RpcRequest::Logout => "logout",
-            RpcRequest::Restart => "restart",
-            RpcRequest::Net { .. } => "net",
-            RpcRequest::CheckNumbers { .. } => "check_numbers",
-        };
+        let kind = request.kind();
         let refusal = match &request {
             RpcRequest::Logout => {
                 let (reply, step) = match session.logout().await {
@@ -485,7 +475,9 @@ impl Actor {
                 message: format!("the instance is {}, not qr_pending", self.state.as_str()),
                 retryable: self.state == InstanceState::Connecting,
             }),
-            RpcRequest::Net { .. } | RpcRequest::CheckNumbers { .. } if self.state != InstanceState::Connected => {
+            RpcRequest::Net { .. } | RpcRequest::CheckNumbers { .. } | RpcRequest::SetPicture { .. }
+                if self.state != InstanceState::Connected =>
+            {
                 Some(RpcReply::err(ErrorCode::InstanceNotConnected, "the instance is not connected"))
             }
             _ => None,
@@ -503,7 +495,7 @@ impl Actor {
             answer(&self.ctx, reply_to, busy, kind).await;
             return Step::Continue;
         };
-        let (session, ctx) = (session.clone(), self.ctx.clone());
+        let (session, ctx, id) = (session.clone(), self.ctx.clone(), self.id.clone());
         tokio::spawn(
             async move {
                 let call = async {
@@ -512,6 +504,10 @@ impl Actor {
                             session.pairing_code(&phone).await.map(|code| serde_json::json!({ "pairing_code": code }))
                         }
                         RpcRequest::Net { op } => session.net(&op).await,
+                        RpcRequest::SetPicture { media_id } => match stored_picture(&ctx.db, &id, media_id).await {
+                            Ok(picture) => session.net(&NetOp::SetPicture { picture }).await,
+                            Err(e) => Err(e),
+                        },
                         RpcRequest::CheckNumbers { numbers } => {
                             session.check_numbers(&numbers).await.map(|r| serde_json::json!({ "results": r }))
                         }
@@ -560,4 +556,20 @@ pub(crate) fn fenced(r: Result<bool, sqlx::Error>) -> Step {
             Step::Continue
         }
     }
+}
+
+/// The stored media a picture change names, read for the driver: it must be this
+/// instance's, and a JPEG of at most [`Picture::LIMIT`].
+async fn stored_picture(
+    db: &sqlx::PgPool,
+    id: &InstanceId,
+    media_id: Option<shared::ids::MediaId>,
+) -> Result<Option<Picture>, DriverError> {
+    let Some(media_id) = media_id else { return Ok(None) };
+    let row = shared::db::media::get(db, &media_id)
+        .await
+        .map_err(|_| DriverError::new(ErrorCode::WorkerError, "the picture could not be read"))?
+        .filter(|r| &r.instance_id == id)
+        .ok_or_else(|| DriverError::new(ErrorCode::ValidationFailed, "the picture is gone"))?;
+    Picture::jpeg(&row.data).map(Some).map_err(|why| DriverError::new(ErrorCode::ValidationFailed, why))
 }

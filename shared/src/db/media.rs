@@ -327,6 +327,7 @@ pub async fn chunk(db: impl PgExecutor<'_>, id: &MediaId, seq: i32) -> Result<Op
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct MediaRow {
     pub id: MediaId,
+    pub instance_id: InstanceId,
     pub mime_type: String,
     pub filename: Option<String>,
     pub size: i64,
@@ -336,7 +337,7 @@ pub struct MediaRow {
 
 pub async fn get(db: impl PgExecutor<'_>, id: &MediaId) -> Result<Option<MediaRow>, sqlx::Error> {
     sqlx::query_as(
-        "SELECT m.id, m.mime_type, m.filename, m.size, m.sha256, \
+        "SELECT m.id, m.instance_id, m.mime_type, m.filename, m.size, m.sha256, \
                 COALESCE((SELECT string_agg(c.data, ''::bytea ORDER BY c.seq) FROM media_chunks c WHERE c.media_id = m.id), \
                          ''::bytea) AS data \
          FROM media m WHERE m.id = $1",

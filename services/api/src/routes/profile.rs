@@ -7,21 +7,34 @@ use std::collections::BTreeMap;
 use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use shared::bus::NetOp;
+use shared::bus::{NetOp, Picture, RpcRequest};
+use shared::db::media;
 use shared::error::ErrorBody;
 use shared::ids::InstanceId;
+use shared::message::MessageType;
 use shared::ApiError;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::{InstanceAccess, ValidatedJson};
+use crate::message_in::{media_source, MediaIn, MediaSource};
 use crate::rpc::net;
+use crate::semaphore::SlotHeld;
+use crate::service::messages::store_media;
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(get_profile, patch_profile)).routes(routes!(get_privacy, patch_privacy))
+    OpenApiRouter::new()
+        .routes(routes!(put_picture, delete_picture))
+        .layer(axum::middleware::from_fn(crate::semaphore::gate))
+        .layer(axum::extract::DefaultBodyLimit::max(PICTURE_BODY_LIMIT))
+        .routes(routes!(get_profile, patch_profile))
+        .routes(routes!(get_privacy, patch_privacy))
 }
+
+/// Body limit of `PUT {inst}/profile/picture`: a 5 MiB picture as base64, and the rest.
+pub const PICTURE_BODY_LIMIT: usize = Picture::LIMIT / 3 * 4 + 64 * 1024;
 
 /// The longest push name the network takes (characters).
 pub const PUSH_NAME_LIMIT: usize = 25;
@@ -49,6 +62,16 @@ pub struct ProfilePatch {
     /// Up to 139 characters; empty clears it.
     #[schema(max_length = 139)]
     pub about: Option<String>,
+}
+
+/// Body of `PUT {inst}/profile/picture`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PictureIn {
+    /// A JPEG of at most 5 MiB (WhatsApp shows it cropped square; 640x640 is what the
+    /// phone sends): `data` (base64, with `mime_type` `image/jpeg`) or `url` (fetched
+    /// through the SSRF guard).
+    pub media: MediaIn,
 }
 
 /// The privacy settings, by category: `last`, `online`, `profile`, `status`, `groupadd`,
@@ -154,6 +177,75 @@ async fn patch_profile(
     if push_name.is_some() || p.about.is_some() {
         let () = net(&state, &id, NetOp::SetProfile { about: p.about, push_name }).await?;
     }
+    Ok(Json(net(&state, &id, NetOp::Profile).await?))
+}
+
+/// Set the account's profile picture; answers the profile as it is now. The picture is
+/// stored only for the change and deleted after it.
+#[utoipa::path(put, path = "/v1/instances/{id}/profile/picture", tag = "profile",
+    params(("id" = InstanceId, Path, description = "instance id")),
+    request_body = PictureIn,
+    responses(
+        (status = 200, description = "the profile", body = ProfileOut),
+        (status = 400, description = "`validation_failed`: not a JPEG, both or neither of `url` and `data`, a private `url`", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+        (status = 408, description = "`request_timeout`: a body over 1 MB was not received within `large_body_read_timeout_ms`", body = ErrorBody),
+        (status = 409, description = "`instance_not_connected`", body = ErrorBody),
+        (status = 413, description = "`media_too_large`: over 5 MiB; `quota_exceeded`", body = ErrorBody),
+        (status = 422, description = "`media_fetch_failed`: `url` could not be downloaded", body = ErrorBody),
+        (status = 503, description = "`rate_limited`: waited too long for a large-send slot", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn put_picture(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+    held: Option<axum::Extension<SlotHeld>>,
+    ValidatedJson(body): ValidatedJson<PictureIn>,
+) -> Result<Json<ProfileOut>, ApiError> {
+    if body.media.mime_type.as_deref().is_some_and(|m| m != "image/jpeg") {
+        return Err(ApiError::validation("the picture must be a JPEG image (media.mime_type image/jpeg)"));
+    }
+    let src = media_source(body.media, MessageType::Image)?;
+    if let MediaSource::Bytes { data, .. } = &src {
+        check_picture(data)?;
+    }
+    // Nothing is fetched or stored for a session that could not take it.
+    let _: ProfileOut = net(&state, &id, NetOp::Profile).await?;
+    let (media_id, _) = store_media(&state, &id, MessageType::Image, src, held.is_some()).await?;
+    let set = crate::rpc::call(&state, &id, RpcRequest::SetPicture { media_id: Some(media_id.clone()) }).await;
+    let _ = media::delete(&state.db, &id, &media_id).await;
+    set?;
+    Ok(Json(net(&state, &id, NetOp::Profile).await?))
+}
+
+fn check_picture(data: &[u8]) -> Result<(), ApiError> {
+    match Picture::jpeg(data) {
+        Err(why) if data.len() > Picture::LIMIT => Err(ApiError::new(shared::ErrorCode::MediaTooLarge, why)),
+        Err(why) => Err(ApiError::validation(why)),
+        Ok(_) => Ok(()),
+    }
+}
+
+/// Remove the account's profile picture; answers the profile as it is now.
+#[utoipa::path(delete, path = "/v1/instances/{id}/profile/picture", tag = "profile",
+    params(("id" = InstanceId, Path, description = "instance id")),
+    responses(
+        (status = 200, description = "the profile", body = ProfileOut),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+        (status = 409, description = "`instance_not_connected`", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn delete_picture(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+) -> Result<Json<ProfileOut>, ApiError> {
+    crate::rpc::call(&state, &id, RpcRequest::SetPicture { media_id: None }).await?;
     Ok(Json(net(&state, &id, NetOp::Profile).await?))
 }
 

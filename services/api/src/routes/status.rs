@@ -19,12 +19,17 @@ use utoipa_axum::routes;
 use crate::extract::{InstanceAccess, ValidatedJson, ValidatedQuery};
 use crate::message_in::{MediaIn, MessageIn};
 use crate::pagination::PageQuery;
+use crate::semaphore::SlotHeld;
 use crate::service::history::{self, MessagePageOut};
-use crate::service::messages::{queue, MessageOut};
+use crate::service::messages::{queue, MessageOut, MESSAGES_BODY_LIMIT};
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(list, post))
+    OpenApiRouter::new()
+        .routes(routes!(post))
+        .layer(axum::middleware::from_fn(crate::semaphore::gate))
+        .layer(axum::extract::DefaultBodyLimit::max(MESSAGES_BODY_LIMIT))
+        .routes(routes!(list))
 }
 
 /// What a status may be.
@@ -62,15 +67,17 @@ pub struct StatusIn {
         (status = 401, description = "`unauthorized`", body = ErrorBody),
         (status = 403, description = "`forbidden`", body = ErrorBody),
         (status = 404, description = "`instance_not_found`", body = ErrorBody),
+        (status = 408, description = "`request_timeout`: a body over 1 MB was not received within `large_body_read_timeout_ms`", body = ErrorBody),
         (status = 409, description = "`conflict`: client_message_id reused with other content; `instance_banned`", body = ErrorBody),
         (status = 413, description = "`media_too_large`, or `quota_exceeded`", body = ErrorBody),
         (status = 422, description = "`media_fetch_failed`: media.url could not be downloaded", body = ErrorBody),
-        (status = 503, description = "`rate_limited`: a `media.url` download waited too long for a large-send slot", body = ErrorBody),
+        (status = 503, description = "`rate_limited`: a body over 1 MB, or a `media.url` download, waited too long for a large-send slot", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
 async fn post(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
+    held: Option<axum::Extension<SlotHeld>>,
     ValidatedJson(body): ValidatedJson<StatusIn>,
 ) -> Result<(StatusCode, Json<MessageOut>), ApiError> {
     let kind = match body.kind {
@@ -93,7 +100,7 @@ async fn post(
         client_message_id: body.client_message_id,
         expires_after: None,
     };
-    let (row, _) = queue(&state, &id, message, None, false).await?;
+    let (row, _) = queue(&state, &id, message, None, held.is_some()).await?;
     Ok((StatusCode::ACCEPTED, Json((&row).into())))
 }
 

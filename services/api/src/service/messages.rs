@@ -108,10 +108,10 @@ pub async fn queue(
     queue_validated(state, id, &v, message, wait).await
 }
 
-/// Stores a message's media: decoded bytes as they are, a `media.url` downloaded a
+/// Stores media: decoded bytes as they are, a `media.url` downloaded a
 /// chunk at a time straight into storage (under a large-body slot, at most its type's
 /// limit, within the instance's media quota).
-async fn store_media(
+pub async fn store_media(
     state: &AppState,
     id: &InstanceId,
     kind: MessageType,

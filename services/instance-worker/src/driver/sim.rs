@@ -327,8 +327,10 @@ impl Session for SimSession {
         let op = op.clone();
         let mut v = self.request(|req| ClientOp::Net { req, call: op }).await?;
         // Pictures are served by netsim: make their address absolute.
-        if let Some(u) = v.get("url").and_then(|u| u.as_str()).and_then(|u| self.base.join(u).ok()) {
-            v["url"] = serde_json::Value::String(u.to_string());
+        for key in ["url", "picture_url"] {
+            if let Some(u) = v.get(key).and_then(|u| u.as_str()).and_then(|u| self.base.join(u).ok()) {
+                v[key] = serde_json::Value::String(u.to_string());
+            }
         }
         Ok(v)
     }

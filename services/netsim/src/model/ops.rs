@@ -336,6 +336,17 @@ impl State {
                 }
                 Ok(Value::Null)
             }
+            NetOp::SetPicture { picture } => {
+                let picture = match picture {
+                    Some(p) => Some((
+                        p.mime_type.clone(),
+                        p.bytes().ok_or(("validation_failed", "the picture is not base64"))?,
+                    )),
+                    None => None,
+                };
+                self.phones.get_mut(me).expect("online account exists").profile.picture = picture;
+                Ok(Value::Null)
+            }
             NetOp::Privacy => Ok(json!(self.privacy(me))),
             NetOp::SetPrivacy { category, value } => {
                 shared::privacy::check(&category, &value).map_err(|e| match e {

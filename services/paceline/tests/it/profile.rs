@@ -1,7 +1,10 @@
 //! The account's own profile and privacy settings over netsim: read, change, and the
-//! refusals (a value that does not fit its category changes nothing).
+//! refusals (a value that does not fit its category changes nothing); the profile
+//! picture set from data or a URL (under the SSRF guard) and removed.
 
+use base64::Engine;
 use harness::cluster::Cluster;
+use harness::{jpeg, media_server};
 use serde_json::json;
 
 use crate::bin;
@@ -47,4 +50,94 @@ async fn profile_and_privacy_are_read_and_changed() {
     let (other, _) = c.api.create_instance("idle").await;
     let oid = other["id"].as_str().unwrap();
     c.api.admin().get(&format!("/v1/instances/{oid}/privacy")).await.expect_error(409, "instance_not_connected");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_profile_picture_is_set_from_data_or_a_url_and_removed() {
+    let server = media_server().await;
+    let c = Cluster::start(bin(), 1, |_| {}).await;
+    c.phone(A, false).await;
+    let (inst, token) = c.paired_instance("picture", A).await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    let own = c.api.client(Some(token));
+    let path = format!("/v1/instances/{id}/profile/picture");
+    let put = |body: serde_json::Value| own.send(own.request(reqwest::Method::PUT, &path).json(&body));
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    let picture = |p: serde_json::Value| async move {
+        let url = p["picture_url"].as_str().expect("a picture").to_string();
+        reqwest::get(url).await.unwrap().bytes().await.unwrap().to_vec()
+    };
+
+    // From data.
+    let data = jpeg(2000);
+    let p = put(json!({ "media": { "data": b64(&data), "mime_type": "image/jpeg" } })).await.expect(200);
+    assert_eq!(picture(p).await, data);
+    // Refused, and nothing changes: not a JPEG, another type, both sources, a private URL.
+    put(json!({ "media": { "data": b64(b"\x89PNG...."), "mime_type": "image/jpeg" } }))
+        .await
+        .expect_error(400, "validation_failed");
+    put(json!({ "media": { "data": b64(&data), "mime_type": "image/png" } }))
+        .await
+        .expect_error(400, "validation_failed");
+    put(json!({ "media": { "data": b64(&data), "url": "https://example.com/a.jpg", "mime_type": "image/jpeg" } }))
+        .await
+        .expect_error(400, "validation_failed");
+    put(json!({ "media": { "url": format!("http://{server}/jpeg/10") } })).await.expect_error(400, "validation_failed");
+    put(json!({ "media": { "data": b64(&jpeg(5 * 1024 * 1024)), "mime_type": "image/jpeg" } }))
+        .await
+        .expect_error(413, "media_too_large");
+    let p = own.get(&format!("/v1/instances/{id}/profile")).await.expect(200);
+    assert_eq!(picture(p).await, data);
+
+    // Removed.
+    let p = own.delete(&path).await.expect(200);
+    assert_eq!(p["picture_url"], json!(null));
+    // The picture is stored only for the change.
+    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM media WHERE instance_id = $1")
+        .bind(&id)
+        .fetch_one(&c.pool().await)
+        .await
+        .unwrap();
+    assert_eq!(left, 0);
+    // Not running: 409, before anything is stored.
+    let (other, _) = c.api.create_instance("idle").await;
+    let oid = other["id"].as_str().unwrap();
+    c.api
+        .admin()
+        .send(
+            c.api
+                .admin()
+                .request(reqwest::Method::PUT, &format!("/v1/instances/{oid}/profile/picture"))
+                .json(&json!({ "media": { "data": b64(&data), "mime_type": "image/jpeg" } })),
+        )
+        .await
+        .expect_error(409, "instance_not_connected");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_picture_url_is_fetched_through_the_guard() {
+    let server = media_server().await;
+    let c = Cluster::start(bin(), 1, |cfg| cfg.allow_private_targets = true).await;
+    c.phone(A, false).await;
+    let (inst, token) = c.paired_instance("picture-url", A).await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    let own = c.api.client(Some(token));
+    let path = format!("/v1/instances/{id}/profile/picture");
+    let put = |body: serde_json::Value| own.send(own.request(reqwest::Method::PUT, &path).json(&body));
+    let p = put(json!({ "media": { "url": format!("http://{server}/jpeg/3000") } })).await.expect(200);
+    let got = reqwest::get(p["picture_url"].as_str().unwrap()).await.unwrap().bytes().await.unwrap();
+    assert_eq!(&got[..], &jpeg(3000)[..]);
+    // Downloaded, but not a JPEG: the worker refuses it and the stored copy goes.
+    put(json!({ "media": { "url": format!("http://{server}/file/100") } }))
+        .await
+        .expect_error(400, "validation_failed");
+    put(json!({ "media": { "url": format!("http://{server}/missing") } }))
+        .await
+        .expect_error(422, "media_fetch_failed");
+    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM media WHERE instance_id = $1")
+        .bind(&id)
+        .fetch_one(&c.pool().await)
+        .await
+        .unwrap();
+    assert_eq!(left, 0);
 }

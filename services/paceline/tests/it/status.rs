@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use base64::Engine;
+
 use harness::cluster::{wait_for, Cluster};
 use serde_json::{json, Value};
 
@@ -59,6 +61,22 @@ async fn statuses_go_out_to_contacts_and_come_in() {
     own.post(&format!("/v1/instances/{id}/status"), &json!({ "type": "poll" }))
         .await
         .expect_error(400, "validation_failed");
+
+    // An image over the 1 MB default body limit goes through the large-send gate.
+    let png = base64::engine::general_purpose::STANDARD.encode(vec![7u8; 1_500_000]);
+    let img = own
+        .post(
+            &format!("/v1/instances/{id}/status"),
+            &json!({ "type": "image", "media": { "data": png, "mime_type": "image/png" }, "caption": "new stock" }),
+        )
+        .await
+        .expect(202);
+    let img_path = format!("/v1/instances/{id}/messages/{}", img["id"].as_str().unwrap());
+    wait_for(Duration::from_secs(20), || async {
+        (own.get(&img_path).await.expect(200)["status"] == "sent").then_some(())
+    })
+    .await
+    .expect("the image status is sent");
 
     // In: B saves A and posts a status.
     c.netsim()

@@ -89,6 +89,26 @@ pub async fn list(db: &sqlx::PgPool, inst: &InstanceId) -> Result<Vec<Value>, sq
         .collect())
 }
 
+/// The most contacts one status is encrypted to.
+pub const STATUS_AUDIENCE_LIMIT: usize = 5_000;
+
+/// Who sees the account's statuses: its address-book contacts (those with a name from
+/// the phone's sync, not people who only wrote), phone-number JIDs, at most `limit`.
+pub async fn status_audience(db: &sqlx::PgPool, inst: &InstanceId, limit: usize) -> Result<Vec<String>, sqlx::Error> {
+    let rows = wa_store::list(db, inst, KIND, "").await?;
+    Ok(audience(rows, limit))
+}
+
+fn audience(rows: Vec<(String, Vec<u8>)>, limit: usize) -> Vec<String> {
+    rows.into_iter()
+        .filter(|(k, v)| {
+            k.ends_with("@s.whatsapp.net") && serde_json::from_slice::<Contact>(v).is_ok_and(|c| c.name.is_some())
+        })
+        .map(|(k, _)| k)
+        .take(limit)
+        .collect()
+}
+
 /// One contact, when known.
 pub async fn get(db: &sqlx::PgPool, inst: &InstanceId, jid: &str) -> Result<Option<Contact>, sqlx::Error> {
     Ok(wa_store::get(db, inst, KIND, jid).await?.and_then(|v| serde_json::from_slice(&v).ok()))
@@ -107,6 +127,21 @@ mod tests {
         let c = c.apply(&Change { name: Some(None), push_name: Some(String::new()) });
         assert_eq!(c, Contact { name: None, push_name: Some("Ana".into()) });
         assert_eq!(c.to_json(shared::jid::Jid::user("5511999990002").as_str())["push_name"], "Ana");
+    }
+
+    #[test]
+    fn a_status_goes_to_address_book_contacts_only() {
+        let row = |k: &str, c: Contact| (k.to_string(), serde_json::to_vec(&c).unwrap());
+        let named = Contact { name: Some("Ana".into()), push_name: None };
+        let rows = vec![
+            row("5511999990002@s.whatsapp.net", named.clone()),
+            row("5511999990003@s.whatsapp.net", Contact { name: None, push_name: Some("Bob".into()) }),
+            row("120363000000000001@g.us", named.clone()),
+            row("5511999990004@s.whatsapp.net", named.clone()),
+            ("5511999990005@s.whatsapp.net".to_string(), b"not json".to_vec()),
+        ];
+        assert_eq!(audience(rows.clone(), 10), ["5511999990002@s.whatsapp.net", "5511999990004@s.whatsapp.net"]);
+        assert_eq!(audience(rows, 1), ["5511999990002@s.whatsapp.net"]);
     }
 
     #[test]

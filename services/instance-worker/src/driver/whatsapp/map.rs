@@ -89,6 +89,27 @@ macro_rules! media_fields {
     }};
 }
 
+/// The background of a text status (0xAARRGGBB), WhatsApp's default green.
+pub const STATUS_BACKGROUND: u32 = 0xFF1E_6E4F;
+
+/// A status as a WhatsApp message: text goes on a coloured background (an extended
+/// text message, as the phone posts it); an image or video is its ordinary message.
+pub fn status_message(o: &Outgoing, upload: Option<Uploaded>) -> Result<wa::Message, DriverError> {
+    match &o.message.content {
+        Content::Text { text, .. } => Ok(wa::Message {
+            extended_text_message: MessageField::some(wa::message::ExtendedTextMessage {
+                text: Some(text.clone()),
+                background_argb: Some(STATUS_BACKGROUND),
+                font: Some(wa::message::extended_text_message::FontType::default()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        Content::Image { .. } | Content::Video { .. } => outgoing_message(o, upload),
+        _ => Err(invalid("a status is text, an image or a video")),
+    }
+}
+
 /// Our validated message as a WhatsApp message; media types need their upload.
 pub fn outgoing_message(o: &Outgoing, upload: Option<Uploaded>) -> Result<wa::Message, DriverError> {
     let content = &o.message.content;

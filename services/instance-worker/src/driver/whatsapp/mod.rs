@@ -125,6 +125,40 @@ fn failed(what: &str) -> DriverError {
     DriverError::new(ErrorCode::WorkerError, format!("the network refused to {what}"))
 }
 
+/// What a refused send tells the queue.
+fn send_error(e: whatsapp_rust::send::SendError) -> DriverError {
+    match e {
+        whatsapp_rust::send::SendError::NotLoggedIn => {
+            DriverError::new(ErrorCode::InstanceNotConnected, "the session is not logged in")
+        }
+        whatsapp_rust::send::SendError::InvalidRequest(_) => {
+            DriverError::new(ErrorCode::ValidationFailed, "the network refused the message")
+        }
+        _ => failed("take the message"),
+    }
+}
+
+impl WaSession {
+    /// A status goes to `status@broadcast`, encrypted to the devices of the account's
+    /// address-book contacts (the audience WhatsApp's "my contacts" status privacy
+    /// gives), under the message's pre-assigned network id.
+    async fn post_status(&self, o: &Outgoing, upload: Option<map::Uploaded>) -> Result<(), DriverError> {
+        let audience = contacts::status_audience(&self.db, &self.instance, contacts::STATUS_AUDIENCE_LIMIT)
+            .await
+            .map_err(|_| DriverError::new(ErrorCode::WorkerError, "the contacts could not be read"))?;
+        if audience.is_empty() {
+            return Err(DriverError::new(
+                ErrorCode::ValidationFailed,
+                "the account has no contacts to show a status to",
+            ));
+        }
+        let recipients = audience.iter().map(|j| jid(j)).collect::<Result<Vec<_>, _>>()?;
+        let message = map::status_message(o, upload)?;
+        let options = whatsapp_rust::StatusSendOptions { message_id: Some(o.network_id.clone()), ..Default::default() };
+        self.client.status().send_raw(message, &recipients, options).await.map(drop).map_err(send_error)
+    }
+}
+
 fn jid(s: &str) -> Result<Jid, DriverError> {
     let full =
         shared::jid::Jid::parse(s).map_err(|_| DriverError::new(ErrorCode::ValidationFailed, "not a valid JID"))?;
@@ -227,15 +261,6 @@ impl Driver for WhatsappDriver {
 #[async_trait::async_trait]
 impl Session for WaSession {
     async fn send(&self, o: &Outgoing) -> Result<(), DriverError> {
-        if o.to_jid == shared::jid::STATUS_JID {
-            // whatsapp-rust posts statuses to a recipient list (NetOp::PostStatus), not
-            // through an ordinary send.
-            return Err(DriverError::new(
-                ErrorCode::NotImplemented,
-                "statuses through the queue are not carried on the whatsapp network yet",
-            ));
-        }
-        let to = jid(&o.to_jid)?;
         let content = &o.message.content;
         let upload = match (content.media(), map::media_type(content.kind())) {
             (Some(m), Some(t)) => {
@@ -249,17 +274,13 @@ impl Session for WaSession {
             }
             _ => None,
         };
+        if o.to_jid == shared::jid::STATUS_JID {
+            return self.post_status(o, upload).await;
+        }
+        let to = jid(&o.to_jid)?;
         let message = map::outgoing_message(o, upload)?;
         let options = whatsapp_rust::send::SendOptions::default().with_message_id(o.network_id.clone());
-        self.client.send_message_with_options(to, message, options).await.map(drop).map_err(|e| match e {
-            whatsapp_rust::send::SendError::NotLoggedIn => {
-                DriverError::new(ErrorCode::InstanceNotConnected, "the session is not logged in")
-            }
-            whatsapp_rust::send::SendError::InvalidRequest(_) => {
-                DriverError::new(ErrorCode::ValidationFailed, "the network refused the message")
-            }
-            _ => failed("take the message"),
-        })
+        self.client.send_message_with_options(to, message, options).await.map(drop).map_err(send_error)
     }
 
     async fn pairing_code(&self, phone: &str) -> Result<String, DriverError> {

@@ -244,9 +244,11 @@ pub async fn run(c: &Client, op: &NetOp) -> Option<Result<Value, DriverError>> {
         NetOp::SetLabel { .. } | NetOp::DeleteLabel { .. } | NetOp::LabelChat { .. } | NetOp::LabelMessage { .. } => {
             labels(c, op).await
         }
-        NetOp::Privacy | NetOp::SetPrivacy { .. } | NetOp::SetProfile { .. } | NetOp::PostStatus { .. } => {
-            account(c, op).await
-        }
+        NetOp::Privacy
+        | NetOp::SetPrivacy { .. }
+        | NetOp::SetProfile { .. }
+        | NetOp::SetPicture { .. }
+        | NetOp::PostStatus { .. } => account(c, op).await,
         _ => return None,
     })
 }
@@ -429,6 +431,16 @@ async fn account(c: &Client, op: &NetOp) -> Result<Value, DriverError> {
             if let Some(n) = push_name {
                 p.set_push_name(n).await.map_err(|_| failed("set the push name"))?;
             }
+            Ok(Value::Null)
+        }
+        NetOp::SetPicture { picture } => {
+            let p = c.profile();
+            match picture.as_ref().map(|pic| pic.bytes()) {
+                Some(Some(bytes)) => p.set_profile_picture(bytes).await.map(drop),
+                Some(None) => return Err(DriverError::new(ErrorCode::ValidationFailed, "the picture is not base64")),
+                None => p.remove_profile_picture().await.map(drop),
+            }
+            .map_err(|_| failed("set the profile picture"))?;
             Ok(Value::Null)
         }
         NetOp::PostStatus { text, background_argb, recipients } => {

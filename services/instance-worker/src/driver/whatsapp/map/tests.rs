@@ -111,6 +111,23 @@ fn media_types_carry_their_upload_and_come_back_with_a_locator() {
     assert!(media_type(MessageType::Text).is_none());
 }
 
+#[test]
+fn statuses_are_text_on_a_background_or_an_image_or_video() {
+    let text = status_message(&out("text", json!({ "text": "hello" })), None).unwrap();
+    let ext = text.extended_text_message.as_option().unwrap();
+    assert_eq!(ext.text.as_deref(), Some("hello"));
+    assert_eq!(ext.background_argb, Some(STATUS_BACKGROUND));
+    assert_eq!(incoming_content(&text).1["text"], "hello");
+    for kind in ["image", "video"] {
+        let o = out(kind, json!({ "caption": "c" }));
+        assert!(status_message(&o, None).is_err(), "{kind} needs its upload");
+        let m = status_message(&o, Some(upload())).unwrap();
+        assert_eq!(incoming_content(&m).0, kind);
+    }
+    let poll = out("location", json!({ "location": { "latitude": 1.0, "longitude": 2.0 } }));
+    assert_eq!(status_message(&poll, None).unwrap_err().code, shared::ErrorCode::ValidationFailed);
+}
+
 /// A stranger's image message with the given download references, as received.
 fn crafted_image(direct_path: Option<&str>, static_url: Option<&str>, file_length: Option<u64>) -> RemoteMedia {
     let m = wa::Message {
