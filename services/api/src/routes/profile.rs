@@ -71,7 +71,41 @@ pub struct PictureIn {
     /// A JPEG of at most 5 MiB (WhatsApp shows it cropped square; 640x640 is what the
     /// phone sends): `data` (base64, with `mime_type` `image/jpeg`) or `url` (fetched
     /// through the SSRF guard).
+    #[schema(value_type = PictureSource)]
     pub media: MediaIn,
+}
+
+/// Where a picture comes from: exactly one of its bytes and a URL. (The schema of
+/// `PictureIn.media`; the route reads it as `MediaIn`.)
+#[derive(ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum PictureSource {
+    Data(PictureData),
+    Url(PictureUrl),
+}
+
+/// A JPEG's bytes, base64 (a JPEG starts with FF D8 FF, `/9j/` in base64).
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct PictureData {
+    #[schema(
+        max_length = 6_990_508,
+        pattern = "^/9j/([A-Za-z0-9+/]{4})*([A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)?$"
+    )]
+    data: String,
+    #[schema(pattern = "^image/jpeg$")]
+    mime_type: String,
+}
+
+/// A JPEG to fetch: http or https, never a private, loopback or link-local address.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct PictureUrl {
+    #[schema(format = "uri", pattern = "^https?://[^/?#\\s]+")]
+    url: String,
 }
 
 /// The privacy settings, by category: `last`, `online`, `profile`, `status`, `groupadd`,
