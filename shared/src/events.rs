@@ -33,8 +33,10 @@ pub fn known(t: &str) -> bool {
     EVENT_TYPES.contains(&t)
 }
 
-/// The group events: a driver passes these on from the network, nothing else.
-pub const GROUP_EVENTS: [&str; 4] = ["group.updated", "group.participants_updated", "group.joined", "group.left"];
+/// The group and community events: a driver passes these on from the network, nothing
+/// else.
+pub const GROUP_EVENTS: [&str; 5] =
+    ["group.updated", "group.participants_updated", "group.joined", "group.left", "community.groups_updated"];
 
 /// `t` as one of the group events, if it is one.
 pub fn group_event(t: &str) -> Option<&'static str> {

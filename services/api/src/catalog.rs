@@ -184,6 +184,18 @@ pub struct GroupMembershipEventData {
     pub by: String,
 }
 
+/// `community.groups_updated`: groups were linked to a community, or unlinked from it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CommunityGroupsEventData {
+    /// The community.
+    pub jid: String,
+    /// `linked` or `unlinked`.
+    pub action: String,
+    pub groups: Vec<String>,
+    /// Who did it, when the network says.
+    pub by: Option<String>,
+}
+
 /// `call.rejected`: an incoming call was rejected (instance setting `reject_call`).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CallRejectedEventData {
@@ -232,6 +244,7 @@ pub const CATALOG: &[(&str, &str, &str)] = &[
     ),
     ("group.joined", "The account was added to a group, or joined one.", "GroupMembershipEventData"),
     ("group.left", "The account was removed from a group, or left one.", "GroupMembershipEventData"),
+    ("community.groups_updated", "Groups were linked to a community or unlinked from it.", "CommunityGroupsEventData"),
     ("call.rejected", "An incoming call was rejected per the instance's settings.", "CallRejectedEventData"),
     (
         "webhook.disabled",

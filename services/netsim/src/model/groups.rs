@@ -339,6 +339,11 @@ impl State {
             };
             failed.push(json!({ "jid": gj, "status": status }));
         }
+        if !done.is_empty() {
+            let action = if link { "linked" } else { "unlinked" };
+            let data = json!({ "jid": group_jid(&community), "action": action, "groups": done });
+            self.group_event(&self.members_of(&community), "community.groups_updated", data, me);
+        }
         Ok(json!({ "done": done, "failed": failed }))
     }
 

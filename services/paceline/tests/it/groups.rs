@@ -287,7 +287,7 @@ async fn bad_input_refusals_and_caps() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_community_with_a_linked_and_an_unlinked_group() {
-    let (_c, id, own) = cluster(|_| {}).await;
+    let (c, id, own) = cluster(|_| {}).await;
     let base = format!("/v1/instances/{id}/communities");
     let cm = own.post(&base, &json!({ "name": "Neighbours", "description": "street" })).await.expect(201);
     let cjid = cm["jid"].as_str().unwrap().to_string();
@@ -328,6 +328,24 @@ async fn a_community_with_a_linked_and_an_unlinked_group() {
     own.delete(&format!("{base}/{cjid}/groups/{}", g1["jid"].as_str().unwrap())).await.expect(204);
     own.delete(&format!("{base}/{cjid}/groups/{}", g1["jid"].as_str().unwrap())).await.expect_error(404, "not_found");
     own.delete(&format!("{base}/{cjid}/groups/{announce}")).await.expect_error(403, "forbidden");
+    // Each link change is a `community.groups_updated` event, through the outbox.
+    let db = c.pool().await;
+    let events = wait_for(Duration::from_secs(20), || async {
+        let rows: Vec<(Value,)> = sqlx::query_as(
+            "SELECT payload->'data' FROM outbox WHERE instance_id = $1 AND type = 'community.groups_updated' ORDER BY created_at, id",
+        )
+        .bind(&id)
+        .fetch_all(&db)
+        .await
+        .unwrap();
+        (rows.len() == 2).then_some(rows)
+    })
+    .await
+    .expect("a linked and an unlinked event");
+    assert_eq!(events[0].0["action"], "linked");
+    assert_eq!(events[0].0["jid"], cjid.as_str());
+    assert_eq!(events[0].0["groups"], json!([g1["jid"]]));
+    assert_eq!(events[1].0["action"], "unlinked");
     // Its name and settings use the group routes with its JID.
     let renamed =
         own.patch(&format!("/v1/instances/{id}/groups/{cjid}"), &json!({ "subject": "Street" })).await.expect(200);

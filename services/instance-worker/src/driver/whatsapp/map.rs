@@ -507,8 +507,33 @@ pub fn group_update(u: &GroupUpdate, own: Option<&whatsapp_rust::Jid>) -> Vec<(&
         GroupNotificationAction::Unlocked => updated("locked", json!(false)),
         GroupNotificationAction::Announce => updated("announce", json!(true)),
         GroupNotificationAction::NotAnnounce => updated("announce", json!(false)),
+        GroupNotificationAction::Link { link_type, raw } => community_link(&group, link_type, raw, "linked", by),
+        GroupNotificationAction::Unlink { unlink_type, raw, .. } => {
+            community_link(&group, unlink_type, raw, "unlinked", by)
+        }
         _ => Vec::new(),
     }
+}
+
+/// A community link change as `community.groups_updated`. The `<group jid>` inside names
+/// the other side: a `sub_group` notification comes to the community (the groups inside
+/// were linked), a `parent_group` one to the group (the community inside); sibling
+/// changes map to nothing.
+fn community_link(
+    group: &str,
+    link_type: &str,
+    raw: &whatsapp_rust::wacore_binary::Node,
+    action: &str,
+    by: Option<String>,
+) -> Vec<(&'static str, Value)> {
+    let named: Vec<String> =
+        raw.get_children_by_tag("group").filter_map(|g| g.attrs().optional_jid("jid")).map(|j| j.to_string()).collect();
+    let (community, groups) = match (link_type, named.first()) {
+        ("sub_group", Some(_)) => (group.to_string(), named),
+        ("parent_group", Some(c)) => (c.clone(), vec![group.to_string()]),
+        _ => return Vec::new(),
+    };
+    vec![("community.groups_updated", json!({ "jid": community, "action": action, "groups": groups, "by": by }))]
 }
 
 #[cfg(test)]

@@ -310,3 +310,46 @@ fn group_notifications_map_to_our_events() {
     let eph = GroupNotificationAction::Ephemeral { expiration: 86_400, trigger: None };
     assert!(group_update(&update(admin, eph), Some(&own)).is_empty());
 }
+
+#[test]
+fn community_links_map_to_their_event_from_either_side() {
+    use whatsapp_rust::NodeBuilder;
+    let admin = "5511999990009@s.whatsapp.net";
+    let node = |tag: &'static str, kind: &'static str, kind_attr: &'static str, jid: &str| {
+        NodeBuilder::new(tag)
+            .attr(kind_attr, kind)
+            .children([NodeBuilder::new("group").attr("jid", jid.to_string()).build()])
+            .build()
+    };
+    // To the community: the group inside was linked.
+    let link = GroupNotificationAction::Link {
+        link_type: "sub_group".into(),
+        raw: node("link", "sub_group", "link_type", "120363000000000002@g.us"),
+    };
+    let ev = group_update(&update(admin, link), None);
+    assert_eq!(
+        ev,
+        vec![(
+            "community.groups_updated",
+            json!({ "jid": "120363000000000001@g.us", "action": "linked", "groups": ["120363000000000002@g.us"], "by": admin })
+        )]
+    );
+    // To the group: the community inside unlinked it.
+    let unlink = GroupNotificationAction::Unlink {
+        unlink_type: "parent_group".into(),
+        unlink_reason: None,
+        raw: node("unlink", "parent_group", "unlink_type", "120363000000000009@g.us"),
+    };
+    let ev = group_update(&update(admin, unlink), None);
+    assert_eq!(ev[0].1["jid"], "120363000000000009@g.us");
+    assert_eq!(ev[0].1["action"], "unlinked");
+    assert_eq!(ev[0].1["groups"], json!(["120363000000000001@g.us"]));
+    // Siblings, or no group inside: nothing.
+    let sibling = GroupNotificationAction::Link {
+        link_type: "sibling_group".into(),
+        raw: node("link", "sibling_group", "link_type", "120363000000000003@g.us"),
+    };
+    assert!(group_update(&update(admin, sibling), None).is_empty());
+    let empty = GroupNotificationAction::Link { link_type: "sub_group".into(), raw: NodeBuilder::new("link").build() };
+    assert!(group_update(&update(admin, empty), None).is_empty());
+}
