@@ -24,6 +24,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "group.participants_updated",
     "group.joined",
     "group.left",
+    "community.groups_updated",
     "call.rejected",
     "webhook.disabled",
 ];
@@ -41,4 +42,14 @@ pub const GROUP_EVENTS: [&str; 5] =
 /// `t` as one of the group events, if it is one.
 pub fn group_event(t: &str) -> Option<&'static str> {
     GROUP_EVENTS.into_iter().find(|g| *g == t)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn group_events_are_in_the_catalog() {
+        for g in super::GROUP_EVENTS {
+            assert!(super::known(g), "{g} is not in EVENT_TYPES");
+        }
+    }
 }

@@ -126,6 +126,10 @@ prefixed_id!(
     /// An event (outbox row, webhook body, SSE item).
     EventId, "evt_"
 );
+prefixed_id!(
+    /// A restricted API key of an instance.
+    KeyId, "key_"
+);
 
 #[cfg(test)]
 mod tests {

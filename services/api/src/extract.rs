@@ -7,11 +7,13 @@ use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 use shared::auth::{self, TokenKind};
+use shared::db::api_keys::{self, KeyScope};
 use shared::db::instances;
 pub use shared::http::{parse_json, sanitize_serde_message, ValidatedJson};
-use shared::ids::InstanceId;
+use shared::ids::{InstanceId, KeyId};
 use shared::ApiError;
 
+use crate::auth_cache::Cached;
 use crate::state::AppState;
 
 /// Who is calling.
@@ -21,6 +23,9 @@ pub enum Principal {
     Admin,
     /// An instance token: reaches only its own instance.
     Instance { id: InstanceId, name: String },
+    /// A restricted API key of an instance: its instance's routes of its scope
+    /// (`routes::access`).
+    Key { id: InstanceId, name: String, key_id: KeyId, scope: KeyScope },
 }
 
 impl Principal {
@@ -43,8 +48,29 @@ impl Principal {
     pub fn instance(&self, raw_id: &str) -> Result<InstanceId, ApiError> {
         match self {
             Principal::Admin => InstanceId::parse(raw_id).map_err(|_| ApiError::instance_not_found()),
-            Principal::Instance { id, .. } if id.as_str() == raw_id => Ok(id.clone()),
-            Principal::Instance { .. } => Err(ApiError::forbidden("this token belongs to another instance")),
+            Principal::Instance { id, .. } | Principal::Key { id, .. } if id.as_str() == raw_id => Ok(id.clone()),
+            Principal::Instance { .. } | Principal::Key { .. } => {
+                Err(ApiError::forbidden("this token belongs to another instance"))
+            }
+        }
+    }
+
+    /// The instance a token belongs to (none for the admin).
+    pub fn own_instance(&self) -> Option<&InstanceId> {
+        match self {
+            Principal::Admin => None,
+            Principal::Instance { id, .. } | Principal::Key { id, .. } => Some(id),
+        }
+    }
+
+    /// 403 when a key's scope does not reach the route being called (its method and
+    /// matched path, looked up in `routes::access`); other principals pass.
+    pub fn check_scope(&self, parts: &Parts) -> Result<(), ApiError> {
+        let Principal::Key { scope, .. } = self else { return Ok(()) };
+        let path = parts.extensions.get::<axum::extract::MatchedPath>().map(|p| p.as_str());
+        match path.and_then(|p| crate::routes::access::of(&parts.method, p)) {
+            Some(access) if access.admits(*scope) => Ok(()),
+            _ => Err(ApiError::forbidden(format!("a {} API key does not reach this route", scope.as_str()))),
         }
     }
 }
@@ -70,25 +96,47 @@ pub async fn authenticate_from(
     ip: impl FnOnce() -> Option<IpAddr>,
     state: &AppState,
 ) -> Result<Principal, ApiError> {
-    match TokenKind::of(token) {
-        Some(TokenKind::Admin) if auth::admin_token_matches(token, &state.admin_token) => Ok(Principal::Admin),
-        Some(TokenKind::Instance) => {
+    let cached = match TokenKind::of(token) {
+        Some(TokenKind::Admin) if auth::admin_token_matches(token, &state.admin_token) => return Ok(Principal::Admin),
+        Some(kind @ (TokenKind::Instance | TokenKind::ApiKey)) => {
             let hash = auth::hash_token(token);
-            let inst = match state.token_cache.get(&hash) {
-                Some(inst) => inst,
+            match state.token_cache.get(&hash) {
+                Some(found) => found,
                 None => {
-                    let inst =
-                        instances::auth_by_token_hash(&state.db, &hash).await?.ok_or_else(ApiError::unauthorized)?;
-                    state.token_cache.put(hash, inst.clone());
-                    inst
+                    let found = if kind == TokenKind::Instance {
+                        instances::auth_by_token_hash(&state.db, &hash).await?.map(Cached::Instance)
+                    } else {
+                        api_keys::auth_by_token_hash(&state.db, &hash).await?.map(Cached::Key)
+                    };
+                    let found = found.ok_or_else(ApiError::unauthorized)?;
+                    state.token_cache.put(hash, found.clone());
+                    found
                 }
-            };
+            }
+        }
+        _ => return Err(ApiError::unauthorized()),
+    };
+    let outside = || ApiError::forbidden("this token may not be used from this address");
+    match cached {
+        Cached::Instance(inst) => {
             if !inst.ip_allowlist.is_empty() && !crate::net::allowed_by(ip(), &inst.ip_allowlist) {
-                return Err(ApiError::forbidden("this token may not be used from this address"));
+                return Err(outside());
             }
             Ok(Principal::Instance { id: inst.id, name: inst.name })
         }
-        _ => Err(ApiError::unauthorized()),
+        Cached::Key(k) => {
+            // A cached key may have expired since it was looked up.
+            if k.expires_at.is_some_and(|at| at <= chrono::Utc::now()) {
+                return Err(ApiError::unauthorized());
+            }
+            if !k.instance_allowlist.is_empty() || !k.ip_allowlist.is_empty() {
+                let ip = ip();
+                if !crate::net::allowed_by(ip, &k.instance_allowlist) || !crate::net::allowed_by(ip, &k.ip_allowlist) {
+                    return Err(outside());
+                }
+            }
+            Ok(Principal::Key { id: k.instance_id, name: k.instance_name, key_id: k.key_id, scope: k.scope })
+        }
     }
 }
 
@@ -109,7 +157,9 @@ impl FromRequestParts<AppState> for Principal {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let token = bearer(parts).ok_or_else(ApiError::unauthorized)?;
-        authenticate(token, parts, state).await
+        let principal = authenticate(token, parts, state).await?;
+        principal.check_scope(parts)?;
+        Ok(principal)
     }
 }
 

@@ -25,12 +25,13 @@ use utoipa::{Modify, OpenApi};
     components(schemas(
         ErrorBody, ErrorDetail, ErrorCode, shared::jid::Jid, shared::jid::UserJid, crate::schemas::GroupJid, catalog::EventType,
         shared::ids::InstanceId, shared::ids::MessageId, shared::ids::MediaId, shared::ids::WebhookId,
-        shared::ids::DeliveryId, shared::ids::EventId,
+        shared::ids::DeliveryId, shared::ids::EventId, shared::ids::KeyId,
         catalog::Event, catalog::InstanceStateEventData, catalog::QrUpdatedEventData, catalog::ConnectedEventData,
         catalog::EmptyEventData, catalog::ReceiptEventData, catalog::ReceivedMessageEventData, catalog::MediaUpdatedEventData,
         catalog::ReactionEventData, catalog::ChatUpdatedEventData, catalog::ContactUpdatedEventData,
         catalog::LabelUpdatedEventData, catalog::GroupUpdatedEventData, catalog::GroupParticipantsEventData,
-        catalog::GroupMembershipEventData, catalog::CallRejectedEventData, catalog::WebhookDisabledEventData,
+        catalog::GroupMembershipEventData, catalog::CommunityGroupsEventData, catalog::CallRejectedEventData,
+        catalog::WebhookDisabledEventData,
         crate::service::messages::MessageOut,
     )),
     tags(
@@ -46,7 +47,7 @@ use utoipa::{Modify, OpenApi};
         (name = "actions", description = "Action-style routes (X-API-Key, instance name in the path)"),
         (name = "labels", description = "Labels and the business profile (later milestone: 501 for now)"),
         (name = "channels", description = "Channels (later milestone: 501 for now)"),
-        (name = "platform", description = "API keys, hosted pairing links and usage (later milestone: 501 for now)"),
+        (name = "platform", description = "Restricted API keys; hosted pairing links and usage (later milestone: 501 for now)"),
         (name = "communities", description = "Communities (later milestone: 501 for now)"),
         (name = "operation", description = "Health, identity and this description"),
         (name = "later", description = "Routes of later milestones: they check the token, then answer 501 `not_implemented`"),
@@ -69,6 +70,10 @@ impl Modify for Security {
             bearer("An instance token, `pl_inst_...`: reaches only `/v1/instances/{id}/...` of its own instance, from its IP allow-list."),
         );
         components.add_security_scheme(
+            "restricted_key",
+            bearer("A restricted API key of an instance, `pl_key_...`: an operation that admits one lists `restricted_key` with the scopes it admits (`read_only`, `send_only`); any other operation answers 403 to a key. On the action-style routes it goes in `X-API-Key`."),
+        );
+        components.add_security_scheme(
             "signed_url",
             SecurityScheme::ApiKey(ApiKey::Query(ApiKeyValue::with_description(
                 "sig",
@@ -79,7 +84,7 @@ impl Modify for Security {
             "api_key",
             SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
                 "X-API-Key",
-                "An instance token on the action-style routes.",
+                "An instance token on the action-style routes (or a `send_only` key on the send routes).",
             ))),
         );
     }
@@ -92,7 +97,32 @@ pub fn base() -> Doc {
 /// The whole description, built once.
 pub fn spec() -> &'static Doc {
     static SPEC: OnceLock<Doc> = OnceLock::new();
-    SPEC.get_or_init(|| crate::routes::all().split_for_parts().1)
+    SPEC.get_or_init(|| {
+        let mut doc = crate::routes::all().split_for_parts().1;
+        with_key_scopes(&mut doc);
+        doc
+    })
+}
+
+/// Adds `restricted_key` (with the scopes it admits) to the security of every operation
+/// `routes::access` opens to keys, so the description says what the API checks.
+fn with_key_scopes(doc: &mut Doc) {
+    use utoipa::openapi::security::SecurityRequirement;
+    for (path, item) in doc.paths.paths.iter_mut() {
+        for (method, op) in [
+            (axum::http::Method::GET, &mut item.get),
+            (axum::http::Method::POST, &mut item.post),
+            (axum::http::Method::PUT, &mut item.put),
+            (axum::http::Method::PATCH, &mut item.patch),
+            (axum::http::Method::DELETE, &mut item.delete),
+        ] {
+            let (Some(op), Some(access)) = (op.as_mut(), crate::routes::access::of(&method, path)) else { continue };
+            let scopes: Vec<&str> = access.scopes().into_iter().map(|s| s.as_str()).collect();
+            if !scopes.is_empty() {
+                op.security.get_or_insert_with(Vec::new).push(SecurityRequirement::new("restricted_key", scopes));
+            }
+        }
+    }
 }
 
 /// The description as pretty JSON (what is committed as `services/api/openapi.json`).
@@ -126,6 +156,7 @@ fn complete(doc: &mut serde_json::Value) {
             "webhook_id" => "WebhookId",
             "delivery_id" => "DeliveryId",
             "media_id" => "MediaId",
+            "key_id" => "KeyId",
             _ => return json!({ "type": "string", "minLength": 1, "maxLength": 128 }),
         };
         json!({ "$ref": format!("#/components/schemas/{component}") })

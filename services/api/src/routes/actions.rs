@@ -45,7 +45,9 @@ impl FromRequestParts<AppState> for ActionKey {
             .map(str::trim)
             .filter(|k| !k.is_empty())
             .ok_or_else(|| ApiError::new(shared::ErrorCode::Unauthorized, "the X-API-Key header is required"))?;
-        Ok(ActionKey(authenticate(key, parts, state).await?))
+        let principal = authenticate(key, parts, state).await?;
+        principal.check_scope(parts)?;
+        Ok(ActionKey(principal))
     }
 }
 
@@ -75,8 +77,8 @@ async fn named(state: &AppState, key: &ActionKey, name: &str) -> Result<Instance
     let row = instances::get_by_name(&state.db, name).await?.ok_or_else(ApiError::instance_not_found)?;
     match &key.0 {
         Principal::Admin => Ok(row),
-        Principal::Instance { id, .. } if *id == row.id => Ok(row),
-        Principal::Instance { .. } => Err(ApiError::instance_not_found()),
+        p if p.own_instance() == Some(&row.id) => Ok(row),
+        _ => Err(ApiError::instance_not_found()),
     }
 }
 

@@ -125,8 +125,7 @@ impl Access {
             Access::AdminOn(id) => shared::db::instances::exists(&state.db, id).await.unwrap_or(true),
             Access::Token { token, instance, ip } => {
                 match crate::extract::authenticate_from(token, || *ip, state).await {
-                    Ok(Principal::Instance { id, .. }) => &id == instance,
-                    Ok(Principal::Admin) => false,
+                    Ok(p) => p.own_instance() == Some(instance),
                     Err(e) => !matches!(e.code, ErrorCode::Unauthorized | ErrorCode::Forbidden),
                 }
             }
@@ -305,7 +304,7 @@ async fn instance_events(
     shared::db::instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
     let access = match principal {
         Principal::Admin => Access::AdminOn(id),
-        Principal::Instance { .. } => {
+        Principal::Instance { .. } | Principal::Key { .. } => {
             let token = crate::extract::bearer_of(&headers).unwrap_or_default().to_string();
             Access::Token { token, instance: id, ip }
         }

@@ -1,5 +1,5 @@
 //! Routes of interface.md whose milestones are still to come: labels and the business
-//! profile, channels, the platform routes (API keys, hosted pairing links, usage) and
+//! profile, channels, the platform routes (hosted pairing links, usage) and
 //! the MCP endpoint. Each checks its token like the finished routes
 //! (401, 403) and then answers 501 `not_implemented`, so clients can tell "not yet"
 //! from "no such route". The WhatsApp driver already carries the network side of
@@ -187,33 +187,6 @@ later!(
 );
 
 later!(
-    list_api_keys,
-    get,
-    "/v1/instances/{id}/api-keys",
-    "platform",
-    "Listing API keys",
-    InstanceAccess,
-    ["admin", "instance"]
-);
-later!(
-    create_api_key,
-    post,
-    "/v1/instances/{id}/api-keys",
-    "platform",
-    "Creating an API key",
-    InstanceAccess,
-    ["admin", "instance"]
-);
-later!(
-    revoke_api_key,
-    delete,
-    "/v1/instances/{id}/api-keys/{key_id}",
-    "platform",
-    "Revoking an API key",
-    InstanceAccess,
-    ["admin", "instance"]
-);
-later!(
     create_pairing_link,
     post,
     "/v1/instances/{id}/pairing-links",
@@ -256,8 +229,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(channel_action))
         .routes(routes!(channel_posts, publish_post))
         .routes(routes!(react_post))
-        .routes(routes!(list_api_keys, create_api_key))
-        .routes(routes!(revoke_api_key))
         .routes(routes!(create_pairing_link, revoke_pairing_links))
         .routes(routes!(usage))
         .routes(routes!(mcp))

@@ -1,6 +1,8 @@
 //! Every route, merged in one place. One module per resource, each exporting `router()`.
 
+pub mod access;
 pub mod actions;
+pub mod api_keys;
 pub mod bulk;
 pub mod chats;
 pub mod communities;
@@ -39,6 +41,7 @@ pub fn all() -> OpenApiRouter<AppState> {
         .merge(messages::router())
         .merge(actions::router())
         .merge(numbers::router())
+        .merge(api_keys::router())
         .merge(webhooks::router())
         .merge(events::router())
         .merge(chats::router())

@@ -204,18 +204,7 @@ pub fn validate(mut f: InstanceFields) -> Result<InstanceFields, ApiError> {
     }
     f.tags.sort();
     f.tags.dedup();
-    if f.ip_allowlist.len() > MAX_ALLOWLIST {
-        return Err(ApiError::validation(format!("at most {MAX_ALLOWLIST} ip_allowlist entries")));
-    }
-    let mut nets = Vec::with_capacity(f.ip_allowlist.len());
-    for entry in &f.ip_allowlist {
-        nets.push(parse_net(entry).ok_or_else(|| {
-            ApiError::validation("ip_allowlist entries must be IP addresses or CIDRs (e.g. 203.0.113.0/24)")
-        })?);
-    }
-    nets.sort();
-    nets.dedup();
-    f.ip_allowlist = nets.iter().map(ToString::to_string).collect();
+    f.ip_allowlist = normalize_allowlist(&f.ip_allowlist)?;
     let min = f.min_interval_ms.max(0) as u32;
     let max = f.max_per_minute.max(0) as u32;
     if f.unsafe_pacing {
@@ -305,6 +294,23 @@ pub fn hide_proxy_credentials(p: &str) -> String {
 pub fn decode_cursor(c: &str) -> Result<InstanceId, ApiError> {
     let f = crate::pagination::decode(c, &["i1"], 2)?;
     InstanceId::parse(&f[1]).map_err(|_| ApiError::validation("invalid cursor"))
+}
+
+/// An IP allow-list as stored: each entry an address or CIDR (an address is its /32 or
+/// /128), at most 100, sorted and without repeats; 400 `validation_failed` otherwise.
+pub fn normalize_allowlist(entries: &[String]) -> Result<Vec<String>, ApiError> {
+    if entries.len() > MAX_ALLOWLIST {
+        return Err(ApiError::validation(format!("at most {MAX_ALLOWLIST} ip_allowlist entries")));
+    }
+    let mut nets = Vec::with_capacity(entries.len());
+    for entry in entries {
+        nets.push(parse_net(entry).ok_or_else(|| {
+            ApiError::validation("ip_allowlist entries must be IP addresses or CIDRs (e.g. 203.0.113.0/24)")
+        })?);
+    }
+    nets.sort();
+    nets.dedup();
+    Ok(nets.iter().map(ToString::to_string).collect())
 }
 
 #[cfg(test)]

@@ -1,16 +1,23 @@
-//! The auth matrix over every route of the OpenAPI description: no token and a bad token
-//! get 401, another instance's token 403 (404 `not_found` on webhook and delivery routes,
-//! 404 on the action routes), an instance token on an admin route 403, and the allowed
-//! tokens get through auth.
+//! The auth matrix: every operation of the OpenAPI description, called with every kind
+//! of token (none, invalid, a wrong admin token, another instance's token, the
+//! instance's token, a `read_only` and a `send_only` key, a revoked and an expired key,
+//! the admin token), answers as its row of `api::routes::access::ROUTES` says: 401, 403,
+//! 404 (another instance's webhooks, deliveries and action routes are not told of), or
+//! through auth. An operation without a row fails the test.
 
+use std::time::Duration;
+
+use api::routes::access::{self, Access};
+use harness::cluster::wait_for;
 use harness::{Client, TestApi};
 use serde_json::{json, Value};
+use shared::db::api_keys::KeyScope;
 
 struct Op {
     method: reqwest::Method,
     path: String,
-    schemes: Vec<String>,
-    public: bool,
+    /// Takes its token in `X-API-Key` (the action routes).
+    x_api_key: bool,
 }
 
 fn operations() -> Vec<Op> {
@@ -19,24 +26,29 @@ fn operations() -> Vec<Op> {
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (method, op) in item.as_object().unwrap() {
             let sec = op["security"].as_array().unwrap();
-            let public = sec.iter().any(|s| s.as_object().unwrap().is_empty());
-            let schemes = sec.iter().flat_map(|s| s.as_object().unwrap().keys().cloned()).collect();
-            ops.push(Op { method: method.to_uppercase().parse().unwrap(), path: path.clone(), schemes, public });
+            let x_api_key = sec.iter().any(|s| s.get("api_key").is_some());
+            ops.push(Op { method: method.to_uppercase().parse().unwrap(), path: path.clone(), x_api_key });
         }
     }
-    assert!(ops.len() >= 9, "the description lists every route");
+    assert!(ops.len() >= 90, "the description lists every route");
     ops
 }
 
 /// An instance as the routes name it: by id (`/v1`) or by name (action routes).
-struct Target<'a> {
-    id: &'a str,
-    name: &'a str,
+struct Target {
+    id: String,
+    name: String,
+}
+
+impl Target {
+    fn of(inst: &Value) -> Target {
+        Target { id: inst["id"].as_str().unwrap().into(), name: inst["name"].as_str().unwrap().into() }
+    }
 }
 
 fn fill(path: &str, t: &Target) -> String {
-    path.replace("{id}", t.id)
-        .replace("{instanceName}", t.name)
+    path.replace("{id}", &t.id)
+        .replace("{instanceName}", &t.name)
         .replace("{msg_id}", "msg_00000000000000000000000000000000")
         .replace("{webhook_id}", "wh_00000000000000000000000000000000")
         .replace("{delivery_id}", "dlv_00000000000000000000000000000000")
@@ -48,10 +60,9 @@ fn fill(path: &str, t: &Target) -> String {
         .replace("{action}", "follow")
 }
 
-async fn call(client: &Client, op: &Op, t: &Target<'_>) -> harness::Resp {
+async fn call(client: &Client, op: &Op, t: &Target) -> harness::Resp {
     let mut client = client.clone();
-    if op.schemes.iter().any(|s| s == "api_key") {
-        // Action routes take the token in X-API-Key.
+    if op.x_api_key {
         if let Some(token) = client.token.take() {
             client = client.with_header("x-api-key", &token);
         }
@@ -63,65 +74,142 @@ async fn call(client: &Client, op: &Op, t: &Target<'_>) -> harness::Resp {
         path.push_str("?types=not.a.type");
     }
     let mut rb = client.request(op.method.clone(), &path);
-    if op.method == reqwest::Method::POST || op.method == reqwest::Method::PATCH {
+    if [reqwest::Method::POST, reqwest::Method::PUT, reqwest::Method::PATCH].contains(&op.method) {
         rb = rb.json(&json!({}));
     }
     client.send(rb).await
 }
 
-#[tokio::test]
-async fn every_route_enforces_its_tokens() {
-    let api = TestApi::start().await;
-    let (own, own_token) = api.create_instance("owner").await;
-    let (other, _) = api.create_instance("other").await;
-    let own_t = Target { id: own["id"].as_str().unwrap(), name: own["name"].as_str().unwrap() };
-    let other_t = Target { id: other["id"].as_str().unwrap(), name: other["name"].as_str().unwrap() };
-    let own_client = api.client(Some(own_token));
-    let bad = api.client(Some("pl_inst_notarealtokennotarealtokennotarealtoken1".into()));
-    let bad_admin = api.client(Some("pl_admin_notthetokennotthetokennotthetoken".into()));
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Kind {
+    Invalid,
+    WrongAdmin,
+    OtherInstance,
+    Instance,
+    ReadOnly,
+    SendOnly,
+    Revoked,
+    Expired,
+    Admin,
+}
 
-    // Signed media URLs carry their own credential (tested in chats::media_urls).
-    for op in operations().into_iter().filter(|op| op.schemes != ["signed_url"]) {
-        let what = format!("{} {}", op.method, op.path);
-        let by_name = op.path.contains("{instanceName}");
-        let per_instance = op.path.contains("{id}") || by_name;
-        if !op.public {
-            assert_eq!(call(&api.anon(), &op, &own_t).await.status, 401, "{what} without a token");
-            assert_eq!(call(&bad, &op, &own_t).await.status, 401, "{what} with a bad token");
-            assert_eq!(call(&bad_admin, &op, &own_t).await.status, 401, "{what} with a wrong admin token");
-        }
-        let allows_instance = op.schemes.iter().any(|s| s == "instance" || s == "api_key");
-        if per_instance {
-            // Action routes hide other instances (404), and so do the webhook and delivery
-            // routes (404 not_found, interface.md part 5); other /v1 routes forbid them (403).
-            let hidden = by_name || op.path.starts_with("/v1/instances/{id}/webhooks");
-            let r = call(&own_client, &op, &other_t).await;
-            assert_eq!(r.status, if hidden { 404 } else { 403 }, "{what} with another instance's token: {}", r.text);
-            if op.path.starts_with("/v1/instances/{id}/webhooks") {
-                assert_eq!(r.body["error"]["code"], "not_found", "{what}");
-            }
-        }
-        let r = if op.method == reqwest::Method::DELETE && op.path == "/v1/instances/{id}" {
-            // Deleting is real: its own token deletes a throwaway instance.
-            let (spare, spare_token) = api.create_instance(&format!("own-{}", uuid_suffix())).await;
-            let spare_t = Target { id: spare["id"].as_str().unwrap(), name: spare["name"].as_str().unwrap() };
-            call(&api.client(Some(spare_token)), &op, &spare_t).await
-        } else {
-            call(&own_client, &op, &own_t).await
-        };
-        if allows_instance || op.public {
-            assert!(![401, 403].contains(&r.status), "{what} with its own token: {}", r.text);
-        } else {
-            assert_eq!(r.status, 403, "{what} is admin-only: {}", r.text);
-        }
-        // The admin passes auth everywhere (on a throwaway instance: DELETE is real).
-        let (spare, _) = api.create_instance(&format!("spare-{}", uuid_suffix())).await;
-        let spare_t = Target { id: spare["id"].as_str().unwrap(), name: spare["name"].as_str().unwrap() };
-        let r = call(&api.admin(), &op, &spare_t).await;
-        assert!(![401, 403].contains(&r.status), "{what} with the admin token: {}", r.text);
+/// What a call should get.
+#[derive(Debug, PartialEq)]
+enum Expect {
+    Status(u16),
+    /// Through auth: anything but 401 and 403.
+    Allowed,
+}
+
+fn expect(kind: Kind, access: Access, op: &Op) -> Expect {
+    let per_instance = op.path.contains("{id}") || op.path.contains("{instanceName}");
+    // Another instance's action routes, webhooks and deliveries are not told of.
+    let hidden = op.path.contains("{instanceName}") || op.path.starts_with("/v1/instances/{id}/webhooks");
+    match (kind, access) {
+        (Kind::Invalid | Kind::WrongAdmin | Kind::Revoked | Kind::Expired, _) => Expect::Status(401),
+        (Kind::Admin, _) | (_, Access::AnyToken) => Expect::Allowed,
+        (Kind::OtherInstance, _) if per_instance => Expect::Status(if hidden { 404 } else { 403 }),
+        (Kind::OtherInstance | Kind::Instance, Access::Admin) => Expect::Status(403),
+        (Kind::OtherInstance | Kind::Instance, _) => Expect::Allowed,
+        (Kind::ReadOnly, a) if a.admits(KeyScope::ReadOnly) => Expect::Allowed,
+        (Kind::SendOnly, a) if a.admits(KeyScope::SendOnly) => Expect::Allowed,
+        (Kind::ReadOnly | Kind::SendOnly, _) => Expect::Status(403),
     }
 }
 
-fn uuid_suffix() -> String {
+async fn key(owner: &Client, id: &str, scope: &str, expires_at: Option<String>) -> (String, String) {
+    let body = json!({ "name": format!("{scope} key"), "scope": scope, "expires_at": expires_at });
+    let k = owner.post(&format!("/v1/instances/{id}/api-keys"), &body).await.expect(201);
+    (k["key"]["id"].as_str().unwrap().to_string(), k["token"].as_str().unwrap().to_string())
+}
+
+#[tokio::test]
+async fn every_route_answers_every_kind_of_token_as_its_row_says() {
+    let api = TestApi::start().await;
+    let (own, own_token) = api.create_instance("owner").await;
+    let (_, other_token) = api.create_instance("other").await;
+    let t = Target::of(&own);
+    let owner = api.client(Some(own_token.clone()));
+    let (_, read_only) = key(&owner, &t.id, "read_only", None).await;
+    let (_, send_only) = key(&owner, &t.id, "send_only", None).await;
+    let (revoked_id, revoked) = key(&owner, &t.id, "read_only", None).await;
+    owner.delete(&format!("/v1/instances/{}/api-keys/{revoked_id}", t.id)).await.expect(204);
+    let soon = (chrono::Utc::now() + chrono::Duration::seconds(1)).to_rfc3339();
+    let (_, expired) = key(&owner, &t.id, "read_only", Some(soon)).await;
+    let gone = wait_for(Duration::from_secs(10), || async {
+        (api.client(Some(expired.clone())).get("/v1/me").await.status == 401).then_some(())
+    })
+    .await;
+    assert!(gone.is_some(), "the key expires");
+
+    let client = |kind: Kind| {
+        api.client(Some(match kind {
+            Kind::Invalid => "pl_inst_notarealtokennotarealtokennotarealtoken1".to_string(),
+            Kind::WrongAdmin => "pl_admin_notthetokennotthetokennotthetoken".into(),
+            Kind::OtherInstance => other_token.clone(),
+            Kind::Instance => own_token.clone(),
+            Kind::ReadOnly => read_only.clone(),
+            Kind::SendOnly => send_only.clone(),
+            Kind::Revoked => revoked.clone(),
+            Kind::Expired => expired.clone(),
+            Kind::Admin => api.config.admin_token.clone().unwrap(),
+        }))
+    };
+    let kinds = [
+        Kind::Invalid,
+        Kind::WrongAdmin,
+        Kind::OtherInstance,
+        Kind::ReadOnly,
+        Kind::SendOnly,
+        Kind::Revoked,
+        Kind::Expired,
+        Kind::Instance,
+        Kind::Admin,
+    ];
+    let mut checked = 0;
+    for op in operations() {
+        let what = format!("{} {}", op.method, op.path);
+        let method: axum::http::Method = op.method.as_str().parse().unwrap();
+        let access =
+            access::of(&method, &op.path).unwrap_or_else(|| panic!("{what} has no row in api::routes::access::ROUTES"));
+        let anon = call(&api.anon(), &op, &t).await;
+        if access == Access::Open {
+            // The token is not looked at: every kind gets what no token gets.
+            for kind in kinds {
+                let r = call(&client(kind), &op, &t).await;
+                assert_eq!(r.status, anon.status, "{what} is open; with {kind:?}: {}", r.text);
+            }
+            continue;
+        }
+        assert_eq!(anon.status, 401, "{what} without a token: {}", anon.text);
+        for kind in kinds {
+            // Deleting an instance is real: the kinds that may do it delete a throwaway.
+            let deletes = op.method == reqwest::Method::DELETE && op.path == "/v1/instances/{id}";
+            let r = match kind {
+                Kind::Instance | Kind::Admin if deletes => {
+                    let (spare, spare_token) = api.create_instance(&format!("spare-{}", suffix())).await;
+                    let c = if kind == Kind::Admin { client(kind) } else { api.client(Some(spare_token)) };
+                    call(&c, &op, &Target::of(&spare)).await
+                }
+                _ => call(&client(kind), &op, &t).await,
+            };
+            match expect(kind, access, &op) {
+                Expect::Status(s) => {
+                    assert_eq!(r.status, s, "{what} with {kind:?} ({access:?}): {}", r.text);
+                    if s == 404 && op.path.starts_with("/v1/instances/{id}/webhooks") {
+                        assert_eq!(r.body["error"]["code"], "not_found", "{what}");
+                    }
+                }
+                Expect::Allowed => {
+                    assert!(![401, 403].contains(&r.status), "{what} with {kind:?} ({access:?}): {}", r.text)
+                }
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 800, "{checked} calls");
+}
+
+fn suffix() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..12].to_string()
 }

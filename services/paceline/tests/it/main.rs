@@ -5,6 +5,7 @@
 use std::path::Path;
 
 mod actor;
+mod api_keys;
 mod auth_matrix;
 mod cli;
 mod cluster;
