@@ -62,6 +62,7 @@ pub fn app(state: AppState) -> Router {
         .on_request(())
         .on_response(DefaultOnResponse::new().level(Level::INFO));
     router
+        .merge(routes::openapi::docs())
         .fallback(routes::not_found)
         .method_not_allowed_fallback(routes::method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::shutdown_gate))

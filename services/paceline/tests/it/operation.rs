@@ -101,3 +101,27 @@ async fn concurrent_migrations_apply_once() {
     let (n,): (i64,) = sqlx::query_as("SELECT count(*) FROM _sqlx_migrations").fetch_one(&pools[0]).await.unwrap();
     assert_eq!(n as usize, shared::db::MIGRATOR.iter().count());
 }
+
+#[tokio::test]
+async fn the_docs_are_served_without_a_token_or_a_cdn() {
+    let api = TestApi::start().await;
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let r = http.get(api.url("/docs")).send().await.unwrap();
+    assert_eq!(r.status(), 303, "/docs redirects to /docs/");
+    let page = reqwest::get(api.url("/docs/")).await.unwrap();
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
+    assert!(html.contains("swagger-ui"), "{html}");
+    // Every asset the page loads is ours: no other host.
+    for src in html.split(['"', '\'']).filter(|s| s.ends_with(".js") || s.ends_with(".css")) {
+        assert!(!src.contains("//"), "an external asset: {src}");
+        let asset = reqwest::get(api.url(&format!("/docs/{}", src.trim_start_matches("./")))).await.unwrap();
+        assert_eq!(asset.status(), 200, "{src}");
+    }
+    let init = reqwest::get(api.url("/docs/swagger-initializer.js")).await.unwrap().text().await.unwrap();
+    assert!(init.contains("/docs/openapi.json"), "{init}");
+    // The description beside it needs no token and is the one /v1/openapi.json serves.
+    let open: serde_json::Value = reqwest::get(api.url("/docs/openapi.json")).await.unwrap().json().await.unwrap();
+    let served = api.admin().get("/v1/openapi.json").await.expect(200);
+    assert_eq!(open, served);
+}
