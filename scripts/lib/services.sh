@@ -418,6 +418,23 @@ _pl_pip_install() {
     fi
 }
 
+# Headless Chromium and its WebDriver (Debian's chromium and chromium-driver), for the
+# browser tests of the hosted pairing page and /docs. Exports PL_CHROMIUM and
+# PL_CHROMEDRIVER.
+pl_ensure_browser() {
+    if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+        _pl_log "installing chromium + chromium-driver (apt) ..."
+        _pl_apt_install chromium chromium-driver || return 1
+        if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+            _pl_err "chromium-driver installed but chromium/chromedriver are not on PATH"
+            return 1
+        fi
+    fi
+    PL_CHROMIUM=$(command -v chromium)
+    PL_CHROMEDRIVER=$(command -v chromedriver)
+    export PL_CHROMIUM PL_CHROMEDRIVER
+}
+
 pl_ensure_deps() {
     PL_VENV=$(pl_cache_dir)/venv
     export PL_VENV

@@ -130,6 +130,10 @@ prefixed_id!(
     /// A restricted API key of an instance.
     KeyId, "key_"
 );
+prefixed_id!(
+    /// A hosted pairing link of an instance.
+    PairingLinkId, "plk_"
+);
 
 #[cfg(test)]
 mod tests {

@@ -2,6 +2,7 @@
 //! `scripts/test`, found through `PACELINE_TEST_*`), a fresh schema and key/subject
 //! prefixes per test, in-process services on port 0, and a typed HTTP client.
 
+pub mod browser;
 pub mod cluster;
 pub mod webhooks;
 

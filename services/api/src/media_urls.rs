@@ -30,7 +30,9 @@ impl MediaUrls {
         }
     }
 
-    fn base(&self) -> Option<&str> {
+    /// Where the API is reached from outside: `public_url`, or the listen address when it
+    /// is loopback (signed media URLs and pairing links are built on it).
+    pub fn base(&self) -> Option<&str> {
         self.public.as_deref().or(self.local.as_deref())
     }
 

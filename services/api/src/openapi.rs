@@ -47,7 +47,8 @@ use utoipa::{Modify, OpenApi};
         (name = "actions", description = "Action-style routes (X-API-Key, instance name in the path)"),
         (name = "labels", description = "Labels and the business profile (later milestone: 501 for now)"),
         (name = "channels", description = "Channels (later milestone: 501 for now)"),
-        (name = "platform", description = "Restricted API keys; hosted pairing links and usage (later milestone: 501 for now)"),
+        (name = "platform", description = "Restricted API keys, hosted pairing links; usage (later milestone: 501 for now)"),
+        (name = "pairing page", description = "The hosted pairing page behind a pairing link: HTML for the customer, no bearer token"),
         (name = "communities", description = "Communities (later milestone: 501 for now)"),
         (name = "operation", description = "Health, identity and this description"),
         (name = "later", description = "Routes of later milestones: they check the token, then answer 501 `not_implemented`"),
@@ -249,6 +250,22 @@ fn complete(doc: &mut serde_json::Value) {
 
 #[cfg(test)]
 mod tests {
+    /// Client generators name a function per operation id: two alike lose one.
+    #[test]
+    fn operation_ids_are_unique() {
+        let doc: serde_json::Value = serde_json::from_str(super::json()).unwrap();
+        let mut ids: Vec<&str> = doc["paths"]
+            .as_object()
+            .unwrap()
+            .values()
+            .flat_map(|item| item.as_object().unwrap().values().filter_map(|op| op["operationId"].as_str()))
+            .collect();
+        let n = ids.len();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), n, "operation ids repeat");
+    }
+
     /// The committed copy must match the code; `PACELINE_UPDATE_OPENAPI=1` rewrites it.
     #[test]
     fn committed_description_matches_the_code() {

@@ -8,6 +8,7 @@ pub mod log;
 pub mod media;
 pub mod messages;
 pub mod outbox;
+pub mod pairing_links;
 pub mod webhooks;
 
 use std::time::Duration;

@@ -146,6 +146,10 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("GET", "/v1/instances/{id}/webhooks/{webhook_id}/deliveries", Read),
     ("POST", "/v1/instances/{id}/webhooks/{webhook_id}/deliveries/{delivery_id}/resend", Owner),
     ("GET", "/v1/instances/{id}/events", Read),
+    // The hosted pairing page (its link's token is in the path).
+    ("GET", "/pair/{token}", Open),
+    ("GET", "/pair/{token}/status", Open),
+    ("POST", "/pair/{token}/code", Open),
     // MCP.
     ("POST", "/mcp", Owner),
     // The action-style routes (X-API-Key).

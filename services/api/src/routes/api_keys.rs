@@ -24,7 +24,7 @@ use crate::pagination::{self, PageQuery};
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(revoke))
+    OpenApiRouter::new().routes(routes!(list_keys, create_key)).routes(routes!(revoke_key))
 }
 
 /// The most keys one instance holds.
@@ -105,7 +105,7 @@ pub struct KeyListOut {
         (status = 404, description = "`instance_not_found`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn create(
+async fn create_key(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
     ValidatedJson(b): ValidatedJson<KeyIn>,
@@ -139,7 +139,7 @@ async fn create(
         (status = 404, description = "`instance_not_found`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn list(
+async fn list_keys(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
     ValidatedQuery(q): ValidatedQuery<PageQuery>,
@@ -169,7 +169,7 @@ async fn list(
         (status = 404, description = "`instance_not_found`; `not_found`: no such key", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn revoke(
+async fn revoke_key(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
     Path(ids): Path<(InstanceId, KeyId)>,

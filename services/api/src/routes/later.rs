@@ -1,5 +1,5 @@
 //! Routes of interface.md whose milestones are still to come: labels and the business
-//! profile, channels, the platform routes (hosted pairing links, usage) and
+//! profile, channels, usage and
 //! the MCP endpoint. Each checks its token like the finished routes
 //! (401, 403) and then answers 501 `not_implemented`, so clients can tell "not yet"
 //! from "no such route". The WhatsApp driver already carries the network side of
@@ -10,7 +10,7 @@ use shared::ApiError;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::extract::{Admin, InstanceAccess, Principal};
+use crate::extract::{InstanceAccess, Principal};
 use crate::state::AppState;
 
 /// One pending route: its handler checks the token with `$auth`, then answers 501.
@@ -187,24 +187,6 @@ later!(
 );
 
 later!(
-    create_pairing_link,
-    post,
-    "/v1/instances/{id}/pairing-links",
-    "platform",
-    "Hosted pairing links",
-    Admin,
-    ["admin"]
-);
-later!(
-    revoke_pairing_links,
-    delete,
-    "/v1/instances/{id}/pairing-links",
-    "platform",
-    "Revoking pairing links",
-    Admin,
-    ["admin"]
-);
-later!(
     usage,
     get,
     "/v1/instances/{id}/usage",
@@ -229,7 +211,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(channel_action))
         .routes(routes!(channel_posts, publish_post))
         .routes(routes!(react_post))
-        .routes(routes!(create_pairing_link, revoke_pairing_links))
         .routes(routes!(usage))
         .routes(routes!(mcp))
 }

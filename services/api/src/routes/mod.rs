@@ -17,7 +17,9 @@ pub mod media;
 pub mod messages;
 pub mod numbers;
 pub mod openapi;
+pub mod pair_page;
 pub mod pairing;
+pub mod pairing_links;
 pub mod profile;
 pub mod status;
 pub mod webhooks;
@@ -42,6 +44,8 @@ pub fn all() -> OpenApiRouter<AppState> {
         .merge(actions::router())
         .merge(numbers::router())
         .merge(api_keys::router())
+        .merge(pairing_links::router())
+        .merge(pair_page::router())
         .merge(webhooks::router())
         .merge(events::router())
         .merge(chats::router())

@@ -6,11 +6,10 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use shared::bus::RpcRequest;
 use shared::db::instances::{self};
 use shared::error::ErrorBody;
 use shared::ids::InstanceId;
-use shared::{ApiError, ErrorCode};
+use shared::ApiError;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -100,18 +99,8 @@ async fn pairing_code(
     ValidatedJson(body): ValidatedJson<PairingCodeIn>,
 ) -> Result<Json<PairingCodeOut>, ApiError> {
     let phone = normalize_phone(&body.phone)?;
-    // No session runs: the instance is not in qr_pending, which is what the spec's
-    // `instance_not_pairing` says (retryable: connect, then ask again).
-    let v = crate::rpc::call(&state, &id, RpcRequest::PairingCode { phone }).await.map_err(|e| match e.code {
-        ErrorCode::InstanceNotConnected => {
-            ApiError::new(ErrorCode::InstanceNotPairing, format!("no pairing code outside qr_pending: {}", e.message))
-                .with_retryable(true)
-        }
-        _ => e,
-    })?;
-    let pairing_code =
-        v["pairing_code"].as_str().ok_or_else(|| ApiError::internal("pairing code reply without a code"))?;
-    Ok(Json(PairingCodeOut { pairing_code: pairing_code.to_string() }))
+    let pairing_code = crate::service::pairing::pairing_code(&state, &id, phone).await?;
+    Ok(Json(PairingCodeOut { pairing_code }))
 }
 
 /// Unlink the device from the number; the instance becomes `logged_out`.

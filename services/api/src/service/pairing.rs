@@ -57,6 +57,21 @@ pub async fn current_qr(state: &AppState, id: &InstanceId) -> Result<Result<QrOu
     }
 }
 
+/// A phone pairing code for `phone` (normalized) from the running session.
+pub async fn pairing_code(state: &AppState, id: &InstanceId, phone: String) -> Result<String, ApiError> {
+    // No session runs: the instance is not in qr_pending, which is what the spec's
+    // `instance_not_pairing` says (retryable: connect, then ask again).
+    let v = crate::rpc::call(state, id, RpcRequest::PairingCode { phone }).await.map_err(|e| match e.code {
+        ErrorCode::InstanceNotConnected => {
+            ApiError::new(ErrorCode::InstanceNotPairing, format!("no pairing code outside qr_pending: {}", e.message))
+                .with_retryable(true)
+        }
+        _ => e,
+    })?;
+    let code = v["pairing_code"].as_str().ok_or_else(|| ApiError::internal("pairing code reply without a code"))?;
+    Ok(code.to_string())
+}
+
 /// Restarts the instance's session, or starts it when no worker runs it.
 pub async fn restart_one(state: &AppState, id: &InstanceId) -> Result<(), ApiError> {
     match crate::rpc::call(state, id, RpcRequest::Restart).await {

@@ -20,6 +20,7 @@ mod media;
 mod messages;
 mod numbers;
 mod operation;
+mod pairing_page;
 mod profile;
 mod proxy;
 mod receive;
