@@ -222,6 +222,11 @@ pub struct Config {
     #[serde(rename = "webhook_retry_max_ms")]
     #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
     pub webhook_retry_max: Duration,
+    /// Usage: how often a dispatcher rolls finished deliveries up into the daily usage
+    /// counts (events are counted as the relay publishes them).
+    #[serde(rename = "usage_rollup_interval_ms")]
+    #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+    pub usage_rollup_interval: Duration,
     /// Webhooks: how long a delivery is retried before it is `failed` (default 3 days).
     #[serde(rename = "webhook_retry_span_ms")]
     #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
@@ -301,6 +306,7 @@ impl Default for Config {
             webhook_retry_base: Duration::from_millis(5_000),
             webhook_retry_max: Duration::from_millis(3_600_000),
             webhook_retry_span: Duration::from_millis(3 * 24 * 3_600_000),
+            usage_rollup_interval: Duration::from_millis(10_000),
             webhook_disable_after_failures: 50,
             webhook_disable_after: Duration::from_millis(5 * 24 * 3_600_000),
             webhook_endpoint_concurrency: 8,

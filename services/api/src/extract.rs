@@ -215,8 +215,17 @@ async fn instance_access(
     if matches!(principal, Principal::Admin) && !shared::db::instances::exists(&state.db, &id).await? {
         return Err(ApiError::instance_not_found());
     }
+    // Counted once per request, though a layer may check access before the handler does.
+    if parts.extensions.get::<Counted>().is_none() {
+        state.requests.record(&id, &principal);
+        parts.extensions.insert(Counted);
+    }
     Ok(InstanceAccess { principal, id })
 }
+
+/// Marks a request counted in the usage.
+#[derive(Clone, Copy)]
+struct Counted;
 
 /// The admin principal: any other valid token gets 403 before the body is read.
 pub struct Admin;

@@ -23,6 +23,7 @@ pub mod schemas;
 pub mod semaphore;
 pub mod service;
 pub mod state;
+pub mod usage;
 
 use std::future::IntoFuture;
 use std::net::SocketAddr;
@@ -88,6 +89,8 @@ pub async fn serve(state: AppState, listener: TcpListener) -> anyhow::Result<()>
     let shutdown = state.shutdown.clone();
     let addr = listener.local_addr()?;
     tracing::info!(%addr, "api listening");
+    let counts = state.clone();
+    tokio::spawn(usage::RequestCounts::run(state.clone()));
     let server = axum::serve(listener, app(state).into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown({
             let shutdown = shutdown.clone();
@@ -103,6 +106,8 @@ pub async fn serve(state: AppState, listener: TcpListener) -> anyhow::Result<()>
             tracing::warn!("shutdown timeout reached; closing remaining requests");
         }
     }
+    // What this pod counted since its last flush.
+    counts.requests.flush(&counts.db).await;
     tracing::info!("api stopped");
     Ok(())
 }

@@ -36,6 +36,8 @@ pub struct Inner {
     pub auth_changes: tokio::sync::broadcast::Sender<shared::ids::InstanceId>,
     /// Event streams open on this pod.
     pub event_streams: Arc<std::sync::atomic::AtomicUsize>,
+    /// API requests per instance and token kind, not yet written to the usage counts.
+    pub requests: crate::usage::RequestCounts,
 }
 
 impl std::ops::Deref for AppState {
@@ -82,6 +84,7 @@ impl AppState {
             wakes: Default::default(),
             auth_changes,
             event_streams: Default::default(),
+            requests: Default::default(),
             config,
             db,
             redis,

@@ -2,7 +2,8 @@
 //! JetStream), the fan-out (`fanout`: events from JetStream become deliveries, one per
 //! matching webhook), the executor (`executor`: signed attempts, endpoints isolated from
 //! each other, outcomes written in batches), the retry scanner (`retry`) and the pruning
-//! of events and deliveries past their retention (`retention`). Any number of
+//! of events and deliveries past their retention (`retention`), and the roll-up of
+//! events and deliveries into the daily usage counts (`usage`). Any number of
 //! dispatcher pods can run: the relay locks outbox rows, the fan-out shares one durable
 //! consumer, and deliveries are claimed in Postgres.
 
@@ -15,6 +16,7 @@ pub mod relay;
 pub mod retention;
 pub mod retry;
 pub mod signing;
+pub mod usage;
 
 use anyhow::Context;
 use shared::config::Role;
@@ -42,8 +44,9 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let fanout = tokio::spawn(fanout::run(pool.clone(), js, subjects, exec.clone(), shutdown.clone()));
     let retry = tokio::spawn(retry::run(pool.clone(), exec.clone(), shutdown.clone()));
     let retention = tokio::spawn(retention::run(pool.clone(), config.media_retention_days, shutdown.clone()));
+    let usage = tokio::spawn(usage::run(pool.clone(), config.usage_rollup_interval, shutdown.clone()));
     shutdown.cancelled().await;
-    let _ = tokio::join!(relay, fanout, retry, retention);
+    let _ = tokio::join!(relay, fanout, retry, retention, usage);
     // Attempts in flight get a short grace; what is left is handed back to other pods.
     let grace = (config.shutdown_timeout / 3).min(config.webhook_timeout);
     exec.close(grace).await;

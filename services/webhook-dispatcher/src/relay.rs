@@ -107,6 +107,9 @@ async fn relay_once(db: &sqlx::PgPool, js: &jetstream::Context, subjects: &Subje
         published.push((ev.id.clone(), ack.sequence, ack.duplicate));
     }
     outbox::mark_published(&mut tx, &published).await?;
+    // The events' usage counts in the same transaction: once, with their publication.
+    let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).collect();
+    shared::db::usage::count_events(&mut tx, &ids).await?;
     tx.commit().await?;
     if let Some(created) = events.last().and_then(|e| e.payload.get("created_at")).and_then(|c| c.as_str()) {
         if let Ok(t) = created.parse::<chrono::DateTime<chrono::Utc>>() {

@@ -356,7 +356,8 @@ pub async fn resend(
     let retry_span_ms = retry_span.as_millis() as u64;
     sqlx::query_as(&format!(
         "UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = now(), \
-             retry_until = now() + $4 * interval '1 millisecond', locked_by = NULL, locked_until = NULL, claim_id = NULL, updated_at = now() \
+             retry_until = now() + $4 * interval '1 millisecond', locked_by = NULL, locked_until = NULL, claim_id = NULL, updated_at = now(), \
+             usage_counted = false \
          WHERE id = $1 AND webhook_id = $2 AND instance_id = $3 AND state = 'failed' RETURNING {LOG_COLUMNS}"
     ))
     .bind(id)

@@ -9,6 +9,7 @@ pub mod media;
 pub mod messages;
 pub mod outbox;
 pub mod pairing_links;
+pub mod usage;
 pub mod webhooks;
 
 use std::time::Duration;

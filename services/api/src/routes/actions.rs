@@ -68,7 +68,9 @@ impl FromRequestParts<AppState> for ActionInstance {
             .find(|(k, _)| *k == "instanceName")
             .map(|(_, v)| v)
             .ok_or_else(ApiError::instance_not_found)?;
-        Ok(ActionInstance(named(state, &key, name).await?))
+        let row = named(state, &key, name).await?;
+        state.requests.record(&row.id, &key.0);
+        Ok(ActionInstance(row))
     }
 }
 

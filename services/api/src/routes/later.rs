@@ -1,6 +1,6 @@
 //! Routes of interface.md whose milestones are still to come: labels and the business
-//! profile, channels, usage and
-//! the MCP endpoint. Each checks its token like the finished routes
+//! profile, channels and the MCP
+//! endpoint. Each checks its token like the finished routes
 //! (401, 403) and then answers 501 `not_implemented`, so clients can tell "not yet"
 //! from "no such route". The WhatsApp driver already carries the network side of
 //! labels and channels (`shared::bus::NetOp`).
@@ -186,16 +186,6 @@ later!(
     ["admin", "instance"]
 );
 
-later!(
-    usage,
-    get,
-    "/v1/instances/{id}/usage",
-    "platform",
-    "Usage of the instance",
-    InstanceAccess,
-    ["admin", "instance"]
-);
-
 later!(mcp, post, "/mcp", "operation", "The MCP endpoint", Principal, ["admin", "instance"]);
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -211,6 +201,5 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(channel_action))
         .routes(routes!(channel_posts, publish_post))
         .routes(routes!(react_post))
-        .routes(routes!(usage))
         .routes(routes!(mcp))
 }

@@ -22,6 +22,7 @@ pub mod pairing;
 pub mod pairing_links;
 pub mod profile;
 pub mod status;
+pub mod usage;
 pub mod webhooks;
 
 use axum::http::Method;
@@ -46,6 +47,7 @@ pub fn all() -> OpenApiRouter<AppState> {
         .merge(api_keys::router())
         .merge(pairing_links::router())
         .merge(pair_page::router())
+        .merge(usage::router())
         .merge(webhooks::router())
         .merge(events::router())
         .merge(chats::router())

@@ -136,6 +136,11 @@ async fn check_numbers(
         number_checks::record(&state.db, &id, &fresh).await?;
         answers.extend(fresh);
     }
+    // Usage: numbers the network was asked about, and those the cache answered.
+    let cached = (digits.len() - new.len()) as i64;
+    if let Err(e) = shared::db::usage::add_lookups(&state.db, &id, new.len() as i64, cached).await {
+        tracing::warn!(error = %e, "counting lookups failed");
+    }
     let results = asked
         .into_iter()
         .map(|(number, d)| {

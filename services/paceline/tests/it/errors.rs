@@ -79,7 +79,7 @@ async fn routes_of_later_milestones_answer_501_after_auth() {
     let (inst, token) = api.create_instance("later").await;
     let id = inst["id"].as_str().unwrap();
     let own = api.client(Some(token));
-    for path in ["labels", "channels", "usage", "business/profile"] {
+    for path in ["labels", "channels", "business/profile"] {
         let msg = own.get(&format!("/v1/instances/{id}/{path}")).await.expect_error(501, "not_implemented");
         assert!(msg.contains("not implemented yet"), "{path}: {msg}");
     }
@@ -87,12 +87,13 @@ async fn routes_of_later_milestones_answer_501_after_auth() {
         .await
         .expect_error(501, "not_implemented");
     // Tokens are still checked first.
-    api.anon().get(&format!("/v1/instances/{id}/usage")).await.expect_error(401, "unauthorized");
+    api.anon().get(&format!("/v1/instances/{id}/labels")).await.expect_error(401, "unauthorized");
     api.anon().post("/mcp", &json!({})).await.expect_error(401, "unauthorized");
     // Communities are built: without a running session they answer 409, not 501; API
     // keys and pairing links are built too.
     own.get(&format!("/v1/instances/{id}/communities")).await.expect_error(409, "instance_not_connected");
     own.get(&format!("/v1/instances/{id}/api-keys")).await.expect(200);
+    own.get(&format!("/v1/instances/{id}/usage")).await.expect(200);
     api.admin().post(&format!("/v1/instances/{id}/pairing-links"), &json!({})).await.expect(201);
     // A route that does not exist at all stays 404.
     own.get(&format!("/v1/instances/{id}/nothing-here")).await.expect_error(404, "not_found");

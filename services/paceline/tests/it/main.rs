@@ -29,6 +29,7 @@ mod schemathesis;
 mod semaphore;
 mod sending;
 mod status;
+mod usage;
 mod wa_store;
 mod webhooks;
 
