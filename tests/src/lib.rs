@@ -177,6 +177,10 @@ impl Client {
     pub async fn patch(&self, path: &str, body: &Value) -> Resp {
         self.send(self.request(reqwest::Method::PATCH, path).json(body)).await
     }
+
+    pub async fn put(&self, path: &str, body: &Value) -> Resp {
+        self.send(self.request(reqwest::Method::PUT, path).json(body)).await
+    }
 }
 
 /// An answer: status, headers, and the body as JSON (Null when not JSON).

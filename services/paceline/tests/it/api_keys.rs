@@ -5,6 +5,7 @@
 
 use std::time::{Duration, Instant};
 
+use base64::Engine;
 use harness::cluster::wait_for;
 use harness::TestApi;
 use serde_json::{json, Value};
@@ -46,6 +47,12 @@ async fn keys_reach_their_scope_and_nothing_else() {
     // send_only: sends and reads their status, checks numbers; nothing else.
     let m = sender.post(&format!("{base}/messages"), &text).await.expect(202);
     sender.get(&format!("{base}/messages/{}", m["id"].as_str().unwrap())).await.expect(200);
+    // A body over 1 MB goes through the large-send gate, which checks access first: the
+    // key's scope holds there too.
+    let big = base64::engine::general_purpose::STANDARD.encode(vec![5u8; 1_200_000]);
+    let image = json!({ "to": "5511999990001", "type": "image", "media": { "data": big, "mime_type": "image/png" } });
+    sender.post(&format!("{base}/messages"), &image).await.expect(202);
+    reader.post(&format!("{base}/messages"), &image).await.expect_error(403, "forbidden");
     sender.get(&base).await.expect_error(403, "forbidden");
     sender.get(&format!("{base}/chats")).await.expect_error(403, "forbidden");
     // On the action routes it goes in X-API-Key: the send routes, not connect.

@@ -52,16 +52,34 @@ async fn profile_and_privacy_are_read_and_changed() {
     c.api.admin().get(&format!("/v1/instances/{oid}/privacy")).await.expect_error(409, "instance_not_connected");
 }
 
+/// A cluster with an instance paired with `A`: (cluster, instance id, its client).
+async fn paired(name: &str, tweak: impl FnOnce(&mut shared::Config)) -> (Cluster, String, harness::Client) {
+    let c = Cluster::start(bin(), 1, tweak).await;
+    c.phone(A, false).await;
+    let (inst, token) = c.paired_instance(name, A).await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    let own = c.api.client(Some(token));
+    (c, id, own)
+}
+
+/// Media rows the instance holds.
+async fn media_rows(c: &Cluster, id: &str) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM media WHERE instance_id = $1")
+        .bind(id)
+        .fetch_one(&c.pool().await)
+        .await
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_profile_picture_is_set_from_data_or_a_url_and_removed() {
     let server = media_server().await;
-    let c = Cluster::start(bin(), 1, |_| {}).await;
-    c.phone(A, false).await;
-    let (inst, token) = c.paired_instance("picture", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
-    let own = c.api.client(Some(token));
+    let (c, id, own) = paired("picture", |_| {}).await;
     let path = format!("/v1/instances/{id}/profile/picture");
-    let put = |body: serde_json::Value| own.send(own.request(reqwest::Method::PUT, &path).json(&body));
+    let put = |body: serde_json::Value| {
+        let (own, path) = (&own, &path);
+        async move { own.put(path, &body).await }
+    };
     let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
     let picture = |p: serde_json::Value| async move {
         let url = p["picture_url"].as_str().expect("a picture").to_string();
@@ -93,12 +111,7 @@ async fn the_profile_picture_is_set_from_data_or_a_url_and_removed() {
     let p = own.delete(&path).await.expect(200);
     assert_eq!(p["picture_url"], json!(null));
     // The picture is stored only for the change.
-    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM media WHERE instance_id = $1")
-        .bind(&id)
-        .fetch_one(&c.pool().await)
-        .await
-        .unwrap();
-    assert_eq!(left, 0);
+    assert_eq!(media_rows(&c, &id).await, 0);
     // Not running: 409, before anything is stored.
     let (other, _) = c.api.create_instance("idle").await;
     let oid = other["id"].as_str().unwrap();
@@ -117,13 +130,12 @@ async fn the_profile_picture_is_set_from_data_or_a_url_and_removed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_picture_url_is_fetched_through_the_guard() {
     let server = media_server().await;
-    let c = Cluster::start(bin(), 1, |cfg| cfg.allow_private_targets = true).await;
-    c.phone(A, false).await;
-    let (inst, token) = c.paired_instance("picture-url", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
-    let own = c.api.client(Some(token));
+    let (c, id, own) = paired("picture-url", |cfg| cfg.allow_private_targets = true).await;
     let path = format!("/v1/instances/{id}/profile/picture");
-    let put = |body: serde_json::Value| own.send(own.request(reqwest::Method::PUT, &path).json(&body));
+    let put = |body: serde_json::Value| {
+        let (own, path) = (&own, &path);
+        async move { own.put(path, &body).await }
+    };
     let p = put(json!({ "media": { "url": format!("http://{server}/jpeg/3000") } })).await.expect(200);
     let got = reqwest::get(p["picture_url"].as_str().unwrap()).await.unwrap().bytes().await.unwrap();
     assert_eq!(&got[..], &jpeg(3000)[..]);
@@ -134,10 +146,5 @@ async fn a_picture_url_is_fetched_through_the_guard() {
     put(json!({ "media": { "url": format!("http://{server}/missing") } }))
         .await
         .expect_error(422, "media_fetch_failed");
-    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM media WHERE instance_id = $1")
-        .bind(&id)
-        .fetch_one(&c.pool().await)
-        .await
-        .unwrap();
-    assert_eq!(left, 0);
+    assert_eq!(media_rows(&c, &id).await, 0);
 }
