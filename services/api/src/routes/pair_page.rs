@@ -30,6 +30,13 @@ pub const PAGE_PREFIX: &str = "/pair";
 const SCRIPT: &str = include_str!("pair_page.js");
 /// How often the script asks for the state.
 const POLL_MS: u32 = 2000;
+/// Pairing codes the page asks the network for, per instance.
+const CODES: crate::service::caps::Cap = crate::service::caps::Cap {
+    name: "pair_page_codes",
+    limit: 5,
+    window: std::time::Duration::from_secs(600),
+    what: "pairing codes in 10 minutes",
+};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -185,6 +192,7 @@ fn link_name(s: LinkState) -> &'static str {
         (status = 400, description = "the number is not a phone number", content_type = "text/html"),
         (status = 404, description = "no such link", content_type = "text/html"),
         (status = 410, description = "the link was used, revoked or has expired", content_type = "text/html"),
+        (status = 429, description = "more than 5 codes asked for in 10 minutes", content_type = "text/html"),
     ),
     security(()))]
 async fn code(
@@ -208,6 +216,12 @@ async fn code(
     let view = match progress(&state, &l).await? {
         (InstanceState::Connected, _) => View::Paired,
         (InstanceState::Banned, _) => View::Ended("This number cannot be linked: WhatsApp has banned it."),
+        // Each code is a request to the network: a link's holder gets a few at a time.
+        _ if crate::service::caps::take(&state, &l.instance_id, CODES, 1).await.map(|t| t.keep()).is_err() => {
+            let view =
+                View::Ended("Too many codes were asked for just now. Wait a few minutes, then go back and try again.");
+            return Ok(html(StatusCode::TOO_MANY_REQUESTS, &token, view));
+        }
         _ => match pairing::pairing_code(&state, &l.instance_id, phone).await {
             Ok(code) => View::Code { code, expires_at: l.expires_at },
             Err(e) if e.code == shared::ErrorCode::InvalidNumber => {

@@ -137,15 +137,21 @@ async fn the_hosted_page_pairs_by_phone_number_without_javascript() {
     assert_eq!(page.headers()["referrer-policy"], "no-referrer");
     assert!(page.headers()["content-security-policy"].to_str().unwrap().contains("script-src 'self'"));
     c.wait_state(&id, "qr_pending", Duration::from_secs(20)).await;
-    let html = http.post(format!("{url}/code")).form(&[("phone", "+55 11 99999-4002")]).send().await.unwrap();
-    assert_eq!(html.status(), 200);
-    let html = html.text().await.unwrap();
-    let code = html
-        .split("id=\"pairing-code\" class=\"code\">")
-        .nth(1)
-        .and_then(|s| s.split('<').next())
-        .expect("the page shows a pairing code")
-        .to_string();
+    // Five codes in ten minutes; the sixth is refused. The last one pairs.
+    let mut code = String::new();
+    for _ in 0..5 {
+        let html = http.post(format!("{url}/code")).form(&[("phone", "+55 11 99999-4002")]).send().await.unwrap();
+        assert_eq!(html.status(), 200);
+        let html = html.text().await.unwrap();
+        code = html
+            .split("id=\"pairing-code\" class=\"code\">")
+            .nth(1)
+            .and_then(|s| s.split('<').next())
+            .expect("the page shows a pairing code")
+            .to_string();
+    }
+    let more = http.post(format!("{url}/code")).form(&[("phone", "+55 11 99999-4002")]).send().await.unwrap();
+    assert_eq!(more.status(), 429);
     assert_eq!(code.chars().filter(|c| c.is_ascii_alphanumeric()).count(), 8, "{code}");
     c.netsim().post("/control/enter-code", &json!({ "number": B, "pairing_code": code })).await.expect(200);
     c.wait_state(&id, "connected", Duration::from_secs(20)).await;
