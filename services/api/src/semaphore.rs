@@ -53,11 +53,21 @@ return 1
 #[derive(Debug, Clone, Copy)]
 pub struct SlotHeld;
 
+/// A route's body limit when it is below the send route's 140 MB: the gate reads no more.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyCap(pub usize);
+
 /// Middleware on POST /messages (the state comes as an extension: the route's OpenAPI
 /// description is built without one).
 pub async fn gate(Extension(state): Extension<AppState>, req: Request, next: Next) -> Response {
     let length =
         req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    let limit = req.extensions().get::<BodyCap>().map_or(crate::service::messages::MESSAGES_BODY_LIMIT, |c| c.0);
+    let too_large = || {
+        let mb = limit.div_ceil(1024 * 1024);
+        ApiError::new(ErrorCode::MediaTooLarge, format!("the body is over {mb} MB, or it broke off")).into_response()
+    };
+
     let chunked = req.headers().contains_key(header::TRANSFER_ENCODING);
     let large = match length {
         Some(n) => n > LARGE_BODY,
@@ -78,18 +88,21 @@ pub async fn gate(Extension(state): Extension<AppState>, req: Request, next: Nex
             Ok(a) => a,
             Err(e) => return e.into_response(),
         };
+    // A body declared over the route's limit is refused before it waits for a slot.
+    if length.is_some_and(|n| n > limit as u64) {
+        return too_large();
+    }
     let slot = match Slot::large_body(&state, &access.id).await {
         Ok(s) => s,
         Err(e) => return e.into_response(),
     };
     // The body within its deadline, or the slot goes back.
     let read = state.config.large_body_read_timeout;
-    let limit = crate::service::messages::MESSAGES_BODY_LIMIT;
     let bytes = match tokio::time::timeout(read, axum::body::to_bytes(body, limit)).await {
         Ok(Ok(b)) => b,
         Ok(Err(_)) => {
             slot.release().await;
-            return ApiError::new(ErrorCode::MediaTooLarge, "the body is over 140 MB, or it broke off").into_response();
+            return too_large();
         }
         Err(_) => {
             slot.release().await;

@@ -91,3 +91,15 @@ pub async fn mark_used(db: impl PgExecutor<'_>, id: &PairingLinkId) -> Result<()
         .await
         .map(drop)
 }
+
+/// Marks every active link of the instance used: it is connected now.
+pub async fn use_all(db: impl PgExecutor<'_>, instance: &InstanceId) -> Result<u64, sqlx::Error> {
+    let r = sqlx::query(
+        "UPDATE pairing_links SET used_at = now() \
+         WHERE instance_id = $1 AND used_at IS NULL AND revoked_at IS NULL AND expires_at > now()",
+    )
+    .bind(instance)
+    .execute(db)
+    .await?;
+    Ok(r.rows_affected())
+}

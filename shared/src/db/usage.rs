@@ -109,6 +109,9 @@ pub async fn add_requests(db: impl PgExecutor<'_>, rows: &[(InstanceId, i64, i64
     if rows.is_empty() {
         return Ok(());
     }
+    // Rows in one order on every pod, so concurrent flushes never deadlock.
+    let mut rows = rows.to_vec();
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
     let ids: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
     let admin: Vec<i64> = rows.iter().map(|r| r.1).collect();
     let inst: Vec<i64> = rows.iter().map(|r| r.2).collect();
@@ -135,7 +138,9 @@ pub async fn add_requests(db: impl PgExecutor<'_>, rows: &[(InstanceId, i64, i64
 /// Adds the usage of these outbox events, in the relay's transaction that marks them
 /// published, to the day of their creation. Media bytes sent are those of the messages
 /// that went out (`message.sent`); received, those a `message.received` carried (stored
-/// ones). Messages from the account's own phone are not "received".
+/// ones; media still being downloaded counts 0). Messages from the account's own phone
+/// are not "received". Every value read from a payload is type-checked first, so no
+/// payload can fail the relay's transaction.
 pub async fn count_events(tx: &mut sqlx::PgConnection, ids: &[&str]) -> Result<(), sqlx::Error> {
     if ids.is_empty() {
         return Ok(());
@@ -149,10 +154,11 @@ pub async fn count_events(tx: &mut sqlx::PgConnection, ids: &[&str]) -> Result<(
                  count(*) FILTER (WHERE k.type = 'message.sent') AS sent, \
                  count(*) FILTER (WHERE k.type = 'message.failed' AND coalesce(k.d->>'error', '') NOT LIKE 'message_expired%') AS failed, \
                  count(*) FILTER (WHERE k.type = 'message.failed' AND k.d->>'error' LIKE 'message_expired%') AS expired, \
-                 count(*) FILTER (WHERE k.type = 'message.received' AND (k.d->>'from_me')::boolean IS NOT TRUE) AS received, \
-                 coalesce(sum((m.content->'media'->>'size')::bigint) FILTER (WHERE k.type = 'message.sent'), 0) AS bytes_sent, \
-                 coalesce(sum((k.d->'content'->'media'->>'size')::bigint) \
-                     FILTER (WHERE k.type = 'message.received' AND (k.d->>'from_me')::boolean IS NOT TRUE), 0) AS bytes_received \
+                 count(*) FILTER (WHERE k.type = 'message.received' AND k.d->'from_me' IS DISTINCT FROM 'true'::jsonb) AS received, \
+                 coalesce(sum(CASE WHEN jsonb_typeof(m.content->'media'->'size') = 'number' THEN greatest(least((m.content->'media'->>'size')::numeric, 1e15), 0)::bigint END) FILTER (WHERE k.type = 'message.sent'), 0) AS bytes_sent, \
+                 coalesce(sum(CASE WHEN jsonb_typeof(k.d->'content'->'media'->'size') = 'number' \
+                     THEN greatest(least((k.d->'content'->'media'->>'size')::numeric, 1e15), 0)::bigint END) \
+                     FILTER (WHERE k.type = 'message.received' AND k.d->'from_me' IS DISTINCT FROM 'true'::jsonb), 0) AS bytes_received \
              FROM k LEFT JOIN messages m ON k.type = 'message.sent' AND m.id = k.d->>'id' \
              GROUP BY 1, 2 \
          ) \

@@ -318,7 +318,7 @@ async fn participants(
         (status = 200, description = "the link", body = InviteLinkOut),
         (status = 400, description = "`validation_failed`", body = ErrorBody),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
-        (status = 403, description = "`forbidden`: another instance's token, or not an admin of the group", body = ErrorBody),
+        (status = 403, description = "`forbidden`: another instance's token, not an admin of the group, or an API key asking for a reset", body = ErrorBody),
         (status = 404, description = "`instance_not_found`, or `not_found`: no such group", body = ErrorBody),
         (status = 409, description = "`instance_not_connected`", body = ErrorBody),
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
@@ -326,10 +326,14 @@ async fn participants(
     security(("admin" = []), ("instance" = [])))]
 async fn invite_link(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    InstanceAccess { id, principal }: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
     ValidatedQuery(q): ValidatedQuery<InviteQuery>,
 ) -> Result<Json<InviteLinkOut>, ApiError> {
+    // Reading the link is a read; resetting it changes the group, which no key may do.
+    if q.reset == Some(true) && matches!(principal, crate::extract::Principal::Key { .. }) {
+        return Err(ApiError::forbidden("an API key may read the invite link, not reset it"));
+    }
     let jid = group(ids.1)?;
     Ok(Json(net(&state, &id, NetOp::GroupInviteLink { jid, reset: q.reset.unwrap_or(false) }).await?))
 }

@@ -160,6 +160,12 @@ async fn status(State(state): State<AppState>, Path(token): Path<String>) -> Res
         qr_expires_at: None,
         expires_at: l.expires_at,
     };
+    if s == LinkState::Used {
+        // Used by the pairing this page was showing (the worker marks an instance's links
+        // used as it connects): the open page turns to success.
+        let inst = instances::get(&state.db, &l.instance_id).await?.ok_or_else(ApiError::instance_not_found)?;
+        out.paired = inst.state == InstanceState::Connected;
+    }
     if s == LinkState::Active {
         let (st, qr) = progress(&state, &l).await?;
         out.paired = st == InstanceState::Connected;

@@ -28,6 +28,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(put_picture, delete_picture))
         .layer(axum::middleware::from_fn(crate::semaphore::gate))
+        .layer(axum::Extension(crate::semaphore::BodyCap(PICTURE_BODY_LIMIT)))
         .layer(axum::extract::DefaultBodyLimit::max(PICTURE_BODY_LIMIT))
         .routes(routes!(get_profile, patch_profile))
         .routes(routes!(get_privacy, patch_privacy))
@@ -248,7 +249,21 @@ async fn put_picture(
     }
     // Nothing is fetched or stored for a session that could not take it.
     let _: ProfileOut = net(&state, &id, NetOp::Profile).await?;
-    let (media_id, _) = store_media(&state, &id, MessageType::Image, src, held.is_some()).await?;
+    let (media_id, desc) = store_media(&state, &id, MessageType::Image, src, held.is_some()).await?;
+    // A downloaded picture is checked like given bytes: its size, then that it is a JPEG.
+    let checked = match desc["size"].as_u64() {
+        Some(n) if n > Picture::LIMIT as u64 => {
+            Err(ApiError::new(shared::ErrorCode::MediaTooLarge, "the picture is over 5 MiB"))
+        }
+        _ => match media::chunk(&state.db, &media_id, 0).await {
+            Ok(first) => check_picture(first.as_deref().unwrap_or_default().get(..3).unwrap_or_default()),
+            Err(e) => Err(e.into()),
+        },
+    };
+    if let Err(e) = checked {
+        let _ = media::delete(&state.db, &id, &media_id).await;
+        return Err(e);
+    }
     let set = crate::rpc::call(&state, &id, RpcRequest::SetPicture { media_id: Some(media_id.clone()) }).await;
     let _ = media::delete(&state.db, &id, &media_id).await;
     set?;

@@ -67,7 +67,7 @@ pub struct UsageOut {
     params(("id" = InstanceId, Path, description = "instance id"), UsageQuery),
     responses(
         (status = 200, description = "usage per day and in total", body = UsageOut),
-        (status = 400, description = "`validation_failed`: a date not `YYYY-MM-DD`, `from` after `to`, or more than 93 days", body = ErrorBody),
+        (status = 400, description = "`validation_failed`: a date not `YYYY-MM-DD` or not within 100 years of today, `from` after `to`, or more than 93 days", body = ErrorBody),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
         (status = 403, description = "`forbidden`", body = ErrorBody),
         (status = 404, description = "`instance_not_found`", body = ErrorBody),
@@ -79,6 +79,11 @@ async fn get_usage(
     ValidatedQuery(q): ValidatedQuery<UsageQuery>,
 ) -> Result<Json<UsageOut>, ApiError> {
     let today = Utc::now().date_naive();
+    // Dates far from now are refused before any arithmetic on them.
+    let sane = |d: NaiveDate| (today - Duration::days(365 * 100)..=today + Duration::days(365 * 100)).contains(&d);
+    if !q.from.is_none_or(sane) || !q.to.is_none_or(sane) {
+        return Err(ApiError::validation("from and to must be within a hundred years of today"));
+    }
     let to = q.to.unwrap_or(today);
     let from = q.from.unwrap_or(to - Duration::days(DEFAULT_DAYS - 1));
     if from > to {

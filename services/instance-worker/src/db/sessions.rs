@@ -175,6 +175,9 @@ pub async fn set_linked(
         return Ok(false);
     }
     emit(&mut tx, id, &old, InstanceState::Connected, Change::Linked { phone, business }).await?;
+    // The instance is paired: its hosted pairing links have done their work, whether or
+    // not a page was open to see it, and never pair again.
+    shared::db::pairing_links::use_all(&mut *tx, id).await?;
     tx.commit().await?;
     Ok(true)
 }

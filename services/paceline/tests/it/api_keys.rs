@@ -43,6 +43,10 @@ async fn keys_reach_their_scope_and_nothing_else() {
     reader.patch(&base, &json!({ "tags": ["x"] })).await.expect_error(403, "forbidden");
     reader.get(&format!("{base}/api-keys")).await.expect_error(403, "forbidden");
     reader.get("/v1/instances").await.expect_error(403, "forbidden");
+    // A GET that changes something is not a read: resetting a group's invite link.
+    let invite = format!("{base}/groups/120363000000000001@g.us/invite-link");
+    reader.get(&format!("{invite}?reset=true")).await.expect_error(403, "forbidden");
+    reader.get(&invite).await.expect_error(409, "instance_not_connected");
 
     // send_only: sends and reads their status, checks numbers; nothing else.
     let m = sender.post(&format!("{base}/messages"), &text).await.expect(202);

@@ -129,6 +129,8 @@ async fn the_hosted_page_pairs_by_phone_number_without_javascript() {
     let (inst, _) = c.api.create_instance("by-number").await;
     let id = inst["id"].as_str().unwrap().to_string();
     let url = link(&c, &id).await;
+    // Another link, never opened: pairing through the first uses it up too.
+    let unopened = link(&c, &id).await;
     let http = reqwest::Client::new();
     // The first load starts the session; the form works once it shows a QR.
     let page = http.get(&url).send().await.unwrap();
@@ -155,6 +157,9 @@ async fn the_hosted_page_pairs_by_phone_number_without_javascript() {
     assert_eq!(code.chars().filter(|c| c.is_ascii_alphanumeric()).count(), 8, "{code}");
     c.netsim().post("/control/enter-code", &json!({ "number": B, "pairing_code": code })).await.expect(200);
     c.wait_state(&id, "connected", Duration::from_secs(20)).await;
+    let spare = http.get(&unopened).send().await.unwrap();
+    assert_eq!(spare.status(), 410);
+    assert!(spare.text().await.unwrap().contains("already used"));
     let status: Value = http.get(format!("{url}/status")).send().await.unwrap().json().await.unwrap();
     assert_eq!(status["paired"], true);
     assert!(status.get("token").is_none());

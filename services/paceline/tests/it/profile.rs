@@ -139,12 +139,19 @@ async fn a_picture_url_is_fetched_through_the_guard() {
     let p = put(json!({ "media": { "url": format!("http://{server}/jpeg/3000") } })).await.expect(200);
     let got = reqwest::get(p["picture_url"].as_str().unwrap()).await.unwrap().bytes().await.unwrap();
     assert_eq!(&got[..], &jpeg(3000)[..]);
-    // Downloaded, but not a JPEG: the worker refuses it and the stored copy goes.
+    // Downloaded, but not a JPEG: refused before the session is asked, the stored copy gone.
     put(json!({ "media": { "url": format!("http://{server}/file/100") } }))
         .await
         .expect_error(400, "validation_failed");
     put(json!({ "media": { "url": format!("http://{server}/missing") } }))
         .await
         .expect_error(422, "media_fetch_failed");
+    // Over 5 MiB, downloaded or sent: 413 (a body over the route's limit before any slot).
+    let over = 5 * 1024 * 1024 + 1;
+    put(json!({ "media": { "url": format!("http://{server}/jpeg/{over}") } }))
+        .await
+        .expect_error(413, "media_too_large");
+    let huge = base64::engine::general_purpose::STANDARD.encode(jpeg(6 * 1024 * 1024));
+    put(json!({ "media": { "data": huge, "mime_type": "image/jpeg" } })).await.expect_error(413, "media_too_large");
     assert_eq!(media_rows(&c, &id).await, 0);
 }

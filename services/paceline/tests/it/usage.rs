@@ -134,7 +134,13 @@ async fn usage_matches_a_known_workload() {
     assert_eq!(again["totals"]["messages_sent"], 4);
     assert_eq!(again["totals"]["deliveries_succeeded"], 4);
     // Bad spans: 400.
-    for q in ["from=2026-02-01&to=2026-01-01", "from=2026-01-01&to=2026-06-01", "from=yesterday"] {
+    for q in [
+        "from=2026-02-01&to=2026-01-01",
+        "from=2026-01-01&to=2026-06-01",
+        "from=yesterday",
+        "from=0001-01-01",
+        "to=9999-12-31",
+    ] {
         admin.get(&format!("{base}/usage?{q}")).await.expect_error(400, "validation_failed");
     }
     let span: Value = admin.get(&format!("{base}/usage?from=2026-01-01&to=2026-01-03")).await.expect(200);

@@ -139,10 +139,9 @@ fn send_error(e: whatsapp_rust::send::SendError) -> DriverError {
 }
 
 impl WaSession {
-    /// A status goes to `status@broadcast`, encrypted to the devices of the account's
-    /// address-book contacts (the audience WhatsApp's "my contacts" status privacy
-    /// gives), under the message's pre-assigned network id.
-    async fn post_status(&self, o: &Outgoing, upload: Option<map::Uploaded>) -> Result<(), DriverError> {
+    /// Who a status goes to: the account's address-book contacts; none is a permanent
+    /// refusal.
+    async fn status_audience(&self) -> Result<Vec<Jid>, DriverError> {
         let audience = contacts::status_audience(&self.db, &self.instance, contacts::STATUS_AUDIENCE_LIMIT)
             .await
             .map_err(|_| DriverError::new(ErrorCode::WorkerError, "the contacts could not be read"))?;
@@ -152,7 +151,18 @@ impl WaSession {
                 "the account has no contacts to show a status to",
             ));
         }
-        let recipients = audience.iter().map(|j| jid(j)).collect::<Result<Vec<_>, _>>()?;
+        audience.iter().map(|j| jid(j)).collect()
+    }
+
+    /// A status goes to `status@broadcast`, encrypted to the devices of the account's
+    /// address-book contacts (the audience WhatsApp's "my contacts" status privacy
+    /// gives), under the message's pre-assigned network id.
+    async fn post_status(
+        &self,
+        o: &Outgoing,
+        upload: Option<map::Uploaded>,
+        recipients: Vec<Jid>,
+    ) -> Result<(), DriverError> {
         let message = map::status_message(o, upload)?;
         let options = whatsapp_rust::StatusSendOptions { message_id: Some(o.network_id.clone()), ..Default::default() };
         self.client.status().send_raw(message, &recipients, options).await.map(drop).map_err(send_error)
@@ -261,6 +271,11 @@ impl Driver for WhatsappDriver {
 #[async_trait::async_trait]
 impl Session for WaSession {
     async fn send(&self, o: &Outgoing) -> Result<(), DriverError> {
+        // A status needs its audience before anything is uploaded.
+        let audience = match o.to_jid == shared::jid::STATUS_JID {
+            true => Some(self.status_audience().await?),
+            false => None,
+        };
         let content = &o.message.content;
         let upload = match (content.media(), map::media_type(content.kind())) {
             (Some(m), Some(t)) => {
@@ -274,8 +289,8 @@ impl Session for WaSession {
             }
             _ => None,
         };
-        if o.to_jid == shared::jid::STATUS_JID {
-            return self.post_status(o, upload).await;
+        if let Some(recipients) = audience {
+            return self.post_status(o, upload, recipients).await;
         }
         let to = jid(&o.to_jid)?;
         let message = map::outgoing_message(o, upload)?;
