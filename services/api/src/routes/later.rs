@@ -1,5 +1,5 @@
-//! Routes of interface.md whose milestones are still to come: labels and the business
-//! profile, channels and the MCP
+//! Routes of interface.md whose milestones are still to come: labels, channels and the
+//! MCP
 //! endpoint. Each checks its token like the finished routes
 //! (401, 403) and then answers 501 `not_implemented`, so clients can tell "not yet"
 //! from "no such route". The WhatsApp driver already carries the network side of
@@ -103,15 +103,6 @@ later!(
     InstanceAccess,
     ["admin", "instance"]
 );
-later!(
-    business_profile,
-    get,
-    "/v1/instances/{id}/business/profile",
-    "labels",
-    "The business profile",
-    InstanceAccess,
-    ["admin", "instance"]
-);
 
 later!(
     list_channels,
@@ -194,7 +185,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(edit_label, delete_label))
         .routes(routes!(label_chat, unlabel_chat))
         .routes(routes!(label_message, unlabel_message))
-        .routes(routes!(business_profile))
         .routes(routes!(list_channels, create_channel))
         .routes(routes!(preview_channel))
         .routes(routes!(get_channel))

@@ -4,6 +4,7 @@ pub mod access;
 pub mod actions;
 pub mod api_keys;
 pub mod bulk;
+pub mod business;
 pub mod chats;
 pub mod communities;
 pub mod contacts;
@@ -55,6 +56,7 @@ pub fn all() -> OpenApiRouter<AppState> {
         .merge(groups::router())
         .merge(communities::router())
         .merge(profile::router())
+        .merge(business::router())
         .merge(status::router())
         .merge(media::router())
         .merge(later::router())

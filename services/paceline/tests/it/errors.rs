@@ -79,7 +79,7 @@ async fn routes_of_later_milestones_answer_501_after_auth() {
     let (inst, token) = api.create_instance("later").await;
     let id = inst["id"].as_str().unwrap();
     let own = api.client(Some(token));
-    for path in ["labels", "channels", "business/profile"] {
+    for path in ["labels", "channels"] {
         let msg = own.get(&format!("/v1/instances/{id}/{path}")).await.expect_error(501, "not_implemented");
         assert!(msg.contains("not implemented yet"), "{path}: {msg}");
     }

@@ -155,3 +155,31 @@ async fn a_picture_url_is_fetched_through_the_guard() {
     put(json!({ "media": { "data": huge, "mime_type": "image/jpeg" } })).await.expect_error(413, "media_too_large");
     assert_eq!(media_rows(&c, &id).await, 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_business_profile_is_a_business_accounts_own() {
+    const BIZ: &str = "5511999992009";
+    let (c, personal, own) = paired("personal", |_| {}).await;
+    c.phone(BIZ, true).await;
+    let profile = json!({ "description": "Bakery", "category": "Food", "email": "hi@bakery.example", "website": "https://bakery.example" });
+    c.netsim()
+        .patch(&format!("/control/phones/{BIZ}/profile"), &json!({ "business_profile": profile }))
+        .await
+        .expect(200);
+    let (biz, token) = c.paired_instance("bakery", BIZ).await;
+    let bid = biz["id"].as_str().unwrap();
+    let p = c.api.client(Some(token)).get(&format!("/v1/instances/{bid}/business/profile")).await.expect(200);
+    assert_eq!(p["jid"], format!("{BIZ}@s.whatsapp.net"));
+    assert_eq!(p["description"], "Bakery");
+    assert_eq!(p["category"], "Food");
+    assert_eq!(p["website"], "https://bakery.example");
+    assert_eq!(p["address"], json!(null));
+    // A personal account: 409; one never paired: 409 instance_not_connected.
+    own.get(&format!("/v1/instances/{personal}/business/profile")).await.expect_error(409, "business_account_required");
+    let (idle, _) = c.api.create_instance("idle").await;
+    c.api
+        .admin()
+        .get(&format!("/v1/instances/{}/business/profile", idle["id"].as_str().unwrap()))
+        .await
+        .expect_error(409, "instance_not_connected");
+}

@@ -449,6 +449,18 @@ pub fn connect_failure(reason: &whatsapp_rust::types::events::ConnectFailureReas
     Failure::Retry(format!("connect failure: {reason:?}"))
 }
 
+/// A business profile as the routes show it: its first website and category, as the
+/// phone shows them.
+pub fn business_profile(b: &whatsapp_rust::wacore::iq::business::BusinessProfile) -> Value {
+    json!({
+        "description": Some(b.description.clone()).filter(|d| !d.is_empty()),
+        "category": b.categories.first().map(|c| c.name.clone()),
+        "email": b.email,
+        "website": b.website.first(),
+        "address": b.address,
+    })
+}
+
 /// A group notification as our `group.*` events: member changes (with the account's own
 /// joining or leaving as `group.joined` / `group.left`), and subject, description and
 /// setting changes. `own` is the account's phone JID; LID members are named by their

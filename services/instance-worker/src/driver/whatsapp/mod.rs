@@ -389,9 +389,7 @@ impl Session for WaSession {
                     .await
                     .map_err(|_| failed("give the profile"))?;
                 let about = info.values().next().and_then(|u| u.status.clone()).unwrap_or_default();
-                let business = c.get_business_profile(&j).await.ok().flatten().map(|b| {
-                    json!({ "description": b.description, "email": b.email, "website": b.website, "address": b.address })
-                });
+                let business = c.get_business_profile(&j).await.ok().flatten().map(|b| map::business_profile(&b));
                 return Ok(json!({ "jid": j.to_string(), "about": about, "business_profile": business }));
             }
             NetOp::Contact { jid: j } => {

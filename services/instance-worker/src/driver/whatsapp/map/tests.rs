@@ -353,3 +353,17 @@ fn community_links_map_to_their_event_from_either_side() {
     let empty = GroupNotificationAction::Link { link_type: "sub_group".into(), raw: NodeBuilder::new("link").build() };
     assert!(group_update(&update(admin, empty), None).is_empty());
 }
+
+#[test]
+fn business_profiles_show_their_first_website() {
+    let mut b = whatsapp_rust::wacore::iq::business::BusinessProfile::default();
+    b.description = "Bakery".into();
+    b.website = vec!["https://bakery.example".into(), "https://other.example".into()];
+    b.email = Some("hi@bakery.example".into());
+    let v = business_profile(&b);
+    assert_eq!(v["description"], "Bakery");
+    assert_eq!(v["website"], "https://bakery.example");
+    assert_eq!(v["email"], "hi@bakery.example");
+    assert_eq!(v["category"], Value::Null);
+    assert_eq!(business_profile(&Default::default())["description"], Value::Null);
+}

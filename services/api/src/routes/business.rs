@@ -1,0 +1,75 @@
+//! `{inst}/business/profile`: the account's own business profile, read through the
+//! running session. A personal account gets 409 `business_account_required`.
+
+use axum::extract::State;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use shared::bus::NetOp;
+use shared::db::instances;
+use shared::error::ErrorBody;
+use shared::ids::InstanceId;
+use shared::{ApiError, ErrorCode};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::extract::InstanceAccess;
+use crate::rpc::net;
+use crate::state::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(business_profile))
+}
+
+/// The account's business profile (fields the network does not give are null).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct BusinessProfileOut {
+    /// The account's JID.
+    pub jid: String,
+    pub description: Option<String>,
+    pub category: Option<String>,
+    pub email: Option<String>,
+    pub website: Option<String>,
+    pub address: Option<String>,
+}
+
+/// The account's business profile.
+#[utoipa::path(get, path = "/v1/instances/{id}/business/profile", tag = "labels",
+    params(("id" = InstanceId, Path, description = "instance id")),
+    responses(
+        (status = 200, description = "the business profile", body = BusinessProfileOut),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+        (status = 409, description = "`business_account_required`: a personal account; `instance_not_connected`", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn business_profile(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+) -> Result<Json<BusinessProfileOut>, ApiError> {
+    let row = instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
+    let Some(phone) = row.phone.filter(|_| row.account_type.is_some()) else {
+        // Never paired: no account to ask about.
+        return Err(crate::rpc::not_running(&state, &id).await?);
+    };
+    if row.account_type.as_deref() != Some("business") {
+        return Err(ApiError::new(
+            ErrorCode::BusinessAccountRequired,
+            "a business account is needed; this one is personal",
+        ));
+    }
+    let jid = shared::jid::Jid::user(&phone).as_str().to_string();
+    let p: serde_json::Value = net(&state, &id, NetOp::ContactProfile { jid: jid.clone() }).await?;
+    let b = &p["business_profile"];
+    let field = |k: &str| b.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+    Ok(Json(BusinessProfileOut {
+        jid,
+        description: field("description"),
+        category: field("category"),
+        email: field("email"),
+        website: field("website"),
+        address: field("address"),
+    }))
+}
