@@ -90,6 +90,16 @@ async fn link(state: &AppState, token: &str) -> Result<Option<(LinkRow, LinkStat
     }))
 }
 
+/// The link of `token` while it is active; otherwise the page that says why not (404
+/// unknown, 410 used, revoked or expired).
+async fn active(state: &AppState, token: &str) -> Result<Result<LinkRow, Response>, ApiError> {
+    Ok(match link(state, token).await? {
+        None => Err(html(StatusCode::NOT_FOUND, token, View::Ended("This link is not valid. Check the address."))),
+        Some((_, s)) if s != LinkState::Active => Err(html(StatusCode::GONE, token, View::Ended(ended(s)))),
+        Some((l, _)) => Ok(l),
+    })
+}
+
 fn ended(s: LinkState) -> &'static str {
     match s {
         LinkState::Used => "This link was already used to link a phone. Ask for a new link if you need one.",
@@ -127,12 +137,10 @@ async fn progress(state: &AppState, l: &LinkRow) -> Result<(InstanceState, Optio
     ),
     security(()))]
 async fn page(State(state): State<AppState>, Path(token): Path<String>) -> Result<Response, ApiError> {
-    let Some((l, s)) = link(&state, &token).await? else {
-        return Ok(html(StatusCode::NOT_FOUND, &token, View::Ended("This link is not valid. Check the address.")));
+    let l = match active(&state, &token).await? {
+        Ok(l) => l,
+        Err(page) => return Ok(page),
     };
-    if s != LinkState::Active {
-        return Ok(html(StatusCode::GONE, &token, View::Ended(ended(s))));
-    }
     let view = match progress(&state, &l).await? {
         (InstanceState::Connected, _) => View::Paired,
         (InstanceState::Banned, _) => View::Ended("This number cannot be linked: WhatsApp has banned it."),
@@ -206,12 +214,10 @@ async fn code(
     Path(token): Path<String>,
     form: Result<Form<PhoneForm>, axum::extract::rejection::FormRejection>,
 ) -> Result<Response, ApiError> {
-    let Some((l, s)) = link(&state, &token).await? else {
-        return Ok(html(StatusCode::NOT_FOUND, &token, View::Ended("This link is not valid. Check the address.")));
+    let l = match active(&state, &token).await? {
+        Ok(l) => l,
+        Err(page) => return Ok(page),
     };
-    if s != LinkState::Active {
-        return Ok(html(StatusCode::GONE, &token, View::Ended(ended(s))));
-    }
     let phone = match form.ok().map(|Form(f)| pairing::normalize_phone(&f.phone)) {
         Some(Ok(p)) => p,
         _ => {
