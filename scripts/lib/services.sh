@@ -386,7 +386,8 @@ _pl_ensure_pg_os_user() {
 
 # Python packages the integration tests use, in the venv: the Standard Webhooks
 # reference verifier, schemathesis (fuzzes the served OpenAPI description) and
-# openapi-python-client (generates a client from it). Exports PL_TEST_PYTHON.
+# openapi-python-client (generates a client from it), and the official MCP Python SDK
+# (the MCP endpoint's client). Exports PL_TEST_PYTHON.
 pl_ensure_test_python() {
     PL_TEST_PYTHON=$PL_VENV/bin/python
     export PL_TEST_PYTHON
@@ -394,6 +395,7 @@ pl_ensure_test_python() {
         "standardwebhooks:${PL_STANDARDWEBHOOKS_SPEC:-standardwebhooks==1.1.0}"
         "schemathesis:${PL_SCHEMATHESIS_SPEC:-schemathesis==4.32.5}"
         "openapi_python_client:${PL_OPENAPI_CLIENT_SPEC:-openapi-python-client==0.29.1}"
+        "mcp:${PL_MCP_SPEC:-mcp==2.3.0}"
     )
     local entry module spec
     for entry in "${want[@]}"; do

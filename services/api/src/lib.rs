@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod db;
 pub mod enqueue;
 pub mod extract;
+pub mod mcp;
 pub mod media_urls;
 pub mod message_in;
 pub mod metrics;
@@ -51,9 +52,11 @@ pub async fn run(mut config: Config, listener: TcpListener, shutdown: Shutdown) 
     serve(state, listener).await
 }
 
-/// The router with every layer.
+/// The router with every layer. `/mcp` tools call [`routes_only`] (the same routes with
+/// the inner layers), so a tool call is logged and counted once, as its `/mcp` request.
 pub fn app(state: AppState) -> Router {
-    let (router, _) = routes::all().split_for_parts();
+    let api = routes_only(state.clone());
+    let mcp = mcp::Endpoint::new(state.clone(), api.clone());
     let trace = TraceLayer::new_for_http()
         .make_span_with(|req: &Request<_>| {
             let request_id = req.headers().get(&REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("");
@@ -62,21 +65,28 @@ pub fn app(state: AppState) -> Router {
         })
         .on_request(())
         .on_response(DefaultOnResponse::new().level(Level::INFO));
-    router
-        .merge(routes::openapi::docs())
-        .fallback(routes::not_found)
-        .method_not_allowed_fallback(routes::method_not_allowed)
-        .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::shutdown_gate))
-        .layer(axum::Extension(state.clone()))
+    api.layer(axum::Extension(mcp))
+        .layer(axum::middleware::from_fn_with_state(state, middleware::shutdown_gate))
         .layer(axum::middleware::from_fn(middleware::track))
-        .layer(DefaultBodyLimit::max(routes::BODY_LIMIT))
         .layer(
             ServiceBuilder::new()
                 .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
                 .layer(trace)
-                .layer(PropagateRequestIdLayer::new(REQUEST_ID))
-                .layer(CatchPanicLayer::custom(middleware::panic_response)),
+                .layer(PropagateRequestIdLayer::new(REQUEST_ID)),
         )
+}
+
+/// Every route with the layers each request needs (state, body limit, panics), and none
+/// of the per-connection ones.
+pub fn routes_only(state: AppState) -> Router {
+    let (router, _) = routes::all().split_for_parts();
+    router
+        .merge(routes::openapi::docs())
+        .fallback(routes::not_found)
+        .method_not_allowed_fallback(routes::method_not_allowed)
+        .layer(axum::Extension(state.clone()))
+        .layer(DefaultBodyLimit::max(routes::BODY_LIMIT))
+        .layer(CatchPanicLayer::custom(middleware::panic_response))
         .with_state(state)
 }
 

@@ -7,6 +7,7 @@ pub const SEMAPHORE_WAITERS: &str = "paceline_semaphore_waiters";
 pub const MEDIA_QUOTA_REFUSED: &str = "paceline_media_quota_refused_total";
 pub const EVENT_STREAMS: &str = "paceline_event_streams";
 pub const EVENT_STREAMS_REFUSED: &str = "paceline_event_streams_refused_total";
+pub use crate::mcp::TOOL_CALLS as MCP_TOOL_CALLS;
 
 /// Installs the process's recorder (if not yet) and describes the API's metrics.
 pub fn describe() {
@@ -20,6 +21,7 @@ pub fn describe() {
     );
     metrics::describe_gauge!(EVENT_STREAMS, "event streams (SSE) open on this pod");
     metrics::describe_counter!(EVENT_STREAMS_REFUSED, "event streams refused, by limit (instance, pod)");
+    metrics::describe_counter!(MCP_TOOL_CALLS, "MCP tool calls, by tool and result (ok, or the error code)");
     metrics::describe_histogram!(
         HTTP_DURATION,
         metrics::Unit::Seconds,

@@ -1,6 +1,7 @@
 //! `paceline`: one binary, every role. `paceline api|worker|dispatcher|netsim` runs one
 //! role; `paceline dev` runs a whole node in one process; `paceline migrate` applies
-//! migrations; `paceline openapi` prints the OpenAPI description.
+//! migrations; `paceline openapi` prints the OpenAPI description; `paceline mcp` speaks MCP
+//! over stdio to a running API.
 
 use std::future::Future;
 use std::io::Write;
@@ -43,6 +44,9 @@ enum Command {
     },
     /// Print the OpenAPI 3.1 description.
     Openapi,
+    /// Speak MCP over stdin/stdout for a local client, forwarding each message to
+    /// `POST $PACELINE_URL/mcp` with `$PACELINE_TOKEN`. Logs go to stderr.
+    Mcp,
 }
 
 type Task = Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send>>;
@@ -64,6 +68,13 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
     if let Command::Openapi = cli.command {
         print!("{}", api::openapi::json());
         return Ok(());
+    }
+    if let Command::Mcp = cli.command {
+        // No config file or backends: only where the API is and the token. stdout is the
+        // protocol's; logs go to stderr.
+        let log_level = std::env::var("PACELINE_LOG_LEVEL").unwrap_or_else(|_| "warn".into());
+        shared::telemetry::init_logging(&Config { log_level, ..Config::default() });
+        return api::mcp::stdio::run(api::mcp::stdio::Target::from_env()?).await;
     }
     let mut config = Config::load(cli.config.as_deref())?;
     if let Command::Dev { network: Some(n) } = &cli.command {
@@ -93,7 +104,7 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
         ));
     };
     match cli.command {
-        Command::Openapi => unreachable!("handled above"),
+        Command::Openapi | Command::Mcp => unreachable!("handled above"),
         Command::Migrate => {
             config.validate(Role::Migrate)?;
             let pool = shared::db::connect(&config).await.context("connecting to postgres")?;

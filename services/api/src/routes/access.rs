@@ -151,7 +151,7 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("GET", "/pair/{token}/status", Open),
     ("POST", "/pair/{token}/code", Open),
     // MCP.
-    ("POST", "/mcp", Owner),
+    ("POST", "/mcp", ReadSend),
     // The action-style routes (X-API-Key).
     ("GET", "/instance/connect/{instanceName}", Owner),
     ("PATCH", "/instance/settings/{instanceName}", Owner),

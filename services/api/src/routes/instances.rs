@@ -211,7 +211,7 @@ async fn list(
     Ok(Json(InstanceListOut { instances, next_cursor }))
 }
 
-/// Read an instance and its state.
+/// Read an instance, its state and its queue depth.
 #[utoipa::path(get, path = "/v1/instances/{id}", tag = "instances",
     params(("id" = InstanceId, Path, description = "instance id")),
     responses(
@@ -226,7 +226,8 @@ async fn get_one(
     InstanceAccess { id, principal }: InstanceAccess,
 ) -> Result<Json<InstanceOut>, ApiError> {
     let row = instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
-    Ok(Json(InstanceOut::shown_to(row, principal.is_admin())))
+    let depth = shared::db::messages::depth(&state.db, &id).await?;
+    Ok(Json(InstanceOut { queue_depth: Some(depth), ..InstanceOut::shown_to(row, principal.is_admin()) }))
 }
 
 /// Edit an instance: rename, tags, IP restriction, pacing, settings. `proxy_url` and

@@ -1,6 +1,4 @@
-//! Routes of interface.md whose milestones are still to come: labels, channels and the
-//! MCP
-//! endpoint. Each checks its token like the finished routes
+//! Routes of interface.md whose milestones are still to come: labels and channels. Each checks its token like the finished routes
 //! (401, 403) and then answers 501 `not_implemented`, so clients can tell "not yet"
 //! from "no such route". The WhatsApp driver already carries the network side of
 //! labels and channels (`shared::bus::NetOp`).
@@ -10,7 +8,7 @@ use shared::ApiError;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::extract::{InstanceAccess, Principal};
+use crate::extract::InstanceAccess;
 use crate::state::AppState;
 
 /// One pending route: its handler checks the token with `$auth`, then answers 501.
@@ -177,8 +175,6 @@ later!(
     ["admin", "instance"]
 );
 
-later!(mcp, post, "/mcp", "operation", "The MCP endpoint", Principal, ["admin", "instance"]);
-
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_labels, create_label))
@@ -191,5 +187,4 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(channel_action))
         .routes(routes!(channel_posts, publish_post))
         .routes(routes!(react_post))
-        .routes(routes!(mcp))
 }

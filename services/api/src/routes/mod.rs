@@ -13,6 +13,7 @@ pub mod groups;
 pub mod health;
 pub mod instances;
 pub mod later;
+pub mod mcp;
 pub mod me;
 pub mod media;
 pub mod messages;
@@ -60,6 +61,7 @@ pub fn all() -> OpenApiRouter<AppState> {
         .merge(status::router())
         .merge(media::router())
         .merge(later::router())
+        .merge(mcp::router())
         .merge(health::router())
         .merge(openapi::router())
 }

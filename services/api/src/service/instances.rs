@@ -76,6 +76,10 @@ pub struct InstanceOut {
     pub time_zone: String,
     /// Sends happen only inside this window; absent: any time.
     pub send_window: Option<SendWindowIo>,
+    /// Messages accepted and not yet sent (queued or in flight). Only on
+    /// `GET /v1/instances/{id}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_depth: Option<i64>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -113,6 +117,7 @@ impl From<InstanceRow> for InstanceOut {
                 end: b.format("%H:%M").to_string(),
             }),
             time_zone: r.time_zone,
+            queue_depth: None,
             created_at: r.created_at,
             updated_at: r.updated_at,
         }

@@ -16,6 +16,7 @@ mod fencing;
 mod groups;
 mod instances;
 mod leases;
+mod mcp;
 mod media;
 mod messages;
 mod numbers;
