@@ -9,6 +9,7 @@
 //! - [`auth`]: token formats, generation and hashing.
 //! - [`net`]: client address resolution and IP allow-lists.
 //! - [`telemetry`]: JSON logs and the Prometheus recorder.
+//! - [`health`]: the readiness each role registers for the probes.
 
 pub mod auth;
 pub mod bus;
@@ -17,6 +18,7 @@ pub mod db;
 pub mod error;
 pub mod events;
 pub mod fetch;
+pub mod health;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod ids;

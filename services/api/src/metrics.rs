@@ -29,11 +29,45 @@ pub fn describe() {
     );
 }
 
-/// Serves `GET /metrics` on `listener` until `shutdown`: the process's recorder, whatever
-/// roles it runs (the binary serves it for each).
-pub async fn serve_metrics(listener: tokio::net::TcpListener, shutdown: shared::Shutdown) -> std::io::Result<()> {
+/// Serves the metrics listener until `shutdown`: `GET /metrics` (the process's recorder,
+/// whatever roles it runs), and the probes kubelet calls without a token: `GET /healthz`
+/// (200 while the process runs) and `GET /readyz` (200 once every one of `roles` has
+/// started and its backends answer; 503 before, and from the start of shutdown, so an
+/// API pod leaves its Service while it drains). It serves until `until`, which the binary
+/// cancels once its roles have stopped, so probes and metrics answer through the drain.
+pub async fn serve_metrics(
+    listener: tokio::net::TcpListener,
+    roles: Vec<&'static str>,
+    shutdown: shared::Shutdown,
+    until: shared::Shutdown,
+) -> std::io::Result<()> {
+    use axum::http::StatusCode;
     use axum::routing::get;
     let handle = shared::telemetry::prometheus();
-    let app = axum::Router::new().route("/metrics", get(move || async move { handle.render() }));
-    axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await
+    let stopping = shutdown.clone();
+    let readyz = move || {
+        let (roles, stopping) = (roles.clone(), stopping.clone());
+        async move {
+            let states = shared::health::readiness(&roles).await;
+            let ready = !stopping.is_cancelled() && states.iter().all(|(_, s)| *s == Some(true));
+            let checks: serde_json::Map<String, serde_json::Value> = states
+                .into_iter()
+                .map(|(role, s)| (role.to_string(), s.map_or("starting", |ok| if ok { "ok" } else { "down" }).into()))
+                .collect();
+            let status = if stopping.is_cancelled() {
+                "shutting_down"
+            } else if ready {
+                "ready"
+            } else {
+                "unready"
+            };
+            let code = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+            (code, axum::Json(serde_json::json!({ "status": status, "checks": checks })))
+        }
+    };
+    let app = axum::Router::new()
+        .route("/metrics", get(move || async move { handle.render() }))
+        .route("/healthz", get(|| async { axum::Json(serde_json::json!({ "status": "ok" })) }))
+        .route("/readyz", get(readyz));
+    axum::serve(listener, app).with_graceful_shutdown(async move { until.cancelled().await }).await
 }

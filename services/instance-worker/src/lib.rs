@@ -64,11 +64,20 @@ pub async fn run_with(config: Config, drivers: Drivers, shutdown: Shutdown) -> a
     config.validate(Role::Worker)?;
     metrics::describe();
     let pool = shared::db::connect(&config).await.context("connecting to postgres")?;
-    if config.migrate_on_start {
-        shared::db::migrate(&pool).await.context("applying migrations")?;
-    }
+    shared::db::prepare(&pool, &config, &shutdown).await.context("preparing the database schema")?;
     let redis = kv::connect(&config).context("configuring redis")?;
     let nats = bus::connect(&config, "worker").await.context("connecting to nats")?;
+    shared::health::register("worker", {
+        let (pool, redis, nats) = (pool.clone(), redis.clone(), nats.clone());
+        std::sync::Arc::new(move || {
+            let (pool, redis, nats) = (pool.clone(), redis.clone(), nats.clone());
+            Box::pin(async move {
+                let (pg, r, n) =
+                    tokio::join!(sqlx::query("SELECT 1").execute(&pool), kv::is_ready(&redis), bus::is_ready(&nats));
+                pg.is_ok() && r && n
+            })
+        })
+    });
     let subjects = bus::Subjects::new(&config);
     let worker_id = format!("wk_{}", uuid::Uuid::new_v4().simple());
     let ttl = config.lease_ttl;

@@ -91,14 +91,17 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
     // Once shutdown starts, the process ends within this time even if a backend hangs.
     let config_deadline = config.drain + config.shutdown_timeout + std::time::Duration::from_secs(5);
     let mut tasks: Vec<(&str, Task)> = Vec::new();
-    let metrics = |tasks: &mut Vec<(&str, Task)>, config: &Config| {
+    // The metrics listener (and its probes) outlives the roles' drain: it stops once
+    // every other task has ended.
+    let roles_done = Shutdown::new();
+    let metrics = |tasks: &mut Vec<(&str, Task)>, config: &Config, roles: Vec<&'static str>| {
         let addr = config.metrics_addr;
-        let shutdown = shutdown.clone();
+        let (shutdown, done) = (shutdown.clone(), roles_done.clone());
         tasks.push((
             "metrics",
             Box::pin(async move {
                 let l = bind(addr, "metrics").await?;
-                api::metrics::serve_metrics(l, shutdown).await?;
+                api::metrics::serve_metrics(l, roles, shutdown, done).await?;
                 Ok(())
             }),
         ));
@@ -115,17 +118,17 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
         Command::Api => {
             config.validate(Role::Api)?;
             let l = bind(config.listen_addr, "api").await?;
-            metrics(&mut tasks, &config);
+            metrics(&mut tasks, &config, vec!["api"]);
             tasks.push(("api", Box::pin(api::run(config, l, shutdown.clone()))));
         }
         Command::Worker => {
             config.validate(Role::Worker)?;
-            metrics(&mut tasks, &config);
+            metrics(&mut tasks, &config, vec!["worker"]);
             tasks.push(("worker", Box::pin(worker::run(config, shutdown.clone()))));
         }
         Command::Dispatcher => {
             config.validate(Role::Dispatcher)?;
-            metrics(&mut tasks, &config);
+            metrics(&mut tasks, &config, vec!["dispatcher"]);
             tasks.push(("dispatcher", Box::pin(dispatcher::run(config, shutdown.clone()))));
         }
         Command::Netsim => {
@@ -146,14 +149,14 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
                 tasks.push(("netsim", Box::pin(netsim::run(l, config.netsim_qr_rotate, shutdown.clone()))));
             }
             let l = bind(config.listen_addr, "api").await?;
-            metrics(&mut tasks, &config);
+            metrics(&mut tasks, &config, vec!["api", "worker", "dispatcher"]);
             tasks.push(("api", Box::pin(api::run(config.clone(), l, shutdown.clone()))));
             tasks.push(("worker", Box::pin(worker::run(config.clone(), shutdown.clone()))));
             tasks.push(("dispatcher", Box::pin(dispatcher::run(config, shutdown.clone()))));
         }
     }
     let deadline = config_deadline;
-    run_all(tasks, shutdown, deadline).await
+    run_all(tasks, shutdown, roles_done, deadline).await
 }
 
 /// Runs every task; the first to fail stops the others, and its error is returned. Once
@@ -161,8 +164,10 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
 async fn run_all(
     tasks: Vec<(&'static str, Task)>,
     shutdown: Shutdown,
+    roles_done: Shutdown,
     deadline: std::time::Duration,
 ) -> anyhow::Result<()> {
+    let mut roles_left = tasks.iter().filter(|(name, _)| *name != "metrics").count();
     tokio::spawn({
         let shutdown = shutdown.clone();
         async move {
@@ -180,12 +185,19 @@ async fn run_all(
             // One role ending (failure or not) ends the process: a half-running pod
             // is worse than a restarted one.
             shutdown.cancel();
-            res
+            (name, res)
         });
     }
     let mut first_err = None;
     while let Some(res) = set.join_next().await {
-        let res = res.map_err(anyhow::Error::from).and_then(|r| r);
+        let res = res.map_err(anyhow::Error::from);
+        if !matches!(&res, Ok((name, _)) if *name == "metrics") {
+            roles_left = roles_left.saturating_sub(1);
+            if roles_left == 0 {
+                roles_done.cancel();
+            }
+        }
+        let res = res.and_then(|(_, r)| r);
         if let Err(e) = res {
             first_err.get_or_insert(e);
         }

@@ -56,6 +56,50 @@ pub async fn migrate(pool: &PgPool) -> Result<(), sqlx::migrate::MigrateError> {
     MIGRATOR.run(pool).await
 }
 
+/// Makes the schema ready for this build before a role starts: applies the migrations
+/// (`migrate_on_start`), or waits until someone else has (the Helm chart's migration Job),
+/// so a pod never runs against an older schema. A newer one is fine: migrations only add,
+/// so pods of the previous release keep running during a rolling upgrade.
+pub async fn prepare(pool: &PgPool, config: &Config, shutdown: &crate::Shutdown) -> anyhow::Result<()> {
+    if config.migrate_on_start {
+        return Ok(migrate(pool).await?);
+    }
+    let mut told = false;
+    loop {
+        if schema_current(pool).await? {
+            return Ok(());
+        }
+        if !told {
+            tracing::warn!(
+                want = latest_migration(),
+                "waiting for the database schema: run `paceline migrate` (the chart's migration Job does)"
+            );
+            told = true;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(2)) => {}
+            _ = shutdown.cancelled() => anyhow::bail!("shut down while waiting for migrations"),
+        }
+    }
+}
+
+/// The newest migration this build knows.
+pub fn latest_migration() -> i64 {
+    MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0)
+}
+
+/// Whether every migration of this build has been applied.
+pub async fn schema_current(pool: &PgPool) -> Result<bool, sqlx::Error> {
+    let applied: Option<i64> =
+        match sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations WHERE success").fetch_one(pool).await {
+            Ok(v) => v,
+            // No migrations table yet (42P01): nothing applied.
+            Err(e) if e.as_database_error().and_then(|d| d.code()).as_deref() == Some("42P01") => None,
+            Err(e) => return Err(e),
+        };
+    Ok(applied.is_some_and(|v| v >= latest_migration()))
+}
+
 /// Whether a database error is a violation of the named constraint.
 pub fn is_constraint_violation(err: &sqlx::Error, constraint: &str) -> bool {
     matches!(err, sqlx::Error::Database(db) if db.constraint() == Some(constraint))

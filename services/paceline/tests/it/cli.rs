@@ -3,6 +3,8 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use harness::cluster::wait_for;
+
 fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_paceline"));
     // Start from a clean slate: only what each test sets.
@@ -101,6 +103,13 @@ async fn dev_serves_the_api_netsim_and_metrics_then_stops_on_sigterm() {
     assert_eq!(ns.status(), 200);
     let m = http.get(format!("http://127.0.0.1:{metrics}/metrics")).send().await.unwrap().text().await.unwrap();
     assert!(m.contains("paceline_http_requests_total"), "{m}");
+    // The probes on the metrics listener: every role of the node started.
+    let ready = wait_for(Duration::from_secs(10), || async {
+        let r = http.get(format!("http://127.0.0.1:{metrics}/readyz")).send().await.ok()?;
+        (r.status() == 200).then_some(())
+    })
+    .await;
+    assert!(ready.is_some(), "api, worker and dispatcher report ready on the metrics listener");
 
     let kill = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(kill.success());

@@ -75,11 +75,72 @@ async fn metrics_use_route_templates() {
     api.admin().get(&format!("/v1/instances/{id}")).await.expect(200);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(api::metrics::serve_metrics(listener, api.shutdown.clone()));
+    tokio::spawn(api::metrics::serve_metrics(listener, vec!["api"], api.shutdown.clone(), api.shutdown.clone()));
     let text = reqwest::get(format!("http://{addr}/metrics")).await.unwrap().text().await.unwrap();
     assert!(text.contains("paceline_http_requests_total"), "{text}");
     assert!(text.contains("route=\"/v1/instances/{id}\""), "{text}");
     assert!(!text.contains(&id), "raw ids and paths never become labels");
+}
+
+/// The probes kubelet calls on the metrics listener, with no token: alive, and ready once
+/// every role of the process has started and until shutdown starts (while it still
+/// serves).
+#[tokio::test]
+async fn probes_on_the_metrics_listener_follow_the_roles_and_shutdown() {
+    let api = TestApi::start().await;
+    let serve = |roles: Vec<&'static str>, stopping: shared::Shutdown| async move {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(api::metrics::serve_metrics(listener, roles, stopping, shared::Shutdown::new()));
+        addr
+    };
+    let get = |addr: std::net::SocketAddr, path: &'static str| async move {
+        let r = reqwest::get(format!("http://{addr}{path}")).await.unwrap();
+        (r.status().as_u16(), r.json::<serde_json::Value>().await.unwrap())
+    };
+    let api_only = serve(vec!["api"], api.shutdown.clone()).await;
+    assert_eq!(get(api_only, "/healthz").await.0, 200);
+    let (status, body) = get(api_only, "/readyz").await;
+    assert_eq!((status, body["checks"]["api"].as_str()), (200, Some("ok")), "{body}");
+    // A role that has not started keeps the process unready.
+    let (status, body) = get(serve(vec!["api", "never-started"], api.shutdown.clone()).await, "/readyz").await;
+    assert_eq!(status, 503);
+    assert_eq!(body["checks"]["never-started"], "starting");
+    // From the start of shutdown: unready, still answering.
+    let stopping = shared::Shutdown::new();
+    let addr = serve(vec!["api"], stopping.clone()).await;
+    stopping.cancel();
+    let (status, body) = get(addr, "/readyz").await;
+    assert_eq!((status, body["status"].as_str()), (503, Some("shutting_down")));
+    assert_eq!(get(addr, "/healthz").await.0, 200);
+}
+
+/// A pod without `migrate_on_start` waits for the schema its build needs.
+#[tokio::test]
+async fn roles_wait_for_migrations_they_do_not_run() {
+    let mut config = test_config();
+    config.database_schema = Some(format!("wait_{}", uuid::Uuid::new_v4().simple()));
+    config.migrate_on_start = false;
+    let pool = shared::db::connect(&config).await.unwrap();
+    assert!(!shared::db::schema_current(&pool).await.unwrap(), "a new schema has nothing applied");
+    let shutdown = shared::Shutdown::new();
+    let wait = std::time::Duration::from_secs(3);
+    let behind = tokio::time::timeout(wait, shared::db::prepare(&pool, &config, &shutdown)).await;
+    assert!(behind.is_err(), "it keeps waiting while the schema is behind");
+    let waiting = tokio::spawn({
+        let (pool, config, shutdown) = (pool.clone(), config.clone(), shutdown.clone());
+        async move { shared::db::prepare(&pool, &config, &shutdown).await }
+    });
+    shared::db::migrate(&pool).await.unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(10), waiting).await.unwrap().unwrap().unwrap();
+    assert!(shared::db::schema_current(&pool).await.unwrap());
+    // Shutting down ends the wait with an error, not a hang.
+    let mut fresh = config.clone();
+    fresh.database_schema = Some(format!("wait_{}", uuid::Uuid::new_v4().simple()));
+    let pool = shared::db::connect(&fresh).await.unwrap();
+    let stop = shared::Shutdown::new();
+    stop.cancel();
+    assert!(shared::db::prepare(&pool, &fresh, &stop).await.is_err());
 }
 
 #[tokio::test]
