@@ -411,3 +411,37 @@ async fn the_remaining_failure_codes() {
     let msg = r.expect_error(409, "instance_not_connected");
     assert!(msg.contains("logged out"), "{msg}");
 }
+
+/// A `wait=true` call on a pod that starts draining answers at once with 202 and the
+/// queued message, instead of holding the pod's shutdown for its whole timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_draining_pod_ends_wait_calls_with_202() {
+    let c = Cluster::start(bin(), 1, |_| {}).await;
+    c.phone(A, false).await;
+    c.phone(B, false).await;
+    let (inst, token) = c.paired_instance("drain-wait", A).await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    let own = c.api.client(Some(token));
+    // One send a minute: the second waits for the first's interval.
+    own.patch(&format!("/v1/instances/{id}"), &json!({ "min_interval_ms": 60_000, "max_per_minute": 1 }))
+        .await
+        .expect(200);
+    let path = format!("/v1/instances/{id}/messages?wait=true&timeout=2m");
+    own.post(&path, &json!({ "to": B, "type": "text", "text": "first" })).await.expect(200);
+    let waiting = tokio::spawn({
+        let own = own.clone();
+        async move { own.post(&path, &json!({ "to": B, "type": "text", "text": "second" })).await }
+    });
+    // The second is queued behind the pacer; its caller waits.
+    let queued = wait_for(Duration::from_secs(10), || async {
+        let v: Value = c.api.admin().get(&format!("/v1/instances/{id}")).await.expect(200);
+        (v["queue_depth"] == 1).then_some(())
+    })
+    .await;
+    assert!(queued.is_some(), "the second message waits in the queue");
+    assert!(!waiting.is_finished());
+    c.api.shutdown.cancel();
+    let answer = tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("answered at once").unwrap();
+    assert_eq!(answer.status, 202, "{}", answer.text);
+    assert_eq!(answer.body["status"], "queued");
+}
