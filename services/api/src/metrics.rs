@@ -44,6 +44,7 @@ pub async fn serve_metrics(
     use axum::http::StatusCode;
     use axum::routing::get;
     let handle = shared::telemetry::prometheus();
+    tokio::spawn(shared::health::watch(roles.clone(), std::time::Duration::from_secs(5), until.clone()));
     let stopping = shutdown.clone();
     let readyz = move || {
         let (roles, stopping) = (roles.clone(), stopping.clone());

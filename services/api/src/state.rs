@@ -56,17 +56,14 @@ impl AppState {
         db::prepare(&db, &config, &shutdown).await.context("preparing the database schema")?;
         let redis = kv::connect(&config).context("configuring redis")?;
         let nats = bus::connect(&config, "api").await.context("connecting to nats")?;
-        shared::health::register("api", {
-            let (db, redis, nats) = (db.clone(), redis.clone(), nats.clone());
-            Arc::new(move || {
-                let (db, redis, nats) = (db.clone(), redis.clone(), nats.clone());
-                Box::pin(async move {
-                    let (pg, r, n) =
-                        tokio::join!(sqlx::query("SELECT 1").execute(&db), kv::is_ready(&redis), bus::is_ready(&nats));
-                    pg.is_ok() && r && n
-                })
-            })
-        });
+        shared::health::register(
+            "api",
+            vec![
+                shared::health::postgres(db.clone()),
+                shared::health::redis(redis.clone()),
+                shared::health::nats(nats.clone()),
+            ],
+        );
         let admin_token = config.admin_token.clone().context("admin_token is required")?;
         let media_urls = crate::media_urls::MediaUrls::new(&config, &admin_token);
         let token_cache = Arc::new(crate::auth_cache::TokenCache::default());

@@ -28,15 +28,15 @@ use futures::StreamExt;
 use rand::seq::SliceRandom;
 use shared::config::Role;
 use shared::ids::InstanceId;
-use shared::{bus, kv, Config, Shutdown};
+use shared::{bus, health, kv, Config, Shutdown};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::actor::{Ctx, Outcome};
 use crate::lease::Leases;
 use crate::metrics::{
-    ACTOR_PANICS, LEASES_HELD, LEASE_ACQUIRED, LEASE_LOST, LEASE_REVIVED, QUEUE_DEPTH, QUEUE_DEPTH_INSTANCE,
-    QUEUE_OLDEST, QUEUE_OLDEST_INSTANCE,
+    ACTOR_PANICS, INSTANCES_DESIRED, INSTANCES_UNLEASED, LEASES_HELD, LEASE_ACQUIRED, LEASE_LOST, LEASE_REVIVED,
+    QUEUE_DEPTH, QUEUE_DEPTH_INSTANCE, QUEUE_OLDEST, QUEUE_OLDEST_INSTANCE,
 };
 
 /// How long stopping sessions may take on shutdown before leases are released anyway.
@@ -67,17 +67,10 @@ pub async fn run_with(config: Config, drivers: Drivers, shutdown: Shutdown) -> a
     shared::db::prepare(&pool, &config, &shutdown).await.context("preparing the database schema")?;
     let redis = kv::connect(&config).context("configuring redis")?;
     let nats = bus::connect(&config, "worker").await.context("connecting to nats")?;
-    shared::health::register("worker", {
-        let (pool, redis, nats) = (pool.clone(), redis.clone(), nats.clone());
-        std::sync::Arc::new(move || {
-            let (pool, redis, nats) = (pool.clone(), redis.clone(), nats.clone());
-            Box::pin(async move {
-                let (pg, r, n) =
-                    tokio::join!(sqlx::query("SELECT 1").execute(&pool), kv::is_ready(&redis), bus::is_ready(&nats));
-                pg.is_ok() && r && n
-            })
-        })
-    });
+    shared::health::register(
+        "worker",
+        vec![health::postgres(pool.clone()), health::redis(redis.clone()), health::nats(nats.clone())],
+    );
     let subjects = bus::Subjects::new(&config);
     let worker_id = format!("wk_{}", uuid::Uuid::new_v4().simple());
     let ttl = config.lease_ttl;
@@ -247,9 +240,20 @@ impl Worker {
         self.tasks.insert(handle.id(), id);
     }
 
+    /// Counts the instances that should run and no worker holds (cluster-wide, as this
+    /// worker sees it): above zero for longer than a lease TTL means they are stranded.
+    async fn unleased(&self) {
+        let Ok(ids) = sessions::desired_ids(&self.ctx.db, 1_000_000).await else { return };
+        if let Ok(free) = self.leases.free(&ids).await {
+            ::metrics::gauge!(INSTANCES_UNLEASED).set(free.len() as f64);
+            ::metrics::gauge!(INSTANCES_DESIRED).set(ids.len() as f64);
+        }
+    }
+
     /// Measures the queues of the held instances: aggregate gauges always, per-instance
     /// series when `metrics_per_instance` is on.
     async fn queue_stats(&mut self) {
+        self.unleased().await;
         let ids: Vec<InstanceId> = self.held.keys().cloned().collect();
         let rows = match shared::db::messages::queue_stats(&self.ctx.db, &ids).await {
             Ok(r) => r,

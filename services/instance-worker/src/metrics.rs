@@ -18,10 +18,17 @@ pub const QUEUE_OLDEST: &str = "paceline_queue_oldest_age_seconds";
 pub const QUEUE_DEPTH_INSTANCE: &str = "paceline_queue_instance_depth";
 pub const QUEUE_OLDEST_INSTANCE: &str = "paceline_queue_instance_oldest_age_seconds";
 pub const MEDIA_QUOTA_REFUSED: &str = "paceline_media_quota_refused_total";
+pub const INSTANCES_UNLEASED: &str = "paceline_instances_unleased";
+pub const INSTANCES_DESIRED: &str = "paceline_instances_desired";
 
 pub fn describe() {
     shared::telemetry::prometheus();
     metrics::describe_gauge!(LEASES_HELD, "instance leases this worker holds");
+    metrics::describe_gauge!(
+        INSTANCES_UNLEASED,
+        "instances that should run and no worker holds, cluster-wide as this worker last saw (every 5 s)"
+    );
+    metrics::describe_gauge!(INSTANCES_DESIRED, "instances that should run, cluster-wide (every 5 s)");
     metrics::describe_counter!(
         MEDIA_QUOTA_REFUSED,
         "received media logged unavailable because its instance's media quota was used up"

@@ -30,16 +30,10 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let pool = db::connect(&config).await.context("connecting to postgres")?;
     db::prepare(&pool, &config, &shutdown).await.context("preparing the database schema")?;
     let nats = bus::connect(&config, "dispatcher").await.context("connecting to nats")?;
-    shared::health::register("dispatcher", {
-        let (pool, nats) = (pool.clone(), nats.clone());
-        std::sync::Arc::new(move || {
-            let (pool, nats) = (pool.clone(), nats.clone());
-            Box::pin(async move {
-                let (pg, n) = tokio::join!(sqlx::query("SELECT 1").execute(&pool), bus::is_ready(&nats));
-                pg.is_ok() && n
-            })
-        })
-    });
+    shared::health::register(
+        "dispatcher",
+        vec![shared::health::postgres(pool.clone()), shared::health::nats(nats.clone())],
+    );
     let js = async_nats::jetstream::new(nats.clone());
     let subjects = bus::Subjects::new(&config);
     let worker_id = format!("dsp_{}", uuid_like());

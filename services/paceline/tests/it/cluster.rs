@@ -391,3 +391,27 @@ async fn a_late_renewal_keeps_a_lease_nobody_took() {
     let (after, state, _) = c.ownership(&id).await;
     assert_eq!((after, state.as_str()), (epoch, "connected"));
 }
+
+/// The worker's operational gauges: instances that should run and nobody holds (here one
+/// over the worker's capacity), and each backend reachable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_report_unleased_instances_and_their_backends() {
+    let c = Cluster::start(bin(), 1, |cfg| cfg.worker_max_instances = 1).await;
+    let admin = c.api.admin();
+    for name in ["held", "stranded"] {
+        let created = admin.post("/v1/instances", &json!({ "name": name })).await.expect(201);
+        let id = created["instance"]["id"].as_str().unwrap().to_string();
+        admin.post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect(202);
+    }
+    let seen = wait_for(Duration::from_secs(20), || async {
+        let desired = c.worker_metric(0, "paceline_instances_desired", "").await;
+        let unleased = c.worker_metric(0, "paceline_instances_unleased", "").await;
+        (desired == 2.0 && unleased == 1.0).then_some(())
+    })
+    .await;
+    assert!(seen.is_some(), "{}", c.worker_metrics(0).await);
+    for backend in ["postgres", "redis", "nats"] {
+        let up = c.worker_metric(0, "paceline_backend_up", &format!("backend=\"{backend}\"")).await;
+        assert_eq!(up, 1.0, "{backend}");
+    }
+}
