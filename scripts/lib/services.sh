@@ -386,8 +386,9 @@ _pl_ensure_pg_os_user() {
 
 # Python packages the integration tests use, in the venv: the Standard Webhooks
 # reference verifier, schemathesis (fuzzes the served OpenAPI description) and
-# openapi-python-client (generates a client from it), and the official MCP Python SDK
-# (the MCP endpoint's client). Exports PL_TEST_PYTHON.
+# openapi-python-client (generates a client from it), the official MCP Python SDK (the
+# MCP endpoint's client), and for the Helm chart helm-python-sdk (Helm v4's engine) and
+# kubernetes-validate (the Kubernetes schemas). Exports PL_TEST_PYTHON.
 pl_ensure_test_python() {
     PL_TEST_PYTHON=$PL_VENV/bin/python
     export PL_TEST_PYTHON
@@ -396,6 +397,8 @@ pl_ensure_test_python() {
         "schemathesis:${PL_SCHEMATHESIS_SPEC:-schemathesis==4.32.5}"
         "openapi_python_client:${PL_OPENAPI_CLIENT_SPEC:-openapi-python-client==0.29.1}"
         "mcp:${PL_MCP_SPEC:-mcp==2.3.0}"
+        "helm_python:${PL_HELM_SPEC:-helm-python-sdk==0.2.2}"
+        "kubernetes_validate:${PL_KUBE_VALIDATE_SPEC:-kubernetes-validate==1.37.0}"
     )
     local entry module spec
     for entry in "${want[@]}"; do
@@ -435,6 +438,20 @@ pl_ensure_browser() {
     PL_CHROMIUM=$(command -v chromium)
     PL_CHROMEDRIVER=$(command -v chromedriver)
     export PL_CHROMIUM PL_CHROMEDRIVER
+}
+
+# promtool (Debian's prometheus package), for the alert rules and the metrics' format.
+# Exports PL_PROMTOOL.
+pl_ensure_promtool() {
+    if ! command -v promtool >/dev/null 2>&1; then
+        _pl_log "installing prometheus (apt, for promtool) ..."
+        _pl_apt_install prometheus || return 1
+    fi
+    PL_PROMTOOL=$(command -v promtool) || {
+        _pl_err "prometheus installed but promtool is not on PATH"
+        return 1
+    }
+    export PL_PROMTOOL
 }
 
 pl_ensure_deps() {

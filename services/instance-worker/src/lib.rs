@@ -35,14 +35,20 @@ use tokio_util::sync::CancellationToken;
 use crate::actor::{Ctx, Outcome};
 use crate::lease::Leases;
 use crate::metrics::{
-    ACTOR_PANICS, INSTANCES_DESIRED, INSTANCES_UNLEASED, LEASES_HELD, LEASE_ACQUIRED, LEASE_LOST, LEASE_REVIVED,
-    QUEUE_DEPTH, QUEUE_DEPTH_INSTANCE, QUEUE_OLDEST, QUEUE_OLDEST_INSTANCE,
+    ACTOR_PANICS, INSTANCES_DESIRED, INSTANCES_SHED, INSTANCES_UNLEASED, LEASES_HELD, LEASE_ACQUIRED, LEASE_LOST,
+    LEASE_REVIVED, QUEUE_DEPTH, QUEUE_DEPTH_INSTANCE, QUEUE_OLDEST, QUEUE_OLDEST_INSTANCE,
 };
 
 /// How long stopping sessions may take on shutdown before leases are released anyway.
 const STOP_GRACE: Duration = Duration::from_secs(10);
 /// After an instance's task panicked, this worker leaves it to the others this long.
 const PANIC_COOLDOWN: Duration = Duration::from_secs(60);
+/// A worker over its fair share hands instances over, at most this fraction of what it
+/// holds per scan (at least one), so a new worker fills up in seconds without every
+/// session reconnecting at once.
+const SHED_FRACTION: usize = 20;
+/// An instance handed over is left to the others this long.
+const SHED_COOLDOWN: Duration = Duration::from_secs(30);
 /// How often queue depth and age are measured for the metrics.
 const QUEUE_STATS_EVERY: Duration = Duration::from_secs(5);
 
@@ -185,6 +191,12 @@ impl Worker {
             Err(e) => return tracing::warn!(error = %e, "listing instances failed"),
         };
         let share = ids.len().div_ceil(workers).min(self.max);
+        // Instances whose sessions are already stopping do not count.
+        let running: Vec<InstanceId> =
+            self.held.iter().filter(|(_, (c, _))| !c.is_cancelled()).map(|(id, _)| id.clone()).collect();
+        if running.len() > share {
+            return self.shed(running, share);
+        }
         if self.held.len() >= share {
             return;
         }
@@ -203,6 +215,23 @@ impl Worker {
                 break;
             }
             self.claim(id).await;
+        }
+    }
+
+    /// Hands instances over to workers under their share (one joined): stops a few
+    /// sessions; `finished` releases their leases and the others claim them on their next
+    /// scan, resuming from the credentials in Postgres.
+    fn shed(&mut self, mut running: Vec<InstanceId>, share: usize) {
+        let n = (running.len() - share).min((running.len() / SHED_FRACTION).max(1));
+        running.shuffle(&mut rand::thread_rng());
+        let until = tokio::time::Instant::now() + SHED_COOLDOWN;
+        for id in running.into_iter().take(n) {
+            if let Some((cancel, _)) = self.held.get(&id) {
+                cancel.cancel();
+                self.cooldown.insert(id.clone(), until);
+                ::metrics::counter!(INSTANCES_SHED).increment(1);
+                tracing::info!(instance_id = %id, share, "handing the instance over (over fair share)");
+            }
         }
     }
 

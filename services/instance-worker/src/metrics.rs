@@ -20,6 +20,7 @@ pub const QUEUE_OLDEST_INSTANCE: &str = "paceline_queue_instance_oldest_age_seco
 pub const MEDIA_QUOTA_REFUSED: &str = "paceline_media_quota_refused_total";
 pub const INSTANCES_UNLEASED: &str = "paceline_instances_unleased";
 pub const INSTANCES_DESIRED: &str = "paceline_instances_desired";
+pub const INSTANCES_SHED: &str = "paceline_worker_instances_shed_total";
 
 pub fn describe() {
     shared::telemetry::prometheus();
@@ -29,6 +30,10 @@ pub fn describe() {
         "instances that should run and no worker holds, cluster-wide as this worker last saw (every 5 s)"
     );
     metrics::describe_gauge!(INSTANCES_DESIRED, "instances that should run, cluster-wide (every 5 s)");
+    metrics::describe_counter!(
+        INSTANCES_SHED,
+        "instances handed over to other workers because this one held more than its share"
+    );
     metrics::describe_counter!(
         MEDIA_QUOTA_REFUSED,
         "received media logged unavailable because its instance's media quota was used up"

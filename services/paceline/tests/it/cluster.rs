@@ -415,3 +415,30 @@ async fn workers_report_unleased_instances_and_their_backends() {
         assert_eq!(up, 1.0, "{backend}");
     }
 }
+
+/// A worker that joins gets its share: the others hand instances over (a few per scan)
+/// and every instance ends up connected again, on one worker each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_worker_takes_its_share_from_the_others() {
+    let mut c = Cluster::start(bin(), 1, |_| {}).await;
+    let mut ids = Vec::new();
+    for n in 0..6 {
+        let number = format!("55119999960{n:02}");
+        c.phone(&number, false).await;
+        let (inst, _) = c.paired_instance(&format!("share-{n}"), &number).await;
+        ids.push(inst["id"].as_str().unwrap().to_string());
+    }
+    assert_eq!(c.worker_metric(0, "paceline_worker_leases_held", "").await, 6.0);
+    c.spawn_worker();
+    let balanced = wait_for(Duration::from_secs(30), || async {
+        let a = c.worker_metric(0, "paceline_worker_leases_held", "").await;
+        let b = c.worker_metric(1, "paceline_worker_leases_held", "").await;
+        (a == 3.0 && b == 3.0).then_some(())
+    })
+    .await;
+    assert!(balanced.is_some(), "each worker holds 3");
+    assert!(c.worker_metric(0, "paceline_worker_instances_shed_total", "").await >= 3.0);
+    for id in &ids {
+        c.wait_state(id, "connected", Duration::from_secs(20)).await;
+    }
+}

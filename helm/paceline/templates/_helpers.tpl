@@ -1,0 +1,98 @@
+{{/* Names and labels. */}}
+{{- define "paceline.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "paceline.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "paceline.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ include "paceline.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{/* Selector labels of one role: (dict "ctx" $ "role" "api"). */}}
+{{- define "paceline.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "paceline.name" .ctx }}
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+app.kubernetes.io/component: {{ .role }}
+{{- end -}}
+
+{{- define "paceline.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+
+{{- define "paceline.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "paceline.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The API's public URL: given, or from the Ingress. */}}
+{{- define "paceline.publicUrl" -}}
+{{- if .Values.publicUrl -}}
+{{- .Values.publicUrl -}}
+{{- else if .Values.ingress.enabled -}}
+{{- printf "%s://%s" (ternary "https" "http" .Values.ingress.tls.enabled) .Values.ingress.host -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A secret's name and key for a backend or the admin token: (dict "ctx" $ "v" .Values.database "key" "database-url"). */}}
+{{- define "paceline.secretRef" -}}
+name: {{ .v.existingSecret | default (include "paceline.fullname" .ctx) }}
+key: {{ ternary .v.existingSecretKey .key (not (empty .v.existingSecret)) }}
+{{- end -}}
+
+{{/* A configuration value as an environment string (lists comma-separated). */}}
+{{- define "paceline.envValue" -}}
+{{- if kindIs "slice" . -}}
+{{- join "," . -}}
+{{- else if kindIs "float64" . -}}
+{{- if eq (floor .) . -}}{{- printf "%.0f" . -}}{{- else -}}{{- . -}}{{- end -}}
+{{- else -}}
+{{- . -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Milliseconds of a duration key: its value under `config`, or the code's default. */}}
+{{- define "paceline.seconds" -}}
+{{- $ms := index .ctx.Values.config .key | default .default -}}
+{{- div (int64 $ms) 1000 -}}
+{{- end -}}
+
+{{/*
+Termination grace per role, from the code's shutdown (README, "Install on Kubernetes"):
+- api: preStop pause, then `drain_ms` answering 503 while endpoints drop it, then
+  `shutdown_timeout_ms` for in-flight requests (SSE streams and wait=true calls end at
+  once), plus 5 s of margin (the process's own deadline is drain + timeout + 5 s);
+- worker: at most 10 s to stop its sessions (STOP_GRACE), then it releases its leases and
+  wakes the others: 10 s of margin;
+- dispatcher: in-flight attempts get min(shutdown_timeout_ms / 3, webhook_timeout_ms),
+  then unfinished deliveries are handed back: 5 s of margin.
+*/}}
+{{- define "paceline.grace.api" -}}
+{{- $drain := include "paceline.seconds" (dict "ctx" . "key" "drain_ms" "default" 5000) | int -}}
+{{- $timeout := include "paceline.seconds" (dict "ctx" . "key" "shutdown_timeout_ms" "default" 25000) | int -}}
+{{- add (int .Values.api.preStopSeconds) $drain $timeout 5 -}}
+{{- end -}}
+{{- define "paceline.grace.worker" -}}20{{- end -}}
+{{- define "paceline.grace.dispatcher" -}}
+{{- $timeout := include "paceline.seconds" (dict "ctx" . "key" "shutdown_timeout_ms" "default" 25000) | int -}}
+{{- $attempt := include "paceline.seconds" (dict "ctx" . "key" "webhook_timeout_ms" "default" 10000) | int -}}
+{{- add (min (div $timeout 3) $attempt) 5 -}}
+{{- end -}}
