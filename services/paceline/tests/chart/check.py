@@ -64,6 +64,22 @@ SCENARIOS = {
         "api": {"extraEnv": [{"name": "RUST_BACKTRACE", "value": "1"}]},
         "imagePullSecrets": [{"name": "registry"}],
     },
+    # What tests/it/chart.rs starts as local processes: netsim, no pacing grace.
+    "rehearsal": {
+        **SECRETS,
+        "network": "sim",
+        "netsim": {"enabled": True},
+        "database": {**SECRETS["database"], "maxConnections": 5},
+        "config": {
+            "pacing_grace_min_ms": 0,
+            "pacing_grace_max_ms": 0,
+            "pacing_ramp_ms": 0,
+            "events_stream_max_bytes": 16777216,
+            "drain_ms": 1000,
+            "shutdown_timeout_ms": 5000,
+            "log_level": "warn",
+        },
+    },
 }
 # Values the schema must refuse: (what, values).
 REFUSED = [
