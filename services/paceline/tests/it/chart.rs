@@ -574,7 +574,7 @@ async fn rehearsal_runs_the_rendered_pods_end_to_end_and_stops_them_within_their
     })
     .await;
     assert!(handed.is_some(), "the other worker took the instance over within the grace");
-    let mut rest = vec![dispatcher, api, workers.remove(0), netsim];
+    let mut rest = [dispatcher, api, workers.remove(0), netsim];
     let mut times = Vec::new();
     for p in rest.iter_mut().filter(|p| p.name != "netsim") {
         times.push((p.name.clone(), term(p).as_millis(), p.grace));
