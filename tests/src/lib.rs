@@ -37,6 +37,15 @@ pub fn backends() -> Backends {
 
 /// A config isolated from every other test: its own schema, key prefix, subject prefix
 /// and admin token; no drain delay.
+/// The test venv's Python, with the tools `scripts/test` installs (MCP SDK, Helm's
+/// engine, kubernetes-validate, schemathesis, ...).
+pub fn test_python() -> std::path::PathBuf {
+    std::path::PathBuf::from(
+        std::env::var("PACELINE_TEST_PYTHON")
+            .expect("PACELINE_TEST_PYTHON is not set: run the tests through scripts/test, which installs the tools"),
+    )
+}
+
 pub fn test_config() -> Config {
     let b = backends();
     let tag = format!("t_{}", uuid::Uuid::new_v4().simple());

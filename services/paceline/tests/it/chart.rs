@@ -16,13 +16,6 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn python() -> PathBuf {
-    PathBuf::from(
-        std::env::var("PACELINE_TEST_PYTHON")
-            .expect("PACELINE_TEST_PYTHON is not set: run the tests through scripts/test, which installs the tools"),
-    )
-}
-
 fn promtool() -> PathBuf {
     PathBuf::from(std::env::var("PACELINE_TEST_PROMTOOL").unwrap_or_else(|_| "promtool".into()))
 }
@@ -91,7 +84,7 @@ fn the_values_schema_reaches_every_configuration_key() {
 /// k8s/. Returns its summary.
 fn check_chart() -> Value {
     let script = root().join("services/paceline/tests/chart/check.py");
-    let out = Command::new(python())
+    let out = Command::new(harness::test_python())
         .arg(script)
         .env("CHART", root().join("helm/paceline"))
         .env("K8S", root().join("k8s"))
@@ -330,7 +323,7 @@ fn alerts_and_dashboard_query_only_exported_metrics_and_promtool_accepts_the_rul
 
 /// The rules file (YAML) as JSON, through the test venv's PyYAML.
 fn yaml_to_json(text: &str) -> Value {
-    let out = Command::new(python())
+    let out = Command::new(harness::test_python())
         .args(["-c", "import json,sys,yaml; json.dump(yaml.safe_load(sys.stdin), sys.stdout)"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

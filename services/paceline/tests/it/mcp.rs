@@ -3,7 +3,6 @@
 //! phone; and the HTTP-level rules (tokens, Host and Origin on a loopback listener,
 //! methods, Accept).
 
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -17,13 +16,6 @@ const A: &str = "5511999994001";
 const B: &str = "5511999994002";
 /// No account has this number.
 const NOBODY: &str = "5511999994999";
-
-fn python() -> PathBuf {
-    PathBuf::from(
-        std::env::var("PACELINE_TEST_PYTHON")
-            .expect("PACELINE_TEST_PYTHON is not set: run the tests through scripts/test, which installs the tools"),
-    )
-}
 
 async fn key(owner: &harness::Client, id: &str, scope: &str) -> String {
     let k = owner
@@ -52,7 +44,7 @@ async fn the_python_sdk_operates_the_gateway_over_http_and_stdio() {
     c.api.create_instance("mcp-other").await;
 
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/client.py");
-    let mut cmd = Command::new(python());
+    let mut cmd = Command::new(harness::test_python());
     cmd.arg(script)
         .env("MCP_URL", format!("http://{}/mcp", c.api.addr))
         .env("MCP_ADMIN", c.api.config.admin_token.clone().unwrap())

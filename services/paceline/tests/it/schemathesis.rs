@@ -10,9 +10,7 @@ use harness::TestApi;
 
 /// A tool installed beside the test venv's Python.
 fn tool(name: &str) -> PathBuf {
-    let python = std::env::var("PACELINE_TEST_PYTHON")
-        .expect("PACELINE_TEST_PYTHON is not set: run the tests through scripts/test, which installs the tools");
-    PathBuf::from(python).parent().expect("the venv's bin").join(name)
+    harness::test_python().parent().expect("the venv's bin").join(name)
 }
 
 /// Runs schemathesis with every check over the served description with `token`, on the
