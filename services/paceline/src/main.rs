@@ -41,6 +41,10 @@ enum Command {
         /// `sim` (start netsim and use it) or `whatsapp`.
         #[arg(long)]
         network: Option<String>,
+        /// Run no worker: start `paceline worker` processes beside it (the worker
+        /// benchmarks measure one such process).
+        #[arg(long)]
+        no_worker: bool,
     },
     /// Print the OpenAPI 3.1 description.
     Openapi,
@@ -77,7 +81,7 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
         return api::mcp::stdio::run(api::mcp::stdio::Target::from_env()?).await;
     }
     let mut config = Config::load(cli.config.as_deref())?;
-    if let Command::Dev { network: Some(n) } = &cli.command {
+    if let Command::Dev { network: Some(n), .. } = &cli.command {
         config.network = match n.as_str() {
             "sim" => Network::Sim,
             "whatsapp" => Network::Whatsapp,
@@ -136,7 +140,7 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
             let l = bind(config.netsim_listen_addr, "netsim").await?;
             tasks.push(("netsim", Box::pin(netsim::run(l, config.netsim_qr_rotate, shutdown.clone()))));
         }
-        Command::Dev { .. } => {
+        Command::Dev { no_worker, .. } => {
             for role in [Role::Api, Role::Worker, Role::Dispatcher] {
                 config.validate(role)?;
             }
@@ -149,9 +153,12 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
                 tasks.push(("netsim", Box::pin(netsim::run(l, config.netsim_qr_rotate, shutdown.clone()))));
             }
             let l = bind(config.listen_addr, "api").await?;
-            metrics(&mut tasks, &config, vec!["api", "worker", "dispatcher"]);
+            let roles = if no_worker { vec!["api", "dispatcher"] } else { vec!["api", "worker", "dispatcher"] };
+            metrics(&mut tasks, &config, roles);
             tasks.push(("api", Box::pin(api::run(config.clone(), l, shutdown.clone()))));
-            tasks.push(("worker", Box::pin(worker::run(config.clone(), shutdown.clone()))));
+            if !no_worker {
+                tasks.push(("worker", Box::pin(worker::run(config.clone(), shutdown.clone()))));
+            }
             tasks.push(("dispatcher", Box::pin(dispatcher::run(config, shutdown.clone()))));
         }
     }

@@ -1,0 +1,189 @@
+"""Instances per worker, measured on one `paceline worker` process (see
+instances-per-worker.sh): RSS per instance, idle CPU, idle Redis commands per second, and
+the time for a fresh worker to claim and connect every instance. Stdlib only.
+"""
+
+import concurrent.futures as cf
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+API = "http://127.0.0.1:8787"
+NETSIM = "http://127.0.0.1:8790"
+ADMIN = os.environ["PACELINE_ADMIN_TOKEN"]
+N = int(os.environ.get("INSTANCES", "1000"))
+METRICS = os.environ.get("WORKER_METRICS", "127.0.0.1:9470")
+REDIS = os.environ["PACELINE_REDIS_URL"]
+RUN = str(int(time.time()))
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def call(method, url, body=None, token=None):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method)
+    req.add_header("content-type", "application/json")
+    if token:
+        req.add_header("authorization", f"Bearer {token}")
+    for attempt in range(5):
+        try:
+            with urllib.request.urlopen(req, timeout=60) as res:
+                raw = res.read()
+                return json.loads(raw) if raw else None
+        except urllib.error.HTTPError as e:
+            if e.code in (409, 503) and attempt < 4:
+                time.sleep(0.5)
+                continue
+            raise RuntimeError(f"{method} {url}: {e.code} {e.read()[:200]!r}") from None
+    raise RuntimeError(f"{method} {url}: gave up")
+
+
+def start_worker():
+    env = dict(os.environ)
+    env.update({
+        "PACELINE_METRICS_ADDR": METRICS,
+        "PACELINE_WORKER_MAX_INSTANCES": "20000",
+        "PACELINE_LOG_LEVEL": "warn",
+    })
+    return subprocess.Popen([env["PACELINE_BIN"], "worker"], env=env, stdout=subprocess.DEVNULL)
+
+
+def metric(name):
+    try:
+        text = urllib.request.urlopen(f"http://{METRICS}/metrics", timeout=5).read().decode()
+    except OSError:
+        return 0.0
+    return sum(float(l.rsplit(" ", 1)[1]) for l in text.splitlines() if l.startswith(name + " ") or l.startswith(name + "{"))
+
+
+def rss_kb(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def cpu_seconds(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def redis_commands():
+    """total_commands_processed, over a plain socket (RESP inline command)."""
+    host_port = REDIS.split("://", 1)[1].split("/", 1)[0]
+    host, port = host_port.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5) as s:
+        s.sendall(b"INFO stats\r\n")
+        data = b""
+        while b"total_commands_processed" not in data or not data.endswith(b"\r\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    for line in data.decode().splitlines():
+        if line.startswith("total_commands_processed:"):
+            return int(line.split(":")[1])
+    return 0
+
+
+def idle(pid, seconds=30):
+    """CPU share of one core and Redis commands/s over `seconds` of idling."""
+    c0, r0, t0 = cpu_seconds(pid), redis_commands(), time.time()
+    time.sleep(seconds)
+    c1, r1, t1 = cpu_seconds(pid), redis_commands(), time.time()
+    return (c1 - c0) / (t1 - t0), (r1 - r0 - 1) / (t1 - t0)
+
+
+def pair(i):
+    number = f"551{int(RUN) % 1000:03d}{i:07d}"
+    call("POST", f"{NETSIM}/control/phones", {"number": number})
+    created = call("POST", f"{API}/v1/instances", {"name": f"ipw-{RUN}-{i}"}, ADMIN)
+    inst, token = created["instance"]["id"], created["token"]
+    call("POST", f"{API}/v1/instances/{inst}/connect", {}, token)
+    for _ in range(1200):
+        try:
+            qr = call("GET", f"{API}/v1/instances/{inst}/qr", None, token)
+            if qr and qr.get("code"):
+                call("POST", f"{NETSIM}/control/scan", {"code": qr["code"], "number": number})
+                return inst
+        except RuntimeError:
+            pass
+        time.sleep(0.25)
+    raise RuntimeError(f"instance {i} never showed a QR")
+
+
+def connected():
+    """Instances connected, from the API (paged)."""
+    n, cursor = 0, None
+    while True:
+        url = f"{API}/v1/instances?state=connected&limit=500" + (f"&cursor={cursor}" if cursor else "")
+        page = call("GET", url, None, ADMIN)
+        n += len(page["instances"])
+        cursor = page.get("next_cursor")
+        if not cursor:
+            return n
+
+
+def wait_all(within):
+    t0 = time.time()
+    while time.time() - t0 < within:
+        if metric("paceline_worker_leases_held") >= N and connected() >= N:
+            return time.time() - t0
+        time.sleep(1)
+    return None
+
+
+def main():
+    worker = start_worker()
+    for _ in range(120):
+        if metric("paceline_worker_leases_held") == 0 and rss_kb(worker.pid):
+            try:
+                urllib.request.urlopen(f"http://{METRICS}/readyz", timeout=2)
+                break
+            except OSError:
+                pass
+        time.sleep(0.5)
+    time.sleep(5)
+    rss0 = rss_kb(worker.pid)
+    cpu0, redis0 = idle(worker.pid, 15)
+    print(f"worker with no instance: RSS {rss0 / 1024:.1f} MB, idle CPU {cpu0 * 100:.1f}% of a core, "
+          f"Redis {redis0:.1f} commands/s")
+
+    t0 = time.time()
+    with cf.ThreadPoolExecutor(32) as pool:
+        done = 0
+        for _ in pool.map(pair, range(N)):
+            done += 1
+            if done % 500 == 0:
+                print(f"  paired {done}/{N} ({time.time() - t0:.0f} s)", flush=True)
+    took = wait_all(600)
+    if took is None:
+        sys.exit(f"not every instance connected: {connected()}/{N}")
+    print(f"paired and connected {N} instances in {time.time() - t0:.0f} s")
+    time.sleep(20)
+    rss = rss_kb(worker.pid)
+    cpu, redis = idle(worker.pid, 30)
+    per = (rss - rss0) / N
+    print(f"worker with {N} instances: RSS {rss / 1024:.1f} MB ({per:.1f} KB per instance), "
+          f"idle CPU {cpu * 100:.1f}% of a core, Redis {redis:.1f} commands/s")
+
+    # A fresh worker claims and connects all N (the first one stops with SIGTERM and
+    # releases its leases, as in a rollout).
+    worker.terminate()
+    worker.wait()
+    time.sleep(1)
+    t0 = time.time()
+    worker = start_worker()
+    took = wait_all(900)
+    worker.kill()
+    worker.wait()
+    if took is None:
+        sys.exit(f"a fresh worker did not take every instance: {connected()}/{N}")
+    print(f"a fresh worker claimed and connected all {N} in {time.time() - t0:.1f} s (from its start)")
+
+
+main()
