@@ -72,30 +72,42 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
-def redis_commands():
-    """total_commands_processed, over a plain socket (RESP inline command)."""
+def redis_info(section):
+    """INFO `section` as a dict, over a plain socket (RESP inline command)."""
     host_port = REDIS.split("://", 1)[1].split("/", 1)[0]
     host, port = host_port.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=5) as s:
-        s.sendall(b"INFO stats\r\n")
+        s.sendall(f"INFO {section}\r\n".encode())
         data = b""
-        while b"total_commands_processed" not in data or not data.endswith(b"\r\n"):
+        while True:
             chunk = s.recv(65536)
-            if not chunk:
-                break
             data += chunk
+            if not chunk or (data.startswith(b"$") and len(data) >= int(data[1:data.index(b"\r\n")]) + 4):
+                break
+    out = {}
     for line in data.decode().splitlines():
-        if line.startswith("total_commands_processed:"):
-            return int(line.split(":")[1])
-    return 0
+        if ":" in line:
+            k, v = line.split(":", 1)
+            out[k] = v
+    return out
+
+
+def redis_commands():
+    """(commands the server ran, requests it received): the renewal script's own GET and
+    PEXPIRE calls count in the first, not in the second."""
+    total = int(redis_info("stats")["total_commands_processed"])
+    calls = {k[len("cmdstat_"):]: int(v.split(",")[0].split("=")[1]) for k, v in redis_info("commandstats").items()}
+    inside = calls.get("get", 0) + calls.get("pexpire", 0)
+    return total, total - inside
 
 
 def idle(pid, seconds=30):
-    """CPU share of one core and Redis commands/s over `seconds` of idling."""
-    c0, r0, t0 = cpu_seconds(pid), redis_commands(), time.time()
+    """CPU share of one core, Redis commands/s and Redis requests/s over `seconds`."""
+    c0, (r0, q0), t0 = cpu_seconds(pid), redis_commands(), time.time()
     time.sleep(seconds)
-    c1, r1, t1 = cpu_seconds(pid), redis_commands(), time.time()
-    return (c1 - c0) / (t1 - t0), (r1 - r0 - 1) / (t1 - t0)
+    c1, (r1, q1), t1 = cpu_seconds(pid), redis_commands(), time.time()
+    # The two INFO calls of each sample are ours.
+    return (c1 - c0) / (t1 - t0), (r1 - r0 - 2) / (t1 - t0), (q1 - q0 - 2) / (t1 - t0)
 
 
 def pair(i):
@@ -120,7 +132,7 @@ def connected():
     """Instances connected, from the API (paged)."""
     n, cursor = 0, None
     while True:
-        url = f"{API}/v1/instances?state=connected&limit=500" + (f"&cursor={cursor}" if cursor else "")
+        url = f"{API}/v1/instances?state=connected&limit=200" + (f"&cursor={cursor}" if cursor else "")
         page = call("GET", url, None, ADMIN)
         n += len(page["instances"])
         cursor = page.get("next_cursor")
@@ -137,8 +149,12 @@ def wait_all(within):
     return None
 
 
+WORKERS = []
+
+
 def main():
     worker = start_worker()
+    WORKERS.append(worker)
     for _ in range(120):
         if metric("paceline_worker_leases_held") == 0 and rss_kb(worker.pid):
             try:
@@ -149,9 +165,9 @@ def main():
         time.sleep(0.5)
     time.sleep(5)
     rss0 = rss_kb(worker.pid)
-    cpu0, redis0 = idle(worker.pid, 15)
+    cpu0, redis0, req0 = idle(worker.pid, 15)
     print(f"worker with no instance: RSS {rss0 / 1024:.1f} MB, idle CPU {cpu0 * 100:.1f}% of a core, "
-          f"Redis {redis0:.1f} commands/s")
+          f"Redis {req0:.1f} requests/s ({redis0:.1f} commands/s)")
 
     t0 = time.time()
     with cf.ThreadPoolExecutor(32) as pool:
@@ -166,10 +182,15 @@ def main():
     print(f"paired and connected {N} instances in {time.time() - t0:.0f} s")
     time.sleep(20)
     rss = rss_kb(worker.pid)
-    cpu, redis = idle(worker.pid, 30)
+    cpu, redis, req = idle(worker.pid, 30)
     per = (rss - rss0) / N
     print(f"worker with {N} instances: RSS {rss / 1024:.1f} MB ({per:.1f} KB per instance), "
-          f"idle CPU {cpu * 100:.1f}% of a core, Redis {redis:.1f} commands/s")
+          f"idle CPU {cpu * 100:.1f}% of a core, Redis {req:.1f} requests/s "
+          f"({redis:.1f} commands/s counting the renewal script's GET and PEXPIRE per lease)")
+    hold = int(os.environ.get("HOLD", "0"))
+    if hold:
+        print(f"holding {hold} s: worker pid {worker.pid}", flush=True)
+        time.sleep(hold)
 
     # A fresh worker claims and connects all N (the first one stops with SIGTERM and
     # releases its leases, as in a rollout).
@@ -178,6 +199,7 @@ def main():
     time.sleep(1)
     t0 = time.time()
     worker = start_worker()
+    WORKERS.append(worker)
     took = wait_all(900)
     worker.kill()
     worker.wait()
@@ -186,4 +208,9 @@ def main():
     print(f"a fresh worker claimed and connected all {N} in {time.time() - t0:.1f} s (from its start)")
 
 
-main()
+try:
+    main()
+finally:
+    for w in WORKERS:
+        if w.poll() is None:
+            w.kill()

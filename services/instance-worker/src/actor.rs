@@ -115,7 +115,13 @@ pub(crate) struct Actor {
 
 /// Runs the instance until `cancel` or until its session ends.
 #[tracing::instrument(skip_all, fields(instance_id = %id, epoch = claim.owner_epoch))]
-pub async fn run(ctx: Arc<Ctx>, id: InstanceId, claim: Claim, cancel: CancellationToken) -> Outcome {
+pub async fn run(
+    ctx: Arc<Ctx>,
+    id: InstanceId,
+    claim: Claim,
+    cancel: CancellationToken,
+    nudge: Arc<tokio::sync::Notify>,
+) -> Outcome {
     let driver = match claim.network.as_deref() {
         Some("whatsapp") => Some(ctx.whatsapp.clone()),
         Some("sim") => ctx.sim.clone(),
@@ -149,7 +155,7 @@ pub async fn run(ctx: Arc<Ctx>, id: InstanceId, claim: Claim, cancel: Cancellati
             return Outcome::Stopped;
         }
     };
-    let outcome = actor.run(driver, &mut rpc, &mut wake, &cancel).await;
+    let outcome = actor.run(driver, &mut rpc, &mut wake, &nudge, &cancel).await;
     let _ = rpc.unsubscribe().await;
     let _ = wake.unsubscribe().await;
     tracing::info!(?outcome, "instance stopped");
@@ -162,6 +168,7 @@ impl Actor {
         driver: Option<Arc<dyn Driver>>,
         rpc: &mut async_nats::Subscriber,
         wake: &mut async_nats::Subscriber,
+        nudge: &tokio::sync::Notify,
         cancel: &CancellationToken,
     ) -> Outcome {
         let mut attempt = 0usize;
@@ -214,6 +221,14 @@ impl Actor {
                     Some(msg) = rpc.next() => self.rpc(&session, msg).await,
                     Some(_) = wake.next() => {
                         self.queue.wake_at = tokio::time::Instant::now();
+                        Step::Continue
+                    }
+                    // The worker's sweep saw messages: look now, unless already waiting
+                    // for the pacer (whose time is known).
+                    _ = nudge.notified() => {
+                        if self.queue.idle {
+                            self.queue.wake_at = tokio::time::Instant::now();
+                        }
                         Step::Continue
                     }
                     _ = tokio::time::sleep_until(pump_at) => self.queue.pump(&held!(self), &*session).await,

@@ -49,6 +49,9 @@ const PANIC_COOLDOWN: Duration = Duration::from_secs(60);
 const SHED_FRACTION: usize = 20;
 /// An instance handed over is left to the others this long.
 const SHED_COOLDOWN: Duration = Duration::from_secs(30);
+/// How often the worker looks for queued messages of its idle instances, in one
+/// statement (a wake-up NATS lost waits at most this).
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
 /// How often queue depth and age are measured for the metrics.
 const QUEUE_STATS_EVERY: Duration = Duration::from_secs(5);
 
@@ -125,10 +128,13 @@ pub async fn run_with(config: Config, drivers: Drivers, shutdown: Shutdown) -> a
         actors: JoinSet::new(),
         tasks: HashMap::new(),
         cooldown: HashMap::new(),
+        nudges: HashMap::new(),
         per_instance: config.metrics_per_instance,
         reported: Vec::new(),
     };
     let mut stats = tokio::time::interval(QUEUE_STATS_EVERY);
+    let mut sweep = tokio::time::interval(SWEEP_EVERY);
+    sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut wake = nats.subscribe(subjects.workers_wake()).await.context("subscribing to wake-ups")?;
     let mut scan = tokio::time::interval(config.worker_scan);
     scan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -139,6 +145,7 @@ pub async fn run_with(config: Config, drivers: Drivers, shutdown: Shutdown) -> a
             Some(_) = wake.next() => w.scan().await,
             Some(r) = renewals.recv() => w.renewed(r).await,
             _ = stats.tick() => w.queue_stats().await,
+            _ = sweep.tick() => w.sweep().await,
             Some(done) = w.actors.join_next_with_id(), if !w.actors.is_empty() => w.finished(done).await,
         }
     }
@@ -164,6 +171,8 @@ struct Worker {
     tasks: HashMap<tokio::task::Id, InstanceId>,
     /// Instances whose actor panicked here: not claimed again by this worker before then.
     cooldown: HashMap<InstanceId, tokio::time::Instant>,
+    /// Each running instance's nudge: the sweep found messages in its queue.
+    nudges: HashMap<InstanceId, Arc<tokio::sync::Notify>>,
     per_instance: bool,
     /// Instances with per-instance series, to zero them once they leave.
     reported: Vec<InstanceId>,
@@ -262,11 +271,32 @@ impl Worker {
         ::metrics::gauge!(LEASES_HELD).set(self.held.len() as f64);
         let ctx = self.ctx.clone();
         let task = id.clone();
+        let nudge = Arc::new(tokio::sync::Notify::new());
+        self.nudges.insert(id.clone(), nudge.clone());
         let handle = self.actors.spawn(async move {
-            let outcome = actor::run(ctx, task.clone(), claim, cancel).await;
+            let outcome = actor::run(ctx, task.clone(), claim, cancel, nudge).await;
             (task, outcome)
         });
         self.tasks.insert(handle.id(), id);
+    }
+
+    /// Nudges the instances with queued messages: the safety net for lost NATS wake-ups,
+    /// one statement for every held instance.
+    async fn sweep(&self) {
+        if self.nudges.is_empty() {
+            return;
+        }
+        let ids: Vec<InstanceId> = self.nudges.keys().cloned().collect();
+        match shared::db::messages::queued_among(&self.ctx.db, &ids).await {
+            Ok(busy) => {
+                for id in busy {
+                    if let Some(n) = self.nudges.get(&id) {
+                        n.notify_one();
+                    }
+                }
+            }
+            Err(e) => tracing::debug!(error = %e, "queue sweep failed"),
+        }
     }
 
     /// Counts the instances that should run and no worker holds (cluster-wide, as this
@@ -366,6 +396,7 @@ impl Worker {
             }
         };
         self.held.remove(&id);
+        self.nudges.remove(&id);
         self.renewer.forget(&id);
         ::metrics::gauge!(LEASES_HELD).set(self.held.len() as f64);
         // Compare-and-delete: harmless when the lease is already someone else's.

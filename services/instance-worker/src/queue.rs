@@ -17,9 +17,10 @@ use crate::driver::{DriverError, Media, Outgoing, Session};
 use crate::metrics::{PACING_DELAY, SENDS, SEND_LATENCY};
 use crate::pacer::{Pacer, Rules, SendWindow};
 
-/// How often an idle queue looks at Postgres even without a wake-up (a lost NATS
-/// notification delays a message by at most this).
-const IDLE_POLL: Duration = Duration::from_secs(1);
+/// How often an idle queue looks at Postgres by itself. A wake-up NATS lost is found
+/// sooner by the worker's sweep (`SWEEP_EVERY`, one statement for all its instances), so
+/// thousands of idle instances do not each poll Postgres every second.
+const IDLE_POLL: Duration = Duration::from_secs(30);
 /// How often pacing settings are re-read from the instance row.
 const RULES_TTL: Duration = Duration::from_secs(5);
 /// Attempts of a message before a transient failure becomes final.
@@ -30,6 +31,8 @@ const RETRY_CAP: Duration = Duration::from_secs(30);
 pub struct Queue {
     pub pacer: Pacer,
     pub wake_at: Instant,
+    /// The last look found the queue empty (only a wake-up or the idle poll looks again).
+    pub idle: bool,
     defaults: PacingDefaults,
     rules_at: Option<Instant>,
     connected: bool,
@@ -50,6 +53,7 @@ impl Queue {
         Queue {
             pacer: Pacer::new(rules),
             wake_at: Instant::now(),
+            idle: false,
             defaults: defaults.clone(),
             rules_at: None,
             connected: false,
@@ -97,8 +101,14 @@ impl Queue {
         let now = Instant::now();
         self.wake_at = now + IDLE_POLL;
         let head = match messages::head(&held.ctx.db, held.id).await {
-            Ok(Some(m)) => m,
-            Ok(None) => return Step::Continue,
+            Ok(Some(m)) => {
+                self.idle = false;
+                m
+            }
+            Ok(None) => {
+                self.idle = true;
+                return Step::Continue;
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "reading the queue failed");
                 return Step::Continue;

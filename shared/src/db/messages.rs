@@ -240,6 +240,18 @@ pub async fn depth(db: impl PgExecutor<'_>, instance: &InstanceId) -> Result<i64
         .await
 }
 
+/// The instances among `ids` with a queued message (the worker's sweep for wake-ups
+/// that NATS lost; one index probe per instance, one statement for all).
+pub async fn queued_among(db: impl PgExecutor<'_>, ids: &[InstanceId]) -> Result<Vec<InstanceId>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT i FROM unnest($1::text[]) AS i WHERE EXISTS \
+         (SELECT 1 FROM messages WHERE instance_id = i AND status IN ('queued', 'in_flight'))",
+    )
+    .bind(ids)
+    .fetch_all(db)
+    .await
+}
+
 /// Per instance among `ids`: (unfinished messages, age in seconds of the oldest).
 pub async fn queue_stats(
     db: impl PgExecutor<'_>,

@@ -445,3 +445,50 @@ async fn a_draining_pod_ends_wait_calls_with_202() {
     assert_eq!(answer.status, 202, "{}", answer.text);
     assert_eq!(answer.body["status"], "queued");
 }
+
+/// A message whose NATS wake-up never came (written straight to Postgres here) is found
+/// by the worker's sweep and sent, though the idle queue itself looks only every 30 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_without_its_wake_up_is_found_by_the_sweep() {
+    use shared::db::messages::{enqueue, NewMessage, Queued};
+    use shared::message::{Content, Outbound};
+    let c = Cluster::start(bin(), 1, |_| {}).await;
+    c.phone(A, false).await;
+    c.phone(B, false).await;
+    let (inst, token) = c.paired_instance("sweep", A).await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    c.unpaced(&id).await;
+    let own = c.api.client(Some(token));
+    // The queue has looked and found nothing: it is idle.
+    own.post(&format!("/v1/instances/{id}/messages?wait=true"), &json!({ "to": B, "type": "text", "text": "first" }))
+        .await
+        .expect(200);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let pool = c.pool().await;
+    let msg = shared::ids::MessageId::new();
+    let queued = enqueue(
+        &pool,
+        &[NewMessage {
+            id: msg.clone(),
+            instance_id: shared::ids::InstanceId::parse(&id).unwrap(),
+            to_jid: format!("{B}@s.whatsapp.net"),
+            message: Outbound {
+                content: Content::Text { text: "no wake-up".into(), link_preview: false },
+                reply_to: None,
+            },
+            client_message_id: None,
+            content_hash: "sweep-test".into(),
+            wa_message_id: format!("3EB0{}", uuid::Uuid::new_v4().simple()).to_uppercase()[..22].to_string(),
+            expires_at: chrono::Utc::now() + chrono::Duration::hours(1),
+        }],
+    )
+    .await
+    .unwrap();
+    assert!(matches!(queued[0], Queued::New(_)));
+    let sent = wait_for(Duration::from_secs(10), || async {
+        let v: Value = own.get(&format!("/v1/instances/{id}/messages/{msg}")).await.expect(200);
+        (v["status"] == "sent").then_some(())
+    })
+    .await;
+    assert!(sent.is_some(), "the sweep found it well before the 30 s idle poll");
+}
