@@ -18,7 +18,7 @@ pub mod pacer;
 pub mod queue;
 pub mod receive;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -129,6 +129,7 @@ pub async fn run_with(config: Config, drivers: Drivers, shutdown: Shutdown) -> a
         tasks: HashMap::new(),
         cooldown: HashMap::new(),
         nudges: HashMap::new(),
+        stopping: HashSet::new(),
         per_instance: config.metrics_per_instance,
         reported: Vec::new(),
     };
@@ -142,7 +143,12 @@ pub async fn run_with(config: Config, drivers: Drivers, shutdown: Shutdown) -> a
         tokio::select! {
             _ = shutdown.cancelled() => break,
             _ = scan.tick() => w.scan().await,
-            Some(_) = wake.next() => w.scan().await,
+            Some(_) = wake.next() => {
+                // One scan answers every wake-up already waiting (thousands arrive while
+                // many instances connect at once).
+                while let Some(Some(_)) = futures::FutureExt::now_or_never(wake.next()) {}
+                w.scan().await
+            }
             Some(r) = renewals.recv() => w.renewed(r).await,
             _ = stats.tick() => w.queue_stats().await,
             _ = sweep.tick() => w.sweep().await,
@@ -171,6 +177,8 @@ struct Worker {
     tasks: HashMap<tokio::task::Id, InstanceId>,
     /// Instances whose actor panicked here: not claimed again by this worker before then.
     cooldown: HashMap<InstanceId, tokio::time::Instant>,
+    /// Instances handed over whose sessions are still stopping.
+    stopping: HashSet<InstanceId>,
     /// Each running instance's nudge: the sweep found messages in its queue.
     nudges: HashMap<InstanceId, Arc<tokio::sync::Notify>>,
     per_instance: bool,
@@ -195,20 +203,24 @@ impl Worker {
             Ok(n) => n.max(1),
             Err(e) => return tracing::warn!(error = %e, "heartbeat failed"),
         };
-        let ids = match sessions::desired_ids(&self.ctx.db, 1_000_000).await {
-            Ok(ids) => ids,
-            Err(e) => return tracing::warn!(error = %e, "listing instances failed"),
+        // The count first: a worker at its share (the usual case) reads no ids.
+        let desired = match sessions::desired_count(&self.ctx.db).await {
+            Ok(n) => n.max(0) as usize,
+            Err(e) => return tracing::warn!(error = %e, "counting instances failed"),
         };
-        let share = ids.len().div_ceil(workers).min(self.max);
+        let share = desired.div_ceil(workers).min(self.max);
         // Instances whose sessions are already stopping do not count.
-        let running: Vec<InstanceId> =
-            self.held.iter().filter(|(_, (c, _))| !c.is_cancelled()).map(|(id, _)| id.clone()).collect();
-        if running.len() > share {
-            return self.shed(running, share);
+        let running = self.held.len() - self.stopping.len();
+        if running > share {
+            return self.shed(share);
         }
         if self.held.len() >= share {
             return;
         }
+        let ids = match sessions::desired_ids(&self.ctx.db, 1_000_000).await {
+            Ok(ids) => ids,
+            Err(e) => return tracing::warn!(error = %e, "listing instances failed"),
+        };
         let now = tokio::time::Instant::now();
         self.cooldown.retain(|_, until| *until > now);
         let candidates: Vec<InstanceId> =
@@ -230,13 +242,24 @@ impl Worker {
     /// Hands instances over to workers under their share (one joined): stops a few
     /// sessions; `finished` releases their leases and the others claim them on their next
     /// scan, resuming from the credentials in Postgres.
-    fn shed(&mut self, mut running: Vec<InstanceId>, share: usize) {
+    fn shed(&mut self, share: usize) {
+        // Sessions stopped for another reason (a lost lease) do not count either.
+        let mut running: Vec<InstanceId> = self
+            .held
+            .iter()
+            .filter(|(id, (c, _))| !self.stopping.contains(*id) && !c.is_cancelled())
+            .map(|(id, _)| id.clone())
+            .collect();
+        if running.len() <= share {
+            return;
+        }
         let n = (running.len() - share).min((running.len() / SHED_FRACTION).max(1));
         running.shuffle(&mut rand::thread_rng());
         let until = tokio::time::Instant::now() + SHED_COOLDOWN;
         for id in running.into_iter().take(n) {
             if let Some((cancel, _)) = self.held.get(&id) {
                 cancel.cancel();
+                self.stopping.insert(id.clone());
                 self.cooldown.insert(id.clone(), until);
                 ::metrics::counter!(INSTANCES_SHED).increment(1);
                 tracing::info!(instance_id = %id, share, "handing the instance over (over fair share)");
@@ -397,6 +420,7 @@ impl Worker {
         };
         self.held.remove(&id);
         self.nudges.remove(&id);
+        self.stopping.remove(&id);
         self.renewer.forget(&id);
         ::metrics::gauge!(LEASES_HELD).set(self.held.len() as f64);
         // Compare-and-delete: harmless when the lease is already someone else's.

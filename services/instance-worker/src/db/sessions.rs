@@ -30,6 +30,11 @@ pub async fn desired_ids(db: impl PgExecutor<'_>, limit: i64) -> Result<Vec<Inst
     sqlx::query_scalar("SELECT id FROM instances WHERE desired ORDER BY id LIMIT $1").bind(limit).fetch_all(db).await
 }
 
+/// How many instances should run (a worker at its share needs no more than this).
+pub async fn desired_count(db: impl PgExecutor<'_>) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar("SELECT count(*) FROM instances WHERE desired").fetch_one(db).await
+}
+
 /// What a worker loads when it claims an instance.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Claim {

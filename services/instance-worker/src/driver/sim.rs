@@ -64,11 +64,17 @@ impl Driver for SimDriver {
                     .ok_or_else(|| DriverError::new(ErrorCode::WorkerError, "stored sim credentials are malformed"))?,
             ),
         };
-        let (ws, _) =
-            tokio::time::timeout(Duration::from_secs(10), tokio_tungstenite::connect_async(self.url.as_str()))
-                .await
-                .map_err(|_| DriverError::new(ErrorCode::WorkerTimeout, "connecting to netsim timed out"))?
-                .map_err(|e| DriverError::new(ErrorCode::WorkerError, format!("connecting to netsim: {e}")))?;
+        // netsim's frames are small: a 4 KiB read buffer (tungstenite's default is 128 KiB,
+        // per connection, which was most of a worker's memory per instance) and writes
+        // sent at once.
+        let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+            .read_buffer_size(4 * 1024)
+            .write_buffer_size(0);
+        let connect = tokio_tungstenite::connect_async_with_config(self.url.as_str(), Some(config), true);
+        let (ws, _) = tokio::time::timeout(Duration::from_secs(10), connect)
+            .await
+            .map_err(|_| DriverError::new(ErrorCode::WorkerTimeout, "connecting to netsim timed out"))?
+            .map_err(|e| DriverError::new(ErrorCode::WorkerError, format!("connecting to netsim: {e}")))?;
         let (mut sink, mut stream) = ws.split();
         let (out_tx, mut out_rx) = mpsc::unbounded_channel::<ClientOp>();
         let (ev_tx, ev_rx) = mpsc::channel::<DriverEvent>(256);
