@@ -4,14 +4,14 @@ the time for a fresh worker to claim and connect every instance. Stdlib only.
 """
 
 import concurrent.futures as cf
-import json
 import os
 import socket
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.request
+
+from ltlib import call
 
 API = "http://127.0.0.1:8787"
 NETSIM = "http://127.0.0.1:8790"
@@ -21,25 +21,6 @@ METRICS = os.environ.get("WORKER_METRICS", "127.0.0.1:9470")
 REDIS = os.environ["PACELINE_REDIS_URL"]
 RUN = str(int(time.time()))
 TICK = os.sysconf("SC_CLK_TCK")
-
-
-def call(method, url, body=None, token=None):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method)
-    req.add_header("content-type", "application/json")
-    if token:
-        req.add_header("authorization", f"Bearer {token}")
-    for attempt in range(5):
-        try:
-            with urllib.request.urlopen(req, timeout=60) as res:
-                raw = res.read()
-                return json.loads(raw) if raw else None
-        except urllib.error.HTTPError as e:
-            if e.code in (409, 503) and attempt < 4:
-                time.sleep(0.5)
-                continue
-            raise RuntimeError(f"{method} {url}: {e.code} {e.read()[:200]!r}") from None
-    raise RuntimeError(f"{method} {url}: gave up")
 
 
 def start_worker():

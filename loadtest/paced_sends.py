@@ -12,13 +12,13 @@ Stdlib only; run by loadtest/paced-sends.sh against a running local cluster.
 
 import calendar
 import concurrent.futures as cf
-import json
 import os
 import statistics
 import sys
 import time
-import urllib.error
 import urllib.request
+
+from ltlib import call
 
 API = os.environ.get("API", "http://127.0.0.1:8787")
 NETSIM = os.environ.get("NETSIM", "http://127.0.0.1:8790")
@@ -31,27 +31,6 @@ PER_MINUTE = int(os.environ.get("MAX_PER_MINUTE", "60"))
 UNSAFE = INTERVAL_MS < 1000 or PER_MINUTE > 60
 RECIPIENT = "5511900000000"
 RUN = str(int(time.time()))
-
-
-def call(method, url, body=None, token=None, expect=(200, 201, 202, 204)):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method)
-    req.add_header("content-type", "application/json")
-    if token:
-        req.add_header("authorization", f"Bearer {token}")
-    for attempt in range(5):
-        try:
-            with urllib.request.urlopen(req, timeout=60) as res:
-                raw = res.read()
-                return json.loads(raw) if raw else None
-        except urllib.error.HTTPError as e:
-            if e.code in expect:
-                return None
-            if e.code in (409, 503) and attempt < 4:
-                time.sleep(0.5)
-                continue
-            raise RuntimeError(f"{method} {url}: {e.code} {e.read()[:200]!r}") from None
-    raise RuntimeError(f"{method} {url}: gave up")
 
 
 def pair(i):

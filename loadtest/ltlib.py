@@ -1,0 +1,28 @@
+"""What the Python load scripts share: one JSON call to the API or netsim, retried on
+409 and 503 (stdlib only)."""
+
+import json
+import time
+import urllib.error
+import urllib.request
+
+
+def call(method, url, body=None, token=None, expect=(200, 201, 202, 204)):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method)
+    req.add_header("content-type", "application/json")
+    if token:
+        req.add_header("authorization", f"Bearer {token}")
+    for attempt in range(5):
+        try:
+            with urllib.request.urlopen(req, timeout=60) as res:
+                raw = res.read()
+                return json.loads(raw) if raw else None
+        except urllib.error.HTTPError as e:
+            if e.code in expect:
+                return None
+            if e.code in (409, 503) and attempt < 4:
+                time.sleep(0.5)
+                continue
+            raise RuntimeError(f"{method} {url}: {e.code} {e.read()[:200]!r}") from None
+    raise RuntimeError(f"{method} {url}: gave up")
