@@ -11,6 +11,7 @@ import sys
 import time
 import urllib.request
 
+import ltlib
 from ltlib import call
 
 API = "http://127.0.0.1:8787"
@@ -92,21 +93,8 @@ def idle(pid, seconds=30):
 
 
 def pair(i):
-    number = f"551{int(RUN) % 1000:03d}{i:07d}"
-    call("POST", f"{NETSIM}/control/phones", {"number": number})
-    created = call("POST", f"{API}/v1/instances", {"name": f"ipw-{RUN}-{i}"}, ADMIN)
-    inst, token = created["instance"]["id"], created["token"]
-    call("POST", f"{API}/v1/instances/{inst}/connect", {}, token)
-    for _ in range(1200):
-        try:
-            qr = call("GET", f"{API}/v1/instances/{inst}/qr", None, token)
-            if qr and qr.get("code"):
-                call("POST", f"{NETSIM}/control/scan", {"code": qr["code"], "number": number})
-                return inst
-        except RuntimeError:
-            pass
-        time.sleep(0.25)
-    raise RuntimeError(f"instance {i} never showed a QR")
+    inst, _ = ltlib.pair(API, NETSIM, ADMIN, f"551{int(RUN) % 1000:03d}{i:07d}", {"name": f"ipw-{RUN}-{i}"}, 1500)
+    return inst
 
 
 def connected():

@@ -26,3 +26,22 @@ def call(method, url, body=None, token=None, expect=(200, 201, 202, 204)):
                 continue
             raise RuntimeError(f"{method} {url}: {e.code} {e.read()[:200]!r}") from None
     raise RuntimeError(f"{method} {url}: gave up")
+
+
+def pair(api, netsim, admin, number, body, tries=600):
+    """Registers `number` on netsim, creates the instance (`body`), connects it and has the
+    phone scan its QR. Returns (instance id, instance token)."""
+    call("POST", f"{netsim}/control/phones", {"number": number})
+    created = call("POST", f"{api}/v1/instances", body, admin)
+    inst, token = created["instance"]["id"], created["token"]
+    call("POST", f"{api}/v1/instances/{inst}/connect", {}, token)
+    for _ in range(tries):
+        try:
+            qr = call("GET", f"{api}/v1/instances/{inst}/qr", None, token)
+            if qr and qr.get("code"):
+                call("POST", f"{netsim}/control/scan", {"code": qr["code"], "number": number})
+                return inst, token
+        except RuntimeError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"instance {body.get('name')} never showed a QR")

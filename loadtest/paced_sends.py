@@ -18,6 +18,7 @@ import sys
 import time
 import urllib.request
 
+import ltlib
 from ltlib import call
 
 API = os.environ.get("API", "http://127.0.0.1:8787")
@@ -36,24 +37,10 @@ RUN = str(int(time.time()))
 def pair(i):
     """One instance, paired by QR with its own simulated phone."""
     number = f"55119{int(RUN) % 100000:05d}{i:04d}"
-    call("POST", f"{NETSIM}/control/phones", {"number": number})
     body = {"name": f"paced-{RUN}-{i}", "min_interval_ms": INTERVAL_MS, "max_per_minute": PER_MINUTE}
     if UNSAFE:
         body["unsafe_pacing"] = True
-    created = call("POST", f"{API}/v1/instances", body, ADMIN)
-    inst, token = created["instance"]["id"], created["token"]
-    call("POST", f"{API}/v1/instances/{inst}/connect", {}, token)
-    for _ in range(600):
-        try:
-            qr = call("GET", f"{API}/v1/instances/{inst}/qr", None, token)
-            if qr and qr.get("code"):
-                call("POST", f"{NETSIM}/control/scan", {"code": qr["code"], "number": number})
-                break
-        except RuntimeError:
-            pass
-        time.sleep(0.2)
-    else:
-        raise RuntimeError(f"instance {i} never showed a QR")
+    inst, token = ltlib.pair(API, NETSIM, ADMIN, number, body)
     return inst, token, number
 
 
