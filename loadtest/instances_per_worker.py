@@ -98,15 +98,7 @@ def pair(i):
 
 
 def connected():
-    """Instances connected, from the API (paged)."""
-    n, cursor = 0, None
-    while True:
-        url = f"{API}/v1/instances?state=connected&limit=200" + (f"&cursor={cursor}" if cursor else "")
-        page = call("GET", url, None, ADMIN)
-        n += len(page["instances"])
-        cursor = page.get("next_cursor")
-        if not cursor:
-            return n
+    return ltlib.connected(API, ADMIN)
 
 
 def wait_all(within):

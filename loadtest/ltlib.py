@@ -45,3 +45,15 @@ def pair(api, netsim, admin, number, body, tries=600):
             pass
         time.sleep(0.2)
     raise RuntimeError(f"instance {body.get('name')} never showed a QR")
+
+
+def connected(api, admin):
+    """How many instances are connected, from the API (paged)."""
+    n, cursor = 0, None
+    while True:
+        url = f"{api}/v1/instances?state=connected&limit=200" + (f"&cursor={cursor}" if cursor else "")
+        page = call("GET", url, None, admin)
+        n += len(page["instances"])
+        cursor = page.get("next_cursor")
+        if not cursor:
+            return n

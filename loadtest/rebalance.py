@@ -41,14 +41,7 @@ def held(k):
 
 
 def connected():
-    n, cursor = 0, None
-    while True:
-        url = f"{API}/v1/instances?state=connected&limit=200" + (f"&cursor={cursor}" if cursor else "")
-        page = call("GET", url, None, ADMIN)
-        n += len(page["instances"])
-        cursor = page.get("next_cursor")
-        if not cursor:
-            return n
+    return ltlib.connected(API, ADMIN)
 
 
 def main():

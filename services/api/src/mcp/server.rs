@@ -250,8 +250,9 @@ impl McpServer {
 
     /// The instances whose resources the caller sees: its own, or (admin) the first page.
     async fn resource_instances(&self, caller: &Caller<'_>) -> Vec<Value> {
-        let (method, path) = tools::route_for(&TOOLS[0], caller.principal);
-        if !tools::reaches(caller.principal, method, path) {
+        // The resources are what `list_instances` reads: visible to the same tokens.
+        let visible = TOOLS.iter().any(|d| d.name == "list_instances" && tools::visible(d, caller.principal));
+        if !visible {
             return Vec::new();
         }
         let uri = match caller.principal.own_instance() {
