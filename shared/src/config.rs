@@ -275,7 +275,7 @@ impl Default for Config {
             default_min_interval_ms: 2_000,
             default_max_per_minute: 20,
             migrate_on_start: true,
-            lease_ttl: Duration::from_millis(10_000),
+            lease_ttl: Duration::from_millis(6_000),
             worker_scan: Duration::from_millis(1_000),
             worker_max_instances: 5_000,
             rpc_timeout: Duration::from_millis(10_000),
