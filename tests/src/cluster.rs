@@ -24,11 +24,13 @@ pub struct Cluster {
     pub netsim: SocketAddr,
     pub config: Config,
     pub workers: Vec<WorkerProc>,
+    /// When set, each worker's log (stderr) is appended to `worker-{idx}.log` here.
+    pub worker_log_dir: Option<PathBuf>,
     bin: PathBuf,
     netsim_shutdown: Shutdown,
 }
 
-fn free_addr() -> SocketAddr {
+pub fn free_addr() -> SocketAddr {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
 }
 
@@ -54,7 +56,15 @@ impl Cluster {
         let netsim_shutdown = Shutdown::new();
         tokio::spawn(netsim::run(netsim_listener, config.netsim_qr_rotate, netsim_shutdown.clone()));
         let api = TestApi::start_with(config.clone()).await;
-        let mut c = Cluster { api, netsim, config, workers: Vec::new(), bin: bin.to_path_buf(), netsim_shutdown };
+        let mut c = Cluster {
+            api,
+            netsim,
+            config,
+            workers: Vec::new(),
+            worker_log_dir: None,
+            bin: bin.to_path_buf(),
+            netsim_shutdown,
+        };
         for _ in 0..workers {
             c.spawn_worker();
         }
@@ -63,12 +73,27 @@ impl Cluster {
 
     /// Starts one more worker process; returns its index.
     pub fn spawn_worker(&mut self) -> usize {
+        let w = self.worker_proc(self.workers.len());
+        self.workers.push(w);
+        self.workers.len() - 1
+    }
+
+    /// Starts worker `idx` again (after it was killed and reaped), on a new metrics port.
+    pub fn respawn_worker(&mut self, idx: usize) {
+        let _ = self.workers[idx].child.kill();
+        let _ = self.workers[idx].child.wait();
+        self.workers[idx] = self.worker_proc(idx);
+    }
+
+    fn worker_proc(&self, idx: usize) -> WorkerProc {
         let metrics = free_addr();
         let mut cmd = command(&self.bin, "worker", &self.config);
         cmd.env("PACELINE_METRICS_ADDR", metrics.to_string());
+        if let Some(dir) = &self.worker_log_dir {
+            cmd.stderr(log_file(&dir.join(format!("worker-{idx}.log"))));
+        }
         let child = cmd.spawn().expect("spawn paceline worker");
-        self.workers.push(WorkerProc { child, metrics });
-        self.workers.len() - 1
+        WorkerProc { child, metrics }
     }
 
     /// Sends a signal (`KILL`, `TERM`, `STOP`, `CONT`) to worker `idx`.
@@ -227,6 +252,11 @@ pub fn command(bin: &Path, role: &str, c: &Config) -> Command {
     cmd
 }
 
+/// A log file opened for appending, as a child's stderr.
+pub fn log_file(path: &Path) -> Stdio {
+    std::fs::OpenOptions::new().create(true).append(true).open(path).expect("open a log file").into()
+}
+
 /// An API process on a free port, killed on drop.
 pub struct ApiProc {
     pub child: Child,
@@ -236,9 +266,16 @@ pub struct ApiProc {
 impl ApiProc {
     /// Starts `paceline api` with `c` and waits until it is ready.
     pub async fn start(bin: &Path, c: &Config) -> ApiProc {
-        let addr = free_addr();
+        Self::start_at(bin, c, free_addr(), None).await
+    }
+
+    /// Starts `paceline api` on `addr` (again, after a kill), its log appended to `log`.
+    pub async fn start_at(bin: &Path, c: &Config, addr: SocketAddr, log: Option<&Path>) -> ApiProc {
         let mut cmd = command(bin, "api", c);
         cmd.env("PACELINE_LISTEN_ADDR", addr.to_string()).env("PACELINE_METRICS_ADDR", free_addr().to_string());
+        if let Some(log) = log {
+            cmd.stderr(log_file(log));
+        }
         let child = cmd.spawn().expect("spawn paceline api");
         let ready = wait_for(Duration::from_secs(30), || async {
             reqwest::get(format!("http://{addr}/readyz")).await.ok().filter(|r| r.status() == 200).map(|_| ())

@@ -3,6 +3,7 @@
 //! prefixes per test, in-process services on port 0, and a typed HTTP client.
 
 pub mod browser;
+pub mod chaos;
 pub mod cluster;
 pub mod webhooks;
 

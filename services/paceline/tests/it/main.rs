@@ -7,6 +7,7 @@ use std::path::Path;
 mod actor;
 mod api_keys;
 mod auth_matrix;
+mod chaos;
 mod chart;
 mod cli;
 mod cluster;
