@@ -403,10 +403,6 @@ async fn a_client_on_pg_store_that_cannot_dial_fails_to_open_and_reports_its_mem
     assert!(report.total_estimated_bytes() < 4 * 1024 * 1024);
 
     // The process's resident memory per built (unconnected) client, as a sizing floor.
-    let rss = || {
-        let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
-        statm.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 4096
-    };
     let before = rss();
     let mut bots = Vec::new();
     for _ in 0..50 {
@@ -415,4 +411,60 @@ async fn a_client_on_pg_store_that_cannot_dial_fails_to_open_and_reports_its_mem
     let per = rss().saturating_sub(before) / 50;
     println!("resident memory per idle client object on PgStore: ~{} KiB (50 clients)", per / 1024);
     drop(bots);
+}
+
+/// The process's resident memory, in bytes.
+fn rss() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+    statm.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 4096
+}
+
+// Memory per whatsapp-rust client, each on its own instance's PgStore (its own device,
+// keys written to and loaded from Postgres), for sizing worker pods: RSS over the
+// process's before any client, at each count of `PACELINE_WA_MEMORY_CLIENTS` (default
+// 1,10; `loadtest/session-memory.sh` runs 1,100,1000). The clients cannot reach the
+// network here, so this is what a client holds once its store is loaded, before traffic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn whatsapp_clients_on_pg_store_each_hold_under_a_megabyte() {
+    let counts: Vec<usize> = std::env::var("PACELINE_WA_MEMORY_CLIENTS")
+        .unwrap_or_else(|_| "1,10".into())
+        .split(',')
+        .map(|n| n.trim().parse().expect("PACELINE_WA_MEMORY_CLIENTS: counts separated by commas"))
+        .collect();
+    let max = counts.iter().copied().max().unwrap_or(1);
+    let api = TestApi::start().await;
+    let db = shared::db::connect(&api.config).await.unwrap();
+    let admin = api.admin();
+    let mut stores = Vec::with_capacity(max);
+    for i in 0..max {
+        let (inst, _) = api.create_instance(&format!("wa-mem-{i}")).await;
+        let id = InstanceId::parse(inst["id"].as_str().unwrap()).unwrap();
+        admin.post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect(202);
+        let c = sessions::claim(&db, &id, 1, "wk").await.unwrap().unwrap();
+        stores.push(PgStore::new(db.clone(), id, c.owner_epoch));
+    }
+    // Warm the allocator and the crate's statics with one client built and dropped.
+    drop(idle_bot(&stores[0]).await);
+    let before = rss();
+    let mut bots = Vec::with_capacity(max);
+    let mut estimated = 0;
+    for n in counts {
+        while bots.len() < n {
+            let bot = idle_bot(&stores[bots.len()]).await;
+            estimated = bot.client().memory_report().await.total_estimated_bytes();
+            bots.push(bot);
+        }
+        let per = rss().saturating_sub(before) / n as u64;
+        println!(
+            "whatsapp-rust clients on PgStore: {n}: {} KiB resident each ({} bytes estimated by the crate)",
+            per / 1024,
+            estimated
+        );
+        assert!(estimated < 1024 * 1024, "the crate estimates {estimated} bytes for one client");
+        if n >= 10 {
+            assert!(per < 1024 * 1024, "{n} clients hold {per} bytes each");
+        }
+    }
+    // Each store was loaded: the device the client created is there.
+    assert!(stores[max - 1].load().await.unwrap().is_some());
 }
