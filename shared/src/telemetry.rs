@@ -41,6 +41,12 @@ pub fn prometheus() -> &'static PrometheusHandle {
         let handle = PrometheusBuilder::new()
             .set_buckets(&[0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 120.0])
             .expect("static buckets")
+            // Counts rather than seconds: how many items a batch carried.
+            .set_buckets_for_metric(
+                metrics_exporter_prometheus::Matcher::Suffix("_batch_size".into()),
+                &[1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 256.0],
+            )
+            .expect("static buckets")
             .install_recorder()
             .expect("the Prometheus recorder is installed once");
         let upkeep = handle.clone();

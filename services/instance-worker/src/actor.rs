@@ -50,6 +50,8 @@ pub struct Ctx {
     pub retry_base: Duration,
     /// How received media is kept (retries, the instance's quota).
     pub media: crate::receive::MediaPolicy,
+    /// Writes the ends of sends, batched across the worker's instances.
+    pub finisher: crate::finisher::Finisher,
 }
 
 /// Pacing settings that come from the config rather than the instance.

@@ -12,6 +12,7 @@
 pub mod actor;
 pub mod db;
 pub mod driver;
+pub mod finisher;
 pub mod lease;
 pub mod metrics;
 pub mod pacer;
@@ -116,6 +117,7 @@ pub async fn run_with(config: Config, drivers: Drivers, shutdown: Shutdown) -> a
         },
         retry_base: config.queue_retry_base,
         media,
+        finisher: finisher::Finisher::start(pool.clone()),
     });
     tracing::info!(worker_id, network = %config.network, "worker started");
     let mut w = Worker {

@@ -28,6 +28,10 @@ const RULES_TTL: Duration = Duration::from_secs(5);
 pub const MAX_ATTEMPTS: i32 = 5;
 /// The longest wait between attempts.
 const RETRY_CAP: Duration = Duration::from_secs(30);
+/// Bounds of how long before its send time the next message is prepared (read and
+/// marked in flight), so the database's latency is not added to the paced gap.
+const LEAD_MIN: Duration = Duration::from_millis(20);
+const LEAD_MAX: Duration = Duration::from_secs(1);
 
 pub struct Queue {
     pub pacer: Pacer,
@@ -37,6 +41,10 @@ pub struct Queue {
     defaults: PacingDefaults,
     rules_at: Option<Instant>,
     connected: bool,
+    /// The head, already marked in flight, waiting for its send time.
+    prepared: Option<MessageRow>,
+    /// How long preparing takes (moving average), to start it that much ahead, twice over.
+    prepare_time: Duration,
 }
 
 impl Queue {
@@ -58,7 +66,14 @@ impl Queue {
             defaults: defaults.clone(),
             rules_at: None,
             connected: false,
+            prepared: None,
+            prepare_time: LEAD_MIN,
         }
+    }
+
+    /// How long before the send time the next message is prepared.
+    fn lead(&self) -> Duration {
+        (self.prepare_time * 2).clamp(LEAD_MIN, LEAD_MAX)
     }
 
     /// The session is (re)connected: a new grace period starts, and the queue looks now.
@@ -97,57 +112,86 @@ impl Queue {
         self.rules_at = Some(Instant::now());
     }
 
-    /// Looks at the queue head: expires it, waits for the pacer, or sends it.
+    /// Looks at the queue head: expires it, waits for the pacer, or sends it. The head is
+    /// prepared (marked in flight) up to [`Self::lead`] before its send time, so at that
+    /// time only the network call remains.
     pub(crate) async fn pump(&mut self, held: &Held<'_>, session: &dyn Session) -> Step {
         let now = Instant::now();
         self.wake_at = now + IDLE_POLL;
-        let head = match messages::head(&held.ctx.db, held.id).await {
-            Ok(Some(m)) => {
-                self.idle = false;
-                m
-            }
-            Ok(None) => {
-                self.idle = true;
-                return Step::Continue;
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "reading the queue failed");
-                return Step::Continue;
-            }
+        let (head, started) = match self.prepared.take() {
+            Some(m) => (m, true),
+            None => match messages::head(&held.ctx.db, held.id).await {
+                Ok(Some(m)) => {
+                    self.idle = false;
+                    (m, false)
+                }
+                Ok(None) => {
+                    self.idle = true;
+                    return Step::Continue;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading the queue failed");
+                    return Step::Continue;
+                }
+            },
         };
         let wall = Utc::now();
         if head.expires_at <= wall {
             return self.fail(held, &head, ErrorCode::MessageExpired, "not sent before expires_after").await;
         }
         let until_expiry = (head.expires_at - wall).to_std().unwrap_or_default();
+        let keep = |q: &mut Queue, head: MessageRow| {
+            if started {
+                q.prepared = Some(head);
+            }
+        };
         if !self.connected {
             self.wake_at = now + until_expiry.min(IDLE_POLL);
+            keep(self, head);
             return Step::Continue;
         }
         self.refresh_rules(held).await;
-        let Some(at) = self.pacer.next_at(now, wall) else { return Step::Continue };
-        if at > now {
-            // Wake for the pacer, or for the expiry if that comes first.
-            self.wake_at = at.min(now + until_expiry);
+        let Some(at) = self.pacer.next_at(now, wall) else {
+            keep(self, head);
+            return Step::Continue;
+        };
+        if at > now + self.lead() || (at > now && started) {
+            // Wake to prepare (or, prepared, to send), or for the expiry if that comes first.
+            let wake = if started { at } else { at - self.lead() };
+            self.wake_at = wake.min(now + until_expiry);
+            keep(self, head);
             return Step::Continue;
         }
-        let delay = (wall - head.created_at).to_std().unwrap_or_default();
-        metrics::histogram!(PACING_DELAY).record(delay.as_secs_f64());
-        let m = match messages::start_attempt(&held.ctx.db, &head.id, held.id, held.epoch).await {
-            Ok(Some(m)) => m,
-            Ok(None) => return fenced(Ok(false)),
-            Err(e) => {
-                tracing::warn!(error = %e, "starting a send failed");
-                return Step::Continue;
-            }
+        let m = if started {
+            head
+        } else {
+            let delay = (wall - head.created_at).to_std().unwrap_or_default();
+            metrics::histogram!(PACING_DELAY).record(delay.as_secs_f64());
+            let m = match messages::start_attempt(&held.ctx.db, &head.id, held.id, held.epoch).await {
+                Ok(Some(m)) => m,
+                Ok(None) => return fenced(Ok(false)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "starting a send failed");
+                    return Step::Continue;
+                }
+            };
+            self.prepare_time = (self.prepare_time * 3 + now.elapsed()) / 4;
+            m
         };
+        if at > Instant::now() {
+            // Prepared ahead: send at the pacer's time.
+            self.prepared = Some(m);
+            self.wake_at = at;
+            return Step::Continue;
+        }
         let out = match self.outgoing(held, &m).await {
             Ok(o) => o,
             Err(step) => return step,
         };
-        let started = Instant::now();
+        let send_at = Instant::now();
         let result = session.send(&out).await;
-        metrics::histogram!(SEND_LATENCY).record(started.elapsed().as_secs_f64());
+        metrics::histogram!(SEND_LATENCY).record(send_at.elapsed().as_secs_f64());
+        // From the end of the send: the recipient never sees two closer than the gap.
         self.pacer.sent(Instant::now(), &mut rand::thread_rng());
         self.wake_at = Instant::now();
         match result {
@@ -208,7 +252,7 @@ impl Queue {
     }
 
     async fn finish(&mut self, held: &Held<'_>, m: &MessageRow, outcome: Finish<'_>, result: &'static str) -> Step {
-        match messages::finish(&held.ctx.db, &m.id, held.id, held.epoch, outcome).await {
+        match held.ctx.finisher.finish(&m.id, held.id, held.epoch, outcome).await {
             Ok(Some(row)) => {
                 metrics::counter!(SENDS, "result" => result).increment(1);
                 self.wake_at = self.wake_at.min(Instant::now() + Duration::from_millis(1));

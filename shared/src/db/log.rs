@@ -158,13 +158,14 @@ pub async fn record_received(
     let touched: Vec<Touch> = fresh
         .iter()
         .map(|(_, m)| Touch {
+            instance,
             chat: &m.chat_jid,
             ts: m.ts,
             from_me: m.from_me,
             counts: source == Source::Live && m.kind != "reaction",
         })
         .collect();
-    let rows = touch_chats(&mut tx, instance, &touched).await?;
+    let rows: Vec<ChatRow> = touch_chats(&mut tx, &touched).await?.into_iter().map(|(_, c)| c).collect();
     if source == Source::Live {
         for (id, m) in &fresh {
             let (kind, data) = if m.kind == "reaction" {
@@ -196,6 +197,7 @@ pub async fn record_received(
 
 /// A logged message as its chat sees it.
 struct Touch<'a> {
+    instance: &'a InstanceId,
     chat: &'a str,
     ts: DateTime<Utc>,
     from_me: bool,
@@ -206,89 +208,123 @@ struct Touch<'a> {
 /// Creates or updates the chats of `touched` messages: the last message time, the read
 /// point (the account's newest own message), and the unread count (incoming live
 /// messages after the read point, whatever order they were logged in). Returns the rows.
-async fn touch_chats(
-    tx: &mut PgConnection,
-    instance: &InstanceId,
-    touched: &[Touch<'_>],
-) -> Result<Vec<ChatRow>, sqlx::Error> {
+async fn touch_chats(tx: &mut PgConnection, touched: &[Touch<'_>]) -> Result<Vec<(InstanceId, ChatRow)>, sqlx::Error> {
     if touched.is_empty() {
         return Ok(Vec::new());
     }
+    let instances: Vec<&str> = touched.iter().map(|t| t.instance.as_str()).collect();
     let chats: Vec<&str> = touched.iter().map(|t| t.chat).collect();
     let ts: Vec<DateTime<Utc>> = touched.iter().map(|t| t.ts).collect();
     let me: Vec<bool> = touched.iter().map(|t| t.from_me).collect();
     let counts: Vec<bool> = touched.iter().map(|t| t.counts).collect();
+    // New chats, then every touched chat locked in one order (instance, jid): callers
+    // touching several chats, or several instances' chats, never deadlock each other.
     sqlx::query(
         "INSERT INTO chats (instance_id, jid, last_message_at) \
-         SELECT $1, j, max(t) FROM UNNEST($2::text[], $3::timestamptz[]) AS v(j, t) GROUP BY j \
-         ON CONFLICT (instance_id, jid) DO NOTHING",
+         SELECT i, j, max(t) FROM UNNEST($1::text[], $2::text[], $3::timestamptz[]) AS v(i, j, t) \
+         GROUP BY i, j ORDER BY i, j ON CONFLICT (instance_id, jid) DO NOTHING",
     )
-    .bind(instance)
+    .bind(&instances)
     .bind(&chats)
     .bind(&ts)
     .execute(&mut *tx)
     .await?;
-    sqlx::query_as(&format!(
-        "WITH m AS (SELECT * FROM UNNEST($2::text[], $3::timestamptz[], $4::bool[], $5::bool[]) AS m(j, t, me, counts)), \
-         agg AS (SELECT j, max(t) AS l, max(t) FILTER (WHERE me AND counts) AS me_at FROM m GROUP BY j) \
+    sqlx::query(
+        "SELECT 1 FROM chats c JOIN (SELECT DISTINCT i, j FROM UNNEST($1::text[], $2::text[]) AS v(i, j)) v \
+         ON c.instance_id = v.i AND c.jid = v.j ORDER BY c.instance_id, c.jid FOR UPDATE OF c",
+    )
+    .bind(&instances)
+    .bind(&chats)
+    .execute(&mut *tx)
+    .await?;
+    let rows: Vec<ChatRowOf> = sqlx::query_as(&format!(
+        "WITH m AS (SELECT * FROM UNNEST($1::text[], $2::text[], $3::timestamptz[], $4::bool[], $5::bool[]) \
+                    AS m(i, j, t, me, counts)), \
+         agg AS (SELECT i, j, max(t) AS l, max(t) FILTER (WHERE me AND counts) AS me_at FROM m GROUP BY i, j) \
          UPDATE chats c SET last_message_at = GREATEST(c.last_message_at, agg.l), \
              read_at = GREATEST(c.read_at, agg.me_at), \
              unread_count = CASE \
                  WHEN agg.me_at IS NOT NULL AND agg.me_at > COALESCE(c.read_at, '-infinity') THEN \
-                     (SELECT count(*) FROM log_messages l WHERE l.instance_id = $1 AND l.chat_jid = c.jid AND NOT l.from_me \
-                        AND l.source = 'live' AND l.type <> 'reaction' AND l.ts > agg.me_at)::int \
-                 ELSE c.unread_count + (SELECT count(*) FROM m WHERE m.j = agg.j AND NOT m.me AND m.counts \
-                        AND m.t > COALESCE(c.read_at, '-infinity'))::int END, \
+                     (SELECT count(*) FROM log_messages l WHERE l.instance_id = agg.i AND l.chat_jid = c.jid \
+                        AND NOT l.from_me AND l.source = 'live' AND l.type <> 'reaction' AND l.ts > agg.me_at)::int \
+                 ELSE c.unread_count + (SELECT count(*) FROM m WHERE m.i = agg.i AND m.j = agg.j AND NOT m.me \
+                        AND m.counts AND m.t > COALESCE(c.read_at, '-infinity'))::int END, \
              updated_at = now() \
-         FROM agg WHERE c.instance_id = $1 AND c.jid = agg.j RETURNING {}",
+         FROM agg WHERE c.instance_id = agg.i AND c.jid = agg.j RETURNING c.instance_id, {}",
         CHAT_COLUMNS.split(", ").map(|c| format!("c.{c}")).collect::<Vec<_>>().join(", ")
     ))
-    .bind(instance)
+    .bind(&instances)
     .bind(&chats)
     .bind(&ts)
     .bind(&me)
     .bind(&counts)
     .fetch_all(&mut *tx)
-    .await
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.instance_id, r.chat)).collect())
 }
 
-/// Logs a message the queue sent (in `messages::finish`'s transaction, already fenced):
-/// same id as the queued message, `source = queue`.
-pub async fn record_sent(
+/// A chat row with its instance (from [`touch_chats`] over several instances).
+#[derive(sqlx::FromRow)]
+struct ChatRowOf {
+    instance_id: InstanceId,
+    #[sqlx(flatten)]
+    chat: ChatRow,
+}
+
+/// Logs messages the queue sent (in `messages::finish_many`'s transaction, already
+/// fenced): same ids as the queued messages, `source = queue`; and touches their chats,
+/// with a `chat.updated` event each.
+pub async fn record_sent_many(
     tx: &mut PgConnection,
-    row: &crate::db::messages::MessageRow,
-    at: DateTime<Utc>,
+    sent: &[(&crate::db::messages::MessageRow, DateTime<Utc>)],
 ) -> Result<(), sqlx::Error> {
-    let (instance, chat_jid, kind) = (&row.instance_id, row.to_jid.as_str(), row.kind.as_str());
-    // The log keeps the type in its own column.
-    let mut content = row.content.clone();
-    if let Some(obj) = content.as_object_mut() {
-        obj.remove("type");
+    if sent.is_empty() {
+        return Ok(());
     }
-    let owner: Option<Option<String>> =
-        sqlx::query_scalar("SELECT phone FROM instances WHERE id = $1").bind(instance).fetch_optional(&mut *tx).await?;
-    let from: String = owner.flatten().map(|p| crate::jid::Jid::user(&p).into()).unwrap_or_default();
-    let r = sqlx::query(
+    let instances: Vec<&str> = sent.iter().map(|(r, _)| r.instance_id.as_str()).collect();
+    let phones: Vec<(InstanceId, Option<String>)> =
+        sqlx::query_as("SELECT id, phone FROM instances WHERE id = ANY($1)")
+            .bind(&instances)
+            .fetch_all(&mut *tx)
+            .await?;
+    let phones: std::collections::HashMap<InstanceId, String> =
+        phones.into_iter().map(|(i, p)| (i, p.map(|p| crate::jid::Jid::user(&p).into()).unwrap_or_default())).collect();
+    let contents: Vec<Value> = sent
+        .iter()
+        .map(|(r, _)| {
+            // The log keeps the type in its own column.
+            let mut content = r.content.clone();
+            if let Some(obj) = content.as_object_mut() {
+                obj.remove("type");
+            }
+            content
+        })
+        .collect();
+    let inserted: Vec<(MessageId,)> = sqlx::query_as(
         "INSERT INTO log_messages (instance_id, id, chat_jid, wa_message_id, ts, from_jid, from_me, type, content, status, source) \
-         VALUES ($1, $2, $3, $4, $5, $6, TRUE, $7, $8, 'sent', 'queue') ON CONFLICT DO NOTHING",
+         SELECT v.i, v.id, v.chat, v.wa, v.ts, v.frm, TRUE, v.kind, v.content, 'sent', 'queue' \
+         FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::text[], $7::text[], $8::jsonb[]) \
+             AS v(i, id, chat, wa, ts, frm, kind, content) \
+         ON CONFLICT DO NOTHING RETURNING id",
     )
-    .bind(instance)
-    .bind(&row.id)
-    .bind(chat_jid)
-    .bind(&row.wa_message_id)
-    .bind(at)
-    .bind(&from)
-    .bind(kind)
-    .bind(&content)
-    .execute(&mut *tx)
+    .bind(&instances)
+    .bind(sent.iter().map(|(r, _)| r.id.as_str()).collect::<Vec<_>>())
+    .bind(sent.iter().map(|(r, _)| r.to_jid.as_str()).collect::<Vec<_>>())
+    .bind(sent.iter().map(|(r, _)| r.wa_message_id.as_str()).collect::<Vec<_>>())
+    .bind(sent.iter().map(|(_, at)| *at).collect::<Vec<_>>())
+    .bind(sent.iter().map(|(r, _)| phones.get(&r.instance_id).map_or("", String::as_str)).collect::<Vec<_>>())
+    .bind(sent.iter().map(|(r, _)| r.kind.as_str()).collect::<Vec<_>>())
+    .bind(&contents)
+    .fetch_all(&mut *tx)
     .await?;
-    if r.rows_affected() == 1 && kind != "reaction" {
-        let touched = [Touch { chat: chat_jid, ts: at, from_me: true, counts: true }];
-        for chat in touch_chats(tx, instance, &touched).await? {
-            outbox::insert(&mut *tx, instance, "chat.updated", chat.event(false)).await?;
-        }
-    }
-    Ok(())
+    let new: std::collections::HashSet<&str> = inserted.iter().map(|r| r.0.as_str()).collect();
+    let touched: Vec<Touch> = sent
+        .iter()
+        .filter(|(r, _)| new.contains(r.id.as_str()) && r.kind != "reaction")
+        .map(|(r, at)| Touch { instance: &r.instance_id, chat: &r.to_jid, ts: *at, from_me: true, counts: true })
+        .collect();
+    let chats = touch_chats(tx, &touched).await?;
+    outbox::insert_many(&mut *tx, chats.iter().map(|(i, c)| (i, "chat.updated", c.event(false))).collect()).await
 }
 
 /// A receipt for a message the account sent: it reached the recipient's phone, or was

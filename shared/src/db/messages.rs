@@ -296,43 +296,69 @@ pub enum Outcome<'a> {
     },
 }
 
-/// `-> sent | failed`, fenced, with its `message.sent` / `message.failed` event.
-/// `None`: the instance has a new owner (or the message already ended).
-pub async fn finish(
-    pool: &PgPool,
-    id: &MessageId,
-    instance: &InstanceId,
-    epoch: i64,
-    outcome: Outcome<'_>,
-) -> Result<Option<MessageRow>, sqlx::Error> {
+/// One message's end, for [`finish_many`].
+pub struct Finishing<'a> {
+    pub id: &'a MessageId,
+    pub instance: &'a InstanceId,
+    pub epoch: i64,
+    pub outcome: Outcome<'a>,
+}
+
+/// `-> sent | failed` for several messages in one transaction (a worker batches its
+/// instances' outcomes): each fenced on its own instance's epoch, with its
+/// `message.sent` / `message.failed` event, and the sent ones logged. Results are in
+/// input order; `None`: the instance has a new owner (or the message already ended).
+pub async fn finish_many(pool: &PgPool, items: &[Finishing<'_>]) -> Result<Vec<Option<MessageRow>>, sqlx::Error> {
     let mut tx = pool.begin().await?;
-    let (status, error, event) = match outcome {
-        Outcome::Sent => (MessageStatus::Sent, None, "message.sent"),
-        Outcome::Failed { error } => (MessageStatus::Failed, Some(error), "message.failed"),
+    let status = |o: &Outcome| match o {
+        Outcome::Sent => "sent",
+        Outcome::Failed { .. } => "failed",
     };
-    let row: Option<MessageRow> = sqlx::query_as(&format!(
-        "{OWNED} UPDATE messages SET status = $4, error = $5, updated_at = now(), \
-         sent_at = CASE WHEN $4 = 'sent' THEN now() ELSE sent_at END \
-         WHERE id = $1 AND instance_id IN (SELECT id FROM owner) AND status IN ('queued', 'in_flight') RETURNING {COLUMNS}"
+    // Instance rows are share-locked in id order (the fence), so batches never deadlock.
+    let rows: Vec<MessageRow> = sqlx::query_as(&format!(
+        "WITH f AS (SELECT * FROM UNNEST($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[]) \
+                    AS f(f_id, f_instance, f_epoch, f_status, f_error)), \
+         owner AS (SELECT i.id AS o_id FROM instances i JOIN (SELECT DISTINCT f_instance, f_epoch FROM f) e \
+                   ON i.id = e.f_instance AND i.owner_epoch = e.f_epoch ORDER BY i.id FOR SHARE OF i) \
+         UPDATE messages SET status = f_status, error = f_error, updated_at = now(), \
+             sent_at = CASE WHEN f_status = 'sent' THEN now() ELSE sent_at END \
+         FROM f WHERE id = f_id AND instance_id = f_instance AND instance_id IN (SELECT o_id FROM owner) \
+             AND status IN ('queued', 'in_flight') RETURNING {}",
+        COLUMNS.split(", ").map(|c| format!("messages.{}", c.trim())).collect::<Vec<_>>().join(", ")
     ))
-    .bind(id)
-    .bind(instance)
-    .bind(epoch)
-    .bind(status)
-    .bind(error)
-    .fetch_optional(&mut *tx)
+    .bind(items.iter().map(|f| f.id.as_str()).collect::<Vec<_>>())
+    .bind(items.iter().map(|f| f.instance.as_str()).collect::<Vec<_>>())
+    .bind(items.iter().map(|f| f.epoch).collect::<Vec<_>>())
+    .bind(items.iter().map(|f| status(&f.outcome)).collect::<Vec<_>>())
+    .bind(
+        items
+            .iter()
+            .map(|f| match f.outcome {
+                Outcome::Sent => None,
+                Outcome::Failed { error } => Some(error),
+            })
+            .collect::<Vec<_>>(),
+    )
+    .fetch_all(&mut *tx)
     .await?;
-    let Some(row) = row else {
-        tx.rollback().await?;
-        return Ok(None);
-    };
-    outbox::insert(&mut *tx, instance, event, serde_json::to_value(row.view()).expect("serializes")).await?;
-    if row.status == MessageStatus::Sent {
-        let at = row.sent_at.unwrap_or_else(Utc::now);
-        crate::db::log::record_sent(&mut tx, &row, at).await?;
-    }
+    let events = rows
+        .iter()
+        .map(|r| {
+            let kind = if r.status == MessageStatus::Sent { "message.sent" } else { "message.failed" };
+            (&r.instance_id, kind, serde_json::to_value(r.view()).expect("serializes"))
+        })
+        .collect();
+    outbox::insert_many(&mut *tx, events).await?;
+    let sent: Vec<(&MessageRow, chrono::DateTime<Utc>)> = rows
+        .iter()
+        .filter(|r| r.status == MessageStatus::Sent)
+        .map(|r| (r, r.sent_at.unwrap_or_else(Utc::now)))
+        .collect();
+    crate::db::log::record_sent_many(&mut tx, &sent).await?;
     tx.commit().await?;
-    Ok(Some(row))
+    let mut by_id: std::collections::HashMap<MessageId, MessageRow> =
+        rows.into_iter().map(|r| (r.id.clone(), r)).collect();
+    Ok(items.iter().map(|f| by_id.remove(f.id)).collect())
 }
 
 /// Fails queued messages of instances no worker runs: those past their expiry

@@ -33,6 +33,35 @@ pub async fn insert(
     Ok(id)
 }
 
+/// Writes several events in one statement (each `(instance, type, data)`).
+pub async fn insert_many(
+    db: impl PgExecutor<'_>,
+    events: Vec<(&InstanceId, &str, serde_json::Value)>,
+) -> Result<(), sqlx::Error> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let (mut ids, mut instances, mut kinds, mut payloads) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (instance, kind, data) in events {
+        let (id, payload) = envelope(instance, kind, data);
+        ids.push(id.to_string());
+        instances.push(instance.to_string());
+        kinds.push(kind.to_string());
+        payloads.push(payload);
+    }
+    sqlx::query(
+        "INSERT INTO outbox (id, instance_id, type, payload) \
+         SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::jsonb[])",
+    )
+    .bind(ids)
+    .bind(instances)
+    .bind(kinds)
+    .bind(payloads)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
 /// Event types of an instance, newest first (tests and the delivery log read these).
 pub async fn types_for(
     db: impl PgExecutor<'_>,

@@ -35,3 +35,74 @@ async fn writes_under_an_old_epoch_are_refused() {
     assert_eq!(now["phone"], "5511999990001");
     assert_eq!(now["account_type"], "personal");
 }
+
+/// The worker's batched ends of sends: one transaction over several instances, each
+/// fenced on its own epoch. The stale one's message is untouched; the others end with
+/// their events, log rows and chats, in input order.
+#[tokio::test]
+async fn a_batch_of_sends_ended_together_is_fenced_per_instance() {
+    use shared::db::messages::{self, Finishing, Outcome};
+    let api = TestApi::start().await;
+    let db = shared::db::connect(&api.config).await.unwrap();
+    let mut owned = Vec::new();
+    for name in ["batch-a", "batch-b", "batch-c"] {
+        let (inst, token) = api.create_instance(name).await;
+        let id = InstanceId::parse(inst["id"].as_str().unwrap()).unwrap();
+        let own = api.client(Some(token));
+        own.post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect(202);
+        let m = own
+            .post(
+                &format!("/v1/instances/{id}/messages"),
+                &json!({ "to": "5511999990001", "type": "text", "text": name }),
+            )
+            .await
+            .expect(202);
+        let claim = sessions::claim(&db, &id, 1, "wk_a").await.unwrap().unwrap();
+        let mid = shared::ids::MessageId::parse(m["id"].as_str().unwrap()).unwrap();
+        messages::start_attempt(&db, &mid, &id, claim.owner_epoch).await.unwrap().expect("in flight");
+        owned.push((id, mid, claim.owner_epoch));
+    }
+    // b was taken over by another worker since.
+    sessions::claim(&db, &owned[1].0, 1, "wk_b").await.unwrap().unwrap();
+    let items: Vec<Finishing> = owned
+        .iter()
+        .enumerate()
+        .map(|(k, (id, mid, epoch))| Finishing {
+            id: mid,
+            instance: id,
+            epoch: *epoch,
+            outcome: if k == 2 { Outcome::Failed { error: "network_error: gone" } } else { Outcome::Sent },
+        })
+        .collect();
+    let rows = messages::finish_many(&db, &items).await.unwrap();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(
+        rows[0].as_ref().map(|r| (r.id.clone(), r.status)),
+        Some((owned[0].1.clone(), messages::MessageStatus::Sent))
+    );
+    assert!(rows[1].is_none(), "the stale epoch's end is refused");
+    assert_eq!(rows[2].as_ref().map(|r| r.status), Some(messages::MessageStatus::Failed));
+    let status = |k: usize| {
+        let (id, mid) = (owned[k].0.clone(), owned[k].1.clone());
+        let admin = api.admin();
+        async move { admin.get(&format!("/v1/instances/{id}/messages/{mid}")).await.expect(200)["status"].clone() }
+    };
+    assert_eq!(status(0).await, "sent");
+    assert_eq!(status(1).await, "in_flight", "untouched");
+    assert_eq!(status(2).await, "failed");
+    let types = |k: usize| {
+        let (db, id) = (db.clone(), owned[k].0.clone());
+        async move { shared::db::outbox::types_for(&db, &id).await.unwrap().into_iter().map(|(t, _)| t).collect::<Vec<_>>() }
+    };
+    let a = types(0).await;
+    assert!(a.contains(&"message.sent".to_string()) && a.contains(&"chat.updated".to_string()), "{a:?}");
+    let b = types(1).await;
+    assert!(!b.contains(&"message.sent".to_string()) && !b.contains(&"chat.updated".to_string()), "{b:?}");
+    let c = types(2).await;
+    assert!(c.contains(&"message.failed".to_string()) && !c.contains(&"chat.updated".to_string()), "{c:?}");
+    // The sent one is in the local log and its chat, from the API.
+    let chats = api.admin().get(&format!("/v1/instances/{}/chats", owned[0].0)).await.expect(200);
+    assert_eq!(chats["chats"].as_array().unwrap().len(), 1, "{chats}");
+    let none = api.admin().get(&format!("/v1/instances/{}/chats", owned[1].0)).await.expect(200);
+    assert_eq!(none["chats"].as_array().unwrap().len(), 0, "{none}");
+}
