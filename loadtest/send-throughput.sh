@@ -4,8 +4,10 @@
 #
 # One run, one report: starts the local cluster (release build, netsim network), creates
 # an instance, measures accepted POST {inst}/messages per second and p50/p99 latency with
-# goose at 64 concurrent users sending 1 KB texts, then measures pgbench single-row-insert
-# TPS (64 clients, 1 KB rows) on the same Postgres, and prints both and their ratio.
+# goose at 64 concurrent users sending 1 KB texts, then the same with wrk (a C load
+# generator from Debian's packages: 64 connections, 2 threads), then measures pgbench
+# single-row-insert TPS (64 clients, 1 KB rows) on the same Postgres, and prints each
+# and its ratio to pgbench. LOADTEST_WRK=0 skips wrk.
 # The instance is not paired, so this measures accepting (validate, store, queue), which
 # is what a client waits for; sending is paced per instance by design.
 set -euo pipefail
@@ -28,6 +30,10 @@ fi
 
 pl_ensure_deps
 export PATH=$PL_PG_BIN:$PATH
+if [[ ${LOADTEST_WRK:-1} == 1 ]] && ! command -v wrk >/dev/null 2>&1; then
+    echo "==> installing wrk (apt)"
+    _pl_apt_install wrk
+fi
 
 # shellcheck source=loadtest/lib.sh
 source loadtest/lib.sh
@@ -74,6 +80,39 @@ if [[ ${LOADTEST_PG_STATS:-0} == 1 ]]; then
 fi
 ACCEPTED=$(printf '%s' "$RESULT" | sed -E 's/.*accepted_per_sec=([0-9.]+).*/\1/')
 
+WRK_ACCEPTED=0
+if [[ ${LOADTEST_WRK:-1} == 1 ]]; then
+    echo "==> wrk: $USERS connections, 2 threads, ${SECS}s, the same requests"
+    LUA=$(mktemp --suffix .lua)
+    cat >"$LUA" <<'LUA'
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer " .. os.getenv("LOADTEST_TOKEN")
+wrk.body = '{"to": "5511900000000", "type": "text", "text": "' .. string.rep("x", 1024) .. '"}'
+LUA
+    lt_cpu_sample $((SECS / 3)) 10 "$LOG.cpu" &
+    SAMPLER=$!
+    OUT=$(wrk -t 2 -c "$USERS" -d "${SECS}s" --latency -s "$LUA" "$API/v1/instances/$LOADTEST_INSTANCE/messages")
+    rm -f "$LUA"
+    wait "$SAMPLER" || true
+    WRK_ACCEPTED=$(python3 - "$OUT" "$SECS" <<'PY'
+import re, sys
+out = sys.argv[1]
+total = int(re.search(r"(\d+) requests in", out).group(1))
+m = re.search(r"requests in ([\d.]+)(ms|s|m)", out)
+dur = float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60}[m.group(2)]
+bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+bad = int(bad.group(1)) if bad else 0
+lat = dict(re.findall(r"^\s+(50|99)%\s+([\d.]+\w+)", out, re.M))
+print(f"{(total - bad) / dur:.1f}")
+print(f"    accepted={(total - bad) / dur:.0f}/s (202s only; {bad} other answers) p50={lat.get('50')} p99={lat.get('99')}", file=sys.stderr)
+PY
+)
+    echo "    CPU by process on this machine during the run (200% = both cores):"
+    cat "$LOG.cpu" 2>/dev/null || true
+    rm -f "$LOG.cpu"
+fi
+
 echo "==> pgbench: $USERS clients, ${SECS}s, single-row INSERT of 1 KB on the same Postgres"
 PGBIN=$PL_PG_BIN
 psql -q "$PACELINE_DATABASE_URL" -c "CREATE TABLE IF NOT EXISTS bench_insert (id bigserial PRIMARY KEY, payload text NOT NULL)"
@@ -84,8 +123,10 @@ rm -f "$SCRIPT"
 psql -q "$PACELINE_DATABASE_URL" -c "DROP TABLE bench_insert"
 echo "    tps=$TPS"
 
-python3 - "$ACCEPTED" "$TPS" <<'PY'
+python3 - "$ACCEPTED" "$WRK_ACCEPTED" "$TPS" <<'PY'
 import sys
-accepted, tps = float(sys.argv[1]), float(sys.argv[2])
-print(f"==> accepted {accepted:.0f}/s vs pgbench {tps:.0f} tps: ratio {accepted / tps:.2f} (goals: >= 0.8 and >= 3000/s)")
+accepted, wrk, tps = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+print(f"==> goose: accepted {accepted:.0f}/s vs pgbench {tps:.0f} tps: ratio {accepted / tps:.2f} (goals: >= 0.8 and >= 3000/s)")
+if wrk:
+    print(f"==> wrk:   accepted {wrk:.0f}/s vs pgbench {tps:.0f} tps: ratio {wrk / tps:.2f}")
 PY

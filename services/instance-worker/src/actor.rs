@@ -50,8 +50,9 @@ pub struct Ctx {
     pub retry_base: Duration,
     /// How received media is kept (retries, the instance's quota).
     pub media: crate::receive::MediaPolicy,
-    /// Writes the ends of sends, batched across the worker's instances.
-    pub finisher: crate::finisher::Finisher,
+    /// Write the ends of sends and the receipts, batched across the worker's instances.
+    pub finisher: crate::batch::Batcher<crate::batch::Finish, Option<shared::db::messages::MessageRow>>,
+    pub receipts: crate::batch::Batcher<shared::db::log::ReceiptIn, bool>,
 }
 
 /// Pacing settings that come from the config rather than the instance.

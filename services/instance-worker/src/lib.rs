@@ -10,9 +10,9 @@
 //! releases its leases and wakes the others, which take over at once.
 
 pub mod actor;
+pub mod batch;
 pub mod db;
 pub mod driver;
-pub mod finisher;
 pub mod lease;
 pub mod metrics;
 pub mod pacer;
@@ -117,7 +117,8 @@ pub async fn run_with(config: Config, drivers: Drivers, shutdown: Shutdown) -> a
         },
         retry_base: config.queue_retry_base,
         media,
-        finisher: finisher::Finisher::start(pool.clone()),
+        finisher: batch::finisher(pool.clone()),
+        receipts: batch::receipts(pool.clone()),
     });
     tracing::info!(worker_id, network = %config.network, "worker started");
     let mut w = Worker {
@@ -134,6 +135,7 @@ pub async fn run_with(config: Config, drivers: Drivers, shutdown: Shutdown) -> a
         stopping: HashSet::new(),
         per_instance: config.metrics_per_instance,
         reported: Vec::new(),
+        scans: 0,
     };
     let mut stats = tokio::time::interval(QUEUE_STATS_EVERY);
     let mut sweep = tokio::time::interval(SWEEP_EVERY);
@@ -186,13 +188,18 @@ struct Worker {
     per_instance: bool,
     /// Instances with per-instance series, to zero them once they leave.
     reported: Vec<InstanceId>,
+    /// Scans so far.
+    scans: u64,
 }
 
 impl Worker {
     /// Claims free instances up to this worker's fair share, and expires queued messages
     /// of instances nobody runs.
     async fn scan(&mut self) {
-        match shared::db::messages::fail_idle(&self.ctx.db, 500).await {
+        // Messages of logged-out and banned instances: every 30th scan (it probes each such
+        // instance, and abandoned ones pile up over the years).
+        self.scans += 1;
+        match shared::db::messages::fail_idle(&self.ctx.db, 500, self.scans % 30 == 1).await {
             Ok(rows) => {
                 for r in rows {
                     let payload = serde_json::to_vec(&r.view()).expect("serializes");

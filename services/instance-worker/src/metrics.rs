@@ -21,12 +21,15 @@ pub const MEDIA_QUOTA_REFUSED: &str = "paceline_media_quota_refused_total";
 pub const INSTANCES_UNLEASED: &str = "paceline_instances_unleased";
 pub const INSTANCES_DESIRED: &str = "paceline_instances_desired";
 pub const INSTANCES_SHED: &str = "paceline_worker_instances_shed_total";
-pub const FINISH_BATCH: &str = "paceline_worker_finish_batch_size";
+pub const WRITE_BATCH: &str = "paceline_worker_write_batch_size";
 
 pub fn describe() {
     shared::telemetry::prometheus();
     metrics::describe_gauge!(LEASES_HELD, "instance leases this worker holds");
-    metrics::describe_histogram!(FINISH_BATCH, "sends ended (sent or failed) per transaction of the worker's writer");
+    metrics::describe_histogram!(
+        WRITE_BATCH,
+        "jobs per transaction of the worker's batched writers (writer: finish for the ends of sends, receipts)"
+    );
     metrics::describe_gauge!(
         INSTANCES_UNLEASED,
         "instances that should run and no worker holds, cluster-wide as this worker last saw (every 5 s)"

@@ -252,7 +252,12 @@ impl Queue {
     }
 
     async fn finish(&mut self, held: &Held<'_>, m: &MessageRow, outcome: Finish<'_>, result: &'static str) -> Step {
-        match held.ctx.finisher.finish(&m.id, held.id, held.epoch, outcome).await {
+        let error = match outcome {
+            Finish::Sent => None,
+            Finish::Failed { error } => Some(error.to_string()),
+        };
+        let job = crate::batch::Finish { id: m.id.clone(), instance: held.id.clone(), epoch: held.epoch, error };
+        match held.ctx.finisher.call(job).await {
             Ok(Some(row)) => {
                 metrics::counter!(SENDS, "result" => result).increment(1);
                 self.wake_at = self.wake_at.min(Instant::now() + Duration::from_millis(1));

@@ -266,7 +266,14 @@ pub(crate) async fn receipt(
     receipt: log::Receipt,
     at: chrono::DateTime<chrono::Utc>,
 ) -> Step {
-    if let Err(e) = log::apply_receipt(&held.ctx.db, held.id, held.epoch, wa_message_id, receipt, at).await {
+    let job = log::ReceiptIn {
+        instance: held.id.clone(),
+        epoch: held.epoch,
+        wa_message_id: wa_message_id.to_string(),
+        receipt,
+        at,
+    };
+    if let Err(e) = held.ctx.receipts.call(job).await {
         tracing::warn!(error = %e, "recording a receipt failed");
     }
     Step::Continue

@@ -355,43 +355,66 @@ impl Receipt {
     }
 }
 
-/// A receipt (`delivered` or `read`) for a message this instance sent, fenced. Statuses
-/// only move forward; a receipt that changes nothing is not an event. Returns whether
-/// it changed the message.
-pub async fn apply_receipt(
-    pool: &PgPool,
-    instance: &InstanceId,
-    epoch: i64,
-    wa_message_id: &str,
-    receipt: Receipt,
-    at: DateTime<Utc>,
-) -> Result<bool, sqlx::Error> {
-    let status = receipt.as_str();
+/// A receipt (`delivered` or `read`) for a message an instance sent, under the epoch
+/// its worker holds.
+#[derive(Debug, Clone)]
+pub struct ReceiptIn {
+    pub instance: InstanceId,
+    pub epoch: i64,
+    pub wa_message_id: String,
+    pub receipt: Receipt,
+    pub at: DateTime<Utc>,
+}
+
+/// Receipts for messages the instances sent, in one transaction, each fenced on its own
+/// instance's epoch. Statuses only move forward; a receipt that changes nothing is not an
+/// event. Two receipts for one message are applied in their order (in rounds), so each
+/// step is its own event. Returns, in input order, whether each changed its message.
+pub async fn apply_receipts(pool: &PgPool, items: &[ReceiptIn]) -> Result<Vec<bool>, sqlx::Error> {
+    let mut changed = vec![false; items.len()];
     let mut tx = pool.begin().await?;
-    if !fence(&mut tx, instance, epoch).await? {
-        return Ok(false);
-    }
-    let rows: Vec<(MessageId, String, String)> = sqlx::query_as(
-        "UPDATE log_messages SET status = $3 \
-         WHERE instance_id = $1 AND wa_message_id = $2 AND from_me \
-           AND COALESCE(array_position(ARRAY['sent', 'delivered', 'read'], status), 0) \
-               < array_position(ARRAY['sent', 'delivered', 'read'], $3::text) \
-         RETURNING id, chat_jid, source",
-    )
-    .bind(instance)
-    .bind(wa_message_id)
-    .bind(status)
-    .fetch_all(&mut *tx)
-    .await?;
-    for (id, chat, source) in &rows {
-        let data = json!({
-            "message_id": (source == "queue").then_some(id), "wa_message_id": wa_message_id, "chat_jid": chat,
-            "status": status, "at": at,
-        });
-        outbox::insert(&mut *tx, instance, &format!("message.{status}"), data).await?;
+    // Rounds: a message's second receipt waits for the next round.
+    let mut left: Vec<usize> = (0..items.len()).collect();
+    while !left.is_empty() {
+        let mut seen = std::collections::HashSet::new();
+        let (round, later): (Vec<usize>, Vec<usize>) =
+            left.iter().partition(|&&k| seen.insert((&items[k].instance, &items[k].wa_message_id)));
+        let pick = |f: &dyn Fn(&ReceiptIn) -> String| round.iter().map(|&k| f(&items[k])).collect::<Vec<_>>();
+        let rows: Vec<(InstanceId, MessageId, String, String, String)> = sqlx::query_as(
+            "WITH r AS (SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::text[]) \
+                        AS r(r_instance, r_epoch, r_wa, r_status)), \
+             owner AS (SELECT i.id AS o_id FROM instances i JOIN (SELECT DISTINCT r_instance, r_epoch FROM r) e \
+                       ON i.id = e.r_instance AND i.owner_epoch = e.r_epoch ORDER BY i.id FOR SHARE OF i) \
+             UPDATE log_messages SET status = r_status FROM r \
+             WHERE instance_id = r_instance AND instance_id IN (SELECT o_id FROM owner) AND wa_message_id = r_wa \
+               AND from_me AND COALESCE(array_position(ARRAY['sent', 'delivered', 'read'], status), 0) \
+                   < array_position(ARRAY['sent', 'delivered', 'read'], r_status) \
+             RETURNING instance_id, id, chat_jid, source, wa_message_id",
+        )
+        .bind(pick(&|r| r.instance.to_string()))
+        .bind(round.iter().map(|&k| items[k].epoch).collect::<Vec<_>>())
+        .bind(pick(&|r| r.wa_message_id.clone()))
+        .bind(pick(&|r| r.receipt.as_str().to_string()))
+        .fetch_all(&mut *tx)
+        .await?;
+        let index: std::collections::HashMap<(&InstanceId, &str), usize> =
+            round.iter().map(|&k| ((&items[k].instance, items[k].wa_message_id.as_str()), k)).collect();
+        let mut events = Vec::with_capacity(rows.len());
+        for (instance, id, chat, source, wa) in &rows {
+            let Some(&k) = index.get(&(instance, wa.as_str())) else { continue };
+            changed[k] = true;
+            let (status, at) = (items[k].receipt.as_str(), items[k].at);
+            let data = json!({
+                "message_id": (source == "queue").then_some(id), "wa_message_id": wa, "chat_jid": chat,
+                "status": status, "at": at,
+            });
+            events.push((instance, format!("message.{status}"), data));
+        }
+        outbox::insert_many(&mut *tx, events.iter().map(|(i, t, d)| (*i, t.as_str(), d.clone())).collect()).await?;
+        left = later;
     }
     tx.commit().await?;
-    Ok(!rows.is_empty())
+    Ok(changed)
 }
 
 // ---- the API's side ----

@@ -366,8 +366,10 @@ pub async fn finish_many(pool: &PgPool, items: &[Finishing<'_>]) -> Result<Vec<O
 /// (`instance_not_connected`: they could only go after pairing again). Running instances
 /// expire their own, in order. Each of the two kinds is found by an index
 /// (`messages_expiry_idx`, `messages_queue_idx`), so a sweep costs what it fails, not a
-/// scan of every queued message. Returns the failed rows (at most `2 * limit`).
-pub async fn fail_idle(pool: &PgPool, limit: i64) -> Result<Vec<MessageRow>, sqlx::Error> {
+/// scan of every queued message; but the second probes every logged-out or banned
+/// instance, so it runs only when `unpaired` is set (the worker: every 30th sweep).
+/// Returns the failed rows (at most `2 * limit`).
+pub async fn fail_idle(pool: &PgPool, limit: i64, unpaired: bool) -> Result<Vec<MessageRow>, sqlx::Error> {
     let mut tx = pool.begin().await?;
     let rows: Vec<MessageRow> = sqlx::query_as(&format!(
         "WITH expired AS ( \
@@ -381,13 +383,14 @@ pub async fn fail_idle(pool: &PgPool, limit: i64) -> Result<Vec<MessageRow>, sql
            FROM instances i CROSS JOIN LATERAL ( \
              SELECT id FROM messages WHERE instance_id = i.id AND status = 'queued' \
              ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED) m \
-           WHERE NOT i.desired AND i.state IN ('logged_out', 'banned') LIMIT $1), \
+           WHERE $2 AND NOT i.desired AND i.state IN ('logged_out', 'banned') LIMIT $1), \
          doomed AS (SELECT * FROM expired UNION ALL SELECT * FROM unpaired) \
          UPDATE messages SET status = 'failed', error = doomed.why, updated_at = now() \
          FROM doomed WHERE messages.id = doomed.id RETURNING {}",
         COLUMNS.split(", ").map(|c| format!("messages.{c}")).collect::<Vec<_>>().join(", ")
     ))
     .bind(limit)
+    .bind(unpaired)
     .fetch_all(&mut *tx)
     .await?;
     for r in &rows {

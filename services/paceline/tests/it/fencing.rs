@@ -106,3 +106,54 @@ async fn a_batch_of_sends_ended_together_is_fenced_per_instance() {
     let none = api.admin().get(&format!("/v1/instances/{}/chats", owned[1].0)).await.expect(200);
     assert_eq!(none["chats"].as_array().unwrap().len(), 0, "{none}");
 }
+
+/// Receipts in one batch: a message's delivered and read are applied in order, each its
+/// own event; a receipt under a stale epoch changes nothing.
+#[tokio::test]
+async fn a_batch_of_receipts_applies_each_step_once_and_fences_stale_ones() {
+    use shared::db::log::{apply_receipts, Receipt, ReceiptIn};
+    use shared::db::messages::{self, Finishing, Outcome};
+    let api = TestApi::start().await;
+    let db = shared::db::connect(&api.config).await.unwrap();
+    let mut sent = Vec::new();
+    for name in ["rc-a", "rc-b"] {
+        let (inst, token) = api.create_instance(name).await;
+        let id = InstanceId::parse(inst["id"].as_str().unwrap()).unwrap();
+        let own = api.client(Some(token));
+        own.post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect(202);
+        let m = own
+            .post(
+                &format!("/v1/instances/{id}/messages"),
+                &json!({ "to": "5511999990001", "type": "text", "text": name }),
+            )
+            .await
+            .expect(202);
+        let epoch = sessions::claim(&db, &id, 1, "wk_a").await.unwrap().unwrap().owner_epoch;
+        let mid = shared::ids::MessageId::parse(m["id"].as_str().unwrap()).unwrap();
+        let row = messages::start_attempt(&db, &mid, &id, epoch).await.unwrap().unwrap();
+        let f = Finishing { id: &mid, instance: &id, epoch, outcome: Outcome::Sent };
+        messages::finish_many(&db, &[f]).await.unwrap();
+        sent.push((id, epoch, row.wa_message_id));
+    }
+    // b changes hands: its old owner's receipt must bounce.
+    sessions::claim(&db, &sent[1].0, 1, "wk_b").await.unwrap().unwrap();
+    let r = |k: usize, receipt| ReceiptIn {
+        instance: sent[k].0.clone(),
+        epoch: sent[k].1,
+        wa_message_id: sent[k].2.clone(),
+        receipt,
+        at: chrono::Utc::now(),
+    };
+    let batch = [r(0, Receipt::Delivered), r(0, Receipt::Read), r(1, Receipt::Delivered), r(0, Receipt::Delivered)];
+    assert_eq!(apply_receipts(&db, &batch).await.unwrap(), [true, true, false, false]);
+    let types: Vec<String> = shared::db::outbox::types_for(&db, &sent[0].0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(t, _)| t)
+        .filter(|t| t == "message.delivered" || t == "message.read")
+        .collect();
+    assert_eq!(types, ["message.delivered", "message.read"]);
+    let b = shared::db::outbox::types_for(&db, &sent[1].0).await.unwrap();
+    assert!(!b.iter().any(|(t, _)| t == "message.delivered"), "{b:?}");
+}

@@ -268,7 +268,10 @@ async fn the_idle_sweeper_fails_expired_and_unpaired_messages_only() {
     sqlx::query("UPDATE instances SET state = 'logged_out' WHERE id = $1").bind(&gone_id).execute(&db).await.unwrap();
     sqlx::query("UPDATE instances SET desired = true WHERE id = $1").bind(&running_id).execute(&db).await.unwrap();
 
-    let failed = shared::db::messages::fail_idle(&db, 10).await.unwrap();
+    // A sweep without the unpaired part fails only the expired one.
+    let first = shared::db::messages::fail_idle(&db, 10, false).await.unwrap();
+    assert_eq!(first.iter().map(|r| r.id.to_string()).collect::<Vec<_>>(), std::slice::from_ref(&stale));
+    let failed = [first, shared::db::messages::fail_idle(&db, 10, true).await.unwrap()].concat();
     let mut got: Vec<(String, String)> = failed
         .iter()
         .map(|r| (r.id.to_string(), r.error.clone().unwrap().split(':').next().unwrap().to_string()))
@@ -296,5 +299,5 @@ async fn the_idle_sweeper_fails_expired_and_unpaired_messages_only() {
     // Each failure is written with its event; a second sweep finds nothing.
     let events = shared::db::outbox::types_for(&db, &shared::ids::InstanceId::parse(&gone_id).unwrap()).await.unwrap();
     assert_eq!(events.iter().filter(|(t, _)| t == "message.failed").count(), 2);
-    assert!(shared::db::messages::fail_idle(&db, 10).await.unwrap().is_empty());
+    assert!(shared::db::messages::fail_idle(&db, 10, true).await.unwrap().is_empty());
 }
