@@ -6,8 +6,9 @@
 # netsim), pairs `instances` (default 1000) netsim instances, queues `sends_each`
 # (default 15) texts on each, and lets the worker send them, each instance at its own
 # floor (min_interval_ms 1000, max_per_minute 60; jitter 0 so the chosen gap is known;
-# ramp-up off; the post-connection grace fixed at 15 s so every instance starts sending
-# at once, and "sustained" is measured while all of them send). Reports, from what netsim received:
+# ramp-up off; the post-connection grace fixed at 15 s; and every instance's send window
+# set to open at the same minute, after every send is queued, so all instances start at
+# once and "sustained" is measured while all of them send). Reports, from what netsim received:
 # sustained sends/s, the pacing error (real gap minus chosen gap) at p50/p99/max, and the
 # worker's lease losses. Load generator and orchestration: loadtest/paced_sends.py
 # (Python stdlib). MIN_INTERVAL_MS / MAX_PER_MINUTE change the pace (below the floors
@@ -31,8 +32,5 @@ export PACELINE_PACING_GRACE_MIN_MS=${PACELINE_PACING_GRACE_MIN_MS:-15000} PACEL
 echo "==> starting the local cluster (release build)"
 lt_start_cluster
 echo "==> pairing $INSTANCES instances, then $SENDS sends each"
-lt_cpu_sample 50 10 "$LOG.cpu" &
 python3 loadtest/paced_sends.py
-echo "CPU per process while sending:"
-cat "$LOG.cpu" 2>/dev/null || true
 echo "repeat: loadtest/paced-sends.sh $INSTANCES $SENDS"

@@ -14,7 +14,9 @@ import calendar
 import concurrent.futures as cf
 import os
 import statistics
+import subprocess
 import sys
+import threading
 import time
 import urllib.request
 
@@ -85,8 +87,15 @@ def main():
     connected = sum(s == "connected" for s in states)
     print(f"    {connected} of {N} instances connected in {time.time() - t0:.1f}s")
 
+    # One moment for all: every instance's send window opens at the same minute, after
+    # every send is queued (so pairing and queueing do not stagger the instances).
+    opens = (int(time.time() + N * M / 900 + 20) // 60 + 1) * 60
+    window = {"start": time.strftime("%H:%M", time.gmtime(opens)),
+              "end": time.strftime("%H:%M", time.gmtime(opens + 3 * 3600))}
+
     def queue(x):
         inst, token, _ = x
+        call("PATCH", f"{API}/v1/instances/{inst}", {"time_zone": "UTC", "send_window": window}, token)
         for k in range(M):
             call("POST", f"{API}/v1/instances/{inst}/messages",
                  {"to": RECIPIENT, "type": "text", "text": f"{inst} {k}"}, token)
@@ -94,7 +103,22 @@ def main():
     t1 = time.time()
     with cf.ThreadPoolExecutor(32) as pool:
         list(pool.map(queue, instances))
-    print(f"    {N * M} sends queued in {time.time() - t1:.1f}s")
+    print(f"    {N * M} sends queued in {time.time() - t1:.1f}s; every send window opens at "
+          f"{window['start']} UTC, {opens - time.time():.0f}s from now")
+    # CPU per process while every instance sends (200% = both cores).
+    cpu = {}
+
+    def sample():
+        time.sleep(max(0, opens + 10 - time.time()))
+        out = subprocess.run(["top", "-b", "-d", "10", "-n", "2", "-w", "200"], capture_output=True, text=True).stdout
+        second = out.split("\ntop -")[-1]
+        for line in second.splitlines():
+            f = line.split()
+            if len(f) >= 12 and f[0].isdigit():
+                cpu[f[11]] = cpu.get(f[11], 0.0) + float(f[8])
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
 
     want = connected * M
     deadline = time.time() + max(600, M * INTERVAL_MS / 1000 * 4 + 120)
@@ -138,6 +162,11 @@ def main():
           f"p99 {pct(gaps, 99):.0f} ms, max {max(gaps) if gaps else float('nan'):.0f} ms, mean "
           f"{statistics.mean(gaps) if gaps else float('nan'):.0f} ms over {len(gaps)} gaps")
     print(f"leases lost: {lost:.0f}; leases revived: {revived:.0f}")
+    sampler.join()
+    print("CPU per process while every instance sends (200% = both cores):")
+    for name, c in sorted(cpu.items(), key=lambda kv: -kv[1]):
+        if c >= 1:
+            print(f"    cpu {name:<16} {c:5.0f}%")
     if len(msgs) < want:
         sys.exit(f"only {len(msgs)} of {want} sends arrived")
 

@@ -32,6 +32,9 @@ const RETRY_CAP: Duration = Duration::from_secs(30);
 /// marked in flight), so the database's latency is not added to the paced gap.
 const LEAD_MIN: Duration = Duration::from_millis(20);
 const LEAD_MAX: Duration = Duration::from_secs(1);
+/// A queue known to hold messages is not read again before preparing, when preparing is
+/// at most this far off (a head's expiry may then be noticed up to this late).
+const BLIND: Duration = Duration::from_secs(5);
 
 pub struct Queue {
     pub pacer: Pacer,
@@ -113,77 +116,88 @@ impl Queue {
     }
 
     /// Looks at the queue head: expires it, waits for the pacer, or sends it. The head is
-    /// prepared (marked in flight) up to [`Self::lead`] before its send time, so at that
-    /// time only the network call remains.
+    /// prepared (taken and marked in flight in one statement) up to [`Self::lead`] before
+    /// its send time, so at that time only the network call remains; and a queue known
+    /// not to be empty is not read again while its send time is near ([`BLIND`]).
     pub(crate) async fn pump(&mut self, held: &Held<'_>, session: &dyn Session) -> Step {
         let now = Instant::now();
         self.wake_at = now + IDLE_POLL;
-        let (head, started) = match self.prepared.take() {
-            Some(m) => (m, true),
-            None => match messages::head(&held.ctx.db, held.id).await {
-                Ok(Some(m)) => {
-                    self.idle = false;
-                    (m, false)
-                }
-                Ok(None) => {
-                    self.idle = true;
-                    return Step::Continue;
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "reading the queue failed");
-                    return Step::Continue;
-                }
-            },
-        };
         let wall = Utc::now();
-        if head.expires_at <= wall {
-            return self.fail(held, &head, ErrorCode::MessageExpired, "not sent before expires_after").await;
-        }
-        let until_expiry = (head.expires_at - wall).to_std().unwrap_or_default();
-        let keep = |q: &mut Queue, head: MessageRow| {
-            if started {
-                q.prepared = Some(head);
-            }
-        };
         if !self.connected {
-            self.wake_at = now + until_expiry.min(IDLE_POLL);
-            keep(self, head);
+            // Nothing goes out; only the head's expiry matters.
+            // (A prepared head stays prepared: this actor started it.)
+            let (head, ours) = match self.prepared.take() {
+                Some(m) => (Some(m), true),
+                None => match self.read_head(held).await {
+                    Ok(h) => (h, false),
+                    Err(step) => return step,
+                },
+            };
+            let Some(head) = head else { return Step::Continue };
+            if head.expires_at <= wall {
+                return self.fail(held, &head, ErrorCode::MessageExpired, "not sent before expires_after").await;
+            }
+            self.wake_at = now + (head.expires_at - wall).to_std().unwrap_or_default().min(IDLE_POLL);
+            if ours {
+                self.prepared = Some(head);
+            }
             return Step::Continue;
         }
         self.refresh_rules(held).await;
-        let Some(at) = self.pacer.next_at(now, wall) else {
-            keep(self, head);
-            return Step::Continue;
-        };
-        if at > now + self.lead() || (at > now && started) {
-            // Wake to prepare (or, prepared, to send), or for the expiry if that comes first.
-            let wake = if started { at } else { at - self.lead() };
-            self.wake_at = wake.min(now + until_expiry);
-            keep(self, head);
-            return Step::Continue;
-        }
-        let m = if started {
-            head
-        } else {
-            let delay = (wall - head.created_at).to_std().unwrap_or_default();
-            metrics::histogram!(PACING_DELAY).record(delay.as_secs_f64());
-            let m = match messages::start_attempt(&held.ctx.db, &head.id, held.id, held.epoch).await {
-                Ok(Some(m)) => m,
-                Ok(None) => return fenced(Ok(false)),
-                Err(e) => {
-                    tracing::warn!(error = %e, "starting a send failed");
+        let Some(at) = self.pacer.next_at(now, wall) else { return Step::Continue };
+        let m = match self.prepared.take() {
+            Some(m) => m,
+            None => {
+                let prepare_at = at.checked_sub(self.lead()).unwrap_or(now);
+                if prepare_at > now {
+                    if prepare_at <= now + BLIND && !self.idle {
+                        self.wake_at = prepare_at;
+                        return Step::Continue;
+                    }
+                    // Far off: look at the head for its expiry (and whether there is one).
+                    let head = match self.read_head(held).await {
+                        Ok(Some(h)) => h,
+                        Ok(None) | Err(_) => return Step::Continue,
+                    };
+                    if head.expires_at <= wall {
+                        return self
+                            .fail(held, &head, ErrorCode::MessageExpired, "not sent before expires_after")
+                            .await;
+                    }
+                    self.wake_at = prepare_at.min(now + (head.expires_at - wall).to_std().unwrap_or_default());
                     return Step::Continue;
                 }
-            };
-            self.prepare_time = (self.prepare_time * 3 + now.elapsed()) / 4;
-            m
+                match messages::start_head(&held.ctx.db, held.id, held.epoch).await {
+                    Ok(Some(m)) => {
+                        self.idle = false;
+                        self.prepare_time = (self.prepare_time * 3 + now.elapsed()) / 4;
+                        m
+                    }
+                    // Empty, or another worker owns the instance now.
+                    Ok(None) => {
+                        return match self.read_head(held).await {
+                            Ok(Some(_)) => fenced(Ok(false)),
+                            Ok(None) | Err(_) => Step::Continue,
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "starting a send failed");
+                        return Step::Continue;
+                    }
+                }
+            }
         };
+        if m.expires_at <= wall {
+            return self.fail(held, &m, ErrorCode::MessageExpired, "not sent before expires_after").await;
+        }
         if at > Instant::now() {
-            // Prepared ahead: send at the pacer's time.
+            // Prepared ahead: send at the pacer's time (or expire first).
+            self.wake_at = at.min(now + (m.expires_at - wall).to_std().unwrap_or_default());
             self.prepared = Some(m);
-            self.wake_at = at;
             return Step::Continue;
         }
+        let delay = (wall - m.created_at).to_std().unwrap_or_default();
+        metrics::histogram!(PACING_DELAY).record(delay.as_secs_f64());
         let out = match self.outgoing(held, &m).await {
             Ok(o) => o,
             Err(step) => return step,
@@ -198,6 +212,20 @@ impl Queue {
             Ok(()) => self.finish(held, &m, Finish::Sent, "sent").await,
             Err(e) if e.is_permanent() || m.attempts >= MAX_ATTEMPTS => self.fail(held, &m, e.code, &e.detail).await,
             Err(e) => self.retry(held, &m, e),
+        }
+    }
+
+    /// The queue's head (and whether the queue is idle).
+    async fn read_head(&mut self, held: &Held<'_>) -> Result<Option<MessageRow>, Step> {
+        match messages::head(&held.ctx.db, held.id).await {
+            Ok(h) => {
+                self.idle = h.is_none();
+                Ok(h)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the queue failed");
+                Err(Step::Continue)
+            }
         }
     }
 

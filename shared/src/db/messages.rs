@@ -266,21 +266,21 @@ pub async fn queue_stats(
     .await
 }
 
-const OWNED: &str = "WITH owner AS (SELECT id FROM instances WHERE id = $2 AND owner_epoch = $3 FOR SHARE)";
-
-/// `queued -> in_flight` (or another attempt of an `in_flight` one), fenced.
-/// `None`: the instance has a new owner.
-pub async fn start_attempt(
+/// The head of the queue taken for sending in one statement: `-> in_flight` (another
+/// attempt, if it already was), fenced. `None`: the queue is empty or the instance has a
+/// new owner (tell them apart with [`head`]).
+pub async fn start_head(
     db: impl PgExecutor<'_>,
-    id: &MessageId,
     instance: &InstanceId,
     epoch: i64,
 ) -> Result<Option<MessageRow>, sqlx::Error> {
     sqlx::query_as(&format!(
-        "{OWNED} UPDATE messages SET status = 'in_flight', attempts = attempts + 1, updated_at = now() \
-         WHERE id = $1 AND instance_id IN (SELECT id FROM owner) AND status IN ('queued', 'in_flight') RETURNING {COLUMNS}"
+        "WITH owner AS (SELECT id FROM instances WHERE id = $1 AND owner_epoch = $2 FOR SHARE) \
+         UPDATE messages SET status = 'in_flight', attempts = attempts + 1, updated_at = now() \
+         WHERE id = (SELECT id FROM messages WHERE instance_id = $1 AND status IN ('queued', 'in_flight') \
+                     ORDER BY seq LIMIT 1) \
+           AND instance_id IN (SELECT id FROM owner) AND status IN ('queued', 'in_flight') RETURNING {COLUMNS}"
     ))
-    .bind(id)
     .bind(instance)
     .bind(epoch)
     .fetch_optional(db)

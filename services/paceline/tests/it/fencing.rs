@@ -59,11 +59,13 @@ async fn a_batch_of_sends_ended_together_is_fenced_per_instance() {
             .expect(202);
         let claim = sessions::claim(&db, &id, 1, "wk_a").await.unwrap().unwrap();
         let mid = shared::ids::MessageId::parse(m["id"].as_str().unwrap()).unwrap();
-        messages::start_attempt(&db, &mid, &id, claim.owner_epoch).await.unwrap().expect("in flight");
+        let started = messages::start_head(&db, &id, claim.owner_epoch).await.unwrap().expect("in flight");
+        assert_eq!(started.id, mid);
         owned.push((id, mid, claim.owner_epoch));
     }
-    // b was taken over by another worker since.
+    // b was taken over by another worker since: its old owner can take nothing more.
     sessions::claim(&db, &owned[1].0, 1, "wk_b").await.unwrap().unwrap();
+    assert!(messages::start_head(&db, &owned[1].0, owned[1].2).await.unwrap().is_none());
     let items: Vec<Finishing> = owned
         .iter()
         .enumerate()
@@ -130,7 +132,7 @@ async fn a_batch_of_receipts_applies_each_step_once_and_fences_stale_ones() {
             .expect(202);
         let epoch = sessions::claim(&db, &id, 1, "wk_a").await.unwrap().unwrap().owner_epoch;
         let mid = shared::ids::MessageId::parse(m["id"].as_str().unwrap()).unwrap();
-        let row = messages::start_attempt(&db, &mid, &id, epoch).await.unwrap().unwrap();
+        let row = messages::start_head(&db, &id, epoch).await.unwrap().unwrap();
         let f = Finishing { id: &mid, instance: &id, epoch, outcome: Outcome::Sent };
         messages::finish_many(&db, &[f]).await.unwrap();
         sent.push((id, epoch, row.wa_message_id));
