@@ -146,7 +146,9 @@ impl Pacer {
             at = at.max(self.recent[self.recent.len() - cap] + MINUTE);
         }
         if let Some(w) = &self.rules.window {
-            // Judge the window at the moment the other rules allow.
+            // Judge the window at the moment the other rules allow, and not before now:
+            // a time the other rules allowed long ago must not move the opening earlier.
+            at = at.max(now);
             let ahead = at.saturating_duration_since(now);
             let wall_at = wall + chrono::Duration::from_std(ahead).unwrap_or_default();
             at += w.wait(wall_at);

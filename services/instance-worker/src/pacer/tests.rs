@@ -148,3 +148,24 @@ async fn send_window_in_the_instance_time_zone() {
     assert_eq!(t[0], Duration::from_secs(3600), "the queue waits for the window");
     assert_eq!(t[1] - t[0], Duration::from_secs(2));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_window_is_kept_by_a_queue_that_could_have_sent_long_ago() {
+    let mut rng = StdRng::seed_from_u64(7);
+    // Connected (grace over) an hour and a half before the window opens: nothing may go
+    // before the opening, however long ago the other rules allowed it.
+    let w = SendWindow {
+        start: NaiveTime::from_hms_opt(13, 30, 0).unwrap(),
+        end: NaiveTime::from_hms_opt(18, 0, 0).unwrap(),
+        tz: chrono_tz::UTC,
+    };
+    let mut p = Pacer::new(Rules { window: Some(w), grace_min: Duration::ZERO, grace_max: Duration::ZERO, ..rules() });
+    let start = Instant::now();
+    p.connected(start, &mut rng);
+    for minutes in [0u64, 30, 60, 80, 89] {
+        let now = start + Duration::from_secs(minutes * 60);
+        let wall_now = wall() + chrono::Duration::minutes(minutes as i64);
+        let at = p.next_at(now, wall_now).unwrap();
+        assert_eq!(at, start + Duration::from_secs(90 * 60), "{minutes} min after the connect");
+    }
+}
