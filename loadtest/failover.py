@@ -7,9 +7,7 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-import urllib.request
 
 import ltlib
 from ltlib import call
@@ -24,37 +22,19 @@ RUN = str(int(time.time()))
 RECIPIENT = "5511900000002"
 GAP_MS = 4000
 SENDS = 45
-PROCS = []  # (process, log path)
-
-
-def start_worker(k):
-    env = dict(os.environ)
-    # warn, and the worker crate's few info lines (its id, claims, handoffs).
-    env.update({"PACELINE_METRICS_ADDR": f"127.0.0.1:{9480 + k}", "PACELINE_LOG_LEVEL": "warn,worker=info"})
-    log = tempfile.NamedTemporaryFile(prefix=f"failover-wk{k}-", suffix=".log", delete=False)
-    p = subprocess.Popen([env["PACELINE_BIN"], "worker"], env=env, stdout=subprocess.DEVNULL, stderr=log)
-    PROCS.append((p, log.name))
+# warn, and the worker crate's few info lines (its id, claims, handoffs).
+WORKERS = ltlib.Workers("warn,worker=info")
+held = WORKERS.held
 
 
 def worker_id(k):
     for _ in range(100):
-        with open(PROCS[k][1]) as f:
+        with open(WORKERS.log(k)) as f:
             for line in f:
                 if "worker started" in line:
                     return json.loads(line)["worker_id"]
         time.sleep(0.1)
     sys.exit(f"worker {k} never logged its id")
-
-
-def held(k):
-    try:
-        text = urllib.request.urlopen(f"http://127.0.0.1:{9480 + k}/metrics", timeout=5).read().decode()
-    except OSError:
-        return 0
-    for line in text.splitlines():
-        if line.startswith("paceline_worker_leases_held "):
-            return int(float(line.rsplit(" ", 1)[1]))
-    return 0
 
 
 def owners():
@@ -86,7 +66,7 @@ def failover(k, sig, numbers, label):
     before = owners()
     orphans = {i for i, (o, _) in before.items() if o == victim}
     t0 = time.time()
-    os.kill(PROCS[k][0].pid, sig)
+    os.kill(WORKERS.process(k).pid, sig)
     reopened = {}
     while len(reopened) < len(orphans) and time.time() - t0 < 120:
         now = owners()
@@ -96,7 +76,7 @@ def failover(k, sig, numbers, label):
             if o and o != victim and s == "connected":
                 reopened[i] = t
         time.sleep(0.1)
-    PROCS[k][0].wait(timeout=60)
+    WORKERS.process(k).wait(timeout=60)
     # First send of each orphan received after the stop (netsim's clock is this machine's).
     first = {}
     deadline = time.time() + 120
@@ -116,7 +96,7 @@ def failover(k, sig, numbers, label):
 
 def main():
     for k in range(W):
-        start_worker(k)
+        WORKERS.start(k)
     for k in range(W):
         worker_id(k)
     call("POST", f"{NETSIM}/control/phones", {"number": RECIPIENT})
@@ -160,12 +140,4 @@ def main():
 try:
     main()
 finally:
-    for p, _ in PROCS:
-        if p.poll() is None:
-            p.terminate()
-    for p, log in PROCS:
-        try:
-            p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            p.kill()
-        os.unlink(log)
+    WORKERS.stop_all()

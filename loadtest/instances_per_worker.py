@@ -12,7 +12,6 @@ import time
 import urllib.request
 
 import ltlib
-from ltlib import call
 
 API = "http://127.0.0.1:8787"
 NETSIM = "http://127.0.0.1:8790"

@@ -1,7 +1,10 @@
 """What the Python load scripts share: one JSON call to the API or netsim, retried on
-409 and 503 (stdlib only)."""
+409 and 503, pairing, and the worker processes they start (stdlib only)."""
 
 import json
+import os
+import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -57,3 +60,49 @@ def connected(api, admin):
         cursor = page.get("next_cursor")
         if not cursor:
             return n
+
+
+class Workers:
+    """`paceline worker` processes started by a load script, worker k serving its metrics on
+    port 9480 + k and logging to a file of its own (removed by `stop_all`)."""
+
+    def __init__(self, log_level="warn"):
+        self.log_level = log_level
+        self.procs = []  # (process, log path)
+
+    def start(self, k):
+        env = dict(os.environ)
+        env.update({"PACELINE_METRICS_ADDR": f"127.0.0.1:{9480 + k}", "PACELINE_LOG_LEVEL": self.log_level})
+        log = tempfile.NamedTemporaryFile(prefix=f"paceline-wk{k}-", suffix=".log", delete=False)
+        p = subprocess.Popen([env["PACELINE_BIN"], "worker"], env=env, stdout=subprocess.DEVNULL, stderr=log)
+        self.procs.append((p, log.name))
+        return p
+
+    def process(self, k):
+        return self.procs[k][0]
+
+    def log(self, k):
+        return self.procs[k][1]
+
+    @staticmethod
+    def held(k):
+        """The leases worker k holds, from its metrics (0 when it does not answer)."""
+        try:
+            text = urllib.request.urlopen(f"http://127.0.0.1:{9480 + k}/metrics", timeout=5).read().decode()
+        except OSError:
+            return 0
+        for line in text.splitlines():
+            if line.startswith("paceline_worker_leases_held "):
+                return int(float(line.rsplit(" ", 1)[1]))
+        return 0
+
+    def stop_all(self):
+        for p, _ in self.procs:
+            if p.poll() is None:
+                p.terminate()
+        for p, log in self.procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+            os.unlink(log)

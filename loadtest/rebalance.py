@@ -2,11 +2,9 @@
 
 import concurrent.futures as cf
 import os
-import subprocess
 import sys
 import threading
 import time
-import urllib.request
 
 import ltlib
 from ltlib import call
@@ -18,26 +16,8 @@ N = int(os.environ.get("INSTANCES", "600"))
 W = int(os.environ.get("WORKERS", "3"))
 RUN = str(int(time.time()))
 RECIPIENT = "5511900000001"
-PROCS = []
-
-
-def start_worker(k):
-    env = dict(os.environ)
-    env.update({"PACELINE_METRICS_ADDR": f"127.0.0.1:{9480 + k}", "PACELINE_LOG_LEVEL": "warn"})
-    p = subprocess.Popen([env["PACELINE_BIN"], "worker"], env=env, stdout=subprocess.DEVNULL)
-    PROCS.append(p)
-    return p
-
-
-def held(k):
-    try:
-        text = urllib.request.urlopen(f"http://127.0.0.1:{9480 + k}/metrics", timeout=5).read().decode()
-    except OSError:
-        return 0
-    for line in text.splitlines():
-        if line.startswith("paceline_worker_leases_held "):
-            return int(float(line.rsplit(" ", 1)[1]))
-    return 0
+WORKERS = ltlib.Workers()
+held = WORKERS.held
 
 
 def connected():
@@ -46,7 +26,7 @@ def connected():
 
 def main():
     for k in range(W):
-        start_worker(k)
+        WORKERS.start(k)
     time.sleep(3)
     call("POST", f"{NETSIM}/control/phones", {"number": RECIPIENT})
     with cf.ThreadPoolExecutor(32) as pool:
@@ -73,7 +53,7 @@ def main():
     t.start()
     time.sleep(2)
     t0 = time.time()
-    start_worker(W)
+    WORKERS.start(W)
     share = -(-N // (W + 1))
     balanced = None
     while time.time() - t0 < 300:
@@ -106,11 +86,4 @@ def main():
 try:
     main()
 finally:
-    for p in PROCS:
-        if p.poll() is None:
-            p.terminate()
-    for p in PROCS:
-        try:
-            p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            p.kill()
+    WORKERS.stop_all()

@@ -46,22 +46,8 @@ async fn a_batch_of_sends_ended_together_is_fenced_per_instance() {
     let db = shared::db::connect(&api.config).await.unwrap();
     let mut owned = Vec::new();
     for name in ["batch-a", "batch-b", "batch-c"] {
-        let (inst, token) = api.create_instance(name).await;
-        let id = InstanceId::parse(inst["id"].as_str().unwrap()).unwrap();
-        let own = api.client(Some(token));
-        own.post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect(202);
-        let m = own
-            .post(
-                &format!("/v1/instances/{id}/messages"),
-                &json!({ "to": "5511999990001", "type": "text", "text": name }),
-            )
-            .await
-            .expect(202);
-        let claim = sessions::claim(&db, &id, 1, "wk_a").await.unwrap().unwrap();
-        let mid = shared::ids::MessageId::parse(m["id"].as_str().unwrap()).unwrap();
-        let started = messages::start_head(&db, &id, claim.owner_epoch).await.unwrap().expect("in flight");
-        assert_eq!(started.id, mid);
-        owned.push((id, mid, claim.owner_epoch));
+        let (id, mid, epoch, _) = claimed_with_its_send_in_flight(&api, &db, name).await;
+        owned.push((id, mid, epoch));
     }
     // b was taken over by another worker since: its old owner can take nothing more.
     sessions::claim(&db, &owned[1].0, 1, "wk_b").await.unwrap().unwrap();
@@ -119,23 +105,10 @@ async fn a_batch_of_receipts_applies_each_step_once_and_fences_stale_ones() {
     let db = shared::db::connect(&api.config).await.unwrap();
     let mut sent = Vec::new();
     for name in ["rc-a", "rc-b"] {
-        let (inst, token) = api.create_instance(name).await;
-        let id = InstanceId::parse(inst["id"].as_str().unwrap()).unwrap();
-        let own = api.client(Some(token));
-        own.post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect(202);
-        let m = own
-            .post(
-                &format!("/v1/instances/{id}/messages"),
-                &json!({ "to": "5511999990001", "type": "text", "text": name }),
-            )
-            .await
-            .expect(202);
-        let epoch = sessions::claim(&db, &id, 1, "wk_a").await.unwrap().unwrap().owner_epoch;
-        let mid = shared::ids::MessageId::parse(m["id"].as_str().unwrap()).unwrap();
-        let row = messages::start_head(&db, &id, epoch).await.unwrap().unwrap();
+        let (id, mid, epoch, wa_message_id) = claimed_with_its_send_in_flight(&api, &db, name).await;
         let f = Finishing { id: &mid, instance: &id, epoch, outcome: Outcome::Sent };
         messages::finish_many(&db, &[f]).await.unwrap();
-        sent.push((id, epoch, row.wa_message_id));
+        sent.push((id, epoch, wa_message_id));
     }
     // b changes hands: its old owner's receipt must bounce.
     sessions::claim(&db, &sent[1].0, 1, "wk_b").await.unwrap().unwrap();
@@ -158,4 +131,26 @@ async fn a_batch_of_receipts_applies_each_step_once_and_fences_stale_ones() {
     assert_eq!(types, ["message.delivered", "message.read"]);
     let b = shared::db::outbox::types_for(&db, &sent[1].0).await.unwrap();
     assert!(!b.iter().any(|(t, _)| t == "message.delivered"), "{b:?}");
+}
+
+/// A new instance, connected, with one text queued, claimed by `wk_a`, its send taken in
+/// flight: (instance, message, epoch, the message's network id).
+async fn claimed_with_its_send_in_flight(
+    api: &TestApi,
+    db: &sqlx::PgPool,
+    name: &str,
+) -> (InstanceId, shared::ids::MessageId, i64, String) {
+    let (inst, token) = api.create_instance(name).await;
+    let id = InstanceId::parse(inst["id"].as_str().unwrap()).unwrap();
+    let own = api.client(Some(token));
+    own.post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect(202);
+    let m = own
+        .post(&format!("/v1/instances/{id}/messages"), &json!({ "to": "5511999990001", "type": "text", "text": name }))
+        .await
+        .expect(202);
+    let epoch = sessions::claim(db, &id, 1, "wk_a").await.unwrap().unwrap().owner_epoch;
+    let mid = shared::ids::MessageId::parse(m["id"].as_str().unwrap()).unwrap();
+    let started = shared::db::messages::start_head(db, &id, epoch).await.unwrap().expect("in flight");
+    assert_eq!(started.id, mid);
+    (id, mid, epoch, started.wa_message_id)
 }
