@@ -61,6 +61,22 @@ def metric(text, name):
     return total
 
 
+def bucket_quantile(text, name, q):
+    """The upper bound of the Prometheus histogram bucket holding quantile q (seconds)."""
+    buckets = []
+    for line in text.splitlines():
+        if line.startswith(name + "_bucket{"):
+            le = line.split('le="', 1)[1].split('"', 1)[0]
+            buckets.append((float("inf") if le == "+Inf" else float(le), float(line.rsplit(" ", 1)[1])))
+    buckets.sort()
+    if not buckets or buckets[-1][1] == 0:
+        return float("nan")
+    for le, count in buckets:
+        if count >= q * buckets[-1][1]:
+            return le
+    return float("inf")
+
+
 def seconds(rfc3339):
     """Unix seconds of an RFC 3339 UTC time with up to nanoseconds."""
     whole, _, frac = rfc3339.rstrip("Z").partition(".")
@@ -174,6 +190,12 @@ def main():
           f"{statistics.mean(gaps) if gaps else float('nan'):.0f} ms over {len(gaps)} gaps")
     retried = metric(metrics, 'paceline_queue_sends_total{result="retried"}')
     print(f"leases lost: {lost:.0f}; leases revived: {revived:.0f}; sends retried: {retried:.0f}")
+    # Where a gap's error comes from, by the worker's histograms (bucket bounds, in ms):
+    # the send starting after the pacer's moment, and the network taking the send.
+    for label, name in (("send started late by", "paceline_queue_send_lateness_seconds"),
+                        ("network took the send in", "paceline_queue_send_latency_seconds")):
+        qs = [bucket_quantile(metrics, name, q) * 1000 for q in (0.5, 0.99, 0.999)]
+        print(f"{label}: p50 <= {qs[0]:.0f} ms, p99 <= {qs[1]:.0f} ms, p99.9 <= {qs[2]:.0f} ms (histogram buckets)")
     if long_gaps:
         print(f"gaps over 5 s longer than chosen: {len(long_gaps)}; after send #: "
               f"{sorted(set(k for k, _, _ in long_gaps))[:10]}; starting at "

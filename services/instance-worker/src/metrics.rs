@@ -13,6 +13,7 @@ pub const RPC: &str = "paceline_worker_rpc_total";
 pub const SENDS: &str = "paceline_queue_sends_total";
 pub const PACING_DELAY: &str = "paceline_queue_pacing_delay_seconds";
 pub const SEND_LATENCY: &str = "paceline_queue_send_latency_seconds";
+pub const SEND_LATENESS: &str = "paceline_queue_send_lateness_seconds";
 pub const QUEUE_DEPTH: &str = "paceline_queue_depth";
 pub const QUEUE_OLDEST: &str = "paceline_queue_oldest_age_seconds";
 pub const QUEUE_DEPTH_INSTANCE: &str = "paceline_queue_instance_depth";
@@ -75,4 +76,9 @@ pub fn describe() {
         "oldest unfinished message's age per instance (metrics_per_instance only)"
     );
     metrics::describe_histogram!(SEND_LATENCY, metrics::Unit::Seconds, "time the network took to accept a send");
+    metrics::describe_histogram!(
+        SEND_LATENESS,
+        metrics::Unit::Seconds,
+        "how long after the moment the pacer chose a send started (scheduling and preparing the head)"
+    );
 }

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use crate::actor::{fenced, Held, PacingDefaults, Step};
 use crate::driver::{DriverError, Media, Outgoing, Session};
-use crate::metrics::{PACING_DELAY, SENDS, SEND_LATENCY};
+use crate::metrics::{PACING_DELAY, SENDS, SEND_LATENCY, SEND_LATENESS};
 use crate::pacer::{Pacer, Rules, SendWindow};
 
 /// How often an idle queue looks at Postgres by itself. A wake-up NATS lost is found
@@ -121,6 +121,8 @@ impl Queue {
     /// not to be empty is not read again while its send time is near ([`BLIND`]).
     pub(crate) async fn pump(&mut self, held: &Held<'_>, session: &dyn Session) -> Step {
         let now = Instant::now();
+        // When this pump was meant to run (a wake-up by a new message is not late).
+        let meant = self.wake_at.min(now);
         self.wake_at = now + IDLE_POLL;
         let wall = Utc::now();
         if !self.connected {
@@ -203,6 +205,7 @@ impl Queue {
             Err(step) => return step,
         };
         let send_at = Instant::now();
+        metrics::histogram!(SEND_LATENESS).record(send_at.saturating_duration_since(at.max(meant)).as_secs_f64());
         let result = session.send(&out).await;
         metrics::histogram!(SEND_LATENCY).record(send_at.elapsed().as_secs_f64());
         // From the end of the send: the recipient never sees two closer than the gap.
