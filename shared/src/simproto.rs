@@ -88,6 +88,14 @@ pub enum ServerEv {
     Call { call_id: String, from: String },
     /// A label changed on the phone.
     Label { label_id: String, name: String, color: i32, deleted: bool },
+    /// A label applied to (or removed from) a chat, or one message of it.
+    LabelTarget {
+        label_id: String,
+        jid: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message_id: Option<String>,
+        labeled: bool,
+    },
     /// A change the account is told of, as the catalog's event `event` with its data
     /// (`group.updated`, `group.participants_updated`, `group.joined`, `group.left`).
     Event { event: String, data: serde_json::Value },

@@ -141,13 +141,28 @@ pub struct ContactUpdatedEventData {
     pub push_name: Option<String>,
 }
 
-/// `label.updated`: a label was created, edited or deleted on the phone (business accounts).
+/// A label as `label.updated` carries it: `name` and `color` are absent once deleted.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LabelEventLabel {
+    pub id: String,
+    pub name: Option<String>,
+    pub color: Option<i32>,
+    pub deleted: bool,
+}
+
+/// `label.updated`: a label was created, edited, deleted, applied or removed, on the
+/// phone or through the API (business accounts). Announced once per change.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct LabelUpdatedEventData {
-    pub label_id: String,
-    pub name: String,
-    pub color: i32,
-    pub deleted: bool,
+    pub label: LabelEventLabel,
+    /// `edited` (created or changed), `deleted`, `applied` or `removed`.
+    pub change: String,
+    /// The chats the label is on now (up to 1,000).
+    pub chats: Vec<String>,
+    /// `applied` and `removed`: the chat.
+    pub chat_jid: Option<String>,
+    /// `applied` and `removed` on one message: its network id.
+    pub wa_message_id: Option<String>,
 }
 
 /// `group.updated`: a group's subject, description or settings changed (only the fields
@@ -235,7 +250,7 @@ pub const CATALOG: &[(&str, &str, &str)] = &[
     ("instance.banned", "The network banned the account.", "EmptyEventData"),
     ("chat.updated", "A chat changed: new message, read, archived, pinned or muted.", "ChatUpdatedEventData"),
     ("contact.updated", "A contact's name changed.", "ContactUpdatedEventData"),
-    ("label.updated", "A label changed on the phone (business accounts).", "LabelUpdatedEventData"),
+    ("label.updated", "A label changed, or was applied or removed (business accounts).", "LabelUpdatedEventData"),
     ("group.updated", "A group's subject, description or settings changed.", "GroupUpdatedEventData"),
     (
         "group.participants_updated",

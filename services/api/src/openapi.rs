@@ -23,13 +23,13 @@ use utoipa::{Modify, OpenApi};
     ),
     modifiers(&Security),
     components(schemas(
-        ErrorBody, ErrorDetail, ErrorCode, shared::jid::Jid, shared::jid::UserJid, crate::schemas::GroupJid, catalog::EventType,
+        ErrorBody, ErrorDetail, ErrorCode, shared::jid::Jid, shared::jid::UserJid, crate::schemas::GroupJid, crate::schemas::LabelId, catalog::EventType,
         shared::ids::InstanceId, shared::ids::MessageId, shared::ids::MediaId, shared::ids::WebhookId,
         shared::ids::DeliveryId, shared::ids::EventId, shared::ids::KeyId,
         catalog::Event, catalog::InstanceStateEventData, catalog::QrUpdatedEventData, catalog::ConnectedEventData,
         catalog::EmptyEventData, catalog::ReceiptEventData, catalog::ReceivedMessageEventData, catalog::MediaUpdatedEventData,
         catalog::ReactionEventData, catalog::ChatUpdatedEventData, catalog::ContactUpdatedEventData,
-        catalog::LabelUpdatedEventData, catalog::GroupUpdatedEventData, catalog::GroupParticipantsEventData,
+        catalog::LabelUpdatedEventData, catalog::LabelEventLabel, catalog::GroupUpdatedEventData, catalog::GroupParticipantsEventData,
         catalog::GroupMembershipEventData, catalog::CommunityGroupsEventData, catalog::CallRejectedEventData,
         catalog::WebhookDisabledEventData,
         crate::service::messages::MessageOut,
@@ -45,7 +45,7 @@ use utoipa::{Modify, OpenApi};
         (name = "chats", description = "Chats and their history from the local log; media by signed URL"),
         (name = "contacts", description = "Contacts and the block list, from the running session"),
         (name = "actions", description = "Action-style routes (X-API-Key, instance name in the path)"),
-        (name = "labels", description = "Labels and the business profile (later milestone: 501 for now)"),
+        (name = "labels", description = "Labels and the business profile (business accounts only)"),
         (name = "channels", description = "Channels (later milestone: 501 for now)"),
         (name = "platform", description = "Restricted API keys, hosted pairing links; usage (later milestone: 501 for now)"),
         (name = "pairing page", description = "The hosted pairing page behind a pairing link: HTML for the customer, no bearer token"),
@@ -158,6 +158,7 @@ fn complete(doc: &mut serde_json::Value) {
             "delivery_id" => "DeliveryId",
             "media_id" => "MediaId",
             "key_id" => "KeyId",
+            "label_id" => "LabelId",
             _ => return json!({ "type": "string", "minLength": 1, "maxLength": 128 }),
         };
         json!({ "$ref": format!("#/components/schemas/{component}") })

@@ -45,6 +45,10 @@ string_schema!(
     Recipient, pattern = shared::jid::RECIPIENT_PATTERN, min = 7, max = 80
 );
 string_schema!(
+    /// A label's id: 1-64 letters, digits, `-` or `_` (WhatsApp's are small integers).
+    LabelId, pattern = r"^[A-Za-z0-9_-]{1,64}$", min = 1, max = 64
+);
+string_schema!(
     /// A group's JID (`<id>@g.us`).
     GroupJid, pattern = shared::jid::GROUP_JID_PATTERN, min = 6, max = 69
 );

@@ -10,6 +10,7 @@ use futures::StreamExt;
 use shared::bus::{NetOp, Picture, RpcReply, RpcRequest, Subjects};
 use shared::config::Network;
 use shared::db::instances::InstanceState;
+use shared::db::labels::{self, Change};
 use shared::db::log::Source;
 use shared::ids::InstanceId;
 use shared::ErrorCode;
@@ -305,6 +306,7 @@ impl Actor {
             DriverEvent::Closed { .. } => "closed",
             DriverEvent::Call { .. } => "call",
             DriverEvent::Label { .. } => "label",
+            DriverEvent::LabelTarget { .. } => "label_target",
             DriverEvent::Group { .. } => "group",
             DriverEvent::Message { .. } => "message",
             DriverEvent::Receipt { .. } => "receipt",
@@ -383,11 +385,12 @@ impl Actor {
                 Step::Continue
             }
             DriverEvent::Label { label_id, name, color, deleted } => {
-                let data =
-                    serde_json::json!({ "label_id": label_id, "name": name, "color": color, "deleted": deleted });
-                fenced(
-                    shared::db::outbox::insert_fenced(&self.ctx.db, &self.id, self.epoch, "label.updated", data).await,
-                )
+                let change = if deleted { Change::Delete { label_id } } else { Change::Edit { label_id, name, color } };
+                fenced(labels::apply(&self.ctx.db, &self.id, Some(self.epoch), &change).await.map(|r| r.is_some()))
+            }
+            DriverEvent::LabelTarget { label_id, jid, wa_message_id, labeled } => {
+                let change = Change::Target { label_id, chat_jid: jid, wa_message_id, labeled };
+                fenced(labels::apply(&self.ctx.db, &self.id, Some(self.epoch), &change).await.map(|r| r.is_some()))
             }
             DriverEvent::Group { event, data } => {
                 fenced(shared::db::outbox::insert_fenced(&self.ctx.db, &self.id, self.epoch, event, data).await)

@@ -40,7 +40,7 @@ pub fn router() -> Router<App> {
         .route("/control/phones/{number}/contacts", post(add_contact))
         .route("/control/phones/{number}/state", get(phone_state))
         .route("/control/phones/{number}/resync", post(resync))
-        .route("/control/phones/{number}/labels", post(label))
+        .route("/control/phones/{number}/labels", get(labels).post(label))
         .route("/control/phones/{number}/ops", post(phone_op))
         .route("/control/media/{id}/expire", post(expire_media))
         .route("/media/{id}", get(media))
@@ -317,6 +317,7 @@ async fn picture(State(app): State<App>, Path(number): Path<String>) -> axum::re
 #[serde(deny_unknown_fields)]
 struct LabelIn {
     label_id: String,
+    #[serde(default)]
     name: String,
     #[serde(default)]
     color: i32,
@@ -324,14 +325,26 @@ struct LabelIn {
     deleted: bool,
 }
 
-/// The phone creates, edits or deletes a label; its linked devices hear of it.
+/// The phone creates, edits or deletes a label (business accounts); its linked devices
+/// hear of it. Applying one to a chat or message: `ops` with `label_chat` or
+/// `label_message`.
 async fn label(
     State(app): State<App>,
     Path(number): Path<String>,
     ValidatedJson(b): ValidatedJson<LabelIn>,
 ) -> Result<Json<Value>, ApiError> {
-    app.net.label(&number, &b.label_id, &b.name, b.color, b.deleted).map_err(err)?;
+    let op = if b.deleted {
+        shared::bus::NetOp::DeleteLabel { label_id: b.label_id }
+    } else {
+        shared::bus::NetOp::SetLabel { label_id: b.label_id, name: b.name, color: b.color }
+    };
+    let _ = phone_op(State(app), Path(number), ValidatedJson(op)).await?;
     Ok(Json(json!({ "sent": true })))
+}
+
+/// The phone's labels, and the chats and messages each is applied to.
+async fn labels(State(app): State<App>, Path(number): Path<String>) -> Result<Json<Value>, ApiError> {
+    app.net.labels(&number).map(Json).map_err(err)
 }
 
 /// The phone's own network operations, as a linked device asks them (the body is a

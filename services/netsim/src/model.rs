@@ -71,6 +71,8 @@ struct Phone {
     chats: HashMap<String, ops::ChatState>,
     /// Ids of received messages this account read (a read receipt went out).
     read: HashSet<String>,
+    /// Labels (business accounts).
+    labels: labels::Labels,
 }
 
 #[derive(Debug)]
@@ -282,6 +284,7 @@ impl Net {
 mod accounts;
 mod faults;
 mod groups;
+mod labels;
 mod messaging;
 mod ops;
 mod pairing;

@@ -92,7 +92,7 @@ const LOG_COLUMNS: &str = "id, chat_jid, wa_message_id, ts, from_jid, from_me, t
 
 /// Locks the instance row for share while `epoch` owns it: the fence of every worker
 /// write here. False: another worker took the instance over.
-async fn fence(tx: &mut PgConnection, instance: &InstanceId, epoch: i64) -> Result<bool, sqlx::Error> {
+pub(crate) async fn fence(tx: &mut PgConnection, instance: &InstanceId, epoch: i64) -> Result<bool, sqlx::Error> {
     let owned: Option<i32> = sqlx::query_scalar("SELECT 1 FROM instances WHERE id = $1 AND owner_epoch = $2 FOR SHARE")
         .bind(instance)
         .bind(epoch)
@@ -443,6 +443,19 @@ pub async fn chat(db: impl PgExecutor<'_>, instance: &InstanceId, jid: &str) -> 
     sqlx::query_as(&format!("SELECT {CHAT_COLUMNS} FROM chats WHERE instance_id = $1 AND jid = $2"))
         .bind(instance)
         .bind(jid)
+        .fetch_optional(db)
+        .await
+}
+
+/// A logged message's chat and network id, by its `msg_` id.
+pub async fn network_id(
+    db: impl PgExecutor<'_>,
+    instance: &InstanceId,
+    id: &MessageId,
+) -> Result<Option<(String, String)>, sqlx::Error> {
+    sqlx::query_as("SELECT chat_jid, wa_message_id FROM log_messages WHERE instance_id = $1 AND id = $2")
+        .bind(instance)
+        .bind(id)
         .fetch_optional(db)
         .await
 }

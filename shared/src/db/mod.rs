@@ -4,6 +4,7 @@
 pub mod api_keys;
 pub mod deliveries;
 pub mod instances;
+pub mod labels;
 pub mod log;
 pub mod media;
 pub mod messages;

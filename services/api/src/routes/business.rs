@@ -21,6 +21,23 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(business_profile))
 }
 
+/// The account's number when it is a business account: 409 `business_account_required`
+/// for a personal one, and what `rpc::not_running` says for one never paired.
+pub(crate) async fn require_business(state: &AppState, id: &InstanceId) -> Result<String, ApiError> {
+    let row = instances::get(&state.db, id).await?.ok_or_else(ApiError::instance_not_found)?;
+    let Some(phone) = row.phone.filter(|_| row.account_type.is_some()) else {
+        // Never paired: no account to ask about.
+        return Err(crate::rpc::not_running(state, id).await?);
+    };
+    if row.account_type.as_deref() != Some("business") {
+        return Err(ApiError::new(
+            ErrorCode::BusinessAccountRequired,
+            "a business account is needed; this one is personal",
+        ));
+    }
+    Ok(phone)
+}
+
 /// The account's business profile (fields the network does not give are null).
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct BusinessProfileOut {
@@ -49,17 +66,7 @@ async fn business_profile(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
 ) -> Result<Json<BusinessProfileOut>, ApiError> {
-    let row = instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
-    let Some(phone) = row.phone.filter(|_| row.account_type.is_some()) else {
-        // Never paired: no account to ask about.
-        return Err(crate::rpc::not_running(&state, &id).await?);
-    };
-    if row.account_type.as_deref() != Some("business") {
-        return Err(ApiError::new(
-            ErrorCode::BusinessAccountRequired,
-            "a business account is needed; this one is personal",
-        ));
-    }
+    let phone = require_business(&state, &id).await?;
     let jid = shared::jid::Jid::user(&phone).as_str().to_string();
     let p: serde_json::Value = net(&state, &id, NetOp::ContactProfile { jid: jid.clone() }).await?;
     let b = &p["business_profile"];

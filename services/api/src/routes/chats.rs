@@ -42,6 +42,8 @@ pub struct ChatOut {
     pub archived: bool,
     pub pinned: bool,
     pub muted_until: Option<DateTime<Utc>>,
+    /// Ids of the labels on this chat (business accounts).
+    pub labels: Vec<String>,
 }
 
 impl From<ChatRow> for ChatOut {
@@ -54,8 +56,22 @@ impl From<ChatRow> for ChatOut {
             archived: r.archived,
             pinned: r.pinned,
             muted_until: r.muted_until,
+            labels: Vec::new(),
         }
     }
+}
+
+/// Chats as the routes show them, with their labels.
+async fn with_labels(state: &AppState, id: &InstanceId, rows: Vec<ChatRow>) -> Result<Vec<ChatOut>, ApiError> {
+    let jids: Vec<String> = rows.iter().map(|r| r.jid.clone()).collect();
+    let mut labels = shared::db::labels::for_chats(&state.db, id, &jids).await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            let on = labels.remove(&r.jid).unwrap_or_default();
+            ChatOut { labels: on, ..r.into() }
+        })
+        .collect())
 }
 
 /// A page of chats.
@@ -122,7 +138,7 @@ async fn list(
     let (rows, next_cursor) = pagination::page(rows, limit, |r| {
         pagination::encode(&["c1", id.as_str(), &pagination::ts(r.last_message_at), &r.jid])
     });
-    Ok(Json(ChatListOut { chats: rows.into_iter().map(Into::into).collect(), next_cursor }))
+    Ok(Json(ChatListOut { chats: with_labels(&state, &id, rows).await?, next_cursor }))
 }
 
 /// A chat.
@@ -143,7 +159,7 @@ async fn get_one(
 ) -> Result<Json<ChatOut>, ApiError> {
     let jid = String::from(ids.1);
     let row = log::chat(&state.db, &id, &jid).await?.ok_or_else(|| ApiError::not_found("chat"))?;
-    Ok(Json(row.into()))
+    Ok(Json(with_labels(&state, &id, vec![row]).await?.remove(0)))
 }
 
 /// Archive, pin, mute or mark a chat read/unread, on the network first.
@@ -177,7 +193,7 @@ async fn patch(
     }
     let change = ChatChange { archived: p.archived, pinned: p.pinned, muted_until: p.muted_until, read: p.read };
     let row = log::update_chat(&state.db, &id, &jid, &change).await?.ok_or_else(|| ApiError::not_found("chat"))?;
-    Ok(Json(row.into()))
+    Ok(Json(with_labels(&state, &id, vec![row]).await?.remove(0)))
 }
 
 /// Delete a chat on the network, and its messages from the log.
@@ -226,7 +242,7 @@ async fn read(
     net::<serde_json::Value>(&state, &id, NetOp::ReadChat { jid: jid.clone(), read: true }).await?;
     let change = ChatChange { read: Some(true), ..ChatChange::default() };
     let row = log::update_chat(&state.db, &id, &jid, &change).await?.ok_or_else(|| ApiError::not_found("chat"))?;
-    Ok(Json(row.into()))
+    Ok(Json(with_labels(&state, &id, vec![row]).await?.remove(0)))
 }
 
 /// A chat's messages from the log, newest first.

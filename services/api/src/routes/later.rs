@@ -1,7 +1,7 @@
-//! Routes of interface.md whose milestones are still to come: labels and channels. Each checks its token like the finished routes
+//! Routes of interface.md whose milestones are still to come: channels. Each checks its token like the finished routes
 //! (401, 403) and then answers 501 `not_implemented`, so clients can tell "not yet"
 //! from "no such route". The WhatsApp driver already carries the network side of
-//! labels and channels (`shared::bus::NetOp`).
+//! channels (`shared::bus::NetOp`).
 
 use shared::error::ErrorBody;
 use shared::ApiError;
@@ -28,79 +28,6 @@ macro_rules! later {
         }
     };
 }
-
-later!(
-    list_labels,
-    get,
-    "/v1/instances/{id}/labels",
-    "labels",
-    "Listing labels",
-    InstanceAccess,
-    ["admin", "instance"]
-);
-later!(
-    create_label,
-    post,
-    "/v1/instances/{id}/labels",
-    "labels",
-    "Creating a label",
-    InstanceAccess,
-    ["admin", "instance"]
-);
-later!(
-    edit_label,
-    patch,
-    "/v1/instances/{id}/labels/{label_id}",
-    "labels",
-    "Editing a label",
-    InstanceAccess,
-    ["admin", "instance"]
-);
-later!(
-    delete_label,
-    delete,
-    "/v1/instances/{id}/labels/{label_id}",
-    "labels",
-    "Deleting a label",
-    InstanceAccess,
-    ["admin", "instance"]
-);
-later!(
-    label_chat,
-    put,
-    "/v1/instances/{id}/labels/{label_id}/chats/{jid}",
-    "labels",
-    "Labelling a chat",
-    InstanceAccess,
-    ["admin", "instance"]
-);
-later!(
-    unlabel_chat,
-    delete,
-    "/v1/instances/{id}/labels/{label_id}/chats/{jid}",
-    "labels",
-    "Removing a label from a chat",
-    InstanceAccess,
-    ["admin", "instance"]
-);
-later!(
-    label_message,
-    put,
-    "/v1/instances/{id}/labels/{label_id}/messages/{msg_id}",
-    "labels",
-    "Labelling a message",
-    InstanceAccess,
-    ["admin", "instance"]
-);
-later!(
-    unlabel_message,
-    delete,
-    "/v1/instances/{id}/labels/{label_id}/messages/{msg_id}",
-    "labels",
-    "Removing a label from a message",
-    InstanceAccess,
-    ["admin", "instance"]
-);
 
 later!(
     list_channels,
@@ -177,10 +104,6 @@ later!(
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(list_labels, create_label))
-        .routes(routes!(edit_label, delete_label))
-        .routes(routes!(label_chat, unlabel_chat))
-        .routes(routes!(label_message, unlabel_message))
         .routes(routes!(list_channels, create_channel))
         .routes(routes!(preview_channel))
         .routes(routes!(get_channel))

@@ -12,6 +12,7 @@ pub mod events;
 pub mod groups;
 pub mod health;
 pub mod instances;
+pub mod labels;
 pub mod later;
 pub mod mcp;
 pub mod me;
@@ -58,6 +59,7 @@ pub fn all() -> OpenApiRouter<AppState> {
         .merge(communities::router())
         .merge(profile::router())
         .merge(business::router())
+        .merge(labels::router())
         .merge(status::router())
         .merge(media::router())
         .merge(later::router())

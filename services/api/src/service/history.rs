@@ -30,6 +30,8 @@ pub struct LogMessageOut {
     /// `live`, `history` (synced at pairing) or `queue` (sent through `POST messages`).
     pub source: String,
     pub timestamp: DateTime<Utc>,
+    /// Ids of the labels on this message (business accounts).
+    pub labels: Vec<String>,
 }
 
 /// A page of a chat's messages.
@@ -75,6 +77,7 @@ fn message_out(state: &AppState, r: LogRow, now: DateTime<Utc>) -> LogMessageOut
         status: r.status,
         source: r.source,
         timestamp: r.ts,
+        labels: Vec::new(),
     }
 }
 
@@ -86,6 +89,15 @@ pub async fn page(state: &AppState, id: &InstanceId, jid: &str, q: &PageQuery) -
     let (rows, next_cursor) = pagination::page(rows, limit, |r| {
         pagination::encode(&["m1", id.as_str(), jid, &pagination::ts(r.ts), r.id.as_str()])
     });
+    let wa_ids: Vec<String> = rows.iter().map(|r| r.wa_message_id.clone()).collect();
+    let mut labels = shared::db::labels::for_messages(&state.db, id, jid, &wa_ids).await?;
     let now = Utc::now();
-    Ok(MessagePageOut { messages: rows.into_iter().map(|r| message_out(state, r, now)).collect(), next_cursor })
+    let messages = rows
+        .into_iter()
+        .map(|r| {
+            let on = labels.remove(&r.wa_message_id).unwrap_or_default();
+            LogMessageOut { labels: on, ..message_out(state, r, now) }
+        })
+        .collect();
+    Ok(MessagePageOut { messages, next_cursor })
 }

@@ -37,6 +37,8 @@ pub enum DriverEvent {
     Call { call_id: String, from: String },
     /// A label was created, edited or deleted on the phone (business accounts).
     Label { label_id: String, name: String, color: i32, deleted: bool },
+    /// A label applied to (or removed from) a chat, or one message of it.
+    LabelTarget { label_id: String, jid: String, wa_message_id: Option<String>, labeled: bool },
     /// A change in the account's groups, as the catalog's `group.*` event with its data.
     Group { event: &'static str, data: serde_json::Value },
     /// A message for the account, or sent from its phone (`from_me`).

@@ -161,6 +161,9 @@ impl Driver for SimDriver {
                     ServerEv::Label { label_id, name, color, deleted } => {
                         DriverEvent::Label { label_id, name, color, deleted }
                     }
+                    ServerEv::LabelTarget { label_id, jid, message_id, labeled } => {
+                        DriverEvent::LabelTarget { label_id, jid, wa_message_id: message_id, labeled }
+                    }
                     // Only the group events of the catalog; anything else netsim says is dropped.
                     ServerEv::Event { event, data } => match shared::events::group_event(&event) {
                         Some(event) => DriverEvent::Group { event, data },
@@ -274,6 +277,7 @@ impl SimSession {
                     Some("validation_failed") => ErrorCode::ValidationFailed,
                     Some("not_found") => ErrorCode::NotFound,
                     Some("forbidden") => ErrorCode::Forbidden,
+                    Some("business_account_required") => ErrorCode::BusinessAccountRequired,
                     _ => ErrorCode::WorkerError,
                 };
                 Err(DriverError::new(code, detail.unwrap_or_default()))

@@ -170,17 +170,6 @@ impl Net {
         Ok(conns.len())
     }
 
-    /// A label changed on the phone: its linked devices hear of it.
-    pub fn label(&self, number: &str, label_id: &str, name: &str, color: i32, deleted: bool) -> Result<(), NetError> {
-        let mut s = self.lock();
-        if !s.phones.contains_key(number) {
-            return Err(NetError::NoAccount);
-        }
-        let ev = ServerEv::Label { label_id: label_id.into(), name: name.into(), color, deleted };
-        s.notify_account(number, ev);
-        Ok(())
-    }
-
     /// A phone's own operations (the control API), as its devices would ask them.
     pub fn phone_op(&self, number: &str, op: NetOp) -> Result<Value, (&'static str, &'static str)> {
         let mut s = self.lock();
@@ -358,7 +347,11 @@ impl State {
                 self.phones.get_mut(me).expect("online account exists").privacy.insert(category, value);
                 Ok(json!(self.privacy(me)))
             }
-            // Communities, channels, labels and status are carried by the WhatsApp driver;
+            op @ (NetOp::SetLabel { .. }
+            | NetOp::DeleteLabel { .. }
+            | NetOp::LabelChat { .. }
+            | NetOp::LabelMessage { .. }) => self.label_op(me, op),
+            // Communities, channels and status are carried by the WhatsApp driver;
             // netsim does not model them yet.
             op => self.group_op(me, op).unwrap_or(Err(("not_implemented", "netsim does not model this operation yet"))),
         }

@@ -1,4 +1,5 @@
 use super::*;
+use serde_json::json;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 fn conn(net: &Net) -> (ConnId, UnboundedReceiver<ServerEv>) {
@@ -240,4 +241,49 @@ fn holds_thousands_of_linked_accounts() {
         rxs.push(rx);
     }
     assert_eq!(net.stats(), (5_000, 5_000, 5_000, 5_000));
+}
+
+#[test]
+fn business_phones_keep_labels_and_tell_their_devices() {
+    let net = Net::default();
+    net.register("5511999990001", true).unwrap();
+    net.register("5511999990002", false).unwrap();
+    let (_a, mut arx, _) = paired(&net, "5511999990001");
+    drain(&mut arx);
+    let op = |number: &str, v: serde_json::Value| net.phone_op(number, serde_json::from_value(v).unwrap());
+    // A personal account has no labels; bad names and colours and unknown labels are refused.
+    let personal = op("5511999990002", json!({ "op": "set_label", "label_id": "1", "name": "x", "color": 0 }));
+    assert_eq!(personal.unwrap_err().0, "business_account_required");
+    assert!(op("5511999990001", json!({ "op": "set_label", "label_id": "1", "name": " ", "color": 0 })).is_err());
+    assert!(op("5511999990001", json!({ "op": "set_label", "label_id": "1", "name": "x", "color": 20 })).is_err());
+    let unknown =
+        op("5511999990001", json!({ "op": "label_chat", "label_id": "1", "jid": "5511999990002", "labeled": true }));
+    assert_eq!(unknown.unwrap_err().0, "not_found");
+    assert!(drain(&mut arx).is_empty(), "refusals tell nobody");
+
+    op("5511999990001", json!({ "op": "set_label", "label_id": "1", "name": "VIP", "color": 2 })).unwrap();
+    op(
+        "5511999990001",
+        json!({ "op": "label_chat", "label_id": "1", "jid": "5511999990002@s.whatsapp.net", "labeled": true }),
+    )
+    .unwrap();
+    // A message label needs a message of that chat.
+    let missing = op(
+        "5511999990001",
+        json!({ "op": "label_message", "label_id": "1", "jid": "5511999990002", "wa_message_id": "NOPE", "labeled": true }),
+    );
+    assert_eq!(missing.unwrap_err().0, "not_found");
+    let evs = drain(&mut arx);
+    assert!(
+        matches!(&evs[0], ServerEv::Label { label_id, name, color: 2, deleted: false } if label_id == "1" && name == "VIP")
+    );
+    assert!(matches!(&evs[1], ServerEv::LabelTarget { labeled: true, message_id: None, .. }));
+    assert_eq!(evs.len(), 2);
+    let labels = net.labels("5511999990001").unwrap();
+    assert_eq!(labels["labels"][0]["chats"], json!(["5511999990002"]));
+
+    // Deleting a label takes it off every chat.
+    op("5511999990001", json!({ "op": "delete_label", "label_id": "1" })).unwrap();
+    assert!(matches!(&drain(&mut arx)[0], ServerEv::Label { deleted: true, .. }));
+    assert_eq!(net.labels("5511999990001").unwrap(), json!({ "labels": [] }));
 }

@@ -79,19 +79,18 @@ async fn routes_of_later_milestones_answer_501_after_auth() {
     let (inst, token) = api.create_instance("later").await;
     let id = inst["id"].as_str().unwrap();
     let own = api.client(Some(token));
-    for path in ["labels", "channels"] {
-        let msg = own.get(&format!("/v1/instances/{id}/{path}")).await.expect_error(501, "not_implemented");
-        assert!(msg.contains("not implemented yet"), "{path}: {msg}");
-    }
+    let msg = own.get(&format!("/v1/instances/{id}/channels")).await.expect_error(501, "not_implemented");
+    assert!(msg.contains("not implemented yet"), "{msg}");
     own.post(&format!("/v1/instances/{id}/channels/120363000000000777@newsletter/follow"), &json!({}))
         .await
         .expect_error(501, "not_implemented");
     // Tokens are still checked first.
     api.anon().get(&format!("/v1/instances/{id}/labels")).await.expect_error(401, "unauthorized");
     api.anon().post("/mcp", &json!({})).await.expect_error(401, "unauthorized");
-    // Communities are built: without a running session they answer 409, not 501; API
-    // keys and pairing links are built too.
+    // Communities and labels are built: without a paired session they answer 409, not
+    // 501; API keys and pairing links are built too.
     own.get(&format!("/v1/instances/{id}/communities")).await.expect_error(409, "instance_not_connected");
+    own.get(&format!("/v1/instances/{id}/labels")).await.expect_error(409, "instance_not_connected");
     own.get(&format!("/v1/instances/{id}/api-keys")).await.expect(200);
     own.get(&format!("/v1/instances/{id}/usage")).await.expect(200);
     api.admin().post(&format!("/v1/instances/{id}/pairing-links"), &json!({})).await.expect(201);

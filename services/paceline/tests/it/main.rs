@@ -17,6 +17,7 @@ mod events;
 mod fencing;
 mod groups;
 mod instances;
+mod labels;
 mod leases;
 mod mcp;
 mod media;

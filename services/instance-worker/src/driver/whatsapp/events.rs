@@ -62,12 +62,8 @@ pub(super) fn to_driver_events(event: &Event, client: &Client, business: bool, c
             }
             _ => Vec::new(),
         },
-        Event::LabelEditUpdate(l) => vec![DriverEvent::Label {
-            label_id: l.label_id.clone(),
-            name: l.action.name.clone().unwrap_or_default(),
-            color: l.action.color.unwrap_or(0),
-            deleted: l.action.deleted.unwrap_or(false),
-        }],
+        Event::LabelEditUpdate(l) => vec![map::label_edit(l)],
+        Event::LabelAssociationUpdate(l) => vec![map::label_target(l)],
         Event::GroupUpdate(u) => map::group_update(u, client.pn().as_ref())
             .into_iter()
             .map(|(event, data)| DriverEvent::Group { event, data })

@@ -10,12 +10,33 @@ use whatsapp_rust::proto_helpers::MessageExt;
 use whatsapp_rust::upload::UploadResponse;
 use whatsapp_rust::wacore::download::{Downloadable, MediaType};
 use whatsapp_rust::wacore::stanza::groups::{GroupNotificationAction, GroupParticipantInfo};
-use whatsapp_rust::wacore::types::events::GroupUpdate;
+use whatsapp_rust::wacore::types::events::{GroupUpdate, LabelAssociationUpdate, LabelEditUpdate};
 use whatsapp_rust::waproto::whatsapp as wa;
 
 use shared::message::{Content, MessageType};
 
-use crate::driver::{DriverError, Outgoing, RemoteMedia};
+use crate::driver::{DriverError, DriverEvent, Outgoing, RemoteMedia};
+
+/// A label created, edited or deleted on another device (app state `label_edit`).
+pub fn label_edit(l: &LabelEditUpdate) -> DriverEvent {
+    DriverEvent::Label {
+        label_id: l.label_id.clone(),
+        name: l.action.name.clone().unwrap_or_default(),
+        color: l.action.color.unwrap_or(0),
+        deleted: l.action.deleted.unwrap_or(false),
+    }
+}
+
+/// A label applied to or removed from a chat on another device (app state
+/// `label_jid`); absent `labeled` means removed.
+pub fn label_target(l: &LabelAssociationUpdate) -> DriverEvent {
+    DriverEvent::LabelTarget {
+        label_id: l.label_id.clone(),
+        jid: l.chat_jid.to_string(),
+        wa_message_id: None,
+        labeled: l.action.labeled.unwrap_or(false),
+    }
+}
 
 /// The upload type of a media message type.
 pub fn media_type(kind: MessageType) -> Option<MediaType> {

@@ -367,3 +367,50 @@ fn business_profiles_show_their_first_website() {
     assert_eq!(v["category"], Value::Null);
     assert_eq!(business_profile(&Default::default())["description"], Value::Null);
 }
+
+#[test]
+fn label_changes_from_other_devices_map_to_ours() {
+    use whatsapp_rust::wacore::types::events::{LabelAssociationUpdate, LabelEditUpdate};
+    let edit = |action: wa::sync_action_value::LabelEditAction| {
+        LabelEditUpdate::builder()
+            .label_id("3".into())
+            .timestamp(chrono::Utc::now())
+            .action(Box::new(action))
+            .from_full_sync(false)
+            .build()
+    };
+    let made =
+        edit(wa::sync_action_value::LabelEditAction { name: Some("VIP".into()), color: Some(4), ..Default::default() });
+    match label_edit(&made) {
+        DriverEvent::Label { label_id, name, color, deleted } => {
+            assert_eq!((label_id.as_str(), name.as_str(), color, deleted), ("3", "VIP", 4, false));
+        }
+        other => panic!("{other:?}"),
+    }
+    let gone = edit(wa::sync_action_value::LabelEditAction { deleted: Some(true), ..Default::default() });
+    assert!(matches!(label_edit(&gone), DriverEvent::Label { deleted: true, .. }));
+
+    let chat: whatsapp_rust::Jid = "5511999990001@s.whatsapp.net".parse().unwrap();
+    let target = |labeled: Option<bool>| {
+        LabelAssociationUpdate::builder()
+            .label_id("3".into())
+            .chat_jid(chat.clone())
+            .timestamp(chrono::Utc::now())
+            .action(Box::new(wa::sync_action_value::LabelAssociationAction { labeled, ..Default::default() }))
+            .from_full_sync(false)
+            .build()
+    };
+    match label_target(&target(Some(true))) {
+        DriverEvent::LabelTarget { label_id, jid, wa_message_id, labeled } => {
+            assert_eq!(
+                (label_id.as_str(), jid.as_str(), wa_message_id, labeled),
+                ("3", "5511999990001@s.whatsapp.net", None, true)
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        matches!(label_target(&target(None)), DriverEvent::LabelTarget { labeled: false, .. }),
+        "absent is removed"
+    );
+}
