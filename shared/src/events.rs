@@ -12,6 +12,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "message.media_updated",
     "reaction.received",
     "status.received",
+    "channel.post_received",
     "instance.state",
     "instance.qr_updated",
     "instance.connected",

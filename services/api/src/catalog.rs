@@ -243,6 +243,11 @@ pub const CATALOG: &[(&str, &str, &str)] = &[
     ),
     ("reaction.received", "Someone reacted to a message.", "ReactionEventData"),
     ("status.received", "A contact posted a status (its chat is `status@broadcast`).", "ReceivedMessageEventData"),
+    (
+        "channel.post_received",
+        "A channel the account follows published a post (its chat is the channel's JID).",
+        "ReceivedMessageEventData",
+    ),
     ("instance.state", "The instance's connection state moved.", "InstanceStateEventData"),
     ("instance.qr_updated", "A new QR code is on show for pairing.", "QrUpdatedEventData"),
     ("instance.connected", "The instance is linked and online.", "ConnectedEventData"),

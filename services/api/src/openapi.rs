@@ -16,14 +16,14 @@ use utoipa::{Modify, OpenApi};
         title = "paceline",
         description = "A horizontally scalable gateway for messaging-network accounts (instances). \
             Errors use the envelope `{\"error\": {\"code\", \"message\", \"retryable\"}}`; clients handle `code`. \
-            Unknown routes answer 404 `not_found`, wrong methods 405 `method_not_allowed`, routes of later \
-            milestones 501 `not_implemented`; bodies are limited to 1 MB (140 MB on POST messages) with 413 \
+            Unknown routes answer 404 `not_found`, wrong methods 405 `method_not_allowed`, an operation \
+            the instance's network cannot do yet 501 `not_implemented`; bodies are limited to 1 MB (140 MB on POST messages) with 413 \
             `media_too_large` beyond; while a pod drains after SIGTERM it answers 503 `shutting_down`.",
         license(name = "MIT")
     ),
     modifiers(&Security),
     components(schemas(
-        ErrorBody, ErrorDetail, ErrorCode, shared::jid::Jid, shared::jid::UserJid, crate::schemas::GroupJid, crate::schemas::LabelId, catalog::EventType,
+        ErrorBody, ErrorDetail, ErrorCode, shared::jid::Jid, shared::jid::UserJid, crate::schemas::GroupJid, crate::schemas::LabelId, crate::schemas::ChannelJid, catalog::EventType,
         shared::ids::InstanceId, shared::ids::MessageId, shared::ids::MediaId, shared::ids::WebhookId,
         shared::ids::DeliveryId, shared::ids::EventId, shared::ids::KeyId,
         catalog::Event, catalog::InstanceStateEventData, catalog::QrUpdatedEventData, catalog::ConnectedEventData,
@@ -46,12 +46,11 @@ use utoipa::{Modify, OpenApi};
         (name = "contacts", description = "Contacts and the block list, from the running session"),
         (name = "actions", description = "Action-style routes (X-API-Key, instance name in the path)"),
         (name = "labels", description = "Labels and the business profile (business accounts only)"),
-        (name = "channels", description = "Channels (later milestone: 501 for now)"),
-        (name = "platform", description = "Restricted API keys, hosted pairing links; usage (later milestone: 501 for now)"),
+        (name = "channels", description = "Channels: follow, read, react, and publish through the send queue"),
+        (name = "platform", description = "Restricted API keys, hosted pairing links, usage"),
         (name = "pairing page", description = "The hosted pairing page behind a pairing link: HTML for the customer, no bearer token"),
-        (name = "communities", description = "Communities (later milestone: 501 for now)"),
+        (name = "communities", description = "Communities"),
         (name = "operation", description = "Health, identity and this description"),
-        (name = "later", description = "Routes of later milestones: they check the token, then answer 501 `not_implemented`"),
     )
 )]
 struct Base;
@@ -151,6 +150,7 @@ fn complete(doc: &mut serde_json::Value) {
             "id" => "InstanceId",
             "jid" if path.contains("/contacts/") => "UserJid",
             "jid" if path.contains("/groups/") || path.contains("/communities/") => "GroupJid",
+            "jid" if path.contains("/channels/") => "ChannelJid",
             "group" => "GroupJid",
             "jid" => "Jid",
             "msg_id" => "MessageId",

@@ -45,6 +45,10 @@ string_schema!(
     Recipient, pattern = shared::jid::RECIPIENT_PATTERN, min = 7, max = 80
 );
 string_schema!(
+    /// A channel's JID (`<id>@newsletter`).
+    ChannelJid, pattern = r"^[0-9]{1,64}@newsletter$", min = 12, max = 75
+);
+string_schema!(
     /// A label's id: 1-64 letters, digits, `-` or `_` (WhatsApp's are small integers).
     LabelId, pattern = r"^[A-Za-z0-9_-]{1,64}$", min = 1, max = 64
 );
@@ -67,3 +71,23 @@ pub fn is_ecma_space(c: char) -> bool {
 pub fn trim_ecma(s: &str) -> &str {
     s.trim_matches(is_ecma_space)
 }
+
+/// Body of `POST {inst}/channels/{jid}/messages`: that of `POST {inst}/messages` without
+/// `to` (the channel is in the path).
+pub struct ChannelPostIn;
+
+impl utoipa::PartialSchema for ChannelPostIn {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::Schema;
+        use utoipa::openapi::RefOr;
+        let mut schema = <crate::message_in::MessageIn as utoipa::PartialSchema>::schema();
+        if let RefOr::T(Schema::Object(o)) = &mut schema {
+            o.properties.remove("to");
+            o.required.retain(|r| r != "to");
+            o.description = Some("The body of `POST {inst}/messages` without `to`.".into());
+        }
+        schema
+    }
+}
+
+impl utoipa::ToSchema for ChannelPostIn {}

@@ -46,6 +46,8 @@ pub fn router() -> Router<App> {
         .route("/media/{id}", get(media))
         .route("/pictures/{number}", get(picture))
         .route("/control/calls", get(calls))
+        .route("/control/channels", get(|State(app): State<App>| async move { Json(app.net.channels()) }))
+        .route("/control/channels/{jid}/admins", post(channel_admin))
         .route("/control/scan", post(scan))
         .route("/control/enter-code", post(enter_code))
         .route("/control/faults", get(get_faults).post(set_faults))
@@ -340,6 +342,28 @@ async fn label(
     };
     let _ = phone_op(State(app), Path(number), ValidatedJson(op)).await?;
     Ok(Json(json!({ "sent": true })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AdminIn {
+    number: String,
+    #[serde(default = "yes")]
+    admin: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The channel's owner makes an account an admin of it (or no longer one).
+async fn channel_admin(
+    State(app): State<App>,
+    Path(jid): Path<String>,
+    ValidatedJson(b): ValidatedJson<AdminIn>,
+) -> Result<Json<Value>, ApiError> {
+    app.net.channel_admin(&jid, &b.number, b.admin).map_err(err)?;
+    Ok(Json(json!({ "admin": b.admin })))
 }
 
 /// The phone's labels, and the chats and messages each is applied to.

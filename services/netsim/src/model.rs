@@ -119,6 +119,8 @@ struct State {
     calls: Vec<CallRecord>,
     /// Media carried by messages, served at `/media/{id}` until expired.
     media: HashMap<String, ops::Blob>,
+    /// Channels by JID.
+    channels: std::collections::BTreeMap<String, channels::Channel>,
     faults: Faults,
     next_conn: ConnId,
     /// Groups by id (the user part of `<id>@g.us`).
@@ -282,6 +284,7 @@ impl Net {
 }
 
 mod accounts;
+mod channels;
 mod faults;
 mod groups;
 mod labels;

@@ -181,8 +181,14 @@ pub async fn record_received(
                     "message_id": id, "wa_message_id": m.wa_message_id, "chat_jid": m.chat_jid, "from_jid": m.from_jid,
                     "from_me": m.from_me, "type": m.kind, "content": m.content, "timestamp": m.ts,
                 });
-                // A contact's status comes in on the status chat.
-                let kind = if m.chat_jid == crate::jid::STATUS_JID { "status.received" } else { "message.received" };
+                // A contact's status comes in on the status chat, a channel's post on the channel's.
+                let kind = if m.chat_jid == crate::jid::STATUS_JID {
+                    "status.received"
+                } else if m.chat_jid.ends_with("@newsletter") && !m.from_me {
+                    "channel.post_received"
+                } else {
+                    "message.received"
+                };
                 (kind, data)
             };
             outbox::insert(&mut *tx, instance, kind, data).await?;

@@ -5,6 +5,7 @@ pub mod actions;
 pub mod api_keys;
 pub mod bulk;
 pub mod business;
+pub mod channels;
 pub mod chats;
 pub mod communities;
 pub mod contacts;
@@ -13,7 +14,6 @@ pub mod groups;
 pub mod health;
 pub mod instances;
 pub mod labels;
-pub mod later;
 pub mod mcp;
 pub mod me;
 pub mod media;
@@ -60,9 +60,9 @@ pub fn all() -> OpenApiRouter<AppState> {
         .merge(profile::router())
         .merge(business::router())
         .merge(labels::router())
+        .merge(channels::router())
         .merge(status::router())
         .merge(media::router())
-        .merge(later::router())
         .merge(mcp::router())
         .merge(health::router())
         .merge(openapi::router())

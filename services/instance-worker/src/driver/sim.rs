@@ -290,9 +290,10 @@ impl SimSession {
 #[async_trait::async_trait]
 impl Session for SimSession {
     async fn send(&self, msg: &super::Outgoing) -> Result<(), DriverError> {
-        // A person by number; a group by its JID (netsim hands each member a copy).
+        // A person by number; a group or channel by its JID (netsim hands each member or
+        // follower a copy).
         let to = match shared::jid::Jid::parse(&msg.to_jid) {
-            Ok(j) if j.is_group() => j.into(),
+            Ok(j) if j.is_group() || j.server() == shared::jid::NEWSLETTER_SERVER => j.into(),
             _ if msg.to_jid == shared::jid::STATUS_JID => msg.to_jid.clone(),
             _ => msg.to_jid.split('@').next().unwrap_or_default().to_string(),
         };

@@ -55,7 +55,10 @@ impl Net {
         body: serde_json::Value,
     ) -> Result<String, NetError> {
         let mut s = self.lock();
-        if to == shared::jid::STATUS_JID || shared::jid::Jid::parse(to).is_ok_and(|j| j.is_group()) {
+        if to == shared::jid::STATUS_JID
+            || channels::is_channel(to)
+            || shared::jid::Jid::parse(to).is_ok_and(|j| j.is_group())
+        {
             return s.group_send(from, to, kind, text, body);
         }
         if !s.phones.contains_key(from) || !s.phones.contains_key(to) {
@@ -110,7 +113,10 @@ impl Net {
         if msg.id.is_empty() || msg.id.len() > 128 {
             return s.send_to(conn, ServerEv::err(req, "validation_failed", "the message id must be 1-128 characters"));
         }
-        if msg.to == shared::jid::STATUS_JID || shared::jid::Jid::parse(&msg.to).is_ok_and(|j| j.is_group()) {
+        if msg.to == shared::jid::STATUS_JID
+            || channels::is_channel(&msg.to)
+            || shared::jid::Jid::parse(&msg.to).is_ok_and(|j| j.is_group())
+        {
             return s.device_group_send(conn, req, &number, msg);
         }
         let Some(recipient) = s.phones.get(&msg.to) else {
@@ -166,6 +172,9 @@ impl State {
     /// members, or for a status the account's contacts (saved, or that it wrote or heard
     /// from).
     fn broadcast_recipients(&self, from: &str, to: &str) -> Result<Vec<String>, (&'static str, &'static str)> {
+        if channels::is_channel(to) {
+            return self.channel_recipients(from, to);
+        }
         if to != shared::jid::STATUS_JID {
             return self.group_recipients(from, to);
         }
@@ -181,6 +190,7 @@ impl State {
     /// id per member, so a re-send reaches nobody twice), seen by their devices with the
     /// group as the chat. Returns whether any member got it for the first time.
     fn deliver_to_group(&mut self, msg: &SimMessage, recipients: Vec<String>) -> bool {
+        self.record_post(msg);
         let mut fresh = false;
         for member in recipients {
             let copy = SimMessage { to: member.clone(), group: Some(msg.to.clone()), ..msg.clone() };
@@ -202,7 +212,7 @@ impl State {
         body: serde_json::Value,
     ) -> Result<String, NetError> {
         let recipients = self.broadcast_recipients(from, to).map_err(|(code, _)| match code {
-            "forbidden" => NetError::Refused("only admins may send to this group"),
+            "forbidden" => NetError::Refused("only admins may send here"),
             _ => NetError::NotFound,
         })?;
         let msg = SimMessage {

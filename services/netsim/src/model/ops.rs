@@ -351,8 +351,14 @@ impl State {
             | NetOp::DeleteLabel { .. }
             | NetOp::LabelChat { .. }
             | NetOp::LabelMessage { .. }) => self.label_op(me, op),
-            // Communities, channels and status are carried by the WhatsApp driver;
-            // netsim does not model them yet.
+            op @ (NetOp::Channels
+            | NetOp::Channel { .. }
+            | NetOp::ChannelByInvite { .. }
+            | NetOp::CreateChannel { .. }
+            | NetOp::ChannelAction { .. }
+            | NetOp::ChannelMessages { .. }
+            | NetOp::ChannelReaction { .. }) => self.channel_op(me, op),
+            // Status is carried by the WhatsApp driver; netsim does not model it yet.
             op => self.group_op(me, op).unwrap_or(Err(("not_implemented", "netsim does not model this operation yet"))),
         }
     }

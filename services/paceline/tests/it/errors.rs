@@ -74,23 +74,25 @@ async fn messages_route_reads_up_to_140mb() {
 }
 
 #[tokio::test]
-async fn routes_of_later_milestones_answer_501_after_auth() {
+async fn every_interface_route_is_built_checks_the_token_first_and_unknown_ones_are_404() {
     let api = TestApi::start().await;
-    let (inst, token) = api.create_instance("later").await;
+    let (inst, token) = api.create_instance("built").await;
     let id = inst["id"].as_str().unwrap();
     let own = api.client(Some(token));
-    let msg = own.get(&format!("/v1/instances/{id}/channels")).await.expect_error(501, "not_implemented");
-    assert!(msg.contains("not implemented yet"), "{msg}");
+    // Tokens are checked first.
+    api.anon().get(&format!("/v1/instances/{id}/labels")).await.expect_error(401, "unauthorized");
+    api.anon().get(&format!("/v1/instances/{id}/channels")).await.expect_error(401, "unauthorized");
+    api.anon().post("/mcp", &json!({})).await.expect_error(401, "unauthorized");
+    // Routes that need the session answer 409 without one, not 501.
+    for path in ["communities", "labels", "channels"] {
+        own.get(&format!("/v1/instances/{id}/{path}")).await.expect_error(409, "instance_not_connected");
+    }
     own.post(&format!("/v1/instances/{id}/channels/120363000000000777@newsletter/follow"), &json!({}))
         .await
-        .expect_error(501, "not_implemented");
-    // Tokens are still checked first.
-    api.anon().get(&format!("/v1/instances/{id}/labels")).await.expect_error(401, "unauthorized");
-    api.anon().post("/mcp", &json!({})).await.expect_error(401, "unauthorized");
-    // Communities and labels are built: without a paired session they answer 409, not
-    // 501; API keys and pairing links are built too.
-    own.get(&format!("/v1/instances/{id}/communities")).await.expect_error(409, "instance_not_connected");
-    own.get(&format!("/v1/instances/{id}/labels")).await.expect_error(409, "instance_not_connected");
+        .expect_error(409, "instance_not_connected");
+    own.post(&format!("/v1/instances/{id}/channels/120363000000000777@newsletter/wave"), &json!({}))
+        .await
+        .expect_error(400, "validation_failed");
     own.get(&format!("/v1/instances/{id}/api-keys")).await.expect(200);
     own.get(&format!("/v1/instances/{id}/usage")).await.expect(200);
     api.admin().post(&format!("/v1/instances/{id}/pairing-links"), &json!({})).await.expect(201);

@@ -7,6 +7,7 @@ use std::path::Path;
 mod actor;
 mod api_keys;
 mod auth_matrix;
+mod channels;
 mod chaos;
 mod chart;
 mod cli;

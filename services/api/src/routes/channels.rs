@@ -1,0 +1,423 @@
+//! `{inst}/channels`: WhatsApp channels (interface.md 4.5). Reading, following and
+//! reacting go to the network through the instance's worker; publishing goes through the
+//! send queue like any message (paced, with a message record), and only the channel's
+//! owner or an admin may publish. Posts are read from the local log, as the instance
+//! received them. The network's limits (interface.md part 8) are kept per instance,
+//! cluster-wide in Redis (`service::caps`); a call that fails takes nothing from them.
+
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use shared::bus::{ChannelAction, NetOp};
+use shared::error::ErrorBody;
+use shared::ids::InstanceId;
+use shared::jid::Jid;
+use shared::{ApiError, ErrorCode};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::extract::{parse_json, InstanceAccess, Path, ValidatedJson, ValidatedQuery};
+use crate::message_in::MessageIn;
+use crate::pagination::PageQuery;
+use crate::rpc::net;
+use crate::service::caps::{self, Cap};
+use crate::service::history::{self, MessagePageOut};
+use crate::service::messages::MessageOut;
+use crate::state::AppState;
+
+const MINUTE: Duration = Duration::from_secs(60);
+const HOUR: Duration = Duration::from_secs(3600);
+const DAY: Duration = Duration::from_secs(86_400);
+
+/// Follows and unfollows: 3 a minute, 10 an hour, 30 a day.
+const FOLLOWS: [Cap; 3] = [
+    Cap { name: "channel_follows_m", limit: 3, window: MINUTE, what: "channel follows and unfollows a minute" },
+    Cap { name: "channel_follows_h", limit: 10, window: HOUR, what: "channel follows and unfollows an hour" },
+    Cap { name: "channel_follows_d", limit: 30, window: DAY, what: "channel follows and unfollows a day" },
+];
+const CREATES: Cap = Cap { name: "channel_creates", limit: 2, window: DAY, what: "channel creations a day" };
+const REACTIONS: Cap = Cap { name: "channel_reactions", limit: 30, window: MINUTE, what: "channel reactions a minute" };
+const PUBLICATIONS: Cap = Cap { name: "channel_posts", limit: 20, window: DAY, what: "channel publications a day" };
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(preview))
+        .routes(routes!(get_one))
+        .routes(routes!(act))
+        .routes(routes!(posts, publish))
+        .routes(routes!(react))
+}
+
+/// A channel as the network describes it.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ChannelOut {
+    /// `<id>@newsletter`.
+    pub jid: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub subscribers: Option<u64>,
+    pub verified: bool,
+    /// `active`, `suspended` or `geosuspended`.
+    pub state: String,
+    pub picture_url: Option<String>,
+    /// The last part of the channel's link (`https://whatsapp.com/channel/<code>`).
+    pub invite_code: Option<String>,
+    /// The account's role: `owner`, `admin`, `subscriber` or `guest`.
+    pub role: Option<String>,
+    pub created_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ChannelListOut {
+    pub channels: Vec<ChannelOut>,
+}
+
+/// Body of `POST {inst}/channels`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelIn {
+    #[schema(min_length = 1, max_length = 100, pattern = r"\S")]
+    pub name: String,
+    #[schema(max_length = 2048)]
+    pub description: Option<String>,
+}
+
+/// Body of `POST {inst}/channels/preview`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PreviewIn {
+    /// The channel's link (`https://whatsapp.com/channel/<code>`) or its code.
+    #[schema(min_length = 1, max_length = 200)]
+    pub link: String,
+}
+
+/// Body of `POST {inst}/channels/{jid}/reactions`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelReactionIn {
+    /// The post's `server_id` (from `GET {inst}/channels/{jid}/messages`' `content`, or the network).
+    #[schema(minimum = 1)]
+    pub server_id: u64,
+    /// One emoji; empty removes the account's reaction.
+    #[schema(max_length = 16)]
+    pub reaction: String,
+}
+
+/// A channel's JID from the path: `<digits>@newsletter`.
+fn channel(jid: Jid) -> Result<String, ApiError> {
+    let jid = String::from(jid);
+    match jid.split_once('@') {
+        Some((id, "newsletter")) if !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) => Ok(jid),
+        _ => Err(ApiError::validation("not a channel JID (<id>@newsletter)")),
+    }
+}
+
+/// An invite code from a link or the code itself.
+fn invite_code(link: &str) -> Result<String, ApiError> {
+    let link = link.trim();
+    let code = link
+        .strip_prefix("https://whatsapp.com/channel/")
+        .or_else(|| link.strip_prefix("https://www.whatsapp.com/channel/"))
+        .unwrap_or(link)
+        .trim_end_matches('/');
+    if code.is_empty() || code.len() > 64 || !code.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return Err(ApiError::validation(
+            "link must be a channel link (https://whatsapp.com/channel/<code>) or its code",
+        ));
+    }
+    Ok(code.to_string())
+}
+
+/// Runs `action` under one take of each cap (all or none); a failed action gives them back.
+async fn capped_all<T>(
+    state: &AppState,
+    id: &InstanceId,
+    all: &[Cap],
+    action: impl std::future::Future<Output = Result<T, ApiError>>,
+) -> Result<T, ApiError> {
+    let mut taken = Vec::new();
+    for cap in all {
+        match caps::take(state, id, *cap, 1).await {
+            Ok(t) => taken.push(t),
+            Err(e) => {
+                for t in taken {
+                    t.give_back(state, 1).await;
+                }
+                return Err(e);
+            }
+        }
+    }
+    match action.await {
+        Ok(v) => {
+            taken.into_iter().for_each(caps::Taken::keep);
+            Ok(v)
+        }
+        Err(e) => {
+            for t in taken {
+                t.give_back(state, 1).await;
+            }
+            Err(e)
+        }
+    }
+}
+
+/// The channels the account follows, owns or administers.
+#[utoipa::path(get, path = "/v1/instances/{id}/channels", tag = "channels",
+    params(("id" = InstanceId, Path, description = "instance id")),
+    responses(
+        (status = 200, description = "the channels", body = ChannelListOut),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+        (status = 409, description = "`instance_not_connected`", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn list(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+) -> Result<Json<ChannelListOut>, ApiError> {
+    Ok(Json(ChannelListOut { channels: net(&state, &id, NetOp::Channels).await? }))
+}
+
+/// Create a channel the account owns. At most 2 a day per instance.
+#[utoipa::path(post, path = "/v1/instances/{id}/channels", tag = "channels",
+    params(("id" = InstanceId, Path, description = "instance id")),
+    request_body = ChannelIn,
+    responses(
+        (status = 201, description = "the channel", body = ChannelOut),
+        (status = 400, description = "`validation_failed`", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+        (status = 409, description = "`instance_not_connected`", body = ErrorBody),
+        (status = 429, description = "`rate_limited`: 2 creations a day (Retry-After says when)", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn create(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+    ValidatedJson(body): ValidatedJson<ChannelIn>,
+) -> Result<(StatusCode, Json<ChannelOut>), ApiError> {
+    let name = crate::schemas::trim_ecma(&body.name).to_string();
+    if name.is_empty() || body.name.chars().count() > 100 {
+        return Err(ApiError::validation("name must be 1 to 100 characters, not only spaces"));
+    }
+    if body.description.as_ref().is_some_and(|d| d.chars().count() > 2048) {
+        return Err(ApiError::validation("description must be at most 2048 characters"));
+    }
+    let op = NetOp::CreateChannel { name, description: body.description };
+    let c = capped_all(&state, &id, &[CREATES], net(&state, &id, op)).await?;
+    Ok((StatusCode::CREATED, Json(c)))
+}
+
+/// A channel by its invite link, before following it.
+#[utoipa::path(post, path = "/v1/instances/{id}/channels/preview", tag = "channels",
+    params(("id" = InstanceId, Path, description = "instance id")),
+    request_body = PreviewIn,
+    responses(
+        (status = 200, description = "the channel", body = ChannelOut),
+        (status = 400, description = "`validation_failed`", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`, or `not_found`: no channel has this link", body = ErrorBody),
+        (status = 409, description = "`instance_not_connected`", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn preview(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+    ValidatedJson(body): ValidatedJson<PreviewIn>,
+) -> Result<Json<ChannelOut>, ApiError> {
+    let code = invite_code(&body.link)?;
+    Ok(Json(net(&state, &id, NetOp::ChannelByInvite { code }).await?))
+}
+
+/// A channel's metadata and the account's role in it.
+#[utoipa::path(get, path = "/v1/instances/{id}/channels/{jid}", tag = "channels",
+    params(("id" = InstanceId, Path, description = "instance id"), ("jid" = crate::schemas::ChannelJid, Path, description = "the channel's JID")),
+    responses(
+        (status = 200, description = "the channel", body = ChannelOut),
+        (status = 400, description = "`validation_failed`", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`, or `not_found`: no such channel", body = ErrorBody),
+        (status = 409, description = "`instance_not_connected`", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn get_one(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+    Path(ids): Path<(InstanceId, Jid)>,
+) -> Result<Json<ChannelOut>, ApiError> {
+    let jid = channel(ids.1)?;
+    Ok(Json(net(&state, &id, NetOp::Channel { jid }).await?))
+}
+
+/// `follow`, `unfollow`, `mute` or `unmute` a channel; answers the channel. Follows and
+/// unfollows count against 3 a minute, 10 an hour and 30 a day.
+#[utoipa::path(post, path = "/v1/instances/{id}/channels/{jid}/{action}", tag = "channels",
+    params(("id" = InstanceId, Path, description = "instance id"), ("jid" = crate::schemas::ChannelJid, Path, description = "the channel's JID"),
+        ("action" = String, Path, description = "`follow`, `unfollow`, `mute` or `unmute`", pattern = "^(follow|unfollow|mute|unmute)$")),
+    responses(
+        (status = 200, description = "the channel after the action", body = ChannelOut),
+        (status = 400, description = "`validation_failed`: an unknown action, or one the channel refuses", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`, or `not_found`: no such channel", body = ErrorBody),
+        (status = 409, description = "`instance_not_connected`", body = ErrorBody),
+        (status = 429, description = "`rate_limited`: the follow limits (Retry-After says when)", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn act(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+    Path(ids): Path<(InstanceId, Jid, String)>,
+) -> Result<Json<ChannelOut>, ApiError> {
+    let jid = channel(ids.1)?;
+    let action = match ids.2.as_str() {
+        "follow" => ChannelAction::Follow,
+        "unfollow" => ChannelAction::Unfollow,
+        "mute" => ChannelAction::Mute,
+        "unmute" => ChannelAction::Unmute,
+        _ => return Err(ApiError::validation("action must be follow, unfollow, mute or unmute")),
+    };
+    let op = NetOp::ChannelAction { jid: jid.clone(), action };
+    let done = net::<serde_json::Value>(&state, &id, op);
+    if matches!(action, ChannelAction::Follow | ChannelAction::Unfollow) {
+        capped_all(&state, &id, &FOLLOWS, done).await?;
+    } else {
+        done.await?;
+    }
+    Ok(Json(net(&state, &id, NetOp::Channel { jid }).await?))
+}
+
+/// The channel's posts as this instance received them (and those it published),
+/// newest first, from the local log.
+#[utoipa::path(get, path = "/v1/instances/{id}/channels/{jid}/messages", tag = "channels",
+    params(("id" = InstanceId, Path, description = "instance id"), ("jid" = crate::schemas::ChannelJid, Path, description = "the channel's JID"), PageQuery),
+    responses(
+        (status = 200, description = "a page of posts", body = MessagePageOut),
+        (status = 400, description = "`validation_failed`: a bad limit or cursor", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn posts(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+    Path(ids): Path<(InstanceId, Jid)>,
+    ValidatedQuery(q): ValidatedQuery<PageQuery>,
+) -> Result<Json<MessagePageOut>, ApiError> {
+    let jid = channel(ids.1)?;
+    shared::db::instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
+    Ok(Json(history::page(&state, &id, &jid, &q).await?))
+}
+
+/// Publish to a channel through the send queue: the body of `POST {inst}/messages`
+/// without `to`; answers the queued message. Only the channel's owner or an admin may
+/// publish (403 otherwise), at most 20 times a day per instance.
+#[utoipa::path(post, path = "/v1/instances/{id}/channels/{jid}/messages", tag = "channels",
+    params(("id" = InstanceId, Path, description = "instance id"), ("jid" = crate::schemas::ChannelJid, Path, description = "the channel's JID")),
+    request_body = crate::schemas::ChannelPostIn,
+    responses(
+        (status = 202, description = "queued", body = MessageOut),
+        (status = 400, description = "`validation_failed`", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: not the channel's owner or an admin", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`, or `not_found`: no such channel", body = ErrorBody),
+        (status = 409, description = "`instance_not_connected`: the role is asked of the network", body = ErrorBody),
+        (status = 413, description = "`media_too_large`", body = ErrorBody),
+        (status = 429, description = "`rate_limited`: 20 publications a day (Retry-After says when)", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn publish(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+    Path(ids): Path<(InstanceId, Jid)>,
+    body: Bytes,
+) -> Result<(StatusCode, Json<MessageOut>), ApiError> {
+    let jid = channel(ids.1)?;
+    let mut fields: serde_json::Map<String, serde_json::Value> = parse_json(&body)?;
+    if fields.contains_key("to") {
+        return Err(ApiError::validation("to is the channel in the path; leave it out"));
+    }
+    fields.insert("to".into(), jid.clone().into());
+    let message: MessageIn = parse_json(&serde_json::to_vec(&fields).map_err(ApiError::internal)?)?;
+    let c: ChannelOut = net(&state, &id, NetOp::Channel { jid }).await?;
+    if !matches!(c.role.as_deref(), Some("owner" | "admin")) {
+        return Err(ApiError::new(ErrorCode::Forbidden, "only the channel's owner or an admin may publish"));
+    }
+    let queued = capped_all(&state, &id, &[PUBLICATIONS], async {
+        crate::service::messages::queue(&state, &id, message, None, false).await
+    })
+    .await?;
+    Ok((StatusCode::ACCEPTED, Json((&queued.0).into())))
+}
+
+/// React to a channel post (an empty `reaction` removes the account's). At most 30 a
+/// minute per instance.
+#[utoipa::path(post, path = "/v1/instances/{id}/channels/{jid}/reactions", tag = "channels",
+    params(("id" = InstanceId, Path, description = "instance id"), ("jid" = crate::schemas::ChannelJid, Path, description = "the channel's JID")),
+    request_body = ChannelReactionIn,
+    responses(
+        (status = 204, description = "reacted"),
+        (status = 400, description = "`validation_failed`", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the account does not follow the channel", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`, or `not_found`: no such channel or post", body = ErrorBody),
+        (status = 409, description = "`instance_not_connected`", body = ErrorBody),
+        (status = 429, description = "`rate_limited`: 30 reactions a minute (Retry-After says when)", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn react(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+    Path(ids): Path<(InstanceId, Jid)>,
+    ValidatedJson(body): ValidatedJson<ChannelReactionIn>,
+) -> Result<StatusCode, ApiError> {
+    let jid = channel(ids.1)?;
+    if body.server_id == 0 || body.reaction.chars().count() > 16 || body.reaction.chars().any(char::is_control) {
+        return Err(ApiError::validation("server_id must be a post's, and reaction one emoji or empty"));
+    }
+    let op = NetOp::ChannelReaction { jid, server_id: body.server_id, reaction: body.reaction };
+    capped_all(&state, &id, &[REACTIONS], net::<serde_json::Value>(&state, &id, op)).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn channel_jids_and_invite_links_are_checked() {
+        let j = |s: &str| channel(Jid::parse(s).unwrap());
+        assert_eq!(j("120363000000000777@newsletter").unwrap(), "120363000000000777@newsletter");
+        assert!(j("1-2@g.us").is_err() && j("5511999990001").is_err());
+        assert_eq!(invite_code("https://whatsapp.com/channel/0029VaAbC").unwrap(), "0029VaAbC");
+        assert_eq!(invite_code("0029VaAbC").unwrap(), "0029VaAbC");
+        assert!(invite_code("https://evil.example/x?y").is_err() && invite_code("").is_err());
+    }
+
+    #[test]
+    fn the_limits_are_the_specs() {
+        let l: Vec<(u32, u64)> = FOLLOWS.iter().map(|c| (c.limit, c.window.as_secs())).collect();
+        assert_eq!(l, [(3, 60), (10, 3600), (30, 86_400)]);
+        assert_eq!((CREATES.limit, CREATES.window.as_secs()), (2, 86_400));
+        assert_eq!((REACTIONS.limit, REACTIONS.window.as_secs()), (30, 60));
+        assert_eq!((PUBLICATIONS.limit, PUBLICATIONS.window.as_secs()), (20, 86_400));
+    }
+}
