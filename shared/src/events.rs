@@ -26,6 +26,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "group.joined",
     "group.left",
     "community.groups_updated",
+    "channel.updated",
     "call.rejected",
     "webhook.disabled",
 ];
@@ -35,21 +36,27 @@ pub fn known(t: &str) -> bool {
     EVENT_TYPES.contains(&t)
 }
 
-/// The group and community events: a driver passes these on from the network, nothing
-/// else.
-pub const GROUP_EVENTS: [&str; 5] =
-    ["group.updated", "group.participants_updated", "group.joined", "group.left", "community.groups_updated"];
+/// The group, community and channel events: a driver passes these on from the network,
+/// nothing else.
+pub const NETWORK_EVENTS: [&str; 6] = [
+    "group.updated",
+    "group.participants_updated",
+    "group.joined",
+    "group.left",
+    "community.groups_updated",
+    "channel.updated",
+];
 
-/// `t` as one of the group events, if it is one.
-pub fn group_event(t: &str) -> Option<&'static str> {
-    GROUP_EVENTS.into_iter().find(|g| *g == t)
+/// `t` as one of the network's events, if it is one.
+pub fn network_event(t: &str) -> Option<&'static str> {
+    NETWORK_EVENTS.into_iter().find(|g| *g == t)
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
-    fn group_events_are_in_the_catalog() {
-        for g in super::GROUP_EVENTS {
+    fn network_events_are_in_the_catalog() {
+        for g in super::NETWORK_EVENTS {
             assert!(super::known(g), "{g} is not in EVENT_TYPES");
         }
     }

@@ -165,6 +165,14 @@ pub struct LabelUpdatedEventData {
     pub wa_message_id: Option<String>,
 }
 
+/// `channel.updated`: a channel's name or description changed.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ChannelUpdatedEventData {
+    pub jid: String,
+    pub name: String,
+    pub description: Option<String>,
+}
+
 /// `group.updated`: a group's subject, description or settings changed (only the fields
 /// that changed are present).
 #[derive(Debug, Serialize, ToSchema)]
@@ -265,6 +273,11 @@ pub const CATALOG: &[(&str, &str, &str)] = &[
     ("group.joined", "The account was added to a group, or joined one.", "GroupMembershipEventData"),
     ("group.left", "The account was removed from a group, or left one.", "GroupMembershipEventData"),
     ("community.groups_updated", "Groups were linked to a community or unlinked from it.", "CommunityGroupsEventData"),
+    (
+        "channel.updated",
+        "A channel the account follows, owns or administers changed its name or description.",
+        "ChannelUpdatedEventData",
+    ),
     ("call.rejected", "An incoming call was rejected per the instance's settings.", "CallRejectedEventData"),
     (
         "webhook.disabled",

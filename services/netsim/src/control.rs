@@ -47,6 +47,7 @@ pub fn router() -> Router<App> {
         .route("/pictures/{number}", get(picture))
         .route("/control/calls", get(calls))
         .route("/control/channels", get(|State(app): State<App>| async move { Json(app.net.channels()) }))
+        .route("/control/channels/{jid}", axum::routing::patch(update_channel))
         .route("/control/channels/{jid}/admins", post(channel_admin))
         .route("/control/scan", post(scan))
         .route("/control/enter-code", post(enter_code))
@@ -354,6 +355,23 @@ struct AdminIn {
 
 fn yes() -> bool {
     true
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChannelPatch {
+    name: Option<String>,
+    description: Option<String>,
+}
+
+/// The owner changes the channel's name or description; its followers hear of it.
+async fn update_channel(
+    State(app): State<App>,
+    Path(jid): Path<String>,
+    ValidatedJson(b): ValidatedJson<ChannelPatch>,
+) -> Result<Json<Value>, ApiError> {
+    app.net.update_channel(&jid, b.name, b.description).map_err(err)?;
+    Ok(Json(json!({ "updated": true })))
 }
 
 /// The channel's owner makes an account an admin of it (or no longer one).

@@ -39,7 +39,7 @@ pub enum DriverEvent {
     Label { label_id: String, name: String, color: i32, deleted: bool },
     /// A label applied to (or removed from) a chat, or one message of it.
     LabelTarget { label_id: String, jid: String, wa_message_id: Option<String>, labeled: bool },
-    /// A change in the account's groups, as the catalog's `group.*` event with its data.
+    /// A change in the account's groups, communities or channels, as the catalog's event with its data.
     Group { event: &'static str, data: serde_json::Value },
     /// A message for the account, or sent from its phone (`from_me`).
     Message { message: Incoming },

@@ -164,8 +164,8 @@ impl Driver for SimDriver {
                     ServerEv::LabelTarget { label_id, jid, message_id, labeled } => {
                         DriverEvent::LabelTarget { label_id, jid, wa_message_id: message_id, labeled }
                     }
-                    // Only the group events of the catalog; anything else netsim says is dropped.
-                    ServerEv::Event { event, data } => match shared::events::group_event(&event) {
+                    // Only the network events of the catalog; anything else netsim says is dropped.
+                    ServerEv::Event { event, data } => match shared::events::network_event(&event) {
                         Some(event) => DriverEvent::Group { event, data },
                         None => continue,
                     },

@@ -172,14 +172,16 @@ impl State {
         Ok(Value::Null)
     }
 
-    /// Who gets a post to channel `jid` from `from`: its followers, when `from` owns it
-    /// or is one of its admins.
+    /// Who gets a post to channel `jid` from `from`: its followers, admins and owner, when
+    /// `from` owns it or is one of its admins.
     pub(super) fn channel_recipients(&self, from: &str, jid: &str) -> Result<Vec<String>, Refusal> {
         let c = self.channels.get(jid).ok_or(NO_CHANNEL)?;
         if !matches!(c.role(from), "owner" | "admin") {
             return Err(("forbidden", "only the channel's owner or an admin may publish"));
         }
-        Ok(c.followers.iter().filter(|n| n.as_str() != from).cloned().collect())
+        let mut to: BTreeSet<&String> = c.followers.union(&c.admins).collect();
+        to.insert(&c.owner);
+        Ok(to.into_iter().filter(|n| n.as_str() != from).cloned().collect())
     }
 
     /// Keeps a published post (once per network id) for the channel's history.
@@ -215,6 +217,31 @@ fn post_view(p: &Post, me: &str) -> Value {
 }
 
 impl Net {
+    /// The owner changes the channel's name or description on the phone: every follower's
+    /// and admin's devices are told (`channel.updated`).
+    pub fn update_channel(&self, jid: &str, name: Option<String>, description: Option<String>) -> Result<(), NetError> {
+        let mut s = self.lock();
+        let c = s.channels.get_mut(jid).ok_or(NetError::NotFound)?;
+        if name.as_ref().is_some_and(|n| n.trim().is_empty() || n.chars().count() > 100)
+            || description.as_ref().is_some_and(|d| d.chars().count() > 2048)
+        {
+            return Err(NetError::Invalid("a channel's name is 1-100 characters, its description at most 2,048"));
+        }
+        if let Some(n) = name {
+            c.name = n;
+        }
+        if let Some(d) = description {
+            c.description = Some(d);
+        }
+        let data = json!({ "jid": jid, "name": c.name, "description": c.description });
+        let mut to: BTreeSet<String> = c.followers.union(&c.admins).cloned().collect();
+        to.insert(c.owner.clone());
+        for n in to {
+            s.notify_account(&n, ServerEv::Event { event: "channel.updated".into(), data: data.clone() });
+        }
+        Ok(())
+    }
+
     /// Makes `number` an admin of channel `jid` (the owner's doing on the phone).
     pub fn channel_admin(&self, jid: &str, number: &str, admin: bool) -> Result<(), NetError> {
         let mut s = self.lock();

@@ -118,6 +118,40 @@ async fn a_channel_is_created_published_to_followed_and_read_within_the_networks
             .unwrap();
     assert_eq!(kinds.len(), 1);
 
+    // The owner renames it on the phone: the follower hears of it.
+    c.netsim().patch(&format!("/control/channels/{jid}"), &json!({ "name": "Bakery news daily" })).await.expect(200);
+    let updated = wait_for(Duration::from_secs(20), || async {
+        let e: Vec<serde_json::Value> = sqlx::query_scalar(
+            "SELECT payload->'data' FROM outbox WHERE instance_id = $1 AND type = 'channel.updated'",
+        )
+        .bind(&fid)
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+        e.into_iter().next()
+    })
+    .await
+    .expect("channel.updated");
+    assert_eq!(updated["name"], "Bakery news daily");
+    assert_eq!(updated["jid"], jid);
+
+    // An admin publishes like the owner (the owner receives it); no longer an admin, 403.
+    c.netsim().post(&format!("/control/channels/{jid}/admins"), &json!({ "number": FAN })).await.expect(200);
+    let by_admin = json!({ "type": "text", "text": "from the admin" });
+    fan.post(&format!("/v1/instances/{fid}/channels/{jid}/messages"), &by_admin).await.expect(202);
+    wait_for(Duration::from_secs(20), || async {
+        let p =
+            owner.get(&format!("/v1/instances/{oid}/channels/{jid}/messages")).await.expect(200)["messages"].clone();
+        p.as_array().unwrap().iter().any(|m| m["content"]["text"] == "from the admin").then_some(())
+    })
+    .await
+    .expect("the admin's post reaches the owner");
+    c.netsim()
+        .post(&format!("/control/channels/{jid}/admins"), &json!({ "number": FAN, "admin": false }))
+        .await
+        .expect(200);
+    fan.post(&format!("/v1/instances/{fid}/channels/{jid}/messages"), &by_admin).await.expect_error(403, "forbidden");
+
     // Reactions: to the post, by its server id on the network; 30 a minute.
     let net_posts = c.netsim().get("/control/channels").await.expect(200);
     let server_id = net_posts["channels"][0]["posts"][0]["server_id"].as_u64().unwrap();
