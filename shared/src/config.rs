@@ -85,6 +85,10 @@ pub struct Config {
     pub subject_prefix: String,
     /// The admin token (`PACELINE_ADMIN_TOKEN`), `pl_admin_` + at least 24 characters.
     pub admin_token: Option<String>,
+    /// The key that encrypts stored secrets (the attendant's provider keys):
+    /// 32 bytes, base64 (`PACELINE_SECRETS_KEY`). Unset: derived from `admin_token`, so
+    /// changing the admin token makes stored secrets unreadable; set it to rotate freely.
+    pub secrets_key: Option<String>,
     /// The public base URL of the API, when it is served beyond loopback.
     pub public_url: Option<url::Url>,
     /// Peers whose client-address header is believed (CIDRs, comma-separated in the environment).
@@ -261,6 +265,7 @@ impl Default for Config {
             key_prefix: "pl".into(),
             subject_prefix: "pl".into(),
             admin_token: None,
+            secrets_key: None,
             public_url: None,
             trusted_proxies: Vec::new(),
             client_ip_header: "x-forwarded-for".into(),
@@ -385,6 +390,9 @@ impl Config {
                 || http::HeaderName::from_bytes(self.client_ip_header.as_bytes()).is_err()
             {
                 errors.push("client_ip_header must be a valid HTTP header name".to_string());
+            }
+            if self.secrets_key.as_deref().is_some_and(|k| crate::sealed::decode_key(k).is_none()) {
+                errors.push("secrets_key must be 32 bytes, base64".to_string());
             }
             if let Some(u) = &self.public_url {
                 if !matches!(u.scheme(), "http" | "https") {

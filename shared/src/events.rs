@@ -28,6 +28,9 @@ pub const EVENT_TYPES: &[&str] = &[
     "community.groups_updated",
     "channel.updated",
     "call.rejected",
+    "attendant.replied",
+    "attendant.handoff",
+    "attendant.failed",
     "webhook.disabled",
 ];
 

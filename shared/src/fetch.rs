@@ -199,6 +199,24 @@ impl GuardedClient {
         Ok((status, retry_after))
     }
 
+    /// POSTs a JSON body to `url` and reads the answer: its status and at most `limit`
+    /// bytes of its body (more fails with `TooLarge`). For services that answer (the
+    /// attendant's providers); the client's timeout bounds the whole call.
+    pub async fn post_json(
+        &self,
+        url: &url::Url,
+        headers: reqwest::header::HeaderMap,
+        body: &serde_json::Value,
+        limit: u64,
+    ) -> Result<(u16, Vec<u8>), FetchError> {
+        if !matches!(url.scheme(), "http" | "https") || !literal_ok(url, self.allow_private) {
+            return Err(FetchError::Refused);
+        }
+        let res = self.http.post(url.clone()).headers(headers).json(body).send().await.map_err(classify)?;
+        let status = res.status().as_u16();
+        Ok((status, read_capped(res, limit).await?))
+    }
+
     /// GETs `url` and checks the answer before its body is read: a success status, and
     /// no declared length over `limit`. Returns the response (to stream) and its
     /// Content-Type without parameters.

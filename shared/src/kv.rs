@@ -60,6 +60,11 @@ impl Keys {
         format!("{}:quota:{name}:{instance}", self.prefix)
     }
 
+    /// The attendant pod answering an instance's messages now (one at a time cluster-wide).
+    pub fn attendant_lock(&self, instance: &crate::ids::InstanceId) -> String {
+        format!("{}:attendant:{instance}", self.prefix)
+    }
+
     /// Live workers: a sorted set of worker ids scored by their last heartbeat (ms).
     pub fn workers(&self) -> String {
         format!("{}:workers", self.prefix)

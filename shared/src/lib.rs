@@ -26,8 +26,10 @@ pub mod jid;
 pub mod kv;
 pub mod message;
 pub mod privacy;
+pub mod sealed;
 pub mod simproto;
 pub mod telemetry;
+pub mod window;
 
 pub use config::Config;
 pub use error::{ApiError, ErrorCode};

@@ -83,7 +83,9 @@ Termination grace per role, from the code's shutdown (README, "Install on Kubern
 - worker: at most 10 s to stop its sessions (STOP_GRACE), then it releases its leases and
   wakes the others: 10 s of margin;
 - dispatcher: in-flight attempts get min(shutdown_timeout_ms / 3, webhook_timeout_ms),
-  then unfinished deliveries are handed back: 5 s of margin.
+  then unfinished deliveries are handed back: 5 s of margin;
+- attendant: answers in flight get 5 s, the rest are redelivered to another pod: 5 s of
+  margin.
 */}}
 {{- define "paceline.grace.api" -}}
 {{- $drain := include "paceline.seconds" (dict "ctx" . "key" "drain_ms" "default" 5000) | int -}}
@@ -91,6 +93,7 @@ Termination grace per role, from the code's shutdown (README, "Install on Kubern
 {{- add (int .Values.api.preStopSeconds) $drain $timeout 5 -}}
 {{- end -}}
 {{- define "paceline.grace.worker" -}}20{{- end -}}
+{{- define "paceline.grace.attendant" -}}10{{- end -}}
 {{- define "paceline.grace.dispatcher" -}}
 {{- $timeout := include "paceline.seconds" (dict "ctx" . "key" "shutdown_timeout_ms" "default" 25000) | int -}}
 {{- $attempt := include "paceline.seconds" (dict "ctx" . "key" "webhook_timeout_ms" "default" 10000) | int -}}

@@ -173,6 +173,51 @@ pub struct ChannelUpdatedEventData {
     pub description: Option<String>,
 }
 
+/// `attendant.replied`: the attendant queued a reply to a received message (once per
+/// message).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AttendantRepliedEventData {
+    pub chat_jid: String,
+    /// The received message answered.
+    pub message_id: MessageId,
+    /// The queued reply: its `message.*` events follow.
+    pub reply_message_id: MessageId,
+    /// `openai` or `webhook`.
+    pub provider: String,
+    /// As the provider reported them (0 when it did not).
+    pub tokens: AttendantTokens,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AttendantTokens {
+    pub prompt: i64,
+    pub completion: i64,
+}
+
+/// `attendant.handoff`: the attendant left a chat to a human.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AttendantHandoffEventData {
+    pub chat_jid: String,
+    /// The message that caused it: the contact's keyword, or the reply from the phone.
+    pub message_id: MessageId,
+    /// `keyword` or `human_reply`.
+    pub reason: String,
+    /// Paused until then, or until `POST {inst}/attendant/chats/{jid}/resume`.
+    pub until: DateTime<Utc>,
+}
+
+/// `attendant.failed`: a message that called for an answer got none.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AttendantFailedEventData {
+    pub chat_jid: String,
+    pub message_id: MessageId,
+    /// `timeout`, `unreachable`, `refused_address`, `http_status`, `bad_answer`,
+    /// `too_large`, `bad_config`, `reply_limit`, `outside_send_window` or `queue_refused`.
+    pub reason: String,
+    /// In words; never the provider's URL, key or answer.
+    pub detail: String,
+}
+
 /// `group.updated`: a group's subject, description or settings changed (only the fields
 /// that changed are present).
 #[derive(Debug, Serialize, ToSchema)]
@@ -279,6 +324,9 @@ pub const CATALOG: &[(&str, &str, &str)] = &[
         "ChannelUpdatedEventData",
     ),
     ("call.rejected", "An incoming call was rejected per the instance's settings.", "CallRejectedEventData"),
+    ("attendant.replied", "The AI attendant queued a reply to a received message.", "AttendantRepliedEventData"),
+    ("attendant.handoff", "The AI attendant left a chat to a human.", "AttendantHandoffEventData"),
+    ("attendant.failed", "A message that called for the AI attendant's answer got none.", "AttendantFailedEventData"),
     (
         "webhook.disabled",
         "A webhook endpoint was disabled (410 Gone, or failing too long).",

@@ -18,49 +18,13 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use chrono::{DateTime, NaiveTime, TimeZone, Utc};
+use chrono::{DateTime, Utc};
 use rand::Rng;
 use tokio::time::Instant;
 
 const MINUTE: Duration = Duration::from_secs(60);
 
-/// A daily window in a time zone.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SendWindow {
-    pub start: NaiveTime,
-    pub end: NaiveTime,
-    pub tz: chrono_tz::Tz,
-}
-
-impl SendWindow {
-    /// How long from `wall` until the window is open (zero when it is).
-    pub fn wait(&self, wall: DateTime<Utc>) -> Duration {
-        let local = wall.with_timezone(&self.tz);
-        let t = local.time();
-        let open =
-            if self.start <= self.end { t >= self.start && t < self.end } else { t >= self.start || t < self.end };
-        if open || self.start == self.end {
-            return Duration::ZERO;
-        }
-        // The next local `start`: today if still ahead, else tomorrow.
-        let mut day = local.date_naive();
-        if t >= self.start {
-            day = day.succ_opt().unwrap_or(day);
-        }
-        let next = self
-            .tz
-            .from_local_datetime(&day.and_time(self.start))
-            .earliest()
-            // A start inside a DST gap: an hour later exists.
-            .or_else(|| {
-                self.tz.from_local_datetime(&(day.and_time(self.start) + chrono::Duration::hours(1))).earliest()
-            });
-        match next {
-            Some(n) => (n.with_timezone(&Utc) - wall).to_std().unwrap_or(Duration::ZERO),
-            None => Duration::from_secs(60),
-        }
-    }
-}
+pub use shared::window::SendWindow;
 
 /// An instance's pacing rules.
 #[derive(Debug, Clone)]

@@ -1,4 +1,4 @@
-//! `paceline`: one binary, every role. `paceline api|worker|dispatcher|netsim` runs one
+//! `paceline`: one binary, every role. `paceline api|worker|dispatcher|attendant|netsim` runs one
 //! role; `paceline dev` runs a whole node in one process; `paceline migrate` applies
 //! migrations; `paceline openapi` prints the OpenAPI description; `paceline mcp` speaks MCP
 //! over stdio to a running API.
@@ -32,11 +32,13 @@ enum Command {
     Worker,
     /// Run a webhook dispatcher.
     Dispatcher,
+    /// Run the AI attendant: answers chats of instances that have one configured.
+    Attendant,
     /// Run netsim, the simulated network (listens on PACELINE_NETSIM_LISTEN_ADDR).
     Netsim,
     /// Apply database migrations and exit.
     Migrate,
-    /// Run api + worker + dispatcher (+ netsim with `--network sim`) in one process.
+    /// Run api + worker + dispatcher + attendant (+ netsim with `--network sim`) in one process.
     Dev {
         /// `sim` (start netsim and use it) or `whatsapp`.
         #[arg(long)]
@@ -135,6 +137,11 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
             metrics(&mut tasks, &config, vec!["dispatcher"]);
             tasks.push(("dispatcher", Box::pin(dispatcher::run(config, shutdown.clone()))));
         }
+        Command::Attendant => {
+            config.validate(Role::Api)?;
+            metrics(&mut tasks, &config, vec!["attendant"]);
+            tasks.push(("attendant", Box::pin(api::attendant::run(config, shutdown.clone()))));
+        }
         Command::Netsim => {
             config.validate(Role::Netsim)?;
             let l = bind(config.netsim_listen_addr, "netsim").await?;
@@ -153,13 +160,18 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
                 tasks.push(("netsim", Box::pin(netsim::run(l, config.netsim_qr_rotate, shutdown.clone()))));
             }
             let l = bind(config.listen_addr, "api").await?;
-            let roles = if no_worker { vec!["api", "dispatcher"] } else { vec!["api", "worker", "dispatcher"] };
+            let roles = if no_worker {
+                vec!["api", "dispatcher", "attendant"]
+            } else {
+                vec!["api", "worker", "dispatcher", "attendant"]
+            };
             metrics(&mut tasks, &config, roles);
             tasks.push(("api", Box::pin(api::run(config.clone(), l, shutdown.clone()))));
             if !no_worker {
                 tasks.push(("worker", Box::pin(worker::run(config.clone(), shutdown.clone()))));
             }
-            tasks.push(("dispatcher", Box::pin(dispatcher::run(config, shutdown.clone()))));
+            tasks.push(("dispatcher", Box::pin(dispatcher::run(config.clone(), shutdown.clone()))));
+            tasks.push(("attendant", Box::pin(api::attendant::run(config, shutdown.clone()))));
         }
     }
     let deadline = config_deadline;

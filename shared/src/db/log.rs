@@ -466,6 +466,22 @@ pub async fn network_id(
         .await
 }
 
+/// Whether the message with network id `wa_id` was sent through the queue (an echo of
+/// our own send, not something typed on the phone).
+pub async fn sent_through_queue(
+    db: impl PgExecutor<'_>,
+    instance: &InstanceId,
+    wa_id: &str,
+) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM log_messages WHERE instance_id = $1 AND wa_message_id = $2 AND source = 'queue')",
+    )
+    .bind(instance)
+    .bind(wa_id)
+    .fetch_one(db)
+    .await
+}
+
 /// A page of a chat's messages, newest first, after `after` = (ts, id).
 pub async fn messages(
     db: impl PgExecutor<'_>,

@@ -2,6 +2,7 @@
 //! All SQL lives in these modules; handlers call functions taking `impl PgExecutor`.
 
 pub mod api_keys;
+pub mod attendants;
 pub mod deliveries;
 pub mod instances;
 pub mod labels;

@@ -33,6 +33,10 @@ pub struct Counts {
     pub requests_admin: i64,
     pub requests_instance: i64,
     pub requests_api_key: i64,
+    /// Replies the AI attendant queued.
+    pub attendant_replies: i64,
+    /// Tokens the attendant's provider reported using (prompt and completion).
+    pub attendant_tokens: i64,
 }
 
 impl Counts {
@@ -51,6 +55,8 @@ impl Counts {
         self.requests_admin += o.requests_admin;
         self.requests_instance += o.requests_instance;
         self.requests_api_key += o.requests_api_key;
+        self.attendant_replies += o.attendant_replies;
+        self.attendant_tokens += o.attendant_tokens;
     }
 }
 
@@ -72,7 +78,8 @@ pub async fn days(
     sqlx::query_as(
         "SELECT day, messages_queued, messages_sent, messages_failed, messages_expired, messages_received, \
                 media_bytes_sent, media_bytes_received, lookups_new, lookups_cached, deliveries_succeeded, \
-                deliveries_failed, requests_admin, requests_instance, requests_api_key \
+                deliveries_failed, requests_admin, requests_instance, requests_api_key, attendant_replies, \
+                attendant_tokens \
          FROM usage_daily WHERE instance_id = $1 AND day BETWEEN $2 AND $3 ORDER BY day",
     )
     .bind(instance)

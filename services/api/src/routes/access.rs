@@ -119,6 +119,11 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("GET", "/v1/instances/{id}/status", Read),
     ("POST", "/v1/instances/{id}/status", Owner),
     // Labels and the business profile.
+    ("GET", "/v1/instances/{id}/attendant", Owner),
+    ("PUT", "/v1/instances/{id}/attendant", Owner),
+    ("PATCH", "/v1/instances/{id}/attendant", Owner),
+    ("DELETE", "/v1/instances/{id}/attendant", Owner),
+    ("POST", "/v1/instances/{id}/attendant/chats/{jid}/resume", Owner),
     ("GET", "/v1/instances/{id}/labels", Read),
     ("POST", "/v1/instances/{id}/labels", Owner),
     ("PATCH", "/v1/instances/{id}/labels/{label_id}", Owner),

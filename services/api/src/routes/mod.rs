@@ -3,6 +3,7 @@
 pub mod access;
 pub mod actions;
 pub mod api_keys;
+pub mod attendant;
 pub mod bulk;
 pub mod business;
 pub mod channels;
@@ -62,6 +63,7 @@ pub fn all() -> OpenApiRouter<AppState> {
         .merge(labels::router())
         .merge(channels::router())
         .merge(status::router())
+        .merge(attendant::router())
         .merge(media::router())
         .merge(mcp::router())
         .merge(health::router())

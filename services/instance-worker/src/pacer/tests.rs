@@ -1,4 +1,5 @@
 use super::*;
+use chrono::NaiveTime;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 

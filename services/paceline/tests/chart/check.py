@@ -30,6 +30,7 @@ URLS = {
 }
 SECRETS = {
     "adminToken": {"existingSecret": "paceline-secrets", "existingSecretKey": "admin-token"},
+    "secretsKey": {"existingSecret": "paceline-secrets", "existingSecretKey": "secrets-key"},
     "database": {"existingSecret": "paceline-secrets", "existingSecretKey": "database-url"},
     "redis": {"existingSecret": "paceline-secrets", "existingSecretKey": "redis-url"},
     "nats": {"existingSecret": "paceline-secrets", "existingSecretKey": "nats-url"},

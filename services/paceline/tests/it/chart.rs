@@ -30,6 +30,7 @@ const DEDICATED: &[&str] = &[
     "redis_url",
     "nats_url",
     "admin_token",
+    "secrets_key",
     "public_url",
     "network",
     "migrate_on_start",
@@ -147,6 +148,7 @@ fn the_chart_renders_validates_and_runs_the_code_as_configured() {
         "Deployment/paceline-api",
         "Deployment/paceline-worker",
         "Deployment/paceline-dispatcher",
+        "Deployment/paceline-attendant",
         "Job/paceline-migrate",
         "Secret/paceline",
         "Secret/paceline-migrate",
@@ -189,13 +191,14 @@ fn the_chart_renders_validates_and_runs_the_code_as_configured() {
     // and an environment the code loads and validates for its role.
     let secrets = BTreeMap::from([
         ("admin-token", "pl_admin_0123456789abcdefghijklmnopqrstuvwxyz"),
+        ("secrets-key", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="),
         ("database-url", "postgres://paceline:secret@postgres:5432/paceline"),
         ("redis-url", "redis://redis:6379"),
         ("nats-url", "nats://nats:4222"),
     ]);
     for (scenario, api_grace) in [("default", 40), ("everything", 45)] {
         let manifests = scenarios[scenario]["manifests"].as_array().unwrap();
-        for (role, grace) in [("api", api_grace), ("worker", 20), ("dispatcher", 13)] {
+        for (role, grace) in [("api", api_grace), ("worker", 20), ("dispatcher", 13), ("attendant", 10)] {
             let d = find(manifests, "Deployment", &format!("paceline-{role}"));
             let pod = &d["spec"]["template"]["spec"];
             assert_eq!(pod["terminationGracePeriodSeconds"], grace, "{scenario} {role}");
@@ -209,7 +212,7 @@ fn the_chart_renders_validates_and_runs_the_code_as_configured() {
             let env = container_env(manifests, c, &secrets);
             let config = load_config(&env);
             let r = match role {
-                "api" => Role::Api,
+                "api" | "attendant" => Role::Api,
                 "worker" => Role::Worker,
                 _ => Role::Dispatcher,
             };
@@ -426,6 +429,7 @@ async fn rehearsal_runs_the_rendered_pods_end_to_end_and_stops_them_within_their
     let admin_token = t.admin_token.clone().unwrap();
     let secrets = BTreeMap::from([
         ("admin-token", admin_token.as_str()),
+        ("secrets-key", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="),
         ("database-url", t.database_url.as_str()),
         ("redis-url", t.redis_url.as_str()),
         ("nats-url", t.nats_url.as_str()),
@@ -475,7 +479,7 @@ async fn rehearsal_runs_the_rendered_pods_end_to_end_and_stops_them_within_their
     let mut job = start("migrate", &pod_of("Job", "paceline-migrate"), None);
     let status = job.child.wait().unwrap();
     assert!(status.success(), "the migration Job failed");
-    // 2. netsim, api, two workers, the dispatcher; each ready by its startup probe's path.
+    // 2. netsim, api, two workers, the dispatcher, the attendant; each ready by its startup probe's path.
     let netsim = start("netsim", &pod_of("Deployment", "paceline-netsim"), None);
     let api = start("api", &pod_of("Deployment", "paceline-api"), Some(api_addr));
     let mut workers = vec![
@@ -483,7 +487,8 @@ async fn rehearsal_runs_the_rendered_pods_end_to_end_and_stops_them_within_their
         start("worker-1", &pod_of("Deployment", "paceline-worker"), None),
     ];
     let dispatcher = start("dispatcher", &pod_of("Deployment", "paceline-dispatcher"), None);
-    for p in [&api, &workers[0], &workers[1], &dispatcher] {
+    let attendant = start("attendant", &pod_of("Deployment", "paceline-attendant"), None);
+    for p in [&api, &workers[0], &workers[1], &dispatcher, &attendant] {
         let url = format!("http://{}/readyz", p.metrics.unwrap());
         let ready = wait_for(Duration::from_secs(60), || async {
             reqwest::get(&url).await.ok().filter(|r| r.status() == 200).map(|_| ())
@@ -567,7 +572,7 @@ async fn rehearsal_runs_the_rendered_pods_end_to_end_and_stops_them_within_their
     })
     .await;
     assert!(handed.is_some(), "the other worker took the instance over within the grace");
-    let mut rest = [dispatcher, api, workers.remove(0), netsim];
+    let mut rest = [attendant, dispatcher, api, workers.remove(0), netsim];
     let mut times = Vec::new();
     for p in rest.iter_mut().filter(|p| p.name != "netsim") {
         times.push((p.name.clone(), term(p).as_millis(), p.grace));

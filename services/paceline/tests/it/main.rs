@@ -6,6 +6,7 @@ use std::path::Path;
 
 mod actor;
 mod api_keys;
+mod attendant;
 mod auth_matrix;
 mod channels;
 mod chaos;

@@ -1,0 +1,576 @@
+//! An instance's attendant configuration: the body of `PUT {inst}/attendant` and its
+//! checks, how it is stored (its secret sealed apart from the rest) and shown (the secret
+//! never: only whether it is set), and `PATCH` as a JSON merge patch over what is stored.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use shared::db::attendants::{AttendantRow, Pause};
+use shared::ids::InstanceId;
+use shared::jid::Jid;
+use shared::sealed::Sealer;
+use shared::ApiError;
+use utoipa::ToSchema;
+
+/// Longest system prompt (bytes).
+pub const SYSTEM_PROMPT_LIMIT: usize = 16 * 1024;
+const KEYWORDS_LIMIT: usize = 20;
+const KEYWORD_LIMIT: usize = 64;
+const IGNORE_LIMIT: usize = 1000;
+const SECRET_LIMIT: usize = 512;
+
+fn yes() -> bool {
+    true
+}
+fn d_memory() -> u32 {
+    20
+}
+fn d_replies() -> u32 {
+    30
+}
+fn d_timeout() -> u32 {
+    60
+}
+fn d_pause() -> u32 {
+    60
+}
+
+/// Body of `PUT {inst}/attendant`: the whole configuration.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AttendantIn {
+    /// Default true.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    pub provider: ProviderIn,
+    /// Up to 16 KiB.
+    #[serde(default)]
+    #[schema(max_length = 16384)]
+    pub system_prompt: String,
+    /// How many earlier messages of the chat go with each request (default 20).
+    #[serde(default = "d_memory")]
+    #[schema(minimum = 0, maximum = 100)]
+    pub memory_messages: u32,
+    #[serde(default)]
+    pub triggers: Triggers,
+    #[serde(default)]
+    pub handoff: Handoff,
+    /// Replies per chat in any hour (default 30); past it messages go unanswered.
+    #[serde(default = "d_replies")]
+    #[schema(minimum = 1, maximum = 1000)]
+    pub max_replies_per_chat_per_hour: u32,
+    /// From the message's arrival to its reply being queued, including the provider's
+    /// retries (default 60); a message older than this is not answered.
+    #[serde(default = "d_timeout")]
+    #[schema(minimum = 5, maximum = 300)]
+    pub reply_timeout_seconds: u32,
+    /// The provider may be on a private or loopback address (a model server in the
+    /// cluster). Only the admin may set it.
+    #[serde(default)]
+    pub allow_private_targets: bool,
+}
+
+/// `openai`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OpenAiKind {
+    Openai,
+}
+
+/// `webhook`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WebhookKind {
+    Webhook,
+}
+
+/// Where answers come from, by `kind`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum ProviderIn {
+    /// Any OpenAI-compatible Chat Completions server.
+    Openai(OpenAiIn),
+    /// An HTTP trigger (n8n, Flowise, Dify, Typebot) given the conversation.
+    Webhook(WebhookIn),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OpenAiIn {
+    pub kind: OpenAiKind,
+    /// E.g. `https://api.openai.com/v1`; `/chat/completions` is added.
+    #[schema(min_length = 1, max_length = 2048, pattern = "^https?://")]
+    pub base_url: String,
+    #[schema(min_length = 1, max_length = 200)]
+    pub model: String,
+    /// Write-only: sent as `Authorization: Bearer`; absent for servers that take none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_length = 1, max_length = 512)]
+    pub api_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0.0, maximum = 2.0)]
+    pub temperature: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 16384)]
+    pub max_tokens: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookIn {
+    pub kind: WebhookKind,
+    #[schema(min_length = 1, max_length = 2048, pattern = "^https?://")]
+    pub url: String,
+    /// Write-only: sent as `Authorization: Bearer`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_length = 1, max_length = 512)]
+    pub secret: Option<String>,
+}
+
+/// Which messages it answers.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Triggers {
+    /// Direct chats (default true).
+    #[serde(default = "yes")]
+    pub direct: bool,
+    /// Groups, only when a message mentions the account (default false).
+    #[serde(default)]
+    pub groups: bool,
+    /// When given, a chat is answered only once one of its last `memory_messages`
+    /// messages from the contact holds one of them (case-insensitive).
+    #[serde(default)]
+    #[schema(max_items = 20, value_type = Vec<String>)]
+    pub keywords: Vec<String>,
+    /// Numbers or JIDs never answered (chats and senders).
+    #[serde(default)]
+    #[schema(max_items = 1000)]
+    pub ignore: Vec<String>,
+}
+
+impl Default for Triggers {
+    fn default() -> Self {
+        Triggers { direct: true, groups: false, keywords: Vec::new(), ignore: Vec::new() }
+    }
+}
+
+/// When a human takes over.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Handoff {
+    /// A reply from the account's phone pauses the attendant in that chat (default true).
+    #[serde(default = "yes")]
+    pub on_human_reply: bool,
+    /// How long a handoff pauses the chat (default 60).
+    #[serde(default = "d_pause")]
+    #[schema(minimum = 1, maximum = 10080)]
+    pub pause_minutes: u32,
+    /// A contact's message holding one of these (case-insensitive) hands the chat over
+    /// and emits `attendant.handoff`.
+    #[serde(default)]
+    #[schema(max_items = 20)]
+    pub keywords: Vec<String>,
+}
+
+impl Default for Handoff {
+    fn default() -> Self {
+        Handoff { on_human_reply: true, pause_minutes: d_pause(), keywords: Vec::new() }
+    }
+}
+
+/// An OpenAI-compatible provider as shown: its key never, only whether it is set.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct OpenAiOut {
+    pub kind: OpenAiKind,
+    pub base_url: String,
+    pub model: String,
+    pub api_key_set: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+}
+
+/// A webhook bot as shown: its secret never, only whether it is set.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct WebhookOut {
+    pub kind: WebhookKind,
+    pub url: String,
+    pub secret_set: bool,
+}
+
+/// The provider as shown, by `kind`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum ProviderOut {
+    Openai(OpenAiOut),
+    Webhook(WebhookOut),
+}
+
+/// A chat left to a human.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct PausedChatOut {
+    pub jid: String,
+    pub until: DateTime<Utc>,
+    /// `human_reply` or `keyword`.
+    pub reason: String,
+}
+
+/// An instance's attendant.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct AttendantOut {
+    pub enabled: bool,
+    pub provider: ProviderOut,
+    pub system_prompt: String,
+    pub memory_messages: u32,
+    pub triggers: Triggers,
+    pub handoff: Handoff,
+    pub max_replies_per_chat_per_hour: u32,
+    pub reply_timeout_seconds: u32,
+    pub allow_private_targets: bool,
+    /// Chats paused now (at most 1,000).
+    pub paused_chats: Vec<PausedChatOut>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// Body of `PATCH {inst}/attendant`: a JSON merge patch (RFC 7396) over the stored
+/// configuration. Absent fields stay; `triggers` and `handoff` merge field by field; a
+/// `provider` of the same `kind` keeps its secret unless a new one is given.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AttendantPatch {
+    pub enabled: Option<bool>,
+    pub provider: Option<ProviderIn>,
+    #[schema(max_length = 16384)]
+    pub system_prompt: Option<String>,
+    #[schema(minimum = 0, maximum = 100)]
+    pub memory_messages: Option<u32>,
+    pub triggers: Option<TriggersPatch>,
+    pub handoff: Option<HandoffPatch>,
+    #[schema(minimum = 1, maximum = 1000)]
+    pub max_replies_per_chat_per_hour: Option<u32>,
+    #[schema(minimum = 5, maximum = 300)]
+    pub reply_timeout_seconds: Option<u32>,
+    pub allow_private_targets: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TriggersPatch {
+    pub direct: Option<bool>,
+    pub groups: Option<bool>,
+    #[schema(max_items = 20)]
+    pub keywords: Option<Vec<String>>,
+    #[schema(max_items = 1000)]
+    pub ignore: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HandoffPatch {
+    pub on_human_reply: Option<bool>,
+    #[schema(minimum = 1, maximum = 10080)]
+    pub pause_minutes: Option<u32>,
+    #[schema(max_items = 20)]
+    pub keywords: Option<Vec<String>>,
+}
+
+fn check_keywords(field: &str, k: &mut [String]) -> Result<(), ApiError> {
+    if k.len() > KEYWORDS_LIMIT {
+        return Err(ApiError::validation(format!("{field} holds at most {KEYWORDS_LIMIT} keywords")));
+    }
+    for w in k.iter_mut() {
+        let t = crate::schemas::trim_ecma(w);
+        if t.is_empty() || t.chars().count() > KEYWORD_LIMIT {
+            return Err(ApiError::validation(format!("each of {field} is 1 to {KEYWORD_LIMIT} characters")));
+        }
+        *w = t.to_lowercase();
+    }
+    Ok(())
+}
+
+fn check_url(field: &str, s: &str) -> Result<url::Url, ApiError> {
+    let u = url::Url::parse(s).map_err(|_| ApiError::validation(format!("{field} must be an http(s) URL")))?;
+    if !matches!(u.scheme(), "http" | "https") || s.len() > 2048 || u.host().is_none() {
+        return Err(ApiError::validation(format!("{field} must be an http(s) URL")));
+    }
+    if !u.username().is_empty() || u.password().is_some() {
+        return Err(ApiError::validation(format!("{field} must not carry credentials; use the secret fields")));
+    }
+    Ok(u)
+}
+
+fn check_secret(field: &str, s: &Option<String>) -> Result<(), ApiError> {
+    match s {
+        Some(v) if v.is_empty() || v.len() > SECRET_LIMIT || v.chars().any(|c| c.is_control()) => {
+            Err(ApiError::validation(format!("{field} must be 1 to {SECRET_LIMIT} bytes without control characters")))
+        }
+        _ => Ok(()),
+    }
+}
+
+impl AttendantIn {
+    /// Checks what a schema cannot say and normalizes (keywords lower-cased, ignored
+    /// numbers as JIDs). The provider's address is checked by [`check_target`].
+    pub fn validate(mut self) -> Result<AttendantIn, ApiError> {
+        if self.system_prompt.len() > SYSTEM_PROMPT_LIMIT {
+            return Err(ApiError::validation("system_prompt is at most 16 KiB"));
+        }
+        if self.memory_messages > 100 {
+            return Err(ApiError::validation("memory_messages must be 0 to 100"));
+        }
+        if !(1..=1000).contains(&self.max_replies_per_chat_per_hour) {
+            return Err(ApiError::validation("max_replies_per_chat_per_hour must be 1 to 1000"));
+        }
+        if !(5..=300).contains(&self.reply_timeout_seconds) {
+            return Err(ApiError::validation("reply_timeout_seconds must be 5 to 300"));
+        }
+        if !(1..=10080).contains(&self.handoff.pause_minutes) {
+            return Err(ApiError::validation("handoff.pause_minutes must be 1 to 10080"));
+        }
+        check_keywords("triggers.keywords", &mut self.triggers.keywords)?;
+        check_keywords("handoff.keywords", &mut self.handoff.keywords)?;
+        if self.triggers.ignore.len() > IGNORE_LIMIT {
+            return Err(ApiError::validation(format!("triggers.ignore holds at most {IGNORE_LIMIT} entries")));
+        }
+        for j in self.triggers.ignore.iter_mut() {
+            *j = Jid::parse(j)
+                .map_err(|_| ApiError::validation("each of triggers.ignore must be a JID or a phone number"))?
+                .to_string();
+        }
+        match &self.provider {
+            ProviderIn::Openai(o) => {
+                check_url("provider.base_url", &o.base_url)?;
+                let model = crate::schemas::trim_ecma(&o.model);
+                if model.is_empty() || o.model.chars().count() > 200 {
+                    return Err(ApiError::validation("provider.model must be 1 to 200 characters"));
+                }
+                check_secret("provider.api_key", &o.api_key)?;
+                if o.temperature.is_some_and(|t| !(0.0..=2.0).contains(&t)) {
+                    return Err(ApiError::validation("provider.temperature must be 0 to 2"));
+                }
+                if o.max_tokens.is_some_and(|t| !(1..=16384).contains(&t)) {
+                    return Err(ApiError::validation("provider.max_tokens must be 1 to 16384"));
+                }
+            }
+            ProviderIn::Webhook(w) => {
+                check_url("provider.url", &w.url)?;
+                check_secret("provider.secret", &w.secret)?;
+            }
+        }
+        Ok(self)
+    }
+
+    /// The provider's URL (checked by `validate`).
+    pub fn target(&self) -> url::Url {
+        let s = match &self.provider {
+            ProviderIn::Openai(o) => &o.base_url,
+            ProviderIn::Webhook(w) => &w.url,
+        };
+        url::Url::parse(s).expect("validated")
+    }
+
+    /// The secret given with it, taken out (the rest is stored as JSON).
+    pub fn take_secret(&mut self) -> Option<String> {
+        match &mut self.provider {
+            ProviderIn::Openai(o) => o.api_key.take(),
+            ProviderIn::Webhook(w) => w.secret.take(),
+        }
+    }
+}
+
+impl ProviderIn {
+    /// `openai` or `webhook`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ProviderIn::Openai(_) => "openai",
+            ProviderIn::Webhook(_) => "webhook",
+        }
+    }
+}
+
+/// The provider's address must be public, unless private targets are allowed (by the
+/// deployment, or by the admin for this instance).
+pub async fn check_target(url: &url::Url, allow_private: bool) -> Result<(), ApiError> {
+    shared::fetch::check_url(url, allow_private).await.map_err(|e| match e {
+        shared::fetch::FetchError::Refused => ApiError::validation(
+            "the provider's URL must resolve to public addresses (the admin may allow private ones for this instance)",
+        ),
+        _ => ApiError::validation("the provider's URL does not resolve"),
+    })
+}
+
+/// A stored attendant, read back: the configuration and its secret opened.
+#[derive(Debug, Clone)]
+pub struct Stored {
+    pub config: AttendantIn,
+    pub secret: Option<String>,
+    pub allow_private: bool,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Stored {
+    /// Reads a stored row; a row this build cannot read (or a secret the key does not
+    /// open) is an error, never a guess.
+    pub fn open(row: AttendantRow, id: &InstanceId, sealer: &Sealer) -> Result<Stored, ApiError> {
+        let config: AttendantIn = serde_json::from_value(row.config).map_err(ApiError::internal)?;
+        let secret = match row.secret {
+            Some(s) => Some(
+                sealer
+                    .open(id.as_str(), &s)
+                    .and_then(|p| String::from_utf8(p).ok())
+                    .ok_or_else(|| ApiError::internal("a stored attendant secret does not open with this key"))?,
+            ),
+            None => None,
+        };
+        Ok(Stored { config, secret, allow_private: row.allow_private, updated_at: row.updated_at })
+    }
+
+    /// What `GET` shows.
+    pub fn shown(&self, pauses: Vec<Pause>) -> AttendantOut {
+        let c = self.config.clone();
+        let set = self.secret.is_some();
+        let provider = match c.provider {
+            ProviderIn::Openai(o) => ProviderOut::Openai(OpenAiOut {
+                kind: OpenAiKind::Openai,
+                base_url: o.base_url,
+                model: o.model,
+                api_key_set: set,
+                temperature: o.temperature,
+                max_tokens: o.max_tokens,
+            }),
+            ProviderIn::Webhook(w) => {
+                ProviderOut::Webhook(WebhookOut { kind: WebhookKind::Webhook, url: w.url, secret_set: set })
+            }
+        };
+        AttendantOut {
+            enabled: c.enabled,
+            provider,
+            system_prompt: c.system_prompt,
+            memory_messages: c.memory_messages,
+            triggers: c.triggers,
+            handoff: c.handoff,
+            max_replies_per_chat_per_hour: c.max_replies_per_chat_per_hour,
+            reply_timeout_seconds: c.reply_timeout_seconds,
+            allow_private_targets: self.allow_private,
+            paused_chats: pauses
+                .into_iter()
+                .map(|p| PausedChatOut { jid: p.chat_jid, until: p.until, reason: p.reason })
+                .collect(),
+            updated_at: self.updated_at,
+        }
+    }
+}
+
+/// RFC 7396 merge patch of `patch` into `target`.
+fn merge(target: &mut serde_json::Value, patch: &serde_json::Value) {
+    match (target.as_object_mut(), patch.as_object()) {
+        (Some(t), Some(p)) => {
+            for (k, v) in p {
+                if v.is_null() {
+                    t.remove(k);
+                } else {
+                    merge(t.entry(k.clone()).or_insert(serde_json::Value::Null), v);
+                }
+            }
+        }
+        _ => *target = patch.clone(),
+    }
+}
+
+/// The configuration after `patch` (a JSON object) over `now`, and the secret it keeps
+/// or brings: a new provider secret replaces it; a provider of another kind given
+/// without one drops it.
+pub fn patched(now: &Stored, patch: &serde_json::Value) -> Result<(AttendantIn, Option<String>), ApiError> {
+    let mut v = serde_json::to_value(&now.config).map_err(ApiError::internal)?;
+    // The provider is replaced whole, never merged: fields of another kind must not stay.
+    if let Some(p) = patch.get("provider") {
+        if let Some(o) = v.as_object_mut() {
+            o.insert("provider".into(), p.clone());
+        }
+    }
+    merge(&mut v, patch);
+    let mut next: AttendantIn = shared::http::parse_json(&serde_json::to_vec(&v).map_err(ApiError::internal)?)?;
+    let given = next.take_secret();
+    let secret = match given {
+        Some(s) => Some(s),
+        None if next.provider.kind() == now.config.provider.kind() => now.secret.clone(),
+        None => None,
+    };
+    Ok((next, secret))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn stored(v: serde_json::Value, secret: Option<&str>) -> Stored {
+        let mut config: AttendantIn = serde_json::from_value(v).unwrap();
+        config.take_secret();
+        Stored { config, secret: secret.map(str::to_string), allow_private: false, updated_at: Utc::now() }
+    }
+
+    #[test]
+    fn defaults_and_normalization() {
+        let c: AttendantIn =
+            serde_json::from_value(json!({ "provider": { "kind": "webhook", "url": "https://bot.example/hook" } }))
+                .unwrap();
+        let c = AttendantIn { handoff: Handoff { keywords: vec![" Human ".into()], ..c.handoff }, ..c };
+        let c = AttendantIn { triggers: Triggers { ignore: vec!["+49 151 1234567".into()], ..c.triggers }, ..c };
+        let c = c.validate().unwrap();
+        assert!(c.enabled && c.triggers.direct && !c.triggers.groups);
+        assert_eq!((c.memory_messages, c.handoff.pause_minutes, c.reply_timeout_seconds), (20, 60, 60));
+        assert_eq!(c.handoff.keywords, ["human"]);
+        assert_eq!(c.triggers.ignore, ["491511234567@s.whatsapp.net"]);
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        let base = json!({ "provider": { "kind": "openai", "base_url": "https://api.example/v1", "model": "m" } });
+        let bad = [
+            json!({ "provider": { "kind": "openai", "base_url": "ftp://x/v1", "model": "m" } }),
+            json!({ "provider": { "kind": "openai", "base_url": "https://u:p@x/v1", "model": "m" } }),
+            json!({ "provider": { "kind": "openai", "base_url": "https://x/v1", "model": " " } }),
+            json!({ "provider": { "kind": "webhook", "url": "https://x", "secret": "a\nb" } }),
+            json!({ "system_prompt": "x".repeat(SYSTEM_PROMPT_LIMIT + 1) }),
+            json!({ "triggers": { "ignore": ["nope"] } }),
+            json!({ "triggers": { "keywords": [""] } }),
+            json!({ "handoff": { "pause_minutes": 0 } }),
+        ];
+        for b in bad {
+            let mut v = base.clone();
+            v.as_object_mut().unwrap().extend(b.as_object().unwrap().clone());
+            let c: AttendantIn = serde_json::from_value(v).unwrap();
+            assert!(c.validate().is_err(), "{b}");
+        }
+        assert!(serde_json::from_value::<AttendantIn>(
+            json!({ "provider": { "kind": "openai", "base_url": "https://x", "model": "m", "extra": 1 } })
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn a_patch_merges_and_keeps_the_secret_of_the_same_kind() {
+        let now = stored(
+            json!({ "provider": { "kind": "openai", "base_url": "https://x/v1", "model": "a", "api_key": "sk-1" },
+                    "triggers": { "groups": true, "keywords": ["hi"] } }),
+            Some("sk-1"),
+        );
+        let (c, s) = patched(&now, &json!({ "triggers": { "direct": false }, "system_prompt": "be brief" })).unwrap();
+        assert!(!c.triggers.direct && c.triggers.groups && c.triggers.keywords == ["hi"]);
+        assert_eq!((c.system_prompt.as_str(), s.as_deref()), ("be brief", Some("sk-1")));
+        let (c, s) =
+            patched(&now, &json!({ "provider": { "kind": "openai", "base_url": "https://y/v1", "model": "b" } }))
+                .unwrap();
+        assert!(matches!(&c.provider, ProviderIn::Openai(o) if o.model == "b" && o.api_key.is_none()));
+        assert_eq!(s.as_deref(), Some("sk-1"), "the same kind keeps its key");
+        let (_, s) = patched(&now, &json!({ "provider": { "kind": "webhook", "url": "https://bot" } })).unwrap();
+        assert_eq!(s, None, "another kind does not inherit the key");
+        let (_, s) =
+            patched(&now, &json!({ "provider": { "kind": "webhook", "url": "https://bot", "secret": "w" } })).unwrap();
+        assert_eq!(s.as_deref(), Some("w"));
+        assert!(
+            patched(&now, &json!({ "provider": { "kind": "openai", "base_url": "https://y", "url": "z" } })).is_err()
+        );
+    }
+}

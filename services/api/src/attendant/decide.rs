@@ -1,0 +1,236 @@
+//! What the attendant does with a received message, and the conversation it sends the
+//! provider: pure functions of the configuration, the message and the chat's log, so
+//! every rule is unit-tested without a network.
+
+use serde::{Deserialize, Serialize};
+use shared::db::log::LogRow;
+use shared::jid::Jid;
+
+use super::config::AttendantIn;
+
+/// A `message.received` event's data, as far as the attendant reads it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Inbound {
+    pub message_id: String,
+    pub chat_jid: String,
+    pub from_jid: String,
+    pub from_me: bool,
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub content: serde_json::Value,
+    pub timestamp: chrono::DateTime<chrono::Utc>,
+}
+
+/// What to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Nothing; the reason is a metric label.
+    Ignore(&'static str),
+    /// Someone answered from the account's phone: pause the chat.
+    HumanReply,
+    /// The contact asked for a human: pause the chat and tell the tenant.
+    Handoff,
+    /// Build the conversation and answer.
+    Answer,
+}
+
+/// The text a person reads in a message's content: a text, a caption.
+fn text_of(content: &serde_json::Value) -> Option<&str> {
+    content.get("text").or_else(|| content.get("caption")).and_then(|t| t.as_str())
+}
+
+fn contains_any(text: &str, words: &[String]) -> bool {
+    let t = text.to_lowercase();
+    words.iter().any(|w| t.contains(w.as_str()))
+}
+
+/// The rules before any I/O. `own_number`: the account's number, to see mentions in groups.
+pub fn decide(c: &AttendantIn, own_number: Option<&str>, m: &Inbound) -> Decision {
+    if !c.enabled {
+        return Decision::Ignore("disabled");
+    }
+    let Ok(chat) = Jid::parse(&m.chat_jid) else { return Decision::Ignore("not_a_chat") };
+    if !chat.is_person() && !chat.is_group() {
+        // Statuses, channels and broadcast lists are not conversations.
+        return Decision::Ignore("not_a_chat");
+    }
+    if m.from_me {
+        return if c.handoff.on_human_reply { Decision::HumanReply } else { Decision::Ignore("from_me") };
+    }
+    if c.triggers.ignore.iter().any(|j| *j == m.chat_jid || *j == m.from_jid) {
+        return Decision::Ignore("ignored");
+    }
+    if chat.is_group() {
+        if !c.triggers.groups {
+            return Decision::Ignore("group");
+        }
+        let mentioned = own_number.is_some_and(|n| text_of(&m.content).is_some_and(|t| t.contains(&format!("@{n}"))));
+        if !mentioned {
+            return Decision::Ignore("not_mentioned");
+        }
+    } else if !c.triggers.direct {
+        return Decision::Ignore("direct");
+    }
+    if matches!(m.kind.as_str(), "reaction" | "poll") {
+        return Decision::Ignore("kind");
+    }
+    if text_of(&m.content).is_some_and(|t| contains_any(t, &c.handoff.keywords)) {
+        return Decision::Handoff;
+    }
+    Decision::Answer
+}
+
+/// One turn of the conversation, as Chat Completions takes it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Turn {
+    /// `system`, `user` or `assistant`.
+    pub role: &'static str,
+    pub content: String,
+}
+
+/// A logged message in words: its text, or what it is (`[image] caption`), with an
+/// audio's transcription when there is one.
+fn describe(kind: &str, content: &serde_json::Value) -> Option<String> {
+    let text = text_of(content).map(str::to_string);
+    match kind {
+        "text" => text,
+        "image" | "video" | "document" | "sticker" | "audio" | "voice" => {
+            let name = content.pointer("/media/filename").and_then(|f| f.as_str());
+            let mut s = format!("[{kind}");
+            if let Some(n) = name {
+                s.push_str(&format!(" {n}"));
+            }
+            s.push(']');
+            if let Some(t) = content.get("transcription").and_then(|t| t.as_str()).or(text.as_deref()) {
+                s.push(' ');
+                s.push_str(t);
+            }
+            Some(s)
+        }
+        "location" => Some("[location]".into()),
+        "contact" => Some("[contact card]".into()),
+        _ => None,
+    }
+}
+
+/// The conversation for the provider: the system prompt, then the chat's messages oldest
+/// first (`log` is newest first, as the log reads it), the contact's as `user` and the
+/// account's as `assistant`. Messages with nothing to say (reactions) are left out.
+pub fn conversation(system_prompt: &str, log: &[LogRow]) -> Vec<Turn> {
+    let mut turns = Vec::with_capacity(log.len() + 1);
+    if !system_prompt.is_empty() {
+        turns.push(Turn { role: "system", content: system_prompt.to_string() });
+    }
+    for r in log.iter().rev() {
+        if let Some(content) = describe(&r.kind, &r.content) {
+            turns.push(Turn { role: if r.from_me { "assistant" } else { "user" }, content });
+        }
+    }
+    turns
+}
+
+/// With trigger keywords, whether one of the contact's messages in the conversation holds one.
+pub fn keywords_met(c: &AttendantIn, turns: &[Turn]) -> bool {
+    c.triggers.keywords.is_empty()
+        || turns.iter().any(|t| t.role == "user" && contains_any(&t.content, &c.triggers.keywords))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Utc;
+    use serde_json::json;
+
+    fn config(v: serde_json::Value) -> AttendantIn {
+        let mut base = json!({ "provider": { "kind": "webhook", "url": "https://bot.example" } });
+        base.as_object_mut().unwrap().extend(v.as_object().unwrap().clone());
+        serde_json::from_value::<AttendantIn>(base).unwrap().validate().unwrap()
+    }
+
+    fn msg(chat: &str, from_me: bool, text: &str) -> Inbound {
+        Inbound {
+            message_id: "msg_1".into(),
+            chat_jid: chat.into(),
+            from_jid: chat.into(),
+            from_me,
+            kind: "text".into(),
+            content: json!({ "text": text }),
+            timestamp: Utc::now(),
+        }
+    }
+
+    const DM: &str = "491511111111@s.whatsapp.net";
+    const GROUP: &str = "120363000000000001@g.us";
+
+    #[test]
+    fn direct_chats_are_answered_and_groups_only_when_mentioned() {
+        let c = config(json!({}));
+        assert_eq!(decide(&c, Some("4915122"), &msg(DM, false, "hi")), Decision::Answer);
+        assert_eq!(decide(&c, Some("4915122"), &msg(GROUP, false, "hi @4915122")), Decision::Ignore("group"));
+        let g = config(json!({ "triggers": { "groups": true, "direct": false } }));
+        assert_eq!(decide(&g, Some("4915122"), &msg(GROUP, false, "hi all")), Decision::Ignore("not_mentioned"));
+        assert_eq!(decide(&g, Some("4915122"), &msg(GROUP, false, "hi @4915122")), Decision::Answer);
+        assert_eq!(decide(&g, Some("4915122"), &msg(DM, false, "hi")), Decision::Ignore("direct"));
+        assert_eq!(decide(&c, None, &msg("status@broadcast", false, "x")), Decision::Ignore("not_a_chat"));
+        assert_eq!(decide(&c, None, &msg("120363000000000002@newsletter", false, "x")), Decision::Ignore("not_a_chat"));
+    }
+
+    #[test]
+    fn handoffs_ignores_and_the_switch() {
+        let c = config(json!({ "handoff": { "keywords": ["Human"] }, "triggers": { "ignore": ["+49 151 2222222"] } }));
+        assert_eq!(decide(&c, None, &msg(DM, true, "I'll take it")), Decision::HumanReply);
+        assert_eq!(decide(&c, None, &msg(DM, false, "a HUMAN please")), Decision::Handoff);
+        assert_eq!(decide(&c, None, &msg("491512222222@s.whatsapp.net", false, "hi")), Decision::Ignore("ignored"));
+        let off = config(json!({ "enabled": false }));
+        assert_eq!(decide(&off, None, &msg(DM, false, "hi")), Decision::Ignore("disabled"));
+        let no_pause = config(json!({ "handoff": { "on_human_reply": false } }));
+        assert_eq!(decide(&no_pause, None, &msg(DM, true, "hi")), Decision::Ignore("from_me"));
+        let mut r = msg(DM, false, "");
+        r.kind = "reaction".into();
+        assert_eq!(decide(&c, None, &r), Decision::Ignore("kind"));
+    }
+
+    fn row(from_me: bool, kind: &str, content: serde_json::Value) -> LogRow {
+        LogRow {
+            id: shared::ids::MessageId::new(),
+            chat_jid: DM.into(),
+            wa_message_id: "W".into(),
+            ts: Utc::now(),
+            from_jid: DM.into(),
+            from_me,
+            kind: kind.into(),
+            content,
+            status: None,
+            source: "live".into(),
+        }
+    }
+
+    #[test]
+    fn the_conversation_is_the_prompt_then_the_chat_oldest_first() {
+        // Newest first, as the log reads.
+        let log = vec![
+            row(false, "image", json!({ "caption": "this one?", "media": { "filename": "shoe.jpg" } })),
+            row(false, "reaction", json!({ "reaction": { "emoji": "👍" } })),
+            row(true, "text", json!({ "text": "Hello! How can I help?" })),
+            row(false, "voice", json!({ "media": {}, "transcription": "do you have shoes" })),
+            row(false, "text", json!({ "text": "hi" })),
+        ];
+        let turns = conversation("You sell shoes.", &log);
+        let got: Vec<(&str, &str)> = turns.iter().map(|t| (t.role, t.content.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                ("system", "You sell shoes."),
+                ("user", "hi"),
+                ("user", "[voice] do you have shoes"),
+                ("assistant", "Hello! How can I help?"),
+                ("user", "[image shoe.jpg] this one?"),
+            ]
+        );
+        let kw = config(json!({ "triggers": { "keywords": ["SHOES"] } }));
+        assert!(keywords_met(&kw, &turns));
+        assert!(!keywords_met(&kw, &conversation("", &log[..3])));
+        assert!(keywords_met(&config(json!({})), &[]));
+    }
+}
