@@ -1,5 +1,5 @@
 -- The AI attendant (interface.md 4.12): one configuration per instance, the chats a
--- human took over, and one row per answered message, which makes "one reply per
+-- human took over, audio transcriptions, and one row per answered message, which makes "one reply per
 -- message" hold across consumer pods and redeliveries and counts replies per hour.
 CREATE TABLE attendants (
     instance_id    TEXT PRIMARY KEY REFERENCES instances (id) ON DELETE CASCADE,
@@ -34,6 +34,16 @@ CREATE TABLE attendant_replies (
     PRIMARY KEY (instance_id, inbound_id)
 );
 CREATE INDEX attendant_replies_chat_idx ON attendant_replies (instance_id, chat_jid, created_at);
+
+-- Transcriptions of received voice and audio messages, made once through the provider's
+-- /audio/transcriptions and sent with the conversation from then on.
+CREATE TABLE attendant_transcripts (
+    instance_id  TEXT NOT NULL REFERENCES instances (id) ON DELETE CASCADE,
+    message_id   TEXT NOT NULL,
+    text         TEXT NOT NULL,
+    created_at   TIMESTAMPTZ NOT NULL DEFAULT now(),
+    PRIMARY KEY (instance_id, message_id)
+);
 
 ALTER TABLE usage_daily
     ADD COLUMN attendant_replies BIGINT NOT NULL DEFAULT 0,

@@ -202,6 +202,8 @@ pub enum NetOp {
     },
     /// Delete a chat on the account. Answers null.
     DeleteChat { jid: String },
+    /// Shows (`composing`) or clears the account's typing indicator in a chat. Answers null.
+    ChatPresence { jid: String, composing: bool },
     /// The account's contacts: `[{jid, name, push_name, business}]`.
     Contacts,
     /// One contact: `{jid, name, push_name, business}`, or `not_found`.

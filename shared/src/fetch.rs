@@ -217,6 +217,23 @@ impl GuardedClient {
         Ok((status, read_capped(res, limit).await?))
     }
 
+    /// POSTs a multipart form (a file upload) to `url` and reads the answer as
+    /// [`GuardedClient::post_json`] does.
+    pub async fn post_multipart(
+        &self,
+        url: &url::Url,
+        headers: reqwest::header::HeaderMap,
+        form: reqwest::multipart::Form,
+        limit: u64,
+    ) -> Result<(u16, Vec<u8>), FetchError> {
+        if !matches!(url.scheme(), "http" | "https") || !literal_ok(url, self.allow_private) {
+            return Err(FetchError::Refused);
+        }
+        let res = self.http.post(url.clone()).headers(headers).multipart(form).send().await.map_err(classify)?;
+        let status = res.status().as_u16();
+        Ok((status, read_capped(res, limit).await?))
+    }
+
     /// GETs `url` and checks the answer before its body is read: a success status, and
     /// no declared length over `limit`. Returns the response (to stream) and its
     /// Content-Type without parameters.

@@ -73,6 +73,8 @@ struct Phone {
     read: HashSet<String>,
     /// Labels (business accounts).
     labels: labels::Labels,
+    /// Accounts showing this phone that they are typing (until their next message).
+    typing: HashSet<String>,
 }
 
 #[derive(Debug)]

@@ -189,3 +189,37 @@ pub async fn record_reply(db: &sqlx::PgPool, id: &InstanceId, r: Reply<'_>) -> R
     tx.commit().await?;
     Ok(true)
 }
+
+/// The stored transcriptions of these received messages: message id -> text.
+pub async fn transcripts(
+    db: impl PgExecutor<'_>,
+    id: &InstanceId,
+    messages: &[String],
+) -> Result<std::collections::HashMap<String, String>, sqlx::Error> {
+    let rows: Vec<(String, String)> = sqlx::query_as(
+        "SELECT message_id, text FROM attendant_transcripts WHERE instance_id = $1 AND message_id = ANY($2)",
+    )
+    .bind(id)
+    .bind(messages)
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().collect())
+}
+
+/// Keeps a message's transcription (the first one made wins).
+pub async fn save_transcript(
+    db: impl PgExecutor<'_>,
+    id: &InstanceId,
+    message: &str,
+    text: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO attendant_transcripts (instance_id, message_id, text) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+    )
+    .bind(id)
+    .bind(message)
+    .bind(text)
+    .execute(db)
+    .await
+    .map(drop)
+}

@@ -112,6 +112,11 @@ pub struct OpenAiIn {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(minimum = 1, maximum = 16384)]
     pub max_tokens: Option<u32>,
+    /// E.g. `whisper-1`: received voice and audio messages (up to 25 MiB) are transcribed
+    /// through `{base_url}/audio/transcriptions` with it, once each.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_length = 1, max_length = 200)]
+    pub transcription_model: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -188,6 +193,8 @@ pub struct OpenAiOut {
     pub temperature: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transcription_model: Option<String>,
 }
 
 /// A webhook bot as shown: its secret never, only whether it is set.
@@ -351,6 +358,12 @@ impl AttendantIn {
                 if o.max_tokens.is_some_and(|t| !(1..=16384).contains(&t)) {
                     return Err(ApiError::validation("provider.max_tokens must be 1 to 16384"));
                 }
+                if o.transcription_model
+                    .as_deref()
+                    .is_some_and(|m| crate::schemas::trim_ecma(m).is_empty() || m.chars().count() > 200)
+                {
+                    return Err(ApiError::validation("provider.transcription_model must be 1 to 200 characters"));
+                }
             }
             ProviderIn::Webhook(w) => {
                 check_url("provider.url", &w.url)?;
@@ -437,6 +450,7 @@ impl Stored {
                 api_key_set: set,
                 temperature: o.temperature,
                 max_tokens: o.max_tokens,
+                transcription_model: o.transcription_model,
             }),
             ProviderIn::Webhook(w) => {
                 ProviderOut::Webhook(WebhookOut { kind: WebhookKind::Webhook, url: w.url, secret_set: set })

@@ -27,7 +27,7 @@ use chrono::Utc;
 use deadpool_redis::redis::{self, Script};
 use futures::StreamExt;
 use serde_json::json;
-use shared::db::{attendants, instances, log, messages as queue_rows, outbox};
+use shared::db::{attendants, instances, log, media, messages as queue_rows, outbox};
 use shared::fetch::GuardedClient;
 use shared::ids::InstanceId;
 use shared::sealed::Sealer;
@@ -256,6 +256,79 @@ impl Attendant {
         res
     }
 
+    /// Puts the transcriptions of the conversation's voice and audio messages into their
+    /// content: those made before, and the received message's, made now (once).
+    async fn transcriptions(
+        &self,
+        id: &InstanceId,
+        call: &provider::Call<'_>,
+        model: &str,
+        m: &Inbound,
+        history: &mut [log::LogRow],
+    ) -> Result<(), ApiError> {
+        let audio = |k: &str| matches!(k, "audio" | "voice");
+        let ids: Vec<String> = history.iter().filter(|r| audio(&r.kind)).map(|r| r.id.to_string()).collect();
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut known = attendants::transcripts(&self.state.db, id, &ids).await?;
+        if audio(&m.kind) && !known.contains_key(&m.message_id) {
+            if let Some(text) = self.transcribe(id, call, model, m).await? {
+                attendants::save_transcript(&self.state.db, id, &m.message_id, &text).await?;
+                known.insert(m.message_id.clone(), text);
+            }
+        }
+        for r in history.iter_mut() {
+            if let (Some(t), Some(o)) = (known.get(r.id.as_str()), r.content.as_object_mut()) {
+                o.insert("transcription".into(), json!(t));
+            }
+        }
+        Ok(())
+    }
+
+    /// The received message's audio in words, if it is stored (at most 25 MiB, what
+    /// transcription servers take) and the provider transcribes it.
+    async fn transcribe(
+        &self,
+        id: &InstanceId,
+        call: &provider::Call<'_>,
+        model: &str,
+        m: &Inbound,
+    ) -> Result<Option<String>, ApiError> {
+        const LIMIT: u64 = 25 * 1024 * 1024;
+        let Some(media_id) =
+            m.content.pointer("/media/id").and_then(|v| v.as_str()).and_then(|v| shared::ids::MediaId::parse(v).ok())
+        else {
+            return Ok(None);
+        };
+        let stored = matches!(media::meta(&self.state.db, &media_id).await?, Some(media::Meta::Stored { size, .. }) if size <= LIMIT);
+        let Some(row) = (if stored { media::get(&self.state.db, &media_id).await? } else { None }) else {
+            return Ok(None);
+        };
+        if row.instance_id != *id {
+            return Ok(None);
+        }
+        let name = row.filename.clone().unwrap_or_else(|| "audio".into());
+        match call.transcribe(model, row.data, &row.mime_type, &name).await {
+            Ok(t) => Ok(Some(t)),
+            Err(e) => {
+                metrics::counter!(FAILURES, "reason" => "transcription").increment(1);
+                tracing::info!(instance = %id, message = %m.message_id, reason = e.reason, detail = %e.detail, "a transcription failed");
+                Ok(None)
+            }
+        }
+    }
+
+    /// Shows or clears the typing indicator; best effort, within a few seconds.
+    async fn typing(&self, id: &InstanceId, chat: &str, composing: bool) {
+        let op = shared::bus::NetOp::ChatPresence { jid: chat.to_string(), composing };
+        let shown =
+            tokio::time::timeout(Duration::from_secs(3), crate::rpc::net::<serde_json::Value>(&self.state, id, op));
+        if !matches!(shown.await, Ok(Ok(_))) {
+            tracing::debug!(instance = %id, "the typing indicator could not be changed");
+        }
+    }
+
     async fn event(&self, id: &InstanceId, kind: &str, data: serde_json::Value) -> Result<(), ApiError> {
         outbox::insert(&self.state.db, id, kind, data).await?;
         Ok(())
@@ -343,11 +416,6 @@ impl Attendant {
         {
             return self.failed(id, m, "reply_limit", "max_replies_per_chat_per_hour reached in this chat").await;
         }
-        let history = log::messages(&state.db, id, &m.chat_jid, None, i64::from(c.memory_messages) + 1).await?;
-        let turns = decide::conversation(&c.system_prompt, &history);
-        if !decide::keywords_met(c, &turns) {
-            return self.skipped(id, m, "no_keyword");
-        }
         let kind = c.provider.kind();
         let allow_private = stored.allow_private || state.config.allow_private_targets;
         let call = provider::Call {
@@ -356,17 +424,34 @@ impl Attendant {
             client: if allow_private { &self.private } else { &self.public },
             deadline: tokio::time::Instant::now() + left,
         };
+        let mut history = log::messages(&state.db, id, &m.chat_jid, None, i64::from(c.memory_messages) + 1).await?;
+        if let config::ProviderIn::Openai(config::OpenAiIn { transcription_model: Some(model), .. }) = &c.provider {
+            self.transcriptions(id, &call, model, m, &mut history).await?;
+        }
+        let turns = decide::conversation(&c.system_prompt, &history);
+        if !decide::keywords_met(c, &turns) {
+            return self.skipped(id, m, "no_keyword");
+        }
         tracing::debug!(instance = %id, message = %m.message_id, provider = kind, turns = turns.len(), "asking the provider");
+        // The contact sees the account typing while the provider thinks and the reply
+        // waits in the queue; the reply itself ends it.
+        self.typing(id, &m.chat_jid, true).await;
         let started = std::time::Instant::now();
         let asked = call.ask(id.as_str(), m, &turns).await;
         metrics::histogram!(PROVIDER_SECONDS, "kind" => kind).record(started.elapsed().as_secs_f64());
         let answer = match asked {
             Ok(a) => a,
-            Err(e) => return self.failed(id, m, e.reason, &e.detail).await,
+            Err(e) => {
+                self.typing(id, &m.chat_jid, false).await;
+                return self.failed(id, m, e.reason, &e.detail).await;
+            }
         };
         metrics::counter!(TOKENS, "kind" => "prompt").increment(answer.prompt_tokens as u64);
         metrics::counter!(TOKENS, "kind" => "completion").increment(answer.completion_tokens as u64);
-        let Some(text) = answer.text.clone() else { return self.skipped(id, m, "no_reply") };
+        let Some(text) = answer.text.clone() else {
+            self.typing(id, &m.chat_jid, false).await;
+            return self.skipped(id, m, "no_reply");
+        };
         let body = MessageIn {
             to: m.chat_jid.clone(),
             kind: shared::message::MessageType::Text,

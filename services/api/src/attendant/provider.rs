@@ -81,13 +81,7 @@ impl Call<'_> {
             }
         };
         let url = url::Url::parse(&url).map_err(|_| err("bad_config", "the provider's URL does not parse", false))?;
-        let mut headers = HeaderMap::new();
-        if let Some(s) = self.secret {
-            let mut v = HeaderValue::from_str(&format!("Bearer {s}"))
-                .map_err(|_| err("bad_config", "the secret is not a valid header value", false))?;
-            v.set_sensitive(true);
-            headers.insert(AUTHORIZATION, v);
-        }
+        let headers = self.headers()?;
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -118,6 +112,62 @@ impl Call<'_> {
                 other => return other,
             }
         }
+    }
+}
+
+impl Call<'_> {
+    /// Transcribes audio through an OpenAI-compatible `/audio/transcriptions` with `model`:
+    /// one attempt within the deadline (a message without its transcription is still
+    /// answered, described by its type).
+    pub async fn transcribe(
+        &self,
+        model: &str,
+        audio: Vec<u8>,
+        mime: &str,
+        filename: &str,
+    ) -> Result<String, ProviderError> {
+        let ProviderIn::Openai(o) = self.provider else {
+            return Err(err("bad_config", "only OpenAI-compatible providers transcribe", false));
+        };
+        let url = format!("{}/audio/transcriptions", o.base_url.trim_end_matches('/'));
+        let url = url::Url::parse(&url).map_err(|_| err("bad_config", "the provider's URL does not parse", false))?;
+        let file = reqwest::multipart::Part::bytes(audio)
+            .file_name(filename.to_string())
+            .mime_str(mime)
+            .map_err(|_| err("bad_config", "the audio's type is not a MIME type", false))?;
+        let form = reqwest::multipart::Form::new().text("model", model.to_string()).part("file", file);
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        let (status, body) =
+            match tokio::time::timeout(left, self.client.post_multipart(&url, self.headers()?, form, ANSWER_LIMIT))
+                .await
+            {
+                Err(_) => return Err(err("timeout", "no transcription before the reply timeout", true)),
+                Ok(Err(FetchError::Refused)) => {
+                    return Err(err("refused_address", "the provider's address is not allowed", false))
+                }
+                Ok(Err(FetchError::TooLarge)) => return Err(err("too_large", "the answer passed 1 MiB", false)),
+                Ok(Err(FetchError::Failed(d))) => return Err(err("unreachable", d, true)),
+                Ok(Ok(r)) => r,
+            };
+        if !(200..300).contains(&status) {
+            return Err(err("http_status", format!("the provider answered {status}"), status >= 500));
+        }
+        let v: Value = serde_json::from_slice(&body).map_err(|_| err("bad_answer", "the answer is not JSON", false))?;
+        let text =
+            v.get("text").and_then(Value::as_str).ok_or_else(|| err("bad_answer", "the answer has no text", false))?;
+        nonempty(text).ok_or_else(|| err("bad_answer", "the transcription is empty", false))
+    }
+
+    /// The secret as a bearer token, marked sensitive.
+    fn headers(&self) -> Result<HeaderMap, ProviderError> {
+        let mut headers = HeaderMap::new();
+        if let Some(s) = self.secret {
+            let mut v = HeaderValue::from_str(&format!("Bearer {s}"))
+                .map_err(|_| err("bad_config", "the secret is not a valid header value", false))?;
+            v.set_sensitive(true);
+            headers.insert(AUTHORIZATION, v);
+        }
+        Ok(headers)
     }
 }
 
@@ -208,6 +258,7 @@ mod tests {
             api_key: None,
             temperature: None,
             max_tokens: None,
+            transcription_model: None,
         })
     }
 

@@ -17,12 +17,24 @@ impl State {
             }
             return false;
         }
+        if msg.group.is_none() {
+            // A message ends its sender's typing indicator.
+            to.typing.remove(&msg.from);
+        }
         to.inbox.push(msg.clone());
         true
     }
 }
 
 impl Net {
+    /// The accounts typing to `number` now, in order.
+    pub fn typing(&self, number: &str) -> Vec<String> {
+        let s = self.lock();
+        let mut v: Vec<String> = s.phones.get(number).map(|p| p.typing.iter().cloned().collect()).unwrap_or_default();
+        v.sort();
+        v
+    }
+
     pub fn inbox(&self, number: &str) -> Option<Inbox> {
         let s = self.lock();
         let p = s.phones.get(number)?;

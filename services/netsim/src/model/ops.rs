@@ -265,6 +265,21 @@ impl State {
                 }
                 Ok(Value::Null)
             }
+            NetOp::ChatPresence { jid: j, composing } => {
+                // Shown in direct chats only (a group's members are not modelled typing).
+                if shared::jid::Jid::parse(&j).is_ok_and(|j| j.is_group()) {
+                    return Ok(Value::Null);
+                }
+                let other = other_of(&j)?;
+                known(self, &other)?;
+                let typing = &mut self.phones.get_mut(&other).expect("known").typing;
+                if composing {
+                    typing.insert(me.to_string());
+                } else {
+                    typing.remove(me);
+                }
+                Ok(Value::Null)
+            }
             NetOp::DeleteChat { jid: j } => {
                 let other = other_of(&j)?;
                 self.phones.get_mut(me).expect("online account exists").chats.entry(other).or_default().deleted = true;

@@ -28,10 +28,11 @@ const BEN: &str = "5511977770003";
 const KEY: &str = "sk-test-attendant-0123456789abcdef";
 const BOT_SECRET: &str = "bot-secret-9876543210";
 
-/// `ok`: answer; `fail`: 500; `slow`: answer after 30 s.
+/// `ok`: answer; `fail`: 500; `slow`: answer after 30 s; `thinking`: after 2 s.
 const OK: u8 = 0;
 const FAIL: u8 = 1;
 const SLOW: u8 = 2;
+const THINKING: u8 = 3;
 
 /// A request the provider got: (which endpoint, its Authorization header, its body).
 type Seen = (String, Option<String>, Value);
@@ -65,6 +66,10 @@ async fn record(p: &Provider, path: &str, h: &HeaderMap, body: &Value) -> Option
             tokio::time::sleep(Duration::from_secs(30)).await;
             None
         }
+        THINKING => {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            None
+        }
         _ => None,
     }
 }
@@ -82,6 +87,23 @@ async fn completions(State(p): State<Provider>, h: HeaderMap, Json(body): Json<V
     .into_response()
 }
 
+/// `/audio/transcriptions`: the model and the file's type and size, answered with a fixed text.
+async fn transcriptions(State(p): State<Provider>, h: HeaderMap, mut form: axum::extract::Multipart) -> Json<Value> {
+    let mut seen = json!({});
+    while let Some(field) = form.next_field().await.unwrap() {
+        let name = field.name().unwrap_or("").to_string();
+        let mime = field.content_type().map(str::to_string);
+        let bytes = field.bytes().await.unwrap();
+        seen[name.as_str()] = match name.as_str() {
+            "file" => json!({ "mime": mime, "size": bytes.len() }),
+            _ => json!(String::from_utf8_lossy(&bytes)),
+        };
+    }
+    let auth = h.get("authorization").map(|v| v.to_str().unwrap().to_string());
+    p.seen.lock().unwrap().push(("transcribe".into(), auth, seen));
+    Json(json!({ "text": "do you have boots" }))
+}
+
 async fn bot(State(p): State<Provider>, h: HeaderMap, Json(body): Json<Value>) -> axum::response::Response {
     if let Some(s) = record(&p, "webhook", &h, &body).await {
         return s.into_response();
@@ -93,8 +115,11 @@ async fn bot(State(p): State<Provider>, h: HeaderMap, Json(body): Json<Value>) -
 
 async fn provider() -> (Provider, String) {
     let p = Provider::default();
-    let app =
-        Router::new().route("/v1/chat/completions", post(completions)).route("/hook", post(bot)).with_state(p.clone());
+    let app = Router::new()
+        .route("/v1/chat/completions", post(completions))
+        .route("/v1/audio/transcriptions", post(transcriptions))
+        .route("/hook", post(bot))
+        .with_state(p.clone());
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", l.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
@@ -350,14 +375,44 @@ async fn the_attendant_answers_once_hands_over_and_keeps_its_key() {
     say(&c, BEN, SHOP, "hello?").await;
     handled(&c, &pool, &id, "hello?").await;
     assert_eq!(events(&pool, &id, "attendant.failed").await.last().unwrap()["reason"], "timeout");
-    p.mode.store(OK, Ordering::SeqCst);
+    // While the provider thinks, Ben sees the account typing; the reply ends it.
+    p.mode.store(THINKING, Ordering::SeqCst);
     own.patch(&path, &json!({ "reply_timeout_seconds": 60 })).await.expect(200);
     say(&c, BEN, SHOP, "back?").await;
+    let typing =
+        || async { c.netsim().get(&format!("/control/phones/{BEN}")).await.expect(200)["typing_from"].clone() };
+    wait_for(Duration::from_secs(20), || async { (typing().await == json!([SHOP])).then_some(()) })
+        .await
+        .expect("the typing indicator shows");
     wait_for(Duration::from_secs(30), || async {
         inbox(&c, BEN, SHOP).await.contains(&"echo: back?".to_string()).then_some(())
     })
     .await
     .expect("answered after the failures");
+    assert_eq!(typing().await, json!([]), "the reply ends the typing indicator");
+    p.mode.store(OK, Ordering::SeqCst);
+
+    // A voice note is transcribed once through the provider and answered from its words.
+    let provider = json!({ "provider": {
+        "kind": "openai", "base_url": format!("{base}/v1"), "model": "shop-model", "transcription_model": "whisper-1",
+    } });
+    let shown = own.patch(&path, &provider).await.expect(200);
+    assert_eq!(shown["provider"]["api_key_set"], true, "the same kind keeps its key");
+    let voice = json!({ "to": SHOP, "type": "voice",
+        "media": { "data": "T2dnUwACAAAAAAAAAAB2b2ljZSBub3Rl", "mime_type": "audio/ogg", "filename": "note.ogg" } });
+    c.netsim().post(&format!("/control/phones/{BEN}/messages"), &voice).await.expect(201);
+    let reply = wait_for(Duration::from_secs(30), || async {
+        inbox(&c, BEN, SHOP).await.into_iter().find(|t| t.ends_with("do you have boots"))
+    })
+    .await
+    .expect("the voice note is answered");
+    assert!(reply.starts_with("echo: [voice"), "{reply}");
+    let seen = p.seen();
+    let (_, auth, form) = seen.iter().find(|s| s.0 == "transcribe").expect("a transcription request");
+    assert_eq!(auth.as_deref(), Some(format!("Bearer {KEY}").as_str()));
+    assert_eq!(form["model"], "whisper-1");
+    assert_eq!(form["file"], json!({ "mime": "audio/ogg", "size": 24 }));
+    assert_eq!(seen.iter().filter(|s| s.0 == "transcribe").count(), 1);
 
     // A webhook bot (n8n's shape), its secret sent as a bearer token; in groups only
     // when the account is mentioned.
@@ -401,8 +456,8 @@ async fn the_attendant_answers_once_hands_over_and_keeps_its_key() {
 
     // Usage counts the replies and tokens.
     let usage = own.get(&format!("/v1/instances/{id}/usage")).await.expect(200);
-    assert_eq!(usage["totals"]["attendant_replies"], 6, "{usage}");
-    assert_eq!(usage["totals"]["attendant_tokens"], 5 * 15, "{usage}");
+    assert_eq!(usage["totals"]["attendant_replies"], 7, "{usage}");
+    assert_eq!(usage["totals"]["attendant_tokens"], 6 * 15, "{usage}");
 
     // The keys are in no event, and in no log line of the attendant pods.
     let leaks: i64 =

@@ -360,6 +360,11 @@ impl Session for WaSession {
             NetOp::DeleteChat { jid: j } => {
                 c.chat_actions().delete_chat(&jid(j)?, true, None).await.map_err(|_| failed("delete the chat"))?;
             }
+            NetOp::ChatPresence { jid: j, composing } => {
+                use whatsapp_rust::features::ChatStateType;
+                let state = if *composing { ChatStateType::Composing } else { ChatStateType::Paused };
+                c.chatstate().send(&jid(j)?, state).await.map_err(|_| failed("send the typing indicator"))?;
+            }
             NetOp::Block { jid: j, blocked } => {
                 let j = jid(j)?;
                 if *blocked { c.blocking().block(&j).await } else { c.blocking().unblock(&j).await }
