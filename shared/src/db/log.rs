@@ -482,6 +482,18 @@ pub async fn sent_through_queue(
     .await
 }
 
+/// Whether the account sent the message with network id `wa_id` (through the queue or
+/// from its phone).
+pub async fn sent_by_account(db: impl PgExecutor<'_>, instance: &InstanceId, wa_id: &str) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM log_messages WHERE instance_id = $1 AND wa_message_id = $2 AND from_me)",
+    )
+    .bind(instance)
+    .bind(wa_id)
+    .fetch_one(db)
+    .await
+}
+
 /// A page of a chat's messages, newest first, after `after` = (ts, id).
 pub async fn messages(
     db: impl PgExecutor<'_>,

@@ -45,8 +45,22 @@ fn contains_any(text: &str, words: &[String]) -> bool {
     words.iter().any(|w| t.contains(w.as_str()))
 }
 
-/// The rules before any I/O. `own_number`: the account's number, to see mentions in groups.
-pub fn decide(c: &AttendantIn, own_number: Option<&str>, m: &Inbound) -> Decision {
+/// The network id of the message this one quotes, if it is a reply.
+pub fn reply_to(m: &Inbound) -> Option<&str> {
+    m.content.get("reply_to").and_then(|r| r.as_str()).filter(|r| !r.is_empty())
+}
+
+/// Whether a message mentions the account: `@<number>` in its text, or its JID among
+/// the message's `mentions`.
+fn mentions(m: &Inbound, own_number: &str) -> bool {
+    let jid = format!("{own_number}@{}", shared::jid::USER_SERVER);
+    text_of(&m.content).is_some_and(|t| t.contains(&format!("@{own_number}")))
+        || m.content.get("mentions").and_then(|v| v.as_array()).is_some_and(|a| a.iter().any(|j| j == jid.as_str()))
+}
+
+/// The rules before any I/O. `own_number`: the account's number, to see mentions in
+/// groups; `replied_to_own`: the message quotes one the account sent.
+pub fn decide(c: &AttendantIn, own_number: Option<&str>, replied_to_own: bool, m: &Inbound) -> Decision {
     if !c.enabled {
         return Decision::Ignore("disabled");
     }
@@ -65,8 +79,7 @@ pub fn decide(c: &AttendantIn, own_number: Option<&str>, m: &Inbound) -> Decisio
         if !c.triggers.groups {
             return Decision::Ignore("group");
         }
-        let mentioned = own_number.is_some_and(|n| text_of(&m.content).is_some_and(|t| t.contains(&format!("@{n}"))));
-        if !mentioned {
+        if !replied_to_own && !own_number.is_some_and(|n| mentions(m, n)) {
             return Decision::Ignore("not_mentioned");
         }
     } else if !c.triggers.direct {
@@ -161,6 +174,10 @@ mod tests {
     }
 
     const DM: &str = "491511111111@s.whatsapp.net";
+
+    fn decide(c: &AttendantIn, own: Option<&str>, m: &Inbound) -> Decision {
+        super::decide(c, own, false, m)
+    }
     const GROUP: &str = "120363000000000001@g.us";
 
     #[test]
@@ -172,6 +189,15 @@ mod tests {
         assert_eq!(decide(&g, Some("4915122"), &msg(GROUP, false, "hi all")), Decision::Ignore("not_mentioned"));
         assert_eq!(decide(&g, Some("4915122"), &msg(GROUP, false, "hi @4915122")), Decision::Answer);
         assert_eq!(decide(&g, Some("4915122"), &msg(DM, false, "hi")), Decision::Ignore("direct"));
+        // A mention by JID (the text may name a hidden id instead), or a reply to the account.
+        let mut by_jid = msg(GROUP, false, "hi @123456789012345");
+        by_jid.content["mentions"] = json!(["4915122@s.whatsapp.net"]);
+        assert_eq!(decide(&g, Some("4915122"), &by_jid), Decision::Answer);
+        let mut reply = msg(GROUP, false, "yes please");
+        reply.content["reply_to"] = json!("3EB0QUOTED");
+        assert_eq!(reply_to(&reply), Some("3EB0QUOTED"));
+        assert_eq!(super::decide(&g, Some("4915122"), true, &reply), Decision::Answer);
+        assert_eq!(super::decide(&g, Some("4915122"), false, &reply), Decision::Ignore("not_mentioned"));
         assert_eq!(decide(&c, None, &msg("status@broadcast", false, "x")), Decision::Ignore("not_a_chat"));
         assert_eq!(decide(&c, None, &msg("120363000000000002@newsletter", false, "x")), Decision::Ignore("not_a_chat"));
     }

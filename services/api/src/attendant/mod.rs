@@ -377,7 +377,12 @@ impl Attendant {
         let c = &stored.config;
         let Some(inst) = instances::get(&state.db, id).await? else { return self.skipped(id, m, "none") };
         let own = inst.phone.as_deref().map(|p| shared::jid::number_of(p).trim_start_matches('+'));
-        match decide::decide(c, own, m) {
+        // In a group, a reply to one of the account's messages calls for an answer.
+        let replied_to_own = match decide::reply_to(m) {
+            Some(q) if m.chat_jid.ends_with("@g.us") => log::sent_by_account(&state.db, id, q).await?,
+            _ => false,
+        };
+        match decide::decide(c, own, replied_to_own, m) {
             Decision::Ignore(why) => return self.skipped(id, m, why),
             Decision::HumanReply => {
                 if log::sent_through_queue(&state.db, id, wa_id).await? {

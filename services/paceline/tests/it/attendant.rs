@@ -448,15 +448,34 @@ async fn the_attendant_answers_once_hands_over_and_keeps_its_key() {
     .await
     .expect("the bot answers in the group when mentioned");
     assert_eq!(got, [format!("bot: @{SHOP} what are your hours?")]);
+    // A reply quoting the account's message calls for an answer too.
+    let answer_id = wait_for(Duration::from_secs(5), || async {
+        let v = c.netsim().get(&format!("/control/phones/{BEN}/inbox")).await.expect(200);
+        v["messages"].as_array().unwrap().iter().find(|m| m["from"] == SHOP && m["group"] == gjid.as_str())?["id"]
+            .as_str()
+            .map(str::to_string)
+    })
+    .await
+    .unwrap();
+    let quoting = json!({ "to": gjid, "text": "and on sundays?", "body": { "reply_to": answer_id } });
+    c.netsim().post(&format!("/control/phones/{BEN}/messages"), &quoting).await.expect(201);
+    let got = wait_for(Duration::from_secs(30), || async {
+        let v = c.netsim().get(&format!("/control/phones/{BEN}/inbox")).await.expect(200);
+        let g = in_group(v);
+        (g.len() == 2).then_some(g)
+    })
+    .await
+    .expect("the bot answers a reply to its message");
+    assert_eq!(got[1], "bot: and on sundays?");
     let seen = p.seen();
-    assert_eq!(seen.len(), asked + 1, "the unmentioned message was not sent to the bot");
+    assert_eq!(seen.len(), asked + 2, "the unmentioned message was not sent to the bot");
     let (kind, auth, body) = seen.last().unwrap();
     assert_eq!((kind.as_str(), auth.as_deref()), ("webhook", Some(format!("Bearer {BOT_SECRET}").as_str())));
     assert_eq!(body["chat_jid"], gjid);
 
     // Usage counts the replies and tokens.
     let usage = own.get(&format!("/v1/instances/{id}/usage")).await.expect(200);
-    assert_eq!(usage["totals"]["attendant_replies"], 7, "{usage}");
+    assert_eq!(usage["totals"]["attendant_replies"], 8, "{usage}");
     assert_eq!(usage["totals"]["attendant_tokens"], 6 * 15, "{usage}");
 
     // The keys are in no event, and in no log line of the attendant pods.

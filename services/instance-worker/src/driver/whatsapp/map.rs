@@ -361,8 +361,35 @@ pub fn safe_media(locator: &str) -> Result<SafeMedia, DriverError> {
 }
 
 /// A received message as the log keeps it: its type, content in the shape
-/// `POST messages` takes, and the media still to download.
+/// `POST messages` takes, and the media still to download. The content also carries
+/// `reply_to` (the network id of the message it quotes) and `mentions` (JIDs), when the
+/// message has them.
 pub fn incoming_content(m: &wa::Message) -> (String, Value, Option<RemoteMedia>) {
+    let (kind, mut content, media) = incoming_body(m);
+    if let (Some(ctx), Some(o)) = (context_info(m.get_base_message()), content.as_object_mut()) {
+        if let Some(id) = ctx.stanza_id.as_ref().filter(|i| !i.is_empty()) {
+            o.insert("reply_to".into(), json!(id));
+        }
+        if !ctx.mentioned_jid.is_empty() {
+            o.insert("mentions".into(), json!(ctx.mentioned_jid));
+        }
+    }
+    (kind, content, media)
+}
+
+/// The context (quote, mentions) of the message types that carry one.
+fn context_info(m: &wa::Message) -> Option<&wa::ContextInfo> {
+    m.extended_text_message
+        .as_option()
+        .and_then(|e| e.context_info.as_option())
+        .or_else(|| m.image_message.as_option().and_then(|i| i.context_info.as_option()))
+        .or_else(|| m.video_message.as_option().and_then(|v| v.context_info.as_option()))
+        .or_else(|| m.audio_message.as_option().and_then(|a| a.context_info.as_option()))
+        .or_else(|| m.document_message.as_option().and_then(|d| d.context_info.as_option()))
+        .or_else(|| m.sticker_message.as_option().and_then(|s| s.context_info.as_option()))
+}
+
+fn incoming_body(m: &wa::Message) -> (String, Value, Option<RemoteMedia>) {
     let m = m.get_base_message();
     if is_protocol(m) {
         return ("protocol".into(), json!({}), None);

@@ -414,3 +414,28 @@ fn label_changes_from_other_devices_map_to_ours() {
         "absent is removed"
     );
 }
+
+#[test]
+fn a_received_reply_carries_what_it_quotes_and_whom_it_mentions() {
+    let reply = wa::Message {
+        extended_text_message: MessageField::some(wa::message::ExtendedTextMessage {
+            text: Some("@5511977770001 yes".into()),
+            context_info: MessageField::some(wa::ContextInfo {
+                stanza_id: Some("3EB0QUOTED".into()),
+                participant: Some("5511977770001@s.whatsapp.net".into()),
+                mentioned_jid: vec!["5511977770001@s.whatsapp.net".into()],
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let (kind, content, _) = incoming_content(&reply);
+    assert_eq!(kind, "text");
+    assert_eq!(
+        content,
+        json!({ "text": "@5511977770001 yes", "reply_to": "3EB0QUOTED", "mentions": ["5511977770001@s.whatsapp.net"] })
+    );
+    let plain = wa::Message { conversation: Some("hi".into()), ..Default::default() };
+    assert_eq!(incoming_content(&plain).1, json!({ "text": "hi" }), "no context, no fields");
+}
