@@ -52,6 +52,28 @@ pub struct MessageIn {
     pub expires_after: Option<String>,
 }
 
+impl MessageIn {
+    /// A message of `kind` to `to` with nothing else set: what the action routes and the
+    /// attendant fill in.
+    pub fn new(to: String, kind: MessageType) -> MessageIn {
+        MessageIn {
+            to,
+            kind,
+            text: None,
+            link_preview: None,
+            media: None,
+            caption: None,
+            location: None,
+            contact: None,
+            poll: None,
+            reaction: None,
+            reply_to: None,
+            client_message_id: None,
+            expires_after: None,
+        }
+    }
+}
+
 /// Where the media bytes come from after validation.
 #[derive(Debug, Clone)]
 pub enum MediaSource {

@@ -118,6 +118,7 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     // Answers in flight get a short grace; the rest are redelivered to another pod.
     let _ = tokio::time::timeout(Duration::from_secs(5), async { while tasks.join_next().await.is_some() {} }).await;
     tasks.abort_all();
+    tracing::info!("attendant stopped");
     Ok(())
 }
 
@@ -458,19 +459,10 @@ impl Attendant {
             return self.skipped(id, m, "no_reply");
         };
         let body = MessageIn {
-            to: m.chat_jid.clone(),
-            kind: shared::message::MessageType::Text,
             text: Some(text),
-            link_preview: None,
-            media: None,
-            caption: None,
-            location: None,
-            contact: None,
-            poll: None,
-            reaction: None,
-            reply_to: None,
             client_message_id: Some(client_id.clone()),
             expires_after: Some(REPLY_EXPIRES.into()),
+            ..MessageIn::new(m.chat_jid.clone(), shared::message::MessageType::Text)
         };
         let queued = match crate::service::messages::queue(state, id, body, None, false).await {
             Ok((row, _)) => row.id,

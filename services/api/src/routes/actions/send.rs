@@ -56,24 +56,6 @@ pub struct SendActionOut {
     pub message_id: String,
 }
 
-fn message(to: String, kind: MessageType) -> MessageIn {
-    MessageIn {
-        to,
-        kind,
-        text: None,
-        link_preview: None,
-        media: None,
-        caption: None,
-        location: None,
-        contact: None,
-        poll: None,
-        reaction: None,
-        reply_to: None,
-        client_message_id: None,
-        expires_after: None,
-    }
-}
-
 async fn queue(state: &AppState, row: &InstanceRow, m: MessageIn) -> Result<Json<SendActionOut>, ApiError> {
     let (msg, _) = crate::service::messages::queue(state, &row.id, m, None, false).await.map_err(as_400)?;
     let hex = &msg.id.as_str()[4..];
@@ -108,7 +90,7 @@ async fn send_text(
     ActionInstance(row): ActionInstance,
     ActionJson(b): ActionJson<SendTextIn>,
 ) -> Result<Json<SendActionOut>, ApiError> {
-    let mut m = message(b.number, MessageType::Text);
+    let mut m = MessageIn::new(b.number, MessageType::Text);
     m.text = Some(newlines(&b.message));
     m.link_preview = b.link_preview;
     queue(&s, &row, m).await
@@ -136,7 +118,7 @@ async fn send_contact(
     ActionInstance(row): ActionInstance,
     ActionJson(b): ActionJson<SendContactIn>,
 ) -> Result<Json<SendActionOut>, ApiError> {
-    let mut m = message(b.number, MessageType::Contact);
+    let mut m = MessageIn::new(b.number, MessageType::Contact);
     m.contact = Some(ContactIn {
         name: b.contact_name,
         phone: b.contact_phone,
@@ -168,7 +150,7 @@ async fn send_reaction(
     ActionInstance(row): ActionInstance,
     ActionJson(b): ActionJson<SendReactionIn>,
 ) -> Result<Json<SendActionOut>, ApiError> {
-    let mut m = message(b.phone, MessageType::Reaction);
+    let mut m = MessageIn::new(b.phone, MessageType::Reaction);
     m.reaction = Some(ReactionIn { message_id: b.message_id, emoji: b.reaction });
     queue(&s, &row, m).await
 }
@@ -194,7 +176,7 @@ async fn send_location(
     ActionInstance(row): ActionInstance,
     ActionJson(b): ActionJson<SendLocationIn>,
 ) -> Result<Json<SendActionOut>, ApiError> {
-    let mut m = message(b.number, MessageType::Location);
+    let mut m = MessageIn::new(b.number, MessageType::Location);
     m.location = Some(LocationIn { latitude: b.latitude, longitude: b.longitude, name: b.title, address: b.address });
     queue(&s, &row, m).await
 }
@@ -225,7 +207,7 @@ async fn send_poll(
     ActionInstance(row): ActionInstance,
     ActionJson(b): ActionJson<SendPollIn>,
 ) -> Result<Json<SendActionOut>, ApiError> {
-    let mut m = message(b.number, MessageType::Poll);
+    let mut m = MessageIn::new(b.number, MessageType::Poll);
     m.poll = Some(PollIn { name: b.name, values: b.values, selectable_count: b.selectable_count });
     queue(&s, &row, m).await
 }
@@ -262,7 +244,7 @@ async fn send_media(
         Some(_) => return Err(ApiError::validation("mediatype must be image, video or document")),
         None => media_kind(b.file_name.as_deref().unwrap_or(&b.media)),
     };
-    let mut m = message(b.number, kind);
+    let mut m = MessageIn::new(b.number, kind);
     m.caption = b.caption.filter(|c| !c.is_empty());
     m.media = Some(MediaIn { url: Some(b.media), data: None, mime_type: b.mimetype, filename: b.file_name });
     queue(&s, &row, m).await
@@ -298,7 +280,7 @@ async fn send_audio(
     ActionInstance(row): ActionInstance,
     ActionJson(b): ActionJson<SendAudioIn>,
 ) -> Result<Json<SendActionOut>, ApiError> {
-    let mut m = message(b.number, MessageType::Voice);
+    let mut m = MessageIn::new(b.number, MessageType::Voice);
     m.media = Some(MediaIn { url: Some(b.audio), data: None, mime_type: None, filename: None });
     queue(&s, &row, m).await
 }
