@@ -122,6 +122,11 @@ pub struct Config {
     pub default_min_interval_ms: u32,
     /// Pacing given to new instances that do not set `max_per_minute`.
     pub default_max_per_minute: u32,
+    /// The ban-risk score (0-100) from which an instance's level is elevated, high and
+    /// critical (README, "Ban risk").
+    pub risk_elevated: f64,
+    pub risk_high: f64,
+    pub risk_critical: f64,
     /// Apply migrations at start-up (under an advisory lock).
     #[serde(deserialize_with = "de::flexible_bool")]
     pub migrate_on_start: bool,
@@ -279,6 +284,9 @@ impl Default for Config {
             log_level: "info".into(),
             default_min_interval_ms: 2_000,
             default_max_per_minute: 20,
+            risk_elevated: 25.0,
+            risk_high: 50.0,
+            risk_critical: 75.0,
             migrate_on_start: true,
             lease_ttl: Duration::from_millis(6_000),
             worker_scan: Duration::from_millis(1_000),
@@ -331,6 +339,11 @@ pub enum ConfigError {
 }
 
 impl Config {
+    /// The deployment's ban-risk levels.
+    pub fn risk_thresholds(&self) -> crate::risk::Thresholds {
+        crate::risk::Thresholds { elevated: self.risk_elevated, high: self.risk_high, critical: self.risk_critical }
+    }
+
     /// Loads defaults, then `file` (or `PACELINE_CONFIG`) if given, then the environment.
     pub fn load(file: Option<&Path>) -> Result<Config, ConfigError> {
         let mut fig = Figment::from(Serialized::defaults(Config::default()));
@@ -405,6 +418,11 @@ impl Config {
         }
         if self.media_retry_base < ms(100) {
             errors.push("media_retry_base_ms must be at least 100".to_string());
+        }
+        if !(0.0 < self.risk_elevated && self.risk_elevated < self.risk_high && self.risk_high < self.risk_critical)
+            || self.risk_critical > 100.0
+        {
+            errors.push("risk_elevated < risk_high < risk_critical must hold, between 0 and 100".to_string());
         }
         if !(1..=60).contains(&self.default_max_per_minute) {
             errors.push("default_max_per_minute must be between 1 and 60".to_string());

@@ -26,6 +26,7 @@ pub mod jid;
 pub mod kv;
 pub mod message;
 pub mod privacy;
+pub mod risk;
 pub mod sealed;
 pub mod simproto;
 pub mod telemetry;

@@ -11,6 +11,7 @@ pub mod media;
 pub mod messages;
 pub mod outbox;
 pub mod pairing_links;
+pub mod risk;
 pub mod usage;
 pub mod webhooks;
 

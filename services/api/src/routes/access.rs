@@ -119,6 +119,7 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("GET", "/v1/instances/{id}/status", Read),
     ("POST", "/v1/instances/{id}/status", Owner),
     // Labels and the business profile.
+    ("GET", "/v1/instances/{id}/risk", Read),
     ("GET", "/v1/instances/{id}/attendant", Owner),
     ("PUT", "/v1/instances/{id}/attendant", Owner),
     ("PATCH", "/v1/instances/{id}/attendant", Owner),

@@ -25,6 +25,7 @@ pub mod pair_page;
 pub mod pairing;
 pub mod pairing_links;
 pub mod profile;
+pub mod risk;
 pub mod status;
 pub mod usage;
 pub mod webhooks;
@@ -64,6 +65,7 @@ pub fn all() -> OpenApiRouter<AppState> {
         .merge(channels::router())
         .merge(status::router())
         .merge(attendant::router())
+        .merge(risk::router())
         .merge(media::router())
         .merge(mcp::router())
         .merge(health::router())

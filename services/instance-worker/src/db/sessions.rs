@@ -166,6 +166,7 @@ pub async fn set_linked(
     let res = sqlx::query(
         "UPDATE instances SET state = 'connected', session = COALESCE($3, session), phone = $4, account_type = $5, state_reason = NULL, \
          qr_code = NULL, qr_expires_at = NULL, \
+         paired_at = CASE WHEN $3::jsonb IS NOT NULL OR paired_at IS NULL THEN now() ELSE paired_at END, \
          state_changed_at = CASE WHEN state = 'connected' THEN state_changed_at ELSE now() END, updated_at = now() \
          WHERE id = $1 AND owner_epoch = $2",
     )

@@ -31,6 +31,7 @@ mod profile;
 mod proxy;
 mod receive;
 mod retention;
+mod risk;
 mod schemathesis;
 mod semaphore;
 mod sending;

@@ -1,0 +1,11 @@
+-- Ban-risk telemetry (the account's age is one of its signals): when the account was
+-- last paired. Instances linked before this migration count from their creation.
+ALTER TABLE instances ADD COLUMN paired_at TIMESTAMPTZ;
+UPDATE instances SET paired_at = created_at WHERE session IS NOT NULL;
+
+-- The signals read an instance's finished messages of the last 7 days, and its rare
+-- network incidents (temporary bans, logouts) from the outbox, without scanning either.
+CREATE INDEX messages_done_idx ON messages (instance_id, updated_at) WHERE status IN ('sent', 'failed');
+CREATE INDEX outbox_incidents_idx ON outbox (instance_id, created_at)
+    WHERE type = 'instance.logged_out'
+       OR (type = 'instance.state' AND payload->'data'->>'reason' LIKE 'temporarily banned%');

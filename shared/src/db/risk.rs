@@ -1,0 +1,95 @@
+//! An instance's ban-risk signals, read from what Postgres already keeps: the queue's
+//! finished messages (sends and failures), the local log (who wrote first, who answered,
+//! what was delivered) and the outbox (temporary bans and logouts, kept 7 days). No
+//! process memory: any pod computes the same signals.
+
+use sqlx::PgExecutor;
+
+use crate::ids::InstanceId;
+use crate::risk::Signals;
+
+/// The signals of `instance` now.
+pub async fn signals(db: &sqlx::PgPool, instance: &InstanceId) -> Result<Signals, sqlx::Error> {
+    let mut s = Signals::default();
+    // Sends and failures the network answered (expiry is not the network's answer).
+    let (sends_1h, sends_24h, failed, invalid, limited, first, before): (i64, i64, i64, i64, i64, i64, i64) =
+        sqlx::query_as(
+            "WITH done AS ( \
+                 SELECT m.status, m.error, m.to_jid, COALESCE(m.sent_at, m.updated_at) AS at \
+                 FROM messages m \
+                 WHERE m.instance_id = $1 AND m.updated_at > now() - interval '7 days' \
+                   AND m.status IN ('sent', 'failed') AND COALESCE(m.error, '') NOT LIKE 'message_expired%') \
+             SELECT count(*) FILTER (WHERE at > now() - interval '1 hour'), \
+                    count(*) FILTER (WHERE at > now() - interval '24 hours'), \
+                    count(*) FILTER (WHERE at > now() - interval '24 hours' AND status = 'failed'), \
+                    count(*) FILTER (WHERE at > now() - interval '24 hours' AND error LIKE 'invalid_number%'), \
+                    count(*) FILTER (WHERE at > now() - interval '24 hours' AND error LIKE 'rate_limited%'), \
+                    count(*) FILTER (WHERE at > now() - interval '24 hours' AND status = 'sent' AND NOT EXISTS ( \
+                        SELECT 1 FROM log_messages l WHERE l.instance_id = $1 AND l.chat_jid = done.to_jid \
+                          AND NOT l.from_me AND l.ts < done.at)), \
+                    count(*) FILTER (WHERE at <= now() - interval '24 hours' AND status = 'sent') \
+             FROM done",
+        )
+        .bind(instance)
+        .fetch_one(db)
+        .await?;
+    s.sends_1h = sends_1h;
+    s.sends_24h = sends_24h;
+    s.failed_24h = failed;
+    s.invalid_numbers_24h = invalid;
+    s.rate_limited_24h = limited;
+    s.first_contacts_24h = first;
+    s.daily_sends_before = before as f64 / 6.0;
+    // Chats messaged in 7 days and whether they answered after our first send; sends
+    // older than 30 minutes still not delivered.
+    let (messaged, answered, undelivered, deliverable): (i64, i64, i64, i64) = sqlx::query_as(
+        "WITH sent AS ( \
+             SELECT chat_jid, min(ts) AS first FROM log_messages \
+             WHERE instance_id = $1 AND source = 'queue' AND ts > now() - interval '7 days' GROUP BY chat_jid), \
+         late AS ( \
+             SELECT status FROM log_messages WHERE instance_id = $1 AND source = 'queue' \
+               AND ts > now() - interval '24 hours' AND ts <= now() - interval '30 minutes') \
+         SELECT (SELECT count(*) FROM sent), \
+                (SELECT count(*) FROM sent WHERE EXISTS (SELECT 1 FROM log_messages l WHERE l.instance_id = $1 \
+                     AND l.chat_jid = sent.chat_jid AND NOT l.from_me AND l.ts > sent.first)), \
+                (SELECT count(*) FROM late WHERE status = 'sent'), \
+                (SELECT count(*) FROM late)",
+    )
+    .bind(instance)
+    .fetch_one(db)
+    .await?;
+    s.chats_messaged_7d = messaged;
+    s.chats_answered_7d = answered;
+    s.undelivered_24h = undelivered;
+    s.deliverable_24h = deliverable;
+    s.max_chats_per_content_24h = sqlx::query_scalar(
+        "SELECT COALESCE(max(n), 0) FROM ( \
+             SELECT count(DISTINCT to_jid) AS n FROM messages \
+             WHERE instance_id = $1 AND status IN ('sent', 'failed') AND updated_at > now() - interval '24 hours' \
+               AND status = 'sent' \
+             GROUP BY md5(content::text)) c",
+    )
+    .bind(instance)
+    .fetch_one(db)
+    .await?;
+    let (age, bans, logouts): (Option<f64>, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT EXTRACT(EPOCH FROM now() - paired_at)::float8 / 86400 FROM instances WHERE id = $1), \
+                count(*) FILTER (WHERE type = 'instance.state'), \
+                count(*) FILTER (WHERE type = 'instance.logged_out') \
+         FROM outbox WHERE instance_id = $1 AND created_at > now() - interval '7 days' \
+           AND (type = 'instance.logged_out' \
+                OR (type = 'instance.state' AND payload->'data'->>'reason' LIKE 'temporarily banned%'))",
+    )
+    .bind(instance)
+    .fetch_one(db)
+    .await?;
+    s.age_days = age;
+    s.temp_bans_7d = bans;
+    s.logouts_7d = logouts;
+    Ok(s)
+}
+
+/// Whether the instance exists (the risk route's 404).
+pub async fn exists(db: impl PgExecutor<'_>, instance: &InstanceId) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM instances WHERE id = $1)").bind(instance).fetch_one(db).await
+}
