@@ -1,6 +1,8 @@
 -- Ban-risk telemetry (the account's age is one of its signals): when the account was
 -- last paired. Instances linked before this migration count from their creation.
 ALTER TABLE instances ADD COLUMN paired_at TIMESTAMPTZ;
+-- The last evaluation (dispatchers evaluate each paired instance every risk_interval_ms).
+ALTER TABLE instances ADD COLUMN risk_score REAL, ADD COLUMN risk_level TEXT, ADD COLUMN risk_at TIMESTAMPTZ;
 UPDATE instances SET paired_at = created_at WHERE session IS NOT NULL;
 
 -- The signals read an instance's finished messages of the last 7 days, and its rare

@@ -233,6 +233,10 @@ pub struct Config {
     pub webhook_retry_max: Duration,
     /// Usage: how often a dispatcher rolls finished deliveries up into the daily usage
     /// counts (events are counted as the relay publishes them).
+    /// How often each instance's ban risk is evaluated (dispatchers share the work).
+    #[serde(rename = "risk_interval_ms")]
+    #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+    pub risk_interval: Duration,
     #[serde(rename = "usage_rollup_interval_ms")]
     #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
     pub usage_rollup_interval: Duration,
@@ -320,6 +324,7 @@ impl Default for Config {
             webhook_retry_max: Duration::from_millis(3_600_000),
             webhook_retry_span: Duration::from_millis(3 * 24 * 3_600_000),
             usage_rollup_interval: Duration::from_millis(10_000),
+            risk_interval: Duration::from_millis(60_000),
             webhook_disable_after_failures: 50,
             webhook_disable_after: Duration::from_millis(5 * 24 * 3_600_000),
             webhook_endpoint_concurrency: 8,
@@ -423,6 +428,9 @@ impl Config {
             || self.risk_critical > 100.0
         {
             errors.push("risk_elevated < risk_high < risk_critical must hold, between 0 and 100".to_string());
+        }
+        if self.risk_interval < ms(100) {
+            errors.push("risk_interval_ms must be at least 100".to_string());
         }
         if !(1..=60).contains(&self.default_max_per_minute) {
             errors.push("default_max_per_minute must be between 1 and 60".to_string());

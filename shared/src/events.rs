@@ -18,6 +18,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "instance.connected",
     "instance.logged_out",
     "instance.banned",
+    "instance.risk",
     "chat.updated",
     "contact.updated",
     "label.updated",

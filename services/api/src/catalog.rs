@@ -173,6 +173,19 @@ pub struct ChannelUpdatedEventData {
     pub description: Option<String>,
 }
 
+/// `instance.risk`: the instance's ban-risk level moved (README, "Ban risk").
+#[derive(Debug, Serialize, ToSchema)]
+pub struct InstanceRiskEventData {
+    /// 0-100.
+    pub score: f64,
+    /// `low`, `elevated`, `high` or `critical`.
+    pub level: String,
+    pub previous_level: String,
+    /// The signals adding the most, largest first (at most 3).
+    pub reasons: Vec<String>,
+    pub recommendation: String,
+}
+
 /// `attendant.replied`: the attendant queued a reply to a received message (once per
 /// message).
 #[derive(Debug, Serialize, ToSchema)]
@@ -306,6 +319,7 @@ pub const CATALOG: &[(&str, &str, &str)] = &[
     ("instance.connected", "The instance is linked and online.", "ConnectedEventData"),
     ("instance.logged_out", "The device was unlinked; pairing again is needed.", "EmptyEventData"),
     ("instance.banned", "The network banned the account.", "EmptyEventData"),
+    ("instance.risk", "The instance's ban-risk level moved.", "InstanceRiskEventData"),
     ("chat.updated", "A chat changed: new message, read, archived, pinned or muted.", "ChatUpdatedEventData"),
     ("contact.updated", "A contact's name changed.", "ContactUpdatedEventData"),
     ("label.updated", "A label changed, or was applied or removed (business accounts).", "LabelUpdatedEventData"),

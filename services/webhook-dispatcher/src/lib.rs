@@ -3,7 +3,8 @@
 //! matching webhook), the executor (`executor`: signed attempts, endpoints isolated from
 //! each other, outcomes written in batches), the retry scanner (`retry`) and the pruning
 //! of events and deliveries past their retention (`retention`), and the roll-up of
-//! events and deliveries into the daily usage counts (`usage`). Any number of
+//! events and deliveries into the daily usage counts (`usage`), and each instance's
+//! ban-risk evaluation (`risk`). Any number of
 //! dispatcher pods can run: the relay locks outbox rows, the fan-out shares one durable
 //! consumer, and deliveries are claimed in Postgres.
 
@@ -15,6 +16,7 @@ pub mod metrics;
 pub mod relay;
 pub mod retention;
 pub mod retry;
+pub mod risk;
 pub mod signing;
 pub mod usage;
 
@@ -47,8 +49,15 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let retry = tokio::spawn(retry::run(pool.clone(), exec.clone(), shutdown.clone()));
     let retention = tokio::spawn(retention::run(pool.clone(), config.media_retention_days, shutdown.clone()));
     let usage = tokio::spawn(usage::run(pool.clone(), config.usage_rollup_interval, shutdown.clone()));
+    let risk = tokio::spawn(risk::run(
+        pool.clone(),
+        config.risk_interval,
+        config.risk_thresholds(),
+        config.metrics_per_instance,
+        shutdown.clone(),
+    ));
     shutdown.cancelled().await;
-    let _ = tokio::join!(relay, fanout, retry, retention, usage);
+    let _ = tokio::join!(relay, fanout, retry, retention, usage, risk);
     // Attempts in flight get a short grace; what is left is handed back to other pods.
     let grace = (config.shutdown_timeout / 3).min(config.webhook_timeout);
     exec.close(grace).await;

@@ -81,6 +81,10 @@ pub struct InstanceRow {
     pub time_zone: String,
     pub send_window_start: Option<chrono::NaiveTime>,
     pub send_window_end: Option<chrono::NaiveTime>,
+    /// The last ban-risk evaluation: score, level and when.
+    pub risk_score: Option<f32>,
+    pub risk_level: Option<String>,
+    pub risk_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -152,7 +156,8 @@ fn map_write(e: sqlx::Error) -> WriteError {
 }
 
 const COLUMNS: &str = "id, name, state, tags, ip_allowlist, ip_allowlist_locked, min_interval_ms, max_per_minute, \
-    unsafe_pacing, proxy_url, reject_call, msg_call, phone, account_type, owner_epoch, desired, network, state_reason, time_zone, send_window_start, send_window_end, created_at, updated_at";
+    unsafe_pacing, proxy_url, reject_call, msg_call, phone, account_type, owner_epoch, desired, network, state_reason, time_zone, send_window_start, send_window_end, \
+    risk_score, risk_level, risk_at, created_at, updated_at";
 
 /// The settable columns, bound by [`bind_fields`] as `$2` to `$15` (`$1` is the id).
 const FIELD_COLUMNS: &str =

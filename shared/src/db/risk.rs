@@ -93,3 +93,57 @@ pub async fn signals(db: &sqlx::PgPool, instance: &InstanceId) -> Result<Signals
 pub async fn exists(db: impl PgExecutor<'_>, instance: &InstanceId) -> Result<bool, sqlx::Error> {
     sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM instances WHERE id = $1)").bind(instance).fetch_one(db).await
 }
+
+/// Claims up to `limit` paired instances whose last evaluation is older than `every`
+/// (marking them evaluated now, so other dispatchers take others).
+pub async fn claim_due(
+    db: &sqlx::PgPool,
+    every: std::time::Duration,
+    limit: i64,
+) -> Result<Vec<InstanceId>, sqlx::Error> {
+    sqlx::query_scalar(
+        "UPDATE instances SET risk_at = now() WHERE id IN ( \
+             SELECT id FROM instances WHERE paired_at IS NOT NULL \
+               AND (risk_at IS NULL OR risk_at < now() - make_interval(secs => $1)) \
+             ORDER BY risk_at NULLS FIRST LIMIT $2 FOR UPDATE SKIP LOCKED) \
+         RETURNING id",
+    )
+    .bind(every.as_secs_f64())
+    .bind(limit)
+    .fetch_all(db)
+    .await
+}
+
+/// Records an evaluation; when the level moved (an instance never evaluated counts as
+/// `low`), writes `instance.risk` with `event` in the same transaction. Returns the
+/// previous level when it moved.
+pub async fn record(
+    db: &sqlx::PgPool,
+    instance: &InstanceId,
+    score: f64,
+    level: crate::risk::Level,
+    event: serde_json::Value,
+) -> Result<Option<String>, sqlx::Error> {
+    let mut tx = db.begin().await?;
+    let old: Option<Option<String>> =
+        sqlx::query_scalar("SELECT risk_level FROM instances WHERE id = $1 FOR NO KEY UPDATE")
+            .bind(instance)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let Some(old) = old else { return Ok(None) };
+    let old = old.unwrap_or_else(|| "low".into());
+    sqlx::query("UPDATE instances SET risk_score = $2, risk_level = $3, risk_at = now() WHERE id = $1")
+        .bind(instance)
+        .bind(score as f32)
+        .bind(level.as_str())
+        .execute(&mut *tx)
+        .await?;
+    let moved = old != level.as_str();
+    if moved {
+        let mut data = event;
+        data["previous_level"] = serde_json::Value::String(old.clone());
+        crate::db::outbox::insert(&mut *tx, instance, "instance.risk", data).await?;
+    }
+    tx.commit().await?;
+    Ok(moved.then_some(old))
+}

@@ -76,12 +76,25 @@ pub struct InstanceOut {
     pub time_zone: String,
     /// Sends happen only inside this window; absent: any time.
     pub send_window: Option<SendWindowIo>,
+    /// The last ban-risk evaluation (README, "Ban risk"); absent until the first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub risk: Option<RiskBrief>,
     /// Messages accepted and not yet sent (queued or in flight). Only on
     /// `GET /v1/instances/{id}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue_depth: Option<i64>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+/// An instance's last ban-risk evaluation; `GET {inst}/risk` explains it.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct RiskBrief {
+    /// 0-100.
+    pub score: f64,
+    /// `low`, `elevated`, `high` or `critical`.
+    pub level: String,
+    pub evaluated_at: DateTime<Utc>,
 }
 
 impl InstanceOut {
@@ -117,6 +130,12 @@ impl From<InstanceRow> for InstanceOut {
                 end: b.format("%H:%M").to_string(),
             }),
             time_zone: r.time_zone,
+            risk: match (r.risk_score, r.risk_level, r.risk_at) {
+                (Some(score), Some(level), Some(at)) => {
+                    Some(RiskBrief { score: (f64::from(score) * 10.0).round() / 10.0, level, evaluated_at: at })
+                }
+                _ => None,
+            },
             queue_depth: None,
             created_at: r.created_at,
             updated_at: r.updated_at,

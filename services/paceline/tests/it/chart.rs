@@ -303,7 +303,10 @@ fn alerts_and_dashboard_query_only_exported_metrics_and_promtool_accepts_the_rul
         .filter(|p| p["type"] == "row")
         .map(|p| p["title"].as_str().unwrap())
         .collect();
-    assert_eq!(rows, ["API", "Queues and pacing", "Workers and leases", "Webhooks", "Network session health"]);
+    assert_eq!(
+        rows,
+        ["API", "Queues and pacing", "Workers and leases", "Webhooks", "Network session health", "Ban risk"]
+    );
     for panel in dashboard["panels"].as_array().unwrap() {
         for t in panel["targets"].as_array().into_iter().flatten() {
             queries.push(t["expr"].as_str().unwrap().to_string());

@@ -38,7 +38,10 @@ async fn finished(c: &Cluster, id: &str, n: i64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_conversation_stays_low_and_a_spam_burst_raises_the_risk() {
-    let c = Cluster::start(bin(), 1, |_| {}).await;
+    let c = Cluster::start(bin(), 1, |cfg| cfg.risk_interval = Duration::from_millis(300)).await;
+    // A dispatcher evaluates every paired instance's risk each 300 ms.
+    let stop = shared::Shutdown::new();
+    tokio::spawn(dispatcher::run(c.config.clone(), stop.clone()));
     c.phone(SHOP, false).await;
     c.phone(BLAST, false).await;
     let contacts: Vec<String> = (0..12).map(|i| format!("55119444410{i:02}")).collect();
@@ -105,4 +108,32 @@ async fn a_conversation_stays_low_and_a_spam_burst_raises_the_risk() {
     assert!(rec.starts_with("Risk is elevated") && rec.contains("check numbers"), "{rec}");
     // The account's age is known from its pairing.
     assert!(r["signals"]["age_days"].as_f64().unwrap() < 0.01);
+
+    // The dispatchers' evaluation: on the instance record, and instance.risk when the level moves.
+    let admin = c.api.admin();
+    let shown = wait_for(Duration::from_secs(20), || async {
+        let i = admin.get(&format!("/v1/instances/{blast}")).await.expect(200);
+        (i["risk"]["level"] == "elevated").then_some(i)
+    })
+    .await
+    .expect("the record shows the elevated risk");
+    assert_eq!(shown["risk"]["score"], 42.5);
+    let event: Value =
+        sqlx::query_scalar("SELECT payload->'data' FROM outbox WHERE instance_id = $1 AND type = 'instance.risk'")
+            .bind(&blast)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!((event["level"].as_str(), event["previous_level"].as_str()), (Some("elevated"), Some("low")));
+    assert_eq!(event["reasons"][0], "invalid_number_ratio");
+    let quiet = admin.get(&format!("/v1/instances/{shop}")).await.expect(200);
+    assert_eq!(quiet["risk"]["level"], "low", "{quiet}");
+    let events: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM outbox WHERE instance_id = $1 AND type = 'instance.risk'")
+            .bind(&shop)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(events, 0, "a level that never moved is not announced");
+    stop.cancel();
 }
