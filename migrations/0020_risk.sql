@@ -3,6 +3,10 @@
 ALTER TABLE instances ADD COLUMN paired_at TIMESTAMPTZ;
 -- The last evaluation (dispatchers evaluate each paired instance every risk_interval_ms).
 ALTER TABLE instances ADD COLUMN risk_score REAL, ADD COLUMN risk_level TEXT, ADD COLUMN risk_at TIMESTAMPTZ;
+-- The queue paused by a policy (critical risk, a temporary ban) until resumed: messages
+-- stay queued (expiry still applies). A resume holds off the next automatic pause.
+ALTER TABLE instances ADD COLUMN queue_paused_reason TEXT, ADD COLUMN queue_paused_at TIMESTAMPTZ,
+    ADD COLUMN queue_resumed_at TIMESTAMPTZ;
 UPDATE instances SET paired_at = created_at WHERE session IS NOT NULL;
 
 -- The signals read an instance's finished messages of the last 7 days, and its rare

@@ -54,7 +54,8 @@ impl Subjects {
         format!("{}.inst.{instance}.rpc", self.prefix)
     }
 
-    /// "The instance's queue has news": its worker looks at the queue head now.
+    /// "The instance's queue has news": its worker looks at the queue head now (with the
+    /// payload [`RULES_CHANGED`], it also reads the instance's pacing and pause again).
     pub fn instance_queue(&self, instance: &InstanceId) -> String {
         format!("{}.inst.{instance}.queue", self.prefix)
     }
@@ -97,6 +98,9 @@ impl Subjects {
         format!("{}.workers.wake", self.prefix)
     }
 }
+
+/// The queue wake-up's payload when the instance's pacing or pause changed.
+pub const RULES_CHANGED: &[u8] = b"rules";
 
 /// How long JetStream remembers event ids (repeats within it are dropped).
 pub const EVENTS_DEDUP_WINDOW: Duration = Duration::from_secs(120);

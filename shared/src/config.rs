@@ -127,6 +127,12 @@ pub struct Config {
     pub risk_elevated: f64,
     pub risk_high: f64,
     pub risk_critical: f64,
+    /// Adaptive pacing: at `elevated` the interval is multiplied and the per-minute cap
+    /// divided by this, at `high` and `critical` by its square; 1 turns it off.
+    pub risk_slowdown: f64,
+    /// Pause an instance's queue when its risk is critical or the network paused it.
+    #[serde(deserialize_with = "de::flexible_bool")]
+    pub risk_auto_pause: bool,
     /// Apply migrations at start-up (under an advisory lock).
     #[serde(deserialize_with = "de::flexible_bool")]
     pub migrate_on_start: bool,
@@ -291,6 +297,8 @@ impl Default for Config {
             risk_elevated: 25.0,
             risk_high: 50.0,
             risk_critical: 75.0,
+            risk_slowdown: 2.0,
+            risk_auto_pause: true,
             migrate_on_start: true,
             lease_ttl: Duration::from_millis(6_000),
             worker_scan: Duration::from_millis(1_000),
@@ -428,6 +436,9 @@ impl Config {
             || self.risk_critical > 100.0
         {
             errors.push("risk_elevated < risk_high < risk_critical must hold, between 0 and 100".to_string());
+        }
+        if !(1.0..=10.0).contains(&self.risk_slowdown) {
+            errors.push("risk_slowdown must be between 1 and 10".to_string());
         }
         if self.risk_interval < ms(100) {
             errors.push("risk_interval_ms must be at least 100".to_string());

@@ -19,6 +19,8 @@ pub const EVENT_TYPES: &[&str] = &[
     "instance.logged_out",
     "instance.banned",
     "instance.risk",
+    "instance.paused",
+    "instance.resumed",
     "chat.updated",
     "contact.updated",
     "label.updated",

@@ -203,6 +203,32 @@ pub fn assess(s: &Signals, t: &Thresholds) -> Assessment {
     Assessment { recommendation: recommend(level, &c), score, level, contributions: c }
 }
 
+/// The pacing an instance gets at a risk level (README, "Ban risk"): `elevated` multiplies
+/// the interval by `slowdown` and divides the per-minute cap by it; `high` by its square;
+/// `slowdown` 1 turns adaptive pacing off. Returns (min_interval_ms, max_per_minute).
+pub fn effective_pacing(min_interval_ms: u32, max_per_minute: u32, level: Option<Level>, slowdown: f64) -> (u32, u32) {
+    let f = match level {
+        Some(Level::Elevated) => slowdown,
+        Some(Level::High) | Some(Level::Critical) => slowdown * slowdown,
+        _ => 1.0,
+    }
+    .max(1.0);
+    let interval = (f64::from(min_interval_ms) * f).min(f64::from(u32::MAX)) as u32;
+    let per_minute = ((f64::from(max_per_minute) / f).floor() as u32).max(1);
+    (interval, per_minute)
+}
+
+/// A stored level.
+pub fn parse_level(s: &str) -> Option<Level> {
+    match s {
+        "low" => Some(Level::Low),
+        "elevated" => Some(Level::Elevated),
+        "high" => Some(Level::High),
+        "critical" => Some(Level::Critical),
+        _ => None,
+    }
+}
+
 /// The level of a score.
 pub fn level(score: f64, t: &Thresholds) -> Level {
     if score >= t.critical {
@@ -300,6 +326,18 @@ mod tests {
         assert_eq!(part("duplicate_content_chats"), 15.0);
         assert_eq!(part("volume_multiple"), 15.0);
         assert_eq!(part("young_account"), 7.1);
+    }
+
+    #[test]
+    fn pacing_slows_with_the_level() {
+        assert_eq!(effective_pacing(2000, 20, None, 2.0), (2000, 20));
+        assert_eq!(effective_pacing(2000, 20, Some(Level::Low), 2.0), (2000, 20));
+        assert_eq!(effective_pacing(2000, 20, Some(Level::Elevated), 2.0), (4000, 10));
+        assert_eq!(effective_pacing(2000, 20, Some(Level::High), 2.0), (8000, 5));
+        assert_eq!(effective_pacing(2000, 3, Some(Level::Critical), 2.0), (8000, 1), "never below 1 a minute");
+        assert_eq!(effective_pacing(2000, 20, Some(Level::High), 1.0), (2000, 20), "1 turns it off");
+        assert_eq!(parse_level("high"), Some(Level::High));
+        assert_eq!(parse_level("x"), None);
     }
 
     #[test]

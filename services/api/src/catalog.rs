@@ -186,6 +186,22 @@ pub struct InstanceRiskEventData {
     pub recommendation: String,
 }
 
+/// `instance.paused`: a policy paused the queue; `POST {inst}/queue/resume` resumes it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct InstancePausedEventData {
+    /// `risk_critical` or `temporary_ban`.
+    pub reason: String,
+    pub score: f64,
+    pub level: String,
+}
+
+/// `instance.resumed`: the paused queue was resumed.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct InstanceResumedEventData {
+    /// Why it had been paused.
+    pub paused_for: String,
+}
+
 /// `attendant.replied`: the attendant queued a reply to a received message (once per
 /// message).
 #[derive(Debug, Serialize, ToSchema)]
@@ -320,6 +336,12 @@ pub const CATALOG: &[(&str, &str, &str)] = &[
     ("instance.logged_out", "The device was unlinked; pairing again is needed.", "EmptyEventData"),
     ("instance.banned", "The network banned the account.", "EmptyEventData"),
     ("instance.risk", "The instance's ban-risk level moved.", "InstanceRiskEventData"),
+    (
+        "instance.paused",
+        "A policy paused the instance's queue (critical risk, a temporary ban); messages stay queued.",
+        "InstancePausedEventData",
+    ),
+    ("instance.resumed", "The instance's paused queue was resumed.", "InstanceResumedEventData"),
     ("chat.updated", "A chat changed: new message, read, archived, pinned or muted.", "ChatUpdatedEventData"),
     ("contact.updated", "A contact's name changed.", "ContactUpdatedEventData"),
     ("label.updated", "A label changed, or was applied or removed (business accounts).", "LabelUpdatedEventData"),

@@ -29,7 +29,7 @@ use utoipa::{Modify, OpenApi};
         catalog::Event, catalog::InstanceStateEventData, catalog::QrUpdatedEventData, catalog::ConnectedEventData,
         catalog::EmptyEventData, catalog::ReceiptEventData, catalog::ReceivedMessageEventData, catalog::MediaUpdatedEventData,
         catalog::ReactionEventData, catalog::ChatUpdatedEventData, catalog::ContactUpdatedEventData,
-        catalog::LabelUpdatedEventData, catalog::LabelEventLabel, catalog::ChannelUpdatedEventData, catalog::InstanceRiskEventData, catalog::AttendantRepliedEventData, catalog::AttendantTokens, catalog::AttendantHandoffEventData, catalog::AttendantFailedEventData, catalog::GroupUpdatedEventData, catalog::GroupParticipantsEventData,
+        catalog::LabelUpdatedEventData, catalog::LabelEventLabel, catalog::ChannelUpdatedEventData, catalog::InstanceRiskEventData, catalog::InstancePausedEventData, catalog::InstanceResumedEventData, catalog::AttendantRepliedEventData, catalog::AttendantTokens, catalog::AttendantHandoffEventData, catalog::AttendantFailedEventData, catalog::GroupUpdatedEventData, catalog::GroupParticipantsEventData,
         catalog::GroupMembershipEventData, catalog::CommunityGroupsEventData, catalog::CallRejectedEventData,
         catalog::WebhookDisabledEventData,
         crate::service::messages::MessageOut,

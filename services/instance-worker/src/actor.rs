@@ -64,6 +64,8 @@ pub struct PacingDefaults {
     pub jitter: f64,
     pub ramp: Duration,
     pub ramp_start: f64,
+    /// Adaptive pacing's factor by risk level (`risk_slowdown`).
+    pub risk_slowdown: f64,
 }
 
 /// How an actor ended.
@@ -223,7 +225,10 @@ impl Actor {
                         return self.stop().await;
                     }
                     Some(msg) = rpc.next() => self.rpc(&session, msg).await,
-                    Some(_) = wake.next() => {
+                    Some(msg) = wake.next() => {
+                        if msg.payload.as_ref() == shared::bus::RULES_CHANGED {
+                            self.queue.rules_changed();
+                        }
                         self.queue.wake_at = tokio::time::Instant::now();
                         Step::Continue
                     }

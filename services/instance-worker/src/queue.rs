@@ -44,6 +44,8 @@ pub struct Queue {
     defaults: PacingDefaults,
     rules_at: Option<Instant>,
     connected: bool,
+    /// A policy holds the queue (critical risk, a temporary ban): nothing is sent.
+    paused: bool,
     /// The head, already marked in flight, waiting for its send time.
     prepared: Option<MessageRow>,
     /// How long preparing takes (moving average), to start it that much ahead, twice over.
@@ -69,6 +71,7 @@ impl Queue {
             defaults: defaults.clone(),
             rules_at: None,
             connected: false,
+            paused: false,
             prepared: None,
             prepare_time: LEAD_MIN,
         }
@@ -92,6 +95,11 @@ impl Queue {
         self.pacer.disconnected();
     }
 
+    /// The instance's pacing or pause changed: read them again at the next look.
+    pub fn rules_changed(&mut self) {
+        self.rules_at = None;
+    }
+
     async fn refresh_rules(&mut self, held: &Held<'_>) {
         if self.rules_at.is_some_and(|t| t.elapsed() < RULES_TTL) {
             return;
@@ -102,9 +110,18 @@ impl Queue {
             (Some(start), Some(end), Ok(tz)) => Some(SendWindow { start, end, tz }),
             _ => None,
         };
+        // Adaptive pacing: slower as the ban risk rises (one rule with the API's record).
+        let level = p.risk_level.as_deref().and_then(shared::risk::parse_level);
+        let (interval, per_minute) = shared::risk::effective_pacing(
+            p.min_interval_ms.max(0) as u32,
+            p.max_per_minute.max(1) as u32,
+            level,
+            d.risk_slowdown,
+        );
+        self.paused = p.queue_paused_reason.is_some();
         self.pacer.set_rules(Rules {
-            min_interval: Duration::from_millis(p.min_interval_ms.max(0) as u64),
-            max_per_minute: p.max_per_minute.max(1) as u32,
+            min_interval: Duration::from_millis(u64::from(interval)),
+            max_per_minute: per_minute,
             jitter: d.jitter,
             grace_min: d.grace_min,
             grace_max: d.grace_max,
@@ -125,7 +142,8 @@ impl Queue {
         let meant = self.wake_at.min(now);
         self.wake_at = now + IDLE_POLL;
         let wall = Utc::now();
-        if !self.connected {
+        self.refresh_rules(held).await;
+        if !self.connected || self.paused {
             // Nothing goes out; only the head's expiry matters.
             // (A prepared head stays prepared: this actor started it.)
             let (head, ours) = match self.prepared.take() {
@@ -145,7 +163,6 @@ impl Queue {
             }
             return Step::Continue;
         }
-        self.refresh_rules(held).await;
         let Some(at) = self.pacer.next_at(now, wall) else { return Step::Continue };
         let m = match self.prepared.take() {
             Some(m) => m,

@@ -37,6 +37,18 @@ pub struct Faults {
     /// that are briefly unreachable.
     #[serde(default)]
     pub media_down: bool,
+    /// The network's spam rule on first contacts (sends to numbers that never wrote to
+    /// the account) within `first_contact_window_secs` (default 3600): from
+    /// `first_contact_cap` on they are refused as `rate_limited` (capping); past
+    /// `first_contact_ban` the account is temporarily banned for `ban_minutes` (default 60).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_contact_cap: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_contact_ban: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_contact_window_secs: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ban_minutes: Option<u64>,
 }
 
 /// One account on the network.
@@ -75,6 +87,8 @@ struct Phone {
     labels: labels::Labels,
     /// Accounts showing this phone that they are typing (until their next message).
     typing: HashSet<String>,
+    /// When this account's recent first contacts were made (the spam rule's window).
+    first_contacts: std::collections::VecDeque<DateTime<Utc>>,
 }
 
 #[derive(Debug)]

@@ -45,17 +45,18 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
 
     let max_bytes = config.events_stream_max_bytes;
     let relay = tokio::spawn(relay::run(pool.clone(), js.clone(), subjects.clone(), max_bytes, shutdown.clone()));
-    let fanout = tokio::spawn(fanout::run(pool.clone(), js, subjects, exec.clone(), shutdown.clone()));
+    let fanout = tokio::spawn(fanout::run(pool.clone(), js, subjects.clone(), exec.clone(), shutdown.clone()));
     let retry = tokio::spawn(retry::run(pool.clone(), exec.clone(), shutdown.clone()));
     let retention = tokio::spawn(retention::run(pool.clone(), config.media_retention_days, shutdown.clone()));
     let usage = tokio::spawn(usage::run(pool.clone(), config.usage_rollup_interval, shutdown.clone()));
-    let risk = tokio::spawn(risk::run(
-        pool.clone(),
-        config.risk_interval,
-        config.risk_thresholds(),
-        config.metrics_per_instance,
-        shutdown.clone(),
-    ));
+    let policy = risk::Policy {
+        nats: nats.clone(),
+        subjects,
+        thresholds: config.risk_thresholds(),
+        auto_pause: config.risk_auto_pause,
+        per_instance_metrics: config.metrics_per_instance,
+    };
+    let risk = tokio::spawn(risk::run(pool.clone(), config.risk_interval, policy, shutdown.clone()));
     shutdown.cancelled().await;
     let _ = tokio::join!(relay, fanout, retry, retention, usage, risk);
     // Attempts in flight get a short grace; what is left is handed back to other pods.

@@ -1,7 +1,8 @@
 //! Evaluates every paired instance's ban risk each `risk_interval_ms` (README, "Ban
 //! risk"): dispatchers claim due instances with `SKIP LOCKED`, so pods share the work;
 //! each evaluation is stored on the instance, and a change of level writes
-//! `instance.risk` in the same transaction. Metrics: the scores as a histogram across
+//! `instance.risk` in the same transaction; at a critical risk, or after a temporary ban,
+//! the queue is paused (`instance.paused`) until `POST {inst}/queue/resume`. Metrics: the scores as a histogram across
 //! instances (by instance only with `metrics_per_instance`), and level changes by level.
 
 use std::time::Duration;
@@ -12,26 +13,34 @@ use shared::risk::Thresholds;
 pub const SCORE: &str = "paceline_instance_risk_score";
 pub const SCORE_INSTANCE: &str = "paceline_instance_risk_score_by_instance";
 pub const CHANGES: &str = "paceline_instance_risk_changes_total";
+pub const PAUSES: &str = "paceline_instance_queue_pauses_total";
 const BATCH: i64 = 100;
 
 pub fn describe() {
     metrics::describe_histogram!(SCORE, "instances' ban-risk scores (0-100), one sample per evaluation");
     metrics::describe_gauge!(SCORE_INSTANCE, "each instance's ban-risk score (metrics_per_instance only)");
     metrics::describe_counter!(CHANGES, "instances whose ban-risk level moved, by the level reached");
+    metrics::describe_counter!(PAUSES, "queues paused by policy, by reason (risk_critical, temporary_ban)");
 }
 
-pub async fn run(
-    db: sqlx::PgPool,
-    every: Duration,
-    thresholds: Thresholds,
-    per_instance: bool,
-    shutdown: shared::Shutdown,
-) {
+/// What the loop does besides measuring.
+#[derive(Clone)]
+pub struct Policy {
+    /// Tells an instance's worker that its pacing or pause changed.
+    pub nats: async_nats::Client,
+    pub subjects: shared::bus::Subjects,
+    pub thresholds: Thresholds,
+    /// Pause queues at a critical risk or after a temporary ban.
+    pub auto_pause: bool,
+    pub per_instance_metrics: bool,
+}
+
+pub async fn run(db: sqlx::PgPool, every: Duration, policy: Policy, shutdown: shared::Shutdown) {
     describe();
     let tick = (every / 4).clamp(Duration::from_millis(100), Duration::from_secs(15));
     loop {
         while !shutdown.is_cancelled() {
-            match round(&db, every, &thresholds, per_instance).await {
+            match round(&db, every, &policy).await {
                 Ok(n) if n == BATCH as usize => continue,
                 Ok(_) => break,
                 Err(e) => {
@@ -47,20 +56,38 @@ pub async fn run(
     }
 }
 
-async fn round(db: &sqlx::PgPool, every: Duration, t: &Thresholds, per_instance: bool) -> Result<usize, sqlx::Error> {
+async fn round(db: &sqlx::PgPool, every: Duration, p: &Policy) -> Result<usize, sqlx::Error> {
     let due = shared::db::risk::claim_due(db, every, BATCH).await?;
     for id in &due {
         let signals = shared::db::risk::signals(db, id).await?;
-        let a = shared::risk::assess(&signals, t);
+        let a = shared::risk::assess(&signals, &p.thresholds);
         metrics::histogram!(SCORE).record(a.score);
-        if per_instance {
+        if p.per_instance_metrics {
             metrics::gauge!(SCORE_INSTANCE, "instance" => id.to_string()).set(a.score);
         }
         let reasons: Vec<&str> = a.contributions.iter().filter(|c| c.points > 0.0).take(3).map(|c| c.signal).collect();
         let event =
             json!({ "score": a.score, "level": a.level, "reasons": reasons, "recommendation": a.recommendation });
+        let mut changed = false;
         if shared::db::risk::record(db, id, a.score, a.level, event).await?.is_some() {
             metrics::counter!(CHANGES, "level" => a.level.as_str()).increment(1);
+            changed = true;
+        }
+        let critical = a.level == shared::risk::Level::Critical;
+        if p.auto_pause && (critical || signals.temp_bans_7d > 0) {
+            let event = json!({ "score": a.score, "level": a.level });
+            if let Some(reason) = shared::db::risk::auto_pause(db, id, critical, event).await? {
+                metrics::counter!(PAUSES, "reason" => reason.clone()).increment(1);
+                tracing::warn!(instance = %id, reason, "the instance's queue is paused");
+                changed = true;
+            }
+        }
+        if changed {
+            // The worker reads its pacing and pause at once (else within 5 s).
+            let rules = bytes::Bytes::from_static(shared::bus::RULES_CHANGED);
+            if let Err(e) = p.nats.publish(p.subjects.instance_queue(id), rules).await {
+                tracing::debug!(error = %e, "telling the worker failed");
+            }
         }
     }
     Ok(due.len())

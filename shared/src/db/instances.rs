@@ -85,6 +85,9 @@ pub struct InstanceRow {
     pub risk_score: Option<f32>,
     pub risk_level: Option<String>,
     pub risk_at: Option<DateTime<Utc>>,
+    /// Set while a policy holds the queue, and since when.
+    pub queue_paused_reason: Option<String>,
+    pub queue_paused_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -157,7 +160,7 @@ fn map_write(e: sqlx::Error) -> WriteError {
 
 const COLUMNS: &str = "id, name, state, tags, ip_allowlist, ip_allowlist_locked, min_interval_ms, max_per_minute, \
     unsafe_pacing, proxy_url, reject_call, msg_call, phone, account_type, owner_epoch, desired, network, state_reason, time_zone, send_window_start, send_window_end, \
-    risk_score, risk_level, risk_at, created_at, updated_at";
+    risk_score, risk_level, risk_at, queue_paused_reason, queue_paused_at, created_at, updated_at";
 
 /// The settable columns, bound by [`bind_fields`] as `$2` to `$15` (`$1` is the id).
 const FIELD_COLUMNS: &str =

@@ -147,3 +147,62 @@ pub async fn record(
     tx.commit().await?;
     Ok(moved.then_some(old))
 }
+
+/// Pauses the queue by policy, unless it is paused already: after a temporary ban the
+/// network gave since the last resume, or (when `critical`) at a critical risk, unless a
+/// resume came within the hour. Writes `instance.paused` with `event` (its `reason` added)
+/// in the same transaction; returns the reason when it paused.
+pub async fn auto_pause(
+    db: &sqlx::PgPool,
+    instance: &InstanceId,
+    critical: bool,
+    event: serde_json::Value,
+) -> Result<Option<String>, sqlx::Error> {
+    let mut tx = db.begin().await?;
+    let reason: Option<String> = sqlx::query_scalar(
+        "WITH i AS (SELECT id, queue_resumed_at FROM instances WHERE id = $1 AND queue_paused_reason IS NULL FOR UPDATE), \
+              ban AS (SELECT EXISTS (SELECT 1 FROM outbox o, i WHERE o.instance_id = $1 \
+                  AND o.created_at > now() - interval '7 days' \
+                  AND (o.type = 'instance.logged_out' \
+                       OR (o.type = 'instance.state' AND o.payload->'data'->>'reason' LIKE 'temporarily banned%')) \
+                  AND o.type <> 'instance.logged_out' \
+                  AND o.created_at > COALESCE(i.queue_resumed_at, '-infinity'::timestamptz)) AS b) \
+         UPDATE instances SET \
+             queue_paused_reason = CASE WHEN (SELECT b FROM ban) THEN 'temporary_ban' ELSE 'risk_critical' END, \
+             queue_paused_at = now() \
+         FROM i WHERE instances.id = i.id AND ((SELECT b FROM ban) \
+             OR ($2 AND (i.queue_resumed_at IS NULL OR i.queue_resumed_at < now() - interval '1 hour'))) \
+         RETURNING queue_paused_reason",
+    )
+    .bind(instance)
+    .bind(critical)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if let Some(r) = &reason {
+        let mut data = event;
+        data["reason"] = serde_json::Value::String(r.clone());
+        crate::db::outbox::insert(&mut *tx, instance, "instance.paused", data).await?;
+    }
+    tx.commit().await?;
+    Ok(reason)
+}
+
+/// Resumes a paused queue (holding off the next automatic pause for an hour), with its
+/// `instance.resumed` event; returns the reason it was paused for, or `None` when it was not.
+pub async fn resume(db: &sqlx::PgPool, instance: &InstanceId) -> Result<Option<String>, sqlx::Error> {
+    let mut tx = db.begin().await?;
+    let reason: Option<String> = sqlx::query_scalar(
+        "UPDATE instances i SET queue_paused_reason = NULL, queue_paused_at = NULL, queue_resumed_at = now() \
+         FROM (SELECT id, queue_paused_reason AS was FROM instances WHERE id = $1 FOR UPDATE) old \
+         WHERE i.id = old.id AND old.was IS NOT NULL RETURNING old.was",
+    )
+    .bind(instance)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if let Some(r) = &reason {
+        crate::db::outbox::insert(&mut *tx, instance, "instance.resumed", serde_json::json!({ "paused_for": r }))
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(reason)
+}

@@ -120,6 +120,7 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("POST", "/v1/instances/{id}/status", Owner),
     // Labels and the business profile.
     ("GET", "/v1/instances/{id}/risk", Read),
+    ("POST", "/v1/instances/{id}/queue/resume", Owner),
     ("GET", "/v1/instances/{id}/attendant", Owner),
     ("PUT", "/v1/instances/{id}/attendant", Owner),
     ("PATCH", "/v1/instances/{id}/attendant", Owner),

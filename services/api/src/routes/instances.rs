@@ -227,7 +227,9 @@ async fn get_one(
 ) -> Result<Json<InstanceOut>, ApiError> {
     let row = instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
     let depth = shared::db::messages::depth(&state.db, &id).await?;
-    Ok(Json(InstanceOut { queue_depth: Some(depth), ..InstanceOut::shown_to(row, principal.is_admin()) }))
+    let out = InstanceOut::shown_to(row, principal.is_admin());
+    let pacing = crate::service::instances::EffectivePacingOut::of(&out, state.config.risk_slowdown);
+    Ok(Json(InstanceOut { queue_depth: Some(depth), effective_pacing: Some(pacing), ..out }))
 }
 
 /// Edit an instance: rename, tags, IP restriction, pacing, settings. `proxy_url` and

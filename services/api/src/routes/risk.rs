@@ -1,6 +1,7 @@
 //! `{inst}/risk`: the instance's ban risk now, its score from 0 to 100 with each
 //! signal's value and contribution and a recommendation in words (README, "Ban risk").
 //! Computed on request from Postgres (`db::risk::signals`, `shared::risk::assess`).
+//! `{inst}/queue/resume` resumes a queue a policy paused.
 
 use axum::extract::State;
 use axum::Json;
@@ -18,7 +19,7 @@ use crate::extract::InstanceAccess;
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(get_risk))
+    OpenApiRouter::new().routes(routes!(get_risk)).routes(routes!(resume_queue))
 }
 
 /// An instance's ban risk.
@@ -64,4 +65,31 @@ async fn get_risk(
         thresholds,
         computed_at: Utc::now(),
     }))
+}
+
+/// Resume a queue a policy paused (critical risk, a temporary ban); the next automatic
+/// pause waits at least an hour (a new temporary ban pauses again at once).
+#[utoipa::path(post, path = "/v1/instances/{id}/queue/resume", tag = "instances",
+    params(("id" = InstanceId, Path, description = "instance id")),
+    responses(
+        (status = 204, description = "resumed: the queue sends again"),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+        (status = 409, description = "`conflict`: the queue is not paused", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn resume_queue(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+) -> Result<axum::http::StatusCode, ApiError> {
+    if shared::db::risk::resume(&state.db, &id).await?.is_none() {
+        return Err(ApiError::new(shared::ErrorCode::Conflict, "the queue is not paused"));
+    }
+    let rules = bytes::Bytes::from_static(shared::bus::RULES_CHANGED);
+    if let Err(e) = state.nats.publish(state.subjects.instance_queue(&id), rules).await {
+        // The worker reads the pause again within seconds anyway.
+        tracing::debug!(error = %e, "queue wake publish failed");
+    }
+    Ok(axum::http::StatusCode::NO_CONTENT)
 }

@@ -79,12 +79,45 @@ pub struct InstanceOut {
     /// The last ban-risk evaluation (README, "Ban risk"); absent until the first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub risk: Option<RiskBrief>,
+    /// Set while a policy holds the queue (critical risk, a temporary ban): nothing is
+    /// sent until `POST {inst}/queue/resume`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_paused: Option<QueuePausedOut>,
+    /// The pacing the queue runs at now: the instance's, slowed by its ban risk. Only on
+    /// `GET /v1/instances/{id}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effective_pacing: Option<EffectivePacingOut>,
     /// Messages accepted and not yet sent (queued or in flight). Only on
     /// `GET /v1/instances/{id}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue_depth: Option<i64>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+/// Why and since when a policy holds the queue.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct QueuePausedOut {
+    /// `risk_critical` or `temporary_ban`.
+    pub reason: String,
+    pub since: DateTime<Utc>,
+}
+
+/// The pacing in force (README, "Ban risk": adaptive pacing).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct EffectivePacingOut {
+    pub min_interval_ms: u32,
+    pub max_per_minute: u32,
+}
+
+impl EffectivePacingOut {
+    /// The instance's pacing at its risk level, with the deployment's slowdown.
+    pub fn of(r: &InstanceOut, slowdown: f64) -> EffectivePacingOut {
+        let level = r.risk.as_ref().and_then(|k| shared::risk::parse_level(&k.level));
+        let (min_interval_ms, max_per_minute) =
+            shared::risk::effective_pacing(r.min_interval_ms, r.max_per_minute, level, slowdown);
+        EffectivePacingOut { min_interval_ms, max_per_minute }
+    }
 }
 
 /// An instance's last ban-risk evaluation; `GET {inst}/risk` explains it.
@@ -136,6 +169,11 @@ impl From<InstanceRow> for InstanceOut {
                 }
                 _ => None,
             },
+            queue_paused: r
+                .queue_paused_reason
+                .zip(r.queue_paused_at)
+                .map(|(reason, since)| QueuePausedOut { reason, since }),
+            effective_pacing: None,
             queue_depth: None,
             created_at: r.created_at,
             updated_at: r.updated_at,

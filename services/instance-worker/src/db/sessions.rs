@@ -253,11 +253,16 @@ pub struct PacingRow {
     pub time_zone: String,
     pub send_window_start: Option<chrono::NaiveTime>,
     pub send_window_end: Option<chrono::NaiveTime>,
+    /// The last ban-risk level (adaptive pacing).
+    pub risk_level: Option<String>,
+    /// Set while a policy holds the queue.
+    pub queue_paused_reason: Option<String>,
 }
 
 pub async fn pacing(db: impl PgExecutor<'_>, id: &InstanceId) -> Result<Option<PacingRow>, sqlx::Error> {
     sqlx::query_as(
-        "SELECT min_interval_ms, max_per_minute, time_zone, send_window_start, send_window_end FROM instances WHERE id = $1",
+        "SELECT min_interval_ms, max_per_minute, time_zone, send_window_start, send_window_end, risk_level, \
+                queue_paused_reason FROM instances WHERE id = $1",
     )
     .bind(id)
     .fetch_optional(db)

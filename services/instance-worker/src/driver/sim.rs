@@ -272,6 +272,7 @@ impl SimSession {
             ServerEv::Reply { code, detail, .. } => {
                 let code = match code.as_deref() {
                     Some("invalid_number") => ErrorCode::InvalidNumber,
+                    Some("rate_limited") => ErrorCode::RateLimited,
                     Some("not_pairing") => ErrorCode::InstanceNotPairing,
                     Some("not_connected") => ErrorCode::InstanceNotConnected,
                     Some("validation_failed") => ErrorCode::ValidationFailed,

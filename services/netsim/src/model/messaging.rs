@@ -26,6 +26,42 @@ impl State {
     }
 }
 
+impl State {
+    /// The network's spam rule (`Faults::first_contact_*`): counts a send from `from` to
+    /// `to` when `to` never wrote to `from`; capped past the cap, and past the ban limit
+    /// the account is paused (its devices told why and closed).
+    #[allow(clippy::type_complexity)]
+    fn first_contact_rule(&mut self, from: &str, to: &str) -> Result<(), Box<dyn FnOnce(u64) -> ServerEv>> {
+        let (cap, ban) = (self.faults.first_contact_cap, self.faults.first_contact_ban);
+        if cap.is_none() && ban.is_none() {
+            return Ok(());
+        }
+        let Some(p) = self.phones.get_mut(from) else { return Ok(()) };
+        if p.inbox.iter().any(|m| m.from == to) {
+            return Ok(());
+        }
+        let now = Utc::now();
+        let window = chrono::Duration::seconds(self.faults.first_contact_window_secs.unwrap_or(3600) as i64);
+        while p.first_contacts.front().is_some_and(|t| *t < now - window) {
+            p.first_contacts.pop_front();
+        }
+        p.first_contacts.push_back(now);
+        let n = p.first_contacts.len() as u32;
+        if ban.is_some_and(|b| n > b) {
+            let until = now + chrono::Duration::minutes(self.faults.ban_minutes.unwrap_or(60) as i64);
+            p.paused_until = Some(until);
+            for c in self.online_conns(from) {
+                self.close(c, ServerEv::TempBanned { until });
+            }
+            return Err(Box::new(|req| ServerEv::err(req, "temporarily_banned", "the account is temporarily banned")));
+        }
+        if cap.is_some_and(|c| n > c) {
+            return Err(Box::new(|req| ServerEv::err(req, "rate_limited", "too many new contacts; try later")));
+        }
+        Ok(())
+    }
+}
+
 impl Net {
     /// The accounts typing to `number` now, in order.
     pub fn typing(&self, number: &str) -> Vec<String> {
@@ -140,6 +176,9 @@ impl Net {
         let rate = s.faults.error_rate;
         if rate > 0.0 && rand::thread_rng().gen_bool(rate) {
             return s.send_to(conn, ServerEv::err(req, "network_error", "injected fault"));
+        }
+        if let Err(refusal) = s.first_contact_rule(&number, &msg.to) {
+            return s.send_to(conn, refusal(req));
         }
         msg.from = number.clone();
         msg.timestamp = Utc::now();
