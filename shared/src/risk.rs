@@ -19,7 +19,7 @@ pub struct Signals {
     pub rate_limited_24h: i64,
     /// Sends in 24 h to chats that never wrote to this account before.
     pub first_contacts_24h: i64,
-    /// Chats messaged in 7 days, and those of them that answered afterwards.
+    /// Chats messaged in 7 days, and those of them that wrote to the account in that time.
     pub chats_messaged_7d: i64,
     pub chats_answered_7d: i64,
     /// Sends older than 30 minutes (within 24 h) never delivered, out of those sends.

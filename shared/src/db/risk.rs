@@ -40,7 +40,8 @@ pub async fn signals(db: &sqlx::PgPool, instance: &InstanceId) -> Result<Signals
     s.rate_limited_24h = limited;
     s.first_contacts_24h = first;
     s.daily_sends_before = before as f64 / 6.0;
-    // Chats messaged in 7 days and whether they answered after our first send; sends
+    // Chats messaged in 7 days and whether they wrote in that time (a conversation, who
+    // ever began it); sends
     // older than 30 minutes still not delivered.
     let (messaged, answered, undelivered, deliverable): (i64, i64, i64, i64) = sqlx::query_as(
         "WITH sent AS ( \
@@ -51,7 +52,7 @@ pub async fn signals(db: &sqlx::PgPool, instance: &InstanceId) -> Result<Signals
                AND ts > now() - interval '24 hours' AND ts <= now() - interval '30 minutes') \
          SELECT (SELECT count(*) FROM sent), \
                 (SELECT count(*) FROM sent WHERE EXISTS (SELECT 1 FROM log_messages l WHERE l.instance_id = $1 \
-                     AND l.chat_jid = sent.chat_jid AND NOT l.from_me AND l.ts > sent.first)), \
+                     AND l.chat_jid = sent.chat_jid AND NOT l.from_me AND l.ts > now() - interval '7 days')), \
                 (SELECT count(*) FROM late WHERE status = 'sent'), \
                 (SELECT count(*) FROM late)",
     )

@@ -80,6 +80,8 @@ async fn a_conversation_stays_low_and_a_spam_burst_raises_the_risk() {
     assert_eq!(r["level"], "low", "{r}");
     assert_eq!(r["signals"]["sends_24h"], 12);
     assert_eq!(r["signals"]["first_contacts_24h"], 0);
+    assert_eq!(r["signals"]["chats_answered_7d"], 12, "people who wrote first are conversations");
+    assert_eq!(r["score"], 0.0, "{r}");
     assert_eq!(r["recommendation"], "Risk is low.");
 
     // A blast: one text to strangers, half of them without an account.
