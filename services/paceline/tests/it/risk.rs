@@ -146,6 +146,16 @@ async fn a_conversation_stays_low_and_a_spam_burst_raises_the_risk() {
 const PACED: &str = "5511944440003";
 const RECKLESS: &str = "5511944440004";
 
+/// The record's `queue_paused`, once a policy pauses the queue (within 30 s).
+async fn queue_paused(c: &Cluster, id: &str) -> Option<Value> {
+    let admin = c.api.admin();
+    wait_for(Duration::from_secs(30), || async {
+        let i = admin.get(&format!("/v1/instances/{id}")).await.expect(200);
+        i.get("queue_paused").filter(|p| !p.is_null()).cloned()
+    })
+    .await
+}
+
 /// Counts of the instance's messages by status.
 async fn statuses(pool: &sqlx::PgPool, id: &str) -> std::collections::HashMap<String, i64> {
     let rows: Vec<(String, i64)> =
@@ -195,12 +205,7 @@ async fn a_critical_risk_pauses_the_queue_before_the_networks_ban_and_resume_los
         let m = json!({ "to": to, "type": "text", "text": format!("Deal #{i} for you") });
         own.post(&format!("/v1/instances/{id}/messages"), &m).await.expect(202);
     }
-    let paused = wait_for(Duration::from_secs(30), || async {
-        let i = admin.get(&format!("/v1/instances/{id}")).await.expect(200);
-        i.get("queue_paused").filter(|p| !p.is_null()).cloned()
-    })
-    .await
-    .expect("the queue pauses");
+    let paused = queue_paused(&c, &id).await.expect("the queue pauses");
     assert_eq!(paused["reason"], "risk_critical");
     let event: Value =
         sqlx::query_scalar("SELECT payload->'data' FROM outbox WHERE instance_id = $1 AND type = 'instance.paused'")
@@ -279,12 +284,7 @@ async fn a_critical_risk_pauses_the_queue_before_the_networks_ban_and_resume_los
         let m = json!({ "to": n, "type": "text", "text": "hello stranger" });
         admin.post(&format!("/v1/instances/{rid}/messages"), &m).await.expect(202);
     }
-    let paused = wait_for(Duration::from_secs(30), || async {
-        let i = admin.get(&format!("/v1/instances/{rid}")).await.expect(200);
-        i.get("queue_paused").filter(|p| !p.is_null()).cloned()
-    })
-    .await
-    .expect("the ban pauses the queue");
+    let paused = queue_paused(&c, &rid).await.expect("the ban pauses the queue");
     assert_eq!(paused["reason"], "temporary_ban");
     let r = admin.get(&format!("/v1/instances/{rid}/risk")).await.expect(200);
     assert_eq!(r["signals"]["temp_bans_7d"], 1, "{r}");
