@@ -466,31 +466,21 @@ pub async fn network_id(
         .await
 }
 
-/// Whether the message with network id `wa_id` was sent through the queue (an echo of
-/// our own send, not something typed on the phone).
-pub async fn sent_through_queue(
+/// Where the account's own message with network id `wa_id` came from (`queue`: sent
+/// through the API; `live` or `history`: typed on its phone), or `None` when the account
+/// did not send it.
+pub async fn own_message_source(
     db: impl PgExecutor<'_>,
     instance: &InstanceId,
     wa_id: &str,
-) -> Result<bool, sqlx::Error> {
+) -> Result<Option<String>, sqlx::Error> {
     sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM log_messages WHERE instance_id = $1 AND wa_message_id = $2 AND source = 'queue')",
+        "SELECT source FROM log_messages WHERE instance_id = $1 AND wa_message_id = $2 AND from_me \
+         ORDER BY source = 'queue' DESC LIMIT 1",
     )
     .bind(instance)
     .bind(wa_id)
-    .fetch_one(db)
-    .await
-}
-
-/// Whether the account sent the message with network id `wa_id` (through the queue or
-/// from its phone).
-pub async fn sent_by_account(db: impl PgExecutor<'_>, instance: &InstanceId, wa_id: &str) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM log_messages WHERE instance_id = $1 AND wa_message_id = $2 AND from_me)",
-    )
-    .bind(instance)
-    .bind(wa_id)
-    .fetch_one(db)
+    .fetch_optional(db)
     .await
 }
 

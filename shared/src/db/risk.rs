@@ -3,8 +3,6 @@
 //! what was delivered) and the outbox (temporary bans and logouts, kept 7 days). No
 //! process memory: any pod computes the same signals.
 
-use sqlx::PgExecutor;
-
 use crate::ids::InstanceId;
 use crate::risk::Signals;
 
@@ -88,11 +86,6 @@ pub async fn signals(db: &sqlx::PgPool, instance: &InstanceId) -> Result<Signals
     s.temp_bans_7d = bans;
     s.logouts_7d = logouts;
     Ok(s)
-}
-
-/// Whether the instance exists (the risk route's 404).
-pub async fn exists(db: impl PgExecutor<'_>, instance: &InstanceId) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM instances WHERE id = $1)").bind(instance).fetch_one(db).await
 }
 
 /// Claims up to `limit` paired instances whose last evaluation is older than `every`

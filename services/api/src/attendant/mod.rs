@@ -380,13 +380,13 @@ impl Attendant {
         let own = inst.phone.as_deref().map(|p| shared::jid::number_of(p).trim_start_matches('+'));
         // In a group, a reply to one of the account's messages calls for an answer.
         let replied_to_own = match decide::reply_to(m) {
-            Some(q) if m.chat_jid.ends_with("@g.us") => log::sent_by_account(&state.db, id, q).await?,
+            Some(q) if m.chat_jid.ends_with("@g.us") => log::own_message_source(&state.db, id, q).await?.is_some(),
             _ => false,
         };
         match decide::decide(c, own, replied_to_own, m) {
             Decision::Ignore(why) => return self.skipped(id, m, why),
             Decision::HumanReply => {
-                if log::sent_through_queue(&state.db, id, wa_id).await? {
+                if log::own_message_source(&state.db, id, wa_id).await?.as_deref() == Some("queue") {
                     return self.skipped(id, m, "own_send");
                 }
                 return self.handoff(id, c, m, "human_reply").await;

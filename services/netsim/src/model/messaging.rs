@@ -30,8 +30,7 @@ impl State {
     /// The network's spam rule (`Faults::first_contact_*`): counts a send from `from` to
     /// `to` when `to` never wrote to `from`; capped past the cap, and past the ban limit
     /// the account is paused (its devices told why and closed).
-    #[allow(clippy::type_complexity)]
-    fn first_contact_rule(&mut self, from: &str, to: &str) -> Result<(), Box<dyn FnOnce(u64) -> ServerEv>> {
+    fn first_contact_rule(&mut self, from: &str, to: &str) -> Result<(), (&'static str, &'static str)> {
         let (cap, ban) = (self.faults.first_contact_cap, self.faults.first_contact_ban);
         if cap.is_none() && ban.is_none() {
             return Ok(());
@@ -53,10 +52,10 @@ impl State {
             for c in self.online_conns(from) {
                 self.close(c, ServerEv::TempBanned { until });
             }
-            return Err(Box::new(|req| ServerEv::err(req, "temporarily_banned", "the account is temporarily banned")));
+            return Err(("temporarily_banned", "the account is temporarily banned"));
         }
         if cap.is_some_and(|c| n > c) {
-            return Err(Box::new(|req| ServerEv::err(req, "rate_limited", "too many new contacts; try later")));
+            return Err(("rate_limited", "too many new contacts; try later"));
         }
         Ok(())
     }
@@ -177,8 +176,8 @@ impl Net {
         if rate > 0.0 && rand::thread_rng().gen_bool(rate) {
             return s.send_to(conn, ServerEv::err(req, "network_error", "injected fault"));
         }
-        if let Err(refusal) = s.first_contact_rule(&number, &msg.to) {
-            return s.send_to(conn, refusal(req));
+        if let Err((code, detail)) = s.first_contact_rule(&number, &msg.to) {
+            return s.send_to(conn, ServerEv::err(req, code, detail));
         }
         msg.from = number.clone();
         msg.timestamp = Utc::now();
