@@ -3,13 +3,13 @@
 # loadtest/ban-risk.sh [ban_threshold] [sends]
 #
 # Ban risk against netsim's spam rule: runs the local cluster (release build, warn logs)
-# twice, with the adaptive policies (risk_slowdown 2, risk_auto_pause) and without them
-# (slowdown 1, no pause), each time pairing a spam-like instance (one text to strangers,
-# half of them numbers without an account) and a conversational one (answers people who
+# twice, with the adaptive policies (risk_slowdown 2, first contacts held at high,
+# risk_auto_pause) and without them (slowdown 1, no hold, no pause), each time pairing a
+# spam-like instance (one text to strangers, half of them numbers without an account) and a conversational one (answers people who
 # wrote first), `sends` (default 160) queued on each at one every 250 ms, with netsim
 # banning an account past `ban_threshold` (default 40) first contacts an hour. Risk is
 # evaluated every second. Reports per workload the sends that went out, whether netsim
-# banned it (and after how many), and whether the gateway paused it first.
+# banned it (and after how many), and whether the gateway held or paused it first.
 # Orchestration: loadtest/ban_risk.py (Python stdlib).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -21,9 +21,9 @@ export PACELINE_PACING_RAMP_MS=0 PACELINE_PACING_GRACE_MIN_MS=0 PACELINE_PACING_
 for MODE in adaptive off; do
     export MODE
     if [[ $MODE == off ]]; then
-        export PACELINE_RISK_SLOWDOWN=1 PACELINE_RISK_AUTO_PAUSE=false
+        export PACELINE_RISK_SLOWDOWN=1 PACELINE_RISK_AUTO_PAUSE=false PACELINE_RISK_HOLD_FIRST_CONTACTS=false
     else
-        export PACELINE_RISK_SLOWDOWN=2 PACELINE_RISK_AUTO_PAUSE=true
+        export PACELINE_RISK_SLOWDOWN=2 PACELINE_RISK_AUTO_PAUSE=true PACELINE_RISK_HOLD_FIRST_CONTACTS=true
     fi
     (
         # shellcheck source=loadtest/lib.sh

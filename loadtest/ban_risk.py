@@ -41,7 +41,8 @@ def state(inst):
     i = call("GET", f"{API}/v1/instances/{inst}", None, ADMIN)
     sent = call("GET", f"{API}/v1/instances/{inst}/usage", None, ADMIN)["totals"]["messages_sent"]
     banned = "temporarily banned" in (i.get("state_reason") or "")
-    return sent, banned, i.get("queue_paused"), i.get("risk") or {}
+    held = (i.get("effective_pacing") or {}).get("first_contacts_held", False)
+    return sent, banned, i.get("queue_paused"), i.get("risk") or {}, held
 
 
 def main():
@@ -67,9 +68,11 @@ def main():
     outcome = {}
     while time.time() - start < LIMIT_S:
         for name, inst in (("spam", spam), ("conversational", talk)):
-            sent, banned, paused, risk = state(inst)
+            sent, banned, paused, risk, held = state(inst)
             o = outcome.setdefault(name, {})
             o.update(sent=sent, risk=risk.get("score"), level=risk.get("level"))
+            if held and "held_after" not in o:
+                o["held_after"] = sent
             if banned and "banned_after" not in o:
                 o["banned_after"] = sent
             if paused and "paused_after" not in o:
@@ -84,7 +87,8 @@ def main():
         o = outcome[name]
         ban = f"banned after {o['banned_after']} sends" if "banned_after" in o else "not banned"
         pause = f"paused ({o['paused_for']}) after {o['paused_after']} sends" if "paused_after" in o else "not paused"
-        print(f"  {name:15s} sent {o['sent']:4d}; {ban}; {pause}; risk {o['risk']} ({o['level']})")
+        hold = f"first contacts held from {o['held_after']} sends" if "held_after" in o else "never held"
+        print(f"  {name:15s} sent {o['sent']:4d}; {ban}; {hold}; {pause}; risk {o['risk']} ({o['level']})")
 
 
 if __name__ == "__main__":

@@ -133,6 +133,9 @@ pub struct Config {
     /// Pause an instance's queue when its risk is critical or the network paused it.
     #[serde(deserialize_with = "de::flexible_bool")]
     pub risk_auto_pause: bool,
+    /// At a high risk (or above), hold sends to chats that never wrote to the account.
+    #[serde(deserialize_with = "de::flexible_bool")]
+    pub risk_hold_first_contacts: bool,
     /// Apply migrations at start-up (under an advisory lock).
     #[serde(deserialize_with = "de::flexible_bool")]
     pub migrate_on_start: bool,
@@ -299,6 +302,7 @@ impl Default for Config {
             risk_critical: 75.0,
             risk_slowdown: 2.0,
             risk_auto_pause: true,
+            risk_hold_first_contacts: true,
             migrate_on_start: true,
             lease_ttl: Duration::from_millis(6_000),
             worker_scan: Duration::from_millis(1_000),
@@ -352,9 +356,18 @@ pub enum ConfigError {
 }
 
 impl Config {
-    /// The deployment's ban-risk levels.
-    pub fn risk_thresholds(&self) -> crate::risk::Thresholds {
-        crate::risk::Thresholds { elevated: self.risk_elevated, high: self.risk_high, critical: self.risk_critical }
+    /// The deployment's ban-risk policies (an instance's `risk_policy` overrides them).
+    pub fn risk_policy(&self) -> crate::risk::Policy {
+        crate::risk::Policy {
+            thresholds: crate::risk::Thresholds {
+                elevated: self.risk_elevated,
+                high: self.risk_high,
+                critical: self.risk_critical,
+            },
+            slowdown: self.risk_slowdown,
+            auto_pause: self.risk_auto_pause,
+            hold_first_contacts: self.risk_hold_first_contacts,
+        }
     }
 
     /// Loads defaults, then `file` (or `PACELINE_CONFIG`) if given, then the environment.

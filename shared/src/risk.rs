@@ -218,6 +218,103 @@ pub fn effective_pacing(min_interval_ms: u32, max_per_minute: u32, level: Option
     (interval, per_minute)
 }
 
+/// The policies a deployment gives every instance (config `risk_*`), and what an
+/// instance's own `risk_policy` overrides.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Policy {
+    /// The lowest score of each level above `low`.
+    pub thresholds: Thresholds,
+    /// Adaptive pacing's factor at `elevated` (squared at `high` and `critical`); 1 turns
+    /// adaptive pacing off.
+    pub slowdown: f64,
+    /// Pause the queue at a critical risk or after a temporary ban.
+    pub auto_pause: bool,
+    /// At `high` and above, hold sends to chats that never wrote to the account; replies
+    /// to chats that wrote in still go.
+    pub hold_first_contacts: bool,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy { thresholds: Thresholds::default(), slowdown: 2.0, auto_pause: true, hold_first_contacts: true }
+    }
+}
+
+/// An instance's own policies (`risk_policy` on the instance): each field present
+/// replaces the deployment's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PolicyOverrides {
+    /// The score (above 0, at most 100) from which the level is `elevated`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 100))]
+    pub elevated: Option<f64>,
+    /// The score from which the level is `high` (above `elevated`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 100))]
+    pub high: Option<f64>,
+    /// The score from which the level is `critical` (above `high`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 100))]
+    pub critical: Option<f64>,
+    /// Adaptive pacing's factor, 1-10.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 10))]
+    pub slowdown: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_pause: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_first_contacts: Option<bool>,
+}
+
+impl Policy {
+    /// This policy with an instance's overrides applied.
+    pub fn with(&self, o: Option<&PolicyOverrides>) -> Policy {
+        let Some(o) = o else { return *self };
+        Policy {
+            thresholds: Thresholds {
+                elevated: o.elevated.unwrap_or(self.thresholds.elevated),
+                high: o.high.unwrap_or(self.thresholds.high),
+                critical: o.critical.unwrap_or(self.thresholds.critical),
+            },
+            slowdown: o.slowdown.unwrap_or(self.slowdown),
+            auto_pause: o.auto_pause.unwrap_or(self.auto_pause),
+            hold_first_contacts: o.hold_first_contacts.unwrap_or(self.hold_first_contacts),
+        }
+    }
+
+    /// Why the policy cannot hold, naming the fields (none when it can).
+    pub fn invalid(&self) -> Option<&'static str> {
+        let t = &self.thresholds;
+        if !(0.0 < t.elevated && t.elevated < t.high && t.high < t.critical && t.critical <= 100.0) {
+            return Some("elevated < high < critical must hold, above 0 and at most 100");
+        }
+        if !(1.0..=10.0).contains(&self.slowdown) {
+            return Some("slowdown must be between 1 and 10");
+        }
+        None
+    }
+
+    /// Whether `other` protects less than this policy in any way: a higher threshold, a
+    /// smaller slowdown, or a policy turned off.
+    pub fn looser(&self, other: &Policy) -> bool {
+        let (a, b) = (&self.thresholds, &other.thresholds);
+        b.elevated > a.elevated
+            || b.high > a.high
+            || b.critical > a.critical
+            || other.slowdown < self.slowdown
+            || (self.auto_pause && !other.auto_pause)
+            || (self.hold_first_contacts && !other.hold_first_contacts)
+    }
+
+    /// Whether first-contact sends wait at `level`.
+    pub fn holds_first_contacts(&self, level: Option<Level>) -> bool {
+        self.hold_first_contacts && level.is_some_and(|l| l >= Level::High)
+    }
+}
+
 /// A stored level.
 pub fn parse_level(s: &str) -> Option<Level> {
     match s {
@@ -350,5 +447,41 @@ mod tests {
         let strict = Thresholds { elevated: 5.0, high: 10.0, critical: 40.0 };
         assert_eq!(assess(&banned, &strict).level, Level::Critical, "thresholds are the deployment's");
         assert_eq!(level(0.0, &Thresholds::default()), Level::Low);
+    }
+
+    #[test]
+    fn an_instance_overrides_the_deployment_field_by_field() {
+        let deployment = Policy::default();
+        assert_eq!(deployment.with(None), deployment);
+        let o = PolicyOverrides { critical: Some(60.0), auto_pause: Some(false), ..PolicyOverrides::default() };
+        let p = deployment.with(Some(&o));
+        assert_eq!(p.thresholds, Thresholds { elevated: 25.0, high: 50.0, critical: 60.0 });
+        assert!(!p.auto_pause && p.hold_first_contacts && p.slowdown == 2.0);
+        assert_eq!(p.invalid(), None);
+        assert!(deployment.looser(&p), "auto_pause off is looser");
+        let stricter = deployment.with(Some(&PolicyOverrides {
+            elevated: Some(10.0),
+            slowdown: Some(3.0),
+            ..PolicyOverrides::default()
+        }));
+        assert!(!deployment.looser(&stricter));
+        let raised = deployment.with(Some(&PolicyOverrides { high: Some(70.0), ..PolicyOverrides::default() }));
+        assert!(deployment.looser(&raised), "a higher threshold is looser");
+        let crossed = deployment.with(Some(&PolicyOverrides { high: Some(80.0), ..PolicyOverrides::default() }));
+        assert!(crossed.invalid().is_some(), "high above critical");
+        let slow = deployment.with(Some(&PolicyOverrides { slowdown: Some(11.0), ..PolicyOverrides::default() }));
+        assert!(slow.invalid().is_some());
+        assert!(serde_json::from_str::<PolicyOverrides>(r#"{"critcal": 60}"#).is_err(), "unknown fields refused");
+    }
+
+    #[test]
+    fn first_contacts_wait_from_high_when_the_policy_says() {
+        let p = Policy::default();
+        assert!(!p.holds_first_contacts(None));
+        assert!(!p.holds_first_contacts(Some(Level::Elevated)));
+        assert!(p.holds_first_contacts(Some(Level::High)));
+        assert!(p.holds_first_contacts(Some(Level::Critical)));
+        let off = Policy { hold_first_contacts: false, ..p };
+        assert!(!off.holds_first_contacts(Some(Level::High)));
     }
 }

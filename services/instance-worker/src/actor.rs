@@ -64,8 +64,9 @@ pub struct PacingDefaults {
     pub jitter: f64,
     pub ramp: Duration,
     pub ramp_start: f64,
-    /// Adaptive pacing's factor by risk level (`risk_slowdown`).
-    pub risk_slowdown: f64,
+    /// The deployment's ban-risk policies (adaptive pacing, holding first contacts); an
+    /// instance's `risk_policy` overrides them.
+    pub risk: shared::risk::Policy,
 }
 
 /// How an actor ended.
@@ -401,6 +402,8 @@ impl Actor {
                 fenced(shared::db::outbox::insert_fenced(&self.ctx.db, &self.id, self.epoch, event, data).await)
             }
             DriverEvent::Message { message } => {
+                // A chat that writes in may free its held first-contact sends.
+                self.queue.wrote_in();
                 self.media_retry.receive(&held!(self), session, vec![message], Source::Live).await
             }
             DriverEvent::History { messages } => {

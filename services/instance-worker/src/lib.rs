@@ -114,7 +114,7 @@ pub async fn run_with(config: Config, drivers: Drivers, shutdown: Shutdown) -> a
             jitter: config.pacing_jitter,
             ramp: config.pacing_ramp,
             ramp_start: config.pacing_ramp_start,
-            risk_slowdown: config.risk_slowdown,
+            risk: config.risk_policy(),
         },
         retry_base: config.queue_retry_base,
         media,

@@ -32,6 +32,9 @@ const RETRY_CAP: Duration = Duration::from_secs(30);
 /// marked in flight), so the database's latency is not added to the paced gap.
 const LEAD_MIN: Duration = Duration::from_millis(20);
 const LEAD_MAX: Duration = Duration::from_secs(1);
+/// How often a queue whose messages all wait (first contacts held at a high risk) looks
+/// again: to find an expired one, or a chat that wrote in meanwhile.
+const HOLD_POLL: Duration = Duration::from_secs(30);
 /// A queue known to hold messages is not read again before preparing, when preparing is
 /// at most this far off (a head's expiry may then be noticed up to this late).
 const BLIND: Duration = Duration::from_secs(5);
@@ -46,6 +49,8 @@ pub struct Queue {
     connected: bool,
     /// A policy holds the queue (critical risk, a temporary ban): nothing is sent.
     paused: bool,
+    /// First-contact sends wait (a high risk): the head skips them (`messages::head`).
+    hold: bool,
     /// The head, already marked in flight, waiting for its send time.
     prepared: Option<MessageRow>,
     /// How long preparing takes (moving average), to start it that much ahead, twice over.
@@ -72,6 +77,7 @@ impl Queue {
             rules_at: None,
             connected: false,
             paused: false,
+            hold: false,
             prepared: None,
             prepare_time: LEAD_MIN,
         }
@@ -95,6 +101,14 @@ impl Queue {
         self.pacer.disconnected();
     }
 
+    /// A message came in: while first contacts are held, its chat's may go now.
+    pub fn wrote_in(&mut self) {
+        if self.hold {
+            self.idle = false;
+            self.wake_at = self.wake_at.min(Instant::now() + Duration::from_millis(50));
+        }
+    }
+
     /// The instance's pacing or pause changed: read them again at the next look.
     pub fn rules_changed(&mut self) {
         self.rules_at = None;
@@ -110,15 +124,26 @@ impl Queue {
             (Some(start), Some(end), Ok(tz)) => Some(SendWindow { start, end, tz }),
             _ => None,
         };
-        // Adaptive pacing: slower as the ban risk rises (one rule with the API's record).
+        // Adaptive pacing: slower as the ban risk rises, and first contacts held when
+        // high (one rule with the API's record).
+        let policy = d.risk.with(p.risk_policy.as_ref().map(|o| &o.0));
         let level = p.risk_level.as_deref().and_then(shared::risk::parse_level);
         let (interval, per_minute) = shared::risk::effective_pacing(
             p.min_interval_ms.max(0) as u32,
             p.max_per_minute.max(1) as u32,
             level,
-            d.risk_slowdown,
+            policy.slowdown,
         );
         self.paused = p.queue_paused_reason.is_some();
+        let hold = policy.holds_first_contacts(level);
+        if hold != self.hold {
+            tracing::info!(hold, "first-contact sends held or released by the ban-risk policy");
+            self.hold = hold;
+            if !hold {
+                // Held messages may go now.
+                self.idle = false;
+            }
+        }
         self.pacer.set_rules(Rules {
             min_interval: Duration::from_millis(u64::from(interval)),
             max_per_minute: per_minute,
@@ -186,7 +211,7 @@ impl Queue {
                     self.wake_at = prepare_at.min(now + (head.expires_at - wall).to_std().unwrap_or_default());
                     return Step::Continue;
                 }
-                match messages::start_head(&held.ctx.db, held.id, held.epoch).await {
+                match messages::start_head(&held.ctx.db, held.id, held.epoch, self.hold).await {
                     Ok(Some(m)) => {
                         self.idle = false;
                         self.prepare_time = (self.prepare_time * 3 + now.elapsed()) / 4;
@@ -237,7 +262,13 @@ impl Queue {
 
     /// The queue's head (and whether the queue is idle).
     async fn read_head(&mut self, held: &Held<'_>) -> Result<Option<MessageRow>, Step> {
-        match messages::head(&held.ctx.db, held.id).await {
+        match messages::head(&held.ctx.db, held.id, self.hold).await {
+            Ok(None) if self.hold => {
+                // Everything left waits for the hold: look again now and then.
+                self.idle = false;
+                self.wake_at = self.wake_at.min(Instant::now() + HOLD_POLL);
+                Ok(None)
+            }
             Ok(h) => {
                 self.idle = h.is_none();
                 Ok(h)

@@ -52,8 +52,7 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let policy = risk::Policy {
         nats: nats.clone(),
         subjects,
-        thresholds: config.risk_thresholds(),
-        auto_pause: config.risk_auto_pause,
+        deployment: config.risk_policy(),
         per_instance_metrics: config.metrics_per_instance,
     };
     let risk = tokio::spawn(risk::run(pool.clone(), config.risk_interval, policy, shutdown.clone()));

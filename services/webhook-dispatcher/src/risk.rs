@@ -8,7 +8,6 @@
 use std::time::Duration;
 
 use serde_json::json;
-use shared::risk::Thresholds;
 
 pub const SCORE: &str = "paceline_instance_risk_score";
 pub const SCORE_INSTANCE: &str = "paceline_instance_risk_score_by_instance";
@@ -29,9 +28,8 @@ pub struct Policy {
     /// Tells an instance's worker that its pacing or pause changed.
     pub nats: async_nats::Client,
     pub subjects: shared::bus::Subjects,
-    pub thresholds: Thresholds,
-    /// Pause queues at a critical risk or after a temporary ban.
-    pub auto_pause: bool,
+    /// The deployment's policies (each instance's `risk_policy` overrides them).
+    pub deployment: shared::risk::Policy,
     pub per_instance_metrics: bool,
 }
 
@@ -58,9 +56,10 @@ pub async fn run(db: sqlx::PgPool, every: Duration, policy: Policy, shutdown: sh
 
 async fn round(db: &sqlx::PgPool, every: Duration, p: &Policy) -> Result<usize, sqlx::Error> {
     let due = shared::db::risk::claim_due(db, every, BATCH).await?;
-    for id in &due {
+    for (id, own) in &due {
+        let policy = p.deployment.with(own.as_ref().map(|o| &o.0));
         let signals = shared::db::risk::signals(db, id).await?;
-        let a = shared::risk::assess(&signals, &p.thresholds);
+        let a = shared::risk::assess(&signals, &policy.thresholds);
         metrics::histogram!(SCORE).record(a.score);
         if p.per_instance_metrics {
             metrics::gauge!(SCORE_INSTANCE, "instance" => id.to_string()).set(a.score);
@@ -74,7 +73,7 @@ async fn round(db: &sqlx::PgPool, every: Duration, p: &Policy) -> Result<usize, 
             changed = true;
         }
         let critical = a.level == shared::risk::Level::Critical;
-        if p.auto_pause && (critical || signals.temp_bans_7d > 0) {
+        if policy.auto_pause && (critical || signals.temp_bans_7d > 0) {
             let event = json!({ "score": a.score, "level": a.level });
             if let Some(reason) = shared::db::risk::auto_pause(db, id, critical, event).await? {
                 metrics::counter!(PAUSES, "reason" => reason.clone()).increment(1);

@@ -88,6 +88,8 @@ pub struct InstanceRow {
     /// Set while a policy holds the queue, and since when.
     pub queue_paused_reason: Option<String>,
     pub queue_paused_at: Option<DateTime<Utc>>,
+    /// The instance's own ban-risk policies (none: the deployment's).
+    pub risk_policy: Option<sqlx::types::Json<crate::risk::PolicyOverrides>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -119,6 +121,8 @@ pub struct InstanceFields {
     pub send_window: Option<(chrono::NaiveTime, chrono::NaiveTime)>,
     /// `sim` or `whatsapp`; `None` follows the deployment's `network`.
     pub network: Option<String>,
+    /// The instance's own ban-risk policies; `None` follows the deployment's.
+    pub risk_policy: Option<crate::risk::PolicyOverrides>,
 }
 
 impl From<&InstanceRow> for InstanceFields {
@@ -137,6 +141,7 @@ impl From<&InstanceRow> for InstanceFields {
             time_zone: r.time_zone.clone(),
             send_window: r.send_window_start.zip(r.send_window_end),
             network: r.network.clone(),
+            risk_policy: r.risk_policy.as_ref().map(|p| p.0.clone()),
         }
     }
 }
@@ -160,12 +165,12 @@ fn map_write(e: sqlx::Error) -> WriteError {
 
 const COLUMNS: &str = "id, name, state, tags, ip_allowlist, ip_allowlist_locked, min_interval_ms, max_per_minute, \
     unsafe_pacing, proxy_url, reject_call, msg_call, phone, account_type, owner_epoch, desired, network, state_reason, time_zone, send_window_start, send_window_end, \
-    risk_score, risk_level, risk_at, queue_paused_reason, queue_paused_at, created_at, updated_at";
+    risk_score, risk_level, risk_at, queue_paused_reason, queue_paused_at, risk_policy, created_at, updated_at";
 
-/// The settable columns, bound by [`bind_fields`] as `$2` to `$15` (`$1` is the id).
+/// The settable columns, bound by [`bind_fields`] as `$2` to `$16` (`$1` is the id).
 const FIELD_COLUMNS: &str =
     "name, tags, ip_allowlist, ip_allowlist_locked, min_interval_ms, max_per_minute, unsafe_pacing, proxy_url, \
-    reject_call, msg_call, time_zone, send_window_start, send_window_end, network";
+    reject_call, msg_call, time_zone, send_window_start, send_window_end, network, risk_policy";
 
 type RowQuery<'q> = sqlx::query::QueryAs<'q, sqlx::Postgres, InstanceRow, sqlx::postgres::PgArguments>;
 
@@ -185,6 +190,7 @@ fn bind_fields<'q>(q: RowQuery<'q>, f: &'q InstanceFields) -> RowQuery<'q> {
         .bind(f.send_window.map(|w| w.0))
         .bind(f.send_window.map(|w| w.1))
         .bind(&f.network)
+        .bind(f.risk_policy.as_ref().map(sqlx::types::Json))
 }
 
 pub async fn insert(
@@ -195,7 +201,7 @@ pub async fn insert(
 ) -> Result<InstanceRow, WriteError> {
     let sql = format!(
         "INSERT INTO instances (id, {FIELD_COLUMNS}, token_hash) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING {COLUMNS}"
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) RETURNING {COLUMNS}"
     );
     bind_fields(sqlx::query_as::<_, InstanceRow>(&sql).bind(id), f)
         .bind(token_hash)
@@ -276,7 +282,7 @@ pub async fn update(
 ) -> Result<Option<InstanceRow>, WriteError> {
     let sql = format!(
         "UPDATE instances SET ({FIELD_COLUMNS}, updated_at) = \
-         ($2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, now()) WHERE id = $1 RETURNING {COLUMNS}"
+         ($2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, now()) WHERE id = $1 RETURNING {COLUMNS}"
     );
     bind_fields(sqlx::query_as::<_, InstanceRow>(&sql).bind(id), f).fetch_optional(db).await.map_err(map_write)
 }

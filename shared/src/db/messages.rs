@@ -223,14 +223,27 @@ pub async fn get(
 }
 
 /// The head of an instance's queue: its oldest unfinished message.
-pub async fn head(db: impl PgExecutor<'_>, instance: &InstanceId) -> Result<Option<MessageRow>, sqlx::Error> {
+pub async fn head(
+    db: impl PgExecutor<'_>,
+    instance: &InstanceId,
+    hold_first_contacts: bool,
+) -> Result<Option<MessageRow>, sqlx::Error> {
     sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM messages WHERE instance_id = $1 AND status IN ('queued', 'in_flight') ORDER BY seq LIMIT 1"
+        "SELECT {COLUMNS} FROM messages m WHERE instance_id = $1 AND status IN ('queued', 'in_flight') \
+           AND {ELIGIBLE} ORDER BY seq LIMIT 1"
     ))
     .bind(instance)
+    .bind(hold_first_contacts)
     .fetch_optional(db)
     .await
 }
+
+/// With `$2` (holding first contacts, README "Ban risk"), the queue's head skips queued
+/// messages to chats that never wrote to the account: those wait while replies go. One in
+/// flight is finished, and an expired one is still found (to fail it). Every message of
+/// one chat is held or not alike, so each chat keeps its order.
+const ELIGIBLE: &str = "(NOT $2 OR m.status = 'in_flight' OR m.expires_at <= now() \
+    OR EXISTS (SELECT 1 FROM log_messages l WHERE l.instance_id = $1 AND l.chat_jid = m.to_jid AND NOT l.from_me))";
 
 /// Unfinished messages of an instance (queue depth).
 pub async fn depth(db: impl PgExecutor<'_>, instance: &InstanceId) -> Result<i64, sqlx::Error> {
@@ -273,15 +286,17 @@ pub async fn start_head(
     db: impl PgExecutor<'_>,
     instance: &InstanceId,
     epoch: i64,
+    hold_first_contacts: bool,
 ) -> Result<Option<MessageRow>, sqlx::Error> {
     sqlx::query_as(&format!(
-        "WITH owner AS (SELECT id FROM instances WHERE id = $1 AND owner_epoch = $2 FOR SHARE) \
+        "WITH owner AS (SELECT id FROM instances WHERE id = $1 AND owner_epoch = $3 FOR SHARE) \
          UPDATE messages SET status = 'in_flight', attempts = attempts + 1, updated_at = now() \
-         WHERE id = (SELECT id FROM messages WHERE instance_id = $1 AND status IN ('queued', 'in_flight') \
-                     ORDER BY seq LIMIT 1) \
+         WHERE id = (SELECT id FROM messages m WHERE instance_id = $1 AND status IN ('queued', 'in_flight') \
+                     AND {ELIGIBLE} ORDER BY seq LIMIT 1) \
            AND instance_id IN (SELECT id FROM owner) AND status IN ('queued', 'in_flight') RETURNING {COLUMNS}"
     ))
     .bind(instance)
+    .bind(hold_first_contacts)
     .bind(epoch)
     .fetch_optional(db)
     .await

@@ -88,19 +88,18 @@ pub async fn signals(db: &sqlx::PgPool, instance: &InstanceId) -> Result<Signals
     Ok(s)
 }
 
+/// An instance due for evaluation, with its own policies.
+pub type Due = (InstanceId, Option<sqlx::types::Json<crate::risk::PolicyOverrides>>);
+
 /// Claims up to `limit` paired instances whose last evaluation is older than `every`
 /// (marking them evaluated now, so other dispatchers take others).
-pub async fn claim_due(
-    db: &sqlx::PgPool,
-    every: std::time::Duration,
-    limit: i64,
-) -> Result<Vec<InstanceId>, sqlx::Error> {
-    sqlx::query_scalar(
+pub async fn claim_due(db: &sqlx::PgPool, every: std::time::Duration, limit: i64) -> Result<Vec<Due>, sqlx::Error> {
+    sqlx::query_as(
         "UPDATE instances SET risk_at = now() WHERE id IN ( \
              SELECT id FROM instances WHERE paired_at IS NOT NULL \
                AND (risk_at IS NULL OR risk_at < now() - make_interval(secs => $1)) \
              ORDER BY risk_at NULLS FIRST LIMIT $2 FOR UPDATE SKIP LOCKED) \
-         RETURNING id",
+         RETURNING id, risk_policy",
     )
     .bind(every.as_secs_f64())
     .bind(limit)

@@ -8,6 +8,7 @@ use shared::auth::{generate_token, hash_token, INSTANCE_TOKEN_PREFIX};
 use shared::db::instances::{self, InstanceFields, InstanceState, ListFilter};
 use shared::error::ErrorBody;
 use shared::ids::InstanceId;
+use shared::risk::PolicyOverrides;
 use shared::ApiError;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -58,6 +59,9 @@ pub struct InstanceIn {
     /// deployment's `network`). Set at creation only.
     #[schema(pattern = "^(sim|whatsapp)$")]
     pub network: Option<String>,
+    /// The instance's own ban-risk policies, each field replacing the deployment's
+    /// (README, "Ban risk").
+    pub risk_policy: Option<PolicyOverrides>,
 }
 
 /// Answer of `POST /v1/instances`: the only time the token is shown.
@@ -95,6 +99,12 @@ pub struct InstancePatch {
     #[serde(default, deserialize_with = "double_option_window")]
     #[schema(value_type = Option<SendWindowIo>)]
     pub send_window: Option<Option<SendWindowIo>>,
+    /// The instance's own ban-risk policies (the whole object replaces the previous one;
+    /// `null` returns to the deployment's). The instance's token may only make them
+    /// stricter than the deployment's; looser ones need the admin token.
+    #[serde(default, deserialize_with = "double_option_policy")]
+    #[schema(value_type = Option<PolicyOverrides>)]
+    pub risk_policy: Option<Option<PolicyOverrides>>,
 }
 
 /// Distinguishes an absent field (`None`) from an explicit `null` (`Some(None)`).
@@ -104,6 +114,10 @@ fn double_option<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option
 
 fn double_option_window<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<SendWindowIo>>, D::Error> {
     Option::<SendWindowIo>::deserialize(d).map(Some)
+}
+
+fn double_option_policy<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<PolicyOverrides>>, D::Error> {
+    Option::<PolicyOverrides>::deserialize(d).map(Some)
 }
 
 /// Parses a send window's `HH:MM` times.
@@ -173,8 +187,9 @@ async fn create(
         time_zone: body.time_zone.unwrap_or_else(|| "UTC".into()),
         send_window: body.send_window.as_ref().map(parse_window).transpose()?,
         network: body.network,
+        risk_policy: body.risk_policy,
     };
-    let fields = validate(fields)?;
+    let fields = validate(fields, &state.config.risk_policy())?;
     let token = generate_token(INSTANCE_TOKEN_PREFIX);
     let id = InstanceId::new();
     let row = instances::insert(&state.db, &id, &hash_token(&token), &fields).await.map_err(write_error)?;
@@ -228,7 +243,7 @@ async fn get_one(
     let row = instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
     let depth = shared::db::messages::depth(&state.db, &id).await?;
     let out = InstanceOut::shown_to(row, principal.is_admin());
-    let pacing = crate::service::instances::EffectivePacingOut::of(&out, state.config.risk_slowdown);
+    let pacing = crate::service::instances::EffectivePacingOut::of(&out, &state.config.risk_policy());
     Ok(Json(InstanceOut { queue_depth: Some(depth), effective_pacing: Some(pacing), ..out }))
 }
 
@@ -254,6 +269,14 @@ async fn patch(
     let admin = principal.is_admin();
     if !admin && (p.proxy_url.is_some() || p.unsafe_pacing.is_some()) {
         return Err(ApiError::forbidden("proxy_url and unsafe_pacing can only be set with the admin token"));
+    }
+    if let Some(Some(o)) = &p.risk_policy {
+        let deployment = state.config.risk_policy();
+        if !admin && deployment.looser(&deployment.with(Some(o))) {
+            return Err(ApiError::forbidden(
+                "a risk_policy looser than the deployment's (a higher threshold, a smaller slowdown, a policy off) can only be set with the admin token",
+            ));
+        }
     }
     let past_floors = p.min_interval_ms.is_some_and(|v| v < MIN_INTERVAL_FLOOR_MS)
         || p.max_per_minute.is_some_and(|v| v > MAX_PER_MINUTE_CEILING);
@@ -301,6 +324,9 @@ async fn patch(
         }
         if let Some(s) = p.settings {
             s.apply(f);
+        }
+        if let Some(v) = p.risk_policy {
+            f.risk_policy = v;
         }
         Ok(())
     })

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use shared::error::ErrorBody;
 use shared::ids::InstanceId;
-use shared::risk::{Contribution, Level, Signals, Thresholds};
+use shared::risk::{Contribution, Level, Policy, Signals, Thresholds};
 use shared::ApiError;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -34,8 +34,10 @@ pub struct RiskOut {
     pub contributions: Vec<Contribution>,
     /// The counts the score is computed from.
     pub signals: Signals,
-    /// The deployment's levels.
+    /// The levels in force (`policy.thresholds`).
     pub thresholds: Thresholds,
+    /// The policies in force: the deployment's, with the instance's `risk_policy` applied.
+    pub policy: Policy,
     pub computed_at: DateTime<Utc>,
 }
 
@@ -53,16 +55,18 @@ async fn get_risk(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
 ) -> Result<Json<RiskOut>, ApiError> {
+    let own = shared::db::instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?.risk_policy;
+    let policy = state.config.risk_policy().with(own.as_ref().map(|p| &p.0));
     let signals = shared::db::risk::signals(&state.db, &id).await?;
-    let thresholds = state.config.risk_thresholds();
-    let a = shared::risk::assess(&signals, &thresholds);
+    let a = shared::risk::assess(&signals, &policy.thresholds);
     Ok(Json(RiskOut {
         score: a.score,
         level: a.level,
         recommendation: a.recommendation,
         contributions: a.contributions,
         signals,
-        thresholds,
+        thresholds: policy.thresholds,
+        policy,
         computed_at: Utc::now(),
     }))
 }
@@ -86,10 +90,6 @@ async fn resume_queue(
     if shared::db::risk::resume(&state.db, &id).await?.is_none() {
         return Err(ApiError::new(shared::ErrorCode::Conflict, "the queue is not paused"));
     }
-    let rules = bytes::Bytes::from_static(shared::bus::RULES_CHANGED);
-    if let Err(e) = state.nats.publish(state.subjects.instance_queue(&id), rules).await {
-        // The worker reads the pause again within seconds anyway.
-        tracing::debug!(error = %e, "queue wake publish failed");
-    }
+    crate::service::instances::rules_changed(&state, &id).await;
     Ok(axum::http::StatusCode::NO_CONTENT)
 }

@@ -76,6 +76,10 @@ pub struct InstanceOut {
     pub time_zone: String,
     /// Sends happen only inside this window; absent: any time.
     pub send_window: Option<SendWindowIo>,
+    /// The instance's own ban-risk policies, each replacing the deployment's (README,
+    /// "Ban risk"); absent: the deployment's. `GET {inst}/risk` shows the policy in force.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub risk_policy: Option<shared::risk::PolicyOverrides>,
     /// The last ban-risk evaluation (README, "Ban risk"); absent until the first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub risk: Option<RiskBrief>,
@@ -108,15 +112,19 @@ pub struct QueuePausedOut {
 pub struct EffectivePacingOut {
     pub min_interval_ms: u32,
     pub max_per_minute: u32,
+    /// Sends to chats that never wrote to the account wait (a high risk); replies go.
+    pub first_contacts_held: bool,
 }
 
 impl EffectivePacingOut {
-    /// The instance's pacing at its risk level, with the deployment's slowdown.
-    pub fn of(r: &InstanceOut, slowdown: f64) -> EffectivePacingOut {
+    /// The instance's pacing at its risk level, under `deployment`'s policies with the
+    /// instance's own applied.
+    pub fn of(r: &InstanceOut, deployment: &shared::risk::Policy) -> EffectivePacingOut {
+        let policy = deployment.with(r.risk_policy.as_ref());
         let level = r.risk.as_ref().and_then(|k| shared::risk::parse_level(&k.level));
         let (min_interval_ms, max_per_minute) =
-            shared::risk::effective_pacing(r.min_interval_ms, r.max_per_minute, level, slowdown);
-        EffectivePacingOut { min_interval_ms, max_per_minute }
+            shared::risk::effective_pacing(r.min_interval_ms, r.max_per_minute, level, policy.slowdown);
+        EffectivePacingOut { min_interval_ms, max_per_minute, first_contacts_held: policy.holds_first_contacts(level) }
     }
 }
 
@@ -163,6 +171,7 @@ impl From<InstanceRow> for InstanceOut {
                 end: b.format("%H:%M").to_string(),
             }),
             time_zone: r.time_zone,
+            risk_policy: r.risk_policy.map(|p| p.0),
             risk: match (r.risk_score, r.risk_level, r.risk_at) {
                 (Some(score), Some(level), Some(at)) => {
                     Some(RiskBrief { score: (f64::from(score) * 10.0).round() / 10.0, level, evaluated_at: at })
@@ -220,14 +229,24 @@ pub async fn edit(
     let current = instances::get_for_update(&mut *tx, id).await?.ok_or_else(ApiError::instance_not_found)?;
     let mut f = InstanceFields::from(&current);
     apply(&mut f)?;
-    let f = validate(f)?;
+    let f = validate(f, &state.config.risk_policy())?;
     let row =
         instances::update(&mut *tx, id, &f).await.map_err(write_error)?.ok_or_else(ApiError::instance_not_found)?;
     tx.commit().await?;
     if row.name != current.name || row.ip_allowlist != current.ip_allowlist {
         crate::auth_cache::invalidate(state, id).await;
     }
+    rules_changed(state, id).await;
     Ok(row)
+}
+
+/// Tells the instance's worker to read its pacing, policies and pause again now (it does
+/// within 5 s anyway).
+pub async fn rules_changed(state: &AppState, id: &InstanceId) {
+    let rules = bytes::Bytes::from_static(shared::bus::RULES_CHANGED);
+    if let Err(e) = state.nats.publish(state.subjects.instance_queue(id), rules).await {
+        tracing::debug!(error = %e, "queue wake publish failed");
+    }
 }
 
 /// Deletes the instance and revokes its token on every API pod. Shared with the bulk
@@ -250,8 +269,9 @@ pub fn write_error(e: WriteError) -> ApiError {
     }
 }
 
-/// Checks and normalizes every settable field. Messages name the field, not its value.
-pub fn validate(mut f: InstanceFields) -> Result<InstanceFields, ApiError> {
+/// Checks and normalizes every settable field (`risk_policy` against the `deployment`'s
+/// policies it overrides). Messages name the field, not its value.
+pub fn validate(mut f: InstanceFields, deployment: &shared::risk::Policy) -> Result<InstanceFields, ApiError> {
     if !valid_name(&f.name) {
         return Err(ApiError::validation("name must be 1-64 characters of [A-Za-z0-9_-]"));
     }
@@ -295,6 +315,11 @@ pub fn validate(mut f: InstanceFields) -> Result<InstanceFields, ApiError> {
     }
     if f.msg_call.chars().count() > MAX_MSG_CALL {
         return Err(ApiError::validation(format!("settings.msg_call must be at most {MAX_MSG_CALL} characters")));
+    }
+    if let Some(why) = f.risk_policy.as_ref().and_then(|p| deployment.with(Some(p)).invalid()) {
+        return Err(ApiError::validation(format!(
+            "risk_policy: {why} (with the deployment's values for fields left out)"
+        )));
     }
     Ok(f)
 }
@@ -394,12 +419,29 @@ mod tests {
             time_zone: "UTC".into(),
             send_window: None,
             network: None,
+            risk_policy: None,
         }
+    }
+
+    fn check(f: InstanceFields) -> Result<InstanceFields, ApiError> {
+        validate(f, &shared::risk::Policy::default())
+    }
+
+    #[test]
+    fn a_risk_policy_must_hold_with_the_deployment_values() {
+        use shared::risk::PolicyOverrides;
+        let with = |p: PolicyOverrides| InstanceFields { risk_policy: Some(p), ..fields() };
+        assert!(check(with(PolicyOverrides { critical: Some(60.0), ..Default::default() })).is_ok());
+        // The deployment's critical is 75: a high of 80 crosses it.
+        let e = check(with(PolicyOverrides { high: Some(80.0), ..Default::default() })).unwrap_err();
+        assert!(e.message.contains("risk_policy"), "{}", e.message);
+        assert!(check(with(PolicyOverrides { slowdown: Some(0.5), ..Default::default() })).is_err());
+        assert!(check(with(PolicyOverrides { critical: Some(101.0), ..Default::default() })).is_err());
     }
 
     #[test]
     fn normalizes_tags_and_networks() {
-        let f = validate(fields()).unwrap();
+        let f = check(fields()).unwrap();
         assert_eq!(f.tags, vec!["a", "eu"]);
         assert_eq!(f.ip_allowlist, vec!["203.0.113.0/24", "2001:db8::1/128"]);
     }
@@ -408,29 +450,29 @@ mod tests {
     fn pacing_floors_hold_without_unsafe_pacing() {
         let mut f = fields();
         f.min_interval_ms = 999;
-        assert!(validate(f.clone()).is_err());
+        assert!(check(f.clone()).is_err());
         f.unsafe_pacing = true;
-        assert!(validate(f.clone()).is_ok());
+        assert!(check(f.clone()).is_ok());
         f.unsafe_pacing = false;
         f.min_interval_ms = 1000;
         f.max_per_minute = 61;
-        assert!(validate(f.clone()).is_err());
+        assert!(check(f.clone()).is_err());
         f.unsafe_pacing = true;
-        assert!(validate(f.clone()).is_ok());
+        assert!(check(f.clone()).is_ok());
         f.max_per_minute = 0;
-        assert!(validate(f).is_err());
+        assert!(check(f).is_err());
     }
 
     #[test]
     fn rejects_bad_names_networks_and_proxies() {
         for bad in ["", "has space", &"x".repeat(65), "ünï"] {
-            assert!(validate(InstanceFields { name: bad.into(), ..fields() }).is_err(), "{bad:?}");
+            assert!(check(InstanceFields { name: bad.into(), ..fields() }).is_err(), "{bad:?}");
         }
-        assert!(validate(InstanceFields { ip_allowlist: vec!["10.0.0.300/8".into()], ..fields() }).is_err());
+        assert!(check(InstanceFields { ip_allowlist: vec!["10.0.0.300/8".into()], ..fields() }).is_err());
         for bad in ["ftp://h:1", "not a url", "socks5://"] {
-            assert!(validate(InstanceFields { proxy_url: Some(bad.into()), ..fields() }).is_err(), "{bad}");
+            assert!(check(InstanceFields { proxy_url: Some(bad.into()), ..fields() }).is_err(), "{bad}");
         }
-        assert!(validate(InstanceFields { proxy_url: Some("socks5://u:p@127.0.0.1:1080".into()), ..fields() }).is_ok());
+        assert!(check(InstanceFields { proxy_url: Some("socks5://u:p@127.0.0.1:1080".into()), ..fields() }).is_ok());
     }
 
     #[test]

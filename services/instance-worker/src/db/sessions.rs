@@ -257,12 +257,14 @@ pub struct PacingRow {
     pub risk_level: Option<String>,
     /// Set while a policy holds the queue.
     pub queue_paused_reason: Option<String>,
+    /// The instance's own ban-risk policies.
+    pub risk_policy: Option<sqlx::types::Json<shared::risk::PolicyOverrides>>,
 }
 
 pub async fn pacing(db: impl PgExecutor<'_>, id: &InstanceId) -> Result<Option<PacingRow>, sqlx::Error> {
     sqlx::query_as(
         "SELECT min_interval_ms, max_per_minute, time_zone, send_window_start, send_window_end, risk_level, \
-                queue_paused_reason FROM instances WHERE id = $1",
+                queue_paused_reason, risk_policy FROM instances WHERE id = $1",
     )
     .bind(id)
     .fetch_optional(db)

@@ -51,7 +51,7 @@ async fn a_batch_of_sends_ended_together_is_fenced_per_instance() {
     }
     // b was taken over by another worker since: its old owner can take nothing more.
     sessions::claim(&db, &owned[1].0, 1, "wk_b").await.unwrap().unwrap();
-    assert!(messages::start_head(&db, &owned[1].0, owned[1].2).await.unwrap().is_none());
+    assert!(messages::start_head(&db, &owned[1].0, owned[1].2, false).await.unwrap().is_none());
     let items: Vec<Finishing> = owned
         .iter()
         .enumerate()
@@ -150,7 +150,7 @@ async fn claimed_with_its_send_in_flight(
         .expect(202);
     let epoch = sessions::claim(db, &id, 1, "wk_a").await.unwrap().unwrap().owner_epoch;
     let mid = shared::ids::MessageId::parse(m["id"].as_str().unwrap()).unwrap();
-    let started = shared::db::messages::start_head(db, &id, epoch).await.unwrap().expect("in flight");
+    let started = shared::db::messages::start_head(db, &id, epoch, false).await.unwrap().expect("in flight");
     assert_eq!(started.id, mid);
     (id, mid, epoch, started.wa_message_id)
 }

@@ -171,9 +171,11 @@ async fn statuses(pool: &sqlx::PgPool, id: &str) -> std::collections::HashMap<St
 async fn a_critical_risk_pauses_the_queue_before_the_networks_ban_and_resume_loses_nothing() {
     let c = Cluster::start(bin(), 1, |cfg| {
         cfg.risk_interval = Duration::from_millis(300);
-        // Strict levels, and pacing left alone, so the test is short.
+        // Strict levels, and pacing left alone, so the test is short; first contacts are
+        // not held at high (the next test holds them), so the pause alone is seen here.
         (cfg.risk_elevated, cfg.risk_high, cfg.risk_critical) = (10.0, 20.0, 40.0);
         cfg.risk_slowdown = 1.0;
+        cfg.risk_hold_first_contacts = false;
     })
     .await;
     let stop = shared::Shutdown::new();
@@ -289,5 +291,146 @@ async fn a_critical_risk_pauses_the_queue_before_the_networks_ban_and_resume_los
     assert_eq!(paused["reason"], "temporary_ban");
     let r = admin.get(&format!("/v1/instances/{rid}/risk")).await.expect(200);
     assert_eq!(r["signals"]["temp_bans_7d"], 1, "{r}");
+    stop.cancel();
+}
+
+const HOLDER: &str = "5511944440005";
+
+/// The statuses of the instance's messages to each of `to`, in order.
+async fn status_to(pool: &sqlx::PgPool, id: &str, to: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    for n in to {
+        let s: String = sqlx::query_scalar("SELECT status FROM messages WHERE instance_id = $1 AND to_jid LIKE $2")
+            .bind(id)
+            .bind(format!("{n}@%"))
+            .fetch_one(pool)
+            .await
+            .unwrap();
+        out.push(s);
+    }
+    out
+}
+
+/// Waits until the instance's message to `to` is sent.
+async fn sent_to(pool: &sqlx::PgPool, id: &str, to: &str) {
+    wait_for(Duration::from_secs(30), || async { (status_to(pool, id, &[to]).await[0] == "sent").then_some(()) })
+        .await
+        .unwrap_or_else(|| panic!("the message to {to} is sent"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_a_high_risk_first_contacts_wait_while_replies_go_under_the_instances_own_policy() {
+    let c = Cluster::start(bin(), 1, |cfg| cfg.risk_interval = Duration::from_millis(300)).await;
+    let stop = shared::Shutdown::new();
+    tokio::spawn(dispatcher::run(c.config.clone(), stop.clone()));
+    const FRIEND: &str = "5511944445001";
+    let strangers = ["5511944445010", "5511944445011", "5511944445012"];
+    for n in [HOLDER, FRIEND].iter().chain(&strangers) {
+        c.phone(n, false).await;
+    }
+    let (inst, token) = c.paired_instance("holder", HOLDER).await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    c.unpaced(&id).await;
+    let own = c.api.client(Some(token));
+    let admin = c.api.admin();
+    let path = format!("/v1/instances/{id}");
+
+    // The instance's own policy: its token may make the deployment's stricter, not looser.
+    own.patch(&path, &json!({ "risk_policy": { "auto_pause": false } })).await.expect_error(403, "forbidden");
+    own.patch(&path, &json!({ "risk_policy": { "critical": 90 } })).await.expect_error(403, "forbidden");
+    // (High below the deployment's elevated of 25: the levels would cross.)
+    own.patch(&path, &json!({ "risk_policy": { "high": 10 } })).await.expect_error(400, "validation_failed");
+    own.patch(&path, &json!({ "risk_policy": { "hihg": 10 } })).await.expect_error(400, "validation_failed");
+    let i = own.patch(&path, &json!({ "risk_policy": { "elevated": 5, "high": 10 } })).await.expect(200);
+    assert_eq!(i["risk_policy"], json!({ "elevated": 5.0, "high": 10.0 }), "{i}");
+    let r = own.get(&format!("{path}/risk")).await.expect(200);
+    assert_eq!(r["policy"]["thresholds"], json!({ "elevated": 5.0, "high": 10.0, "critical": 75.0 }), "{r}");
+    assert_eq!(
+        (r["policy"]["slowdown"].as_f64(), r["policy"]["hold_first_contacts"].as_bool()),
+        (Some(2.0), Some(true))
+    );
+    assert_eq!(r["thresholds"], r["policy"]["thresholds"]);
+
+    // A friend writes in; then ten sends to numbers without an account make the risk 30:
+    // high by this instance's levels (elevated by the deployment's).
+    c.netsim()
+        .post(&format!("/control/phones/{FRIEND}/messages"), &json!({ "to": HOLDER, "text": "are you open?" }))
+        .await
+        .expect(201);
+    let pool = c.pool().await;
+    wait_for(Duration::from_secs(30), || async {
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM log_messages WHERE instance_id = $1 AND NOT from_me")
+            .bind(&id)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        (n == 1).then_some(())
+    })
+    .await
+    .expect("the friend's message arrives");
+    for i in 0..10 {
+        let m = json!({ "to": format!("55119444450{i:02}"), "type": "text", "text": format!("offer {i}") });
+        own.post(&format!("{path}/messages"), &m).await.expect(202);
+    }
+    finished(&c, &id, 10).await;
+    let record = wait_for(Duration::from_secs(20), || async {
+        let i = admin.get(&path).await.expect(200);
+        (i["risk"]["level"] == "high").then_some(i)
+    })
+    .await
+    .expect("the instance's levels make the risk high");
+    assert_eq!(record["risk"]["score"], 30.0, "{record}");
+    assert_eq!(record["effective_pacing"]["first_contacts_held"], true, "{record}");
+    assert!(record.get("queue_paused").is_none(), "high is not critical: {record}");
+
+    // Three first contacts queued before a reply to the friend: the reply goes, they wait.
+    for n in &strangers {
+        own.post(&format!("{path}/messages"), &json!({ "to": n, "type": "text", "text": "hello, new here?" }))
+            .await
+            .expect(202);
+    }
+    own.post(&format!("{path}/messages"), &json!({ "to": FRIEND, "type": "text", "text": "yes, until 6" }))
+        .await
+        .expect(202);
+    sent_to(&pool, &id, FRIEND).await;
+    assert_eq!(status_to(&pool, &id, &strangers).await, ["queued", "queued", "queued"], "first contacts wait");
+
+    // A stranger who writes in is no longer one: its message goes, the others still wait.
+    c.netsim()
+        .post(&format!("/control/phones/{}/messages", strangers[1]), &json!({ "to": HOLDER, "text": "who is this?" }))
+        .await
+        .expect(201);
+    sent_to(&pool, &id, strangers[1]).await;
+    assert_eq!(status_to(&pool, &id, &strangers).await, ["queued", "sent", "queued"]);
+
+    // The admin turns the hold off for this instance: the rest goes, each once, in order.
+    let i = admin
+        .patch(&path, &json!({ "risk_policy": { "elevated": 5, "high": 10, "hold_first_contacts": false } }))
+        .await
+        .expect(200);
+    assert_eq!(i["risk_policy"]["hold_first_contacts"], false);
+    sent_to(&pool, &id, strangers[2]).await;
+    assert_eq!(status_to(&pool, &id, &strangers).await, ["sent", "sent", "sent"]);
+    let (a, b): (chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>) = sqlx::query_as(
+        "SELECT (SELECT sent_at FROM messages WHERE instance_id = $1 AND to_jid LIKE $2), \
+                (SELECT sent_at FROM messages WHERE instance_id = $1 AND to_jid LIKE $3)",
+    )
+    .bind(&id)
+    .bind(format!("{}@%", strangers[0]))
+    .bind(format!("{}@%", strangers[2]))
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert!(a <= b, "released in queue order");
+    for n in &strangers {
+        let v = c.netsim().get(&format!("/control/phones/{n}/inbox")).await.expect(200);
+        let got = v["messages"].as_array().unwrap().iter().filter(|m| m["from"] == HOLDER).count();
+        assert_eq!(got, 1, "{n} got its message once");
+    }
+    let shown = admin.get(&path).await.expect(200);
+    assert_eq!(shown["effective_pacing"]["first_contacts_held"], false);
+    // Back to the deployment's policies.
+    let i = admin.patch(&path, &json!({ "risk_policy": null })).await.expect(200);
+    assert!(i.get("risk_policy").is_none(), "{i}");
     stop.cancel();
 }
