@@ -17,6 +17,7 @@ pub mod config;
 pub mod db;
 pub mod error;
 pub mod events;
+pub mod evolution;
 pub mod fetch;
 pub mod health;
 #[cfg(feature = "http")]

@@ -45,6 +45,10 @@ pub struct MessageIn {
     pub reaction: Option<ReactionIn>,
     /// `msg_...` of a message of this instance, or a network id, to quote.
     pub reply_to: Option<String>,
+    /// People the text or caption mentions (phone numbers with country code, or JIDs; up
+    /// to 256). Write them in the text as `@<number>` for the app to highlight them.
+    #[schema(max_items = 256)]
+    pub mentions: Option<Vec<String>>,
     /// Idempotency key, at most 128 characters.
     #[schema(min_length = 1, max_length = 128)]
     pub client_message_id: Option<String>,
@@ -68,6 +72,7 @@ impl MessageIn {
             poll: None,
             reaction: None,
             reply_to: None,
+            mentions: None,
             client_message_id: None,
             expires_after: None,
         }
@@ -237,6 +242,7 @@ pub fn validate(m: MessageIn) -> Result<Validated, ApiError> {
     if let Some(r) = &m.reply_to {
         check_len("reply_to", r, 128)?;
     }
+    let mentions = mentions(m.mentions.as_deref().unwrap_or_default())?;
     let mut media = None;
     let content: Content<()> = match kind {
         MessageType::Text => {
@@ -330,11 +336,33 @@ pub fn validate(m: MessageIn) -> Result<Validated, ApiError> {
     };
     Ok(Validated {
         to_jid,
-        message: Outbound { content, reply_to: m.reply_to },
+        message: Outbound { content, reply_to: m.reply_to, mentions },
         media,
         client_message_id: m.client_message_id,
         expires_after,
     })
+}
+
+/// The most people one message mentions.
+const MENTIONS_LIMIT: usize = 256;
+
+/// Mentions as person JIDs, each once, in the order given.
+fn mentions(given: &[String]) -> Result<Vec<String>, ApiError> {
+    if given.len() > MENTIONS_LIMIT {
+        return Err(bad(format!("at most {MENTIONS_LIMIT} mentions")));
+    }
+    let mut out: Vec<String> = Vec::with_capacity(given.len());
+    for m in given {
+        let jid = shared::jid::Jid::parse(m)
+            .ok()
+            .filter(|j| j.is_person())
+            .ok_or_else(|| bad("each mention must be a person's phone number with country code or JID"))?;
+        let jid = String::from(jid);
+        if !out.contains(&jid) {
+            out.push(jid);
+        }
+    }
+    Ok(out)
 }
 
 /// A fingerprint of what a message says, to tell an idempotent replay from a reuse of

@@ -321,7 +321,7 @@ impl Queue {
         Ok(Outgoing {
             network_id: m.wa_message_id.clone(),
             to_jid: m.to_jid.clone(),
-            message: Outbound { content, reply_to: message.reply_to },
+            message: Outbound { content, reply_to: message.reply_to, mentions: message.mentions },
         })
     }
 

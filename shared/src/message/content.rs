@@ -131,6 +131,9 @@ pub struct Outbound<M = MediaRef> {
     /// `msg_...` of a message of this instance, or a network id, to quote.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_to: Option<String>,
+    /// People the text (or caption) mentions, as JIDs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mentions: Vec<String>,
 }
 
 impl Outbound {
@@ -155,7 +158,7 @@ mod tests {
 
     #[test]
     fn stored_content_round_trips_and_old_rows_take_their_type_from_the_column() {
-        let out = Outbound { content: Content::Image { media: media(), caption: Some("c".into()) }, reply_to: None };
+        let out = Outbound { content: Content::Image { media: media(), caption: Some("c".into()) }, reply_to: None, mentions: vec![] };
         let v = serde_json::to_value(&out).unwrap();
         assert_eq!(v["type"], "image");
         assert_eq!(Outbound::from_row("image", &v).unwrap(), out);

@@ -97,6 +97,7 @@ async fn post(
         poll: None,
         reaction: None,
         reply_to: None,
+        mentions: None,
         client_message_id: body.client_message_id,
         expires_after: None,
     };

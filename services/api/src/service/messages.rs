@@ -91,6 +91,7 @@ pub async fn queue(
         let message = Outbound {
             content: v.message.content.clone().map_media(|()| stored),
             reply_to: v.message.reply_to.clone(),
+            mentions: v.message.mentions.clone(),
         };
         let queued = queue_validated(state, id, &v, message, wait).await;
         // Media no message took (a replay, a conflict, a refusal) goes at once; a crash
@@ -104,6 +105,7 @@ pub async fn queue(
     let message = Outbound {
         content: v.message.content.clone().map_media(|()| unreachable!("a media type always has its media")),
         reply_to: v.message.reply_to.clone(),
+        mentions: v.message.mentions.clone(),
     };
     queue_validated(state, id, &v, message, wait).await
 }

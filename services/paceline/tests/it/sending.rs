@@ -475,6 +475,7 @@ async fn a_message_without_its_wake_up_is_found_by_the_sweep() {
             message: Outbound {
                 content: Content::Text { text: "no wake-up".into(), link_preview: false },
                 reply_to: None,
+                mentions: vec![],
             },
             client_message_id: None,
             content_hash: "sweep-test".into(),

@@ -133,6 +133,37 @@ pub fn status_message(o: &Outgoing, upload: Option<Uploaded>) -> Result<wa::Mess
 
 /// Our validated message as a WhatsApp message; media types need their upload.
 pub fn outgoing_message(o: &Outgoing, upload: Option<Uploaded>) -> Result<wa::Message, DriverError> {
+    let mut m = outgoing_body(o, upload)?;
+    with_context(&mut m, &o.message.mentions, o.message.reply_to.as_deref());
+    Ok(m)
+}
+
+/// Adds whom the text or caption mentions, and the message it quotes (by network id; a
+/// `msg_...` id is not the network's), as the message's context.
+fn with_context(m: &mut wa::Message, mentions: &[String], reply_to: Option<&str>) {
+    let stanza_id = reply_to.filter(|r| !r.starts_with("msg_")).map(str::to_string);
+    if mentions.is_empty() && stanza_id.is_none() {
+        return;
+    }
+    let ctx = wa::ContextInfo { mentioned_jid: mentions.to_vec(), stanza_id, ..Default::default() };
+    if let Some(text) = m.conversation.take() {
+        m.extended_text_message = MessageField::some(wa::message::ExtendedTextMessage {
+            text: Some(text),
+            context_info: MessageField::some(ctx),
+            ..Default::default()
+        });
+    } else if let Some(i) = m.image_message.as_option_mut() {
+        i.context_info = MessageField::some(ctx);
+    } else if let Some(v) = m.video_message.as_option_mut() {
+        v.context_info = MessageField::some(ctx);
+    } else if let Some(d) = m.document_message.as_option_mut() {
+        d.context_info = MessageField::some(ctx);
+    } else if let Some(a) = m.audio_message.as_option_mut() {
+        a.context_info = MessageField::some(ctx);
+    }
+}
+
+fn outgoing_body(o: &Outgoing, upload: Option<Uploaded>) -> Result<wa::Message, DriverError> {
     let content = &o.message.content;
     let mime = content.media().map(|m| m.mime_type.clone());
     let caption = match content {

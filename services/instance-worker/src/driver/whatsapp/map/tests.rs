@@ -22,7 +22,7 @@ fn out(kind: &str, content: Value) -> Outgoing {
     Outgoing {
         network_id: "3EB0AA".into(),
         to_jid: shared::jid::Jid::user("5511999990002").as_str().into(),
-        message: shared::message::Outbound { content: c.map_media(|()| media()), reply_to: None },
+        message: shared::message::Outbound { content: c.map_media(|()| media()), reply_to: None, mentions: vec![] },
     }
 }
 
@@ -438,4 +438,32 @@ fn a_received_reply_carries_what_it_quotes_and_whom_it_mentions() {
     );
     let plain = wa::Message { conversation: Some("hi".into()), ..Default::default() };
     assert_eq!(incoming_content(&plain).1, json!({ "text": "hi" }), "no context, no fields");
+}
+
+/// Mentions and a quoted network id go out as the message's context, on a text (as an
+/// extended text) and on a caption; read back, they are what was sent.
+#[test]
+fn outgoing_mentions_and_quotes_travel_in_the_context() {
+    let mut o = out("text", json!({ "text": "@5511977770001 hi" }));
+    o.message.mentions = vec!["5511977770001@s.whatsapp.net".into()];
+    o.message.reply_to = Some("3EB0QUOTED".into());
+    let m = outgoing_message(&o, None).unwrap();
+    assert!(m.conversation.is_none(), "a text with context is an extended text");
+    let (kind, content, _) = incoming_content(&m);
+    assert_eq!(kind, "text");
+    assert_eq!(
+        content,
+        json!({ "text": "@5511977770001 hi", "reply_to": "3EB0QUOTED", "mentions": ["5511977770001@s.whatsapp.net"] })
+    );
+    // Our own msg_ ids are not the network's: no quote, mentions still go.
+    let mut o = out("image", json!({ "caption": "see @5511977770001" }));
+    o.message.mentions = vec!["5511977770001@s.whatsapp.net".into()];
+    o.message.reply_to = Some("msg_0123".into());
+    let m = outgoing_message(&o, Some(upload())).unwrap();
+    let ctx = m.image_message.as_option().unwrap().context_info.as_option().unwrap();
+    assert_eq!(ctx.mentioned_jid, vec!["5511977770001@s.whatsapp.net".to_string()]);
+    assert!(ctx.stanza_id.is_none());
+    // Without either, a text stays a plain conversation.
+    let plain = outgoing_message(&out("text", json!({ "text": "x" })), None).unwrap();
+    assert_eq!(plain.conversation.as_deref(), Some("x"));
 }

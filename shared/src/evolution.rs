@@ -1,0 +1,548 @@
+//! Evolution API v2 shapes (README, "Coming from Evolution API"): our messages and
+//! events as Evolution clients read them. Pure: the API's Evolution routes answer with
+//! these, and the dispatcher turns an event into Evolution's webhook payload for a
+//! webhook in the `evolution` format. Evolution's names (`key`, `messageType`,
+//! `messages.upsert`, ...) follow its v2 sources (`src/api/integrations/channel/whatsapp/
+//! whatsapp.baileys.service.ts`, `src/api/types/wa.types.ts`).
+
+use chrono::{DateTime, Utc};
+use serde_json::{json, Map, Value};
+
+/// Evolution's events (the names `webhook/set` takes) and ours each one carries.
+pub const EVENTS: &[(&str, &[&str])] = &[
+    ("QRCODE_UPDATED", &["instance.qr_updated"]),
+    ("CONNECTION_UPDATE", &["instance.state"]),
+    ("MESSAGES_UPSERT", &["message.received", "reaction.received", "status.received", "channel.post_received"]),
+    ("MESSAGES_UPDATE", &["message.delivered", "message.read", "message.failed"]),
+    ("SEND_MESSAGE", &["message.sent"]),
+    ("CONTACTS_UPDATE", &["contact.updated"]),
+    ("CHATS_UPDATE", &["chat.updated"]),
+    ("GROUPS_UPSERT", &["group.joined"]),
+    ("GROUP_UPDATE", &["group.updated"]),
+    ("GROUP_PARTICIPANTS_UPDATE", &["group.participants_updated"]),
+    ("LABELS_EDIT", &["label.updated"]),
+    ("LABELS_ASSOCIATION", &["label.updated"]),
+    ("CALL", &["call.rejected"]),
+];
+
+/// Evolution's event names that paceline has no counterpart for: accepted by
+/// `webhook/set` (and shown back), never sent.
+pub const SILENT_EVENTS: &[&str] = &[
+    "APPLICATION_STARTUP",
+    "MESSAGES_SET",
+    "MESSAGES_EDITED",
+    "MESSAGES_DELETE",
+    "CONTACTS_SET",
+    "CONTACTS_UPSERT",
+    "PRESENCE_UPDATE",
+    "CHATS_SET",
+    "CHATS_UPSERT",
+    "CHATS_DELETE",
+    "LOGOUT_INSTANCE",
+    "REMOVE_INSTANCE",
+    "TYPEBOT_START",
+    "TYPEBOT_CHANGE_STATUS",
+];
+
+/// Whether `name` is one of Evolution's event names.
+pub fn known_event(name: &str) -> bool {
+    EVENTS.iter().any(|(e, _)| *e == name) || SILENT_EVENTS.contains(&name)
+}
+
+/// Our event types that Evolution's `names` carry (all of ours that have a counterpart
+/// when `names` is empty).
+pub fn our_events(names: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = EVENTS
+        .iter()
+        .filter(|(e, _)| names.is_empty() || names.iter().any(|n| n == e))
+        .flat_map(|(_, ours)| ours.iter().map(|s| s.to_string()))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Evolution's name for one of our events, as its payload's `event` says it
+/// (`messages.upsert`); `None` when Evolution has no such event. A label applied or
+/// removed is `labels.association`, any other label change `labels.edit`.
+pub fn event_name(kind: &str, data: &Value) -> Option<&'static str> {
+    Some(match kind {
+        "instance.qr_updated" => "qrcode.updated",
+        "instance.state" => "connection.update",
+        "message.received" | "reaction.received" | "status.received" | "channel.post_received" => "messages.upsert",
+        "message.delivered" | "message.read" | "message.failed" => "messages.update",
+        "message.sent" => "send.message",
+        "contact.updated" => "contacts.update",
+        "chat.updated" => "chats.update",
+        "group.joined" => "groups.upsert",
+        "group.updated" => "groups.update",
+        "group.participants_updated" => "group-participants.update",
+        "label.updated" => match data["change"].as_str() {
+            Some("applied" | "removed") => "labels.association",
+            _ => "labels.edit",
+        },
+        "call.rejected" => "call",
+        _ => return None,
+    })
+}
+
+/// The `UPPER_CASE` name `webhook/set` takes for a dotted one (`messages.upsert` ->
+/// `MESSAGES_UPSERT`), and the path segment `webhook_by_events` appends
+/// (`messages-upsert`).
+pub fn upper(dotted: &str) -> String {
+    dotted.replace(['.', '-'], "_").to_ascii_uppercase()
+}
+
+pub fn by_events_path(dotted: &str) -> String {
+    dotted.replace(['.', '_'], "-").to_ascii_lowercase()
+}
+
+/// Evolution's message status for ours.
+pub fn status(ours: &str) -> &'static str {
+    match ours {
+        "queued" | "in_flight" => "PENDING",
+        "sent" => "SERVER_ACK",
+        "delivered" => "DELIVERY_ACK",
+        "read" => "READ",
+        "played" => "PLAYED",
+        _ => "ERROR",
+    }
+}
+
+/// `messageType` and `message` for a message of our `kind` with `content` (as `POST
+/// {inst}/messages` takes it and the history shows it). `base64`: the media's bytes,
+/// added as `message.base64` (Evolution's `webhook_base64`).
+pub fn message(kind: &str, content: &Value, base64: Option<&str>) -> (&'static str, Value) {
+    let s = |v: &Value| v.as_str().map(str::to_string);
+    let media = &content["media"];
+    let mut media_fields = Map::new();
+    if let Some(m) = s(&media["mime_type"]) {
+        media_fields.insert("mimetype".into(), Value::String(m));
+    }
+    if let Some(u) = s(&media["url"]) {
+        media_fields.insert("url".into(), Value::String(u));
+    }
+    if let Some(n) = media["size"].as_u64() {
+        media_fields.insert("fileLength".into(), json!(n.to_string()));
+    }
+    if let Some(h) = s(&media["sha256"]) {
+        media_fields.insert("fileSha256".into(), Value::String(h));
+    }
+    if let Some(c) = s(&content["caption"]) {
+        media_fields.insert("caption".into(), Value::String(c));
+    }
+    let (ty, body) = match kind {
+        "text" => ("conversation", Value::String(s(&content["text"]).unwrap_or_default())),
+        "image" => ("imageMessage", Value::Object(media_fields)),
+        "video" => ("videoMessage", Value::Object(media_fields)),
+        "document" => {
+            let mut f = media_fields;
+            if let Some(n) = s(&media["filename"]) {
+                f.insert("fileName".into(), Value::String(n.clone()));
+                f.insert("title".into(), Value::String(n));
+            }
+            ("documentMessage", Value::Object(f))
+        }
+        "audio" | "voice" => {
+            let mut f = media_fields;
+            f.insert("ptt".into(), Value::Bool(kind == "voice"));
+            ("audioMessage", Value::Object(f))
+        }
+        "sticker" => ("stickerMessage", Value::Object(media_fields)),
+        "location" => {
+            let l = &content["location"];
+            let mut f = Map::new();
+            f.insert("degreesLatitude".into(), l["latitude"].clone());
+            f.insert("degreesLongitude".into(), l["longitude"].clone());
+            for k in ["name", "address"] {
+                if let Some(v) = s(&l[k]) {
+                    f.insert(k.into(), Value::String(v));
+                }
+            }
+            ("locationMessage", Value::Object(f))
+        }
+        "contact" => {
+            let c = &content["contact"];
+            let name = s(&c["name"]).unwrap_or_default();
+            ("contactMessage", json!({ "displayName": name, "vcard": vcard(c) }))
+        }
+        "poll" => {
+            let p = &content["poll"];
+            let options: Vec<Value> = p["values"]
+                .as_array()
+                .map(|v| v.iter().map(|o| json!({ "optionName": o })).collect())
+                .unwrap_or_default();
+            (
+                "pollCreationMessage",
+                json!({ "name": p["name"], "options": options, "selectableOptionsCount": p["selectable_count"] }),
+            )
+        }
+        "reaction" => {
+            let r = &content["reaction"];
+            let id = r["message_id"].clone();
+            ("reactionMessage", json!({ "key": { "id": id }, "text": r["emoji"] }))
+        }
+        _ => ("unknown", Value::Object(Map::new())),
+    };
+    let field = if ty == "conversation" { "conversation" } else { ty };
+    let mut message = Map::new();
+    message.insert(field.into(), body);
+    if let Some(b) = base64 {
+        message.insert("base64".into(), Value::String(b.to_string()));
+    }
+    (ty, Value::Object(message))
+}
+
+/// A contact card's vCard (what Evolution's `contactMessage.vcard` carries).
+fn vcard(c: &Value) -> String {
+    let s = |k: &str| c[k].as_str().unwrap_or("").replace(['\r', '\n'], " ");
+    let digits: String = s("phone").chars().filter(char::is_ascii_digit).collect();
+    let mut v = format!("BEGIN:VCARD\nVERSION:3.0\nFN:{}\n", s("name"));
+    if !s("organization").is_empty() {
+        v += &format!("ORG:{};\n", s("organization"));
+    }
+    if !s("email").is_empty() {
+        v += &format!("EMAIL:{}\n", s("email"));
+    }
+    if !s("url").is_empty() {
+        v += &format!("URL:{}\n", s("url"));
+    }
+    v += &format!("TEL;type=CELL;type=VOICE;waid={digits}:+{digits}\nEND:VCARD");
+    v
+}
+
+/// Evolution's `key` of a message.
+pub fn key(remote_jid: &str, from_me: bool, id: &str, participant: Option<&str>) -> Value {
+    let mut k = json!({ "remoteJid": remote_jid, "fromMe": from_me, "id": id });
+    if let Some(p) = participant {
+        k["participant"] = Value::String(p.to_string());
+    }
+    k
+}
+
+/// A message record as Evolution shows it (the send answer, `findMessages`, and the
+/// webhooks' message events).
+pub struct Record<'a> {
+    pub remote_jid: &'a str,
+    pub from_me: bool,
+    pub id: &'a str,
+    /// The sender, in groups.
+    pub participant: Option<&'a str>,
+    pub kind: &'a str,
+    pub content: &'a Value,
+    pub timestamp: DateTime<Utc>,
+    /// Our status (`queued`, `sent`, `delivered`, ...), when known.
+    pub status: Option<&'a str>,
+    pub instance_id: &'a str,
+    pub base64: Option<&'a str>,
+}
+
+impl Record<'_> {
+    pub fn to_json(&self) -> Value {
+        let (ty, message) = message(self.kind, self.content, self.base64);
+        let mut v = json!({
+            "key": key(self.remote_jid, self.from_me, self.id, self.participant),
+            "pushName": "",
+            "message": message,
+            "messageType": ty,
+            "messageTimestamp": self.timestamp.timestamp(),
+            "instanceId": self.instance_id,
+            "source": "unknown",
+        });
+        if let Some(s) = self.status {
+            v["status"] = Value::String(status(s).to_string());
+        }
+        v
+    }
+}
+
+/// Evolution's connection state for our instance state: `open`, `connecting` or `close`.
+pub fn connection_state(ours: &str) -> &'static str {
+    match ours {
+        "connected" => "open",
+        "connecting" | "qr_pending" => "connecting",
+        _ => "close",
+    }
+}
+
+/// Where a webhook payload comes from and goes to.
+pub struct Origin<'a> {
+    pub instance_name: &'a str,
+    /// The account's own JID, once paired (Evolution's `sender`).
+    pub sender: Option<&'a str>,
+    pub server_url: &'a str,
+    pub destination: &'a str,
+}
+
+/// Evolution's webhook payload for one of our events (`envelope`: `{id, type,
+/// instance_id, created_at, data}`); `sent`: for `message.sent`, the message's (kind,
+/// content), which the event does not carry; `base64`: received media's bytes, with
+/// `webhook_base64`. `None` when Evolution has no such event.
+pub fn webhook_payload(
+    envelope: &Value,
+    origin: &Origin<'_>,
+    sent: Option<(&str, &Value)>,
+    base64: Option<&str>,
+) -> Option<(&'static str, Value)> {
+    let kind = envelope["type"].as_str()?;
+    let d = &envelope["data"];
+    let event = event_name(kind, d)?;
+    let instance_id = envelope["instance_id"].as_str().unwrap_or_default();
+    let at: DateTime<Utc> = envelope["created_at"].as_str().and_then(|t| t.parse().ok()).unwrap_or_else(Utc::now);
+    let str_of = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let data = match kind {
+        "message.received" | "status.received" | "channel.post_received" => {
+            let chat = str_of(&d["chat_jid"]);
+            let from = str_of(&d["from_jid"]);
+            let group = chat.ends_with("@g.us");
+            let ts = d["timestamp"].as_str().and_then(|t| t.parse().ok()).unwrap_or(at);
+            Record {
+                remote_jid: &chat,
+                from_me: d["from_me"].as_bool().unwrap_or(false),
+                id: d["wa_message_id"].as_str().unwrap_or_default(),
+                participant: group.then_some(from.as_str()),
+                kind: d["type"].as_str().unwrap_or_default(),
+                content: &d["content"],
+                timestamp: ts,
+                status: None,
+                instance_id,
+                base64,
+            }
+            .to_json()
+        }
+        "reaction.received" => {
+            // (The event names the message reacted to, not the reaction's own id.)
+            let chat = str_of(&d["chat_jid"]);
+            let from = str_of(&d["from_jid"]);
+            let content = json!({ "reaction": { "message_id": d["wa_message_id"], "emoji": d["emoji"] } });
+            let mut r = Record {
+                remote_jid: &chat,
+                from_me: false,
+                id: d["wa_message_id"].as_str().unwrap_or_default(),
+                participant: chat.ends_with("@g.us").then_some(from.as_str()),
+                kind: "reaction",
+                content: &content,
+                timestamp: at,
+                status: None,
+                instance_id,
+                base64: None,
+            }
+            .to_json();
+            r["message"]["reactionMessage"]["key"]["remoteJid"] = Value::String(chat.clone());
+            r
+        }
+        "message.sent" => {
+            let to = str_of(&d["to"]);
+            let (k, content) = sent.unwrap_or((d["type"].as_str().unwrap_or_default(), &Value::Null));
+            let ts = d["sent_at"].as_str().and_then(|t| t.parse().ok()).unwrap_or(at);
+            Record {
+                remote_jid: &to,
+                from_me: true,
+                id: d["wa_message_id"].as_str().unwrap_or_default(),
+                participant: None,
+                kind: k,
+                content,
+                timestamp: ts,
+                status: Some("sent"),
+                instance_id,
+                base64: None,
+            }
+            .to_json()
+        }
+        "message.delivered" | "message.read" | "message.failed" => {
+            let ours = match kind {
+                "message.delivered" => "delivered",
+                "message.read" => "read",
+                _ => "failed",
+            };
+            let id = d["wa_message_id"].as_str().map(str::to_string).unwrap_or_default();
+            let remote = d["chat_jid"].as_str().or(d["to"].as_str()).unwrap_or_default().to_string();
+            json!({
+                "messageId": d["message_id"],
+                "keyId": id,
+                "remoteJid": remote,
+                "fromMe": true,
+                "status": status(ours),
+                "instanceId": instance_id,
+            })
+        }
+        "instance.state" => {
+            let state = connection_state(d["state"].as_str().unwrap_or_default());
+            let reason = match d["state"].as_str() {
+                Some("connected") => 200,
+                Some("logged_out") => 401,
+                Some("banned") => 403,
+                _ => 428,
+            };
+            json!({ "instance": origin.instance_name, "state": state, "statusReason": reason })
+        }
+        "instance.qr_updated" => json!({
+            "qrcode": {
+                "instance": origin.instance_name,
+                "pairingCode": Value::Null,
+                "code": d["qr"],
+                "base64": d["base64"],
+            }
+        }),
+        "group.joined" => json!([{ "id": d["jid"], "subject": d["subject"] }]),
+        "group.updated" => {
+            let mut g = d.clone();
+            if let Some(o) = g.as_object_mut() {
+                if let Some(j) = o.remove("jid") {
+                    o.insert("id".into(), j);
+                }
+            }
+            json!([g])
+        }
+        "group.participants_updated" => {
+            let action = match d["action"].as_str() {
+                Some("added" | "joined") => "add",
+                Some("removed" | "left") => "remove",
+                Some("promoted") => "promote",
+                Some("demoted") => "demote",
+                _ => "update",
+            };
+            json!({ "id": d["jid"], "participants": d["participants"], "action": action, "author": d["by"] })
+        }
+        "label.updated" => {
+            let l = &d["label"];
+            match event {
+                "labels.association" => json!({
+                    "type": if d["change"] == "applied" { "add" } else { "remove" },
+                    "chatId": d["chat_jid"],
+                    "labelId": l["id"],
+                    "instance": origin.instance_name,
+                }),
+                _ => json!({
+                    "id": l["id"],
+                    "name": l["name"],
+                    "color": l["color"],
+                    "deleted": d["change"] == "deleted",
+                }),
+            }
+        }
+        _ => d.clone(),
+    };
+    Some((
+        event,
+        json!({
+            "event": event,
+            "instance": origin.instance_name,
+            "data": data,
+            "destination": origin.destination,
+            "date_time": at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            "sender": origin.sender,
+            "server_url": origin.server_url,
+            // Evolution sends the instance's key here; paceline never puts a token in a payload.
+            "apikey": Value::Null,
+        }),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_take_evolutions_types() {
+        let (t, m) = message("text", &json!({ "text": "hi" }), None);
+        assert_eq!((t, m), ("conversation", json!({ "conversation": "hi" })));
+        let img = json!({ "media": { "mime_type": "image/png", "size": 3, "url": "https://x/m" }, "caption": "c" });
+        let (t, m) = message("image", &img, Some("AAEC"));
+        assert_eq!(t, "imageMessage");
+        assert_eq!(m["imageMessage"]["mimetype"], "image/png");
+        assert_eq!(m["imageMessage"]["caption"], "c");
+        assert_eq!(m["imageMessage"]["fileLength"], "3");
+        assert_eq!(m["base64"], "AAEC", "webhook_base64 adds message.base64");
+        let (t, m) = message("location", &json!({ "location": { "latitude": 1.5, "longitude": -2.0, "name": "Shop" } }), None);
+        assert_eq!(t, "locationMessage");
+        assert_eq!(m["locationMessage"], json!({ "degreesLatitude": 1.5, "degreesLongitude": -2.0, "name": "Shop" }));
+        let (_, m) = message("contact", &json!({ "contact": { "name": "Ana", "phone": "+55 11 97777-0001" } }), None);
+        assert_eq!(m["contactMessage"]["displayName"], "Ana");
+        assert!(m["contactMessage"]["vcard"].as_str().unwrap().contains("waid=5511977770001:+5511977770001"));
+        let (t, m) = message("poll", &json!({ "poll": { "name": "Q?", "values": ["a", "b"], "selectable_count": 1 } }), None);
+        assert_eq!(t, "pollCreationMessage");
+        assert_eq!(m["pollCreationMessage"]["options"], json!([{ "optionName": "a" }, { "optionName": "b" }]));
+        let (t, m) = message("voice", &json!({ "media": {} }), None);
+        assert_eq!((t, m["audioMessage"]["ptt"].as_bool()), ("audioMessage", Some(true)));
+    }
+
+    #[test]
+    fn event_names_and_their_uppercase_forms() {
+        assert_eq!(event_name("message.received", &Value::Null), Some("messages.upsert"));
+        assert_eq!(event_name("label.updated", &json!({ "change": "applied" })), Some("labels.association"));
+        assert_eq!(event_name("label.updated", &json!({ "change": "edited" })), Some("labels.edit"));
+        assert_eq!(event_name("instance.risk", &Value::Null), None);
+        assert_eq!(upper("messages.upsert"), "MESSAGES_UPSERT");
+        assert_eq!(upper("group-participants.update"), "GROUP_PARTICIPANTS_UPDATE");
+        assert_eq!(by_events_path("messages.upsert"), "messages-upsert");
+        assert_eq!(our_events(&["SEND_MESSAGE".into()]), vec!["message.sent"]);
+        assert!(our_events(&[]).contains(&"message.received".to_string()));
+        assert!(known_event("PRESENCE_UPDATE") && known_event("MESSAGES_UPSERT") && !known_event("NOPE"));
+        // Every event we map has its uppercase form in EVENTS.
+        for (ours, data) in [("group.updated", Value::Null), ("call.rejected", Value::Null)] {
+            let dotted = event_name(ours, &data).unwrap();
+            assert!(EVENTS.iter().any(|(e, o)| *e == upper(dotted) || o.contains(&ours)), "{ours}");
+        }
+    }
+
+    #[test]
+    fn a_received_message_becomes_messages_upsert() {
+        let envelope = json!({
+            "id": "evt_1", "type": "message.received", "instance_id": "inst_1",
+            "created_at": "2026-11-25T10:00:00Z",
+            "data": {
+                "message_id": "msg_1", "wa_message_id": "3EB0AA", "chat_jid": "120363@g.us",
+                "from_jid": "5511977770001@s.whatsapp.net", "from_me": false, "type": "text",
+                "content": { "text": "hello" }, "timestamp": "2026-11-25T09:59:59Z"
+            }
+        });
+        let origin = Origin {
+            instance_name: "shop",
+            sender: Some("5511900000000@s.whatsapp.net"),
+            server_url: "https://gw.example",
+            destination: "https://hook.example/x",
+        };
+        let (event, p) = webhook_payload(&envelope, &origin, None, None).unwrap();
+        assert_eq!(event, "messages.upsert");
+        assert_eq!(p["event"], "messages.upsert");
+        assert_eq!(p["instance"], "shop");
+        assert_eq!(p["destination"], "https://hook.example/x");
+        assert_eq!(p["server_url"], "https://gw.example");
+        assert_eq!(p["sender"], "5511900000000@s.whatsapp.net");
+        assert_eq!(p["date_time"], "2026-11-25T10:00:00.000Z");
+        assert!(p["apikey"].is_null(), "no token in a payload");
+        let d = &p["data"];
+        assert_eq!(d["key"], json!({ "remoteJid": "120363@g.us", "fromMe": false, "id": "3EB0AA", "participant": "5511977770001@s.whatsapp.net" }));
+        assert_eq!(d["message"], json!({ "conversation": "hello" }));
+        assert_eq!(d["messageType"], "conversation");
+        assert_eq!(d["messageTimestamp"], 1_795_600_799_i64);
+        assert_eq!(d["instanceId"], "inst_1");
+    }
+
+    #[test]
+    fn states_receipts_and_sends() {
+        let origin = Origin { instance_name: "shop", sender: None, server_url: "u", destination: "d" };
+        let st = json!({ "type": "instance.state", "instance_id": "i", "created_at": "2026-11-25T10:00:00Z",
+            "data": { "state": "connected", "previous_state": "connecting" } });
+        let (e, p) = webhook_payload(&st, &origin, None, None).unwrap();
+        assert_eq!(e, "connection.update");
+        assert_eq!(p["data"], json!({ "instance": "shop", "state": "open", "statusReason": 200 }));
+        let rd = json!({ "type": "message.read", "instance_id": "i", "created_at": "2026-11-25T10:00:00Z",
+            "data": { "message_id": "msg_1", "wa_message_id": "3EB0", "chat_jid": "1@s.whatsapp.net", "status": "read" } });
+        let (e, p) = webhook_payload(&rd, &origin, None, None).unwrap();
+        assert_eq!(e, "messages.update");
+        assert_eq!(p["data"]["status"], "READ");
+        assert_eq!(p["data"]["keyId"], "3EB0");
+        let sent = json!({ "type": "message.sent", "instance_id": "i", "created_at": "2026-11-25T10:00:00Z",
+            "data": { "id": "msg_1", "to": "1@s.whatsapp.net", "type": "text", "wa_message_id": "3EB1", "status": "sent" } });
+        let content = json!({ "text": "yo" });
+        let (e, p) = webhook_payload(&sent, &origin, Some(("text", &content)), None).unwrap();
+        assert_eq!(e, "send.message");
+        assert_eq!(p["data"]["key"], json!({ "remoteJid": "1@s.whatsapp.net", "fromMe": true, "id": "3EB1" }));
+        assert_eq!(p["data"]["status"], "SERVER_ACK");
+        assert_eq!(p["data"]["message"], json!({ "conversation": "yo" }));
+        let risk = json!({ "type": "instance.risk", "instance_id": "i", "data": {} });
+        assert!(webhook_payload(&risk, &origin, None, None).is_none());
+    }
+}
