@@ -19,6 +19,12 @@ lt_start_cluster() {
 }
 
 lt_cleanup() {
+    # The run's events stream (its own subject prefix) goes with it: streams left behind
+    # keep their reserved bytes until JetStream refuses new ones.
+    if [[ -n ${PACELINE_SUBJECT_PREFIX:-} && -n ${PACELINE_NATS_URL:-} ]]; then
+        python3 loadtest/ltlib.py delete-stream "$PACELINE_NATS_URL" \
+            "$(tr '[:lower:]-' '[:upper:]_' <<<"$PACELINE_SUBJECT_PREFIX")_EVENTS" || true
+    fi
     kill -TERM "$DEV" 2>/dev/null || true
     wait "$DEV" 2>/dev/null || true
     if [[ -n ${LT_EXTRA_CLEANUP:-} ]]; then eval "$LT_EXTRA_CLEANUP"; fi

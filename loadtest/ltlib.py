@@ -106,3 +106,33 @@ class Workers:
             except subprocess.TimeoutExpired:
                 p.kill()
             os.unlink(log)
+
+
+def delete_stream(nats_url, name, timeout=5.0):
+    """Deletes the JetStream stream `name` (a run's events), speaking NATS's text protocol
+    over a socket (stdlib only): each run has its own subject prefix, and streams left
+    behind reserve their max bytes until JetStream refuses new ones."""
+    import socket
+
+    host, port = nats_url.split("://", 1)[-1].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=timeout) as s:
+        s.recv(4096)  # INFO
+        s.sendall(
+            b'CONNECT {"verbose":false,"pedantic":false}\r\nSUB _INBOX.lt 1\r\n'
+            + f"PUB $JS.API.STREAM.DELETE.{name} _INBOX.lt 0\r\n\r\nPING\r\n".encode()
+        )
+        got = b""
+        deadline = time.time() + timeout
+        while b"MSG _INBOX.lt" not in got and time.time() < deadline:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            got += chunk
+        return b'"success":true' in got
+
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) == 4 and sys.argv[1] == "delete-stream":
+        print("stream deleted" if delete_stream(sys.argv[2], sys.argv[3]) else "stream not deleted")
