@@ -387,8 +387,9 @@ _pl_ensure_pg_os_user() {
 # Python packages the integration tests use, in the venv: the Standard Webhooks
 # reference verifier, schemathesis (fuzzes the served OpenAPI description) and
 # openapi-python-client (generates a client from it), the official MCP Python SDK (the
-# MCP endpoint's client), and for the Helm chart helm-python-sdk (Helm v4's engine) and
-# kubernetes-validate (the Kubernetes schemas). Exports PL_TEST_PYTHON.
+# MCP endpoint's client), for the Helm chart helm-python-sdk (Helm v4's engine) and
+# kubernetes-validate (the Kubernetes schemas), and Evolution API's Python client
+# (`evolutionapi`, the Evolution compatibility test). Exports PL_TEST_PYTHON.
 pl_ensure_test_python() {
     PL_TEST_PYTHON=$PL_VENV/bin/python
     export PL_TEST_PYTHON
@@ -399,6 +400,7 @@ pl_ensure_test_python() {
         "mcp:${PL_MCP_SPEC:-mcp==2.3.0}"
         "helm_python:${PL_HELM_SPEC:-helm-python-sdk==0.2.2}"
         "kubernetes_validate:${PL_KUBE_VALIDATE_SPEC:-kubernetes-validate==1.37.0}"
+        "evolutionapi:${PL_EVOLUTIONAPI_SPEC:-evolutionapi==0.1.2}"
     )
     local entry module spec
     for entry in "${want[@]}"; do

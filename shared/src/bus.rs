@@ -208,6 +208,8 @@ pub enum NetOp {
     DeleteChat { jid: String },
     /// Shows (`composing`) or clears the account's typing indicator in a chat. Answers null.
     ChatPresence { jid: String, composing: bool },
+    /// The account's presence for everyone: online (`available`) or not. Answers null.
+    SetPresence { available: bool },
     /// The account's contacts: `[{jid, name, push_name, business}]`.
     Contacts,
     /// One contact: `{jid, name, push_name, business}`, or `not_found`.

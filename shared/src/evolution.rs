@@ -97,6 +97,23 @@ pub fn by_events_path(dotted: &str) -> String {
     dotted.replace(['.', '_'], "-").to_ascii_lowercase()
 }
 
+/// Our message types behind one of Evolution's `messageType`s (none when unknown).
+pub fn our_kinds(message_type: &str) -> Vec<&'static str> {
+    match message_type {
+        "conversation" | "extendedTextMessage" => vec!["text"],
+        "imageMessage" => vec!["image"],
+        "videoMessage" => vec!["video"],
+        "documentMessage" | "documentWithCaptionMessage" => vec!["document"],
+        "audioMessage" => vec!["audio", "voice"],
+        "stickerMessage" => vec!["sticker"],
+        "locationMessage" => vec!["location"],
+        "contactMessage" => vec!["contact"],
+        "pollCreationMessage" | "pollCreationMessageV3" => vec!["poll"],
+        "reactionMessage" => vec!["reaction"],
+        _ => vec![],
+    }
+}
+
 /// Evolution's message status for ours.
 pub fn status(ours: &str) -> &'static str {
     match ours {
@@ -454,13 +471,15 @@ mod tests {
         assert_eq!(m["imageMessage"]["caption"], "c");
         assert_eq!(m["imageMessage"]["fileLength"], "3");
         assert_eq!(m["base64"], "AAEC", "webhook_base64 adds message.base64");
-        let (t, m) = message("location", &json!({ "location": { "latitude": 1.5, "longitude": -2.0, "name": "Shop" } }), None);
+        let (t, m) =
+            message("location", &json!({ "location": { "latitude": 1.5, "longitude": -2.0, "name": "Shop" } }), None);
         assert_eq!(t, "locationMessage");
         assert_eq!(m["locationMessage"], json!({ "degreesLatitude": 1.5, "degreesLongitude": -2.0, "name": "Shop" }));
         let (_, m) = message("contact", &json!({ "contact": { "name": "Ana", "phone": "+55 11 97777-0001" } }), None);
         assert_eq!(m["contactMessage"]["displayName"], "Ana");
         assert!(m["contactMessage"]["vcard"].as_str().unwrap().contains("waid=5511977770001:+5511977770001"));
-        let (t, m) = message("poll", &json!({ "poll": { "name": "Q?", "values": ["a", "b"], "selectable_count": 1 } }), None);
+        let (t, m) =
+            message("poll", &json!({ "poll": { "name": "Q?", "values": ["a", "b"], "selectable_count": 1 } }), None);
         assert_eq!(t, "pollCreationMessage");
         assert_eq!(m["pollCreationMessage"]["options"], json!([{ "optionName": "a" }, { "optionName": "b" }]));
         let (t, m) = message("voice", &json!({ "media": {} }), None);
@@ -513,7 +532,10 @@ mod tests {
         assert_eq!(p["date_time"], "2026-11-25T10:00:00.000Z");
         assert!(p["apikey"].is_null(), "no token in a payload");
         let d = &p["data"];
-        assert_eq!(d["key"], json!({ "remoteJid": "120363@g.us", "fromMe": false, "id": "3EB0AA", "participant": "5511977770001@s.whatsapp.net" }));
+        assert_eq!(
+            d["key"],
+            json!({ "remoteJid": "120363@g.us", "fromMe": false, "id": "3EB0AA", "participant": "5511977770001@s.whatsapp.net" })
+        );
         assert_eq!(d["message"], json!({ "conversation": "hello" }));
         assert_eq!(d["messageType"], "conversation");
         assert_eq!(d["messageTimestamp"], 1_795_600_799_i64);

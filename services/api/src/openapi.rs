@@ -44,7 +44,8 @@ use utoipa::{Modify, OpenApi};
         (name = "events", description = "The real-time event stream (Server-Sent Events)"),
         (name = "chats", description = "Chats and their history from the local log; media by signed URL"),
         (name = "contacts", description = "Contacts and the block list, from the running session"),
-        (name = "actions", description = "Action-style routes (X-API-Key, instance name in the path)"),
+        (name = "actions", description = "Action-style routes (X-API-Key or apikey, instance name in the path)"),
+        (name = "evolution", description = "Evolution API v2's routes, mapped onto paceline's own (README, \"Coming from Evolution API\")"),
         (name = "attendant", description = "The AI attendant: answers chats through a language model or a bot, hands over to a human"),
         (name = "labels", description = "Labels and the business profile (business accounts only)"),
         (name = "channels", description = "Channels: follow, read, react, and publish through the send queue"),
@@ -85,7 +86,14 @@ impl Modify for Security {
             "api_key",
             SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
                 "X-API-Key",
-                "An instance token on the action-style routes (or a `send_only` key on the send routes).",
+                "An instance token on the action-style routes (or a `send_only` key on the send routes); the admin token works as Evolution's global key.",
+            ))),
+        );
+        components.add_security_scheme(
+            "evolution_apikey",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "apikey",
+                "Evolution API's name for the same key as `X-API-Key`: an instance token, or the admin token as the global key.",
             ))),
         );
     }
@@ -266,6 +274,53 @@ mod tests {
         ids.sort();
         ids.dedup();
         assert_eq!(ids.len(), n, "operation ids repeat");
+    }
+
+    /// Two types of one schema name would share one component (utoipa keeps the last):
+    /// every `ToSchema` type of this crate and of `shared` has its own name (`as = ...`
+    /// renames one).
+    #[test]
+    fn schema_names_are_unique() {
+        fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            for e in std::fs::read_dir(dir).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    walk(&p, out);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    out.push(p);
+                }
+            }
+        }
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        walk(&root.join("src"), &mut files);
+        walk(&root.join("../../shared/src"), &mut files);
+        let ident = |s: &str| s.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect::<String>();
+        let mut names: Vec<(String, String)> = Vec::new();
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            let lines: Vec<&str> = text.lines().collect();
+            for (i, l) in lines.iter().enumerate() {
+                if !(l.contains("derive(") && l.contains("ToSchema")) {
+                    continue;
+                }
+                let mut name = None;
+                for next in lines.iter().skip(i + 1).take(8) {
+                    if let Some((_, rest)) = next.split_once("schema(as = ") {
+                        name = Some(ident(rest.rsplit("::").next().unwrap_or(rest)));
+                    }
+                    let t = next.trim_start();
+                    if let Some(rest) = t.strip_prefix("pub struct ").or_else(|| t.strip_prefix("pub enum ")) {
+                        names.push((name.unwrap_or_else(|| ident(rest)), f.display().to_string()));
+                        break;
+                    }
+                }
+            }
+        }
+        names.sort();
+        let repeated: Vec<_> = names.windows(2).filter(|w| w[0].0 == w[1].0).collect();
+        assert!(repeated.is_empty(), "schema names used twice: {repeated:?}");
+        assert!(names.len() > 100, "found the types ({})", names.len());
     }
 
     /// The committed copy must match the code; `PACELINE_UPDATE_OPENAPI=1` rewrites it.

@@ -87,7 +87,8 @@ async fn register(
 async fn phone(State(app): State<App>, Path(number): Path<String>) -> Result<Json<Value>, ApiError> {
     let (business, banned, linked, online) = app.net.phone_info(&number).ok_or_else(|| err(NetError::NoAccount))?;
     Ok(Json(json!({ "number": number, "business": business, "banned": banned,
-                    "linked_devices": linked, "online_devices": online, "typing_from": app.net.typing(&number) })))
+                    "linked_devices": linked, "online_devices": online, "typing_from": app.net.typing(&number),
+                    "presence": app.net.presence(&number) })))
 }
 
 #[derive(Deserialize)]

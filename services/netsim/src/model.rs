@@ -87,6 +87,8 @@ struct Phone {
     labels: labels::Labels,
     /// Accounts showing this phone that they are typing (until their next message).
     typing: HashSet<String>,
+    /// The presence the account last set (`available` or `unavailable`; none until set).
+    presence: Option<&'static str>,
     /// When this account's recent first contacts were made (the spam rule's window).
     first_contacts: std::collections::VecDeque<DateTime<Utc>>,
 }

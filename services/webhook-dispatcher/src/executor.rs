@@ -81,6 +81,9 @@ pub struct Settings {
     pub disable_failures: u32,
     pub disable_after: Duration,
     pub retry_span: Duration,
+    /// Where the API is reached (`public_url`, else the listen address): Evolution-format
+    /// payloads say it as `server_url`.
+    pub server_url: String,
 }
 
 impl Settings {
@@ -96,6 +99,10 @@ impl Settings {
             disable_failures: config.webhook_disable_after_failures,
             disable_after: config.webhook_disable_after,
             retry_span: config.webhook_retry_span,
+            server_url: match &config.public_url {
+                Some(u) => u.as_str().trim_end_matches('/').to_string(),
+                None => format!("http://{}", config.listen_addr),
+            },
         }
     }
 }

@@ -28,6 +28,8 @@ const NATS_CALL: Duration = Duration::from_secs(10);
 /// An event as it came from the stream.
 struct Incoming {
     msg: jetstream::Message,
+    /// The event's envelope, parsed.
+    body: serde_json::Value,
     id: EventId,
     instance: InstanceId,
     kind: String,
@@ -44,7 +46,7 @@ fn parse(msg: jetstream::Message) -> Result<Incoming, Box<jetstream::Message>> {
     let kind = v.get("type").and_then(|x| x.as_str()).map(str::to_string);
     let created = v.get("created_at").and_then(|x| x.as_str()).and_then(|s| s.parse().ok());
     match (id, instance, kind) {
-        (Some(id), Some(instance), Some(kind)) => Ok(Incoming { msg, id, instance, kind, created }),
+        (Some(id), Some(instance), Some(kind)) => Ok(Incoming { msg, body: v, id, instance, kind, created }),
         _ => Err(Box::new(msg)),
     }
 }
@@ -170,7 +172,8 @@ async fn fan_out_once(
     }
     let mut rows = Vec::new();
     for ev in &batch {
-        for h in by_instance.get(ev.instance.as_str()).into_iter().flatten().filter(|h| h.wants(&ev.kind)) {
+        let data = &ev.body["data"];
+        for h in by_instance.get(ev.instance.as_str()).into_iter().flatten().filter(|h| h.wants(&ev.kind, data)) {
             rows.push(NewDelivery {
                 webhook_id: h.id.clone(),
                 instance_id: ev.instance.clone(),
@@ -185,14 +188,19 @@ async fn fan_out_once(
     let event_of: HashMap<&str, &Incoming> = batch.iter().map(|e| (e.id.as_str(), e)).collect();
     for (id, webhook_id, event_id, retry_until, claim_id) in created {
         let (Some(h), Some(ev)) = (hook_of.get(webhook_id.as_str()), event_of.get(event_id.as_str())) else { continue };
+        let (url, body) = if h.origin.shape.is_evolution() {
+            crate::shape::delivery(db, &s.server_url, &h.url, &h.origin, &ev.body).await
+        } else {
+            (h.url.clone(), Bytes::copy_from_slice(&ev.msg.payload))
+        };
         let job = Job {
             id,
             claim_id,
             webhook_id,
             event_id: event_id.to_string(),
-            url: h.url.clone(),
+            url,
             secrets: secrets_of(h.secret.clone(), h.previous_secret.clone(), h.secret_rotated_at),
-            body: Bytes::copy_from_slice(&ev.msg.payload),
+            body,
             attempts: 0,
             retry_until,
             event_created: ev.created,

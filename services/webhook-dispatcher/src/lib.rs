@@ -17,6 +17,7 @@ pub mod relay;
 pub mod retention;
 pub mod retry;
 pub mod risk;
+pub mod shape;
 pub mod signing;
 pub mod usage;
 

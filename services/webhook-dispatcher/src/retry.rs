@@ -3,7 +3,6 @@
 
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use shared::db::deliveries;
 
 use crate::executor::{secrets_of, Executor, Job};
@@ -48,14 +47,15 @@ async fn scan_once(db: &sqlx::PgPool, exec: &Executor) -> Result<usize, sqlx::Er
     let n = due.len();
     for d in due {
         let created = d.payload.get("created_at").and_then(|c| c.as_str()).and_then(|c| c.parse().ok());
+        let (url, body) = crate::shape::delivery(db, &s.server_url, &d.url, &d.origin, &d.payload).await;
         let job = Job {
             id: d.id,
             claim_id: d.claim_id,
             webhook_id: d.webhook_id,
             event_id: d.event_id.to_string(),
-            url: d.url,
+            url,
             secrets: secrets_of(d.secret, d.previous_secret, d.secret_rotated_at),
-            body: Bytes::from(serde_json::to_vec(&d.payload).expect("json serializes")),
+            body,
             attempts: d.attempts,
             retry_until: d.retry_until,
             event_created: created,

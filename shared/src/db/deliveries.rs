@@ -98,6 +98,8 @@ pub struct Due {
     pub previous_secret: Option<String>,
     pub secret_rotated_at: Option<DateTime<Utc>>,
     pub payload: serde_json::Value,
+    #[sqlx(flatten)]
+    pub origin: crate::db::webhooks::Origin,
 }
 
 /// Claims up to `limit` pending deliveries that are due and not claimed (or whose claim
@@ -120,8 +122,10 @@ pub async fn claim_due(
              WHERE d.id = s.id \
              RETURNING d.id, d.webhook_id, d.instance_id, d.event_id, d.attempts, d.retry_until, d.claim_id) \
          SELECT c.id, c.webhook_id, c.instance_id, c.event_id, c.attempts, c.retry_until, c.claim_id, \
-             w.url, w.secret, w.previous_secret, w.secret_rotated_at, o.payload \
-         FROM c JOIN webhooks w ON w.id = c.webhook_id JOIN outbox o ON o.id = c.event_id",
+             w.url, w.secret, w.previous_secret, w.secret_rotated_at, o.payload, \
+             w.format, w.by_events, w.base64, w.evolution_events, i.name AS instance_name, i.phone \
+         FROM c JOIN webhooks w ON w.id = c.webhook_id JOIN outbox o ON o.id = c.event_id \
+             JOIN instances i ON i.id = c.instance_id",
     )
     .bind(worker)
     .bind(lock_ms as f64)

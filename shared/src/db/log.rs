@@ -505,6 +505,61 @@ pub async fn messages(
     .await
 }
 
+/// Filters of [`find`]: each one present narrows the search.
+#[derive(Debug, Default, Clone)]
+pub struct Find {
+    pub chat: Option<String>,
+    pub wa_message_id: Option<String>,
+    pub id: Option<MessageId>,
+    pub from_me: Option<bool>,
+    /// Our message types (`text`, `image`, ...).
+    pub kinds: Option<Vec<String>>,
+    pub since: Option<DateTime<Utc>>,
+    pub until: Option<DateTime<Utc>>,
+}
+
+/// The instance's logged messages matching `f`, newest first: how many match in all, and
+/// `limit` of them from `offset` (Evolution's `findMessages` pages by number).
+pub async fn find(
+    db: &PgPool,
+    instance: &InstanceId,
+    f: &Find,
+    offset: i64,
+    limit: i64,
+) -> Result<(i64, Vec<LogRow>), sqlx::Error> {
+    const WHERE: &str = "instance_id = $1 AND ($2::text IS NULL OR chat_jid = $2) \
+        AND ($3::text IS NULL OR wa_message_id = $3) AND ($4::text IS NULL OR id = $4) \
+        AND ($5::bool IS NULL OR from_me = $5) AND ($6::text[] IS NULL OR type = ANY($6)) \
+        AND ($7::timestamptz IS NULL OR ts >= $7) AND ($8::timestamptz IS NULL OR ts <= $8)";
+    let total: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM log_messages WHERE {WHERE}"))
+        .bind(instance)
+        .bind(&f.chat)
+        .bind(&f.wa_message_id)
+        .bind(&f.id)
+        .bind(f.from_me)
+        .bind(&f.kinds)
+        .bind(f.since)
+        .bind(f.until)
+        .fetch_one(db)
+        .await?;
+    let rows = sqlx::query_as(&format!(
+        "SELECT {LOG_COLUMNS} FROM log_messages WHERE {WHERE} ORDER BY ts DESC, id DESC OFFSET $9 LIMIT $10"
+    ))
+    .bind(instance)
+    .bind(&f.chat)
+    .bind(&f.wa_message_id)
+    .bind(&f.id)
+    .bind(f.from_me)
+    .bind(&f.kinds)
+    .bind(f.since)
+    .bind(f.until)
+    .bind(offset)
+    .bind(limit)
+    .fetch_all(db)
+    .await?;
+    Ok((total, rows))
+}
+
 /// Chat settings the network accepted (absent fields stay), with their `chat.updated`.
 #[derive(Debug, Default, Clone)]
 pub struct ChatChange {

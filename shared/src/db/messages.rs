@@ -24,6 +24,15 @@ pub enum MessageStatus {
 }
 
 impl MessageStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageStatus::Queued => "queued",
+            MessageStatus::InFlight => "in_flight",
+            MessageStatus::Sent => "sent",
+            MessageStatus::Failed => "failed",
+        }
+    }
+
     /// Sent or failed: nothing more happens to it.
     pub fn is_final(self) -> bool {
         matches!(self, MessageStatus::Sent | MessageStatus::Failed)

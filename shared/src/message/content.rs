@@ -158,7 +158,11 @@ mod tests {
 
     #[test]
     fn stored_content_round_trips_and_old_rows_take_their_type_from_the_column() {
-        let out = Outbound { content: Content::Image { media: media(), caption: Some("c".into()) }, reply_to: None, mentions: vec![] };
+        let out = Outbound {
+            content: Content::Image { media: media(), caption: Some("c".into()) },
+            reply_to: None,
+            mentions: vec![],
+        };
         let v = serde_json::to_value(&out).unwrap();
         assert_eq!(v["type"], "image");
         assert_eq!(Outbound::from_row("image", &v).unwrap(), out);

@@ -121,6 +121,7 @@ pub struct OpenAiIn {
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = AttendantWebhookIn)]
 pub struct WebhookIn {
     pub kind: WebhookKind,
     #[schema(min_length = 1, max_length = 2048, pattern = "^https?://")]
@@ -199,6 +200,7 @@ pub struct OpenAiOut {
 
 /// A webhook bot as shown: its secret never, only whether it is set.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[schema(as = AttendantWebhookOut)]
 pub struct WebhookOut {
     pub kind: WebhookKind,
     pub url: String,

@@ -159,7 +159,7 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("POST", "/pair/{token}/code", Open),
     // MCP.
     ("POST", "/mcp", ReadSend),
-    // The action-style routes (X-API-Key).
+    // The action-style routes (X-API-Key, or Evolution's apikey).
     ("GET", "/instance/connect/{instanceName}", Owner),
     ("PATCH", "/instance/settings/{instanceName}", Owner),
     ("POST", "/message/sendText/{instanceName}", Send),
@@ -169,6 +169,39 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("POST", "/message/sendContact/{instanceName}", Send),
     ("POST", "/message/sendPoll/{instanceName}", Send),
     ("POST", "/message/sendReaction/{instanceName}", Send),
+    ("POST", "/message/sendSticker/{instanceName}", Send),
+    ("POST", "/message/sendList/{instanceName}", Send),
+    ("POST", "/message/sendButtons/{instanceName}", Send),
+    // Evolution v2's routes (`apikey`; README, "Coming from Evolution API"): each as
+    // strict as the `/v1` operation it maps onto.
+    ("POST", "/instance/create", Admin),
+    ("GET", "/instance/fetchInstances", Owner),
+    ("GET", "/instance/connectionState/{instanceName}", Read),
+    ("POST", "/instance/restart/{instanceName}", Owner),
+    ("DELETE", "/instance/logout/{instanceName}", Owner),
+    ("DELETE", "/instance/delete/{instanceName}", Owner),
+    ("POST", "/instance/setPresence/{instanceName}", Owner),
+    ("POST", "/chat/whatsappNumbers/{instanceName}", Send),
+    ("POST", "/chat/checkIsWhatsappNumber/{instanceName}", Send),
+    ("POST", "/chat/findMessages/{instanceName}", Read),
+    ("POST", "/chat/findChats/{instanceName}", Read),
+    ("POST", "/chat/findContacts/{instanceName}", Read),
+    ("POST", "/group/create/{instanceName}", Owner),
+    ("GET", "/group/fetchAllGroups/{instanceName}", Read),
+    ("GET", "/group/findGroupInfos/{instanceName}", Read),
+    ("GET", "/group/participants/{instanceName}", Read),
+    ("POST", "/group/updateParticipant/{instanceName}", Owner),
+    ("GET", "/group/inviteCode/{instanceName}", Read),
+    ("POST", "/group/revokeInviteCode/{instanceName}", Owner),
+    ("GET", "/group/acceptInviteCode/{instanceName}", Owner),
+    ("POST", "/group/updateSetting/{instanceName}", Owner),
+    ("POST", "/group/updateGroupSubject/{instanceName}", Owner),
+    ("POST", "/group/updateGroupDescription/{instanceName}", Owner),
+    ("DELETE", "/group/leaveGroup/{instanceName}", Owner),
+    ("GET", "/label/findLabels/{instanceName}", Read),
+    ("POST", "/label/handleLabel/{instanceName}", Owner),
+    ("POST", "/webhook/set/{instanceName}", Owner),
+    ("GET", "/webhook/find/{instanceName}", Read),
 ];
 
 /// The access of an operation, if it has a row.

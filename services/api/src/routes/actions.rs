@@ -1,9 +1,9 @@
-//! Action-style routes (interface.md 4.13): named after the action, `X-API-Key` header,
-//! `{instanceName}` in the path, statuses 200, 400 and 404 (plus 401 for a missing or
-//! invalid key). An instance token naming another instance gets 404, as if it did not
-//! exist. `send.rs` holds the `/message/send*` routes, queued like `POST {inst}/messages`.
-
-use std::time::Duration;
+//! Action-style routes (interface.md 4.13): named after the action, `X-API-Key` header
+//! (or Evolution's `apikey`), `{instanceName}` in the path, statuses 200, 400 and 404
+//! (plus 401 for a missing or invalid key). An instance token naming another instance
+//! gets 404, as if it did not exist. `send.rs` holds the `/message/send*` routes, queued
+//! like `POST {inst}/messages`; `instance.rs` Evolution v2's instance routes (README,
+//! "Coming from Evolution API"), each calling the service code `/v1` uses.
 
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
@@ -22,14 +22,24 @@ use crate::service::instances::{SettingsOut, SettingsPatch};
 use crate::service::pairing;
 use crate::state::AppState;
 
+pub mod chat;
+pub mod group;
+pub mod instance;
+pub mod label;
 pub mod send;
+pub mod webhook;
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(connect)).routes(routes!(settings)).merge(send::router())
+    OpenApiRouter::new()
+        .routes(routes!(connect))
+        .routes(routes!(settings))
+        .merge(send::router())
+        .merge(instance::router())
+        .merge(chat::router())
+        .merge(group::router())
+        .merge(label::router())
+        .merge(webhook::router())
 }
-
-/// How often the connect route looks for the first QR code (for `connect_qr_wait_ms`).
-const QR_POLL: Duration = Duration::from_millis(100);
 
 /// The caller of an action route: `X-API-Key` checked against `{instanceName}`.
 pub struct ActionKey(pub Principal);
@@ -38,13 +48,16 @@ impl FromRequestParts<AppState> for ActionKey {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        let key = parts
-            .headers
-            .get("x-api-key")
+        // `apikey` is Evolution's name for the same header.
+        let key = ["x-api-key", "apikey"]
+            .iter()
+            .find_map(|h| parts.headers.get(*h))
             .and_then(|v| v.to_str().ok())
             .map(str::trim)
             .filter(|k| !k.is_empty())
-            .ok_or_else(|| ApiError::new(shared::ErrorCode::Unauthorized, "the X-API-Key header is required"))?;
+            .ok_or_else(|| {
+                ApiError::new(shared::ErrorCode::Unauthorized, "the X-API-Key (or apikey) header is required")
+            })?;
         let principal = authenticate(key, parts, state).await?;
         principal.check_scope(parts)?;
         Ok(ActionKey(principal))
@@ -59,6 +72,27 @@ impl FromRequestParts<AppState> for ActionInstance {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        ActionAccess::from_request_parts(parts, state).await.map(|a| ActionInstance(a.row))
+    }
+}
+
+/// [`ActionInstance`] with the key that named it, for routes that call a `/v1` handler
+/// (`access()` is what that handler takes).
+pub struct ActionAccess {
+    pub row: InstanceRow,
+    pub principal: Principal,
+}
+
+impl ActionAccess {
+    pub fn access(&self) -> crate::extract::InstanceAccess {
+        crate::extract::InstanceAccess { principal: self.principal.clone(), id: self.row.id.clone() }
+    }
+}
+
+impl FromRequestParts<AppState> for ActionAccess {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let key = ActionKey::from_request_parts(parts, state).await?;
         let params = axum::extract::RawPathParams::from_request_parts(parts, state)
             .await
@@ -70,12 +104,12 @@ impl FromRequestParts<AppState> for ActionInstance {
             .ok_or_else(ApiError::instance_not_found)?;
         let row = named(state, &key, name).await?;
         state.requests.record(&row.id, &key.0);
-        Ok(ActionInstance(row))
+        Ok(ActionAccess { row, principal: key.0 })
     }
 }
 
 /// The instance named in the path, if the key may see it (404 otherwise).
-async fn named(state: &AppState, key: &ActionKey, name: &str) -> Result<InstanceRow, ApiError> {
+pub(crate) async fn named(state: &AppState, key: &ActionKey, name: &str) -> Result<InstanceRow, ApiError> {
     let row = instances::get_by_name(&state.db, name).await?.ok_or_else(ApiError::instance_not_found)?;
     match &key.0 {
         Principal::Admin => Ok(row),
@@ -125,14 +159,7 @@ async fn connect(
 ) -> Result<Json<ConnectActionOut>, ApiError> {
     let phone = q.number.as_deref().map(pairing::normalize_phone).transpose()?;
     pairing::start(&state, &row.id).await.map_err(as_400)?;
-    let deadline = tokio::time::Instant::now() + state.config.connect_qr_wait;
-    let qr = loop {
-        match pairing::current_qr(&state, &row.id).await? {
-            Ok(qr) => break Some(qr),
-            Err(e) if e.retryable && tokio::time::Instant::now() < deadline => tokio::time::sleep(QR_POLL).await,
-            Err(_) => break None,
-        }
-    };
+    let qr = pairing::wait_qr(&state, &row.id).await?;
     let pairing_code = match (&qr, phone) {
         (Some(_), Some(phone)) => {
             let v = crate::rpc::call(&state, &row.id, RpcRequest::PairingCode { phone }).await.map_err(as_400)?;
@@ -180,6 +207,30 @@ async fn settings(
     })
     .await?;
     Ok(Json(SettingsOut { reject_call: updated.reject_call, msg_call: updated.msg_call }))
+}
+
+/// The refusals of Evolution's own routes: ours as they are (Evolution's clients look at
+/// the status class), with the code in the envelope.
+#[derive(utoipa::IntoResponses)]
+pub enum EvolutionErrors {
+    /// Invalid data: `validation_failed`, `business_account_required`, ...
+    #[response(status = 400, description = "invalid data; the envelope's `code` tells which")]
+    Invalid(ErrorBody),
+    #[response(status = 401, description = "`unauthorized`: missing or invalid key")]
+    Unauthorized(ErrorBody),
+    #[response(
+        status = 403,
+        description = "`forbidden`: a key of a scope that does not reach the route, or the network refused (not an admin of the group)"
+    )]
+    Forbidden(ErrorBody),
+    #[response(status = 404, description = "`instance_not_found`, or `not_found`")]
+    NotFound(ErrorBody),
+    #[response(status = 409, description = "`instance_not_connected`, `business_account_required`")]
+    Conflict(ErrorBody),
+    #[response(status = 429, description = "`rate_limited`: a cap of the operation (Retry-After says when)")]
+    RateLimited(ErrorBody),
+    #[response(status = 504, description = "`worker_timeout`")]
+    Timeout(ErrorBody),
 }
 
 /// A JSON body on an action route: every refusal of it (malformed, wrong fields, over

@@ -70,6 +70,7 @@ pub struct CommunityGroupsOut {
 /// Body of `POST {inst}/communities/{jid}/groups`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = CommunityLinkIn)]
 pub struct LinkIn {
     /// 1 to 50 groups' JIDs; the account must be an admin of each.
     #[schema(min_items = 1, max_items = 50, value_type = Vec<crate::schemas::GroupJid>)]
@@ -87,6 +88,7 @@ pub struct LinkResult {
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[schema(as = CommunityLinkOut)]
 pub struct LinkOut {
     pub results: Vec<LinkResult>,
 }

@@ -55,6 +55,7 @@ pub struct PictureOut {
 
 /// A contact's about text and business profile.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[schema(as = ContactProfileOut)]
 pub struct ProfileOut {
     pub jid: String,
     pub about: String,

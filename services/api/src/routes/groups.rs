@@ -166,7 +166,7 @@ fn member_result(jid: String, status: u16) -> ParticipantResult {
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn list(
+pub(crate) async fn list(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
     ValidatedQuery(q): ValidatedQuery<PageQuery>,
@@ -193,7 +193,7 @@ async fn list(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn create(
+pub(crate) async fn create(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
     ValidatedJson(body): ValidatedJson<GroupIn>,
@@ -219,7 +219,7 @@ async fn create(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn get_one(
+pub(crate) async fn get_one(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
@@ -243,7 +243,7 @@ async fn get_one(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn edit(
+pub(crate) async fn edit(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
@@ -282,7 +282,7 @@ async fn edit(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn participants(
+pub(crate) async fn participants(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
@@ -324,7 +324,7 @@ async fn participants(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn invite_link(
+pub(crate) async fn invite_link(
     State(state): State<AppState>,
     InstanceAccess { id, principal }: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
@@ -354,7 +354,7 @@ async fn invite_link(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn join(
+pub(crate) async fn join(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
     ValidatedJson(body): ValidatedJson<JoinIn>,
@@ -381,7 +381,7 @@ async fn join(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn leave(
+pub(crate) async fn leave(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,

@@ -4,7 +4,6 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use shared::auth::{generate_token, hash_token, INSTANCE_TOKEN_PREFIX};
 use shared::db::instances::{self, InstanceFields, InstanceState, ListFilter};
 use shared::error::ErrorBody;
 use shared::ids::InstanceId;
@@ -16,8 +15,8 @@ use utoipa_axum::routes;
 
 use crate::extract::{Admin, InstanceAccess, ValidatedJson, ValidatedQuery};
 use crate::service::instances::{
-    decode_cursor, delete_one, edit, narrows, valid_tag, validate, write_error, InstanceOut, SendWindowIo,
-    SettingsPatch, MAX_PER_MINUTE_CEILING, MIN_INTERVAL_FLOOR_MS,
+    decode_cursor, delete_one, edit, narrows, valid_tag, InstanceOut, SendWindowIo, SettingsPatch,
+    MAX_PER_MINUTE_CEILING, MIN_INTERVAL_FLOOR_MS,
 };
 use crate::state::AppState;
 
@@ -189,11 +188,7 @@ async fn create(
         network: body.network,
         risk_policy: body.risk_policy,
     };
-    let fields = validate(fields, &state.config.risk_policy())?;
-    let token = generate_token(INSTANCE_TOKEN_PREFIX);
-    let id = InstanceId::new();
-    let row = instances::insert(&state.db, &id, &hash_token(&token), &fields).await.map_err(write_error)?;
-    tracing::info!(instance_id = %row.id, "instance created");
+    let (row, token) = crate::service::instances::create(&state, fields).await?;
     Ok((StatusCode::CREATED, Json(InstanceCreatedOut { instance: InstanceOut::shown_to(row, true), token })))
 }
 

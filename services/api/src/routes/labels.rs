@@ -124,7 +124,7 @@ async fn record(state: &AppState, id: &InstanceId, change: Change) -> Result<(),
         (status = 409, description = "`business_account_required`: a personal account; `instance_not_connected`: never paired", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn list(
+pub(crate) async fn list(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
 ) -> Result<Json<LabelListOut>, ApiError> {
@@ -219,7 +219,7 @@ async fn delete(
 }
 
 /// Puts a label on a chat or takes it off.
-async fn set_chat(
+pub(crate) async fn set_chat(
     state: &AppState,
     id: &InstanceId,
     label_id: String,

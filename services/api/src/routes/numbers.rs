@@ -97,7 +97,7 @@ pub struct CheckNumbersOut {
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn check_numbers(
+pub(crate) async fn check_numbers(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
     ValidatedJson(b): ValidatedJson<CheckNumbersIn>,

@@ -31,7 +31,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 /// Most endpoints per instance.
-const MAX_WEBHOOKS: i64 = 20;
+pub(crate) const MAX_WEBHOOKS: i64 = 20;
 
 /// A webhook endpoint.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -47,8 +47,35 @@ pub struct WebhookOut {
     /// `whsec_...`: only in the answers to create and to a rotation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secret: Option<String>,
+    /// `paceline` (our envelope) or `evolution` (Evolution API v2's payloads).
+    pub format: WebhookFormat,
+    /// Evolution format: the event's name is appended to the URL (`/messages-upsert`).
+    pub by_events: bool,
+    /// Evolution format: received media's bytes come in the payload (`message.base64`).
+    pub base64: bool,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+/// What a webhook's deliveries look like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WebhookFormat {
+    /// Our envelope: `{id, type, instance_id, created_at, data}`, signed.
+    #[default]
+    Paceline,
+    /// Evolution API v2's: `{event, instance, data, destination, date_time, sender,
+    /// server_url}` (README, "Coming from Evolution API"), signed the same way.
+    Evolution,
+}
+
+impl WebhookFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WebhookFormat::Paceline => "paceline",
+            WebhookFormat::Evolution => "evolution",
+        }
+    }
 }
 
 impl WebhookOut {
@@ -60,6 +87,9 @@ impl WebhookOut {
             events: r.events,
             enabled: r.enabled,
             disabled_reason: r.disabled_reason,
+            format: if r.shape.is_evolution() { WebhookFormat::Evolution } else { WebhookFormat::Paceline },
+            by_events: r.shape.by_events,
+            base64: r.shape.base64,
             created_at: r.created_at,
             updated_at: r.updated_at,
         }
@@ -77,6 +107,16 @@ pub struct WebhookIn {
     #[serde(default)]
     #[schema(value_type = Vec<crate::catalog::EventType>)]
     pub events: Vec<String>,
+    /// `paceline` (the default) or `evolution`: Evolution API v2's payloads, for the
+    /// events Evolution has.
+    #[serde(default)]
+    pub format: WebhookFormat,
+    /// Evolution format only: append the event's name to the URL.
+    #[serde(default)]
+    pub by_events: bool,
+    /// Evolution format only: received media's bytes in the payload (up to 10 MB).
+    #[serde(default)]
+    pub base64: bool,
 }
 
 /// Body of `PATCH {inst}/webhooks/{webhook_id}`: absent fields stay.
@@ -91,6 +131,9 @@ pub struct WebhookPatch {
     /// Issue a new secret (returned once); the old one keeps verifying for a while.
     #[serde(default)]
     pub rotate_secret: bool,
+    pub format: Option<WebhookFormat>,
+    pub by_events: Option<bool>,
+    pub base64: Option<bool>,
 }
 
 /// The webhooks of an instance.
@@ -99,7 +142,7 @@ pub struct WebhookListOut {
     pub webhooks: Vec<WebhookOut>,
 }
 
-async fn check(state: &AppState, raw: &str, events: &[String]) -> Result<String, ApiError> {
+pub(crate) async fn check(state: &AppState, raw: &str, events: &[String]) -> Result<String, ApiError> {
     let url = url::Url::parse(raw).map_err(|_| ApiError::validation("url must be an http or https URL"))?;
     if raw.len() > 2048 {
         return Err(ApiError::validation("url must be at most 2048 characters"));
@@ -114,6 +157,19 @@ async fn check(state: &AppState, raw: &str, events: &[String]) -> Result<String,
         return Err(ApiError::validation("events must be types of the event catalog (see the OpenAPI description)"));
     }
     Ok(url.to_string())
+}
+
+/// A webhook's shape; the Evolution options need the Evolution format.
+pub(crate) fn shape(
+    format: WebhookFormat,
+    by_events: bool,
+    base64: bool,
+    evolution_events: Vec<String>,
+) -> Result<webhooks::Shape, ApiError> {
+    if format == WebhookFormat::Paceline && (by_events || base64) {
+        return Err(ApiError::validation("by_events and base64 need format evolution"));
+    }
+    Ok(webhooks::Shape { format: format.as_str().into(), by_events, base64, evolution_events })
 }
 
 fn dedup(mut events: Vec<String>) -> Vec<String> {
@@ -142,7 +198,8 @@ async fn create(
     shared::db::instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
     let events = dedup(b.events);
     let url = check(&state, &b.url, &events).await?;
-    let row = webhooks::insert(&state.db, &id, &url, &events, &generate_webhook_secret(), MAX_WEBHOOKS)
+    let shape = shape(b.format, b.by_events, b.base64, vec![])?;
+    let row = webhooks::insert(&state.db, &id, &url, &events, &shape, &generate_webhook_secret(), MAX_WEBHOOKS)
         .await?
         .ok_or_else(|| ApiError::validation(format!("an instance has at most {MAX_WEBHOOKS} webhooks")))?;
     Ok((StatusCode::CREATED, Json(WebhookOut::of(row, true))))
@@ -208,10 +265,13 @@ async fn patch(
     let url = check(&state, p.url.as_deref().unwrap_or(&current.url), &events).await?;
     let secret = p.rotate_secret.then(generate_webhook_secret);
     let enabled = p.enabled.unwrap_or(current.enabled);
+    let c = &current.shape;
+    let format = p.format.unwrap_or(if c.is_evolution() { WebhookFormat::Evolution } else { WebhookFormat::Paceline });
+    let shape =
+        shape(format, p.by_events.unwrap_or(c.by_events), p.base64.unwrap_or(c.base64), c.evolution_events.clone())?;
     let mut tx = state.db.begin().await?;
-    let row = webhooks::update(&mut *tx, &id, &ids.1, &url, &events, enabled, secret.as_deref())
-        .await?
-        .ok_or_else(|| ApiError::not_found("webhook"))?;
+    let edit = webhooks::Edit { url: &url, events: &events, shape: &shape, enabled, new_secret: secret.as_deref() };
+    let row = webhooks::update(&mut *tx, &id, &ids.1, &edit).await?.ok_or_else(|| ApiError::not_found("webhook"))?;
     if current.enabled && !enabled {
         // Disabled by its owner: what was pending fails now (and can be resent later).
         dlv::fail_pending(&mut tx, &row.id, "the endpoint was disabled").await?;

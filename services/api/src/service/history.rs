@@ -53,7 +53,11 @@ pub(crate) fn decode_message_cursor(
 }
 
 /// Adds a signed `url` to media the log holds.
-fn with_media_url(state: &AppState, mut content: serde_json::Value, now: DateTime<Utc>) -> serde_json::Value {
+pub(crate) fn with_media_url(
+    state: &AppState,
+    mut content: serde_json::Value,
+    now: DateTime<Utc>,
+) -> serde_json::Value {
     if let Some(media) = content.get_mut("media").and_then(|m| m.as_object_mut()) {
         let expired = media.get("expired").and_then(|e| e.as_bool()).unwrap_or(false);
         if let (Some(id), false) = (media.get("id").and_then(|i| i.as_str()).map(str::to_string), expired) {

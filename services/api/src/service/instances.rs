@@ -249,6 +249,18 @@ pub async fn rules_changed(state: &AppState, id: &InstanceId) {
     }
 }
 
+/// Creates an instance from `fields` (validated here); returns it and its token, which
+/// is shown only now. Shared by `POST /v1/instances` and Evolution's `instance/create`.
+pub async fn create(state: &AppState, fields: InstanceFields) -> Result<(InstanceRow, String), ApiError> {
+    let fields = validate(fields, &state.config.risk_policy())?;
+    let token = shared::auth::generate_token(shared::auth::INSTANCE_TOKEN_PREFIX);
+    let id = InstanceId::new();
+    let row =
+        instances::insert(&state.db, &id, &shared::auth::hash_token(&token), &fields).await.map_err(write_error)?;
+    tracing::info!(instance_id = %row.id, "instance created");
+    Ok((row, token))
+}
+
 /// Deletes the instance and revokes its token on every API pod. Shared with the bulk
 /// route.
 pub async fn delete_one(state: &AppState, id: &InstanceId) -> Result<(), ApiError> {

@@ -36,6 +36,22 @@ pub async fn start(state: &AppState, id: &InstanceId) -> Result<InstanceState, A
 }
 
 /// The current QR code, if the instance is showing one.
+/// How often [`wait_qr`] looks for the first QR code.
+const QR_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The QR code on show, waiting up to `connect_qr_wait_ms` for the first one after
+/// pairing started; `None` when there is none (already linked, or none came in time).
+pub async fn wait_qr(state: &AppState, id: &InstanceId) -> Result<Option<QrOut>, ApiError> {
+    let deadline = tokio::time::Instant::now() + state.config.connect_qr_wait;
+    loop {
+        match current_qr(state, id).await? {
+            Ok(qr) => return Ok(Some(qr)),
+            Err(e) if e.retryable && tokio::time::Instant::now() < deadline => tokio::time::sleep(QR_POLL).await,
+            Err(_) => return Ok(None),
+        }
+    }
+}
+
 pub async fn current_qr(state: &AppState, id: &InstanceId) -> Result<Result<QrOut, ApiError>, ApiError> {
     let (st, desired, code, expires) = instances::qr(&state.db, id).await?.ok_or_else(ApiError::instance_not_found)?;
     let st = InstanceState::parse(&st).unwrap_or(InstanceState::Disconnected);

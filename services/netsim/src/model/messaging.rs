@@ -70,6 +70,11 @@ impl Net {
         v
     }
 
+    /// The presence `number`'s account last set, if it did.
+    pub fn presence(&self, number: &str) -> Option<&'static str> {
+        self.lock().phones.get(number).and_then(|p| p.presence)
+    }
+
     pub fn inbox(&self, number: &str) -> Option<Inbox> {
         let s = self.lock();
         let p = s.phones.get(number)?;

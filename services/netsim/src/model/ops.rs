@@ -280,6 +280,11 @@ impl State {
                 }
                 Ok(Value::Null)
             }
+            NetOp::SetPresence { available } => {
+                self.phones.get_mut(me).expect("online account exists").presence =
+                    Some(if available { "available" } else { "unavailable" });
+                Ok(Value::Null)
+            }
             NetOp::DeleteChat { jid: j } => {
                 let other = other_of(&j)?;
                 self.phones.get_mut(me).expect("online account exists").chats.entry(other).or_default().deleted = true;

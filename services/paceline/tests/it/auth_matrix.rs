@@ -184,7 +184,8 @@ async fn every_route_answers_every_kind_of_token_as_its_row_says() {
         assert_eq!(anon.status, 401, "{what} without a token: {}", anon.text);
         for kind in kinds {
             // Deleting an instance is real: the kinds that may do it delete a throwaway.
-            let deletes = op.method == reqwest::Method::DELETE && op.path == "/v1/instances/{id}";
+            let deletes = op.method == reqwest::Method::DELETE
+                && ["/v1/instances/{id}", "/instance/delete/{instanceName}"].contains(&op.path.as_str());
             let r = match kind {
                 Kind::Instance | Kind::Admin if deletes => {
                     let (spare, spare_token) = api.create_instance(&format!("spare-{}", suffix())).await;

@@ -16,6 +16,7 @@ mod cluster;
 mod deliveries;
 mod errors;
 mod events;
+mod evolution;
 mod fencing;
 mod groups;
 mod instances;

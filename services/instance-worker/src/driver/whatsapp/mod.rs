@@ -365,6 +365,10 @@ impl Session for WaSession {
                 let state = if *composing { ChatStateType::Composing } else { ChatStateType::Paused };
                 c.chatstate().send(&jid(j)?, state).await.map_err(|_| failed("send the typing indicator"))?;
             }
+            NetOp::SetPresence { available } => {
+                if *available { c.presence().set_available().await } else { c.presence().set_unavailable().await }
+                    .map_err(|_| failed("set the presence"))?;
+            }
             NetOp::Block { jid: j, blocked } => {
                 let j = jid(j)?;
                 if *blocked { c.blocking().block(&j).await } else { c.blocking().unblock(&j).await }

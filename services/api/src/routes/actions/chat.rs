@@ -1,0 +1,301 @@
+//! Evolution v2's chat routes (README, "Coming from Evolution API"), each a mapping onto
+//! what `/v1` does: number checks (the same quota), the local log's messages and chats,
+//! the contacts the session knows. Shapes follow Evolution v2's
+//! `src/api/controllers/chat.controller.ts` and its Prisma records.
+
+use axum::extract::State;
+use axum::Json;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use shared::bus::NetOp;
+use shared::db::log::{self, Find};
+use shared::ids::MessageId;
+use shared::ApiError;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::EvolutionErrors;
+use super::{ActionAccess, ActionInstance, ActionJson};
+use crate::extract::ValidatedJson;
+use crate::state::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(whatsapp_numbers))
+        .routes(routes!(check_is_whatsapp_number))
+        .routes(routes!(find_messages))
+        .routes(routes!(find_chats))
+        .routes(routes!(find_contacts))
+}
+
+/// Body of `POST /chat/whatsappNumbers/{instanceName}`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct EvoNumbersIn {
+    /// Phone numbers with country code: 1 to 10 a call, within the instance's lookup quota
+    /// (as `POST /v1/instances/{id}/check-numbers`).
+    pub numbers: Vec<String>,
+}
+
+/// One answer of `whatsappNumbers`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct EvoNumberOut {
+    pub exists: bool,
+    /// The account's JID (`<number>@s.whatsapp.net` when it has none).
+    pub jid: String,
+    pub number: String,
+}
+
+async fn numbers(state: AppState, a: ActionAccess, b: EvoNumbersIn) -> Result<Json<Vec<EvoNumberOut>>, ApiError> {
+    let body = crate::routes::numbers::CheckNumbersIn { numbers: b.numbers };
+    let Json(out) = crate::routes::numbers::check_numbers(State(state), a.access(), ValidatedJson(body)).await?;
+    Ok(Json(
+        out.results
+            .into_iter()
+            .map(|r| {
+                let jid = r.jid.unwrap_or_else(|| {
+                    let digits: String = r.number.chars().filter(char::is_ascii_digit).collect();
+                    format!("{digits}@s.whatsapp.net")
+                });
+                EvoNumberOut { exists: r.exists, jid, number: r.number }
+            })
+            .collect(),
+    ))
+}
+
+/// Which numbers have a WhatsApp account.
+#[utoipa::path(post, path = "/chat/whatsappNumbers/{instanceName}", tag = "evolution", operation_id = "evolution_chat_whatsappNumbers",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    request_body = EvoNumbersIn,
+    responses((status = 200, description = "an answer per number", body = Vec<EvoNumberOut>), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn whatsapp_numbers(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ActionJson(b): ActionJson<EvoNumbersIn>,
+) -> Result<Json<Vec<EvoNumberOut>>, ApiError> {
+    numbers(state, a, b).await
+}
+
+/// The same as `whatsappNumbers` (the name Evolution's Python client calls).
+#[utoipa::path(post, path = "/chat/checkIsWhatsappNumber/{instanceName}", tag = "evolution", operation_id = "evolution_chat_checkIsWhatsappNumber",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    request_body = EvoNumbersIn,
+    responses((status = 200, description = "an answer per number", body = Vec<EvoNumberOut>), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn check_is_whatsapp_number(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ActionJson(b): ActionJson<EvoNumbersIn>,
+) -> Result<Json<Vec<EvoNumberOut>>, ApiError> {
+    numbers(state, a, b).await
+}
+
+/// Body of `POST /chat/findMessages/{instanceName}`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct EvoFindMessagesIn {
+    #[serde(rename = "where", default)]
+    pub filter: EvoMessageWhere,
+    /// Page number, from 1 (default 1).
+    pub page: Option<u32>,
+    /// Records a page, 1-200 (default 50): Evolution's name for the page size.
+    pub offset: Option<u32>,
+}
+
+/// Evolution's `where`: each field present narrows the search.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvoMessageWhere {
+    /// Our `msg_...` id.
+    pub id: Option<String>,
+    pub key: Option<EvoWhereKey>,
+    /// `conversation`, `imageMessage`, ...
+    pub message_type: Option<String>,
+    /// `{gte, lte}`: RFC 3339 times or seconds since the epoch.
+    #[schema(value_type = Option<Object>)]
+    pub message_timestamp: Option<Value>,
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvoWhereKey {
+    pub remote_jid: Option<String>,
+    pub from_me: Option<bool>,
+    /// The network id.
+    pub id: Option<String>,
+}
+
+/// Evolution's page of messages.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct EvoFindMessagesOut {
+    pub messages: EvoMessagePage,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvoMessagePage {
+    pub total: i64,
+    pub pages: i64,
+    pub current_page: i64,
+    /// Evolution's message records (`id`, `key`, `message`, `messageType`,
+    /// `messageTimestamp`, `status`, ...).
+    #[schema(value_type = Vec<Object>)]
+    pub records: Vec<Value>,
+}
+
+fn time_bound(v: &Value) -> Result<Option<DateTime<Utc>>, ApiError> {
+    match v {
+        Value::Null => Ok(None),
+        Value::Number(n) => n.as_i64().and_then(|s| DateTime::from_timestamp(s, 0)).map(Some).ok_or_else(bad_time),
+        Value::String(s) => s.parse().map(Some).map_err(|_| bad_time()),
+        _ => Err(bad_time()),
+    }
+}
+
+fn bad_time() -> ApiError {
+    ApiError::validation("messageTimestamp bounds must be RFC 3339 times or seconds since the epoch")
+}
+
+/// The instance's messages from the local log, newest first, paged by number.
+#[utoipa::path(post, path = "/chat/findMessages/{instanceName}", tag = "evolution", operation_id = "evolution_chat_findMessages",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    request_body = EvoFindMessagesIn,
+    responses((status = 200, description = "a page of messages", body = EvoFindMessagesOut), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn find_messages(
+    State(state): State<AppState>,
+    ActionInstance(row): ActionInstance,
+    ActionJson(b): ActionJson<EvoFindMessagesIn>,
+) -> Result<Json<EvoFindMessagesOut>, ApiError> {
+    let page = i64::from(b.page.unwrap_or(1).max(1));
+    let size = i64::from(b.offset.unwrap_or(50));
+    if !(1..=200).contains(&size) {
+        return Err(ApiError::validation("offset (the page size) must be 1-200"));
+    }
+    let w = b.filter;
+    let key = w.key.unwrap_or_default();
+    let chat = key.remote_jid.as_deref().map(crate::message_in::normalize_jid).transpose()?;
+    let kinds =
+        w.message_type.as_deref().map(|t| shared::evolution::our_kinds(t).into_iter().map(String::from).collect());
+    let bounds = w.message_timestamp.unwrap_or(Value::Null);
+    let id = match w.id.as_deref() {
+        Some(i) => Some(MessageId::parse(i).map_err(|_| ApiError::validation("where.id must be a msg_ id"))?),
+        None => None,
+    };
+    let f = Find {
+        chat,
+        wa_message_id: key.id,
+        id,
+        from_me: key.from_me,
+        kinds,
+        since: time_bound(&bounds["gte"])?,
+        until: time_bound(&bounds["lte"])?,
+    };
+    let (total, rows) = log::find(&state.db, &row.id, &f, (page - 1) * size, size).await?;
+    let now = Utc::now();
+    let records = rows
+        .into_iter()
+        .map(|r| {
+            let content = crate::service::history::with_media_url(&state, r.content, now);
+            let participant = (r.chat_jid.ends_with("@g.us") && !r.from_me).then_some(r.from_jid.as_str());
+            let mut v = shared::evolution::Record {
+                remote_jid: &r.chat_jid,
+                from_me: r.from_me,
+                id: &r.wa_message_id,
+                participant,
+                kind: &r.kind,
+                content: &content,
+                timestamp: r.ts,
+                status: r.status.as_deref(),
+                instance_id: row.id.as_str(),
+                base64: None,
+            }
+            .to_json();
+            v["id"] = json!(r.id);
+            v["source"] = json!(r.source);
+            v
+        })
+        .collect();
+    let pages = (total + size - 1) / size;
+    Ok(Json(EvoFindMessagesOut { messages: EvoMessagePage { total, pages, current_page: page, records } }))
+}
+
+/// One chat as Evolution's `findChats` lists it.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvoChatOut {
+    pub id: String,
+    pub remote_jid: String,
+    pub push_name: Option<String>,
+    pub unread_count: i32,
+    pub archived: bool,
+    pub pinned: bool,
+    pub updated_at: DateTime<Utc>,
+    pub last_message_at: DateTime<Utc>,
+}
+
+/// The most chats one `findChats` answer lists (`GET /v1/instances/{id}/chats` pages them all).
+const CHATS_LIMIT: i64 = 1_000;
+
+/// The instance's chats from the local log, newest activity first (up to 1,000).
+#[utoipa::path(post, path = "/chat/findChats/{instanceName}", tag = "evolution", operation_id = "evolution_chat_findChats",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    responses((status = 200, description = "the chats (a body, Evolution's filter, is accepted and not applied)", body = Vec<EvoChatOut>), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn find_chats(
+    State(state): State<AppState>,
+    ActionInstance(row): ActionInstance,
+) -> Result<Json<Vec<EvoChatOut>>, ApiError> {
+    let rows = log::chats(&state.db, &row.id, None, CHATS_LIMIT).await?;
+    Ok(Json(
+        rows.into_iter()
+            .map(|c| EvoChatOut {
+                id: c.jid.clone(),
+                remote_jid: c.jid,
+                push_name: c.name,
+                unread_count: c.unread_count,
+                archived: c.archived,
+                pinned: c.pinned,
+                updated_at: c.updated_at,
+                last_message_at: c.last_message_at,
+            })
+            .collect(),
+    ))
+}
+
+/// One contact as Evolution's `findContacts` lists it.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvoContactOut {
+    pub id: String,
+    pub remote_jid: String,
+    pub push_name: Option<String>,
+    /// The name the account saved for it.
+    pub name: Option<String>,
+    pub profile_pic_url: Option<String>,
+}
+
+/// The contacts the session knows (asked of it, as `GET /v1/instances/{id}/contacts`).
+#[utoipa::path(post, path = "/chat/findContacts/{instanceName}", tag = "evolution", operation_id = "evolution_chat_findContacts",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    responses((status = 200, description = "the contacts (a body, Evolution's filter, is accepted and not applied)", body = Vec<EvoContactOut>), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn find_contacts(
+    State(state): State<AppState>,
+    ActionInstance(row): ActionInstance,
+) -> Result<Json<Vec<EvoContactOut>>, ApiError> {
+    let contacts: Vec<crate::routes::contacts::ContactOut> = crate::rpc::net(&state, &row.id, NetOp::Contacts).await?;
+    Ok(Json(
+        contacts
+            .into_iter()
+            .map(|c| EvoContactOut {
+                id: c.jid.clone(),
+                remote_jid: c.jid,
+                push_name: c.push_name,
+                name: c.name,
+                profile_pic_url: None,
+            })
+            .collect(),
+    ))
+}

@@ -1,0 +1,355 @@
+//! Evolution v2's group routes (README, "Coming from Evolution API"): each calls the
+//! `/v1` group handler it stands for (the same caps, the same network operations), and
+//! answers in Evolution's shapes (`src/api/controllers/group.controller.ts`, Baileys'
+//! group metadata). The group goes in the `groupJid` query parameter.
+
+use axum::extract::State;
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use shared::bus::ParticipantAction;
+use shared::jid::Jid;
+use shared::ApiError;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::EvolutionErrors;
+use super::{ActionAccess, ActionJson};
+use crate::extract::{Path, ValidatedJson, ValidatedQuery};
+use crate::routes::groups as v1;
+use crate::service::groups::GroupOut;
+use crate::state::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create))
+        .routes(routes!(fetch_all_groups))
+        .routes(routes!(find_group_infos))
+        .routes(routes!(participants))
+        .routes(routes!(update_participant))
+        .routes(routes!(invite_code))
+        .routes(routes!(revoke_invite_code))
+        .routes(routes!(accept_invite_code))
+        .routes(routes!(update_setting))
+        .routes(routes!(update_subject))
+        .routes(routes!(update_description))
+        .routes(routes!(leave_group))
+}
+
+/// A group as Baileys' metadata shows it.
+fn metadata(g: GroupOut) -> Value {
+    let participants: Vec<Value> = g
+        .participants
+        .iter()
+        .map(|p| {
+            let admin = match p.role.as_str() {
+                "admin" | "superadmin" => Value::String(p.role.clone()),
+                _ => Value::Null,
+            };
+            json!({ "id": p.jid, "admin": admin })
+        })
+        .collect();
+    json!({
+        "id": g.jid,
+        "subject": g.subject,
+        "desc": g.description,
+        "owner": g.owner,
+        "creation": g.created_at.map(|t| t.timestamp()),
+        "announce": g.announce,
+        "restrict": g.locked,
+        "size": participants.len(),
+        "pictureUrl": Value::Null,
+        "participants": participants,
+    })
+}
+
+/// The `groupJid` query parameter.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(rename_all = "camelCase")]
+pub struct EvoGroupQuery {
+    /// The group's JID (`...@g.us`).
+    #[param(value_type = crate::schemas::GroupJid)]
+    pub group_jid: String,
+}
+
+impl EvoGroupQuery {
+    /// The path a `/v1` group handler takes.
+    fn path(&self, a: &ActionAccess) -> Result<Path<(shared::ids::InstanceId, Jid)>, ApiError> {
+        let jid = Jid::parse(&self.group_jid).map_err(|_| ApiError::validation("groupJid must be a group's JID"))?;
+        Ok(Path((a.row.id.clone(), jid)))
+    }
+}
+
+/// Body of `POST /group/create/{instanceName}`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct EvoGroupCreateIn {
+    pub subject: String,
+    pub description: Option<String>,
+    /// Phone numbers with country code (or JIDs).
+    #[serde(default)]
+    pub participants: Vec<String>,
+}
+
+/// Create a group (the account owns it); with a description, it is set after.
+#[utoipa::path(post, path = "/group/create/{instanceName}", tag = "evolution", operation_id = "evolution_group_create",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    request_body = EvoGroupCreateIn,
+    responses((status = 200, description = "the group's metadata", body = Object), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn create(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ActionJson(b): ActionJson<EvoGroupCreateIn>,
+) -> Result<Json<Value>, ApiError> {
+    let body = v1::GroupIn { subject: b.subject, participants: b.participants };
+    let (_, Json(g)) = v1::create(State(state.clone()), a.access(), ValidatedJson(body)).await?;
+    let g = match b.description {
+        Some(description) => {
+            let path = Path((a.row.id.clone(), Jid::parse(&g.jid).map_err(ApiError::internal)?));
+            let patch = v1::GroupPatch { description: Some(description), ..v1::GroupPatch::default() };
+            v1::edit(State(state), a.access(), path, ValidatedJson(patch)).await?.0
+        }
+        None => g,
+    };
+    Ok(Json(metadata(g)))
+}
+
+/// Query of `fetchAllGroups`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(rename_all = "camelCase")]
+pub struct EvoAllQuery {
+    /// With `true`, each group's members too (they always come).
+    pub get_participants: Option<String>,
+}
+
+/// Every group the account is in.
+#[utoipa::path(get, path = "/group/fetchAllGroups/{instanceName}", tag = "evolution", operation_id = "evolution_group_fetchAllGroups",
+    params(("instanceName" = String, Path, description = "the instance's name"), EvoAllQuery),
+    responses((status = 200, description = "the groups' metadata", body = Vec<Object>), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn fetch_all_groups(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ValidatedQuery(_q): ValidatedQuery<EvoAllQuery>,
+) -> Result<Json<Vec<Value>>, ApiError> {
+    let all: Vec<GroupOut> = crate::rpc::net(&state, &a.row.id, shared::bus::NetOp::Groups).await?;
+    Ok(Json(all.into_iter().map(metadata).collect()))
+}
+
+/// One group's metadata.
+#[utoipa::path(get, path = "/group/findGroupInfos/{instanceName}", tag = "evolution", operation_id = "evolution_group_findGroupInfos",
+    params(("instanceName" = String, Path, description = "the instance's name"), EvoGroupQuery),
+    responses((status = 200, description = "the group's metadata", body = Object), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn find_group_infos(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ValidatedQuery(q): ValidatedQuery<EvoGroupQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let Json(g) = v1::get_one(State(state), a.access(), q.path(&a)?).await?;
+    Ok(Json(metadata(g)))
+}
+
+/// A group's members.
+#[utoipa::path(get, path = "/group/participants/{instanceName}", tag = "evolution", operation_id = "evolution_group_participants",
+    params(("instanceName" = String, Path, description = "the instance's name"), EvoGroupQuery),
+    responses((status = 200, description = "`{participants: [{id, admin}]}`", body = Object), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn participants(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ValidatedQuery(q): ValidatedQuery<EvoGroupQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let Json(g) = v1::get_one(State(state), a.access(), q.path(&a)?).await?;
+    Ok(Json(json!({ "participants": metadata(g)["participants"] })))
+}
+
+/// Body of `POST /group/updateParticipant/{instanceName}`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct EvoUpdateParticipantIn {
+    /// `add`, `remove`, `promote` or `demote`.
+    #[schema(value_type = String)]
+    pub action: ParticipantAction,
+    pub participants: Vec<String>,
+}
+
+/// Add, remove, promote or demote members (the same per-minute cap as `/v1`), with a
+/// status per member (`200`, or the network's refusal).
+#[utoipa::path(post, path = "/group/updateParticipant/{instanceName}", tag = "evolution", operation_id = "evolution_group_updateParticipant",
+    params(("instanceName" = String, Path, description = "the instance's name"), EvoGroupQuery),
+    request_body = EvoUpdateParticipantIn,
+    responses((status = 200, description = "`{updateParticipants: [{status, jid}]}`", body = Object), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn update_participant(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ValidatedQuery(q): ValidatedQuery<EvoGroupQuery>,
+    ActionJson(b): ActionJson<EvoUpdateParticipantIn>,
+) -> Result<Json<Value>, ApiError> {
+    let body = v1::ParticipantsIn { action: b.action, participants: b.participants };
+    let Json(out) = v1::participants(State(state), a.access(), q.path(&a)?, ValidatedJson(body)).await?;
+    let results: Vec<Value> = out
+        .results
+        .into_iter()
+        .map(|r| {
+            let status = if r.ok == Some(true) { "200".to_string() } else { "403".to_string() };
+            json!({ "status": status, "jid": r.jid, "error": r.error })
+        })
+        .collect();
+    Ok(Json(json!({ "updateParticipants": results })))
+}
+
+/// The group's invite code and link (admins only).
+#[utoipa::path(get, path = "/group/inviteCode/{instanceName}", tag = "evolution", operation_id = "evolution_group_inviteCode",
+    params(("instanceName" = String, Path, description = "the instance's name"), EvoGroupQuery),
+    responses((status = 200, description = "`{inviteUrl, inviteCode}`", body = Object), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn invite_code(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ValidatedQuery(q): ValidatedQuery<EvoGroupQuery>,
+) -> Result<Json<Value>, ApiError> {
+    invite(state, &a, &q, false).await.map(|(url, code)| Json(json!({ "inviteUrl": url, "inviteCode": code })))
+}
+
+async fn invite(
+    state: AppState,
+    a: &ActionAccess,
+    q: &EvoGroupQuery,
+    reset: bool,
+) -> Result<(String, String), ApiError> {
+    let query = ValidatedQuery(v1::InviteQuery { reset: Some(reset) });
+    let Json(out) = v1::invite_link(State(state), a.access(), q.path(a)?, query).await?;
+    let code = out.link.rsplit('/').next().unwrap_or_default().to_string();
+    Ok((out.link, code))
+}
+
+/// Revoke the invite link and make a new one (admins only).
+#[utoipa::path(post, path = "/group/revokeInviteCode/{instanceName}", tag = "evolution", operation_id = "evolution_group_revokeInviteCode",
+    params(("instanceName" = String, Path, description = "the instance's name"), EvoGroupQuery),
+    responses((status = 200, description = "`{revoked, inviteCode}`", body = Object), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn revoke_invite_code(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ValidatedQuery(q): ValidatedQuery<EvoGroupQuery>,
+) -> Result<Json<Value>, ApiError> {
+    invite(state, &a, &q, true).await.map(|(_, code)| Json(json!({ "revoked": true, "inviteCode": code })))
+}
+
+/// Query of `acceptInviteCode`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(rename_all = "camelCase")]
+pub struct EvoInviteCodeQuery {
+    pub invite_code: String,
+}
+
+/// Join a group by its invite code (the same daily cap as `/v1`).
+#[utoipa::path(get, path = "/group/acceptInviteCode/{instanceName}", tag = "evolution", operation_id = "evolution_group_acceptInviteCode",
+    params(("instanceName" = String, Path, description = "the instance's name"), EvoInviteCodeQuery),
+    responses((status = 200, description = "`{accepted, groupJid}`", body = Object), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn accept_invite_code(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ValidatedQuery(q): ValidatedQuery<EvoInviteCodeQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let body = v1::JoinIn { link: q.invite_code };
+    let Json(g) = v1::join(State(state), a.access(), ValidatedJson(body)).await?;
+    Ok(Json(json!({ "accepted": true, "groupJid": g.jid })))
+}
+
+/// Body of `POST /group/updateSetting/{instanceName}`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct EvoSettingIn {
+    /// `announcement`, `not_announcement`, `locked` or `unlocked`.
+    pub action: String,
+}
+
+/// Announcement mode (only admins send) or lock (only admins edit the info).
+#[utoipa::path(post, path = "/group/updateSetting/{instanceName}", tag = "evolution", operation_id = "evolution_group_updateSetting",
+    params(("instanceName" = String, Path, description = "the instance's name"), EvoGroupQuery),
+    request_body = EvoSettingIn,
+    responses((status = 200, description = "`{updateSetting: true}`", body = Object), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn update_setting(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ValidatedQuery(q): ValidatedQuery<EvoGroupQuery>,
+    ActionJson(b): ActionJson<EvoSettingIn>,
+) -> Result<Json<Value>, ApiError> {
+    let mut patch = v1::GroupPatch::default();
+    match b.action.as_str() {
+        "announcement" => patch.announce = Some(true),
+        "not_announcement" => patch.announce = Some(false),
+        "locked" => patch.locked = Some(true),
+        "unlocked" => patch.locked = Some(false),
+        _ => return Err(ApiError::validation("action must be announcement, not_announcement, locked or unlocked")),
+    }
+    let _group = v1::edit(State(state), a.access(), q.path(&a)?, ValidatedJson(patch)).await?;
+    Ok(Json(json!({ "updateSetting": true })))
+}
+
+/// Body of `POST /group/updateGroupSubject/{instanceName}`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct EvoSubjectIn {
+    pub subject: String,
+}
+
+/// Rename the group.
+#[utoipa::path(post, path = "/group/updateGroupSubject/{instanceName}", tag = "evolution", operation_id = "evolution_group_updateGroupSubject",
+    params(("instanceName" = String, Path, description = "the instance's name"), EvoGroupQuery),
+    request_body = EvoSubjectIn,
+    responses((status = 200, description = "`{update: \"success\"}`", body = Object), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn update_subject(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ValidatedQuery(q): ValidatedQuery<EvoGroupQuery>,
+    ActionJson(b): ActionJson<EvoSubjectIn>,
+) -> Result<Json<Value>, ApiError> {
+    let patch = v1::GroupPatch { subject: Some(b.subject), ..v1::GroupPatch::default() };
+    let _group = v1::edit(State(state), a.access(), q.path(&a)?, ValidatedJson(patch)).await?;
+    Ok(Json(json!({ "update": "success" })))
+}
+
+/// Body of `POST /group/updateGroupDescription/{instanceName}`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct EvoDescriptionIn {
+    pub description: String,
+}
+
+/// Change the group's description.
+#[utoipa::path(post, path = "/group/updateGroupDescription/{instanceName}", tag = "evolution", operation_id = "evolution_group_updateGroupDescription",
+    params(("instanceName" = String, Path, description = "the instance's name"), EvoGroupQuery),
+    request_body = EvoDescriptionIn,
+    responses((status = 200, description = "`{update: \"success\"}`", body = Object), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn update_description(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ValidatedQuery(q): ValidatedQuery<EvoGroupQuery>,
+    ActionJson(b): ActionJson<EvoDescriptionIn>,
+) -> Result<Json<Value>, ApiError> {
+    let patch = v1::GroupPatch { description: Some(b.description), ..v1::GroupPatch::default() };
+    let _group = v1::edit(State(state), a.access(), q.path(&a)?, ValidatedJson(patch)).await?;
+    Ok(Json(json!({ "update": "success" })))
+}
+
+/// Leave the group.
+#[utoipa::path(delete, path = "/group/leaveGroup/{instanceName}", tag = "evolution", operation_id = "evolution_group_leaveGroup",
+    params(("instanceName" = String, Path, description = "the instance's name"), EvoGroupQuery),
+    responses((status = 200, description = "`{groupJid, leave: true}`", body = Object), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn leave_group(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ValidatedQuery(q): ValidatedQuery<EvoGroupQuery>,
+) -> Result<Json<Value>, ApiError> {
+    v1::leave(State(state), a.access(), q.path(&a)?).await?;
+    Ok(Json(json!({ "groupJid": q.group_jid, "leave": true })))
+}

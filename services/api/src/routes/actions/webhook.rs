@@ -1,0 +1,173 @@
+//! Evolution v2's `webhook/set` and `webhook/find` (README, "Coming from Evolution API"):
+//! the instance's one Evolution-format webhook, kept among its `/v1` webhooks (the same
+//! URL guard, delivery log, retries and resend). Evolution's event names are stored as
+//! given, and ours that they cover drive the fan-out.
+
+use axum::extract::State;
+use axum::Json;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use shared::db::webhooks::{self, WebhookRow};
+use shared::ApiError;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::EvolutionErrors;
+use super::{ActionInstance, ActionJson};
+use crate::routes::webhooks::{check, shape, WebhookFormat, MAX_WEBHOOKS};
+use crate::state::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(set)).routes(routes!(find))
+}
+
+/// Body of `POST /webhook/set/{instanceName}`: Evolution v2's `{webhook: {...}}`, or v1's
+/// fields at the top.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct EvoSetIn {
+    pub webhook: Option<EvoWebhookIn>,
+    #[serde(flatten)]
+    pub top: EvoWebhookIn,
+}
+
+/// Evolution's webhook settings.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvoWebhookIn {
+    pub enabled: Option<bool>,
+    /// http(s); never a private, loopback or link-local address.
+    pub url: Option<String>,
+    /// Append the event's name to the URL (`/messages-upsert`).
+    #[serde(alias = "webhook_by_events", alias = "webhookByEvents")]
+    pub by_events: Option<bool>,
+    /// Received media's bytes in the payload.
+    #[serde(alias = "webhook_base64", alias = "webhookBase64")]
+    pub base64: Option<bool>,
+    /// Evolution's event names (`MESSAGES_UPSERT`, ...); absent or empty: every one.
+    pub events: Option<Vec<String>>,
+    /// Evolution sends these headers with each delivery; paceline does not (400 when
+    /// given): deliveries are signed instead.
+    #[schema(value_type = Option<Object>)]
+    pub headers: Option<serde_json::Value>,
+}
+
+/// The instance's Evolution webhook as Evolution shows it.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvoWebhookOut {
+    /// Our `wh_...` id (its delivery log is under `/v1/instances/{id}/webhooks/{id}`).
+    pub id: String,
+    pub url: String,
+    pub enabled: bool,
+    /// Evolution's event names it was given (empty: all).
+    pub events: Vec<String>,
+    pub webhook_by_events: bool,
+    pub webhook_base64: bool,
+    /// Our `inst_...` id.
+    pub instance_id: String,
+    /// `whsec_...`: the signing secret, only in the answer that created the webhook.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl EvoWebhookOut {
+    fn of(r: WebhookRow, secret: Option<String>) -> EvoWebhookOut {
+        EvoWebhookOut {
+            id: r.id.to_string(),
+            url: r.url,
+            enabled: r.enabled,
+            events: r.shape.evolution_events,
+            webhook_by_events: r.shape.by_events,
+            webhook_base64: r.shape.base64,
+            instance_id: r.instance_id.to_string(),
+            secret,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        }
+    }
+}
+
+/// The instance's Evolution webhook (its oldest in that format).
+async fn current(state: &AppState, row: &shared::db::instances::InstanceRow) -> Result<Option<WebhookRow>, ApiError> {
+    Ok(webhooks::list(&state.db, &row.id).await?.into_iter().find(|w| w.shape.is_evolution()))
+}
+
+/// Set the instance's Evolution-format webhook (created on first use, replaced after).
+#[utoipa::path(post, path = "/webhook/set/{instanceName}", tag = "evolution", operation_id = "evolution_webhook_set",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    request_body = EvoSetIn,
+    responses((status = 200, description = "the webhook", body = EvoWebhookOut), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn set(
+    State(state): State<AppState>,
+    ActionInstance(row): ActionInstance,
+    ActionJson(b): ActionJson<EvoSetIn>,
+) -> Result<Json<EvoWebhookOut>, ApiError> {
+    let w = b.webhook.unwrap_or(b.top);
+    if w.headers.as_ref().is_some_and(|h| h.as_object().is_some_and(|o| !o.is_empty())) {
+        return Err(ApiError::validation("headers are not sent by paceline: deliveries are signed instead"));
+    }
+    let names: Vec<String> = w.events.unwrap_or_default();
+    if let Some(bad) = names.iter().find(|n| !shared::evolution::known_event(n)) {
+        let bad: String = bad.chars().take(40).collect();
+        return Err(ApiError::validation(format!("unknown Evolution event {bad:?}")));
+    }
+    let mut names = names;
+    names.sort();
+    names.dedup();
+    let events = shared::evolution::our_events(&names);
+    let existing = current(&state, &row).await?;
+    let url = match (w.url, &existing) {
+        (Some(u), _) => u,
+        (None, Some(e)) => e.url.clone(),
+        (None, None) => return Err(ApiError::validation("url is required")),
+    };
+    let url = check(&state, &url, &events).await?;
+    let by_events = w.by_events.or(existing.as_ref().map(|e| e.shape.by_events)).unwrap_or(false);
+    let base64 = w.base64.or(existing.as_ref().map(|e| e.shape.base64)).unwrap_or(false);
+    let enabled = w.enabled.or(existing.as_ref().map(|e| e.enabled)).unwrap_or(true);
+    let shape = shape(WebhookFormat::Evolution, by_events, base64, names)?;
+    match existing {
+        Some(e) => {
+            let mut tx = state.db.begin().await?;
+            let edit = webhooks::Edit { url: &url, events: &events, shape: &shape, enabled, new_secret: None };
+            let updated = webhooks::update(&mut *tx, &row.id, &e.id, &edit)
+                .await?
+                .ok_or_else(|| ApiError::not_found("webhook"))?;
+            if e.enabled && !enabled {
+                shared::db::deliveries::fail_pending(&mut tx, &e.id, "the endpoint was disabled").await?;
+            }
+            tx.commit().await?;
+            Ok(Json(EvoWebhookOut::of(updated, None)))
+        }
+        None => {
+            let secret = shared::auth::generate_webhook_secret();
+            let mut created = webhooks::insert(&state.db, &row.id, &url, &events, &shape, &secret, MAX_WEBHOOKS)
+                .await?
+                .ok_or_else(|| ApiError::validation(format!("an instance has at most {MAX_WEBHOOKS} webhooks")))?;
+            if !enabled {
+                let edit =
+                    webhooks::Edit { url: &url, events: &events, shape: &shape, enabled: false, new_secret: None };
+                created = webhooks::update(&state.db, &row.id, &created.id, &edit)
+                    .await?
+                    .ok_or_else(|| ApiError::not_found("webhook"))?;
+            }
+            Ok(Json(EvoWebhookOut::of(created, Some(secret))))
+        }
+    }
+}
+
+/// The instance's Evolution-format webhook, or null.
+#[utoipa::path(get, path = "/webhook/find/{instanceName}", tag = "evolution", operation_id = "evolution_webhook_find",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    responses((status = 200, description = "the webhook, or null", body = Option<EvoWebhookOut>), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn find(
+    State(state): State<AppState>,
+    ActionInstance(row): ActionInstance,
+) -> Result<Json<Option<EvoWebhookOut>>, ApiError> {
+    Ok(Json(current(&state, &row).await?.map(|w| EvoWebhookOut::of(w, None))))
+}

@@ -1,0 +1,229 @@
+"""Evolution API compatibility (issue 20): Evolution's own Python client (`evolutionapi`
+from PyPI, unchanged) drives a paceline cluster on netsim. Request and response shapes
+follow Evolution API v2's documentation (https://doc.evolution-api.com/v2/api-reference/)
+and sources (https://github.com/EvolutionAPI/evolution-api, src/api/routes/*.router.ts,
+src/api/dto/*.dto.ts, src/api/integrations/channel/whatsapp/whatsapp.baileys.service.ts).
+
+Environment: EVO_URL (the API), EVO_ADMIN (the admin token: Evolution's global key),
+NETSIM (netsim's control API), SHOP and BIZ (netsim numbers to pair; BIZ is a business
+account), FRIEND and NEWBIE (contacts with accounts), NOBODY (a number without one).
+Prints one JSON object with what each step saw; the Rust test asserts on it.
+"""
+
+import base64
+import http.server
+import json
+import os
+import queue
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+from evolutionapi.client import EvolutionClient
+from evolutionapi.models.chat import CheckIsWhatsappNumber
+from evolutionapi.models.group import CreateGroup, UpdateParticipant
+from evolutionapi.models.instance import InstanceConfig
+from evolutionapi.models.message import (
+    Contact,
+    ContactMessage,
+    LocationMessage,
+    MediaMessage,
+    PollMessage,
+    ReactionMessage,
+    TextMessage,
+)
+
+URL = os.environ["EVO_URL"]
+ADMIN = os.environ["EVO_ADMIN"]
+NETSIM = os.environ["NETSIM"]
+SHOP, BIZ = os.environ["SHOP"], os.environ["BIZ"]
+FRIEND, NEWBIE, NOBODY = os.environ["FRIEND"], os.environ["NEWBIE"], os.environ["NOBODY"]
+# A 1x1 PNG.
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
+
+
+def control(method, path, body=None):
+    req = urllib.request.Request(
+        NETSIM + path,
+        method=method,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"content-type": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read() or b"null")
+
+
+def until(what, f, seconds=60, show=None):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        v = f()
+        if v:
+            return v
+        time.sleep(0.2)
+    raise SystemExit(f"timed out waiting for {what}: {show() if show else ''}")
+
+
+def paired(client, name, number):
+    """instance/create with qrcode: true, netsim scans the QR, connectionState turns open."""
+    created = client.instances.create_instance(InstanceConfig(instanceName=name, qrcode=True))
+    token = created["hash"]
+    control("POST", "/control/scan", {"code": created["qrcode"]["code"], "number": number})
+    state = until(
+        f"{name} open",
+        lambda: (s := client.instance_operations.get_connection_state(name, token))["instance"]["state"] == "open"
+        and s,
+    )
+    return created, token, state
+
+
+class Hook(http.server.BaseHTTPRequestHandler):
+    got = queue.Queue()
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("content-length", 0)))
+        Hook.got.put({"path": self.path, "body": json.loads(body), "headers": dict(self.headers)})
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def main():
+    out = {}
+    client = EvolutionClient(URL, ADMIN)
+
+    # 1. Create and connect (the QR scanned by netsim).
+    created, token, state = paired(client, "evo-shop", SHOP)
+    out["create"] = {k: created[k] for k in ("instance", "qrcode")}
+    out["create"]["hash_prefix"] = created["hash"][:8]
+    out["connection_state"] = state
+    out["fetch_admin"] = client.instances.fetch_instances()
+    # The instance's own token sees only its instance.
+    out["fetch_own"] = EvolutionClient(URL, token).instances.fetch_instances()
+    try:
+        EvolutionClient(URL, "pl_inst_not_a_token").instances.fetch_instances()
+        out["bad_key"] = "accepted"
+    except Exception as e:  # EvolutionAuthenticationError on 401
+        out["bad_key"] = type(e).__name__
+
+    # 2. Sends: text, media (multipart file, and base64), location, contact, poll, reaction.
+    m = client.messages
+    sends = {}
+    sends["text"] = m.send_text("evo-shop", TextMessage(number=FRIEND, text="Hello from Evolution", delay=1200), token)
+    with tempfile.NamedTemporaryFile(suffix=".png", delete=False) as f:
+        f.write(PNG)
+    sends["media_file"] = m.send_media(
+        "evo-shop",
+        MediaMessage(number=FRIEND, mediatype="image", mimetype="image/png", caption="a dot", fileName="dot.png"),
+        token,
+        file=f.name,
+    )
+    # (The client's send_media always posts multipart and leaves `media` out: base64 in
+    # JSON goes through its generic post, as Evolution's documentation shows it.)
+    sends["media_base64"] = client.post(
+        "message/sendMedia/evo-shop",
+        {
+            "number": FRIEND,
+            "mediatype": "document",
+            "mimetype": "application/pdf",
+            "caption": "the order",
+            "fileName": "order.pdf",
+            "media": base64.b64encode(b"%PDF-1.4 order").decode(),
+        },
+        token,
+    )
+    sends["location"] = m.send_location(
+        "evo-shop",
+        LocationMessage(number=FRIEND, name="Shop", address="Av. Paulista, 1000", latitude=-23.56, longitude=-46.65),
+        token,
+    )
+    sends["contact"] = m.send_contact(
+        "evo-shop",
+        ContactMessage(number=FRIEND, contact=[Contact(fullName="Ana", wuid=NEWBIE, phoneNumber="+" + NEWBIE)]),
+        token,
+    )
+    sends["poll"] = m.send_poll(
+        "evo-shop", PollMessage(number=FRIEND, name="Pickup or delivery?", selectableCount=1, values=["pickup", "delivery"]), token
+    )
+    text_key = sends["text"]["key"]
+    sends["reaction"] = m.send_reaction(
+        "evo-shop", ReactionMessage(key={"remoteJid": text_key["remoteJid"], "fromMe": True, "id": text_key["id"]}, reaction="👍"), token
+    )
+    sends["list"] = client.post(
+        "message/sendList/evo-shop", {"number": FRIEND, "title": "t", "description": "d", "buttonText": "b", "footerText": "f", "sections": []}, token
+    )
+    out["sends"] = sends
+    # The friend's phone gets them, in order.
+    inbox = until(
+        "the friend's inbox",
+        lambda: (msgs := [x for x in control("GET", f"/control/phones/{FRIEND}/inbox")["messages"] if x["from"] == SHOP])
+        and len(msgs) >= 7
+        and msgs,
+        show=lambda: (sends, control("GET", f"/control/phones/{FRIEND}/inbox")),
+    )
+    out["inbox_types"] = [x["type"] for x in inbox]
+
+    # 3. Find the messages (the local log, sent ones as they were sent).
+    friend_jid = f"{FRIEND}@s.whatsapp.net"
+    out["find_all"] = until(
+        "findMessages sees the sends",
+        lambda: (r := client.chat.get_messages("evo-shop", friend_jid, token, offset=50))["messages"]["total"] >= 7 and r,
+    )
+    out["find_text"] = client.chat.get_messages("evo-shop", friend_jid, token, whatsapp_message_id=text_key["id"])
+    out["find_page"] = client.chat.get_messages("evo-shop", friend_jid, token, page=2, offset=3)
+
+    # 4. Check numbers.
+    out["numbers"] = client.chat.check_is_whatsapp_numbers("evo-shop", CheckIsWhatsappNumber(numbers=[FRIEND, NOBODY]), token)
+
+    # 5. A group, and its members changed.
+    group = client.group.create_group("evo-shop", CreateGroup(subject="Orders", participants=[FRIEND], description="orders desk"), token)
+    out["group"] = group
+    out["group_add"] = client.group.update_participant("evo-shop", group["id"], UpdateParticipant(action="add", participants=[NEWBIE]), token)
+    out["group_promote"] = client.group.update_participant(
+        "evo-shop", group["id"], UpdateParticipant(action="promote", participants=[NEWBIE]), token
+    )
+    out["group_members"] = client.group.get_participants("evo-shop", group["id"], token)
+
+    # 6. Labels on a business account (made on the phone).
+    _, biz_token, _ = paired(client, "evo-biz", BIZ)
+    control("POST", f"/control/phones/{BIZ}/labels", {"label_id": "7", "name": "VIP", "color": 3})
+    out["labels"] = until("the phone's label", lambda: client.label.find_labels("evo-biz", biz_token))
+    try:
+        client.label.find_labels("evo-shop", token)
+        out["labels_personal"] = "accepted"
+    except Exception as e:  # a personal account: 400 business_account_required
+        out["labels_personal"] = str(e)
+
+    # 7. A webhook in Evolution's format gets messages.upsert for an incoming message.
+    server = http.server.HTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    hook_url = f"http://127.0.0.1:{server.server_port}/evolution"
+    out["webhook_set"] = client.post(
+        "webhook/set/evo-shop",
+        {"webhook": {"enabled": True, "url": hook_url, "byEvents": True, "base64": False, "events": ["MESSAGES_UPSERT"]}},
+        token,
+    )
+    out["webhook_find"] = client.get("webhook/find/evo-shop", token)
+    control("POST", f"/control/phones/{FRIEND}/messages", {"to": SHOP, "text": "is my order ready?"})
+    got = Hook.got.get(timeout=30)
+    out["webhook_delivery"] = {"path": got["path"], "body": got["body"], "signed": "webhook-signature" in {k.lower() for k in got["headers"]}}
+    try:
+        more = Hook.got.get(timeout=2)
+        out["webhook_extra"] = more["body"].get("event")
+    except queue.Empty:
+        out["webhook_extra"] = None
+
+    # Logout and delete, as Evolution's client does them.
+    out["logout"] = client.instance_operations.logout("evo-biz", biz_token)
+    out["delete"] = client.instance_operations.delete("evo-biz", biz_token)
+    server.shutdown()
+    json.dump(out, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

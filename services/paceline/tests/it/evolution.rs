@@ -1,0 +1,175 @@
+//! Evolution API v2 compatibility (README, "Coming from Evolution API"): Evolution's own
+//! Python client (`evolutionapi` from PyPI, in the test venv, unchanged) creates and
+//! connects an instance on netsim, sends every kind it offers, finds the messages, checks
+//! numbers, makes a group and changes its members, reads a business account's labels,
+//! and receives Evolution-format `messages.upsert` on a webhook set through
+//! `webhook/set`. Shapes are Evolution v2's (https://doc.evolution-api.com/v2/api-reference/,
+//! and its sources: src/api/routes/*.router.ts, src/api/dto/*.dto.ts).
+
+use std::process::Command;
+
+use harness::cluster::Cluster;
+use serde_json::Value;
+
+use crate::bin;
+
+const SHOP: &str = "5511955550001";
+const BIZ: &str = "5511955550002";
+const FRIEND: &str = "5511955550003";
+const NEWBIE: &str = "5511955550004";
+/// No account has this number.
+const NOBODY: &str = "5511955550999";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn evolutions_python_client_runs_unchanged_against_netsim() {
+    let c = Cluster::start(bin(), 1, |cfg| {
+        cfg.allow_private_targets = true;
+        // Instances made through instance/create get the deployment's pacing: a second.
+        cfg.default_min_interval_ms = 1_000;
+        cfg.default_max_per_minute = 60;
+    })
+    .await;
+    let stop = shared::Shutdown::new();
+    tokio::spawn(dispatcher::run(c.config.clone(), stop.clone()));
+    for (n, business) in [(SHOP, false), (BIZ, true), (FRIEND, false), (NEWBIE, false)] {
+        c.phone(n, business).await;
+    }
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/evolution/client.py");
+    let mut cmd = Command::new(harness::test_python());
+    cmd.arg(script)
+        .env("EVO_URL", format!("http://{}", c.api.addr))
+        .env("EVO_ADMIN", c.api.config.admin_token.clone().unwrap())
+        .env("NETSIM", format!("http://{}", c.netsim))
+        .env("SHOP", SHOP)
+        .env("BIZ", BIZ)
+        .env("FRIEND", FRIEND)
+        .env("NEWBIE", NEWBIE)
+        .env("NOBODY", NOBODY);
+    let out = tokio::task::spawn_blocking(move || cmd.output()).await.unwrap().expect("python runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the Evolution client failed:\n{stderr}");
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    let friend_jid = format!("{FRIEND}@s.whatsapp.net");
+
+    // 1. instance/create (global key): Evolution's `instance`, the token in `hash`, and
+    //    with `qrcode: true` the QR (`code`, `base64` PNG); connectionState turns `open`.
+    assert_eq!(r["create"]["instance"]["instanceName"], "evo-shop", "{}", r["create"]);
+    assert_eq!(r["create"]["instance"]["integration"], "WHATSAPP-BAILEYS");
+    assert!(r["create"]["instance"]["instanceId"].as_str().unwrap().starts_with("inst_"));
+    assert_eq!(r["create"]["hash_prefix"], "pl_inst_");
+    assert!(r["create"]["qrcode"]["base64"].as_str().unwrap().starts_with("data:image/png;base64,"));
+    assert_eq!(
+        r["connection_state"],
+        serde_json::json!({ "instance": { "instanceName": "evo-shop", "state": "open" } })
+    );
+    // fetchInstances: all with the global key, its own with an instance token; 401 otherwise.
+    let fetched = r["fetch_admin"].as_array().unwrap();
+    let shop = fetched.iter().find(|i| i["name"] == "evo-shop").expect("listed");
+    assert_eq!(shop["connectionStatus"], "open");
+    assert_eq!(shop["ownerJid"], format!("{SHOP}@s.whatsapp.net"));
+    assert!(shop["token"].is_null(), "tokens are stored hashed, never shown again");
+    assert_eq!(r["fetch_own"].as_array().unwrap().len(), 1);
+    assert_eq!(r["bad_key"], "EvolutionAuthenticationError");
+
+    // 2. Sends: ours (serviceId, messageId) beside Evolution's record, queued (PENDING).
+    let sends = &r["sends"];
+    for (kind, message_type) in [
+        ("text", "conversation"),
+        ("media_file", "imageMessage"),
+        ("media_base64", "documentMessage"),
+        ("location", "locationMessage"),
+        ("contact", "contactMessage"),
+        ("poll", "pollCreationMessage"),
+        ("reaction", "reactionMessage"),
+    ] {
+        let s = &sends[kind];
+        assert_eq!(s["messageType"], message_type, "{kind}: {s}");
+        assert_eq!(s["status"], "PENDING", "{kind}");
+        assert_eq!(s["key"]["fromMe"], true);
+        assert_eq!(s["key"]["id"], s["messageId"], "{kind}");
+        assert_eq!(s["key"]["remoteJid"], friend_jid, "{kind}");
+        assert_eq!(s["serviceId"].as_str().unwrap().len(), 36, "{kind}");
+        assert!(s["messageTimestamp"].as_i64().unwrap() > 1_700_000_000);
+    }
+    assert_eq!(sends["text"]["message"], serde_json::json!({ "conversation": "Hello from Evolution" }));
+    assert_eq!(sends["media_file"]["message"]["imageMessage"]["mimetype"], "image/png");
+    assert_eq!(sends["media_file"]["message"]["imageMessage"]["caption"], "a dot");
+    assert_eq!(sends["media_base64"]["message"]["documentMessage"]["fileName"], "order.pdf");
+    assert_eq!(sends["location"]["message"]["locationMessage"]["name"], "Shop");
+    assert_eq!(sends["contact"]["message"]["contactMessage"]["displayName"], "Ana");
+    assert_eq!(sends["poll"]["message"]["pollCreationMessage"]["selectableOptionsCount"], 1);
+    assert_eq!(sends["reaction"]["message"]["reactionMessage"]["key"]["id"], sends["text"]["messageId"]);
+    // Lists and buttons: the clear refusal.
+    assert_eq!(sends["list"]["error"]["code"], "validation_failed", "{}", sends["list"]);
+    assert_eq!(
+        r["inbox_types"],
+        serde_json::json!(["text", "image", "document", "location", "contact", "poll", "reaction"]),
+        "the friend's phone got each once, in order"
+    );
+
+    // 3. findMessages: Evolution's page of records from the local log.
+    let page = &r["find_all"]["messages"];
+    assert_eq!(page["total"], 7, "{page}");
+    assert_eq!((page["pages"].as_i64(), page["currentPage"].as_i64()), (Some(1), Some(1)));
+    let records = page["records"].as_array().unwrap();
+    assert_eq!(records[0]["messageType"], "reactionMessage", "newest first");
+    assert!(records.iter().all(|m| m["key"]["remoteJid"] == friend_jid && m["key"]["fromMe"] == true));
+    assert!(records.iter().all(|m| m["id"].as_str().unwrap().starts_with("msg_")));
+    let found = &r["find_text"]["messages"];
+    assert_eq!(found["total"], 1);
+    assert_eq!(found["records"][0]["message"]["conversation"], "Hello from Evolution");
+    let p2 = &r["find_page"]["messages"];
+    assert_eq!((p2["pages"].as_i64(), p2["currentPage"].as_i64()), (Some(3), Some(2)));
+    assert_eq!(p2["records"].as_array().unwrap().len(), 3);
+
+    // 4. Numbers.
+    let numbers = r["numbers"].as_array().unwrap();
+    assert_eq!(numbers[0], serde_json::json!({ "exists": true, "jid": friend_jid, "number": FRIEND }));
+    assert_eq!(numbers[1]["exists"], false);
+
+    // 5. A group: Baileys' metadata; members added and promoted, one status each.
+    let g = &r["group"];
+    assert!(g["id"].as_str().unwrap().ends_with("@g.us"), "{g}");
+    assert_eq!((g["subject"].as_str(), g["desc"].as_str()), (Some("Orders"), Some("orders desk")));
+    assert_eq!(r["group_add"]["updateParticipants"][0]["status"], "200", "{}", r["group_add"]);
+    assert_eq!(r["group_promote"]["updateParticipants"][0]["status"], "200");
+    let members = r["group_members"]["participants"].as_array().unwrap();
+    let newbie = members.iter().find(|p| p["id"] == format!("{NEWBIE}@s.whatsapp.net")).expect("added");
+    assert_eq!(newbie["admin"], "admin");
+    assert_eq!(members.len(), 3, "{members:?}");
+
+    // 6. Labels on the business account; a personal one is refused.
+    assert_eq!(r["labels"], serde_json::json!([{ "id": "7", "name": "VIP", "color": 3, "predefinedId": null }]));
+    assert!(r["labels_personal"].as_str().unwrap().contains("business_account_required"), "{}", r["labels_personal"]);
+
+    // 7. The Evolution-format webhook: `messages.upsert` for the friend's message, to the
+    //    URL with the event's name (byEvents), signed like every delivery.
+    let set = &r["webhook_set"];
+    assert_eq!(
+        (set["events"].clone(), set["webhookByEvents"].clone()),
+        (serde_json::json!(["MESSAGES_UPSERT"]), Value::Bool(true))
+    );
+    assert!(set["secret"].as_str().unwrap().starts_with("whsec_"));
+    assert_eq!(r["webhook_find"]["url"], set["url"]);
+    let d = &r["webhook_delivery"];
+    assert_eq!(d["path"], "/evolution/messages-upsert", "{d}");
+    assert_eq!(d["signed"], true);
+    let b = &d["body"];
+    assert_eq!(b["event"], "messages.upsert");
+    assert_eq!(b["instance"], "evo-shop");
+    assert_eq!(b["sender"], format!("{SHOP}@s.whatsapp.net"));
+    assert!(b["destination"].as_str().unwrap().ends_with("/evolution"));
+    assert!(b["server_url"].as_str().unwrap().starts_with("http://"));
+    assert!(b["date_time"].as_str().unwrap().ends_with('Z'));
+    assert!(b["apikey"].is_null(), "no token in a payload");
+    assert_eq!(b["data"]["key"]["remoteJid"], friend_jid);
+    assert_eq!(b["data"]["key"]["fromMe"], false);
+    assert_eq!(b["data"]["message"]["conversation"], "is my order ready?");
+    assert_eq!(b["data"]["messageType"], "conversation");
+    assert_eq!(r["webhook_extra"], Value::Null, "only the events asked for");
+
+    // Logout and delete.
+    assert_eq!(r["logout"]["status"], "SUCCESS");
+    assert_eq!(r["delete"]["response"]["message"], "Instance deleted");
+    stop.cancel();
+}
