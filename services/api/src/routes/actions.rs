@@ -26,7 +26,9 @@ pub mod chat;
 pub mod group;
 pub mod instance;
 pub mod label;
+pub mod profile;
 pub mod send;
+pub mod settings;
 pub mod webhook;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -38,7 +40,9 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(chat::router())
         .merge(group::router())
         .merge(label::router())
+        .merge(profile::router())
         .merge(webhook::router())
+        .merge(settings::router())
 }
 
 /// The caller of an action route: `X-API-Key` checked against `{instanceName}`.

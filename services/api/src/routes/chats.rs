@@ -176,7 +176,7 @@ async fn get_one(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn patch(
+pub(crate) async fn patch(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
@@ -233,7 +233,7 @@ async fn delete(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn read(
+pub(crate) async fn read(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,

@@ -137,7 +137,7 @@ async fn get_one(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn picture(
+pub(crate) async fn picture(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
@@ -164,7 +164,7 @@ async fn picture(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn profile(
+pub(crate) async fn profile(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
@@ -192,7 +192,7 @@ async fn set_block(state: &AppState, id: &InstanceId, jid: Jid, blocked: bool) -
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn block(
+pub(crate) async fn block(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
@@ -213,7 +213,7 @@ async fn block(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn unblock(
+pub(crate) async fn unblock(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,

@@ -197,7 +197,7 @@ async fn get_profile(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn patch_profile(
+pub(crate) async fn patch_profile(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
     ValidatedJson(p): ValidatedJson<ProfilePatch>,
@@ -234,7 +234,7 @@ async fn patch_profile(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn put_picture(
+pub(crate) async fn put_picture(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
     held: Option<axum::Extension<SlotHeld>>,
@@ -290,7 +290,7 @@ fn check_picture(data: &[u8]) -> Result<(), ApiError> {
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn delete_picture(
+pub(crate) async fn delete_picture(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
 ) -> Result<Json<ProfileOut>, ApiError> {
@@ -310,7 +310,7 @@ async fn delete_picture(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn get_privacy(
+pub(crate) async fn get_privacy(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
 ) -> Result<Json<PrivacyOut>, ApiError> {
@@ -332,7 +332,7 @@ async fn get_privacy(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn patch_privacy(
+pub(crate) async fn patch_privacy(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
     ValidatedJson(patch): ValidatedJson<PrivacyPatch>,

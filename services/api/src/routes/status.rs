@@ -74,7 +74,7 @@ pub struct StatusIn {
         (status = 503, description = "`rate_limited`: a body over 1 MB, or a `media.url` download, waited too long for a large-send slot", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn post(
+pub(crate) async fn post(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
     held: Option<axum::Extension<SlotHeld>>,

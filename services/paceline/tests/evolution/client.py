@@ -22,9 +22,13 @@ import time
 import urllib.request
 
 from evolutionapi.client import EvolutionClient
-from evolutionapi.models.chat import CheckIsWhatsappNumber
+from evolutionapi.models.chat import ArchiveChat, CheckIsWhatsappNumber, ReadMessage
+from evolutionapi.models.chat import MediaMessage as MediaOfMessage
+from evolutionapi.models.chat import ProfilePicture as PictureOf
 from evolutionapi.models.group import CreateGroup, UpdateParticipant
 from evolutionapi.models.instance import InstanceConfig
+from evolutionapi.models.presence import PresenceStatus
+from evolutionapi.models.profile import FetchProfile, ProfileName, ProfileStatus
 from evolutionapi.models.message import (
     Contact,
     ContactMessage,
@@ -199,6 +203,34 @@ def main():
     except Exception as e:  # a personal account: 400 business_account_required
         out["labels_personal"] = str(e)
 
+    # More of Evolution's routes, through the client's own methods where it has them.
+    more = {}
+    friend = f"{FRIEND}@s.whatsapp.net"
+    more["profile_name"] = client.profile.update_profile_name("evo-shop", ProfileName(name="Shop Bot"), token)
+    more["profile_status"] = client.profile.update_profile_status("evo-shop", ProfileStatus(status="open 9-18"), token)
+    more["fetch_profile"] = client.profile.fetch_profile("evo-shop", FetchProfile(number=FRIEND), token)
+    more["privacy_set"] = client.post("chat/updatePrivacySettings/evo-shop", {"readreceipts": "none"}, token)
+    more["privacy"] = client.profile.fetch_privacy_settings("evo-shop", token)
+    more["settings_set"] = client.post("settings/set/evo-shop", {"rejectCall": True, "msgCall": "busy", "groupsIgnore": False}, token)
+    more["settings_find"] = client.get("settings/find/evo-shop", token)
+    more["settings_bad"] = client.post("settings/set/evo-shop", {"alwaysOnline": True}, token)
+    more["presence"] = client.post("chat/sendPresence/evo-shop", {"number": FRIEND, "presence": "composing", "delay": 1000}, token)
+    more["typing_from"] = control("GET", f"/control/phones/{FRIEND}")["typing_from"]
+    more["set_presence"] = client.instance_operations.set_presence("evo-shop", PresenceStatus.AVAILABLE, token)
+    more["presence_shown"] = control("GET", f"/control/phones/{SHOP}")["presence"]
+    more["archive"] = client.chat.archive_chat("evo-shop", ArchiveChat(last_message={}, chat=friend, archive=True), token)
+    more["read"] = client.chat.mark_message_as_read("evo-shop", [ReadMessage(remote_jid=friend, from_me=False, id="x")], token)
+    more["picture"] = client.chat.fetch_profile_picture_url("evo-shop", PictureOf(number=FRIEND), token)
+    more["status"] = client.post("message/sendStatus/evo-shop", {"type": "text", "content": "open today", "allContacts": True}, token)
+    media_id = sends["media_file"]["key"]["id"]
+    more["base64"] = client.chat.get_base64_from_media_message("evo-shop", MediaOfMessage(message={"key": {"id": media_id}}), token)
+    more["base64_matches"] = more["base64"].get("base64") == base64.b64encode(PNG).decode()
+    more["base64"].pop("base64", None)
+    more["block"] = client.post("message/updateBlockStatus/evo-shop", {"number": NEWBIE, "status": "block"}, token)
+    more["unblock"] = client.post("message/updateBlockStatus/evo-shop", {"number": NEWBIE, "status": "unblock"}, token)
+    more["not_built"] = client.post(f"group/toggleEphemeral/evo-shop?groupJid={group['id']}", {"expiration": 0}, token)
+    out["more"] = more
+
     # 7. A webhook in Evolution's format gets messages.upsert for an incoming message.
     server = http.server.HTTPServer(("127.0.0.1", 0), Hook)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -217,6 +249,15 @@ def main():
         out["webhook_extra"] = more["body"].get("event")
     except queue.Empty:
         out["webhook_extra"] = None
+
+    # The proxy: the admin's to set (the client's own key is the global one); its
+    # password is never shown.
+    out["proxy_instance"] = client.post("proxy/set/evo-biz", {"enabled": True, "host": "10.0.0.1", "port": "3128", "protocol": "http"}, biz_token)
+    out["proxy_set"] = client.post(
+        "proxy/set/evo-biz", {"enabled": True, "host": "10.0.0.1", "port": "3128", "protocol": "http", "username": "u", "password": "s3cret-pass"}
+    )
+    out["proxy_find"] = client.get("proxy/find/evo-biz", biz_token)
+    out["proxy_off"] = client.post("proxy/set/evo-biz", {"enabled": False})
 
     # Logout and delete, as Evolution's client does them.
     out["logout"] = client.instance_operations.logout("evo-biz", biz_token)

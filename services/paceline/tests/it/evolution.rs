@@ -142,6 +142,36 @@ async fn evolutions_python_client_runs_unchanged_against_netsim() {
     assert_eq!(r["labels"], serde_json::json!([{ "id": "7", "name": "VIP", "color": 3, "predefinedId": null }]));
     assert!(r["labels_personal"].as_str().unwrap().contains("business_account_required"), "{}", r["labels_personal"]);
 
+    // The other routes, each the /v1 operation it stands for.
+    let m = &r["more"];
+    assert_eq!(m["profile_name"], serde_json::json!({ "update": "success" }), "{m}");
+    assert_eq!(m["profile_status"]["update"], "success");
+    assert_eq!(m["fetch_profile"]["wuid"], friend_jid);
+    assert_eq!(m["fetch_profile"]["numberExists"], true);
+    assert_eq!(m["privacy_set"]["data"]["readreceipts"], "none", "{}", m["privacy_set"]);
+    assert_eq!(m["privacy"]["readreceipts"], "none");
+    assert_eq!(
+        (m["settings_set"]["rejectCall"].as_bool(), m["settings_set"]["msgCall"].as_str()),
+        (Some(true), Some("busy"))
+    );
+    assert_eq!(m["settings_find"]["rejectCall"], true);
+    assert_eq!(m["settings_bad"]["error"]["code"], "validation_failed", "alwaysOnline is not offered");
+    assert_eq!(m["presence"]["presence"], "composing");
+    assert_eq!(m["typing_from"], serde_json::json!([SHOP]), "netsim shows the account typing");
+    assert_eq!(m["presence_shown"], "available");
+    assert_eq!(m["archive"], serde_json::json!({ "chatId": friend_jid, "archived": true }));
+    assert_eq!(m["read"]["read"], "success");
+    assert_eq!(m["picture"]["wuid"], friend_jid);
+    assert_eq!(m["status"]["key"]["remoteJid"], "status@broadcast", "{}", m["status"]);
+    assert_eq!(m["status"]["status"], "PENDING");
+    assert_eq!(m["base64_matches"], true, "{}", m["base64"]);
+    assert_eq!(
+        (m["base64"]["mediaType"].as_str(), m["base64"]["mimetype"].as_str()),
+        (Some("image"), Some("image/png"))
+    );
+    assert_eq!((m["block"]["block"].as_str(), m["unblock"]["block"].as_str()), (Some("success"), Some("success")));
+    assert_eq!(m["not_built"]["error"]["code"], "not_implemented", "{}", m["not_built"]);
+
     // 7. The Evolution-format webhook: `messages.upsert` for the friend's message, to the
     //    URL with the event's name (byEvents), signed like every delivery.
     let set = &r["webhook_set"];
@@ -167,6 +197,14 @@ async fn evolutions_python_client_runs_unchanged_against_netsim() {
     assert_eq!(b["data"]["message"]["conversation"], "is my order ready?");
     assert_eq!(b["data"]["messageType"], "conversation");
     assert_eq!(r["webhook_extra"], Value::Null, "only the events asked for");
+
+    // The proxy is the admin's; its password never comes back.
+    assert_eq!(r["proxy_instance"]["error"]["code"], "forbidden", "{}", r["proxy_instance"]);
+    assert_eq!(r["proxy_set"]["host"], "10.0.0.1", "{}", r["proxy_set"]);
+    assert_eq!((r["proxy_set"]["port"].as_str(), r["proxy_set"]["username"].as_str()), (Some("3128"), Some("u")));
+    assert_eq!(r["proxy_find"]["username"], "***", "an instance token sees no user name");
+    assert!(!r.to_string().contains("s3cret-pass"), "the password is never shown");
+    assert_eq!(r["proxy_off"]["enabled"], false);
 
     // Logout and delete.
     assert_eq!(r["logout"]["status"], "SUCCESS");

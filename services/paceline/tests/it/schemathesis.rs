@@ -15,6 +15,21 @@ fn tool(name: &str) -> PathBuf {
 
 /// Runs schemathesis with every check over the served description with `token`, on the
 /// test's instance; fails with its report when it finds anything.
+/// Operations that answer 501 `not_implemented` on purpose (Evolution routes whose
+/// feature is not built; README, "Coming from Evolution API"): a server error by
+/// schemathesis' rules. Deleting the run's instance (`/v1` or Evolution's) ends the run's
+/// target, so neither is tried either.
+const NOT_TRIED: &[&str] = &[
+    "instances_delete",
+    "evolution_instance_delete",
+    "evolution_chat_deleteMessageForEveryone",
+    "evolution_chat_updateMessage",
+    "evolution_group_updateGroupPicture",
+    "evolution_group_inviteInfo",
+    "evolution_group_sendInvite",
+    "evolution_group_toggleEphemeral",
+];
+
 async fn schemathesis(api: &TestApi, token: &str, inst: &serde_json::Value, exclude: &[&str]) {
     let config = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/schemathesis.toml");
     let url = format!("http://{}/v1/openapi.json", api.addr);
@@ -26,7 +41,7 @@ async fn schemathesis(api: &TestApi, token: &str, inst: &serde_json::Value, excl
         .args(["--exclude-path", "/mcp"])
         .env("PACELINE_ST_INSTANCE_ID", inst["id"].as_str().unwrap())
         .env("PACELINE_ST_INSTANCE_NAME", inst["name"].as_str().unwrap());
-    for op in exclude {
+    for op in NOT_TRIED.iter().chain(exclude) {
         cmd.args(["--exclude-operation-id", op]);
     }
     let out = tokio::task::spawn_blocking(move || cmd.output()).await.unwrap().expect("schemathesis runs");
@@ -42,7 +57,7 @@ async fn schemathesis_finds_nothing_as_the_admin() {
     let (inst, _) = api.create_instance("st-admin").await;
     let admin = api.config.admin_token.clone().unwrap();
     // Deleting the instance would leave the rest of the run nothing to work on.
-    schemathesis(&api, &admin, &inst, &["instances_delete"]).await;
+    schemathesis(&api, &admin, &inst, &[]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -51,7 +66,7 @@ async fn schemathesis_finds_nothing_as_an_instance_token() {
     let (inst, token) = api.create_instance("st-instance").await;
     // Its own token may delete its instance or lock itself out with an allow-list: both
     // run in the admin's pass.
-    schemathesis(&api, &token, &inst, &["instances_delete", "instances_patch"]).await;
+    schemathesis(&api, &token, &inst, &["instances_patch"]).await;
 }
 
 #[tokio::test]

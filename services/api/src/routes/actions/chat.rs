@@ -28,6 +28,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(find_messages))
         .routes(routes!(find_chats))
         .routes(routes!(find_contacts))
+        .routes(routes!(find_status_message))
+        .routes(routes!(get_base64_from_media_message))
 }
 
 /// Body of `POST /chat/whatsappNumbers/{instanceName}`.
@@ -298,4 +300,80 @@ async fn find_contacts(
             })
             .collect(),
     ))
+}
+
+/// Statuses the account received and posted (the log's `status@broadcast` chat), in
+/// `findMessages`' page shape.
+#[utoipa::path(post, path = "/chat/findStatusMessage/{instanceName}", tag = "evolution", operation_id = "evolution_chat_findStatusMessage",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    request_body = EvoFindMessagesIn,
+    responses((status = 200, description = "a page of statuses", body = EvoFindMessagesOut), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn find_status_message(
+    state: State<AppState>,
+    a: ActionInstance,
+    ActionJson(mut b): ActionJson<EvoFindMessagesIn>,
+) -> Result<Json<EvoFindMessagesOut>, ApiError> {
+    let key = b.filter.key.get_or_insert_with(EvoWhereKey::default);
+    key.remote_jid = Some(shared::jid::STATUS_JID.to_string());
+    find_messages(state, a, ActionJson(b)).await
+}
+
+/// Body of `getBase64FromMediaMessage`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvoMediaIn {
+    /// The message: `{key: {id}}` (its network id).
+    #[schema(value_type = Object)]
+    pub message: Value,
+    /// Accepted; media is given as stored.
+    pub convert_to_mp4: Option<bool>,
+}
+
+/// The largest media this route hands back in base64 (`GET /media/...` serves any size).
+const BASE64_LIMIT: i64 = 16 * 1024 * 1024;
+
+/// A logged message's media in base64 (what the instance holds of it).
+#[utoipa::path(post, path = "/chat/getBase64FromMediaMessage/{instanceName}", tag = "evolution", operation_id = "evolution_chat_getBase64FromMediaMessage",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    request_body = EvoMediaIn,
+    responses((status = 200, description = "`{mediaType, fileName, caption, size, mimetype, base64}`", body = Object), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn get_base64_from_media_message(
+    State(state): State<AppState>,
+    ActionInstance(row): ActionInstance,
+    ActionJson(b): ActionJson<EvoMediaIn>,
+) -> Result<Json<Value>, ApiError> {
+    use base64::Engine;
+    let wa_id = b.message["key"]["id"]
+        .as_str()
+        .filter(|i| !i.is_empty() && i.len() <= 128)
+        .ok_or_else(|| ApiError::validation("message.key.id is required"))?;
+    let f = Find { wa_message_id: Some(wa_id.to_string()), ..Find::default() };
+    let (_, rows) = log::find(&state.db, &row.id, &f, 0, 1).await?;
+    let m = rows.into_iter().next().ok_or_else(|| ApiError::not_found("message"))?;
+    let media = &m.content["media"];
+    let id = media["id"].as_str().and_then(|i| shared::ids::MediaId::parse(i).ok());
+    let Some(id) = id.filter(|_| !media["expired"].as_bool().unwrap_or(false)) else {
+        return Err(ApiError::new(shared::ErrorCode::MediaUnavailable, "the message has no media the instance holds"));
+    };
+    if media["size"].as_i64().is_some_and(|s| s > BASE64_LIMIT) {
+        return Err(ApiError::new(
+            shared::ErrorCode::MediaTooLarge,
+            "the media is over 16 MB: fetch it from the chat history's signed URL",
+        ));
+    }
+    let stored = shared::db::media::get(&state.db, &id)
+        .await?
+        .filter(|s| s.instance_id == row.id)
+        .ok_or_else(|| ApiError::new(shared::ErrorCode::MediaUnavailable, "the media is gone"))?;
+    let (media_type, _) = shared::evolution::message(&m.kind, &m.content, None);
+    Ok(Json(json!({
+        "mediaType": media_type.trim_end_matches("Message"),
+        "fileName": stored.filename,
+        "caption": m.content["caption"],
+        "size": { "fileLength": stored.size },
+        "mimetype": stored.mime_type,
+        "base64": base64::engine::general_purpose::STANDARD.encode(&stored.data),
+    })))
 }

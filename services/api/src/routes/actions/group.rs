@@ -35,6 +35,10 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(update_subject))
         .routes(routes!(update_description))
         .routes(routes!(leave_group))
+        .routes(routes!(update_group_picture))
+        .routes(routes!(invite_info))
+        .routes(routes!(send_invite))
+        .routes(routes!(toggle_ephemeral))
 }
 
 /// A group as Baileys' metadata shows it.
@@ -352,4 +356,48 @@ async fn leave_group(
 ) -> Result<Json<Value>, ApiError> {
     v1::leave(State(state), a.access(), q.path(&a)?).await?;
     Ok(Json(json!({ "groupJid": q.group_jid, "leave": true })))
+}
+
+fn not_built(what: &str) -> ApiError {
+    ApiError::new(
+        shared::ErrorCode::NotImplemented,
+        format!("{what} is not built yet in paceline (README, \"Coming from Evolution API\")"),
+    )
+}
+
+/// A group's picture: not built yet (501).
+#[utoipa::path(post, path = "/group/updateGroupPicture/{instanceName}", tag = "evolution", operation_id = "evolution_group_updateGroupPicture",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    responses((status = 501, description = "`not_implemented`", body = shared::error::ErrorBody), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn update_group_picture(_a: ActionAccess) -> Result<Json<Value>, ApiError> {
+    Err(not_built("a group's picture"))
+}
+
+/// A group's preview by invite code: not built yet (501).
+#[utoipa::path(get, path = "/group/inviteInfo/{instanceName}", tag = "evolution", operation_id = "evolution_group_inviteInfo",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    responses((status = 501, description = "`not_implemented`", body = shared::error::ErrorBody), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn invite_info(_a: ActionAccess) -> Result<Json<Value>, ApiError> {
+    Err(not_built("a group's preview by invite code"))
+}
+
+/// Sending a group's invite to numbers: not built yet (501); send the link from
+/// `inviteCode` with `sendText`.
+#[utoipa::path(post, path = "/group/sendInvite/{instanceName}", tag = "evolution", operation_id = "evolution_group_sendInvite",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    responses((status = 501, description = "`not_implemented`", body = shared::error::ErrorBody), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn send_invite(_a: ActionAccess) -> Result<Json<Value>, ApiError> {
+    Err(not_built("sending a group invite (send the inviteCode link with sendText)"))
+}
+
+/// Disappearing messages in a group: not built yet (501).
+#[utoipa::path(post, path = "/group/toggleEphemeral/{instanceName}", tag = "evolution", operation_id = "evolution_group_toggleEphemeral",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    responses((status = 501, description = "`not_implemented`", body = shared::error::ErrorBody), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn toggle_ephemeral(_a: ActionAccess) -> Result<Json<Value>, ApiError> {
+    Err(not_built("disappearing messages"))
 }

@@ -31,6 +31,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(send_media))
         .routes(routes!(send_audio))
         .routes(routes!(send_sticker))
+        .routes(routes!(send_status))
         .layer(axum::middleware::from_fn(crate::semaphore::gate))
         .layer(axum::extract::DefaultBodyLimit::max(crate::service::messages::MESSAGES_BODY_LIMIT))
         .routes(routes!(send_text))
@@ -511,6 +512,55 @@ async fn send_sticker(
     let mut m = MessageIn::new(b.number, MessageType::Sticker);
     m.media = Some(media_in(sticker, Some("image/webp".into()), None));
     queue(&s, &row, m, b.options, held.is_some()).await
+}
+
+/// Body of `POST /message/sendStatus/{instanceName}` (Evolution's `StatusMessage`).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvoStatusIn {
+    /// `text`, `image` or `video` (`audio` is refused).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The text, or the media's URL or base64.
+    pub content: String,
+    pub caption: Option<String>,
+    /// Accepted; statuses go to the account's contacts (as `POST /v1/instances/{id}/status`).
+    pub all_contacts: Option<bool>,
+    pub status_jid_list: Option<Vec<String>>,
+    pub background_color: Option<String>,
+    #[schema(value_type = Option<u32>)]
+    pub font: Option<serde_json::Value>,
+}
+
+/// Post a status (as `POST /v1/instances/{id}/status`): queued and paced like any send.
+#[utoipa::path(post, path = "/message/sendStatus/{instanceName}", tag = "evolution", operation_id = "evolution_message_sendStatus",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    request_body = EvoStatusIn,
+    responses((status = 200, description = "queued: `{key, status, messageId, serviceId}`", body = Object), super::EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn send_status(
+    State(s): State<AppState>,
+    a: super::ActionAccess,
+    held: Option<axum::Extension<SlotHeld>>,
+    ActionJson(b): ActionJson<EvoStatusIn>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    use crate::routes::status::{StatusIn, StatusType};
+    let (kind, text, media) = match b.kind.as_str() {
+        "text" => (StatusType::Text, Some(b.content), None),
+        "image" => (StatusType::Image, None, Some(media_in(b.content, None, None))),
+        "video" => (StatusType::Video, None, Some(media_in(b.content, None, None))),
+        _ => return Err(ApiError::validation("type must be text, image or video (audio statuses are not offered)")),
+    };
+    let body = StatusIn { kind, text, media, caption: b.caption, client_message_id: None };
+    let (_, Json(m)) =
+        crate::routes::status::post(State(s), a.access(), held, crate::extract::ValidatedJson(body)).await?;
+    // (The network id shows once sent: `GET /v1/instances/{id}/messages/{serviceId}`.)
+    Ok(Json(serde_json::json!({
+        "key": { "remoteJid": shared::jid::STATUS_JID, "fromMe": true, "id": m.wa_message_id },
+        "status": shared::evolution::status(m.status.as_str()),
+        "serviceId": m.id,
+        "messageTimestamp": m.created_at.timestamp(),
+    })))
 }
 
 /// What WhatsApp does with list and button messages from a linked device: it no longer

@@ -1,0 +1,407 @@
+//! Evolution v2's chat routes about chats' state, contacts, the account's profile and
+//! privacy (README, "Coming from Evolution API"): each calls the `/v1` handler it stands
+//! for and answers in Evolution's shapes (`src/api/controllers/chat.controller.ts`).
+//! Routes whose feature paceline has not built answer 501 `not_implemented`.
+
+use axum::extract::State;
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use shared::bus::NetOp;
+use shared::ids::InstanceId;
+use shared::jid::Jid;
+use shared::ApiError;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::{ActionAccess, ActionJson, EvolutionErrors};
+use crate::extract::{Path, ValidatedJson};
+use crate::routes::{chats, contacts, profile};
+use crate::state::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(mark_message_as_read))
+        .routes(routes!(mark_chat_unread))
+        .routes(routes!(archive_chat))
+        .routes(routes!(send_presence))
+        .routes(routes!(fetch_profile_picture_url))
+        .routes(routes!(fetch_profile))
+        .routes(routes!(fetch_business_profile))
+        .routes(routes!(update_profile_name))
+        .routes(routes!(update_profile_status))
+        .routes(routes!(update_profile_picture))
+        .routes(routes!(remove_profile_picture))
+        .routes(routes!(fetch_privacy_settings))
+        .routes(routes!(update_privacy_settings))
+        .routes(routes!(update_block_status))
+        .routes(routes!(delete_message_for_everyone))
+        .routes(routes!(update_message))
+}
+
+fn jid(s: &str) -> Result<Jid, ApiError> {
+    Jid::parse(s).map_err(|_| ApiError::validation("the number must be a phone number with country code or a JID"))
+}
+
+fn path(a: &ActionAccess, j: Jid) -> Path<(InstanceId, Jid)> {
+    Path((a.row.id.clone(), j))
+}
+
+fn success() -> Json<Value> {
+    Json(json!({ "update": "success" }))
+}
+
+/// A message key as Evolution sends it.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvoReadKey {
+    pub remote_jid: String,
+    pub from_me: Option<bool>,
+    pub id: Option<String>,
+}
+
+/// Body of `markMessageAsRead`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvoReadIn {
+    pub read_messages: Vec<EvoReadKey>,
+}
+
+/// Mark messages read: their chats are read up to the newest (as `POST
+/// /v1/instances/{id}/chats/{jid}/read`).
+#[utoipa::path(post, path = "/chat/markMessageAsRead/{instanceName}", tag = "evolution", operation_id = "evolution_chat_markMessageAsRead",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    request_body = EvoReadIn,
+    responses((status = 200, description = "`{message, read: \"success\"}`", body = Object), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn mark_message_as_read(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ActionJson(b): ActionJson<EvoReadIn>,
+) -> Result<Json<Value>, ApiError> {
+    let mut chats: Vec<String> = b.read_messages.into_iter().map(|k| k.remote_jid).collect();
+    chats.sort();
+    chats.dedup();
+    if chats.is_empty() || chats.len() > 100 {
+        return Err(ApiError::validation("readMessages must name 1-100 chats"));
+    }
+    for c in chats {
+        let _chat = chats::read(State(state.clone()), a.access(), path(&a, jid(&c)?)).await?;
+    }
+    Ok(Json(json!({ "message": "Read messages", "read": "success" })))
+}
+
+/// Body of `markChatUnread` and `archiveChat`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvoChatIn {
+    /// The chat's JID (or `lastMessage.key.remoteJid`).
+    pub chat: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub last_message: Option<Value>,
+    /// `archiveChat`: archive (true) or unarchive.
+    pub archive: Option<bool>,
+}
+
+impl EvoChatIn {
+    fn chat(&self) -> Result<Jid, ApiError> {
+        let from_last = self.last_message.as_ref().and_then(|m| m["key"]["remoteJid"].as_str());
+        jid(self.chat.as_deref().or(from_last).ok_or_else(|| ApiError::validation("chat is required"))?)
+    }
+}
+
+async fn patch_chat(state: AppState, a: &ActionAccess, j: Jid, patch: chats::ChatPatch) -> Result<(), ApiError> {
+    chats::patch(State(state), a.access(), path(a, j), ValidatedJson(patch)).await.map(|_| ())
+}
+
+/// Mark a chat unread (as `PATCH /v1/instances/{id}/chats/{jid}` with `read: false`).
+#[utoipa::path(post, path = "/chat/markChatUnread/{instanceName}", tag = "evolution", operation_id = "evolution_chat_markChatUnread",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    request_body = EvoChatIn,
+    responses((status = 200, description = "`{chatId, markedChatUnread: true}`", body = Object), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn mark_chat_unread(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ActionJson(b): ActionJson<EvoChatIn>,
+) -> Result<Json<Value>, ApiError> {
+    let j = b.chat()?;
+    let chat = String::from(j.clone());
+    patch_chat(state, &a, j, chats::ChatPatch { read: Some(false), ..Default::default() }).await?;
+    Ok(Json(json!({ "chatId": chat, "markedChatUnread": true })))
+}
+
+/// Archive or unarchive a chat (as `PATCH /v1/instances/{id}/chats/{jid}`).
+#[utoipa::path(post, path = "/chat/archiveChat/{instanceName}", tag = "evolution", operation_id = "evolution_chat_archiveChat",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    request_body = EvoChatIn,
+    responses((status = 200, description = "`{chatId, archived}`", body = Object), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn archive_chat(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ActionJson(b): ActionJson<EvoChatIn>,
+) -> Result<Json<Value>, ApiError> {
+    let j = b.chat()?;
+    let chat = String::from(j.clone());
+    let archived = b.archive.unwrap_or(true);
+    patch_chat(state, &a, j, chats::ChatPatch { archived: Some(archived), ..Default::default() }).await?;
+    Ok(Json(json!({ "chatId": chat, "archived": archived })))
+}
+
+/// Body of `sendPresence`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct EvoChatPresenceIn {
+    pub number: String,
+    /// `composing` (typing) or `paused` (stopped); `recording` shows as typing.
+    pub presence: String,
+    /// Milliseconds to show it (accepted; the indicator stays until `paused` or a message).
+    #[schema(value_type = Option<u32>)]
+    pub delay: Option<Value>,
+}
+
+/// Show or clear the typing indicator in a chat.
+#[utoipa::path(post, path = "/chat/sendPresence/{instanceName}", tag = "evolution", operation_id = "evolution_chat_sendPresence",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    request_body = EvoChatPresenceIn,
+    responses((status = 200, description = "`{presence}`", body = Object), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn send_presence(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ActionJson(b): ActionJson<EvoChatPresenceIn>,
+) -> Result<Json<Value>, ApiError> {
+    let composing = match b.presence.as_str() {
+        "composing" | "recording" => true,
+        "paused" | "available" | "unavailable" => false,
+        _ => return Err(ApiError::validation("presence must be composing, recording or paused")),
+    };
+    let j = String::from(jid(&b.number)?);
+    let () = crate::rpc::net(&state, &a.row.id, NetOp::ChatPresence { jid: j, composing }).await?;
+    Ok(Json(json!({ "presence": b.presence })))
+}
+
+/// Body of the routes that name one contact.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct EvoNumberIn {
+    pub number: String,
+}
+
+/// A contact's profile picture URL (as `GET /v1/instances/{id}/contacts/{jid}/picture`).
+#[utoipa::path(post, path = "/chat/fetchProfilePictureUrl/{instanceName}", tag = "evolution", operation_id = "evolution_chat_fetchProfilePictureUrl",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    request_body = EvoNumberIn,
+    responses((status = 200, description = "`{wuid, profilePictureUrl}`", body = Object), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn fetch_profile_picture_url(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ActionJson(b): ActionJson<EvoNumberIn>,
+) -> Result<Json<Value>, ApiError> {
+    let Json(p) = contacts::picture(State(state), a.access(), path(&a, jid(&b.number)?)).await?;
+    Ok(Json(json!({ "wuid": p.jid, "profilePictureUrl": p.url })))
+}
+
+/// A contact's profile: about text, picture, business profile.
+#[utoipa::path(post, path = "/chat/fetchProfile/{instanceName}", tag = "evolution", operation_id = "evolution_chat_fetchProfile",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    request_body = EvoNumberIn,
+    responses((status = 200, description = "`{wuid, numberExists, picture, status, isBusiness, ...}`", body = Object), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn fetch_profile(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ActionJson(b): ActionJson<EvoNumberIn>,
+) -> Result<Json<Value>, ApiError> {
+    let j = jid(&b.number)?;
+    let Json(p) = contacts::profile(State(state.clone()), a.access(), path(&a, j.clone())).await?;
+    let Json(pic) = contacts::picture(State(state), a.access(), path(&a, j)).await?;
+    let business = p.business_profile.clone();
+    Ok(Json(json!({
+        "wuid": p.jid,
+        "numberExists": true,
+        "picture": pic.url,
+        "status": { "status": p.about },
+        "isBusiness": business.is_some(),
+        "email": business.as_ref().map(|b| b["email"].clone()),
+        "description": business.as_ref().map(|b| b["description"].clone()),
+        "website": business.as_ref().map(|b| b["website"].clone()),
+    })))
+}
+
+/// A contact's business profile.
+#[utoipa::path(post, path = "/chat/fetchBusinessProfile/{instanceName}", tag = "evolution", operation_id = "evolution_chat_fetchBusinessProfile",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    request_body = EvoNumberIn,
+    responses((status = 200, description = "`{isBusiness, email, description, website, address, category}`", body = Object), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn fetch_business_profile(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ActionJson(b): ActionJson<EvoNumberIn>,
+) -> Result<Json<Value>, ApiError> {
+    let Json(p) = contacts::profile(State(state), a.access(), path(&a, jid(&b.number)?)).await?;
+    let bp = p.business_profile.unwrap_or(Value::Null);
+    let mut out = json!({ "wuid": p.jid, "isBusiness": !bp.is_null() });
+    for k in ["email", "description", "website", "address", "category"] {
+        out[k] = bp[k].clone();
+    }
+    Ok(Json(out))
+}
+
+/// Body of `updateProfileName`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct EvoNameIn {
+    pub name: String,
+}
+
+/// The account's display name (as `PATCH /v1/instances/{id}/profile`).
+#[utoipa::path(post, path = "/chat/updateProfileName/{instanceName}", tag = "evolution", operation_id = "evolution_chat_updateProfileName",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    request_body = EvoNameIn,
+    responses((status = 200, description = "`{update: \"success\"}`", body = Object), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn update_profile_name(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ActionJson(b): ActionJson<EvoNameIn>,
+) -> Result<Json<Value>, ApiError> {
+    let patch = profile::ProfilePatch { push_name: Some(b.name), about: None };
+    let _profile = profile::patch_profile(State(state), a.access(), ValidatedJson(patch)).await?;
+    Ok(success())
+}
+
+/// Body of `updateProfileStatus`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct EvoStatusTextIn {
+    pub status: String,
+}
+
+/// The account's about text (as `PATCH /v1/instances/{id}/profile`).
+#[utoipa::path(post, path = "/chat/updateProfileStatus/{instanceName}", tag = "evolution", operation_id = "evolution_chat_updateProfileStatus",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    request_body = EvoStatusTextIn,
+    responses((status = 200, description = "`{update: \"success\"}`", body = Object), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn update_profile_status(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ActionJson(b): ActionJson<EvoStatusTextIn>,
+) -> Result<Json<Value>, ApiError> {
+    let patch = profile::ProfilePatch { push_name: None, about: Some(b.status) };
+    let _profile = profile::patch_profile(State(state), a.access(), ValidatedJson(patch)).await?;
+    Ok(success())
+}
+
+/// Body of `updateProfilePicture`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct EvoPictureIn {
+    /// An http(s) URL of a JPEG image.
+    pub picture: String,
+}
+
+/// The account's picture, from a URL (as `PUT /v1/instances/{id}/profile/picture`).
+#[utoipa::path(post, path = "/chat/updateProfilePicture/{instanceName}", tag = "evolution", operation_id = "evolution_chat_updateProfilePicture",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    request_body = EvoPictureIn,
+    responses((status = 200, description = "`{update: \"success\"}`", body = Object), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn update_profile_picture(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ActionJson(b): ActionJson<EvoPictureIn>,
+) -> Result<Json<Value>, ApiError> {
+    let media = crate::message_in::MediaIn { url: Some(b.picture), data: None, mime_type: None, filename: None };
+    let _profile =
+        profile::put_picture(State(state), a.access(), None, ValidatedJson(profile::PictureIn { media })).await?;
+    Ok(success())
+}
+
+/// Remove the account's picture.
+#[utoipa::path(delete, path = "/chat/removeProfilePicture/{instanceName}", tag = "evolution", operation_id = "evolution_chat_removeProfilePicture",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    responses((status = 200, description = "`{update: \"success\"}`", body = Object), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn remove_profile_picture(State(state): State<AppState>, a: ActionAccess) -> Result<Json<Value>, ApiError> {
+    let _profile = profile::delete_picture(State(state), a.access()).await?;
+    Ok(success())
+}
+
+/// The account's privacy settings (Baileys' names, as `GET /v1/instances/{id}/privacy`).
+#[utoipa::path(get, path = "/chat/fetchPrivacySettings/{instanceName}", tag = "evolution", operation_id = "evolution_chat_fetchPrivacySettings",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    responses((status = 200, description = "`{readreceipts, profile, status, online, last, groupadd, ...}`", body = Object), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn fetch_privacy_settings(State(state): State<AppState>, a: ActionAccess) -> Result<Json<Value>, ApiError> {
+    let Json(p) = profile::get_privacy(State(state), a.access()).await?;
+    Ok(Json(json!(p.0)))
+}
+
+/// Change privacy settings (the same names and values as `PATCH /v1/instances/{id}/privacy`).
+#[utoipa::path(post, path = "/chat/updatePrivacySettings/{instanceName}", tag = "evolution", operation_id = "evolution_chat_updatePrivacySettings",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    request_body = profile::PrivacyPatch,
+    responses((status = 200, description = "`{update: \"success\", data}`", body = Object), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn update_privacy_settings(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ActionJson(b): ActionJson<profile::PrivacyPatch>,
+) -> Result<Json<Value>, ApiError> {
+    let Json(p) = profile::patch_privacy(State(state), a.access(), ValidatedJson(b)).await?;
+    Ok(Json(json!({ "update": "success", "data": p.0 })))
+}
+
+/// Body of `updateBlockStatus`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct EvoBlockIn {
+    pub number: String,
+    /// `block` or `unblock`.
+    pub status: String,
+}
+
+/// Block or unblock a contact (as `POST /v1/instances/{id}/contacts/{jid}/block|unblock`).
+#[utoipa::path(post, path = "/message/updateBlockStatus/{instanceName}", tag = "evolution", operation_id = "evolution_message_updateBlockStatus",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    request_body = EvoBlockIn,
+    responses((status = 200, description = "`{block: \"success\"}`", body = Object), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn update_block_status(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ActionJson(b): ActionJson<EvoBlockIn>,
+) -> Result<Json<Value>, ApiError> {
+    let p = path(&a, jid(&b.number)?);
+    let _blocked = match b.status.as_str() {
+        "block" => contacts::block(State(state), a.access(), p).await?,
+        "unblock" => contacts::unblock(State(state), a.access(), p).await?,
+        _ => return Err(ApiError::validation("status must be block or unblock")),
+    };
+    Ok(Json(json!({ "block": "success" })))
+}
+
+fn not_built(what: &str) -> ApiError {
+    ApiError::new(
+        shared::ErrorCode::NotImplemented,
+        format!("{what} is not built yet in paceline (README, \"Coming from Evolution API\")"),
+    )
+}
+
+/// Deleting a sent message for everyone: not built yet (501).
+#[utoipa::path(delete, path = "/chat/deleteMessageForEveryone/{instanceName}", tag = "evolution", operation_id = "evolution_chat_deleteMessageForEveryone",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    responses((status = 501, description = "`not_implemented`", body = shared::error::ErrorBody), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn delete_message_for_everyone(_a: ActionAccess) -> Result<Json<Value>, ApiError> {
+    Err(not_built("deleting a message for everyone"))
+}
+
+/// Editing a sent message: not built yet (501).
+#[utoipa::path(post, path = "/chat/updateMessage/{instanceName}", tag = "evolution", operation_id = "evolution_chat_updateMessage",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    responses((status = 501, description = "`not_implemented`", body = shared::error::ErrorBody), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn update_message(_a: ActionAccess) -> Result<Json<Value>, ApiError> {
+    Err(not_built("editing a message"))
+}
