@@ -35,6 +35,7 @@ from evolutionapi.models.message import (
     LocationMessage,
     MediaMessage,
     PollMessage,
+    QuotedMessage,
     ReactionMessage,
     TextMessage,
 )
@@ -192,6 +193,18 @@ def main():
         "evo-shop", group["id"], UpdateParticipant(action="promote", participants=[NEWBIE]), token
     )
     out["group_members"] = client.group.get_participants("evo-shop", group["id"], token)
+    # A text to the group mentioning every member, quoting the first text. (The client's
+    # send_text posts only number, text and delay: the rest goes through its post.)
+    quoted = QuotedMessage(key={"id": text_key["id"]})
+    out["group_text"] = client.post(
+        "message/sendText/evo-shop",
+        {"number": group["id"], "text": "@all orders close at 6", "mentionsEveryOne": True, "quoted": quoted.__dict__},
+        token,
+    )
+    out["group_copy"] = until(
+        "the group text at the new member",
+        lambda: [x for x in control("GET", f"/control/phones/{NEWBIE}/inbox")["messages"] if x.get("group") == group["id"]],
+    )[0]["body"]
 
     # 6. Labels on a business account (made on the phone).
     _, biz_token, _ = paired(client, "evo-biz", BIZ)
@@ -258,6 +271,16 @@ def main():
     )
     out["proxy_find"] = client.get("proxy/find/evo-biz", biz_token)
     out["proxy_off"] = client.post("proxy/set/evo-biz", {"enabled": False})
+
+    # instance/create with Evolution's webhook object: registered with the instance; a
+    # refused webhook creates nothing.
+    out["create_hooked"] = client.post(
+        "instance/create", {"instanceName": "evo-hooked", "webhook": {"url": hook_url, "events": ["CONNECTION_UPDATE"]}}
+    )
+    out["create_bad_hook"] = client.post(
+        "instance/create", {"instanceName": "evo-unhooked", "webhook": {"url": hook_url, "headers": {"x": "y"}}}
+    )
+    out["unhooked_listed"] = [i["name"] for i in client.instances.fetch_instances() if i["name"] == "evo-unhooked"]
 
     # Logout and delete, as Evolution's client does them.
     out["logout"] = client.instance_operations.logout("evo-biz", biz_token)

@@ -138,6 +138,16 @@ async fn evolutions_python_client_runs_unchanged_against_netsim() {
     assert_eq!(newbie["admin"], "admin");
     assert_eq!(members.len(), 3, "{members:?}");
 
+    // The group text mentions every member and quotes the first text.
+    assert_eq!(r["group_text"]["messageType"], "conversation", "{}", r["group_text"]);
+    let copy = &r["group_copy"];
+    let mentions: Vec<&str> =
+        copy["mentions"].as_array().unwrap_or_else(|| panic!("{copy}")).iter().map(|m| m.as_str().unwrap()).collect();
+    for n in [SHOP, FRIEND, NEWBIE] {
+        assert!(mentions.contains(&format!("{n}@s.whatsapp.net").as_str()), "{copy}");
+    }
+    assert_eq!(copy["reply_to"], sends["text"]["messageId"]);
+
     // 6. Labels on the business account; a personal one is refused.
     assert_eq!(r["labels"], serde_json::json!([{ "id": "7", "name": "VIP", "color": 3, "predefinedId": null }]));
     assert!(r["labels_personal"].as_str().unwrap().contains("business_account_required"), "{}", r["labels_personal"]);
@@ -205,6 +215,13 @@ async fn evolutions_python_client_runs_unchanged_against_netsim() {
     assert_eq!(r["proxy_find"]["username"], "***", "an instance token sees no user name");
     assert!(!r.to_string().contains("s3cret-pass"), "the password is never shown");
     assert_eq!(r["proxy_off"]["enabled"], false);
+
+    // instance/create registers Evolution's webhook object; a refused one creates nothing.
+    let hooked = &r["create_hooked"];
+    assert_eq!(hooked["webhook"]["events"], serde_json::json!(["CONNECTION_UPDATE"]), "{hooked}");
+    assert!(hooked["webhook"]["secret"].as_str().unwrap().starts_with("whsec_"));
+    assert_eq!(r["create_bad_hook"]["error"]["code"], "validation_failed", "{}", r["create_bad_hook"]);
+    assert_eq!(r["unhooked_listed"], serde_json::json!([]));
 
     // Logout and delete.
     assert_eq!(r["logout"]["status"], "SUCCESS");

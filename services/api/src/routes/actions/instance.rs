@@ -52,6 +52,8 @@ pub struct EvoCreateIn {
     pub integration: Option<String>,
     pub reject_call: Option<bool>,
     pub msg_call: Option<String>,
+    /// Evolution's webhook, registered with the instance (as `webhook/set`).
+    pub webhook: Option<super::webhook::EvoWebhookIn>,
 }
 
 /// Evolution's `instance` object in answers.
@@ -86,6 +88,9 @@ pub struct EvoCreateOut {
     /// Evolution's settings object (`rejectCall`, `msgCall`, ...).
     #[schema(value_type = Object)]
     pub settings: Value,
+    /// The webhook given with `webhook`, with its signing secret (shown only here).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<super::webhook::EvoWebhookOut>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub qrcode: Option<EvoQrcodeOut>,
 }
@@ -169,7 +174,16 @@ async fn create(
         network: None,
         risk_policy: None,
     };
+    // The webhook is checked before anything is created.
+    let hook = match b.webhook {
+        Some(w) => Some(super::webhook::prepare(&state, w, None).await?),
+        None => None,
+    };
     let (row, token) = crate::service::instances::create(&state, fields).await?;
+    let webhook = match hook {
+        Some(p) => Some(super::webhook::store(&state, &row, p, None).await?),
+        None => None,
+    };
     let qrcode = if b.qrcode { first_qr(&state, &row, b.number.as_deref()).await? } else { None };
     let status = if qrcode.is_some() { "connecting" } else { "created" };
     let instance = EvoInstanceBrief {
@@ -178,7 +192,10 @@ async fn create(
         integration: INTEGRATION.into(),
         status: status.into(),
     };
-    Ok((StatusCode::CREATED, Json(EvoCreateOut { instance, hash: token, settings: settings_of(&row), qrcode })))
+    Ok((
+        StatusCode::CREATED,
+        Json(EvoCreateOut { instance, hash: token, settings: settings_of(&row), webhook, qrcode }),
+    ))
 }
 
 /// Query of `GET /instance/fetchInstances`.

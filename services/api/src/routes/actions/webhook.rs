@@ -106,30 +106,57 @@ async fn set(
     ActionInstance(row): ActionInstance,
     ActionJson(b): ActionJson<EvoSetIn>,
 ) -> Result<Json<EvoWebhookOut>, ApiError> {
-    let w = b.webhook.unwrap_or(b.top);
+    let existing = current(&state, &row).await?;
+    let p = prepare(&state, b.webhook.unwrap_or(b.top), existing.as_ref()).await?;
+    store(&state, &row, p, existing).await.map(Json)
+}
+
+/// A checked Evolution webhook, ready to store.
+pub(crate) struct Prepared {
+    url: String,
+    events: Vec<String>,
+    shape: webhooks::Shape,
+    enabled: bool,
+}
+
+/// Checks Evolution's webhook settings (fields left out keep `existing`'s).
+pub(crate) async fn prepare(
+    state: &AppState,
+    w: EvoWebhookIn,
+    existing: Option<&WebhookRow>,
+) -> Result<Prepared, ApiError> {
     if w.headers.as_ref().is_some_and(|h| h.as_object().is_some_and(|o| !o.is_empty())) {
         return Err(ApiError::validation("headers are not sent by paceline: deliveries are signed instead"));
     }
-    let names: Vec<String> = w.events.unwrap_or_default();
+    let mut names: Vec<String> = w.events.unwrap_or_default();
     if let Some(bad) = names.iter().find(|n| !shared::evolution::known_event(n)) {
         let bad: String = bad.chars().take(40).collect();
         return Err(ApiError::validation(format!("unknown Evolution event {bad:?}")));
     }
-    let mut names = names;
     names.sort();
     names.dedup();
     let events = shared::evolution::our_events(&names);
-    let existing = current(&state, &row).await?;
-    let url = match (w.url, &existing) {
+    let url = match (w.url, existing) {
         (Some(u), _) => u,
         (None, Some(e)) => e.url.clone(),
         (None, None) => return Err(ApiError::validation("url is required")),
     };
-    let url = check(&state, &url, &events).await?;
-    let by_events = w.by_events.or(existing.as_ref().map(|e| e.shape.by_events)).unwrap_or(false);
-    let base64 = w.base64.or(existing.as_ref().map(|e| e.shape.base64)).unwrap_or(false);
-    let enabled = w.enabled.or(existing.as_ref().map(|e| e.enabled)).unwrap_or(true);
+    let url = check(state, &url, &events).await?;
+    let by_events = w.by_events.or(existing.map(|e| e.shape.by_events)).unwrap_or(false);
+    let base64 = w.base64.or(existing.map(|e| e.shape.base64)).unwrap_or(false);
+    let enabled = w.enabled.or(existing.map(|e| e.enabled)).unwrap_or(true);
     let shape = shape(WebhookFormat::Evolution, by_events, base64, names)?;
+    Ok(Prepared { url, events, shape, enabled })
+}
+
+/// Stores the instance's Evolution webhook: replaces `existing`, or registers one.
+pub(crate) async fn store(
+    state: &AppState,
+    row: &shared::db::instances::InstanceRow,
+    p: Prepared,
+    existing: Option<WebhookRow>,
+) -> Result<EvoWebhookOut, ApiError> {
+    let Prepared { url, events, shape, enabled } = p;
     match existing {
         Some(e) => {
             let mut tx = state.db.begin().await?;
@@ -141,7 +168,7 @@ async fn set(
                 shared::db::deliveries::fail_pending(&mut tx, &e.id, "the endpoint was disabled").await?;
             }
             tx.commit().await?;
-            Ok(Json(EvoWebhookOut::of(updated, None)))
+            Ok(EvoWebhookOut::of(updated, None))
         }
         None => {
             let secret = shared::auth::generate_webhook_secret();
@@ -155,7 +182,7 @@ async fn set(
                     .await?
                     .ok_or_else(|| ApiError::not_found("webhook"))?;
             }
-            Ok(Json(EvoWebhookOut::of(created, Some(secret))))
+            Ok(EvoWebhookOut::of(created, Some(secret)))
         }
     }
 }
