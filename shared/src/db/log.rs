@@ -531,32 +531,22 @@ pub async fn find(
         AND ($3::text IS NULL OR wa_message_id = $3) AND ($4::text IS NULL OR id = $4) \
         AND ($5::bool IS NULL OR from_me = $5) AND ($6::text[] IS NULL OR type = ANY($6)) \
         AND ($7::timestamptz IS NULL OR ts >= $7) AND ($8::timestamptz IS NULL OR ts <= $8)";
-    let total: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM log_messages WHERE {WHERE}"))
-        .bind(instance)
-        .bind(&f.chat)
-        .bind(&f.wa_message_id)
-        .bind(&f.id)
-        .bind(f.from_me)
-        .bind(&f.kinds)
-        .bind(f.since)
-        .bind(f.until)
-        .fetch_one(db)
-        .await?;
-    let rows = sqlx::query_as(&format!(
-        "SELECT {LOG_COLUMNS} FROM log_messages WHERE {WHERE} ORDER BY ts DESC, id DESC OFFSET $9 LIMIT $10"
-    ))
-    .bind(instance)
-    .bind(&f.chat)
-    .bind(&f.wa_message_id)
-    .bind(&f.id)
-    .bind(f.from_me)
-    .bind(&f.kinds)
-    .bind(f.since)
-    .bind(f.until)
-    .bind(offset)
-    .bind(limit)
-    .fetch_all(db)
-    .await?;
+    type Q<'q, O> = sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments>;
+    fn filters<'q, O>(q: Q<'q, O>, instance: &'q InstanceId, f: &'q Find) -> Q<'q, O> {
+        q.bind(instance)
+            .bind(&f.chat)
+            .bind(&f.wa_message_id)
+            .bind(&f.id)
+            .bind(f.from_me)
+            .bind(&f.kinds)
+            .bind(f.since)
+            .bind(f.until)
+    }
+    let count = format!("SELECT count(*) FROM log_messages WHERE {WHERE}");
+    let (total,): (i64,) = filters(sqlx::query_as(&count), instance, f).fetch_one(db).await?;
+    let page =
+        format!("SELECT {LOG_COLUMNS} FROM log_messages WHERE {WHERE} ORDER BY ts DESC, id DESC OFFSET $9 LIMIT $10");
+    let rows = filters(sqlx::query_as(&page), instance, f).bind(offset).bind(limit).fetch_all(db).await?;
     Ok((total, rows))
 }
 

@@ -262,6 +262,20 @@ def main():
         out["webhook_extra"] = more["body"].get("event")
     except queue.Empty:
         out["webhook_extra"] = None
+    # webhook_base64: a received image comes with its bytes.
+    out["webhook_base64_set"] = client.post("webhook/set/evo-shop", {"webhook": {"base64": True, "events": ["MESSAGES_UPSERT"]}}, token)
+    control(
+        "POST",
+        f"/control/phones/{FRIEND}/messages",
+        {"to": SHOP, "type": "image", "text": "the receipt", "media": {"data": base64.b64encode(PNG).decode(), "mime_type": "image/png"}},
+    )
+    got = Hook.got.get(timeout=30)
+    message = got["body"]["data"]["message"]
+    out["webhook_image"] = {
+        "type": got["body"]["data"]["messageType"],
+        "caption": message.get("imageMessage", {}).get("caption"),
+        "base64_matches": message.get("base64") == base64.b64encode(PNG).decode(),
+    }
 
     # The proxy: the admin's to set (the client's own key is the global one); its
     # password is never shown.

@@ -207,6 +207,16 @@ async fn evolutions_python_client_runs_unchanged_against_netsim() {
     assert_eq!(b["data"]["message"]["conversation"], "is my order ready?");
     assert_eq!(b["data"]["messageType"], "conversation");
     assert_eq!(r["webhook_extra"], Value::Null, "only the events asked for");
+    assert_eq!(r["webhook_base64_set"]["webhookBase64"], true, "{}", r["webhook_base64_set"]);
+    assert_eq!(r["webhook_base64_set"]["byEvents"], Value::Null);
+    assert_eq!(r["webhook_base64_set"]["webhookByEvents"], true, "fields left out keep their value");
+    let image = &r["webhook_image"];
+    assert_eq!(
+        (image["type"].as_str(), image["caption"].as_str()),
+        (Some("imageMessage"), Some("the receipt")),
+        "{image}"
+    );
+    assert_eq!(image["base64_matches"], true, "webhook_base64 carries the image's bytes");
 
     // The proxy is the admin's; its password never comes back.
     assert_eq!(r["proxy_instance"]["error"]["code"], "forbidden", "{}", r["proxy_instance"]);
