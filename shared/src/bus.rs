@@ -253,6 +253,13 @@ pub enum NetOp {
     GroupParticipants { jid: String, action: ParticipantAction, participants: Vec<String> },
     /// The group's invite link (a new one when `reset`): `{link}`.
     GroupInviteLink { jid: String, reset: bool },
+    /// A group's metadata by invite code or link, without joining (the group record).
+    GroupInviteInfo { code: String },
+    /// Disappearing messages in a group: seconds a message lives (0 turns them off).
+    /// Admins only. Answers null.
+    GroupEphemeral { jid: String, expiration: u32 },
+    /// Sets a group's picture (a JPEG), or removes it (null). Admins only. Answers null.
+    SetGroupPicture { jid: String, picture: Option<Picture> },
     /// Leaves a group. Answers null.
     LeaveGroup { jid: String },
     /// Joins a group by its invite link (or the link's code): answers the group, or

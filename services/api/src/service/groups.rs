@@ -51,6 +51,9 @@ pub struct GroupOut {
     /// Only admins edit the group's info.
     #[serde(default)]
     pub locked: bool,
+    /// Disappearing messages: seconds a message lives (0: off).
+    #[serde(default)]
+    pub ephemeral: u32,
     #[serde(default)]
     pub participants: Vec<ParticipantOut>,
     /// Its place in a community: `parent` (the community's JID), `is_parent`,

@@ -58,6 +58,10 @@ pub(super) struct Group {
     pub parent: Option<String>,
     /// The community's announcement group (made with it; never unlinked).
     pub is_announcement_group: bool,
+    /// Disappearing messages: seconds a message lives (0: off).
+    pub ephemeral: u32,
+    /// The group's picture (its size in bytes), if set.
+    pub picture: Option<usize>,
 }
 
 type Refusal = (&'static str, &'static str);
@@ -102,6 +106,8 @@ impl Group {
             "announce": self.announce,
             "locked": self.locked,
             "approval_required": false,
+            "ephemeral": self.ephemeral,
+            "picture_size": self.picture,
             "community": {
                 "parent": self.parent.as_deref().map(group_jid),
                 "is_parent": self.is_parent,
@@ -283,6 +289,37 @@ impl State {
                 Ok(Value::Array(list))
             })(),
             NetOp::LinkGroups { jid: j, groups, link } => self.link_groups(me, &j, &groups, link),
+            NetOp::GroupInviteInfo { code } => {
+                let code = invite_code(&code);
+                self.groups
+                    .iter()
+                    .find(|(_, g)| !code.is_empty() && g.invite == code)
+                    .map(|(id, g)| g.view(id))
+                    .ok_or(("not_found", "the invite link is unknown or was reset"))
+            }
+            NetOp::GroupEphemeral { jid: j, expiration } => (|| {
+                let id = self.require_admin(me, &j)?;
+                self.groups.get_mut(&id).expect("found above").ephemeral = expiration;
+                let data = json!({ "jid": group_jid(&id), "ephemeral": expiration });
+                let members = self.members_of(&id);
+                self.group_event(&members, "group.updated", data, me);
+                Ok(Value::Null)
+            })(),
+            NetOp::SetGroupPicture { jid: j, picture } => (|| {
+                let id = self.require_admin(me, &j)?;
+                let hash = match picture {
+                    Some(p) => {
+                        let bytes = p.bytes().ok_or(("validation_failed", "the picture is not base64"))?;
+                        if !bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+                            return Err(("validation_failed", "the picture must be a JPEG"));
+                        }
+                        Some(bytes.len())
+                    }
+                    None => None,
+                };
+                self.groups.get_mut(&id).expect("found above").picture = hash;
+                Ok(Value::Null)
+            })(),
             _ => return None,
         })
     }
@@ -309,6 +346,8 @@ impl State {
                 is_parent: parent,
                 parent: (!parent).then(|| ids.first().cloned()).flatten(),
                 is_announcement_group: !parent,
+                ephemeral: 0,
+                picture: None,
             };
             self.groups.insert(id.clone(), g);
             ids.push(id);
@@ -374,6 +413,8 @@ impl State {
             is_parent: false,
             parent: None,
             is_announcement_group: false,
+            ephemeral: 0,
+            picture: None,
         };
         let view = g.view(&id);
         let added: Vec<String> = g.members.keys().filter(|n| n.as_str() != me).cloned().collect();

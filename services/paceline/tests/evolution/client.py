@@ -25,7 +25,7 @@ from evolutionapi.client import EvolutionClient
 from evolutionapi.models.chat import ArchiveChat, CheckIsWhatsappNumber, ReadMessage
 from evolutionapi.models.chat import MediaMessage as MediaOfMessage
 from evolutionapi.models.chat import ProfilePicture as PictureOf
-from evolutionapi.models.group import CreateGroup, UpdateParticipant
+from evolutionapi.models.group import CreateGroup, GroupInvite, ToggleEphemeral, UpdateParticipant
 from evolutionapi.models.instance import InstanceConfig
 from evolutionapi.models.presence import PresenceStatus
 from evolutionapi.models.profile import FetchProfile, ProfileName, ProfileStatus
@@ -45,6 +45,8 @@ ADMIN = os.environ["EVO_ADMIN"]
 NETSIM = os.environ["NETSIM"]
 SHOP, BIZ = os.environ["SHOP"], os.environ["BIZ"]
 FRIEND, NEWBIE, NOBODY = os.environ["FRIEND"], os.environ["NEWBIE"], os.environ["NOBODY"]
+# A contact with an account who is in no group (gets the group's invite).
+NOBODY_GROUPLESS = os.environ["OUTSIDER"]
 # A 1x1 PNG.
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -241,7 +243,19 @@ def main():
     more["base64"].pop("base64", None)
     more["block"] = client.post("message/updateBlockStatus/evo-shop", {"number": NEWBIE, "status": "block"}, token)
     more["unblock"] = client.post("message/updateBlockStatus/evo-shop", {"number": NEWBIE, "status": "unblock"}, token)
-    more["not_built"] = client.post(f"group/toggleEphemeral/evo-shop?groupJid={group['id']}", {"expiration": 0}, token)
+    more["not_built"] = client.post(f"group/updateGroupPicture/evo-shop?groupJid={group['id']}", {"image": "x"}, token)
+    code = client.group.get_invite_code("evo-shop", group["id"], token)["inviteCode"]
+    more["invite_info"] = client.group.get_invite_info("evo-shop", code, token)
+    more["ephemeral"] = client.group.toggle_ephemeral("evo-shop", group["id"], ToggleEphemeral(expiration=604800), token)
+    more["ephemeral_bad"] = client.group.toggle_ephemeral("evo-shop", group["id"], ToggleEphemeral(expiration=5), token)
+    more["ephemeral_shown"] = client.group.get_group_info("evo-shop", group["id"], token)["ephemeralDuration"]
+    more["send_invite"] = client.group.send_invite(
+        "evo-shop", GroupInvite(groupJid=group["id"], description="Join our orders group", numbers=[NOBODY_GROUPLESS]), token
+    )
+    more["invite_text"] = until(
+        "the invite at its recipient",
+        lambda: [x["text"] for x in control("GET", f"/control/phones/{NOBODY_GROUPLESS}/inbox")["messages"] if x["from"] == SHOP],
+    )
     out["more"] = more
 
     # 7. A webhook in Evolution's format gets messages.upsert for an incoming message.

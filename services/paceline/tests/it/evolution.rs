@@ -17,6 +17,7 @@ const SHOP: &str = "5511955550001";
 const BIZ: &str = "5511955550002";
 const FRIEND: &str = "5511955550003";
 const NEWBIE: &str = "5511955550004";
+const OUTSIDER: &str = "5511955550005";
 /// No account has this number.
 const NOBODY: &str = "5511955550999";
 
@@ -31,7 +32,7 @@ async fn evolutions_python_client_runs_unchanged_against_netsim() {
     .await;
     let stop = shared::Shutdown::new();
     tokio::spawn(dispatcher::run(c.config.clone(), stop.clone()));
-    for (n, business) in [(SHOP, false), (BIZ, true), (FRIEND, false), (NEWBIE, false)] {
+    for (n, business) in [(SHOP, false), (BIZ, true), (FRIEND, false), (NEWBIE, false), (OUTSIDER, false)] {
         c.phone(n, business).await;
     }
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/evolution/client.py");
@@ -44,6 +45,7 @@ async fn evolutions_python_client_runs_unchanged_against_netsim() {
         .env("BIZ", BIZ)
         .env("FRIEND", FRIEND)
         .env("NEWBIE", NEWBIE)
+        .env("OUTSIDER", OUTSIDER)
         .env("NOBODY", NOBODY);
     let out = tokio::task::spawn_blocking(move || cmd.output()).await.unwrap().expect("python runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -181,6 +183,13 @@ async fn evolutions_python_client_runs_unchanged_against_netsim() {
     );
     assert_eq!((m["block"]["block"].as_str(), m["unblock"]["block"].as_str()), (Some("success"), Some("success")));
     assert_eq!(m["not_built"]["error"]["code"], "not_implemented", "{}", m["not_built"]);
+    assert_eq!(m["invite_info"]["subject"], "Orders", "{}", m["invite_info"]);
+    assert_eq!(m["ephemeral"]["success"], true, "{}", m["ephemeral"]);
+    assert_eq!(m["ephemeral_bad"]["error"]["code"], "validation_failed");
+    assert_eq!(m["ephemeral_shown"], 604_800, "the network keeps the timer");
+    assert_eq!(m["send_invite"]["send"], true, "{}", m["send_invite"]);
+    let invite = m["send_invite"]["inviteUrl"].as_str().unwrap();
+    assert_eq!(m["invite_text"], serde_json::json!([format!("Join our orders group\n\n{invite}")]));
 
     // 7. The Evolution-format webhook: `messages.upsert` for the friend's message, to the
     //    URL with the event's name (byEvents), signed like every delivery.

@@ -25,9 +25,6 @@ const NOT_TRIED: &[&str] = &[
     "evolution_chat_deleteMessageForEveryone",
     "evolution_chat_updateMessage",
     "evolution_group_updateGroupPicture",
-    "evolution_group_inviteInfo",
-    "evolution_group_sendInvite",
-    "evolution_group_toggleEphemeral",
 ];
 
 async fn schemathesis(api: &TestApi, token: &str, inst: &serde_json::Value, exclude: &[&str]) {

@@ -62,6 +62,7 @@ fn metadata(g: GroupOut) -> Value {
         "creation": g.created_at.map(|t| t.timestamp()),
         "announce": g.announce,
         "restrict": g.locked,
+        "ephemeralDuration": g.ephemeral,
         "size": participants.len(),
         "pictureUrl": Value::Null,
         "participants": participants,
@@ -374,30 +375,93 @@ async fn update_group_picture(_a: ActionAccess) -> Result<Json<Value>, ApiError>
     Err(not_built("a group's picture"))
 }
 
-/// A group's preview by invite code: not built yet (501).
+/// A group's metadata by invite code, without joining.
 #[utoipa::path(get, path = "/group/inviteInfo/{instanceName}", tag = "evolution", operation_id = "evolution_group_inviteInfo",
-    params(("instanceName" = String, Path, description = "the instance's name")),
-    responses((status = 501, description = "`not_implemented`", body = shared::error::ErrorBody), EvolutionErrors),
+    params(("instanceName" = String, Path, description = "the instance's name"), EvoInviteCodeQuery),
+    responses((status = 200, description = "the group's metadata", body = Object), EvolutionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
-async fn invite_info(_a: ActionAccess) -> Result<Json<Value>, ApiError> {
-    Err(not_built("a group's preview by invite code"))
+async fn invite_info(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ValidatedQuery(q): ValidatedQuery<EvoInviteCodeQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let code = q.invite_code.rsplit('/').next().unwrap_or_default().to_string();
+    if !(6..=64).contains(&code.len()) || !code.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return Err(ApiError::validation("inviteCode must be an invite code or link"));
+    }
+    let g: GroupOut = crate::rpc::net(&state, &a.row.id, shared::bus::NetOp::GroupInviteInfo { code }).await?;
+    Ok(Json(metadata(g)))
 }
 
-/// Sending a group's invite to numbers: not built yet (501); send the link from
-/// `inviteCode` with `sendText`.
+/// Body of `POST /group/sendInvite/{instanceName}`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvoSendInviteIn {
+    pub group_jid: String,
+    /// Text before the link.
+    pub description: Option<String>,
+    /// Phone numbers with country code: 1 to 20.
+    pub numbers: Vec<String>,
+}
+
+/// Send the group's invite link to numbers: one text each (`description` and the link),
+/// queued and paced like any send (admins only, as the link is).
 #[utoipa::path(post, path = "/group/sendInvite/{instanceName}", tag = "evolution", operation_id = "evolution_group_sendInvite",
     params(("instanceName" = String, Path, description = "the instance's name")),
-    responses((status = 501, description = "`not_implemented`", body = shared::error::ErrorBody), EvolutionErrors),
+    request_body = EvoSendInviteIn,
+    responses((status = 200, description = "`{send: true, inviteUrl}`", body = Object), EvolutionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
-async fn send_invite(_a: ActionAccess) -> Result<Json<Value>, ApiError> {
-    Err(not_built("sending a group invite (send the inviteCode link with sendText)"))
+async fn send_invite(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ActionJson(b): ActionJson<EvoSendInviteIn>,
+) -> Result<Json<Value>, ApiError> {
+    if b.numbers.is_empty() || b.numbers.len() > 20 {
+        return Err(ApiError::validation("numbers must name 1 to 20 recipients"));
+    }
+    let q = EvoGroupQuery { group_jid: b.group_jid };
+    let (url, _) = invite(state.clone(), &a, &q, false).await?;
+    let text = match b.description.filter(|d| !d.trim().is_empty()) {
+        Some(d) => format!("{d}\n\n{url}"),
+        None => url.clone(),
+    };
+    // Every number is checked before anything is queued.
+    for n in &b.numbers {
+        crate::message_in::normalize_jid(n)?;
+    }
+    for n in b.numbers {
+        let mut m = crate::message_in::MessageIn::new(n, shared::message::MessageType::Text);
+        m.text = Some(text.clone());
+        crate::service::messages::queue(&state, &a.row.id, m, None, false).await?;
+    }
+    Ok(Json(json!({ "send": true, "inviteUrl": url })))
 }
 
-/// Disappearing messages in a group: not built yet (501).
+/// Body of `POST /group/toggleEphemeral/{instanceName}`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct EvoEphemeralIn {
+    /// Seconds a message lives: 0 (off), 86400, 604800 or 7776000.
+    pub expiration: u32,
+}
+
+/// Disappearing messages in a group (admins only).
 #[utoipa::path(post, path = "/group/toggleEphemeral/{instanceName}", tag = "evolution", operation_id = "evolution_group_toggleEphemeral",
-    params(("instanceName" = String, Path, description = "the instance's name")),
-    responses((status = 501, description = "`not_implemented`", body = shared::error::ErrorBody), EvolutionErrors),
+    params(("instanceName" = String, Path, description = "the instance's name"), EvoGroupQuery),
+    request_body = EvoEphemeralIn,
+    responses((status = 200, description = "`{success: true}`", body = Object), EvolutionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
-async fn toggle_ephemeral(_a: ActionAccess) -> Result<Json<Value>, ApiError> {
-    Err(not_built("disappearing messages"))
+async fn toggle_ephemeral(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ValidatedQuery(q): ValidatedQuery<EvoGroupQuery>,
+    ActionJson(b): ActionJson<EvoEphemeralIn>,
+) -> Result<Json<Value>, ApiError> {
+    if ![0, 86_400, 604_800, 7_776_000].contains(&b.expiration) {
+        return Err(ApiError::validation("expiration must be 0, 86400, 604800 or 7776000 seconds"));
+    }
+    let Path((_, jid)) = q.path(&a)?;
+    let jid = crate::service::groups::group(jid)?;
+    let () = crate::rpc::net(&state, &a.row.id, shared::bus::NetOp::GroupEphemeral { jid, expiration: b.expiration })
+        .await?;
+    Ok(Json(json!({ "success": true })))
 }

@@ -119,6 +119,7 @@ pub fn group_json(g: &GroupMetadata) -> Value {
         "announce": g.is_announcement,
         "locked": g.is_locked,
         "approval_required": g.membership_approval,
+        "ephemeral": g.ephemeral.as_ref().and_then(|e| e.expiration).unwrap_or(0),
         "community": {
             "parent": g.parent_group_jid.as_ref().map(ToString::to_string),
             "is_parent": g.is_parent_group,
@@ -229,6 +230,9 @@ pub async fn run(c: &Client, op: &NetOp) -> Option<Result<Value, DriverError>> {
         | NetOp::GroupParticipants { .. }
         | NetOp::GroupInviteLink { .. }
         | NetOp::LeaveGroup { .. }
+        | NetOp::GroupInviteInfo { .. }
+        | NetOp::GroupEphemeral { .. }
+        | NetOp::SetGroupPicture { .. }
         | NetOp::JoinGroup { .. } => groups(c, op).await,
         NetOp::Communities
         | NetOp::CreateCommunity { .. }
@@ -312,6 +316,20 @@ async fn groups(c: &Client, op: &NetOp) -> Result<Value, DriverError> {
             Ok(json!({ "link": link }))
         }
         NetOp::LeaveGroup { jid: j } => g.leave(group_jid(j)?).await.map(|_| Value::Null).map_err(group_error),
+        NetOp::GroupInviteInfo { code } => Ok(group_json(&g.get_invite_info(code).await.map_err(group_error)?)),
+        NetOp::GroupEphemeral { jid: j, expiration } => {
+            g.set_ephemeral(group_jid(j)?, *expiration).await.map(|_| Value::Null).map_err(group_error)
+        }
+        NetOp::SetGroupPicture { jid: j, picture } => {
+            let j = group_jid(j)?;
+            match picture.as_ref().map(|p| p.bytes()) {
+                Some(Some(bytes)) => g.set_profile_picture(j, bytes).await.map(drop),
+                Some(None) => return Err(DriverError::new(ErrorCode::ValidationFailed, "the picture is not base64")),
+                None => g.remove_profile_picture(j).await.map(drop),
+            }
+            .map_err(group_error)?;
+            Ok(Value::Null)
+        }
         NetOp::JoinGroup { link } => match g.join_with_invite_code(link).await.map_err(group_error)? {
             JoinGroupResult::Joined(j) => Ok(group_json(&g.get_metadata(&j).await.map_err(group_error)?)),
             JoinGroupResult::PendingApproval(j) => Ok(json!({ "jid": j.to_string(), "pending_approval": true })),
