@@ -168,8 +168,13 @@ pub enum RpcRequest {
     Net { op: NetOp },
     /// Sets the account's profile picture to stored media (its bytes stay in Postgres,
     /// never on the bus; the worker reads them and runs `NetOp::SetPicture`), or
-    /// removes it (`media_id` null). Answers null.
-    SetPicture { media_id: Option<crate::ids::MediaId> },
+    /// removes it (`media_id` null); with `group`, that group's picture
+    /// (`NetOp::SetGroupPicture`). Answers null.
+    SetPicture {
+        media_id: Option<crate::ids::MediaId>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        group: Option<String>,
+    },
 }
 
 impl RpcRequest {

@@ -533,10 +533,15 @@ impl Actor {
                             session.pairing_code(&phone).await.map(|code| serde_json::json!({ "pairing_code": code }))
                         }
                         RpcRequest::Net { op } => session.net(&op).await,
-                        RpcRequest::SetPicture { media_id } => match stored_picture(&ctx.db, &id, media_id).await {
-                            Ok(picture) => session.net(&NetOp::SetPicture { picture }).await,
-                            Err(e) => Err(e),
-                        },
+                        RpcRequest::SetPicture { media_id, group } => {
+                            match stored_picture(&ctx.db, &id, media_id).await {
+                                Ok(picture) => match group {
+                                    Some(jid) => session.net(&NetOp::SetGroupPicture { jid, picture }).await,
+                                    None => session.net(&NetOp::SetPicture { picture }).await,
+                                },
+                                Err(e) => Err(e),
+                            }
+                        }
                         RpcRequest::CheckNumbers { numbers } => {
                             session.check_numbers(&numbers).await.map(|r| serde_json::json!({ "results": r }))
                         }

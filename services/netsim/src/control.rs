@@ -46,6 +46,12 @@ pub fn router() -> Router<App> {
         .route("/media/{id}", get(media))
         .route("/pictures/{number}", get(picture))
         .route("/control/calls", get(calls))
+        .route(
+            "/control/groups/{jid}",
+            get(|State(app): State<App>, Path(jid): Path<String>| async move {
+                app.net.group(&jid).map(Json).ok_or_else(|| err(NetError::NotFound))
+            }),
+        )
         .route("/control/channels", get(|State(app): State<App>| async move { Json(app.net.channels()) }))
         .route("/control/channels/{jid}", axum::routing::patch(update_channel))
         .route("/control/channels/{jid}/admins", post(channel_admin))

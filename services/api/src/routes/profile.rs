@@ -240,16 +240,37 @@ pub(crate) async fn put_picture(
     held: Option<axum::Extension<SlotHeld>>,
     ValidatedJson(body): ValidatedJson<PictureIn>,
 ) -> Result<Json<ProfileOut>, ApiError> {
-    if body.media.mime_type.as_deref().is_some_and(|m| m != "image/jpeg") {
+    set_picture(&state, &id, body.media, held.is_some(), None).await?;
+    Ok(Json(net(&state, &id, NetOp::Profile).await?))
+}
+
+/// Sets the account's picture (`group` None) or a group's, from a JPEG's bytes or URL:
+/// checked, stored, handed to the worker by id (never on the bus), then deleted.
+/// Shared with Evolution's `updateGroupPicture`.
+pub(crate) async fn set_picture(
+    state: &AppState,
+    id: &InstanceId,
+    media: MediaIn,
+    holds_slot: bool,
+    group: Option<String>,
+) -> Result<(), ApiError> {
+    if media.mime_type.as_deref().is_some_and(|m| m != "image/jpeg") {
         return Err(ApiError::validation("the picture must be a JPEG image (media.mime_type image/jpeg)"));
     }
-    let src = media_source(body.media, MessageType::Image)?;
+    let src = media_source(media, MessageType::Image)?;
     if let MediaSource::Bytes { data, .. } = &src {
         check_picture(data)?;
     }
-    // Nothing is fetched or stored for a session that could not take it.
-    let _: ProfileOut = net(&state, &id, NetOp::Profile).await?;
-    let (media_id, desc) = store_media(&state, &id, MessageType::Image, src, held.is_some()).await?;
+    // Nothing is fetched or stored for a session (or group) that could not take it.
+    match &group {
+        None => {
+            let _: ProfileOut = net(state, id, NetOp::Profile).await?;
+        }
+        Some(jid) => {
+            let _: serde_json::Value = net(state, id, NetOp::Group { jid: jid.clone() }).await?;
+        }
+    }
+    let (media_id, desc) = store_media(state, id, MessageType::Image, src, holds_slot).await?;
     // A downloaded picture is checked like given bytes: its size, then that it is a JPEG.
     let checked = match desc["size"].as_u64() {
         Some(n) if n > Picture::LIMIT as u64 => {
@@ -261,13 +282,12 @@ pub(crate) async fn put_picture(
         },
     };
     if let Err(e) = checked {
-        let _ = media::delete(&state.db, &id, &media_id).await;
+        let _ = media::delete(&state.db, id, &media_id).await;
         return Err(e);
     }
-    let set = crate::rpc::call(&state, &id, RpcRequest::SetPicture { media_id: Some(media_id.clone()) }).await;
-    let _ = media::delete(&state.db, &id, &media_id).await;
-    set?;
-    Ok(Json(net(&state, &id, NetOp::Profile).await?))
+    let set = crate::rpc::call(state, id, RpcRequest::SetPicture { media_id: Some(media_id.clone()), group }).await;
+    let _ = media::delete(&state.db, id, &media_id).await;
+    set.map(drop)
 }
 
 fn check_picture(data: &[u8]) -> Result<(), ApiError> {
@@ -294,7 +314,7 @@ pub(crate) async fn delete_picture(
     State(state): State<AppState>,
     InstanceAccess { id, .. }: InstanceAccess,
 ) -> Result<Json<ProfileOut>, ApiError> {
-    crate::rpc::call(&state, &id, RpcRequest::SetPicture { media_id: None }).await?;
+    crate::rpc::call(&state, &id, RpcRequest::SetPicture { media_id: None, group: None }).await?;
     Ok(Json(net(&state, &id, NetOp::Profile).await?))
 }
 

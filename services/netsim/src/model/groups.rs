@@ -507,3 +507,12 @@ impl State {
         Ok(g.members.keys().filter(|n| n.as_str() != from).cloned().collect())
     }
 }
+
+impl super::Net {
+    /// A group as netsim keeps it (the control API's view, for tests), if it exists.
+    pub fn group(&self, j: &str) -> Option<Value> {
+        let s = self.lock();
+        let id = group_id_of(j).ok()?;
+        s.groups.get(&id).map(|g| g.view(&id))
+    }
+}

@@ -25,7 +25,7 @@ from evolutionapi.client import EvolutionClient
 from evolutionapi.models.chat import ArchiveChat, CheckIsWhatsappNumber, ReadMessage
 from evolutionapi.models.chat import MediaMessage as MediaOfMessage
 from evolutionapi.models.chat import ProfilePicture as PictureOf
-from evolutionapi.models.group import CreateGroup, GroupInvite, ToggleEphemeral, UpdateParticipant
+from evolutionapi.models.group import CreateGroup, GroupInvite, GroupPicture, ToggleEphemeral, UpdateParticipant
 from evolutionapi.models.instance import InstanceConfig
 from evolutionapi.models.presence import PresenceStatus
 from evolutionapi.models.profile import FetchProfile, ProfileName, ProfileStatus
@@ -243,7 +243,13 @@ def main():
     more["base64"].pop("base64", None)
     more["block"] = client.post("message/updateBlockStatus/evo-shop", {"number": NEWBIE, "status": "block"}, token)
     more["unblock"] = client.post("message/updateBlockStatus/evo-shop", {"number": NEWBIE, "status": "unblock"}, token)
-    more["not_built"] = client.post(f"group/updateGroupPicture/evo-shop?groupJid={group['id']}", {"image": "x"}, token)
+    more["not_built"] = client.post("chat/updateMessage/evo-shop", {"number": FRIEND, "key": {"id": "x"}, "text": "y"}, token)
+    jpeg = base64.b64encode(b"\xff\xd8\xff\xe0" + bytes(64) + b"\xff\xd9").decode()
+    more["group_picture"] = client.group.update_group_picture("evo-shop", group["id"], GroupPicture(image=jpeg), token)
+    more["group_on_network"] = control("GET", f"/control/groups/{group['id']}")
+    more["group_picture_png"] = client.group.update_group_picture(
+        "evo-shop", group["id"], GroupPicture(image=base64.b64encode(PNG).decode()), token
+    )
     code = client.group.get_invite_code("evo-shop", group["id"], token)["inviteCode"]
     more["invite_info"] = client.group.get_invite_info("evo-shop", code, token)
     more["ephemeral"] = client.group.toggle_ephemeral("evo-shop", group["id"], ToggleEphemeral(expiration=604800), token)

@@ -183,6 +183,9 @@ async fn evolutions_python_client_runs_unchanged_against_netsim() {
     );
     assert_eq!((m["block"]["block"].as_str(), m["unblock"]["block"].as_str()), (Some("success"), Some("success")));
     assert_eq!(m["not_built"]["error"]["code"], "not_implemented", "{}", m["not_built"]);
+    assert_eq!(m["group_picture"]["update"], "success", "{}", m["group_picture"]);
+    assert_eq!(m["group_on_network"]["picture_size"], 70, "netsim has the picture: {}", m["group_on_network"]);
+    assert_eq!(m["group_picture_png"]["error"]["code"], "validation_failed", "only a JPEG");
     assert_eq!(m["invite_info"]["subject"], "Orders", "{}", m["invite_info"]);
     assert_eq!(m["ephemeral"]["success"], true, "{}", m["ephemeral"]);
     assert_eq!(m["ephemeral_bad"]["error"]["code"], "validation_failed");

@@ -24,7 +24,6 @@ const NOT_TRIED: &[&str] = &[
     "evolution_instance_delete",
     "evolution_chat_deleteMessageForEveryone",
     "evolution_chat_updateMessage",
-    "evolution_group_updateGroupPicture",
 ];
 
 async fn schemathesis(api: &TestApi, token: &str, inst: &serde_json::Value, exclude: &[&str]) {

@@ -359,20 +359,36 @@ async fn leave_group(
     Ok(Json(json!({ "groupJid": q.group_jid, "leave": true })))
 }
 
-fn not_built(what: &str) -> ApiError {
-    ApiError::new(
-        shared::ErrorCode::NotImplemented,
-        format!("{what} is not built yet in paceline (README, \"Coming from Evolution API\")"),
-    )
+/// Body of `POST /group/updateGroupPicture/{instanceName}`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct EvoGroupPictureIn {
+    /// An http(s) URL of a JPEG image, or its bytes in base64 (up to 5 MiB).
+    pub image: String,
 }
 
-/// A group's picture: not built yet (501).
+/// A group's picture (admins only), from a JPEG's URL or bytes, checked and passed to
+/// the session as the account's picture is (`PUT /v1/instances/{id}/profile/picture`).
 #[utoipa::path(post, path = "/group/updateGroupPicture/{instanceName}", tag = "evolution", operation_id = "evolution_group_updateGroupPicture",
-    params(("instanceName" = String, Path, description = "the instance's name")),
-    responses((status = 501, description = "`not_implemented`", body = shared::error::ErrorBody), EvolutionErrors),
+    params(("instanceName" = String, Path, description = "the instance's name"), EvoGroupQuery),
+    request_body = EvoGroupPictureIn,
+    responses((status = 200, description = "`{update: \"success\"}`", body = Object), EvolutionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
-async fn update_group_picture(_a: ActionAccess) -> Result<Json<Value>, ApiError> {
-    Err(not_built("a group's picture"))
+async fn update_group_picture(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ValidatedQuery(q): ValidatedQuery<EvoGroupQuery>,
+    ActionJson(b): ActionJson<EvoGroupPictureIn>,
+) -> Result<Json<Value>, ApiError> {
+    let Path((_, jid)) = q.path(&a)?;
+    let jid = crate::service::groups::group(jid)?;
+    let media = if b.image.starts_with("http://") || b.image.starts_with("https://") {
+        crate::message_in::MediaIn { url: Some(b.image), data: None, mime_type: None, filename: None }
+    } else {
+        let data = b.image.split_once(";base64,").map_or(b.image.as_str(), |(_, d)| d).to_string();
+        crate::message_in::MediaIn { url: None, data: Some(data), mime_type: Some("image/jpeg".into()), filename: None }
+    };
+    crate::routes::profile::set_picture(&state, &a.row.id, media, false, Some(jid)).await?;
+    Ok(Json(json!({ "update": "success" })))
 }
 
 /// A group's metadata by invite code, without joining.
