@@ -215,6 +215,10 @@ pub enum NetOp {
     ChatPresence { jid: String, composing: bool },
     /// The account's presence for everyone: online (`available`) or not. Answers null.
     SetPresence { available: bool },
+    /// Deletes one of the account's own messages for everyone in the chat. Answers null.
+    RevokeMessage { jid: String, wa_message_id: String },
+    /// Replaces the text of one of the account's own text messages. Answers null.
+    EditMessage { jid: String, wa_message_id: String, text: String },
     /// The account's contacts: `[{jid, name, push_name, business}]`.
     Contacts,
     /// One contact: `{jid, name, push_name, business}`, or `not_found`.

@@ -280,6 +280,22 @@ impl State {
                 }
                 Ok(Value::Null)
             }
+            NetOp::RevokeMessage { jid: _, wa_message_id } => self.own_message(me, &wa_message_id, |m| {
+                m.text = None;
+                m.body = serde_json::json!({ "revoked": true });
+            }),
+            NetOp::EditMessage { jid: _, wa_message_id, text } => {
+                if text.trim().is_empty() || text.len() > 65_536 {
+                    return Err(("validation_failed", "the new text must be 1-65536 bytes"));
+                }
+                self.own_message(me, &wa_message_id, |m| {
+                    if m.kind == "text" {
+                        m.text = Some(text.clone());
+                        m.body["text"] = Value::String(text.clone());
+                        m.body["edited"] = Value::Bool(true);
+                    }
+                })
+            }
             NetOp::SetPresence { available } => {
                 self.phones.get_mut(me).expect("online account exists").presence =
                     Some(if available { "available" } else { "unavailable" });
@@ -380,6 +396,30 @@ impl State {
             | NetOp::ChannelReaction { .. }) => self.channel_op(me, op),
             // Status is carried by the WhatsApp driver; netsim does not model it yet.
             op => self.group_op(me, op).unwrap_or(Err(("not_implemented", "netsim does not model this operation yet"))),
+        }
+    }
+}
+
+impl State {
+    /// Changes every received copy of `me`'s message `id` (a revoke, an edit); answers null,
+    /// or `not_found` when no phone holds it.
+    fn own_message(
+        &mut self,
+        me: &str,
+        id: &str,
+        change: impl Fn(&mut SimMessage),
+    ) -> Result<Value, (&'static str, &'static str)> {
+        let mut found = false;
+        for p in self.phones.values_mut() {
+            for m in p.inbox.iter_mut().filter(|m| m.id == id && m.from == me) {
+                change(m);
+                found = true;
+            }
+        }
+        if found {
+            Ok(Value::Null)
+        } else {
+            Err(("not_found", "no such message of this account"))
         }
     }
 }

@@ -21,8 +21,10 @@ import threading
 import time
 import urllib.request
 
+import requests
+
 from evolutionapi.client import EvolutionClient
-from evolutionapi.models.chat import ArchiveChat, CheckIsWhatsappNumber, ReadMessage
+from evolutionapi.models.chat import ArchiveChat, CheckIsWhatsappNumber, MessageKey, ReadMessage, UpdateMessage
 from evolutionapi.models.chat import MediaMessage as MediaOfMessage
 from evolutionapi.models.chat import ProfilePicture as PictureOf
 from evolutionapi.models.group import CreateGroup, GroupInvite, GroupPicture, ToggleEphemeral, UpdateParticipant
@@ -243,7 +245,22 @@ def main():
     more["base64"].pop("base64", None)
     more["block"] = client.post("message/updateBlockStatus/evo-shop", {"number": NEWBIE, "status": "block"}, token)
     more["unblock"] = client.post("message/updateBlockStatus/evo-shop", {"number": NEWBIE, "status": "unblock"}, token)
-    more["not_built"] = client.post("chat/updateMessage/evo-shop", {"number": FRIEND, "key": {"id": "x"}, "text": "y"}, token)
+    # Edit the first text, delete the location, with the client's own methods.
+    more["edit"] = client.chat.update_message(
+        "evo-shop", UpdateMessage(number=FRIEND, key={"id": text_key["id"], "remoteJid": friend, "fromMe": True}, text="Hello (edited)"), token
+    )
+    location_id = sends["location"]["key"]["id"]
+    # (The client's delete_message_for_everyone passes `data` to its delete(), which takes
+    # none: the route is called with its headers and requests, as Evolution documents it.)
+    def revoke(key):
+        r = requests.delete(f"{URL}/chat/deleteMessageForEveryone/evo-shop", headers=client._get_headers(token), json=key.__dict__)
+        return r.json()
+
+    more["revoke"] = revoke(MessageKey(friend, True, location_id))
+    copies = {x["id"]: x for x in control("GET", f"/control/phones/{FRIEND}/inbox")["messages"]}
+    more["edited_copy"] = copies[text_key["id"]]
+    more["revoked_copy"] = copies[location_id]
+    more["revoke_theirs"] = revoke(MessageKey(friend, False, "X"))
     jpeg = base64.b64encode(b"\xff\xd8\xff\xe0" + bytes(64) + b"\xff\xd9").decode()
     more["group_picture"] = client.group.update_group_picture("evo-shop", group["id"], GroupPicture(image=jpeg), token)
     more["group_on_network"] = control("GET", f"/control/groups/{group['id']}")

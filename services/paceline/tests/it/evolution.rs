@@ -182,7 +182,11 @@ async fn evolutions_python_client_runs_unchanged_against_netsim() {
         (Some("image"), Some("image/png"))
     );
     assert_eq!((m["block"]["block"].as_str(), m["unblock"]["block"].as_str()), (Some("success"), Some("success")));
-    assert_eq!(m["not_built"]["error"]["code"], "not_implemented", "{}", m["not_built"]);
+    assert_eq!(m["edit"]["edited"], true, "{}", m["edit"]);
+    assert_eq!(m["edited_copy"]["text"], "Hello (edited)", "the friend's copy changed: {}", m["edited_copy"]);
+    assert_eq!(m["revoke"]["revoked"], true, "{}", m["revoke"]);
+    assert_eq!(m["revoked_copy"]["body"]["revoked"], true, "{}", m["revoked_copy"]);
+    assert_eq!(m["revoke_theirs"]["error"]["code"], "validation_failed", "only the account's own");
     assert_eq!(m["group_picture"]["update"], "success", "{}", m["group_picture"]);
     assert_eq!(m["group_on_network"]["picture_size"], 70, "netsim has the picture: {}", m["group_on_network"]);
     assert_eq!(m["group_picture_png"]["error"]["code"], "validation_failed", "only a JPEG");

@@ -15,16 +15,9 @@ fn tool(name: &str) -> PathBuf {
 
 /// Runs schemathesis with every check over the served description with `token`, on the
 /// test's instance; fails with its report when it finds anything.
-/// Operations that answer 501 `not_implemented` on purpose (Evolution routes whose
-/// feature is not built; README, "Coming from Evolution API"): a server error by
-/// schemathesis' rules. Deleting the run's instance (`/v1` or Evolution's) ends the run's
-/// target, so neither is tried either.
-const NOT_TRIED: &[&str] = &[
-    "instances_delete",
-    "evolution_instance_delete",
-    "evolution_chat_deleteMessageForEveryone",
-    "evolution_chat_updateMessage",
-];
+/// Deleting the run's instance (`/v1` or Evolution's) ends the run's target: neither is
+/// tried.
+const NOT_TRIED: &[&str] = &["instances_delete", "evolution_instance_delete"];
 
 async fn schemathesis(api: &TestApi, token: &str, inst: &serde_json::Value, exclude: &[&str]) {
     let config = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/schemathesis.toml");

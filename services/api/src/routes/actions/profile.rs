@@ -1,7 +1,8 @@
 //! Evolution v2's chat routes about chats' state, contacts, the account's profile and
 //! privacy (README, "Coming from Evolution API"): each calls the `/v1` handler it stands
 //! for and answers in Evolution's shapes (`src/api/controllers/chat.controller.ts`).
-//! Routes whose feature paceline has not built answer 501 `not_implemented`.
+//! Deleting and editing a sent message go to the network directly (`NetOp::RevokeMessage`,
+//! `NetOp::EditMessage`; `/v1` has no such operation yet).
 
 use axum::extract::State;
 use axum::Json;
@@ -381,27 +382,78 @@ async fn update_block_status(
     Ok(Json(json!({ "block": "success" })))
 }
 
-fn not_built(what: &str) -> ApiError {
-    ApiError::new(
-        shared::ErrorCode::NotImplemented,
-        format!("{what} is not built yet in paceline (README, \"Coming from Evolution API\")"),
-    )
+/// Evolution's key of one of the account's own messages.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvoOwnKey {
+    /// The network id.
+    pub id: String,
+    pub remote_jid: String,
+    /// Only the account's own messages (true).
+    pub from_me: Option<bool>,
+    pub participant: Option<String>,
 }
 
-/// Deleting a sent message for everyone: not built yet (501).
+impl EvoOwnKey {
+    fn checked(self) -> Result<(String, String), ApiError> {
+        if self.from_me == Some(false) {
+            return Err(ApiError::validation("only the account's own messages (fromMe true)"));
+        }
+        if self.id.is_empty() || self.id.len() > 128 {
+            return Err(ApiError::validation("id must be 1-128 characters"));
+        }
+        Ok((String::from(jid(&self.remote_jid)?), self.id))
+    }
+}
+
+/// Delete one of the account's own messages for everyone in the chat.
 #[utoipa::path(delete, path = "/chat/deleteMessageForEveryone/{instanceName}", tag = "evolution", operation_id = "evolution_chat_deleteMessageForEveryone",
     params(("instanceName" = String, Path, description = "the instance's name")),
-    responses((status = 501, description = "`not_implemented`", body = shared::error::ErrorBody), EvolutionErrors),
+    request_body = EvoOwnKey,
+    responses((status = 200, description = "`{key, revoked: true}`", body = Object), EvolutionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
-async fn delete_message_for_everyone(_a: ActionAccess) -> Result<Json<Value>, ApiError> {
-    Err(not_built("deleting a message for everyone"))
+async fn delete_message_for_everyone(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ActionJson(b): ActionJson<EvoOwnKey>,
+) -> Result<Json<Value>, ApiError> {
+    let (jid, wa_message_id) = b.checked()?;
+    let op = NetOp::RevokeMessage { jid: jid.clone(), wa_message_id: wa_message_id.clone() };
+    let () = crate::rpc::net(&state, &a.row.id, op).await?;
+    Ok(Json(json!({ "key": shared::evolution::key(&jid, true, &wa_message_id, None), "revoked": true })))
 }
 
-/// Editing a sent message: not built yet (501).
+/// Body of `updateMessage`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct EvoEditIn {
+    /// The chat (a phone number or JID); `key.remoteJid` when absent.
+    pub number: Option<String>,
+    pub key: EvoOwnKey,
+    /// The new text (1-4096 characters).
+    pub text: String,
+}
+
+/// Replace the text of one of the account's own text messages.
 #[utoipa::path(post, path = "/chat/updateMessage/{instanceName}", tag = "evolution", operation_id = "evolution_chat_updateMessage",
     params(("instanceName" = String, Path, description = "the instance's name")),
-    responses((status = 501, description = "`not_implemented`", body = shared::error::ErrorBody), EvolutionErrors),
+    request_body = EvoEditIn,
+    responses((status = 200, description = "`{key, edited: true}`", body = Object), EvolutionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
-async fn update_message(_a: ActionAccess) -> Result<Json<Value>, ApiError> {
-    Err(not_built("editing a message"))
+async fn update_message(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ActionJson(b): ActionJson<EvoEditIn>,
+) -> Result<Json<Value>, ApiError> {
+    let text = b.text;
+    if text.trim().is_empty() || text.chars().count() > 4096 {
+        return Err(ApiError::validation("text must be 1-4096 characters"));
+    }
+    let mut key = b.key;
+    if let Some(n) = b.number {
+        key.remote_jid = n;
+    }
+    let (jid, wa_message_id) = key.checked()?;
+    let op = NetOp::EditMessage { jid: jid.clone(), wa_message_id: wa_message_id.clone(), text };
+    let () = crate::rpc::net(&state, &a.row.id, op).await?;
+    Ok(Json(json!({ "key": shared::evolution::key(&jid, true, &wa_message_id, None), "edited": true })))
 }

@@ -365,6 +365,18 @@ impl Session for WaSession {
                 let state = if *composing { ChatStateType::Composing } else { ChatStateType::Paused };
                 c.chatstate().send(&jid(j)?, state).await.map_err(|_| failed("send the typing indicator"))?;
             }
+            NetOp::RevokeMessage { jid: j, wa_message_id } => {
+                c.revoke_message(jid(j)?, wa_message_id.clone(), whatsapp_rust::RevokeType::Sender)
+                    .await
+                    .map_err(|_| failed("delete the message"))?;
+            }
+            NetOp::EditMessage { jid: j, wa_message_id, text } => {
+                let m = whatsapp_rust::waproto::whatsapp::Message {
+                    conversation: Some(text.clone()),
+                    ..Default::default()
+                };
+                c.edit_message(jid(j)?, wa_message_id.clone(), m).await.map_err(|_| failed("edit the message"))?;
+            }
             NetOp::SetPresence { available } => {
                 if *available { c.presence().set_available().await } else { c.presence().set_unavailable().await }
                     .map_err(|_| failed("set the presence"))?;
