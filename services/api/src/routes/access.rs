@@ -170,6 +170,7 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("POST", "/message/sendPoll/{instanceName}", Send),
     ("POST", "/message/sendReaction/{instanceName}", Send),
     ("POST", "/message/sendSticker/{instanceName}", Send),
+    ("POST", "/message/sendPtv/{instanceName}", Send),
     ("POST", "/message/sendList/{instanceName}", Send),
     ("POST", "/message/sendButtons/{instanceName}", Send),
     // Evolution v2's routes (`apikey`; README, "Coming from Evolution API"): each as

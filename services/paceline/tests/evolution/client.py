@@ -163,6 +163,9 @@ def main():
     sends["reaction"] = m.send_reaction(
         "evo-shop", ReactionMessage(key={"remoteJid": text_key["remoteJid"], "fromMe": True, "id": text_key["id"]}, reaction="👍"), token
     )
+    with tempfile.NamedTemporaryFile(suffix=".mp4", delete=False) as v:
+        v.write(b"\x00\x00\x00\x18ftypmp42" + bytes(32))
+    out["ptv"] = m.send_ptv("evo-shop", {"number": NEWBIE}, token, file=v.name)
     sends["list"] = client.post(
         "message/sendList/evo-shop", {"number": FRIEND, "title": "t", "description": "d", "buttonText": "b", "footerText": "f", "sections": []}, token
     )

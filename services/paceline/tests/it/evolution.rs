@@ -101,6 +101,9 @@ async fn evolutions_python_client_runs_unchanged_against_netsim() {
     assert_eq!(sends["contact"]["message"]["contactMessage"]["displayName"], "Ana");
     assert_eq!(sends["poll"]["message"]["pollCreationMessage"]["selectableOptionsCount"], 1);
     assert_eq!(sends["reaction"]["message"]["reactionMessage"]["key"]["id"], sends["text"]["messageId"]);
+    // A round video note goes as a video (the client posts it as multipart).
+    assert_eq!(r["ptv"]["messageType"], "videoMessage", "{}", r["ptv"]);
+    assert_eq!(r["ptv"]["message"]["videoMessage"]["mimetype"], "video/mp4");
     // Lists and buttons: the clear refusal.
     assert_eq!(sends["list"]["error"]["code"], "validation_failed", "{}", sends["list"]);
     assert_eq!(

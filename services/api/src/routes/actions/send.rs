@@ -32,6 +32,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(send_audio))
         .routes(routes!(send_sticker))
         .routes(routes!(send_status))
+        .routes(routes!(send_ptv))
         .layer(axum::middleware::from_fn(crate::semaphore::gate))
         .layer(axum::extract::DefaultBodyLimit::max(crate::service::messages::MESSAGES_BODY_LIMIT))
         .routes(routes!(send_text))
@@ -561,6 +562,40 @@ async fn send_status(
         "serviceId": m.id,
         "messageTimestamp": m.created_at.timestamp(),
     })))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SendPtvIn {
+    pub number: String,
+    /// An http(s) address of an MP4 video, or its bytes in base64. With a multipart body,
+    /// the `file` part instead.
+    pub video: Option<String>,
+    #[serde(flatten)]
+    pub options: SendOptions,
+}
+
+impl FileField for SendPtvIn {
+    const FILE_FIELD: &'static str = "video";
+}
+
+/// A round video note: sent as an ordinary video (paceline's messages have no round
+/// kind; README, "Coming from Evolution API").
+#[utoipa::path(post, path = "/message/sendPtv/{instanceName}", tag = "evolution", operation_id = "evolution_message_sendPtv",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    request_body(content((SendPtvIn = "application/json"), (SendPtvIn = "multipart/form-data"))),
+    responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn send_ptv(
+    State(s): State<AppState>,
+    ActionInstance(row): ActionInstance,
+    held: Option<axum::Extension<SlotHeld>>,
+    ActionBody(b): ActionBody<SendPtvIn>,
+) -> Result<Json<SendActionOut>, ApiError> {
+    let video = b.video.ok_or_else(|| ApiError::validation("give the video as `video` (a URL or base64) or `file`"))?;
+    let mut m = MessageIn::new(b.number, MessageType::Video);
+    m.media = Some(media_in(video, Some("video/mp4".into()), None));
+    queue(&s, &row, m, b.options, held.is_some()).await
 }
 
 /// What WhatsApp does with list and button messages from a linked device: it no longer
