@@ -311,7 +311,6 @@ async fn set_message(
         (status = 403, description = "`forbidden`", body = ErrorBody),
         (status = 404, description = "`instance_not_found`, or `not_found`: no such label or message", body = ErrorBody),
         (status = 409, description = "`business_account_required`; `instance_not_connected`", body = ErrorBody),
-        (status = 501, description = "`not_implemented`: the whatsapp network's driver cannot label messages yet", body = ErrorBody),
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
@@ -335,7 +334,6 @@ async fn label_message(
         (status = 403, description = "`forbidden`", body = ErrorBody),
         (status = 404, description = "`instance_not_found`, or `not_found`: no such label or message", body = ErrorBody),
         (status = 409, description = "`business_account_required`; `instance_not_connected`", body = ErrorBody),
-        (status = 501, description = "`not_implemented`: the whatsapp network's driver cannot label messages yet", body = ErrorBody),
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]

@@ -424,10 +424,15 @@ async fn labels(c: &Client, op: &NetOp) -> Result<Value, DriverError> {
         NetOp::LabelChat { label_id, jid: j, labeled: false } => {
             l.remove_chat_label(label_id, &jid(j)?).await.map_err(refused)?
         }
-        NetOp::LabelMessage { .. } => return Err(DriverError::new(
-            ErrorCode::NotImplemented,
-            "labelling a message is not available on the whatsapp network yet (whatsapp-rust 0.7 has no such action)",
-        )),
+        NetOp::LabelMessage { label_id, jid: j, wa_message_id, labeled } => {
+            // whatsapp-rust has no method for it: the action is ours (map::LABEL_MESSAGE),
+            // sent through the crate's own app-state encoder.
+            let chat = jid(j)?.to_string();
+            let value = map::label_association(*labeled, chrono::Utc::now().timestamp_millis());
+            c.send_app_state_action(&map::LABEL_MESSAGE, &[label_id, &chat, wa_message_id], &value)
+                .await
+                .map_err(refused)?
+        }
         _ => unreachable!("routed by run()"),
     }
     Ok(Value::Null)

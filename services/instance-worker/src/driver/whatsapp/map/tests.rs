@@ -467,3 +467,42 @@ fn outgoing_mentions_and_quotes_travel_in_the_context() {
     let plain = outgoing_message(&out("text", json!({ "text": "x" })), None).unwrap();
     assert_eq!(plain.conversation.as_deref(), Some("x"));
 }
+
+/// The index whatsapp-rust's `send_app_state_action` builds from a schema: each
+/// literal in place, the arguments in the other slots, in order.
+fn index_of(schema: &schemas::Schema, args: &[&str]) -> Vec<String> {
+    let mut args = args.iter();
+    let index: Vec<String> = schema
+        .index_parts
+        .iter()
+        .map(|part| match part {
+            schemas::IndexPart::Literal { value } => value.to_string(),
+            _ => args.next().expect("one argument per slot").to_string(),
+        })
+        .collect();
+    assert!(args.next().is_none(), "an argument left over");
+    index
+}
+
+#[test]
+fn a_message_label_is_the_app_state_mutation_baileys_and_whatsmeow_send() {
+    // Baileys' chatModificationToAppPatch (addMessageLabel) and whatsmeow's
+    // appstate.BuildLabelMessage: regular collection, version 3, this index.
+    assert_eq!(
+        index_of(&LABEL_MESSAGE, &["7", "15550001111@s.whatsapp.net", "3EB0ABCD"]),
+        ["label_message", "7", "15550001111@s.whatsapp.net", "3EB0ABCD", "0", "0"]
+    );
+    assert_eq!(LABEL_MESSAGE.collection.as_str(), "regular");
+    assert_eq!(LABEL_MESSAGE.version, 3);
+    // Built the same way, the crate's own chat label gives its known index.
+    assert_eq!(
+        index_of(&schemas::LABEL_JID, &["7", "15550001111@s.whatsapp.net"]),
+        ["label_jid", "7", "15550001111@s.whatsapp.net"]
+    );
+    for labeled in [true, false] {
+        let v = label_association(labeled, 1_700_000_000_000);
+        assert_eq!(v.label_association_action.as_option().and_then(|a| a.labeled), Some(labeled));
+        assert_eq!(v.timestamp, Some(1_700_000_000_000));
+        assert!(v.label_edit_action.as_option().is_none());
+    }
+}
