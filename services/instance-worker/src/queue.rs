@@ -317,11 +317,29 @@ impl Queue {
                 }
             },
         };
+        // The message it reacts to or quotes, by the network's id: a `msg_` id means
+        // nothing there. One the log does not know goes as given (a network id) or not
+        // at all (a `msg_` id).
+        let target = match &message.content {
+            shared::message::Content::Reaction { reaction } => Some(reaction.message_id.as_str()),
+            _ => message.reply_to.as_deref(),
+        };
+        let reference = match target {
+            None => None,
+            Some(t) => match shared::db::log::referenced(&held.ctx.db, held.id, &m.to_jid, t).await {
+                Ok(r) => r.map(crate::driver::Reference::from_row),
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading the quoted message failed");
+                    return Err(Step::Continue);
+                }
+            },
+        };
         let content = message.content.map_media(|_| media.expect("media types have their media"));
         Ok(Outgoing {
             network_id: m.wa_message_id.clone(),
             to_jid: m.to_jid.clone(),
             message: Outbound { content, reply_to: message.reply_to, mentions: message.mentions },
+            reference,
         })
     }
 

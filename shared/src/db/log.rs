@@ -466,6 +466,40 @@ pub async fn network_id(
         .await
 }
 
+/// The message an outgoing one quotes or reacts to, as the log (or the queue) has it.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct Referenced {
+    pub chat_jid: String,
+    pub wa_message_id: String,
+    pub from_me: bool,
+    /// Who wrote it; '' for a message of ours still in the queue.
+    pub from_jid: String,
+    pub content: Value,
+}
+
+/// The message `id` names for a message going to `chat_jid`: a `msg_` id of the log, or
+/// of the queue (one of ours not sent yet), or a network id in that chat.
+pub async fn referenced(
+    db: impl PgExecutor<'_>,
+    instance: &InstanceId,
+    chat_jid: &str,
+    id: &str,
+) -> Result<Option<Referenced>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT chat_jid, wa_message_id, from_me, from_jid, content FROM ( \
+           SELECT 0 AS pri, chat_jid, wa_message_id, from_me, from_jid, content FROM log_messages \
+            WHERE instance_id = $1 AND (id = $3 OR (chat_jid = $2 AND wa_message_id = $3)) \
+           UNION ALL \
+           SELECT 1, to_jid, wa_message_id, TRUE, '', content FROM messages WHERE instance_id = $1 AND id = $3 \
+         ) r ORDER BY pri LIMIT 1",
+    )
+    .bind(instance)
+    .bind(chat_jid)
+    .bind(id)
+    .fetch_optional(db)
+    .await
+}
+
 /// Where the account's own message with network id `wa_id` came from (`queue`: sent
 /// through the API; `live` or `history`: typed on its phone), or `None` when the account
 /// did not send it.

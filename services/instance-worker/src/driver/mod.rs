@@ -130,6 +130,55 @@ pub struct Outgoing {
     pub to_jid: String,
     /// The validated content, its media loaded.
     pub message: shared::message::Outbound<Media>,
+    /// The message it quotes (`reply_to`) or reacts to, when the log knows it.
+    pub reference: Option<Reference>,
+}
+
+impl Outgoing {
+    /// The message `id` (its `reply_to`, or what it reacts to) points at, as the network
+    /// knows it: what the log found (the queue looked it up), else a network id as given.
+    /// A `msg_` id the log does not know is nothing the network could find.
+    pub fn referenced(&self, id: &str) -> Option<Reference> {
+        self.reference.clone().or_else(|| {
+            (!id.starts_with("msg_")).then(|| Reference {
+                network_id: id.to_string(),
+                chat_jid: self.to_jid.clone(),
+                // Unknown to the log: ids we pre-assign start with 3EB0.
+                from_me: id.starts_with("3EB0"),
+                sender: None,
+                text: None,
+            })
+        })
+    }
+}
+
+/// A message that an outgoing one quotes or reacts to, as the network knows it: our
+/// `msg_` ids never leave the gateway.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reference {
+    pub network_id: String,
+    /// Its chat (a quote may come from another chat, e.g. a group's message answered
+    /// in private).
+    pub chat_jid: String,
+    pub from_me: bool,
+    /// Its sender's JID, when known.
+    pub sender: Option<String>,
+    /// Its text or caption, shown with a quote.
+    pub text: Option<String>,
+}
+
+impl Reference {
+    /// From the log's (or queue's) row.
+    pub fn from_row(r: shared::db::log::Referenced) -> Self {
+        let text = ["text", "caption"].iter().find_map(|k| r.content[*k].as_str()).map(str::to_owned);
+        Reference {
+            network_id: r.wa_message_id,
+            chat_jid: r.chat_jid,
+            from_me: r.from_me,
+            sender: Some(r.from_jid).filter(|s| !s.is_empty()),
+            text,
+        }
+    }
 }
 
 /// Media bytes of a message. It serializes as its description (type, name, length,

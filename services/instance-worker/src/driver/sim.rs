@@ -303,6 +303,18 @@ impl Session for SimSession {
             .map_err(|_| DriverError::new(ErrorCode::WorkerError, "unencodable message"))?;
         if let Some(obj) = body.as_object_mut() {
             obj.remove("type");
+            // What it quotes or reacts to, by the network's id, as on WhatsApp.
+            if let Some(reaction) = obj.get_mut("reaction") {
+                let target = msg.referenced(reaction["message_id"].as_str().unwrap_or_default());
+                let target = target.ok_or_else(|| {
+                    DriverError::new(ErrorCode::ValidationFailed, "the reacted-to message is unknown")
+                })?;
+                reaction["message_id"] = target.network_id.into();
+            } else if let Some(quoted) = obj.remove("reply_to") {
+                if let Some(q) = msg.referenced(quoted.as_str().unwrap_or_default()) {
+                    obj.insert("reply_to".into(), q.network_id.into());
+                }
+            }
         }
         let text = msg.message.content.text().map(str::to_owned);
         let message = shared::simproto::SimMessage {

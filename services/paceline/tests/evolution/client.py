@@ -179,6 +179,9 @@ def main():
         show=lambda: (sends, control("GET", f"/control/phones/{FRIEND}/inbox")),
     )
     out["inbox_types"] = [x["type"] for x in inbox]
+    # The network ids the phone knows them by (the reaction names its target by one).
+    out["inbox_ids"] = {x["type"]: x["id"] for x in inbox}
+    out["inbox_reaction"] = next(x["body"]["reaction"] for x in inbox if x["type"] == "reaction")
 
     # 3. Find the messages (the local log, sent ones as they were sent).
     friend_jid = f"{FRIEND}@s.whatsapp.net"

@@ -151,7 +151,9 @@ async fn evolutions_python_client_runs_unchanged_against_netsim() {
     for n in [SHOP, FRIEND, NEWBIE] {
         assert!(mentions.contains(&format!("{n}@s.whatsapp.net").as_str()), "{copy}");
     }
-    assert_eq!(copy["reply_to"], sends["text"]["messageId"]);
+    // It quotes by the network's id (the phone never sees our msg_ ids), like the reaction.
+    assert_eq!(copy["reply_to"], r["inbox_ids"]["text"], "{copy}");
+    assert_eq!(r["inbox_reaction"]["message_id"], r["inbox_ids"]["text"]);
 
     // 6. Labels on the business account; a personal one is refused.
     assert_eq!(r["labels"], serde_json::json!([{ "id": "7", "name": "VIP", "color": 3, "predefinedId": null }]));

@@ -16,7 +16,7 @@ use whatsapp_rust::waproto::whatsapp as wa;
 
 use shared::message::{Content, MessageType};
 
-use crate::driver::{DriverError, DriverEvent, Outgoing, RemoteMedia};
+use crate::driver::{DriverError, DriverEvent, Outgoing, Reference, RemoteMedia};
 
 /// A label created, edited or deleted on another device (app state `label_edit`).
 pub fn label_edit(l: &LabelEditUpdate) -> DriverEvent {
@@ -173,18 +173,30 @@ pub fn status_message(o: &Outgoing, upload: Option<Uploaded>) -> Result<wa::Mess
 /// Our validated message as a WhatsApp message; media types need their upload.
 pub fn outgoing_message(o: &Outgoing, upload: Option<Uploaded>) -> Result<wa::Message, DriverError> {
     let mut m = outgoing_body(o, upload)?;
-    with_context(&mut m, &o.message.mentions, o.message.reply_to.as_deref());
+    let quote = match &o.message.content {
+        Content::Reaction { .. } => None,
+        _ => o.message.reply_to.as_deref().and_then(|r| o.referenced(r)),
+    };
+    with_context(&mut m, &o.message.mentions, quote.as_ref(), &o.to_jid);
     Ok(m)
 }
 
-/// Adds whom the text or caption mentions, and the message it quotes (by network id; a
-/// `msg_...` id is not the network's), as the message's context.
-fn with_context(m: &mut wa::Message, mentions: &[String], reply_to: Option<&str>) {
-    let stanza_id = reply_to.filter(|r| !r.starts_with("msg_")).map(str::to_string);
-    if mentions.is_empty() && stanza_id.is_none() {
+/// Adds whom the text or caption mentions, and the message it quotes (its network id,
+/// sender and text, and its chat when that is another), as the message's context.
+fn with_context(m: &mut wa::Message, mentions: &[String], quote: Option<&Reference>, to_jid: &str) {
+    if mentions.is_empty() && quote.is_none() {
         return;
     }
-    let ctx = wa::ContextInfo { mentioned_jid: mentions.to_vec(), stanza_id, ..Default::default() };
+    let mut ctx = wa::ContextInfo { mentioned_jid: mentions.to_vec(), ..Default::default() };
+    if let Some(q) = quote {
+        ctx.stanza_id = Some(q.network_id.clone());
+        ctx.participant = q.sender.clone();
+        ctx.remote_jid = (q.chat_jid != to_jid).then(|| q.chat_jid.clone());
+        ctx.quoted_message = match &q.text {
+            Some(t) => MessageField::some(wa::Message { conversation: Some(t.clone()), ..Default::default() }),
+            None => MessageField::none(),
+        };
+    }
     if let Some(text) = m.conversation.take() {
         m.extended_text_message = MessageField::some(wa::message::ExtendedTextMessage {
             text: Some(text),
@@ -314,21 +326,24 @@ fn outgoing_body(o: &Outgoing, upload: Option<Uploaded>) -> Result<wa::Message, 
                 ..Default::default()
             }
         }
-        Content::Reaction { reaction: r } => wa::Message {
-            reaction_message: MessageField::some(wa::message::ReactionMessage {
-                key: MessageField::some(wa::MessageKey {
-                    remote_jid: Some(o.to_jid.clone()),
-                    // Ids we pre-assign start with 3EB0: a reaction to one of ours.
-                    from_me: Some(r.message_id.starts_with("3EB0")),
-                    id: Some(r.message_id.clone()),
+        Content::Reaction { reaction: r } => {
+            let target = o.referenced(&r.message_id).ok_or_else(|| invalid("the reacted-to message is unknown"))?;
+            wa::Message {
+                reaction_message: MessageField::some(wa::message::ReactionMessage {
+                    key: MessageField::some(wa::MessageKey {
+                        remote_jid: Some(o.to_jid.clone()),
+                        from_me: Some(target.from_me),
+                        id: Some(target.network_id),
+                        // In a group, whose message it was.
+                        participant: target.sender.filter(|_| !target.from_me && o.to_jid.ends_with("@g.us")),
+                    }),
+                    text: Some(r.emoji.clone()),
+                    sender_timestamp_ms: Some(chrono::Utc::now().timestamp_millis()),
                     ..Default::default()
                 }),
-                text: Some(r.emoji.clone()),
-                sender_timestamp_ms: Some(chrono::Utc::now().timestamp_millis()),
                 ..Default::default()
-            }),
-            ..Default::default()
-        },
+            }
+        }
     })
 }
 

@@ -23,6 +23,7 @@ fn out(kind: &str, content: Value) -> Outgoing {
         network_id: "3EB0AA".into(),
         to_jid: shared::jid::Jid::user("5511999990002").as_str().into(),
         message: shared::message::Outbound { content: c.map_media(|()| media()), reply_to: None, mentions: vec![] },
+        reference: None,
     }
 }
 
@@ -463,6 +464,28 @@ fn outgoing_mentions_and_quotes_travel_in_the_context() {
     let ctx = m.image_message.as_option().unwrap().context_info.as_option().unwrap();
     assert_eq!(ctx.mentioned_jid, vec!["5511977770001@s.whatsapp.net".to_string()]);
     assert!(ctx.stanza_id.is_none());
+    // The same msg_ id found in the log (the queue looks it up): quoted by its network
+    // id, with its sender and text, and its chat when that is another (a group's
+    // message answered in private).
+    let mut o = out("text", json!({ "text": "yes" }));
+    o.message.reply_to = Some("msg_0123".into());
+    o.reference = Some(Reference {
+        network_id: "3EB0QUOTED".into(),
+        chat_jid: "120363000000000001@g.us".into(),
+        from_me: false,
+        sender: Some("5511977770001@s.whatsapp.net".into()),
+        text: Some("who is in?".into()),
+    });
+    let m = outgoing_message(&o, None).unwrap();
+    let ctx = m.extended_text_message.as_option().unwrap().context_info.as_option().unwrap();
+    assert_eq!(ctx.stanza_id.as_deref(), Some("3EB0QUOTED"));
+    assert_eq!(ctx.participant.as_deref(), Some("5511977770001@s.whatsapp.net"));
+    assert_eq!(ctx.remote_jid.as_deref(), Some("120363000000000001@g.us"));
+    assert_eq!(ctx.quoted_message.as_option().and_then(|q| q.conversation.as_deref()), Some("who is in?"));
+    // Quoting a message of the same chat names no other chat.
+    o.reference.as_mut().unwrap().chat_jid = o.to_jid.clone();
+    let m = outgoing_message(&o, None).unwrap();
+    assert!(m.extended_text_message.as_option().unwrap().context_info.as_option().unwrap().remote_jid.is_none());
     // Without either, a text stays a plain conversation.
     let plain = outgoing_message(&out("text", json!({ "text": "x" })), None).unwrap();
     assert_eq!(plain.conversation.as_deref(), Some("x"));
@@ -505,4 +528,30 @@ fn a_message_label_is_the_app_state_mutation_baileys_and_whatsmeow_send() {
         assert_eq!(v.timestamp, Some(1_700_000_000_000));
         assert!(v.label_edit_action.as_option().is_none());
     }
+}
+
+/// A reaction names its target by the network's id: a msg_ id the log found, with who
+/// wrote it (in a group); one the log does not know cannot go.
+#[test]
+fn reactions_name_their_target_as_the_network_knows_it() {
+    let mut o = out("reaction", json!({ "reaction": { "message_id": "msg_0123", "emoji": "👍" } }));
+    assert_eq!(outgoing_message(&o, None).unwrap_err().code, ErrorCode::ValidationFailed, "unknown msg_ id");
+    o.to_jid = "120363000000000001@g.us".into();
+    o.reference = Some(Reference {
+        network_id: "ABCDEF".into(),
+        chat_jid: o.to_jid.clone(),
+        from_me: false,
+        sender: Some("5511977770001@s.whatsapp.net".into()),
+        text: None,
+    });
+    let m = outgoing_message(&o, None).unwrap();
+    let key = m.reaction_message.as_option().unwrap().key.as_option().unwrap().clone();
+    assert_eq!((key.id.as_deref(), key.from_me), (Some("ABCDEF"), Some(false)));
+    assert_eq!(key.participant.as_deref(), Some("5511977770001@s.whatsapp.net"));
+    assert_eq!(key.remote_jid.as_deref(), Some("120363000000000001@g.us"));
+    // Our own message: no participant.
+    o.reference.as_mut().unwrap().from_me = true;
+    let key =
+        outgoing_message(&o, None).unwrap().reaction_message.as_option().unwrap().key.as_option().unwrap().clone();
+    assert_eq!((key.from_me, key.participant), (Some(true), None));
 }
