@@ -445,6 +445,27 @@ pub async fn chats(
     .await
 }
 
+/// The instance's chats, newest activity first, `skip` of them left out (Evolution's
+/// `findChats` window), or only `jid`'s.
+pub async fn chats_window(
+    db: impl PgExecutor<'_>,
+    instance: &InstanceId,
+    jid: Option<&str>,
+    skip: i64,
+    take: i64,
+) -> Result<Vec<ChatRow>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "SELECT {CHAT_COLUMNS} FROM chats WHERE instance_id = $1 AND ($2::text IS NULL OR jid = $2) \
+         ORDER BY last_message_at DESC, jid DESC OFFSET $3 LIMIT $4"
+    ))
+    .bind(instance)
+    .bind(jid)
+    .bind(skip)
+    .bind(take)
+    .fetch_all(db)
+    .await
+}
+
 pub async fn chat(db: impl PgExecutor<'_>, instance: &InstanceId, jid: &str) -> Result<Option<ChatRow>, sqlx::Error> {
     sqlx::query_as(&format!("SELECT {CHAT_COLUMNS} FROM chats WHERE instance_id = $1 AND jid = $2"))
         .bind(instance)

@@ -249,6 +249,25 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<
     }
 }
 
+/// An optional JSON body on an action route: none (or only whitespace) reads as
+/// `T::default()`, since Evolution's clients send these routes' filters only when they
+/// have some. Refusals are [`ActionJson`]'s.
+pub struct ActionBody<T>(pub T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned + Default> axum::extract::FromRequest<S> for ActionBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = bytes::Bytes::from_request(req, state)
+            .await
+            .map_err(|_| ApiError::validation("request body could not be read"))?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(ActionBody(T::default()));
+        }
+        shared::http::parse_json(&bytes).map(ActionBody).map_err(as_400)
+    }
+}
+
 /// The action routes document only 200, 400 and 404: other refusals become 400.
 pub fn as_400(e: ApiError) -> ApiError {
     if matches!(e.status.as_u16(), 400 | 401 | 404) {

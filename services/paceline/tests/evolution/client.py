@@ -216,6 +216,19 @@ def main():
         lambda: [x for x in control("GET", f"/control/phones/{NEWBIE}/inbox")["messages"] if x.get("group") == group["id"]],
     )[0]["body"]
 
+    # findChats and findContacts with Evolution's filters and windows (the client has no
+    # method for them: its post, as n8n's node sends them). No body lists them all.
+    out["chats_none"] = client.post("chat/findChats/evo-shop", None, token)
+    out["chats_all"] = client.post("chat/findChats/evo-shop", {}, token)
+    out["chats_one"] = client.post("chat/findChats/evo-shop", {"where": {"remoteJid": FRIEND}}, token)
+    out["chats_window"] = client.post("chat/findChats/evo-shop", {"take": 1, "skip": 1}, token)
+    out["chats_bad"] = client.post("chat/findChats/evo-shop", {"where": {"remoteJid": "not a number"}}, token)
+    out["chats_take_bad"] = client.post("chat/findChats/evo-shop", {"take": 0}, token)
+    out["contacts_all"] = client.post("chat/findContacts/evo-shop", None, token)
+    out["contacts_one"] = client.post("chat/findContacts/evo-shop", {"where": {"remoteJid": friend_jid}}, token)
+    out["contacts_page1"] = client.post("chat/findContacts/evo-shop", {"offset": 1}, token)
+    out["contacts_page2"] = client.post("chat/findContacts/evo-shop", {"offset": 1, "page": 2}, token)
+
     # 6. Labels on a business account (made on the phone).
     _, biz_token, _ = paired(client, "evo-biz", BIZ)
     control("POST", f"/control/phones/{BIZ}/labels", {"label_id": "7", "name": "VIP", "color": 3})

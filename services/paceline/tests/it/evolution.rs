@@ -155,6 +155,24 @@ async fn evolutions_python_client_runs_unchanged_against_netsim() {
     assert_eq!(copy["reply_to"], r["inbox_ids"]["text"], "{copy}");
     assert_eq!(r["inbox_reaction"]["message_id"], r["inbox_ids"]["text"]);
 
+    // findChats and findContacts narrow and window as Evolution's do (channel.service.ts
+    // fetchChats: where.remoteJid as a number or JID, take, skip; fetchContacts:
+    // where.remoteJid, offset and page).
+    let chats = r["chats_all"].as_array().unwrap_or_else(|| panic!("{}", r["chats_all"]));
+    assert!(chats.len() >= 2, "the friend and the group: {chats:?}");
+    assert_eq!(r["chats_none"], r["chats_all"], "no body is no filter");
+    let one = r["chats_one"].as_array().unwrap();
+    assert_eq!((one.len(), &one[0]["remoteJid"]), (1, &serde_json::json!(friend_jid)));
+    assert_eq!(r["chats_window"], serde_json::json!([chats[1]]));
+    assert_eq!(r["chats_bad"]["error"]["code"], "validation_failed", "{}", r["chats_bad"]);
+    assert_eq!(r["chats_take_bad"]["error"]["code"], "validation_failed");
+    let contacts = r["contacts_all"].as_array().unwrap_or_else(|| panic!("{}", r["contacts_all"]));
+    assert!(contacts.len() >= 2, "{contacts:?}");
+    let one = r["contacts_one"].as_array().unwrap();
+    assert_eq!((one.len(), &one[0]["id"]), (1, &serde_json::json!(friend_jid)));
+    assert_eq!(r["contacts_page1"], serde_json::json!([contacts[0]]));
+    assert_eq!(r["contacts_page2"], serde_json::json!([contacts[1]]));
+
     // 6. Labels on the business account; a personal one is refused.
     assert_eq!(r["labels"], serde_json::json!([{ "id": "7", "name": "VIP", "color": 3, "predefinedId": null }]));
     assert!(r["labels_personal"].as_str().unwrap().contains("business_account_required"), "{}", r["labels_personal"]);

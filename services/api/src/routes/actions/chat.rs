@@ -17,7 +17,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::EvolutionErrors;
-use super::{ActionAccess, ActionInstance, ActionJson};
+use super::{ActionAccess, ActionBody, ActionInstance, ActionJson};
 use crate::extract::ValidatedJson;
 use crate::state::AppState;
 
@@ -237,19 +237,60 @@ pub struct EvoChatOut {
     pub last_message_at: DateTime<Utc>,
 }
 
-/// The most chats one `findChats` answer lists (`GET /v1/instances/{id}/chats` pages them all).
-const CHATS_LIMIT: i64 = 1_000;
+/// Body of `findChats`, all optional: Evolution's filter and window.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct EvoFindChatsIn {
+    #[serde(rename = "where", default)]
+    pub filter: EvoChatWhere,
+    /// Chats to list, 1-1,000 (default 1,000; `GET /v1/instances/{id}/chats` pages them all).
+    pub take: Option<u32>,
+    /// Chats to leave out first, newest first (default 0).
+    pub skip: Option<u32>,
+}
 
-/// The instance's chats from the local log, newest activity first (up to 1,000).
+/// Evolution's `where` of `findChats` and `findContacts`: each field present narrows it.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvoChatWhere {
+    /// One chat or contact: a phone number or JID.
+    pub remote_jid: Option<String>,
+    /// `findContacts`: Evolution's contact id, which is the JID here.
+    pub id: Option<String>,
+    /// `findContacts`: the contact's push name, exactly.
+    pub push_name: Option<String>,
+}
+
+/// The most chats one `findChats` answer lists (`GET /v1/instances/{id}/chats` pages them all).
+const CHATS_LIMIT: u32 = 1_000;
+
+/// A `where` field that names a chat: a phone number or JID, as our JID.
+fn where_jid(field: &str, v: Option<&str>) -> Result<Option<String>, ApiError> {
+    v.map(|v| {
+        crate::message_in::normalize_jid(v)
+            .map_err(|_| ApiError::validation(format!("where.{field} must be a phone number or a JID")))
+    })
+    .transpose()
+}
+
+/// The instance's chats from the local log, newest activity first: all (up to 1,000),
+/// Evolution's `take`/`skip` window of them, or the one `where.remoteJid` names.
 #[utoipa::path(post, path = "/chat/findChats/{instanceName}", tag = "evolution", operation_id = "evolution_chat_findChats",
     params(("instanceName" = String, Path, description = "the instance's name")),
-    responses((status = 200, description = "the chats (a body, Evolution's filter, is accepted and not applied)", body = Vec<EvoChatOut>), EvolutionErrors),
+    request_body(content = Option<EvoFindChatsIn>, description = "optional: no body lists the newest 1,000"),
+    responses((status = 200, description = "the chats", body = Vec<EvoChatOut>), EvolutionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn find_chats(
     State(state): State<AppState>,
     ActionInstance(row): ActionInstance,
+    ActionBody(b): ActionBody<EvoFindChatsIn>,
 ) -> Result<Json<Vec<EvoChatOut>>, ApiError> {
-    let rows = log::chats(&state.db, &row.id, None, CHATS_LIMIT).await?;
+    let take = b.take.unwrap_or(CHATS_LIMIT);
+    if !(1..=CHATS_LIMIT).contains(&take) {
+        return Err(ApiError::validation("take must be 1-1000"));
+    }
+    let jid = where_jid("remoteJid", b.filter.remote_jid.as_deref())?;
+    let rows =
+        log::chats_window(&state.db, &row.id, jid.as_deref(), i64::from(b.skip.unwrap_or(0)), i64::from(take)).await?;
     Ok(Json(
         rows.into_iter()
             .map(|c| EvoChatOut {
@@ -278,19 +319,48 @@ pub struct EvoContactOut {
     pub profile_pic_url: Option<String>,
 }
 
-/// The contacts the session knows (asked of it, as `GET /v1/instances/{id}/contacts`).
+/// Body of `findContacts`, all optional: Evolution's filter and page.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct EvoFindContactsIn {
+    #[serde(rename = "where", default)]
+    pub filter: EvoChatWhere,
+    /// Page number, from 1 (default 1; only with `offset`).
+    pub page: Option<u32>,
+    /// Contacts a page, 1-1,000 (Evolution's name for the page size; default: all).
+    pub offset: Option<u32>,
+}
+
+/// The contacts the session knows (asked of it, as `GET /v1/instances/{id}/contacts`),
+/// narrowed by Evolution's `where` and paged by its `offset` and `page`.
 #[utoipa::path(post, path = "/chat/findContacts/{instanceName}", tag = "evolution", operation_id = "evolution_chat_findContacts",
     params(("instanceName" = String, Path, description = "the instance's name")),
-    responses((status = 200, description = "the contacts (a body, Evolution's filter, is accepted and not applied)", body = Vec<EvoContactOut>), EvolutionErrors),
+    request_body(content = Option<EvoFindContactsIn>, description = "optional: no body lists them all"),
+    responses((status = 200, description = "the contacts", body = Vec<EvoContactOut>), EvolutionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn find_contacts(
     State(state): State<AppState>,
     ActionInstance(row): ActionInstance,
+    ActionBody(b): ActionBody<EvoFindContactsIn>,
 ) -> Result<Json<Vec<EvoContactOut>>, ApiError> {
+    let size = b.offset.map(usize::try_from).transpose().ok().flatten();
+    if size.is_some_and(|s| !(1..=1_000).contains(&s)) {
+        return Err(ApiError::validation("offset (the page size) must be 1-1000"));
+    }
+    let w = b.filter;
+    let jid = where_jid("remoteJid", w.remote_jid.as_deref())?;
+    let id = where_jid("id", w.id.as_deref())?;
     let contacts: Vec<crate::routes::contacts::ContactOut> = crate::rpc::net(&state, &row.id, NetOp::Contacts).await?;
+    let found = contacts.into_iter().filter(|c| {
+        jid.as_ref().is_none_or(|j| *j == c.jid)
+            && id.as_ref().is_none_or(|j| *j == c.jid)
+            && w.push_name.as_ref().is_none_or(|n| c.push_name.as_ref() == Some(n))
+    });
+    let page = usize::try_from(b.page.unwrap_or(1).max(1)).unwrap_or(1);
+    let skip = size.map_or(0, |s| s.saturating_mul(page - 1));
     Ok(Json(
-        contacts
-            .into_iter()
+        found
+            .skip(skip)
+            .take(size.unwrap_or(usize::MAX))
             .map(|c| EvoContactOut {
                 id: c.jid.clone(),
                 remote_jid: c.jid,
