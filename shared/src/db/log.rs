@@ -493,13 +493,14 @@ pub struct Referenced {
     pub chat_jid: String,
     pub wa_message_id: String,
     pub from_me: bool,
-    /// Who wrote it; '' for a message of ours still in the queue.
+    /// Who wrote it ('' when the account's number is not known yet).
     pub from_jid: String,
     pub content: Value,
 }
 
 /// The message `id` names for a message going to `chat_jid`: a `msg_` id of the log, or
-/// of the queue (one of ours not sent yet), or a network id in that chat.
+/// of the queue (one of ours not sent yet; a failed one never reached the network), or
+/// a network id in that chat.
 pub async fn referenced(
     db: impl PgExecutor<'_>,
     instance: &InstanceId,
@@ -511,7 +512,9 @@ pub async fn referenced(
            SELECT 0 AS pri, chat_jid, wa_message_id, from_me, from_jid, content FROM log_messages \
             WHERE instance_id = $1 AND (id = $3 OR (chat_jid = $2 AND wa_message_id = $3)) \
            UNION ALL \
-           SELECT 1, to_jid, wa_message_id, TRUE, '', content FROM messages WHERE instance_id = $1 AND id = $3 \
+           SELECT 1, m.to_jid, m.wa_message_id, TRUE, COALESCE(i.phone || '@s.whatsapp.net', ''), m.content \
+             FROM messages m JOIN instances i ON i.id = m.instance_id \
+            WHERE m.instance_id = $1 AND m.id = $3 AND m.status IN ('queued', 'in_flight') \
          ) r ORDER BY pri LIMIT 1",
     )
     .bind(instance)

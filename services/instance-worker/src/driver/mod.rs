@@ -150,6 +150,14 @@ impl Outgoing {
             })
         })
     }
+
+    /// The message a reaction names: one of its own chat (a reaction carries no other
+    /// chat), known to the log or given by network id.
+    pub fn reacted_to(&self, id: &str) -> Result<Reference, DriverError> {
+        self.referenced(id).filter(|r| r.chat_jid == self.to_jid).ok_or_else(|| {
+            DriverError::new(ErrorCode::ValidationFailed, "the reacted-to message is not one of this chat's")
+        })
+    }
 }
 
 /// A message that an outgoing one quotes or reacts to, as the network knows it: our

@@ -305,11 +305,8 @@ impl Session for SimSession {
             obj.remove("type");
             // What it quotes or reacts to, by the network's id, as on WhatsApp.
             if let Some(reaction) = obj.get_mut("reaction") {
-                let target = msg.referenced(reaction["message_id"].as_str().unwrap_or_default());
-                let target = target.ok_or_else(|| {
-                    DriverError::new(ErrorCode::ValidationFailed, "the reacted-to message is unknown")
-                })?;
-                reaction["message_id"] = target.network_id.into();
+                reaction["message_id"] =
+                    msg.reacted_to(reaction["message_id"].as_str().unwrap_or_default())?.network_id.into();
             } else if let Some(quoted) = obj.remove("reply_to") {
                 if let Some(q) = msg.referenced(quoted.as_str().unwrap_or_default()) {
                     obj.insert("reply_to".into(), q.network_id.into());

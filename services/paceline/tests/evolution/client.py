@@ -219,7 +219,7 @@ def main():
     # findChats and findContacts with Evolution's filters and windows (the client has no
     # method for them: its post, as n8n's node sends them). No body lists them all.
     out["chats_none"] = client.post("chat/findChats/evo-shop", None, token)
-    out["chats_all"] = client.post("chat/findChats/evo-shop", {}, token)
+    out["chats_all"] = client.post("chat/findChats/evo-shop", {"where": None}, token)
     out["chats_one"] = client.post("chat/findChats/evo-shop", {"where": {"remoteJid": FRIEND}}, token)
     out["chats_window"] = client.post("chat/findChats/evo-shop", {"take": 1, "skip": 1}, token)
     out["chats_bad"] = client.post("chat/findChats/evo-shop", {"where": {"remoteJid": "not a number"}}, token)

@@ -494,3 +494,54 @@ async fn a_message_without_its_wake_up_is_found_by_the_sweep() {
     .await;
     assert!(sent.is_some(), "the sweep found it well before the 30 s idle poll");
 }
+
+/// Replies and reactions name the message by the network's id, whichever id the tenant
+/// gave: our `msg_` ids never reach a phone. A failed message never reached the network,
+/// so a reply to it quotes nothing; a reaction names a message of its own chat only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_and_reactions_name_messages_by_their_network_id() {
+    const C: &str = "5511999990003";
+    let c = Cluster::start(bin(), 1, |_| {}).await;
+    c.phone(A, false).await;
+    c.phone(B, false).await;
+    c.phone(C, false).await;
+    let (inst, token) = c.paired_instance("quotes", A).await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    c.unpaced(&id).await;
+    let own = c.api.client(Some(token));
+    // B writes in: the log knows it by a msg_ id, the phone by its network id.
+    let sent = c.netsim().post(&format!("/control/phones/{B}/messages"), &json!({ "to": A, "text": "cake?" })).await;
+    let network_id = sent.expect(201)["id"].as_str().unwrap().to_string();
+    let received = wait_for(Duration::from_secs(10), || async {
+        let m = own.get(&format!("/v1/instances/{id}/chats/{B}/messages")).await.expect(200);
+        m["messages"][0]["id"].as_str().map(str::to_string)
+    })
+    .await
+    .expect("B's message is logged");
+    // A message that failed (no account) never reached the network.
+    let path = format!("/v1/instances/{id}/messages");
+    let failed = own.post(&path, &json!({ "to": "5511999990404", "type": "text", "text": "x" })).await.expect(202);
+    let failed = failed["id"].as_str().unwrap().to_string();
+    wait_for(Duration::from_secs(10), || async {
+        (own.get(&format!("{path}/{failed}")).await.body["status"] == "failed").then_some(())
+    })
+    .await
+    .expect("the message fails");
+
+    let wait = format!("{path}?wait=true&timeout=20s");
+    own.post(&wait, &json!({ "to": B, "type": "text", "text": "yes", "reply_to": received })).await.expect(200);
+    own.post(&wait, &json!({ "to": B, "type": "text", "text": "and", "reply_to": failed })).await.expect(200);
+    let react = json!({ "to": B, "type": "reaction", "reaction": { "message_id": received, "emoji": "👍" } });
+    own.post(&wait, &react).await.expect(200);
+    // The same message reacted to from another chat: refused, nothing reaches C.
+    let elsewhere = json!({ "to": C, "type": "reaction", "reaction": { "message_id": received, "emoji": "👍" } });
+    own.post(&wait, &elsewhere).await.expect_error(400, "validation_failed");
+
+    let got = inbox(&c, B).await;
+    let msgs = got["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 3, "{got}");
+    assert_eq!(msgs[0]["body"]["reply_to"], network_id.as_str(), "quoted by the network's id");
+    assert!(msgs[1]["body"].get("reply_to").is_none(), "a failed message is not quoted: {}", msgs[1]);
+    assert_eq!(msgs[2]["body"]["reaction"]["message_id"], network_id.as_str());
+    assert_eq!(inbox(&c, C).await["messages"], json!([]));
+}

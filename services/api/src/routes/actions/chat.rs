@@ -241,7 +241,7 @@ pub struct EvoChatOut {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct EvoFindChatsIn {
     #[serde(rename = "where", default)]
-    pub filter: EvoChatWhere,
+    pub filter: Option<EvoChatWhere>,
     /// Chats to list, 1-1,000 (default 1,000; `GET /v1/instances/{id}/chats` pages them all).
     pub take: Option<u32>,
     /// Chats to leave out first, newest first (default 0).
@@ -288,7 +288,7 @@ async fn find_chats(
     if !(1..=CHATS_LIMIT).contains(&take) {
         return Err(ApiError::validation("take must be 1-1000"));
     }
-    let jid = where_jid("remoteJid", b.filter.remote_jid.as_deref())?;
+    let jid = where_jid("remoteJid", b.filter.unwrap_or_default().remote_jid.as_deref())?;
     let rows =
         log::chats_window(&state.db, &row.id, jid.as_deref(), i64::from(b.skip.unwrap_or(0)), i64::from(take)).await?;
     Ok(Json(
@@ -323,7 +323,7 @@ pub struct EvoContactOut {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct EvoFindContactsIn {
     #[serde(rename = "where", default)]
-    pub filter: EvoChatWhere,
+    pub filter: Option<EvoChatWhere>,
     /// Page number, from 1 (default 1; only with `offset`).
     pub page: Option<u32>,
     /// Contacts a page, 1-1,000 (Evolution's name for the page size; default: all).
@@ -346,7 +346,7 @@ async fn find_contacts(
     if size.is_some_and(|s| !(1..=1_000).contains(&s)) {
         return Err(ApiError::validation("offset (the page size) must be 1-1000"));
     }
-    let w = b.filter;
+    let w = b.filter.unwrap_or_default();
     let jid = where_jid("remoteJid", w.remote_jid.as_deref())?;
     let id = where_jid("id", w.id.as_deref())?;
     let contacts: Vec<crate::routes::contacts::ContactOut> = crate::rpc::net(&state, &row.id, NetOp::Contacts).await?;

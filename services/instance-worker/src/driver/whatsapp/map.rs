@@ -327,7 +327,7 @@ fn outgoing_body(o: &Outgoing, upload: Option<Uploaded>) -> Result<wa::Message, 
             }
         }
         Content::Reaction { reaction: r } => {
-            let target = o.referenced(&r.message_id).ok_or_else(|| invalid("the reacted-to message is unknown"))?;
+            let target = o.reacted_to(&r.message_id)?;
             wa::Message {
                 reaction_message: MessageField::some(wa::message::ReactionMessage {
                     key: MessageField::some(wa::MessageKey {

@@ -554,4 +554,7 @@ fn reactions_name_their_target_as_the_network_knows_it() {
     let key =
         outgoing_message(&o, None).unwrap().reaction_message.as_option().unwrap().key.as_option().unwrap().clone();
     assert_eq!((key.from_me, key.participant), (Some(true), None));
+    // A message of another chat: a reaction cannot name it.
+    o.reference.as_mut().unwrap().chat_jid = "5511977770001@s.whatsapp.net".into();
+    assert_eq!(outgoing_message(&o, None).unwrap_err().code, ErrorCode::ValidationFailed);
 }
