@@ -26,6 +26,8 @@ const IDLE_POLL: Duration = Duration::from_secs(300);
 const RULES_TTL: Duration = Duration::from_secs(5);
 /// Attempts of a message before a transient failure becomes final.
 pub const MAX_ATTEMPTS: i32 = 5;
+/// How soon a send whose database read failed is built again.
+const READ_RETRY: Duration = Duration::from_secs(2);
 /// The longest wait between attempts.
 const RETRY_CAP: Duration = Duration::from_secs(30);
 /// Bounds of how long before its send time the next message is prepared (read and
@@ -280,6 +282,14 @@ impl Queue {
         }
     }
 
+    /// A read the send needs failed (the database is away): keep the message prepared,
+    /// still in flight and in order, and build it again shortly. No attempt is spent.
+    fn read_later(&mut self, m: &MessageRow) -> Step {
+        self.prepared = Some(m.clone());
+        self.wake_at = Instant::now() + READ_RETRY;
+        Step::Continue
+    }
+
     fn retry(&mut self, held: &Held<'_>, m: &MessageRow, e: DriverError) -> Step {
         metrics::counter!(SENDS, "result" => "retried").increment(1);
         tracing::info!(message_id = %m.id, code = %e.code, attempt = m.attempts, "send failed; retrying");
@@ -313,7 +323,7 @@ impl Queue {
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "loading media failed");
-                    return Err(Step::Continue);
+                    return Err(self.read_later(m));
                 }
             },
         };
@@ -330,7 +340,7 @@ impl Queue {
                 Ok(r) => r.map(crate::driver::Reference::from_row),
                 Err(e) => {
                     tracing::warn!(error = %e, "reading the quoted message failed");
-                    return Err(Step::Continue);
+                    return Err(self.read_later(m));
                 }
             },
         };

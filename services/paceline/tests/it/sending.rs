@@ -545,3 +545,50 @@ async fn replies_and_reactions_name_messages_by_their_network_id() {
     assert_eq!(msgs[2]["body"]["reaction"]["message_id"], network_id.as_str());
     assert_eq!(inbox(&c, C).await["messages"], json!([]));
 }
+
+/// A send whose database read fails (its media, here: the table is away) stays in flight
+/// and in order, and goes once the database answers again, sent once, no attempt spent
+/// and nothing failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_whose_read_fails_goes_once_the_database_answers() {
+    let c = Cluster::start(bin(), 1, |_| {}).await;
+    c.phone(A, false).await;
+    c.phone(B, false).await;
+    let (inst, token) = c.paired_instance("reads", A).await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    // Unpaced but for a 3 s gap: the second message is built 3 s after the first went.
+    let gap = json!({ "unsafe_pacing": true, "min_interval_ms": 3000, "max_per_minute": 100000 });
+    c.api.admin().patch(&format!("/v1/instances/{id}"), &gap).await.expect(200);
+    let own = c.api.client(Some(token));
+    let path = format!("/v1/instances/{id}/messages");
+    own.post(&format!("{path}?wait=true&timeout=20s"), &json!({ "to": B, "type": "text", "text": "first" }))
+        .await
+        .expect(200);
+    let png = base64::engine::general_purpose::STANDARD.encode(b"\x89PNG an image");
+    let image = json!({ "to": B, "type": "image", "media": { "data": png, "mime_type": "image/png" } });
+    let m = own.post(&path, &image).await.expect(202);
+    let pool = c.pool().await;
+    sqlx::query("ALTER TABLE media RENAME TO media_away").execute(&pool).await.unwrap();
+    // Past its send time, it waits: neither sent nor failed.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let record = own.get(&format!("{path}/{}", m["id"].as_str().unwrap())).await.expect(200);
+    sqlx::query("ALTER TABLE media_away RENAME TO media").execute(&pool).await.unwrap();
+    assert!(matches!(record["status"].as_str(), Some("queued" | "in_flight")), "{record}");
+    assert_eq!(inbox(&c, B).await["messages"].as_array().unwrap().len(), 1);
+    let sent = wait_for(Duration::from_secs(15), || async {
+        let r = own.get(&format!("{path}/{}", m["id"].as_str().unwrap())).await.body;
+        (r["status"] == "sent").then_some(r)
+    })
+    .await
+    .expect("sent once the table is back");
+    assert_eq!(sent["error"], Value::Null, "{sent}");
+    let attempts: i32 = sqlx::query_scalar("SELECT attempts FROM messages WHERE id = $1")
+        .bind(m["id"].as_str().unwrap())
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(attempts, 1, "the failed reads spent no attempt");
+    let got = inbox(&c, B).await;
+    assert_eq!(got["messages"].as_array().unwrap().len(), 2, "{got}");
+    assert_eq!(got["duplicates"], 0);
+}
