@@ -277,3 +277,33 @@ async fn evolutions_python_client_runs_unchanged_against_netsim() {
     assert_eq!(r["delete"]["response"]["message"], "Instance deleted");
     stop.cancel();
 }
+
+/// `fetchInstances` by `instanceName` or `instanceId` finds any instance, also one past
+/// the first 1,000 that an unfiltered answer lists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fetch_instances_finds_one_by_name_or_id_past_the_first_thousand() {
+    let c = Cluster::start(bin(), 1, |_| {}).await;
+    let pool = c.pool().await;
+    sqlx::query(
+        "INSERT INTO instances (id, name, token_hash, min_interval_ms, max_per_minute) \
+         SELECT 'inst_' || lpad(n::text, 32, '0'), 'bulk-' || lpad(n::text, 4, '0'), 'hash-' || n, 2000, 20 \
+         FROM generate_series(1, 1001) AS n",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let admin = c.api.anon().with_header("apikey", c.api.config.admin_token.as_deref().unwrap());
+    let all = admin.get("/instance/fetchInstances").await.expect(200);
+    let all = all.as_array().unwrap();
+    assert_eq!(all.len(), 1000, "an unfiltered answer is bounded");
+    assert!(all.iter().all(|i| i["name"] != "bulk-1001"));
+    let last = format!("inst_{:0>32}", 1001);
+    for q in ["instanceName=bulk-1001".to_string(), format!("instanceId={last}")] {
+        let one = admin.get(&format!("/instance/fetchInstances?{q}")).await.expect(200);
+        assert_eq!(one.as_array().map(Vec::len), Some(1), "{q}: {one}");
+        assert_eq!((one[0]["name"].as_str(), one[0]["id"].as_str()), (Some("bulk-1001"), Some(last.as_str())));
+    }
+    // Both given: they must name the same instance.
+    let mixed = admin.get("/instance/fetchInstances?instanceName=bulk-1001&instanceId=inst_nope").await.expect(200);
+    assert_eq!(mixed, serde_json::json!([]));
+}

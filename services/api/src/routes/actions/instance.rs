@@ -259,8 +259,8 @@ impl From<InstanceRow> for EvoFetchedInstance {
 /// The most instances one `fetchInstances` answer lists (`GET /v1/instances` pages them all).
 const FETCH_LIMIT: i64 = 1_000;
 
-/// List instances: every one with the global key (up to 1,000, oldest first), only its
-/// own with an instance token.
+/// List instances: every one with the global key (up to 1,000, oldest first; any one
+/// by `instanceName` or `instanceId`), only its own with an instance token.
 #[utoipa::path(get, path = "/instance/fetchInstances", tag = "evolution", operation_id = "evolution_instance_fetchInstances",
     params(EvoFetchQuery),
     responses(
@@ -275,6 +275,19 @@ async fn fetch_instances(
     ValidatedQuery(q): ValidatedQuery<EvoFetchQuery>,
 ) -> Result<Json<Vec<EvoFetchedInstance>>, ApiError> {
     let rows: Vec<InstanceRow> = match &key {
+        // One instance by name or id: read directly, wherever it is among the first 1,000.
+        Principal::Admin if q.instance_name.is_some() => {
+            instances::get_by_name(&state.db, q.instance_name.as_deref().unwrap_or_default())
+                .await?
+                .into_iter()
+                .collect()
+        }
+        Principal::Admin if q.instance_id.is_some() => {
+            match q.instance_id.as_deref().map(shared::ids::InstanceId::parse) {
+                Some(Ok(id)) => instances::get(&state.db, &id).await?.into_iter().collect(),
+                _ => vec![],
+            }
+        }
         Principal::Admin => instances::list(&state.db, &ListFilter { limit: FETCH_LIMIT, ..ListFilter::default() })
             .await?
             .into_iter()
