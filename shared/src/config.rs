@@ -262,6 +262,11 @@ pub struct Config {
     /// Webhooks: attempts in flight at once per endpoint URL (endpoints never wait on
     /// each other).
     pub webhook_endpoint_concurrency: usize,
+    /// Webhooks: bytes of bodies built with media (Evolution's `webhook_base64`) that one
+    /// dispatcher pod holds in attempts at once, at most half of them for one instance;
+    /// past it an attempt waits for room, then goes back to be retried later. A body
+    /// larger than half never carries its media's bytes (default 64 MiB).
+    pub webhook_body_bytes_in_flight: u64,
     /// The WhatsApp driver's WebSocket address (default: WhatsApp Web's servers).
     pub whatsapp_ws_url: Option<String>,
     /// How long opening a WhatsApp session waits for the socket before retrying.
@@ -340,6 +345,7 @@ impl Default for Config {
             webhook_disable_after_failures: 50,
             webhook_disable_after: Duration::from_millis(5 * 24 * 3_600_000),
             webhook_endpoint_concurrency: 8,
+            webhook_body_bytes_in_flight: 64 * 1024 * 1024,
             whatsapp_ws_url: None,
             whatsapp_connect_timeout: Duration::from_millis(20_000),
         }
@@ -503,6 +509,9 @@ impl Config {
                 "webhook_timeout_ms must be at least 100, webhook_retry_base_ms positive and webhook_retry_max_ms at least webhook_retry_base_ms"
                     .to_string(),
             );
+        }
+        if self.webhook_body_bytes_in_flight < 1024 * 1024 {
+            errors.push("webhook_body_bytes_in_flight must be at least 1048576 (1 MiB)".to_string());
         }
         if self.webhook_disable_after_failures == 0 || self.webhook_endpoint_concurrency == 0 {
             errors

@@ -103,6 +103,11 @@ impl Jid {
         self.server() == USER_SERVER
     }
 
+    /// A channel's JID.
+    pub fn is_channel(&self) -> bool {
+        self.server() == NEWSLETTER_SERVER
+    }
+
     /// A person's JID, by number or by hidden id (LID): not a group, channel or broadcast.
     pub fn is_person(&self) -> bool {
         matches!(self.server(), USER_SERVER | LID_SERVER)

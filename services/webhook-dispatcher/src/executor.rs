@@ -14,7 +14,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use shared::db::deliveries::DeliveryState;
@@ -27,6 +26,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::attempt::{next_state, Answer, RetryPolicy};
 use crate::metrics as m;
+use crate::shape::{self, Body, Budget};
 use crate::signing;
 
 /// Jobs waiting per endpoint; beyond it new ones are put back for later.
@@ -45,10 +45,12 @@ pub struct Job {
     pub claim_id: String,
     pub webhook_id: WebhookId,
     pub event_id: String,
+    /// Where it goes (the endpoint's queue is this URL's).
     pub url: String,
     /// The current secret, then the previous one while it is in its grace period.
     pub secrets: Vec<String>,
-    pub body: Bytes,
+    /// Built when the attempt starts, when it is not ready already.
+    pub body: Body,
     /// Attempts made before this one.
     pub attempts: i32,
     pub retry_until: DateTime<Utc>,
@@ -84,6 +86,8 @@ pub struct Settings {
     /// Where the API is reached (`public_url`, else the listen address): Evolution-format
     /// payloads say it as `server_url`.
     pub server_url: String,
+    /// Bytes of built bodies held by attempts in flight (`webhook_body_bytes_in_flight`).
+    pub body_bytes: u64,
 }
 
 impl Settings {
@@ -103,6 +107,7 @@ impl Settings {
                 Some(u) => u.as_str().trim_end_matches('/').to_string(),
                 None => format!("http://{}", config.listen_addr),
             },
+            body_bytes: config.webhook_body_bytes_in_flight,
         }
     }
 }
@@ -112,6 +117,8 @@ pub struct Executor(Arc<Inner>);
 
 struct Inner {
     settings: Settings,
+    db: sqlx::PgPool,
+    budget: Budget,
     client: GuardedClient,
     endpoints: Mutex<HashMap<String, mpsc::Sender<Job>>>,
     results: mpsc::Sender<Outcome>,
@@ -138,10 +145,12 @@ impl Executor {
     pub fn start(db: sqlx::PgPool, settings: Settings) -> (Executor, Writer) {
         let (tx, rx) = mpsc::channel(RESULTS_QUEUE);
         let done = CancellationToken::new();
-        let task = tokio::spawn(write_outcomes(db, settings.clone(), rx, done.clone()));
+        let task = tokio::spawn(write_outcomes(db.clone(), settings.clone(), rx, done.clone()));
         let client = GuardedClient::without_redirects(settings.allow_private, settings.timeout);
         let exec = Executor(Arc::new(Inner {
+            budget: Budget::new(settings.body_bytes),
             settings,
+            db,
             client,
             endpoints: Mutex::new(HashMap::new()),
             results: tx,
@@ -210,16 +219,30 @@ impl Executor {
 
     async fn attempt(&self, job: Job) {
         let s = &self.0.settings;
-        // Not enough of the claim left for a whole attempt: another pod may take it over
-        // mid-attempt, so hand it back instead.
-        if job.claimed_at.elapsed() + s.timeout + Duration::from_secs(5) > s.lock {
-            self.put_back(&job).await;
-            return;
+        // An attempt must start while the claim has time left for a whole one: another
+        // pod may take it over mid-attempt, so it is handed back instead.
+        let Some(latest_start) = (job.claimed_at + s.lock).checked_sub(s.timeout + Duration::from_secs(5)) else {
+            return self.put_back(&job).await;
+        };
+        if Instant::now() > latest_start {
+            return self.put_back(&job).await;
         }
+        // The body is built now, not while the job waited; one with media waits for room
+        // in the pod's body budget, at most until the attempt must start.
+        let built = match &job.body {
+            Body::Ready(b) => shape::Built { bytes: b.clone(), _held: None },
+            Body::Evolution { envelope, origin, hook_url } => {
+                let by = tokio::time::Instant::from_std(latest_start);
+                match shape::build(&self.0.db, &s.server_url, hook_url, origin, envelope, &self.0.budget, by).await {
+                    Ok(b) if Instant::now() <= latest_start => b,
+                    _ => return self.put_back(&job).await,
+                }
+            }
+        };
         let now = Utc::now();
         let ts = now.timestamp();
         let secrets: Vec<&str> = job.secrets.iter().map(String::as_str).collect();
-        let Some(signature) = signing::signature_header(&secrets, &job.event_id, ts, &job.body) else {
+        let Some(signature) = signing::signature_header(&secrets, &job.event_id, ts, &built.bytes) else {
             tracing::error!(webhook = %job.webhook_id, "the webhook's secret is malformed; not delivering");
             return self.finish(&job, Answer::NoAnswer("the webhook secret is malformed".into()), None).await;
         };
@@ -236,7 +259,7 @@ impl Executor {
         let started = Instant::now();
         let answer = match url::Url::parse(&job.url) {
             Err(_) => Answer::NoAnswer("the URL is invalid".into()),
-            Ok(url) => match self.0.client.post(&url, headers, job.body.clone()).await {
+            Ok(url) => match self.0.client.post(&url, headers, built.bytes.clone()).await {
                 Ok((status, retry_after)) => Answer::of(status, retry_after.as_deref(), Utc::now()),
                 Err(FetchError::Refused) => Answer::NoAnswer("the URL resolves to a private or local address".into()),
                 Err(FetchError::Failed(kind)) => Answer::NoAnswer(kind),
@@ -244,6 +267,7 @@ impl Executor {
             },
         };
         let latency = started.elapsed();
+        drop(built);
         metrics::histogram!(m::ATTEMPT_SECONDS).record(latency.as_secs_f64());
         self.finish(&job, answer, Some(latency)).await;
     }

@@ -6,11 +6,11 @@
 //! comes again (a lost ack) finds its deliveries already there and adds nothing.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::RoundError;
 use async_nats::jetstream::{self, consumer::pull, AckKind};
-use bytes::Bytes;
 use futures::StreamExt;
 use shared::bus::Subjects;
 use shared::db::deliveries::{self, NewDelivery};
@@ -18,6 +18,7 @@ use shared::db::webhooks;
 use shared::ids::{EventId, InstanceId};
 
 use crate::executor::{secrets_of, Executor, Job};
+use crate::shape;
 
 /// The consumer's name (one per stream, shared by all dispatcher pods).
 pub const CONSUMER: &str = "webhook-fanout";
@@ -29,7 +30,7 @@ const NATS_CALL: Duration = Duration::from_secs(10);
 struct Incoming {
     msg: jetstream::Message,
     /// The event's envelope, parsed.
-    body: serde_json::Value,
+    body: Arc<serde_json::Value>,
     id: EventId,
     instance: InstanceId,
     kind: String,
@@ -46,7 +47,7 @@ fn parse(msg: jetstream::Message) -> Result<Incoming, Box<jetstream::Message>> {
     let kind = v.get("type").and_then(|x| x.as_str()).map(str::to_string);
     let created = v.get("created_at").and_then(|x| x.as_str()).and_then(|s| s.parse().ok());
     match (id, instance, kind) {
-        (Some(id), Some(instance), Some(kind)) => Ok(Incoming { msg, body: v, id, instance, kind, created }),
+        (Some(id), Some(instance), Some(kind)) => Ok(Incoming { msg, body: Arc::new(v), id, instance, kind, created }),
         _ => Err(Box::new(msg)),
     }
 }
@@ -185,22 +186,19 @@ async fn fan_out_once(
     let s = exec.settings();
     let created = deliveries::insert_claimed(db, &rows, &s.worker_id, s.lock, s.retry_span).await?;
     let hook_of: HashMap<&str, &webhooks::ActiveHook> = hooks.iter().map(|h| (h.id.as_str(), h)).collect();
+    let origins: HashMap<&str, Arc<webhooks::Origin>> =
+        hooks.iter().map(|h| (h.id.as_str(), Arc::new(h.origin.clone()))).collect();
     let event_of: HashMap<&str, &Incoming> = batch.iter().map(|e| (e.id.as_str(), e)).collect();
     for (id, webhook_id, event_id, retry_until, claim_id) in created {
         let (Some(h), Some(ev)) = (hook_of.get(webhook_id.as_str()), event_of.get(event_id.as_str())) else { continue };
-        let (url, body) = if h.origin.shape.is_evolution() {
-            crate::shape::delivery(db, &s.server_url, &h.url, &h.origin, &ev.body).await
-        } else {
-            (h.url.clone(), Bytes::copy_from_slice(&ev.msg.payload))
-        };
         let job = Job {
             id,
             claim_id,
             webhook_id,
             event_id: event_id.to_string(),
-            url,
+            url: shape::target(&h.url, &h.origin, &ev.body),
             secrets: secrets_of(h.secret.clone(), h.previous_secret.clone(), h.secret_rotated_at),
-            body,
+            body: shape::body(&h.url, &origins[h.id.as_str()], &ev.body, Some(&ev.msg.payload)),
             attempts: 0,
             retry_until,
             event_created: ev.created,

@@ -8,6 +8,7 @@ pub const LAG_SECONDS: &str = "paceline_webhook_delivery_lag_seconds";
 pub const DEFERRED: &str = "paceline_webhook_deferred_total";
 pub const RETRY_QUEUE: &str = "paceline_webhook_retry_queue";
 pub const DISABLED_ENDPOINTS: &str = "paceline_webhook_disabled_endpoints";
+pub const BODY_BYTES: &str = "paceline_webhook_body_bytes_in_flight";
 pub const MEDIA_COLLECTED: &str = "paceline_media_collected_total";
 pub const MEDIA_STORED_BYTES: &str = "paceline_media_stored_bytes";
 
@@ -24,6 +25,10 @@ pub fn describe() {
     metrics::describe_counter!(DEFERRED, "deliveries put back unattempted (their endpoint's queue was full or slow)");
     metrics::describe_gauge!(RETRY_QUEUE, "deliveries waiting for a retry (pending after a failed attempt)");
     metrics::describe_gauge!(DISABLED_ENDPOINTS, "webhook endpoints disabled (by their owner or after failing)");
+    metrics::describe_gauge!(
+        BODY_BYTES,
+        "bytes of webhook bodies built with media (Evolution's base64) held by attempts in flight on this pod"
+    );
     metrics::describe_counter!(MEDIA_COLLECTED, "media rows no message referred to, collected after their grace");
     metrics::describe_gauge!(MEDIA_STORED_BYTES, "bytes of media stored by every instance together");
 }

@@ -1,12 +1,14 @@
 //! The retry scanner: claims deliveries that came due (retries, resends, and claims a
 //! crashed pod left behind) and hands them to the executor.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use shared::db::deliveries;
 
 use crate::executor::{secrets_of, Executor, Job};
 use crate::metrics as m;
+use crate::shape;
 
 const BATCH: i64 = 500;
 const TICK: Duration = Duration::from_millis(500);
@@ -47,15 +49,16 @@ async fn scan_once(db: &sqlx::PgPool, exec: &Executor) -> Result<usize, sqlx::Er
     let n = due.len();
     for d in due {
         let created = d.payload.get("created_at").and_then(|c| c.as_str()).and_then(|c| c.parse().ok());
-        let (url, body) = crate::shape::delivery(db, &s.server_url, &d.url, &d.origin, &d.payload).await;
+        let envelope = Arc::new(d.payload);
+        let origin = Arc::new(d.origin);
         let job = Job {
             id: d.id,
             claim_id: d.claim_id,
             webhook_id: d.webhook_id,
             event_id: d.event_id.to_string(),
-            url,
+            url: shape::target(&d.url, &origin, &envelope),
             secrets: secrets_of(d.secret, d.previous_secret, d.secret_rotated_at),
-            body,
+            body: shape::body(&d.url, &origin, &envelope, None),
             attempts: d.attempts,
             retry_until: d.retry_until,
             event_created: created,

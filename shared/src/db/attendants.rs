@@ -13,34 +13,40 @@ pub struct AttendantRow {
     pub config: serde_json::Value,
     pub secret: Option<Vec<u8>>,
     pub allow_private: bool,
+    /// The origin of the provider URL `allow_private` was given for.
+    pub private_origin: Option<String>,
     pub updated_at: DateTime<Utc>,
 }
 
 pub async fn get(db: impl PgExecutor<'_>, id: &InstanceId) -> Result<Option<AttendantRow>, sqlx::Error> {
-    sqlx::query_as("SELECT config, secret, allow_private, updated_at FROM attendants WHERE instance_id = $1")
-        .bind(id)
-        .fetch_optional(db)
-        .await
+    sqlx::query_as(
+        "SELECT config, secret, allow_private, private_origin, updated_at FROM attendants WHERE instance_id = $1",
+    )
+    .bind(id)
+    .fetch_optional(db)
+    .await
 }
 
 /// Creates or replaces the attendant of an existing instance; false when there is none.
+/// `private_origin`: the provider origin private addresses are allowed for (none: not
+/// allowed).
 pub async fn put(
     db: impl PgExecutor<'_>,
     id: &InstanceId,
     config: &serde_json::Value,
     secret: Option<&[u8]>,
-    allow_private: bool,
+    private_origin: Option<&str>,
 ) -> Result<bool, sqlx::Error> {
     let r = sqlx::query(
-        "INSERT INTO attendants (instance_id, config, secret, allow_private) \
-         SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM instances WHERE id = $1) \
+        "INSERT INTO attendants (instance_id, config, secret, allow_private, private_origin) \
+         SELECT $1, $2, $3, $4 IS NOT NULL, $4 WHERE EXISTS (SELECT 1 FROM instances WHERE id = $1) \
          ON CONFLICT (instance_id) DO UPDATE SET config = EXCLUDED.config, secret = EXCLUDED.secret, \
-             allow_private = EXCLUDED.allow_private, updated_at = now()",
+             allow_private = EXCLUDED.allow_private, private_origin = EXCLUDED.private_origin, updated_at = now()",
     )
     .bind(id)
     .bind(config)
     .bind(secret)
-    .bind(allow_private)
+    .bind(private_origin)
     .execute(db)
     .await?;
     Ok(r.rows_affected() == 1)

@@ -65,6 +65,8 @@ pub struct InstanceRow {
     pub min_interval_ms: i32,
     pub max_per_minute: i32,
     pub unsafe_pacing: bool,
+    /// The admin set the pacing: the instance's token may only slow it.
+    pub pacing_locked: bool,
     pub proxy_url: Option<String>,
     pub reject_call: bool,
     pub msg_call: String,
@@ -90,6 +92,8 @@ pub struct InstanceRow {
     pub queue_paused_at: Option<DateTime<Utc>>,
     /// The instance's own ban-risk policies (none: the deployment's).
     pub risk_policy: Option<sqlx::types::Json<crate::risk::PolicyOverrides>>,
+    /// The admin set `risk_policy`: the instance's token may only make it stricter.
+    pub risk_policy_locked: bool,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -113,6 +117,8 @@ pub struct InstanceFields {
     pub min_interval_ms: i32,
     pub max_per_minute: i32,
     pub unsafe_pacing: bool,
+    /// The admin set the pacing: the instance's token may only slow it.
+    pub pacing_locked: bool,
     pub proxy_url: Option<String>,
     pub reject_call: bool,
     pub msg_call: String,
@@ -123,6 +129,8 @@ pub struct InstanceFields {
     pub network: Option<String>,
     /// The instance's own ban-risk policies; `None` follows the deployment's.
     pub risk_policy: Option<crate::risk::PolicyOverrides>,
+    /// The admin set `risk_policy`: the instance's token may only make it stricter.
+    pub risk_policy_locked: bool,
 }
 
 impl From<&InstanceRow> for InstanceFields {
@@ -135,6 +143,7 @@ impl From<&InstanceRow> for InstanceFields {
             min_interval_ms: r.min_interval_ms,
             max_per_minute: r.max_per_minute,
             unsafe_pacing: r.unsafe_pacing,
+            pacing_locked: r.pacing_locked,
             proxy_url: r.proxy_url.clone(),
             reject_call: r.reject_call,
             msg_call: r.msg_call.clone(),
@@ -142,6 +151,7 @@ impl From<&InstanceRow> for InstanceFields {
             send_window: r.send_window_start.zip(r.send_window_end),
             network: r.network.clone(),
             risk_policy: r.risk_policy.as_ref().map(|p| p.0.clone()),
+            risk_policy_locked: r.risk_policy_locked,
         }
     }
 }
@@ -164,13 +174,14 @@ fn map_write(e: sqlx::Error) -> WriteError {
 }
 
 const COLUMNS: &str = "id, name, state, tags, ip_allowlist, ip_allowlist_locked, min_interval_ms, max_per_minute, \
-    unsafe_pacing, proxy_url, reject_call, msg_call, phone, account_type, owner_epoch, desired, network, state_reason, time_zone, send_window_start, send_window_end, \
-    risk_score, risk_level, risk_at, queue_paused_reason, queue_paused_at, risk_policy, created_at, updated_at";
+    unsafe_pacing, pacing_locked, proxy_url, reject_call, msg_call, phone, account_type, owner_epoch, desired, network, state_reason, time_zone, send_window_start, send_window_end, \
+    risk_score, risk_level, risk_at, queue_paused_reason, queue_paused_at, risk_policy, risk_policy_locked, created_at, updated_at";
 
-/// The settable columns, bound by [`bind_fields`] as `$2` to `$16` (`$1` is the id).
+/// The settable columns, bound by [`bind_fields`] as `$2` to `$18` (`$1` is the id).
 const FIELD_COLUMNS: &str =
-    "name, tags, ip_allowlist, ip_allowlist_locked, min_interval_ms, max_per_minute, unsafe_pacing, proxy_url, \
-    reject_call, msg_call, time_zone, send_window_start, send_window_end, network, risk_policy";
+    "name, tags, ip_allowlist, ip_allowlist_locked, min_interval_ms, max_per_minute, unsafe_pacing, pacing_locked, \
+    proxy_url, reject_call, msg_call, time_zone, send_window_start, send_window_end, network, risk_policy, \
+    risk_policy_locked";
 
 type RowQuery<'q> = sqlx::query::QueryAs<'q, sqlx::Postgres, InstanceRow, sqlx::postgres::PgArguments>;
 
@@ -183,6 +194,7 @@ fn bind_fields<'q>(q: RowQuery<'q>, f: &'q InstanceFields) -> RowQuery<'q> {
         .bind(f.min_interval_ms)
         .bind(f.max_per_minute)
         .bind(f.unsafe_pacing)
+        .bind(f.pacing_locked)
         .bind(&f.proxy_url)
         .bind(f.reject_call)
         .bind(&f.msg_call)
@@ -191,6 +203,7 @@ fn bind_fields<'q>(q: RowQuery<'q>, f: &'q InstanceFields) -> RowQuery<'q> {
         .bind(f.send_window.map(|w| w.1))
         .bind(&f.network)
         .bind(f.risk_policy.as_ref().map(sqlx::types::Json))
+        .bind(f.risk_policy_locked)
 }
 
 pub async fn insert(
@@ -201,7 +214,8 @@ pub async fn insert(
 ) -> Result<InstanceRow, WriteError> {
     let sql = format!(
         "INSERT INTO instances (id, {FIELD_COLUMNS}, token_hash) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) RETURNING {COLUMNS}"
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) \
+         RETURNING {COLUMNS}"
     );
     bind_fields(sqlx::query_as::<_, InstanceRow>(&sql).bind(id), f)
         .bind(token_hash)
@@ -282,7 +296,8 @@ pub async fn update(
 ) -> Result<Option<InstanceRow>, WriteError> {
     let sql = format!(
         "UPDATE instances SET ({FIELD_COLUMNS}, updated_at) = \
-         ($2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, now()) WHERE id = $1 RETURNING {COLUMNS}"
+         ($2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, now()) \
+         WHERE id = $1 RETURNING {COLUMNS}"
     );
     bind_fields(sqlx::query_as::<_, InstanceRow>(&sql).bind(id), f).fetch_optional(db).await.map_err(map_write)
 }

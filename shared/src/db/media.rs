@@ -323,6 +323,142 @@ pub async fn chunk(db: impl PgExecutor<'_>, id: &MediaId, seq: i32) -> Result<Op
         .await
 }
 
+/// The bytes of media `id`, a chunk at a time, in order: a reader never holds more than
+/// one chunk of them.
+pub fn chunks(db: PgPool, id: MediaId) -> impl futures::Stream<Item = Result<Vec<u8>, sqlx::Error>> + Send {
+    futures::stream::try_unfold(0i32, move |seq| {
+        let (db, id) = (db.clone(), id.clone());
+        async move { Ok(chunk(&db, &id, seq).await?.map(|c| (c, seq + 1))) }
+    })
+}
+
+/// The serving state of media `id` when instance `instance` holds it (`None` otherwise).
+pub async fn meta_of(
+    db: impl PgExecutor<'_>,
+    instance: &InstanceId,
+    id: &MediaId,
+) -> Result<Option<Meta>, sqlx::Error> {
+    let row: Option<(String, Option<String>, i64, bool, bool)> = sqlx::query_as(
+        "SELECT mime_type, filename, size, expired, remote IS NOT NULL FROM media WHERE id = $1 AND instance_id = $2",
+    )
+    .bind(id)
+    .bind(instance)
+    .fetch_optional(db)
+    .await?;
+    Ok(row.map(|(mime_type, filename, size, expired, pending)| match (expired, pending) {
+        (true, _) => Meta::Expired,
+        (false, true) => Meta::Pending,
+        (false, false) => Meta::Stored { mime_type, filename, size: size.max(0) as u64 },
+    }))
+}
+
+/// Base64 (standard, padded) of bytes that come in pieces: each piece is encoded as far
+/// as whole 3-byte groups go, the rest waits for the next, so the text equals the
+/// encoding of all the bytes at once without holding them together.
+#[derive(Debug, Default)]
+pub struct Base64Pieces {
+    carry: Vec<u8>,
+}
+
+impl Base64Pieces {
+    /// Appends the text of `bytes` (after what was carried) to `out`.
+    pub fn push(&mut self, mut bytes: &[u8], out: &mut Vec<u8>) {
+        let engine = &base64::engine::general_purpose::STANDARD;
+        while !self.carry.is_empty() && self.carry.len() < 3 && !bytes.is_empty() {
+            self.carry.push(bytes[0]);
+            bytes = &bytes[1..];
+        }
+        if self.carry.len() == 3 {
+            append_encoded(engine, &self.carry, out);
+            self.carry.clear();
+        }
+        let whole = bytes.len() / 3 * 3;
+        append_encoded(engine, &bytes[..whole], out);
+        self.carry.extend_from_slice(&bytes[whole..]);
+    }
+
+    /// The text of what is left, padded.
+    pub fn finish(self, out: &mut Vec<u8>) {
+        append_encoded(&base64::engine::general_purpose::STANDARD, &self.carry, out);
+    }
+
+    /// The length of the text of `n` bytes.
+    pub fn encoded_len(n: u64) -> u64 {
+        n.div_ceil(3) * 4
+    }
+}
+
+/// A JSON text with a hole where media's base64 text goes: serialize the value with
+/// [`Hole::marker`] as that string, then [`Hole::cut`] it there. The marker is random, so
+/// nothing else in the text (a sender's caption) can be taken for it.
+pub struct Hole {
+    marker: String,
+}
+
+impl Default for Hole {
+    fn default() -> Hole {
+        Hole { marker: format!("pl-b64-{:032x}", rand::random::<u128>()) }
+    }
+}
+
+impl Hole {
+    pub fn marker(&self) -> &str {
+        &self.marker
+    }
+
+    /// The text before the marker and after it, if it is there.
+    pub fn cut(&self, mut json: Vec<u8>) -> Option<(Vec<u8>, Vec<u8>)> {
+        let at = json.windows(self.marker.len()).position(|w| w == self.marker.as_bytes())?;
+        let suffix = json.split_off(at + self.marker.len());
+        json.truncate(at);
+        Some((json, suffix))
+    }
+}
+
+/// `prefix`, the base64 text of media `id`'s bytes, then `suffix`: the media read and
+/// encoded a chunk at a time, so neither it nor its text is ever held whole. (An error
+/// ends the stream.)
+pub fn base64_stream(
+    db: PgPool,
+    id: MediaId,
+    prefix: Vec<u8>,
+    suffix: Vec<u8>,
+) -> impl futures::Stream<Item = Result<bytes::Bytes, sqlx::Error>> + Send {
+    use futures::TryStreamExt;
+    let chunks = Box::pin(chunks(db, id));
+    let start = (Some(prefix), chunks, Some(Base64Pieces::default()), suffix);
+    futures::stream::unfold(start, |(prefix, mut chunks, mut pieces, suffix)| async move {
+        if let Some(p) = prefix {
+            return Some((Ok(bytes::Bytes::from(p)), (None, chunks, pieces, suffix)));
+        }
+        let encoder = pieces.as_mut()?;
+        match chunks.try_next().await {
+            Ok(Some(c)) => {
+                let mut out = Vec::with_capacity(Base64Pieces::encoded_len(c.len() as u64 + 2) as usize);
+                encoder.push(&c, &mut out);
+                Some((Ok(out.into()), (None, chunks, pieces, suffix)))
+            }
+            Ok(None) => {
+                let mut out = Vec::with_capacity(4 + suffix.len());
+                pieces.take().expect("checked").finish(&mut out);
+                out.extend_from_slice(&suffix);
+                Some((Ok(out.into()), (None, chunks, None, Vec::new())))
+            }
+            Err(e) => Some((Err(e), (None, chunks, None, Vec::new()))),
+        }
+    })
+}
+
+fn append_encoded(engine: &impl base64::Engine, bytes: &[u8], out: &mut Vec<u8>) {
+    if bytes.is_empty() {
+        return;
+    }
+    let start = out.len();
+    out.resize(start + Base64Pieces::encoded_len(bytes.len() as u64) as usize, 0);
+    let n = engine.encode_slice(bytes, &mut out[start..]).expect("sized for the text");
+    out.truncate(start + n);
+}
+
 /// Stored media with all its bytes (the worker uploads it whole to the network).
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct MediaRow {
@@ -345,4 +481,35 @@ pub async fn get(db: impl PgExecutor<'_>, id: &MediaId) -> Result<Option<MediaRo
     .bind(id)
     .fetch_optional(db)
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    /// Any split of any bytes encodes as the whole does (random lengths and cuts; the
+    /// seed is printed so a failure can be repeated).
+    #[test]
+    fn base64_in_pieces_equals_base64_at_once() {
+        use base64::Engine;
+        let seed: u64 = std::env::var("PL_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random);
+        println!("seed {seed}");
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        for _ in 0..500 {
+            let data: Vec<u8> = (0..rng.gen_range(0..200)).map(|_| rng.gen()).collect();
+            let mut pieces = Base64Pieces::default();
+            let mut out = Vec::new();
+            let mut rest = &data[..];
+            while !rest.is_empty() {
+                let n = rng.gen_range(0..=rest.len().min(9));
+                pieces.push(&rest[..n], &mut out);
+                rest = &rest[n..];
+            }
+            pieces.finish(&mut out);
+            let want = base64::engine::general_purpose::STANDARD.encode(&data);
+            assert_eq!(String::from_utf8(out).unwrap(), want, "seed {seed}");
+            assert_eq!(Base64Pieces::encoded_len(data.len() as u64), want.len() as u64);
+        }
+    }
 }

@@ -49,9 +49,21 @@ impl Shape {
 const COLUMNS: &str = "id, instance_id, url, events, secret, enabled, disabled_reason, format, by_events, base64, \
     evolution_events, created_at, updated_at";
 
-/// Registers a webhook unless the instance has `max` already: `None` then. Concurrent
-/// registrations take turns on the instance's row, so the count each one checks
-/// includes every one committed before it: the limit holds however many race.
+/// What [`insert`] did.
+#[derive(Debug)]
+pub enum Inserted {
+    Row(Box<WebhookRow>),
+    /// The instance has `max` webhooks already.
+    Full,
+    /// The new one carries media in base64, and the instance has `max_base64` such already.
+    Base64Full,
+}
+
+/// Registers a webhook unless the instance has `max` already (or `max_base64` carrying
+/// media, when this one would). Concurrent registrations take turns on the instance's
+/// row, so the counts each one checks include every one committed before it: the limits
+/// hold however many race.
+#[allow(clippy::too_many_arguments)]
 pub async fn insert(
     db: &sqlx::PgPool,
     instance: &InstanceId,
@@ -60,28 +72,63 @@ pub async fn insert(
     shape: &Shape,
     secret: &str,
     max: i64,
-) -> Result<Option<WebhookRow>, sqlx::Error> {
+    max_base64: i64,
+) -> Result<Inserted, sqlx::Error> {
     let mut tx = db.begin().await?;
-    sqlx::query("SELECT 1 FROM instances WHERE id = $1 FOR UPDATE").bind(instance).execute(&mut *tx).await?;
+    let (all, base64) = counts_locked(&mut tx, instance, None).await?;
+    if all >= max {
+        return Ok(Inserted::Full);
+    }
+    if shape.base64 && base64 >= max_base64 {
+        return Ok(Inserted::Base64Full);
+    }
     let row = sqlx::query_as(&format!(
         "INSERT INTO webhooks (id, instance_id, url, events, secret, format, by_events, base64, evolution_events) \
-         SELECT $1, $2, $3, $4, $5, $7, $8, $9, $10 WHERE (SELECT count(*) FROM webhooks WHERE instance_id = $2) < $6 \
-         RETURNING {COLUMNS}"
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING {COLUMNS}"
     ))
     .bind(WebhookId::new())
     .bind(instance)
     .bind(url)
     .bind(events)
     .bind(secret)
-    .bind(max)
     .bind(&shape.format)
     .bind(shape.by_events)
     .bind(shape.base64)
     .bind(&shape.evolution_events)
-    .fetch_optional(&mut *tx)
+    .fetch_one(&mut *tx)
     .await?;
     tx.commit().await?;
-    Ok(row)
+    Ok(Inserted::Row(Box::new(row)))
+}
+
+/// Takes the instance's row (so concurrent registrations and edits take turns) and
+/// counts its webhooks, and those carrying media in base64, leaving `except` out.
+async fn counts_locked(
+    tx: &mut sqlx::PgConnection,
+    instance: &InstanceId,
+    except: Option<&WebhookId>,
+) -> Result<(i64, i64), sqlx::Error> {
+    sqlx::query("SELECT 1 FROM instances WHERE id = $1 FOR UPDATE").bind(instance).execute(&mut *tx).await?;
+    sqlx::query_as(
+        "SELECT count(*), count(*) FILTER (WHERE base64) FROM webhooks \
+         WHERE instance_id = $1 AND ($2::text IS NULL OR id <> $2)",
+    )
+    .bind(instance)
+    .bind(except)
+    .fetch_one(&mut *tx)
+    .await
+}
+
+/// Whether webhook `id` may carry media in base64: the instance's others that do are
+/// fewer than `max_base64`. Takes the instance's row until `tx` ends, so call it in the
+/// transaction of the [`update`] it guards.
+pub async fn base64_room(
+    tx: &mut sqlx::PgConnection,
+    instance: &InstanceId,
+    id: &WebhookId,
+    max_base64: i64,
+) -> Result<bool, sqlx::Error> {
+    Ok(counts_locked(tx, instance, Some(id)).await?.1 < max_base64)
 }
 
 pub async fn get(

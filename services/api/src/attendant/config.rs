@@ -384,6 +384,15 @@ impl AttendantIn {
         url::Url::parse(s).expect("validated")
     }
 
+    /// The origin (scheme, host and port) of the provider's URL, if it parses.
+    pub fn origin(&self) -> Option<String> {
+        let s = match &self.provider {
+            ProviderIn::Openai(o) => &o.base_url,
+            ProviderIn::Webhook(w) => &w.url,
+        };
+        origin_of(s)
+    }
+
     /// The secret given with it, taken out (the rest is stored as JSON).
     pub fn take_secret(&mut self) -> Option<String> {
         match &mut self.provider {
@@ -403,6 +412,19 @@ impl ProviderIn {
     }
 }
 
+/// A URL's origin as stored beside `allow_private_targets` (`https://host[:port]`); a
+/// URL without a host (or not a URL) has none.
+pub fn origin_of(url: &str) -> Option<String> {
+    let u = url::Url::parse(url).ok()?;
+    let o = u.origin();
+    o.is_tuple().then(|| o.ascii_serialization())
+}
+
+/// The provider origin for which the admin allowed private addresses, if any.
+pub fn approved_origin(row: &AttendantRow) -> Option<String> {
+    row.private_origin.as_deref().filter(|_| row.allow_private).and_then(origin_of)
+}
+
 /// The provider's address must be public, unless private targets are allowed (by the
 /// deployment, or by the admin for this instance).
 pub async fn check_target(url: &url::Url, allow_private: bool) -> Result<(), ApiError> {
@@ -419,7 +441,8 @@ pub async fn check_target(url: &url::Url, allow_private: bool) -> Result<(), Api
 pub struct Stored {
     pub config: AttendantIn,
     pub secret: Option<String>,
-    pub allow_private: bool,
+    /// Private addresses are allowed (by the admin) for the provider at this origin.
+    pub private_origin: Option<String>,
     pub updated_at: DateTime<Utc>,
 }
 
@@ -427,6 +450,7 @@ impl Stored {
     /// Reads a stored row; a row this build cannot read (or a secret the key does not
     /// open) is an error, never a guess.
     pub fn open(row: AttendantRow, id: &InstanceId, sealer: &Sealer) -> Result<Stored, ApiError> {
+        let private_origin = approved_origin(&row);
         let config: AttendantIn = serde_json::from_value(row.config).map_err(ApiError::internal)?;
         let secret = match row.secret {
             Some(s) => Some(
@@ -437,7 +461,13 @@ impl Stored {
             ),
             None => None,
         };
-        Ok(Stored { config, secret, allow_private: row.allow_private, updated_at: row.updated_at })
+        Ok(Stored { config, secret, private_origin, updated_at: row.updated_at })
+    }
+
+    /// Whether the provider may be called on a private address: the admin allowed it for
+    /// the origin the provider has now.
+    pub fn allow_private(&self) -> bool {
+        self.private_origin.is_some() && self.private_origin == self.config.origin()
     }
 
     /// What `GET` shows.
@@ -467,7 +497,7 @@ impl Stored {
             handoff: c.handoff,
             max_replies_per_chat_per_hour: c.max_replies_per_chat_per_hour,
             reply_timeout_seconds: c.reply_timeout_seconds,
-            allow_private_targets: self.allow_private,
+            allow_private_targets: self.allow_private(),
             paused_chats: pauses
                 .into_iter()
                 .map(|p| PausedChatOut { jid: p.chat_jid, until: p.until, reason: p.reason })
@@ -494,8 +524,9 @@ fn merge(target: &mut serde_json::Value, patch: &serde_json::Value) {
 }
 
 /// The configuration after `patch` (a JSON object) over `now`, and the secret it keeps
-/// or brings: a new provider secret replaces it; a provider of another kind given
-/// without one drops it.
+/// or brings: a new provider secret replaces it; a provider of another kind, or at
+/// another origin (scheme, host, port), given without one drops it, so a key never
+/// follows the provider to an address it was not given for.
 pub fn patched(now: &Stored, patch: &serde_json::Value) -> Result<(AttendantIn, Option<String>), ApiError> {
     let mut v = serde_json::to_value(&now.config).map_err(ApiError::internal)?;
     // The provider is replaced whole, never merged: fields of another kind must not stay.
@@ -509,7 +540,12 @@ pub fn patched(now: &Stored, patch: &serde_json::Value) -> Result<(AttendantIn, 
     let given = next.take_secret();
     let secret = match given {
         Some(s) => Some(s),
-        None if next.provider.kind() == now.config.provider.kind() => now.secret.clone(),
+        None if next.provider.kind() == now.config.provider.kind()
+            && next.origin().is_some()
+            && next.origin() == now.config.origin() =>
+        {
+            now.secret.clone()
+        }
         None => None,
     };
     Ok((next, secret))
@@ -523,7 +559,7 @@ mod tests {
     fn stored(v: serde_json::Value, secret: Option<&str>) -> Stored {
         let mut config: AttendantIn = serde_json::from_value(v).unwrap();
         config.take_secret();
-        Stored { config, secret: secret.map(str::to_string), allow_private: false, updated_at: Utc::now() }
+        Stored { config, secret: secret.map(str::to_string), private_origin: None, updated_at: Utc::now() }
     }
 
     #[test]
@@ -576,10 +612,20 @@ mod tests {
         assert!(!c.triggers.direct && c.triggers.groups && c.triggers.keywords == ["hi"]);
         assert_eq!((c.system_prompt.as_str(), s.as_deref()), ("be brief", Some("sk-1")));
         let (c, s) =
-            patched(&now, &json!({ "provider": { "kind": "openai", "base_url": "https://y/v1", "model": "b" } }))
+            patched(&now, &json!({ "provider": { "kind": "openai", "base_url": "https://x/v2", "model": "b" } }))
                 .unwrap();
         assert!(matches!(&c.provider, ProviderIn::Openai(o) if o.model == "b" && o.api_key.is_none()));
-        assert_eq!(s.as_deref(), Some("sk-1"), "the same kind keeps its key");
+        assert_eq!(s.as_deref(), Some("sk-1"), "the same kind at the same origin keeps its key");
+        for elsewhere in ["https://y/v1", "http://x/v1", "https://x:8443/v1", "https://x.evil/v1"] {
+            let (_, s) =
+                patched(&now, &json!({ "provider": { "kind": "openai", "base_url": elsewhere, "model": "b" } }))
+                    .unwrap();
+            assert_eq!(s, None, "the key does not follow the provider to {elsewhere}");
+        }
+        let (_, s) =
+            patched(&now, &json!({ "provider": { "kind": "openai", "base_url": "HTTPS://X:443/v9", "model": "b" } }))
+                .unwrap();
+        assert_eq!(s.as_deref(), Some("sk-1"), "the same origin spelled otherwise");
         let (_, s) = patched(&now, &json!({ "provider": { "kind": "webhook", "url": "https://bot" } })).unwrap();
         assert_eq!(s, None, "another kind does not inherit the key");
         let (_, s) =

@@ -37,6 +37,7 @@ use shared::{ApiError, Config, ErrorCode, Shutdown};
 use self::config::Stored;
 use self::decide::{Decision, Inbound};
 use crate::message_in::MessageIn;
+use crate::service::messages::Sender;
 use crate::state::AppState;
 
 /// The durable consumer every attendant pod shares.
@@ -423,7 +424,7 @@ impl Attendant {
             return self.failed(id, m, "reply_limit", "max_replies_per_chat_per_hour reached in this chat").await;
         }
         let kind = c.provider.kind();
-        let allow_private = stored.allow_private || state.config.allow_private_targets;
+        let allow_private = stored.allow_private() || state.config.allow_private_targets;
         let call = provider::Call {
             provider: &c.provider,
             secret: stored.secret.as_deref(),
@@ -464,7 +465,7 @@ impl Attendant {
             expires_after: Some(REPLY_EXPIRES.into()),
             ..MessageIn::new(m.chat_jid.clone(), shared::message::MessageType::Text)
         };
-        let queued = match crate::service::messages::queue(state, id, body, None, false).await {
+        let queued = match crate::service::messages::queue(state, id, Sender::Attendant, body, None, false).await {
             Ok((row, _)) => row.id,
             // Another pod queued a different answer to the same message first.
             Err(e) if e.code == ErrorCode::Conflict => match queue_rows::by_client_id(&state.db, id, &client_id).await?

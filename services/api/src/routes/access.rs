@@ -66,7 +66,8 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("POST", "/v1/instances/{id}/connect", Owner),
     ("POST", "/v1/instances/{id}/logout", Owner),
     ("POST", "/v1/instances/{id}/restart", Owner),
-    ("GET", "/v1/instances/{id}/qr", Read),
+    // Pairing binds the instance to whoever scans first: the owner's act alone.
+    ("GET", "/v1/instances/{id}/qr", Owner),
     ("POST", "/v1/instances/{id}/pairing-code", Owner),
     // Platform.
     ("GET", "/v1/instances/{id}/api-keys", Owner),

@@ -38,29 +38,32 @@ async fn shown(state: &AppState, id: &InstanceId) -> Result<AttendantOut, ApiErr
     Ok(s.shown(attendants::pauses(&state.db, id).await?))
 }
 
-/// Checks a configuration, then stores it with its secret sealed. Only the admin changes
-/// `allow_private_targets`: other tokens keep the stored value, and asking to turn it on
-/// is 403.
+/// Checks a configuration, then stores it with its secret sealed. Only the admin turns
+/// `allow_private_targets` on, and it holds for the provider's origin then: another
+/// token keeps it only while the provider stays at that origin (a change clears it), and
+/// asking to turn it on is 403. `approved`: the origin the admin allowed, if any.
 async fn save(
     state: &AppState,
     id: &InstanceId,
     admin: bool,
-    current_private: bool,
+    approved: Option<String>,
     mut c: AttendantIn,
     secret: Option<String>,
 ) -> Result<AttendantOut, ApiError> {
+    c = c.validate()?;
+    let origin = c.origin();
     if !admin {
-        if c.allow_private_targets && !current_private {
+        let kept = approved.is_some() && approved == origin;
+        if c.allow_private_targets && approved.is_none() {
             return Err(ApiError::new(ErrorCode::Forbidden, "only the admin may set allow_private_targets"));
         }
-        c.allow_private_targets = current_private;
+        c.allow_private_targets = kept;
     }
-    let allow_private = c.allow_private_targets;
-    c = c.validate()?;
-    config::check_target(&c.target(), allow_private || state.config.allow_private_targets).await?;
+    let private_origin = if c.allow_private_targets { origin } else { None };
+    config::check_target(&c.target(), private_origin.is_some() || state.config.allow_private_targets).await?;
     let sealed = secret.map(|s| sealer(state).map(|k| k.seal(id.as_str(), s.as_bytes()))).transpose()?;
     let stored = serde_json::to_value(&c).map_err(ApiError::internal)?;
-    if !attendants::put(&state.db, id, &stored, sealed.as_deref(), allow_private).await? {
+    if !attendants::put(&state.db, id, &stored, sealed.as_deref(), private_origin.as_deref()).await? {
         return Err(ApiError::instance_not_found());
     }
     shown(state, id).await
@@ -100,9 +103,9 @@ async fn put(
     InstanceAccess { id, principal }: InstanceAccess,
     ValidatedJson(mut body): ValidatedJson<AttendantIn>,
 ) -> Result<Json<AttendantOut>, ApiError> {
-    let current = attendants::get(&state.db, &id).await?.is_some_and(|r| r.allow_private);
+    let approved = attendants::get(&state.db, &id).await?.as_ref().and_then(config::approved_origin);
     let secret = body.take_secret();
-    Ok(Json(save(&state, &id, principal.is_admin(), current, body, secret).await?))
+    Ok(Json(save(&state, &id, principal.is_admin(), approved, body, secret).await?))
 }
 
 /// Change part of the attendant: a JSON merge patch over what is stored.
@@ -127,7 +130,7 @@ async fn patch(
     let _: AttendantPatch = shared::http::parse_json(&serde_json::to_vec(&body).map_err(ApiError::internal)?)?;
     let now = stored(&state, &id).await?;
     let (next, secret) = config::patched(&now, &body)?;
-    Ok(Json(save(&state, &id, principal.is_admin(), now.allow_private, next, secret).await?))
+    Ok(Json(save(&state, &id, principal.is_admin(), now.private_origin.clone(), next, secret).await?))
 }
 
 /// Remove the attendant (its paused chats and reply records stay until the instance goes).

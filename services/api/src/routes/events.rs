@@ -205,14 +205,24 @@ fn from_its_time(id: &EventId) -> Option<DeliverPolicy> {
     Some(DeliverPolicy::ByStartTime { start_time })
 }
 
+/// The event a restricted key's stream leaves out: the QR carries the pairing, which is
+/// the owner's act alone.
+const OWNER_ONLY: &str = "instance.qr_updated";
+
+/// `owner`: the admin or the instance's own token (a restricted key's stream leaves out
+/// [`OWNER_ONLY`], and may not ask for it).
 async fn open(
     state: AppState,
     headers: HeaderMap,
     q: StreamQuery,
     access: Access,
+    owner: bool,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     let instance = access.instance().cloned();
     let types = parse_types(q.types.as_deref())?;
+    if !owner && types.iter().any(|t| t == OWNER_ONLY) {
+        return Err(ApiError::forbidden("a restricted API key does not receive the pairing QR"));
+    }
     let pod = PodStream::take(&state).ok_or_else(|| too_many("pod", "on this server"))?;
     let slot = match &instance {
         Some(id) => {
@@ -265,6 +275,9 @@ async fn open(
             let v: serde_json::Value = serde_json::from_slice(&m.payload).ok()?;
             let id = v.get("id")?.as_str()?.to_string();
             let kind = v.get("type")?.as_str()?.to_string();
+            if !owner && kind == OWNER_ONLY {
+                return None;
+            }
             let data = std::str::from_utf8(&m.payload).ok()?.to_string();
             Some(Ok(SseEvent::default().id(id).event(kind).data(data)))
         }
@@ -288,7 +301,7 @@ async fn open(
         (status = 200, description = "an endless `text/event-stream`; each item's data is an event", content_type = "text/event-stream", body = Event),
         (status = 400, description = "`validation_failed`: an unknown type, or a Last-Event-ID that is no event id", body = ErrorBody),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
-        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 403, description = "`forbidden` (also a restricted key asking for `instance.qr_updated`: a key's stream leaves the QR out)", body = ErrorBody),
         (status = 404, description = "`instance_not_found`", body = ErrorBody),
         (status = 429, description = "`rate_limited`: too many event streams open for this instance (across the cluster) or on this server; `Retry-After`", body = ErrorBody),
         (status = 504, description = "`worker_timeout`: the event stream is unavailable for now; retry", body = ErrorBody),
@@ -302,6 +315,7 @@ async fn instance_events(
     ValidatedQuery(q): ValidatedQuery<StreamQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     shared::db::instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
+    let owner = !matches!(principal, Principal::Key { .. });
     let access = match principal {
         Principal::Admin => Access::AdminOn(id),
         Principal::Instance { .. } | Principal::Key { .. } => {
@@ -309,7 +323,7 @@ async fn instance_events(
             Access::Token { token, instance: id, ip }
         }
     };
-    open(state, headers, q, access).await
+    open(state, headers, q, access, owner).await
 }
 
 /// Every instance's events as they happen (admin). Same format and resume as the
@@ -331,7 +345,7 @@ async fn all_events(
     headers: HeaderMap,
     ValidatedQuery(q): ValidatedQuery<StreamQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
-    open(state, headers, q, Access::Admin).await
+    open(state, headers, q, Access::Admin, true).await
 }
 
 #[cfg(test)]

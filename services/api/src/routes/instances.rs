@@ -87,6 +87,12 @@ pub struct InstancePatch {
     pub max_per_minute: Option<u32>,
     /// Admin only.
     pub unsafe_pacing: Option<bool>,
+    /// Admin only: whether the instance's token may only slow the pacing (set whenever
+    /// the admin sets `min_interval_ms` or `max_per_minute`).
+    pub pacing_locked: Option<bool>,
+    /// Admin only: whether the instance's token may only make `risk_policy` stricter
+    /// (set whenever the admin sets `risk_policy`; `null` from the admin clears it).
+    pub risk_policy_locked: Option<bool>,
     /// Admin only; `null` removes the proxy.
     #[serde(default, deserialize_with = "double_option")]
     #[schema(value_type = Option<String>)]
@@ -100,7 +106,8 @@ pub struct InstancePatch {
     pub send_window: Option<Option<SendWindowIo>>,
     /// The instance's own ban-risk policies (the whole object replaces the previous one;
     /// `null` returns to the deployment's). The instance's token may only make them
-    /// stricter than the deployment's; looser ones need the admin token.
+    /// stricter than the deployment's, or, once the admin set them
+    /// (`risk_policy_locked`), than they are; looser ones need the admin token.
     #[serde(default, deserialize_with = "double_option_policy")]
     #[schema(value_type = Option<PolicyOverrides>)]
     pub risk_policy: Option<Option<PolicyOverrides>>,
@@ -180,12 +187,15 @@ async fn create(
         min_interval_ms: body.min_interval_ms.unwrap_or(state.config.default_min_interval_ms) as i32,
         max_per_minute: body.max_per_minute.unwrap_or(state.config.default_max_per_minute) as i32,
         unsafe_pacing: body.unsafe_pacing,
+        // What the admin set, the instance's token cannot undo.
+        pacing_locked: body.min_interval_ms.is_some() || body.max_per_minute.is_some(),
         proxy_url: body.proxy_url,
         reject_call: settings.reject_call.unwrap_or(false),
         msg_call: settings.msg_call.unwrap_or_default(),
         time_zone: body.time_zone.unwrap_or_else(|| "UTC".into()),
         send_window: body.send_window.as_ref().map(parse_window).transpose()?,
         network: body.network,
+        risk_policy_locked: body.risk_policy.is_some(),
         risk_policy: body.risk_policy,
     };
     let (row, token) = crate::service::instances::create(&state, fields).await?;
@@ -262,26 +272,35 @@ async fn patch(
     ValidatedJson(p): ValidatedJson<InstancePatch>,
 ) -> Result<Json<InstanceOut>, ApiError> {
     let admin = principal.is_admin();
-    if !admin && (p.proxy_url.is_some() || p.unsafe_pacing.is_some()) {
-        return Err(ApiError::forbidden("proxy_url and unsafe_pacing can only be set with the admin token"));
+    let admin_only = p.proxy_url.is_some()
+        || p.unsafe_pacing.is_some()
+        || p.pacing_locked.is_some()
+        || p.risk_policy_locked.is_some();
+    if !admin && admin_only {
+        return Err(ApiError::forbidden(
+            "proxy_url, unsafe_pacing, pacing_locked and risk_policy_locked can only be set with the admin token",
+        ));
     }
-    if let Some(Some(o)) = &p.risk_policy {
-        let deployment = state.config.risk_policy();
-        if !admin && deployment.looser(&deployment.with(Some(o))) {
-            return Err(ApiError::forbidden(
-                "a risk_policy looser than the deployment's (a higher threshold, a smaller slowdown, a policy off) can only be set with the admin token",
-            ));
-        }
-    }
+    let deployment = state.config.risk_policy();
     let past_floors = p.min_interval_ms.is_some_and(|v| v < MIN_INTERVAL_FLOOR_MS)
         || p.max_per_minute.is_some_and(|v| v > MAX_PER_MINUTE_CEILING);
     let row = edit(&state, &id, |f| {
-        // Pacing past the floors is what unsafe_pacing unlocks, for the admin to set
-        // (without it, validation refuses such values for everyone).
-        if !admin && f.unsafe_pacing && past_floors {
-            return Err(ApiError::forbidden(format!(
-                "min_interval_ms below {MIN_INTERVAL_FLOOR_MS} or max_per_minute above {MAX_PER_MINUTE_CEILING} can only be set with the admin token"
-            )));
+        if !admin {
+            check_owner_limits(f, &p, &deployment, past_floors)?;
+        } else {
+            // What the admin sets, it locks (an explicit lock flag says otherwise).
+            if p.min_interval_ms.is_some() || p.max_per_minute.is_some() {
+                f.pacing_locked = true;
+            }
+            if let Some(v) = &p.risk_policy {
+                f.risk_policy_locked = v.is_some();
+            }
+            if let Some(v) = p.pacing_locked {
+                f.pacing_locked = v;
+            }
+            if let Some(v) = p.risk_policy_locked {
+                f.risk_policy_locked = v;
+            }
         }
         if let Some(v) = p.name {
             f.name = v;
@@ -327,6 +346,43 @@ async fn patch(
     })
     .await?;
     Ok(Json(InstanceOut::shown_to(row, admin)))
+}
+
+/// What the instance's own token may not change (`f` the stored fields): pacing past
+/// the floors with `unsafe_pacing` on; pacing the admin set, except slower; a risk
+/// policy looser than the deployment's, or than the admin's when it set one (`null`
+/// included).
+fn check_owner_limits(
+    f: &InstanceFields,
+    p: &InstancePatch,
+    deployment: &shared::risk::Policy,
+    past_floors: bool,
+) -> Result<(), ApiError> {
+    // Pacing past the floors is what unsafe_pacing unlocks, for the admin to set
+    // (without it, validation refuses such values for everyone).
+    if f.unsafe_pacing && past_floors {
+        return Err(ApiError::forbidden(format!(
+            "min_interval_ms below {MIN_INTERVAL_FLOOR_MS} or max_per_minute above {MAX_PER_MINUTE_CEILING} can only be set with the admin token"
+        )));
+    }
+    let faster = p.min_interval_ms.is_some_and(|v| i64::from(v) < i64::from(f.min_interval_ms))
+        || p.max_per_minute.is_some_and(|v| i64::from(v) > i64::from(f.max_per_minute));
+    if f.pacing_locked && faster {
+        return Err(ApiError::forbidden(
+            "the admin set this instance's pacing: its token may only slow it (a larger min_interval_ms, a smaller max_per_minute)",
+        ));
+    }
+    if let Some(new) = &p.risk_policy {
+        let floor = if f.risk_policy_locked { deployment.with(f.risk_policy.as_ref()) } else { *deployment };
+        if floor.looser(&deployment.with(new.as_ref())) {
+            return Err(ApiError::forbidden(if f.risk_policy_locked {
+                "the admin set this risk_policy: the instance's token may only make it stricter (a lower threshold, a larger slowdown, a policy on)"
+            } else {
+                "a risk_policy looser than the deployment's (a higher threshold, a smaller slowdown, a policy off) can only be set with the admin token"
+            }));
+        }
+    }
+    Ok(())
 }
 
 /// Delete an instance (the admin, or the instance's own token: interface.md names only

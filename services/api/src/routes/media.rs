@@ -76,14 +76,8 @@ async fn serve(
         Some(Meta::Stored { mime_type, filename, size }) => (mime_type, filename, size),
     };
     // The bytes a chunk at a time: a reader never holds more than one in memory.
-    let db = state.db.clone();
-    let chunks = futures::stream::try_unfold(0i32, move |seq| {
-        let (db, id) = (db.clone(), id.clone());
-        async move {
-            let chunk = media::chunk(&db, &id, seq).await.map_err(std::io::Error::other)?;
-            Ok::<_, std::io::Error>(chunk.map(|c| (bytes::Bytes::from(c), seq + 1)))
-        }
-    });
+    use futures::TryStreamExt;
+    let chunks = media::chunks(state.db.clone(), id).map_ok(bytes::Bytes::from).map_err(std::io::Error::other);
     let (content_type, disposition) = presentation(&mime, filename.as_deref());
     Ok((
         [

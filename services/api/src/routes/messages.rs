@@ -21,7 +21,7 @@ use utoipa_axum::routes;
 
 use crate::extract::{InstanceAccess, Path, ValidatedJson, ValidatedQuery};
 use crate::semaphore::SlotHeld;
-use crate::service::messages::{queue, MessageOut, MESSAGES_BODY_LIMIT};
+use crate::service::messages::{queue, MessageOut, Sender, MESSAGES_BODY_LIMIT};
 use crate::state::AppState;
 
 /// `wait=true`: default and ceiling of `timeout`.
@@ -74,7 +74,7 @@ pub struct SendQuery {
     security(("admin" = []), ("instance" = [])))]
 async fn send(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    InstanceAccess { id, principal }: InstanceAccess,
     held: Option<axum::Extension<SlotHeld>>,
     ValidatedQuery(q): ValidatedQuery<SendQuery>,
     ValidatedJson(body): ValidatedJson<MessageIn>,
@@ -89,7 +89,7 @@ async fn send(
                 .min(WAIT_CEILING),
         ),
     };
-    let row = queue(&state, &id, body, wait, held.is_some()).await?;
+    let row = queue(&state, &id, Sender::Caller(&principal), body, wait, held.is_some()).await?;
     match wait {
         None => Ok((StatusCode::ACCEPTED, Json((&row.0).into()))),
         Some(timeout) => wait_result(&state, &id, row, timeout).await,

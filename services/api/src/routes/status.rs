@@ -21,7 +21,7 @@ use crate::message_in::{MediaIn, MessageIn};
 use crate::pagination::PageQuery;
 use crate::semaphore::SlotHeld;
 use crate::service::history::{self, MessagePageOut};
-use crate::service::messages::{queue, MessageOut, MESSAGES_BODY_LIMIT};
+use crate::service::messages::{queue, MessageOut, Sender, MESSAGES_BODY_LIMIT};
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -76,7 +76,7 @@ pub struct StatusIn {
     security(("admin" = []), ("instance" = [])))]
 pub(crate) async fn post(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    InstanceAccess { id, principal }: InstanceAccess,
     held: Option<axum::Extension<SlotHeld>>,
     ValidatedJson(body): ValidatedJson<StatusIn>,
 ) -> Result<(StatusCode, Json<MessageOut>), ApiError> {
@@ -101,7 +101,7 @@ pub(crate) async fn post(
         client_message_id: body.client_message_id,
         expires_after: None,
     };
-    let (row, _) = queue(&state, &id, message, None, held.is_some()).await?;
+    let (row, _) = queue(&state, &id, Sender::Caller(&principal), message, None, held.is_some()).await?;
     Ok((StatusCode::ACCEPTED, Json((&row).into())))
 }
 

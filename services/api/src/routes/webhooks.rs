@@ -32,6 +32,46 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// Most endpoints per instance.
 pub(crate) const MAX_WEBHOOKS: i64 = 20;
+/// Most endpoints per instance that carry received media in base64 (each delivery of
+/// a media message then holds up to 14 MB in a dispatcher).
+pub(crate) const MAX_BASE64_WEBHOOKS: i64 = 2;
+
+/// Registers a webhook within the instance's limits.
+pub(crate) async fn insert(
+    state: &AppState,
+    id: &InstanceId,
+    url: &str,
+    events: &[String],
+    shape: &webhooks::Shape,
+    secret: &str,
+) -> Result<WebhookRow, ApiError> {
+    match webhooks::insert(&state.db, id, url, events, shape, secret, MAX_WEBHOOKS, MAX_BASE64_WEBHOOKS).await? {
+        webhooks::Inserted::Row(row) => Ok(*row),
+        webhooks::Inserted::Full => {
+            Err(ApiError::validation(format!("an instance has at most {MAX_WEBHOOKS} webhooks")))
+        }
+        webhooks::Inserted::Base64Full => Err(base64_full()),
+    }
+}
+
+/// The refusal of one base64 webhook too many.
+pub(crate) fn base64_full() -> ApiError {
+    ApiError::validation(format!("an instance has at most {MAX_BASE64_WEBHOOKS} webhooks with base64"))
+}
+
+/// In an edit's transaction, before it: 400 when `shape` would be one base64 webhook too
+/// many.
+pub(crate) async fn check_base64_room(
+    tx: &mut sqlx::PgConnection,
+    id: &InstanceId,
+    webhook: &WebhookId,
+    shape: &webhooks::Shape,
+) -> Result<(), ApiError> {
+    if shape.base64 && !webhooks::base64_room(tx, id, webhook, MAX_BASE64_WEBHOOKS).await? {
+        return Err(base64_full());
+    }
+    Ok(())
+}
 
 /// A webhook endpoint.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -114,7 +154,8 @@ pub struct WebhookIn {
     /// Evolution format only: append the event's name to the URL.
     #[serde(default)]
     pub by_events: bool,
-    /// Evolution format only: received media's bytes in the payload (up to 10 MB).
+    /// Evolution format only: received media's bytes in the payload (media stored up to
+    /// 10 MB; at most 2 such webhooks an instance).
     #[serde(default)]
     pub base64: bool,
 }
@@ -184,7 +225,7 @@ fn dedup(mut events: Vec<String>) -> Vec<String> {
     request_body = WebhookIn,
     responses(
         (status = 201, description = "registered; `secret` is shown only now", body = WebhookOut),
-        (status = 400, description = "`validation_failed`: bad URL (or an internal address), unknown event type, too many webhooks", body = ErrorBody),
+        (status = 400, description = "`validation_failed`: bad URL (or an internal address), unknown event type, too many webhooks (20, of which 2 with `base64`)", body = ErrorBody),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
         (status = 403, description = "`forbidden`: the token may not be used from this address", body = ErrorBody),
         (status = 404, description = "`instance_not_found`; `not_found` with another instance's token", body = ErrorBody),
@@ -199,9 +240,7 @@ async fn create(
     let events = dedup(b.events);
     let url = check(&state, &b.url, &events).await?;
     let shape = shape(b.format, b.by_events, b.base64, vec![])?;
-    let row = webhooks::insert(&state.db, &id, &url, &events, &shape, &generate_webhook_secret(), MAX_WEBHOOKS)
-        .await?
-        .ok_or_else(|| ApiError::validation(format!("an instance has at most {MAX_WEBHOOKS} webhooks")))?;
+    let row = insert(&state, &id, &url, &events, &shape, &generate_webhook_secret()).await?;
     Ok((StatusCode::CREATED, Json(WebhookOut::of(row, true))))
 }
 
@@ -270,6 +309,7 @@ async fn patch(
     let shape =
         shape(format, p.by_events.unwrap_or(c.by_events), p.base64.unwrap_or(c.base64), c.evolution_events.clone())?;
     let mut tx = state.db.begin().await?;
+    check_base64_room(&mut tx, &id, &ids.1, &shape).await?;
     let edit = webhooks::Edit { url: &url, events: &events, shape: &shape, enabled, new_secret: secret.as_deref() };
     let row = webhooks::update(&mut *tx, &id, &ids.1, &edit).await?.ok_or_else(|| ApiError::not_found("webhook"))?;
     if current.enabled && !enabled {

@@ -83,17 +83,7 @@ pub async fn capped<T>(
     cap: Cap,
     action: impl std::future::Future<Output = Result<T, ApiError>>,
 ) -> Result<T, ApiError> {
-    let taken = take(state, id, cap, 1).await?;
-    match action.await {
-        Ok(v) => {
-            taken.keep();
-            Ok(v)
-        }
-        Err(e) => {
-            taken.give_back(state, 1).await;
-            Err(e)
-        }
-    }
+    capped_all(state, id, &[cap], action).await
 }
 
 impl Taken {
@@ -113,4 +103,37 @@ impl Taken {
 
     /// Keeps everything taken.
     pub fn keep(self) {}
+}
+
+/// Runs `action` under one take of each cap (all or none); a failed action gives them back.
+pub async fn capped_all<T>(
+    state: &AppState,
+    id: &InstanceId,
+    all: &[Cap],
+    action: impl std::future::Future<Output = Result<T, ApiError>>,
+) -> Result<T, ApiError> {
+    let mut taken = Vec::new();
+    for cap in all {
+        match take(state, id, *cap, 1).await {
+            Ok(t) => taken.push(t),
+            Err(e) => {
+                for t in taken {
+                    t.give_back(state, 1).await;
+                }
+                return Err(e);
+            }
+        }
+    }
+    match action.await {
+        Ok(v) => {
+            taken.into_iter().for_each(Taken::keep);
+            Ok(v)
+        }
+        Err(e) => {
+            for t in taken {
+                t.give_back(state, 1).await;
+            }
+            Err(e)
+        }
+    }
 }

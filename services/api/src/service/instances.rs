@@ -62,6 +62,9 @@ pub struct InstanceOut {
     pub min_interval_ms: u32,
     pub max_per_minute: u32,
     pub unsafe_pacing: bool,
+    /// The admin set the pacing: the instance's own token may only slow it (a larger
+    /// `min_interval_ms`, a smaller `max_per_minute`).
+    pub pacing_locked: bool,
     /// The proxy the session connects through: its password shown as `***` (to the
     /// admin), its whole user info as `***` (to anyone else).
     pub proxy_url: Option<String>,
@@ -80,6 +83,9 @@ pub struct InstanceOut {
     /// "Ban risk"); absent: the deployment's. `GET {inst}/risk` shows the policy in force.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub risk_policy: Option<shared::risk::PolicyOverrides>,
+    /// The admin set `risk_policy`: the instance's own token may only make it stricter
+    /// (and not return it to the deployment's with `null`).
+    pub risk_policy_locked: bool,
     /// The last ban-risk evaluation (README, "Ban risk"); absent until the first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub risk: Option<RiskBrief>,
@@ -163,6 +169,7 @@ impl From<InstanceRow> for InstanceOut {
             min_interval_ms: r.min_interval_ms.max(0) as u32,
             max_per_minute: r.max_per_minute.max(0) as u32,
             unsafe_pacing: r.unsafe_pacing,
+            pacing_locked: r.pacing_locked,
             phone: r.phone,
             account_type: r.account_type,
             settings: SettingsOut { reject_call: r.reject_call, msg_call: r.msg_call },
@@ -172,6 +179,7 @@ impl From<InstanceRow> for InstanceOut {
             }),
             time_zone: r.time_zone,
             risk_policy: r.risk_policy.map(|p| p.0),
+            risk_policy_locked: r.risk_policy_locked,
             risk: match (r.risk_score, r.risk_level, r.risk_at) {
                 (Some(score), Some(level), Some(at)) => {
                     Some(RiskBrief { score: (f64::from(score) * 10.0).round() / 10.0, level, evaluated_at: at })
@@ -425,6 +433,7 @@ mod tests {
             min_interval_ms: 2000,
             max_per_minute: 20,
             unsafe_pacing: false,
+            pacing_locked: false,
             proxy_url: None,
             reject_call: false,
             msg_call: String::new(),
@@ -432,6 +441,7 @@ mod tests {
             send_window: None,
             network: None,
             risk_policy: None,
+            risk_policy_locked: false,
         }
     }
 

@@ -17,6 +17,7 @@ use shared::message::{MediaRef, MessageType, Outbound};
 use shared::{ApiError, ErrorCode};
 use utoipa::ToSchema;
 
+use crate::extract::Principal;
 use crate::message_in::{self as message, MediaSource, MessageIn};
 use crate::semaphore::Slot;
 use crate::state::AppState;
@@ -65,17 +66,62 @@ impl From<&MessageRow> for MessageOut {
 /// Body limit of `POST {inst}/messages` (media as base64).
 pub const MESSAGES_BODY_LIMIT: usize = 140 * 1024 * 1024;
 
+/// Who queues a message: where it may go depends on it.
+#[derive(Debug, Clone, Copy)]
+pub enum Sender<'a> {
+    /// A request's caller (REST, the action routes, MCP's tools through REST).
+    Caller(&'a Principal),
+    /// The attendant, answering a chat.
+    Attendant,
+}
+
+impl Sender<'_> {
+    /// The instance's owner: the admin or the instance's token, not a restricted key nor
+    /// the attendant.
+    fn is_owner(self) -> bool {
+        matches!(self, Sender::Caller(Principal::Admin | Principal::Instance { .. }))
+    }
+}
+
 /// Validates and queues a message; with `wait` the result subscription is taken first.
 /// `holds_slot`: the request already holds a large-body slot (its body was large), so a
 /// `media.url` download takes no second one.
+///
+/// The one check of every door on where a message goes: a status (`status@broadcast`)
+/// and a channel post (`<id>@newsletter`) are the owner's to send (403 for a restricted
+/// key, whatever route it uses), and a channel post needs the account to own or
+/// administer the channel and is one of the instance's 20 publications a day.
 pub async fn queue(
     state: &AppState,
     id: &InstanceId,
+    by: Sender<'_>,
     body: MessageIn,
     wait: Option<Duration>,
     holds_slot: bool,
 ) -> Result<(MessageRow, Option<async_nats::Subscriber>), ApiError> {
-    let mut v = message::validate(body)?;
+    let v = message::validate(body)?;
+    let jid = shared::jid::Jid::parse(&v.to_jid).ok();
+    let channel = jid.as_ref().is_some_and(shared::jid::Jid::is_channel);
+    if (channel || v.to_jid == shared::jid::STATUS_JID) && !by.is_owner() {
+        let what = if channel { "post to a channel" } else { "post a status" };
+        return Err(ApiError::forbidden(format!("only the instance's own token (or the admin) may {what}")));
+    }
+    if channel {
+        super::channels::check_publisher(state, id, &v.to_jid).await?;
+        let queued = queue_checked(state, id, v, wait, holds_slot);
+        return super::caps::capped_all(state, id, &[super::channels::PUBLICATIONS], queued).await;
+    }
+    queue_checked(state, id, v, wait, holds_slot).await
+}
+
+/// Queues a validated message whose destination was checked.
+async fn queue_checked(
+    state: &AppState,
+    id: &InstanceId,
+    mut v: message::Validated,
+    wait: Option<Duration>,
+    holds_slot: bool,
+) -> Result<(MessageRow, Option<async_nats::Subscriber>), ApiError> {
     // A replay of bytes already sent is known by their hash: nothing is stored again.
     if let (Some(MediaSource::Bytes { data, .. }), Some(key)) = (&v.media, &v.client_message_id) {
         if let Some(row) = messages::by_client_id(&state.db, id, key).await? {

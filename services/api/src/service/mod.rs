@@ -2,6 +2,7 @@
 //! shape answers; what they share lives here, so no route module calls another.
 
 pub mod caps;
+pub mod channels;
 pub mod groups;
 pub mod history;
 pub mod instances;

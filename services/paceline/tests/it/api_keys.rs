@@ -47,6 +47,8 @@ async fn keys_reach_their_scope_and_nothing_else() {
     let invite = format!("{base}/groups/120363000000000001@g.us/invite-link");
     reader.get(&format!("{invite}?reset=true")).await.expect_error(403, "forbidden");
     reader.get(&invite).await.expect_error(409, "instance_not_connected");
+    // Pairing is the owner's: whoever scans the QR first binds the instance to a phone.
+    reader.get(&format!("{base}/qr")).await.expect_error(403, "forbidden");
 
     // send_only: sends and reads their status, checks numbers; nothing else.
     let m = sender.post(&format!("{base}/messages"), &text).await.expect(202);
@@ -105,6 +107,47 @@ async fn keys_reach_their_scope_and_nothing_else() {
     assert!(rest.get("next_cursor").is_none());
     // The admin reaches them too.
     assert_eq!(api.admin().get(&format!("{base}/api-keys")).await.expect(200)["keys"].as_array().unwrap().len(), 2);
+}
+
+/// Statuses and channel posts are the owner's, through every door: a `send_only` key
+/// that may send messages may not send one to `status@broadcast` or a channel, on
+/// `/v1` or the action routes; the owner's own post to a channel asks the network for
+/// its role first (here: no session, so 409) and queues nothing.
+#[tokio::test]
+async fn statuses_and_channel_posts_are_the_owners_on_every_door() {
+    let api = TestApi::start().await;
+    let (inst, token) = api.create_instance("owner-sends").await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    let owner = api.client(Some(token));
+    let base = format!("/v1/instances/{id}");
+    let (_, so_token) = create(&owner, &id, json!({ "name": "crm", "scope": "send_only" })).await;
+    let sender = api.client(Some(so_token.clone()));
+    let action = api.anon().with_header("x-api-key", &so_token);
+    for to in
+        ["status@broadcast", " status@broadcast", "120363000000000009@newsletter", "120363000000000009:3@newsletter"]
+    {
+        let text = json!({ "to": to, "type": "text", "text": "hi" });
+        sender.post(&format!("{base}/messages"), &text).await.expect_error(403, "forbidden");
+        let evo = json!({ "number": to, "text": "hi" });
+        action.post("/message/sendText/owner-sends", &evo).await.expect_error(400, "forbidden");
+    }
+    let post = json!({ "to": "120363000000000009@newsletter", "type": "text", "text": "hi" });
+    owner.post(&format!("{base}/messages"), &post).await.expect_error(409, "instance_not_connected");
+    let db = shared::db::connect(&api.config).await.unwrap();
+    let queued: i64 = sqlx::query_scalar("SELECT count(*) FROM messages WHERE instance_id = $1")
+        .bind(&id)
+        .fetch_one(&db)
+        .await
+        .unwrap();
+    assert_eq!(queued, 0, "nothing refused was queued");
+    // The owner's status goes through any door.
+    let status = json!({ "to": "status@broadcast", "type": "text", "text": "open today" });
+    owner.post(&format!("{base}/messages"), &status).await.expect(202);
+    // A person is still the key's to message.
+    sender
+        .post(&format!("{base}/messages"), &json!({ "to": "5511999990001", "type": "text", "text": "hi" }))
+        .await
+        .expect(202);
 }
 
 #[tokio::test]

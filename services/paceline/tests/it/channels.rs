@@ -202,7 +202,10 @@ async fn a_channel_is_created_published_to_followed_and_read_within_the_networks
     );
 
     // Publications: 20 a day (one made above); a refused one (403, 400) took nothing.
-    for k in 1..20 {
+    // A post sent as an ordinary message to the channel's JID is a publication too.
+    let as_message = json!({ "to": jid, "type": "text", "text": "post 1" });
+    owner.post(&format!("/v1/instances/{oid}/messages"), &as_message).await.expect(202);
+    for k in 2..20 {
         owner
             .post(
                 &format!("/v1/instances/{oid}/channels/{jid}/messages"),
@@ -213,6 +216,8 @@ async fn a_channel_is_created_published_to_followed_and_read_within_the_networks
     }
     let over = owner.post(&format!("/v1/instances/{oid}/channels/{jid}/messages"), &text).await;
     limited(over, 86_400, "publications a day");
+    let json = json!({ "to": jid, "type": "text", "text": "one more" });
+    limited(owner.post(&format!("/v1/instances/{oid}/messages"), &json).await, 86_400, "publications a day");
     let queued_count: i64 = sqlx::query_scalar("SELECT count(*) FROM messages WHERE instance_id = $1")
         .bind(&oid)
         .fetch_one(&pool)

@@ -281,3 +281,48 @@ async fn state_changes_write_their_events() {
     assert_eq!(events[5].1["data"], json!({ "phone": "5511999990001", "account_type": "business" }));
     assert_eq!(events[6].1["data"], json!({ "state": "logged_out", "previous_state": "connected" }));
 }
+
+/// Pairing is the owner's: a `read_only` key's stream leaves out the QR events (and may
+/// not ask for them), while the instance's token sees them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keys_event_stream_leaves_out_the_pairing_qr() {
+    use harness::webhooks::SseReader;
+    let api = TestApi::start().await;
+    let dispatcher = tokio::spawn(dispatcher::run(api.config.clone(), api.shutdown.clone()));
+    let (inst, token) = api.create_instance("sse-qr").await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    let own = api.client(Some(token));
+    let key = own
+        .post(&format!("/v1/instances/{id}/api-keys"), &json!({ "name": "dash", "scope": "read_only" }))
+        .await
+        .expect(201)["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let reader = api.client(Some(key));
+    reader.get(&format!("/v1/instances/{id}/qr")).await.expect_error(403, "forbidden");
+    reader.get(&format!("/v1/instances/{id}/events?types=instance.qr_updated")).await.expect_error(403, "forbidden");
+    let open = |c: &harness::Client| {
+        let rb = c.request(reqwest::Method::GET, &format!("/v1/instances/{id}/events"));
+        async move { SseReader::new(rb.send().await.unwrap()) }
+    };
+    let (mut as_key, mut as_owner) = (open(&reader).await, open(&own).await);
+    let db = shared::db::connect(&api.config).await.unwrap();
+    let iid = shared::ids::InstanceId::parse(&id).unwrap();
+    shared::db::outbox::insert(
+        &db,
+        &iid,
+        "instance.qr_updated",
+        json!({ "qr": "2@secret-pairing", "expires_at": chrono::Utc::now() }),
+    )
+    .await
+    .unwrap();
+    shared::db::outbox::insert(&db, &iid, "instance.state", json!({ "state": "qr_pending" })).await.unwrap();
+    let first = as_owner.next(Duration::from_secs(10)).await.expect("the owner's first event");
+    assert_eq!(first.event.as_deref(), Some("instance.qr_updated"));
+    let first = as_key.next(Duration::from_secs(10)).await.expect("the key's first event");
+    assert_eq!(first.event.as_deref(), Some("instance.state"), "the QR is left out");
+    assert!(!first.data.contains("secret-pairing"));
+    api.shutdown.cancel();
+    dispatcher.await.unwrap().unwrap();
+}

@@ -442,3 +442,55 @@ async fn admin_limits_hold_against_the_instance_token() {
     let own_list = own.patch(&path, &json!({ "ip_allowlist": [] })).await.expect(200);
     assert_eq!(own_list["ip_allowlist"], json!([]));
 }
+
+/// The admin's pacing and risk policy are locked as its allow-list is: the instance's
+/// token may make them stricter than the admin's values (not only than the deployment's
+/// defaults), may not return the policy to the deployment's with `null`, and touches
+/// neither lock; the admin may lift a lock.
+#[tokio::test]
+async fn the_admins_pacing_and_risk_policy_are_locked_against_the_instance_token() {
+    let api = TestApi::start().await;
+    let admin = api.admin();
+    let b = admin
+        .post(
+            "/v1/instances",
+            &json!({ "name": "locked", "min_interval_ms": 5000, "max_per_minute": 10,
+            "risk_policy": { "critical": 60, "slowdown": 4 } }),
+        )
+        .await
+        .expect(201);
+    assert_eq!(
+        (b["instance"]["pacing_locked"].as_bool(), b["instance"]["risk_policy_locked"].as_bool()),
+        (Some(true), Some(true))
+    );
+    let path = format!("/v1/instances/{}", b["instance"]["id"].as_str().unwrap());
+    let own = api.client(Some(b["token"].as_str().unwrap().to_string()));
+    // Pacing: within the floors, yet faster than the admin's: refused.
+    own.patch(&path, &json!({ "min_interval_ms": 2000 })).await.expect_error(403, "forbidden");
+    own.patch(&path, &json!({ "max_per_minute": 20 })).await.expect_error(403, "forbidden");
+    let slower = own.patch(&path, &json!({ "min_interval_ms": 6000, "max_per_minute": 8 })).await.expect(200);
+    assert_eq!((slower["min_interval_ms"].as_u64(), slower["max_per_minute"].as_u64()), (Some(6000), Some(8)));
+    // The policy: not back to the deployment's, not looser than the admin's.
+    own.patch(&path, &json!({ "risk_policy": null })).await.expect_error(403, "forbidden");
+    own.patch(&path, &json!({ "risk_policy": { "critical": 70 } })).await.expect_error(403, "forbidden");
+    own.patch(&path, &json!({ "risk_policy": { "critical": 60, "slowdown": 2 } })).await.expect_error(403, "forbidden");
+    let stricter = own.patch(&path, &json!({ "risk_policy": { "critical": 55, "slowdown": 5 } })).await.expect(200);
+    assert_eq!(stricter["risk_policy"], json!({ "critical": 55.0, "slowdown": 5.0 }));
+    // The locks are the admin's.
+    for lock in ["pacing_locked", "risk_policy_locked"] {
+        own.patch(&path, &json!({ lock: false })).await.expect_error(403, "forbidden");
+    }
+    let shown = own.get(&path).await.expect(200);
+    assert_eq!(shown["min_interval_ms"], 6000, "a refused patch changed nothing");
+    // The admin lifts them: the instance's own limits are the deployment's floors again.
+    let lifted = admin.patch(&path, &json!({ "pacing_locked": false, "risk_policy_locked": false })).await.expect(200);
+    assert_eq!((lifted["pacing_locked"].as_bool(), lifted["risk_policy_locked"].as_bool()), (Some(false), Some(false)));
+    own.patch(&path, &json!({ "min_interval_ms": 2000, "max_per_minute": 20 })).await.expect(200);
+    own.patch(&path, &json!({ "risk_policy": null })).await.expect(200);
+    // An instance the admin gave no values: the token sets its own within the floors.
+    let free = admin.post("/v1/instances", &json!({ "name": "free" })).await.expect(201);
+    assert_eq!(free["instance"]["pacing_locked"], false);
+    let path = format!("/v1/instances/{}", free["instance"]["id"].as_str().unwrap());
+    let own = api.client(Some(free["token"].as_str().unwrap().to_string()));
+    own.patch(&path, &json!({ "min_interval_ms": 1000, "max_per_minute": 60 })).await.expect(200);
+}

@@ -39,6 +39,7 @@ mod sending;
 mod status;
 mod usage;
 mod wa_store;
+mod webhook_bodies;
 mod webhooks;
 
 /// The `paceline` binary under test (built by cargo for this package's tests).

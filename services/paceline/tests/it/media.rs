@@ -163,3 +163,57 @@ async fn unclaimed_media_is_collected_and_old_media_gives_its_bytes_back() {
     let res = reqwest::get(signed(&api, &kept)).await.unwrap();
     assert_eq!(res.status(), 410);
 }
+
+/// Evolution's `getBase64FromMediaMessage` streams the media as base64 (no whole copy:
+/// the answer has no length up front) and judges its size by what is stored, not by the
+/// logged descriptor (which says 0 while a download is pending).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn base64_of_a_logged_media_is_streamed_and_sized_by_what_is_stored() {
+    use shared::db::log::{record_received, Received, Source};
+    use shared::db::media::{store, MediaBody};
+    let api = TestApi::start().await;
+    let (inst, token) = api.create_instance("b64-media").await;
+    let id = shared::ids::InstanceId::parse(inst["id"].as_str().unwrap()).unwrap();
+    let db = shared::db::connect(&api.config).await.unwrap();
+    let quota = api.config.media_quota_bytes;
+    let photo: Vec<u8> = (0..(3 * shared::db::media::CHUNK + 1)).map(|i| (i * 13 % 256) as u8).collect();
+    let (small, _) = store(&db, &id, "image/jpeg", Some("p.jpg"), MediaBody::Data(&photo), quota).await.unwrap();
+    let huge = vec![1u8; 16 * 1024 * 1024 + 1];
+    let (big, _) = store(&db, &id, "image/jpeg", None, MediaBody::Data(&huge), quota).await.unwrap();
+    let epoch: i64 =
+        sqlx::query_scalar("SELECT owner_epoch FROM instances WHERE id = $1").bind(&id).fetch_one(&db).await.unwrap();
+    let logged = |wa: &str, media: &shared::ids::MediaId| Received {
+        wa_message_id: wa.into(),
+        chat_jid: format!("{TO}@s.whatsapp.net"),
+        from_jid: format!("{TO}@s.whatsapp.net"),
+        from_me: false,
+        kind: "image".into(),
+        content: json!({ "caption": "look", "media": { "id": media, "mime_type": "image/jpeg", "size": 0 } }),
+        ts: chrono::Utc::now(),
+    };
+    let msgs = [logged("WAB64SMALL", &small), logged("WAB64BIG", &big)];
+    record_received(&db, &id, epoch, &msgs, Source::Live).await.unwrap().expect("fenced write");
+
+    let url = format!("http://{}/chat/getBase64FromMediaMessage/b64-media", api.addr);
+    let ask = |wa: &'static str| {
+        let (url, token) = (url.clone(), token.clone());
+        async move {
+            reqwest::Client::new()
+                .post(url)
+                .header("apikey", token)
+                .json(&json!({ "message": { "key": { "id": wa } } }))
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let r = ask("WAB64SMALL").await;
+    assert_eq!(r.status(), 200);
+    assert!(r.headers().get("content-length").is_none(), "streamed, not built whole");
+    let v: Value = r.json().await.unwrap();
+    assert_eq!((v["mediaType"].as_str(), v["fileName"].as_str()), (Some("image"), Some("p.jpg")));
+    assert_eq!(v["size"]["fileLength"], photo.len());
+    assert_eq!(base64::engine::general_purpose::STANDARD.decode(v["base64"].as_str().unwrap()).unwrap(), photo);
+    let r = ask("WAB64BIG").await;
+    assert_eq!(r.status(), 413, "16 MB as stored, though the log said 0");
+}

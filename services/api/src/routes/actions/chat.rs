@@ -401,9 +401,10 @@ pub struct EvoMediaIn {
 }
 
 /// The largest media this route hands back in base64 (`GET /media/...` serves any size).
-const BASE64_LIMIT: i64 = 16 * 1024 * 1024;
+const BASE64_LIMIT: u64 = 16 * 1024 * 1024;
 
-/// A logged message's media in base64 (what the instance holds of it).
+/// A logged message's media in base64 (what the instance holds of it). The answer is
+/// streamed: the media is read and encoded a chunk at a time, never held whole.
 #[utoipa::path(post, path = "/chat/getBase64FromMediaMessage/{instanceName}", tag = "evolution", operation_id = "evolution_chat_getBase64FromMediaMessage",
     params(("instanceName" = String, Path, description = "the instance's name")),
     request_body = EvoMediaIn,
@@ -413,8 +414,10 @@ async fn get_base64_from_media_message(
     State(state): State<AppState>,
     ActionInstance(row): ActionInstance,
     ActionJson(b): ActionJson<EvoMediaIn>,
-) -> Result<Json<Value>, ApiError> {
-    use base64::Engine;
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse;
+    use futures::TryStreamExt;
+    use shared::db::media::{self, Hole, Meta};
     let wa_id = b.message["key"]["id"]
         .as_str()
         .filter(|i| !i.is_empty() && i.len() <= 128)
@@ -422,28 +425,32 @@ async fn get_base64_from_media_message(
     let f = Find { wa_message_id: Some(wa_id.to_string()), ..Find::default() };
     let (_, rows) = log::find(&state.db, &row.id, &f, 0, 1).await?;
     let m = rows.into_iter().next().ok_or_else(|| ApiError::not_found("message"))?;
-    let media = &m.content["media"];
-    let id = media["id"].as_str().and_then(|i| shared::ids::MediaId::parse(i).ok());
-    let Some(id) = id.filter(|_| !media["expired"].as_bool().unwrap_or(false)) else {
-        return Err(ApiError::new(shared::ErrorCode::MediaUnavailable, "the message has no media the instance holds"));
+    let gone = || ApiError::new(shared::ErrorCode::MediaUnavailable, "the message has no media the instance holds");
+    let id = m.content["media"]["id"].as_str().and_then(|i| shared::ids::MediaId::parse(i).ok()).ok_or_else(gone)?;
+    // The stored size decides, not the logged descriptor's.
+    let (mime_type, filename, size) = match media::meta_of(&state.db, &row.id, &id).await? {
+        Some(Meta::Stored { mime_type, filename, size }) => (mime_type, filename, size),
+        _ => return Err(gone()),
     };
-    if media["size"].as_i64().is_some_and(|s| s > BASE64_LIMIT) {
+    if size > BASE64_LIMIT {
         return Err(ApiError::new(
             shared::ErrorCode::MediaTooLarge,
             "the media is over 16 MB: fetch it from the chat history's signed URL",
         ));
     }
-    let stored = shared::db::media::get(&state.db, &id)
-        .await?
-        .filter(|s| s.instance_id == row.id)
-        .ok_or_else(|| ApiError::new(shared::ErrorCode::MediaUnavailable, "the media is gone"))?;
     let (media_type, _) = shared::evolution::message(&m.kind, &m.content, None);
-    Ok(Json(json!({
+    let hole = Hole::default();
+    let skeleton = json!({
         "mediaType": media_type.trim_end_matches("Message"),
-        "fileName": stored.filename,
+        "fileName": filename,
         "caption": m.content["caption"],
-        "size": { "fileLength": stored.size },
-        "mimetype": stored.mime_type,
-        "base64": base64::engine::general_purpose::STANDARD.encode(&stored.data),
-    })))
+        "size": { "fileLength": size },
+        "mimetype": mime_type,
+        "base64": hole.marker(),
+    });
+    let (prefix, suffix) = hole
+        .cut(serde_json::to_vec(&skeleton).map_err(ApiError::internal)?)
+        .ok_or_else(|| ApiError::internal("no hole"))?;
+    let body = media::base64_stream(state.db.clone(), id, prefix, suffix).map_err(std::io::Error::other);
+    Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], axum::body::Body::from_stream(body)).into_response())
 }

@@ -448,7 +448,15 @@ async fn send_invite(
     for n in b.numbers {
         let mut m = crate::message_in::MessageIn::new(n, shared::message::MessageType::Text);
         m.text = Some(text.clone());
-        crate::service::messages::queue(&state, &a.row.id, m, None, false).await?;
+        crate::service::messages::queue(
+            &state,
+            &a.row.id,
+            crate::service::messages::Sender::Caller(&a.principal),
+            m,
+            None,
+            false,
+        )
+        .await?;
     }
     Ok(Json(json!({ "send": true, "inviteUrl": url })))
 }

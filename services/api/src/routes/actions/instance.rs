@@ -166,6 +166,7 @@ async fn create(
         min_interval_ms: state.config.default_min_interval_ms as i32,
         max_per_minute: state.config.default_max_per_minute as i32,
         unsafe_pacing: false,
+        pacing_locked: false,
         proxy_url: None,
         reject_call: b.reject_call.unwrap_or(false),
         msg_call: b.msg_call.unwrap_or_default(),
@@ -173,6 +174,7 @@ async fn create(
         send_window: None,
         network: None,
         risk_policy: None,
+        risk_policy_locked: false,
     };
     // The webhook is checked before anything is created.
     let hook = match b.webhook {

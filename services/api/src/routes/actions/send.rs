@@ -21,7 +21,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{as_400, ActionInstance, ActionJson};
+use super::{as_400, ActionAccess, ActionInstance, ActionJson};
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -156,13 +156,15 @@ impl SendOptions {
 
 async fn queue(
     state: &AppState,
-    row: &InstanceRow,
+    a: &ActionAccess,
     mut m: MessageIn,
     options: SendOptions,
     holds_slot: bool,
 ) -> Result<Json<SendActionOut>, ApiError> {
+    let row = &a.row;
     options.apply(state, row, &mut m).await.map_err(as_400)?;
-    let (msg, _) = crate::service::messages::queue(state, &row.id, m, None, holds_slot).await.map_err(as_400)?;
+    let by = crate::service::messages::Sender::Caller(&a.principal);
+    let (msg, _) = crate::service::messages::queue(state, &row.id, by, m, None, holds_slot).await.map_err(as_400)?;
     let hex = &msg.id.as_str()[4..];
     let service_id = format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..]);
     let (message_type, message) = shared::evolution::message(&msg.kind, &msg.content, None);
@@ -208,7 +210,7 @@ pub struct SendTextIn {
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn send_text(
     State(s): State<AppState>,
-    ActionInstance(row): ActionInstance,
+    a: ActionAccess,
     ActionJson(b): ActionJson<SendTextIn>,
 ) -> Result<Json<SendActionOut>, ApiError> {
     let text = match (b.message, b.text) {
@@ -218,7 +220,7 @@ async fn send_text(
     let mut m = MessageIn::new(b.number, MessageType::Text);
     m.text = Some(newlines(&text));
     m.link_preview = b.link_preview;
-    queue(&s, &row, m, b.options, false).await
+    queue(&s, &a, m, b.options, false).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -258,7 +260,7 @@ pub struct EvolutionContact {
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn send_contact(
     State(s): State<AppState>,
-    ActionInstance(row): ActionInstance,
+    a: ActionAccess,
     ActionJson(b): ActionJson<SendContactIn>,
 ) -> Result<Json<SendActionOut>, ApiError> {
     let card = match (b.contact_name, b.contact_phone, b.contact) {
@@ -278,7 +280,7 @@ async fn send_contact(
     };
     let mut m = MessageIn::new(b.number, MessageType::Contact);
     m.contact = Some(card);
-    queue(&s, &row, m, b.options, false).await
+    queue(&s, &a, m, b.options, false).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -310,7 +312,7 @@ pub struct ReactionKey {
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn send_reaction(
     State(s): State<AppState>,
-    ActionInstance(row): ActionInstance,
+    a: ActionAccess,
     ActionJson(b): ActionJson<SendReactionIn>,
 ) -> Result<Json<SendActionOut>, ApiError> {
     let (chat, target) = match (b.phone, b.message_id, b.key) {
@@ -320,7 +322,7 @@ async fn send_reaction(
     };
     let mut m = MessageIn::new(chat, MessageType::Reaction);
     m.reaction = Some(ReactionIn { message_id: target, emoji: b.reaction });
-    queue(&s, &row, m, SendOptions::default(), false).await
+    queue(&s, &a, m, SendOptions::default(), false).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -345,13 +347,13 @@ pub struct SendLocationIn {
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn send_location(
     State(s): State<AppState>,
-    ActionInstance(row): ActionInstance,
+    a: ActionAccess,
     ActionJson(b): ActionJson<SendLocationIn>,
 ) -> Result<Json<SendActionOut>, ApiError> {
     let mut m = MessageIn::new(b.number, MessageType::Location);
     let name = b.title.or(b.name);
     m.location = Some(LocationIn { latitude: b.latitude, longitude: b.longitude, name, address: b.address });
-    queue(&s, &row, m, b.options, false).await
+    queue(&s, &a, m, b.options, false).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -379,12 +381,12 @@ fn one() -> u32 {
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn send_poll(
     State(s): State<AppState>,
-    ActionInstance(row): ActionInstance,
+    a: ActionAccess,
     ActionJson(b): ActionJson<SendPollIn>,
 ) -> Result<Json<SendActionOut>, ApiError> {
     let mut m = MessageIn::new(b.number, MessageType::Poll);
     m.poll = Some(PollIn { name: b.name, values: b.values, selectable_count: b.selectable_count });
-    queue(&s, &row, m, b.options, false).await
+    queue(&s, &a, m, b.options, false).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -426,7 +428,7 @@ fn media_in(value: String, mime_type: Option<String>, filename: Option<String>) 
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn send_media(
     State(s): State<AppState>,
-    ActionInstance(row): ActionInstance,
+    a: ActionAccess,
     held: Option<axum::Extension<SlotHeld>>,
     ActionBody(b): ActionBody<SendMediaIn>,
 ) -> Result<Json<SendActionOut>, ApiError> {
@@ -442,7 +444,7 @@ async fn send_media(
     let mut m = MessageIn::new(b.number, kind);
     m.caption = b.caption.filter(|c| !c.is_empty() && kind != MessageType::Audio);
     m.media = Some(media_in(media, b.mimetype, b.file_name));
-    queue(&s, &row, m, b.options, held.is_some()).await
+    queue(&s, &a, m, b.options, held.is_some()).await
 }
 
 /// The media kind from a file name or URL's extension.
@@ -475,14 +477,14 @@ pub struct SendAudioIn {
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn send_audio(
     State(s): State<AppState>,
-    ActionInstance(row): ActionInstance,
+    a: ActionAccess,
     held: Option<axum::Extension<SlotHeld>>,
     ActionBody(b): ActionBody<SendAudioIn>,
 ) -> Result<Json<SendActionOut>, ApiError> {
     let audio = b.audio.ok_or_else(|| ApiError::validation("give the audio as `audio` (a URL or base64) or `file`"))?;
     let mut m = MessageIn::new(b.number, MessageType::Voice);
     m.media = Some(media_in(audio, None, None));
-    queue(&s, &row, m, b.options, held.is_some()).await
+    queue(&s, &a, m, b.options, held.is_some()).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -504,7 +506,7 @@ pub struct SendStickerIn {
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn send_sticker(
     State(s): State<AppState>,
-    ActionInstance(row): ActionInstance,
+    a: ActionAccess,
     held: Option<axum::Extension<SlotHeld>>,
     ActionBody(b): ActionBody<SendStickerIn>,
 ) -> Result<Json<SendActionOut>, ApiError> {
@@ -512,7 +514,7 @@ async fn send_sticker(
         b.sticker.ok_or_else(|| ApiError::validation("give the sticker as `sticker` (a URL or base64) or `file`"))?;
     let mut m = MessageIn::new(b.number, MessageType::Sticker);
     m.media = Some(media_in(sticker, Some("image/webp".into()), None));
-    queue(&s, &row, m, b.options, held.is_some()).await
+    queue(&s, &a, m, b.options, held.is_some()).await
 }
 
 /// Body of `POST /message/sendStatus/{instanceName}` (Evolution's `StatusMessage`).
@@ -588,14 +590,14 @@ impl FileField for SendPtvIn {
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn send_ptv(
     State(s): State<AppState>,
-    ActionInstance(row): ActionInstance,
+    a: ActionAccess,
     held: Option<axum::Extension<SlotHeld>>,
     ActionBody(b): ActionBody<SendPtvIn>,
 ) -> Result<Json<SendActionOut>, ApiError> {
     let video = b.video.ok_or_else(|| ApiError::validation("give the video as `video` (a URL or base64) or `file`"))?;
     let mut m = MessageIn::new(b.number, MessageType::Video);
     m.media = Some(media_in(video, Some("video/mp4".into()), None));
-    queue(&s, &row, m, b.options, held.is_some()).await
+    queue(&s, &a, m, b.options, held.is_some()).await
 }
 
 /// What WhatsApp does with list and button messages from a linked device: it no longer

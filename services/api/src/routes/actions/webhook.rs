@@ -15,7 +15,7 @@ use utoipa_axum::routes;
 
 use super::EvolutionErrors;
 use super::{ActionInstance, ActionJson};
-use crate::routes::webhooks::{check, shape, WebhookFormat, MAX_WEBHOOKS};
+use crate::routes::webhooks::{check, check_base64_room, insert, shape, WebhookFormat};
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -160,6 +160,7 @@ pub(crate) async fn store(
     match existing {
         Some(e) => {
             let mut tx = state.db.begin().await?;
+            check_base64_room(&mut tx, &row.id, &e.id, &shape).await?;
             let edit = webhooks::Edit { url: &url, events: &events, shape: &shape, enabled, new_secret: None };
             let updated = webhooks::update(&mut *tx, &row.id, &e.id, &edit)
                 .await?
@@ -172,9 +173,7 @@ pub(crate) async fn store(
         }
         None => {
             let secret = shared::auth::generate_webhook_secret();
-            let mut created = webhooks::insert(&state.db, &row.id, &url, &events, &shape, &secret, MAX_WEBHOOKS)
-                .await?
-                .ok_or_else(|| ApiError::validation(format!("an instance has at most {MAX_WEBHOOKS} webhooks")))?;
+            let mut created = insert(state, &row.id, &url, &events, &shape, &secret).await?;
             if !enabled {
                 let edit =
                     webhooks::Edit { url: &url, events: &events, shape: &shape, enabled: false, new_secret: None };
