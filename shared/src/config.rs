@@ -55,8 +55,18 @@ pub enum Role {
     Api,
     Worker,
     Dispatcher,
+    /// The AI attendant: the API's backends and the key that opens stored secrets, but
+    /// no admin token (it serves nobody).
+    Attendant,
     Netsim,
     Migrate,
+}
+
+/// A value copied from an example instead of generated (`k8s/secrets.env.example` says
+/// `CHANGE_ME`): refused, so a cluster never runs with a published secret.
+fn placeholder(s: &str) -> bool {
+    let up = s.to_ascii_uppercase();
+    up.contains("CHANGE_ME") || up.contains("CHANGEME")
 }
 
 /// paceline's whole configuration. Durations are `Duration`s; their keys keep the unit
@@ -402,7 +412,7 @@ impl Config {
         if needs_backends {
             check_url(&mut errors, "database_url", &self.database_url, &["postgres", "postgresql"]);
         }
-        if matches!(role, Role::Api | Role::Worker | Role::Dispatcher) {
+        if matches!(role, Role::Api | Role::Worker | Role::Dispatcher | Role::Attendant) {
             check_url(&mut errors, "redis_url", &self.redis_url, &["redis", "rediss", "redis+unix", "unix"]);
             check_url(&mut errors, "nats_url", &self.nats_url, &["nats", "tls", "ws", "wss"]);
             if !valid_prefix(&self.key_prefix) {
@@ -420,24 +430,36 @@ impl Config {
         if self.database_max_connections == 0 {
             errors.push("database_max_connections must be at least 1".to_string());
         }
-        if role == Role::Api {
-            match &self.admin_token {
-                None => errors.push(
-                    "admin_token is required (set PACELINE_ADMIN_TOKEN to pl_admin_ followed by at least 24 random characters)"
-                        .to_string(),
-                ),
-                Some(t) if !crate::auth::valid_admin_token(t) => errors.push(format!(
+        if role == Role::Api && self.admin_token.is_none() {
+            errors.push(
+                "admin_token is required (set PACELINE_ADMIN_TOKEN to pl_admin_ followed by at least 24 random characters)"
+                    .to_string(),
+            );
+        }
+        if let Some(t) = &self.admin_token {
+            if !crate::auth::valid_admin_token(t) {
+                errors.push(format!(
                     "admin_token must be {ADMIN_TOKEN_PREFIX} followed by at least 24 characters of [A-Za-z0-9_-]"
-                )),
-                Some(_) => {}
+                ));
+            } else if placeholder(t) {
+                errors.push("admin_token is the example's placeholder: generate a random one".to_string());
             }
+        }
+        if let Some(k) = &self.secrets_key {
+            if crate::sealed::decode_key(k).is_none() {
+                errors.push("secrets_key must be 32 bytes, base64".to_string());
+            } else if placeholder(k) {
+                errors.push("secrets_key is the example's placeholder: generate a random one".to_string());
+            }
+        }
+        if role == Role::Attendant && self.secrets_key.is_none() && self.admin_token.is_none() {
+            errors.push("the attendant needs secrets_key (PACELINE_SECRETS_KEY) to open stored provider keys".to_string());
+        }
+        if role == Role::Api {
             if self.client_ip_header.is_empty()
                 || http::HeaderName::from_bytes(self.client_ip_header.as_bytes()).is_err()
             {
                 errors.push("client_ip_header must be a valid HTTP header name".to_string());
-            }
-            if self.secrets_key.as_deref().is_some_and(|k| crate::sealed::decode_key(k).is_none()) {
-                errors.push("secrets_key must be 32 bytes, base64".to_string());
             }
             if let Some(u) = &self.public_url {
                 if !matches!(u.scheme(), "http" | "https") {

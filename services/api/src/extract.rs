@@ -97,7 +97,9 @@ pub async fn authenticate_from(
     state: &AppState,
 ) -> Result<Principal, ApiError> {
     let cached = match TokenKind::of(token) {
-        Some(TokenKind::Admin) if auth::admin_token_matches(token, &state.admin_token) => return Ok(Principal::Admin),
+        Some(TokenKind::Admin) if state.admin_token.as_deref().is_some_and(|a| auth::admin_token_matches(token, a)) => {
+            return Ok(Principal::Admin)
+        }
         Some(kind @ (TokenKind::Instance | TokenKind::ApiKey)) => {
             let hash = auth::hash_token(token);
             match state.token_cache.get(&hash) {

@@ -19,7 +19,11 @@ pub struct MediaUrls {
 }
 
 impl MediaUrls {
-    pub fn new(config: &shared::Config, admin_token: &str) -> MediaUrls {
+    /// Without an admin token (the attendant role) no URL is signed or verified.
+    pub fn new(config: &shared::Config, admin_token: Option<&str>) -> MediaUrls {
+        let Some(admin_token) = admin_token else {
+            return MediaUrls { key: Vec::new(), public: None, local: None };
+        };
         let mut mac = Hmac::<Sha256>::new_from_slice(admin_token.as_bytes()).expect("any key length");
         mac.update(b"paceline media url key v1");
         let key = mac.finalize().into_bytes().to_vec();
@@ -60,6 +64,9 @@ impl MediaUrls {
     /// Whether `sig` is this deployment's signature of (`id`, `exp`) and `exp` has not passed.
     pub fn verify(&self, id: &str, exp: i64, sig: &str, now: chrono::DateTime<chrono::Utc>) -> bool {
         let Ok(sig) = hex::decode(sig) else { return false };
+        if self.key.is_empty() {
+            return false;
+        }
         exp >= now.timestamp() && self.mac(id, exp).verify_slice(&sig).is_ok()
     }
 }
@@ -70,7 +77,7 @@ mod tests {
 
     fn urls() -> MediaUrls {
         let config = shared::Config::default();
-        MediaUrls::new(&config, "pl_admin_aaaaaaaaaaaaaaaaaaaaaaaaaaaa")
+        MediaUrls::new(&config, Some("pl_admin_aaaaaaaaaaaaaaaaaaaaaaaaaaaa"))
     }
 
     #[test]
@@ -85,16 +92,16 @@ mod tests {
         assert!(!u.verify("med_1", exp + 1, &q["sig"], now), "another expiry");
         assert!(!u.verify("med_1", exp, "00", now), "another signature");
         assert!(!u.verify("med_1", exp, &q["sig"], now + TTL + chrono::Duration::seconds(1)), "expired");
-        let other = MediaUrls::new(&shared::Config::default(), "pl_admin_bbbbbbbbbbbbbbbbbbbbbbbbbbbb");
+        let other = MediaUrls::new(&shared::Config::default(), Some("pl_admin_bbbbbbbbbbbbbbbbbbbbbbbbbbbb"));
         assert!(!other.verify("med_1", exp, &q["sig"], now), "another deployment's key");
     }
 
     #[test]
     fn disabled_beyond_loopback_without_public_url() {
         let mut config = shared::Config { listen_addr: ([0, 0, 0, 0], 8787).into(), ..Default::default() };
-        assert!(!MediaUrls::new(&config, "pl_admin_x").enabled());
+        assert!(!MediaUrls::new(&config, Some("pl_admin_x")).enabled());
         config.public_url = Some(url::Url::parse("https://gw.example.com/").unwrap());
-        let u = MediaUrls::new(&config, "pl_admin_x");
+        let u = MediaUrls::new(&config, Some("pl_admin_x"));
         assert!(u.sign("med_1", chrono::Utc::now()).unwrap().starts_with("https://gw.example.com/media/med_1?exp="));
     }
 }

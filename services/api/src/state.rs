@@ -20,7 +20,8 @@ pub struct Inner {
     /// `/healthz` and `/readyz` are public when the API listens on loopback only.
     pub health_public: bool,
     /// The admin token, checked on every admin request.
-    pub admin_token: String,
+    /// None in the attendant role, which authenticates nobody.
+    pub admin_token: Option<String>,
     /// Fetches tenant URLs (media) without reaching internal addresses.
     pub fetcher: shared::fetch::GuardedClient,
     /// Batches accepted messages into shared statements.
@@ -48,10 +49,17 @@ impl std::ops::Deref for AppState {
 }
 
 impl AppState {
-    /// Connects to Postgres (applying migrations when configured), Redis and NATS.
+    /// Connects to Postgres (applying migrations when configured), Redis and NATS, for
+    /// the API.
     pub async fn connect(config: Config, shutdown: Shutdown) -> anyhow::Result<AppState> {
+        Self::connect_as(config, shutdown, shared::config::Role::Api).await
+    }
+
+    /// [`AppState::connect`] for `role`: the attendant runs without the admin token (no
+    /// request is authenticated there, and no media URL signed).
+    pub async fn connect_as(config: Config, shutdown: Shutdown, role: shared::config::Role) -> anyhow::Result<AppState> {
         use anyhow::Context;
-        config.validate(shared::config::Role::Api)?;
+        config.validate(role)?;
         let db = db::connect(&config).await.context("connecting to postgres")?;
         db::prepare(&db, &config, &shutdown).await.context("preparing the database schema")?;
         let redis = kv::connect(&config).context("configuring redis")?;
@@ -64,8 +72,8 @@ impl AppState {
                 shared::health::nats(nats.clone()),
             ],
         );
-        let admin_token = config.admin_token.clone().context("admin_token is required")?;
-        let media_urls = crate::media_urls::MediaUrls::new(&config, &admin_token);
+        let admin_token = config.admin_token.clone();
+        let media_urls = crate::media_urls::MediaUrls::new(&config, admin_token.as_deref());
         let token_cache = Arc::new(crate::auth_cache::TokenCache::default());
         let subjects = bus::Subjects::new(&config);
         let (auth_changes, _) = tokio::sync::broadcast::channel(1024);

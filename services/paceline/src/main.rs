@@ -138,7 +138,7 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
             tasks.push(("dispatcher", Box::pin(dispatcher::run(config, shutdown.clone()))));
         }
         Command::Attendant => {
-            config.validate(Role::Api)?;
+            config.validate(Role::Attendant)?;
             metrics(&mut tasks, &config, vec!["attendant"]);
             tasks.push(("attendant", Box::pin(api::attendant::run(config, shutdown.clone()))));
         }

@@ -80,3 +80,23 @@ fn a_complete_config_validates() {
     c.validate(Role::Api).unwrap();
     Config::default().validate(Role::Netsim).unwrap();
 }
+
+#[test]
+fn placeholder_secrets_are_refused_and_the_attendant_needs_no_admin_token() {
+    let base = Config {
+        database_url: "postgres://u@127.0.0.1/db".into(),
+        redis_url: "redis://127.0.0.1:6379".into(),
+        nats_url: "nats://127.0.0.1:4222".into(),
+        ..Config::default()
+    };
+    let c = Config { admin_token: Some("pl_admin_CHANGE_ME_to_40_random_characters_0000".into()), ..base.clone() };
+    for role in [Role::Api, Role::Worker, Role::Attendant] {
+        let e = c.validate(role).unwrap_err().to_string();
+        assert!(e.contains("placeholder") && !e.contains("CHANGE_ME"), "{e}");
+    }
+    let key = Some("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=".into());
+    Config { secrets_key: key.clone(), ..base.clone() }.validate(Role::Attendant).unwrap();
+    let e = base.validate(Role::Attendant).unwrap_err().to_string();
+    assert!(e.contains("secrets_key"), "{e}");
+    assert!(Config { secrets_key: key, ..base }.validate(Role::Api).is_err(), "the API still needs the admin token");
+}

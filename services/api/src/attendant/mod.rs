@@ -82,7 +82,7 @@ pub fn reply_client_id(inbound: &str) -> String {
 pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     describe();
     let sealer = Sealer::from_config(&config).context("the attendant needs secrets_key or admin_token")?;
-    let state = AppState::connect(config, shutdown.clone()).await?;
+    let state = AppState::connect_as(config, shutdown.clone(), shared::config::Role::Attendant).await?;
     let a = Arc::new(Attendant {
         sealer,
         public: GuardedClient::new(state.config.allow_private_targets, LOCK_TTL),

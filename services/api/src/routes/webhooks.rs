@@ -20,6 +20,7 @@ use utoipa_axum::routes;
 
 use crate::extract::{Path, ValidatedJson, ValidatedQuery, WebhookAccess};
 use crate::pagination::SmallPageQuery;
+use crate::service::instances::masked_url;
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -77,6 +78,8 @@ pub(crate) async fn check_base64_room(
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct WebhookOut {
     pub id: WebhookId,
+    /// Credentials in it are shown masked: the password as `***` (to the admin, who sees
+    /// the user name), the whole user info as `***` to anyone else.
     pub url: String,
     /// Event types delivered; empty means every type.
     pub events: Vec<String>,
@@ -119,11 +122,13 @@ impl WebhookFormat {
 }
 
 impl WebhookOut {
-    fn of(r: WebhookRow, show_secret: bool) -> WebhookOut {
+    /// As `admin` or not sees it: the URL's password never shown, its user name only to
+    /// the admin.
+    fn of(r: WebhookRow, show_secret: bool, admin: bool) -> WebhookOut {
         WebhookOut {
             secret: show_secret.then_some(r.secret),
             id: r.id,
-            url: r.url,
+            url: masked_url(&r.url, admin),
             events: r.events,
             enabled: r.enabled,
             disabled_reason: r.disabled_reason,
@@ -233,7 +238,7 @@ fn dedup(mut events: Vec<String>) -> Vec<String> {
     security(("admin" = []), ("instance" = [])))]
 async fn create(
     State(state): State<AppState>,
-    WebhookAccess { id, .. }: WebhookAccess,
+    WebhookAccess { id, principal }: WebhookAccess,
     ValidatedJson(b): ValidatedJson<WebhookIn>,
 ) -> Result<(StatusCode, Json<WebhookOut>), ApiError> {
     shared::db::instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
@@ -241,7 +246,7 @@ async fn create(
     let url = check(&state, &b.url, &events).await?;
     let shape = shape(b.format, b.by_events, b.base64, vec![])?;
     let row = insert(&state, &id, &url, &events, &shape, &generate_webhook_secret()).await?;
-    Ok((StatusCode::CREATED, Json(WebhookOut::of(row, true))))
+    Ok((StatusCode::CREATED, Json(WebhookOut::of(row, true, principal.is_admin()))))
 }
 
 /// The instance's webhooks (without secrets).
@@ -256,10 +261,11 @@ async fn create(
     security(("admin" = []), ("instance" = [])))]
 async fn list(
     State(state): State<AppState>,
-    WebhookAccess { id, .. }: WebhookAccess,
+    WebhookAccess { id, principal }: WebhookAccess,
 ) -> Result<Json<WebhookListOut>, ApiError> {
     let rows = webhooks::list(&state.db, &id).await?;
-    Ok(Json(WebhookListOut { webhooks: rows.into_iter().map(|r| WebhookOut::of(r, false)).collect() }))
+    let admin = principal.is_admin();
+    Ok(Json(WebhookListOut { webhooks: rows.into_iter().map(|r| WebhookOut::of(r, false, admin)).collect() }))
 }
 
 /// Read a webhook (without its secret).
@@ -274,11 +280,11 @@ async fn list(
     security(("admin" = []), ("instance" = [])))]
 async fn get_one(
     State(state): State<AppState>,
-    WebhookAccess { id, .. }: WebhookAccess,
+    WebhookAccess { id, principal }: WebhookAccess,
     Path(ids): Path<(InstanceId, WebhookId)>,
 ) -> Result<Json<WebhookOut>, ApiError> {
     let row = webhooks::get(&state.db, &id, &ids.1).await?.ok_or_else(|| ApiError::not_found("webhook"))?;
-    Ok(Json(WebhookOut::of(row, false)))
+    Ok(Json(WebhookOut::of(row, false, principal.is_admin())))
 }
 
 /// Edit a webhook: URL, event types, enabled; `rotate_secret` issues a new secret.
@@ -295,7 +301,7 @@ async fn get_one(
     security(("admin" = []), ("instance" = [])))]
 async fn patch(
     State(state): State<AppState>,
-    WebhookAccess { id, .. }: WebhookAccess,
+    WebhookAccess { id, principal }: WebhookAccess,
     Path(ids): Path<(InstanceId, WebhookId)>,
     ValidatedJson(p): ValidatedJson<WebhookPatch>,
 ) -> Result<Json<WebhookOut>, ApiError> {
@@ -317,7 +323,7 @@ async fn patch(
         dlv::fail_pending(&mut tx, &row.id, "the endpoint was disabled").await?;
     }
     tx.commit().await?;
-    Ok(Json(WebhookOut::of(row, secret.is_some())))
+    Ok(Json(WebhookOut::of(row, secret.is_some(), principal.is_admin())))
 }
 
 /// Remove a webhook.

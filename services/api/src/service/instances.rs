@@ -148,7 +148,7 @@ impl InstanceOut {
     /// The record as `admin` or not sees it: the proxy's password is never shown, and its
     /// user name only to the admin.
     pub fn shown_to(r: InstanceRow, admin: bool) -> InstanceOut {
-        let proxy = r.proxy_url.as_deref().map(|p| if admin { redact_proxy(p) } else { hide_proxy_credentials(p) });
+        let proxy = r.proxy_url.as_deref().map(|p| masked_url(p, admin));
         InstanceOut { proxy_url: proxy, ..InstanceOut::from(r) }
     }
 }
@@ -159,7 +159,7 @@ impl From<InstanceRow> for InstanceOut {
         InstanceOut {
             state: r.state,
             state_reason: r.state_reason.clone(),
-            proxy_url: r.proxy_url.as_deref().map(hide_proxy_credentials),
+            proxy_url: r.proxy_url.as_deref().map(hide_credentials),
             ip_allowlist_locked: r.ip_allowlist_locked,
             network: r.network.clone(),
             id: r.id,
@@ -374,7 +374,7 @@ fn validate_proxy(p: &str) -> Result<(), ApiError> {
 }
 
 /// The proxy URL with its password replaced by `***`, for answers and logs.
-pub fn redact_proxy(p: &str) -> String {
+pub fn redact_password(p: &str) -> String {
     match url::Url::parse(p) {
         Ok(mut u) if u.password().is_some() => {
             let _ = u.set_password(Some("***"));
@@ -385,8 +385,19 @@ pub fn redact_proxy(p: &str) -> String {
     }
 }
 
-/// The proxy URL with its whole user info (name and password) replaced by `***`.
-pub fn hide_proxy_credentials(p: &str) -> String {
+/// A URL that may carry credentials (a proxy's, a webhook's) as `admin` or not sees it:
+/// its password never (`***`), its user name only to the admin; to anyone else the
+/// whole user info is `***`.
+pub fn masked_url(url: &str, admin: bool) -> String {
+    if admin {
+        redact_password(url)
+    } else {
+        hide_credentials(url)
+    }
+}
+
+/// The URL with its whole user info (name and password) replaced by `***`.
+pub fn hide_credentials(p: &str) -> String {
     match url::Url::parse(p) {
         Ok(mut u) if !u.username().is_empty() || u.password().is_some() => {
             let _ = u.set_password(None);
@@ -511,11 +522,11 @@ mod tests {
 
     #[test]
     fn proxy_passwords_are_redacted() {
-        assert_eq!(redact_proxy("http://user:hunter2@proxy:3128"), "http://user:***@proxy:3128/");
-        assert_eq!(redact_proxy("socks5://proxy:1080"), "socks5://proxy:1080");
-        assert_eq!(hide_proxy_credentials("http://customer-42:hunter2@proxy:3128"), "http://***@proxy:3128/");
-        assert_eq!(hide_proxy_credentials("socks5://customer-42@proxy:1080"), "socks5://***@proxy:1080");
-        assert_eq!(hide_proxy_credentials("socks5://proxy:1080"), "socks5://proxy:1080");
+        assert_eq!(redact_password("http://user:hunter2@proxy:3128"), "http://user:***@proxy:3128/");
+        assert_eq!(redact_password("socks5://proxy:1080"), "socks5://proxy:1080");
+        assert_eq!(hide_credentials("http://customer-42:hunter2@proxy:3128"), "http://***@proxy:3128/");
+        assert_eq!(hide_credentials("socks5://customer-42@proxy:1080"), "socks5://***@proxy:1080");
+        assert_eq!(hide_credentials("socks5://proxy:1080"), "socks5://proxy:1080");
     }
 
     #[test]

@@ -162,9 +162,35 @@ fn the_chart_renders_validates_and_runs_the_code_as_configured() {
         "PodDisruptionBudget/paceline-dispatcher",
         "HorizontalPodAutoscaler/paceline-api",
         "HorizontalPodAutoscaler/paceline-dispatcher",
+        "NetworkPolicy/paceline-api",
+        "NetworkPolicy/paceline-backends",
+        "NetworkPolicy/paceline-egress",
     ] {
         assert!(default.contains(k), "default install has {k}: {default:?}");
     }
+    // Egress by default: DNS, the backends' ports, the release's pods, and public
+    // addresses only.
+    let manifests = scenarios["default"]["manifests"].as_array().unwrap();
+    let egress = &find(manifests, "NetworkPolicy", "paceline-egress")["spec"];
+    assert_eq!(egress["policyTypes"], json!(["Egress"]));
+    assert_eq!(egress["podSelector"]["matchLabels"]["app.kubernetes.io/instance"], "paceline");
+    let rules = egress["egress"].as_array().unwrap();
+    let ports = |r: &Value| -> Vec<i64> {
+        r["ports"].as_array().into_iter().flatten().filter_map(|p| p["port"].as_i64()).collect()
+    };
+    assert_eq!(ports(&rules[0]), [53, 53], "DNS");
+    assert_eq!(ports(&rules[1]), [5432, 6379, 4222], "the backends");
+    let public = rules.iter().find(|r| r["to"][0]["ipBlock"]["cidr"] == "0.0.0.0/0").expect("public addresses");
+    let except: Vec<&str> =
+        public["to"][0]["ipBlock"]["except"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
+    for private in ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "127.0.0.0/8", "100.64.0.0/10"] {
+        assert!(except.contains(&private), "{private} is not public");
+    }
+    assert!(rules.iter().all(|r| r.get("ports").is_some() || r["to"].is_array()), "no rule opens everything");
+    // The attendant opens stored secrets; it gets no admin token.
+    let attendant = &find(manifests, "Deployment", "paceline-attendant")["spec"]["template"]["spec"]["containers"][0];
+    let names: Vec<&str> = attendant["env"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"PACELINE_SECRETS_KEY") && !names.contains(&"PACELINE_ADMIN_TOKEN"), "{names:?}");
     // No CRDs offline: no ServiceMonitor or PrometheusRule unless forced.
     assert!(!default.iter().any(|k| k.starts_with("ServiceMonitor") || k.starts_with("PrometheusRule")));
     let minimal = kinds("minimal");
@@ -212,7 +238,8 @@ fn the_chart_renders_validates_and_runs_the_code_as_configured() {
             let env = container_env(manifests, c, &secrets);
             let config = load_config(&env);
             let r = match role {
-                "api" | "attendant" => Role::Api,
+                "api" => Role::Api,
+                "attendant" => Role::Attendant,
                 "worker" => Role::Worker,
                 _ => Role::Dispatcher,
             };
@@ -238,6 +265,36 @@ fn the_chart_renders_validates_and_runs_the_code_as_configured() {
     let test = &scenarios["default"]["tests"][0];
     let script = test["spec"]["containers"][0]["args"][0].as_str().unwrap();
     assert!(script.contains("/readyz") && script.contains("/v1/me"), "{script}");
+}
+
+/// k8s/secrets.env.example's placeholders never run a cluster: the roles refuse them at
+/// start, naming the key but not the value.
+#[test]
+fn the_examples_placeholder_secrets_are_refused_at_start() {
+    let example = std::fs::read_to_string(root().join("k8s/secrets.env.example")).unwrap();
+    let get = |k: &str| example.lines().find_map(|l| l.strip_prefix(&format!("{k}="))).unwrap().to_string();
+    let out = Command::new(crate::bin())
+        .arg("api")
+        .env_clear()
+        .env("PACELINE_DATABASE_URL", "postgres://u@127.0.0.1:9/db")
+        .env("PACELINE_REDIS_URL", "redis://127.0.0.1:9")
+        .env("PACELINE_NATS_URL", "nats://127.0.0.1:9")
+        .env("PACELINE_ADMIN_TOKEN", get("admin-token"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("admin_token is the example's placeholder"), "{stderr}");
+    assert!(!stderr.contains(&get("admin-token")), "the value is not repeated");
+    let config = Config {
+        database_url: "postgres://u@127.0.0.1/db".into(),
+        redis_url: "redis://127.0.0.1:6379".into(),
+        nats_url: "nats://127.0.0.1:4222".into(),
+        secrets_key: Some(get("secrets-key")),
+        ..Config::default()
+    };
+    let e = config.validate(Role::Attendant).unwrap_err().to_string();
+    assert!(e.contains("secrets_key"), "{e}");
 }
 
 /// Metric names the code exports (its string literals), with a histogram's series.

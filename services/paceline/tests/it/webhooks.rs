@@ -99,3 +99,46 @@ async fn the_webhook_limit_holds_under_concurrent_creation() {
     let listed = own.get(&path).await.expect(200);
     assert_eq!(listed["webhooks"].as_array().unwrap().len(), 20);
 }
+
+/// Credentials in a webhook's URL are never shown as given: the password to nobody, the
+/// user name only to the admin (as a proxy's), on `/v1` and Evolution's `webhook/find`
+/// alike; what is delivered still uses them.
+#[tokio::test]
+async fn credentials_in_webhook_urls_are_masked() {
+    let mut config = test_config();
+    config.allow_private_targets = true;
+    let api = TestApi::start_with(config).await;
+    let (inst, token) = api.create_instance("wh-creds").await;
+    let id = inst["id"].as_str().unwrap();
+    let path = format!("/v1/instances/{id}/webhooks");
+    let own = api.client(Some(token.clone()));
+    let w = own.post(&path, &json!({ "url": "http://hook-user:s3cret-pw@127.0.0.1:9/h" })).await.expect(201);
+    assert_eq!(w["url"], "http://***@127.0.0.1:9/h");
+    let one = format!("{path}/{}", w["id"].as_str().unwrap());
+    let key = own
+        .post(&format!("/v1/instances/{id}/api-keys"), &json!({ "name": "dash", "scope": "read_only" }))
+        .await
+        .expect(201)["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let reader = api.client(Some(key.clone()));
+    for c in [&own, &reader] {
+        let list = c.get(&path).await;
+        assert!(!list.text.contains("s3cret-pw") && !list.text.contains("hook-user"), "{}", list.text);
+        assert_eq!(c.get(&one).await.expect(200)["url"], "http://***@127.0.0.1:9/h");
+    }
+    assert_eq!(api.admin().get(&one).await.expect(200)["url"], "http://hook-user:***@127.0.0.1:9/h");
+    let evo = api.anon().with_header("apikey", &token);
+    evo.post("/webhook/set/wh-creds", &json!({ "url": "http://evo:evo-pw@127.0.0.1:9/e" })).await.expect(200);
+    let found = api.anon().with_header("apikey", &key).get("/webhook/find/wh-creds").await.expect(200);
+    assert_eq!(found["url"], "http://***@127.0.0.1:9/e");
+    // Stored as given: deliveries still carry them.
+    let db = shared::db::connect(&api.config).await.unwrap();
+    let stored: Vec<String> = sqlx::query_scalar("SELECT url FROM webhooks WHERE instance_id = $1 ORDER BY id")
+        .bind(id)
+        .fetch_all(&db)
+        .await
+        .unwrap();
+    assert_eq!(stored, ["http://hook-user:s3cret-pw@127.0.0.1:9/h", "http://evo:evo-pw@127.0.0.1:9/e"]);
+}

@@ -183,7 +183,7 @@ async fn create(
     };
     let (row, token) = crate::service::instances::create(&state, fields).await?;
     let webhook = match hook {
-        Some(p) => Some(super::webhook::store(&state, &row, p, None).await?),
+        Some(p) => Some(super::webhook::store(&state, &row, p, None, true).await?),
         None => None,
     };
     let qrcode = if b.qrcode { first_qr(&state, &row, b.number.as_deref()).await? } else { None };

@@ -14,7 +14,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::EvolutionErrors;
-use super::{ActionInstance, ActionJson};
+use super::{ActionAccess, ActionJson};
 use crate::routes::webhooks::{check, check_base64_room, insert, shape, WebhookFormat};
 use crate::state::AppState;
 
@@ -74,10 +74,11 @@ pub struct EvoWebhookOut {
 }
 
 impl EvoWebhookOut {
-    fn of(r: WebhookRow, secret: Option<String>) -> EvoWebhookOut {
+    /// As `admin` or not sees it (the URL's credentials masked as on `/v1`).
+    fn of(r: WebhookRow, secret: Option<String>, admin: bool) -> EvoWebhookOut {
         EvoWebhookOut {
             id: r.id.to_string(),
-            url: r.url,
+            url: crate::service::instances::masked_url(&r.url, admin),
             enabled: r.enabled,
             events: r.shape.evolution_events,
             webhook_by_events: r.shape.by_events,
@@ -103,12 +104,12 @@ async fn current(state: &AppState, row: &shared::db::instances::InstanceRow) -> 
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn set(
     State(state): State<AppState>,
-    ActionInstance(row): ActionInstance,
+    a: ActionAccess,
     ActionJson(b): ActionJson<EvoSetIn>,
 ) -> Result<Json<EvoWebhookOut>, ApiError> {
-    let existing = current(&state, &row).await?;
+    let existing = current(&state, &a.row).await?;
     let p = prepare(&state, b.webhook.unwrap_or(b.top), existing.as_ref()).await?;
-    store(&state, &row, p, existing).await.map(Json)
+    store(&state, &a.row, p, existing, a.principal.is_admin()).await.map(Json)
 }
 
 /// A checked Evolution webhook, ready to store.
@@ -150,11 +151,13 @@ pub(crate) async fn prepare(
 }
 
 /// Stores the instance's Evolution webhook: replaces `existing`, or registers one.
+/// `admin`: the caller is the admin (what the answer shows of the URL's credentials).
 pub(crate) async fn store(
     state: &AppState,
     row: &shared::db::instances::InstanceRow,
     p: Prepared,
     existing: Option<WebhookRow>,
+    admin: bool,
 ) -> Result<EvoWebhookOut, ApiError> {
     let Prepared { url, events, shape, enabled } = p;
     match existing {
@@ -169,7 +172,7 @@ pub(crate) async fn store(
                 shared::db::deliveries::fail_pending(&mut tx, &e.id, "the endpoint was disabled").await?;
             }
             tx.commit().await?;
-            Ok(EvoWebhookOut::of(updated, None))
+            Ok(EvoWebhookOut::of(updated, None, admin))
         }
         None => {
             let secret = shared::auth::generate_webhook_secret();
@@ -181,7 +184,7 @@ pub(crate) async fn store(
                     .await?
                     .ok_or_else(|| ApiError::not_found("webhook"))?;
             }
-            Ok(EvoWebhookOut::of(created, Some(secret)))
+            Ok(EvoWebhookOut::of(created, Some(secret), admin))
         }
     }
 }
@@ -193,7 +196,8 @@ pub(crate) async fn store(
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn find(
     State(state): State<AppState>,
-    ActionInstance(row): ActionInstance,
+    a: ActionAccess,
 ) -> Result<Json<Option<EvoWebhookOut>>, ApiError> {
-    Ok(Json(current(&state, &row).await?.map(|w| EvoWebhookOut::of(w, None))))
+    let admin = a.principal.is_admin();
+    Ok(Json(current(&state, &a.row).await?.map(|w| EvoWebhookOut::of(w, None, admin))))
 }
