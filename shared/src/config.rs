@@ -453,7 +453,9 @@ impl Config {
             }
         }
         if role == Role::Attendant && self.secrets_key.is_none() && self.admin_token.is_none() {
-            errors.push("the attendant needs secrets_key (PACELINE_SECRETS_KEY) to open stored provider keys".to_string());
+            errors.push(
+                "the attendant needs secrets_key (PACELINE_SECRETS_KEY) to open stored provider keys".to_string(),
+            );
         }
         if role == Role::Api {
             if self.client_ip_header.is_empty()

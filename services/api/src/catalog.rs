@@ -229,7 +229,8 @@ pub struct AttendantHandoffEventData {
     pub chat_jid: String,
     /// The message that caused it: the contact's keyword, or the reply from the phone.
     pub message_id: MessageId,
-    /// `keyword` or `human_reply`.
+    /// `keyword`, `human_reply` or `bot_loop` (the chat's last messages were automatic on
+    /// both sides).
     pub reason: String,
     /// Paused until then, or until `POST {inst}/attendant/chats/{jid}/resume`.
     pub until: DateTime<Utc>,
@@ -241,7 +242,8 @@ pub struct AttendantFailedEventData {
     pub chat_jid: String,
     pub message_id: MessageId,
     /// `timeout`, `unreachable`, `refused_address`, `http_status`, `bad_answer`,
-    /// `too_large`, `bad_config`, `reply_limit`, `outside_send_window` or `queue_refused`.
+    /// `too_large`, `bad_config`, `reply_limit`, `budget` (the instance's
+    /// replies or tokens per hour or day), `outside_send_window` or `queue_refused`.
     pub reason: String,
     /// In words; never the provider's URL, key or answer.
     pub detail: String,

@@ -57,7 +57,11 @@ impl AppState {
 
     /// [`AppState::connect`] for `role`: the attendant runs without the admin token (no
     /// request is authenticated there, and no media URL signed).
-    pub async fn connect_as(config: Config, shutdown: Shutdown, role: shared::config::Role) -> anyhow::Result<AppState> {
+    pub async fn connect_as(
+        config: Config,
+        shutdown: Shutdown,
+        role: shared::config::Role,
+    ) -> anyhow::Result<AppState> {
         use anyhow::Context;
         config.validate(role)?;
         let db = db::connect(&config).await.context("connecting to postgres")?;

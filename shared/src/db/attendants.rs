@@ -142,6 +142,42 @@ pub async fn replies_since(
     .await
 }
 
+/// The instance's replies, and the tokens they took, since `since` (its budget).
+pub async fn spent_since(
+    db: impl PgExecutor<'_>,
+    id: &InstanceId,
+    since: DateTime<Utc>,
+) -> Result<(i64, i64), sqlx::Error> {
+    sqlx::query_as(
+        "SELECT count(*), COALESCE(sum(tokens), 0)::bigint FROM attendant_replies \
+         WHERE instance_id = $1 AND created_at >= $2",
+    )
+    .bind(id)
+    .bind(since)
+    .fetch_one(db)
+    .await
+}
+
+/// Which of `messages` (queued `msg_` ids) are the attendant's replies.
+pub async fn replies_among(
+    db: impl PgExecutor<'_>,
+    id: &InstanceId,
+    messages: &[&str],
+) -> Result<Vec<String>, sqlx::Error> {
+    if messages.is_empty() {
+        return Ok(Vec::new());
+    }
+    // (Recent ones only: the chat's last messages, read through the time index.)
+    sqlx::query_scalar(
+        "SELECT message_id FROM attendant_replies \
+         WHERE instance_id = $1 AND created_at >= now() - interval '7 days' AND message_id = ANY($2)",
+    )
+    .bind(id)
+    .bind(messages)
+    .fetch_all(db)
+    .await
+}
+
 /// Whether the received message `inbound` was answered already.
 pub async fn answered(db: impl PgExecutor<'_>, id: &InstanceId, inbound: &str) -> Result<bool, sqlx::Error> {
     sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM attendant_replies WHERE instance_id = $1 AND inbound_id = $2)")

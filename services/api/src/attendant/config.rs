@@ -33,6 +33,9 @@ fn d_timeout() -> u32 {
 fn d_pause() -> u32 {
     60
 }
+fn d_loop() -> u32 {
+    10
+}
 
 /// Body of `PUT {inst}/attendant`: the whole configuration.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -67,6 +70,50 @@ pub struct AttendantIn {
     /// cluster). Only the admin may set it.
     #[serde(default)]
     pub allow_private_targets: bool,
+    /// How much the attendant may answer for this instance, over every chat.
+    #[serde(default)]
+    pub budget: Budget,
+}
+
+/// The instance's budget: replies and provider tokens (as the provider reports them)
+/// per hour and per day, over every chat. Past one, messages go unanswered
+/// (`attendant.failed`, `budget`) until the window has room.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct Budget {
+    /// Default 200.
+    #[schema(minimum = 1, maximum = 10000)]
+    pub replies_per_hour: u32,
+    /// Default 1,000.
+    #[schema(minimum = 1, maximum = 100000)]
+    pub replies_per_day: u32,
+    /// Default 200,000.
+    #[schema(minimum = 1, maximum = 10000000)]
+    pub tokens_per_hour: u64,
+    /// Default 1,000,000.
+    #[schema(minimum = 1, maximum = 100000000)]
+    pub tokens_per_day: u64,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget { replies_per_hour: 200, replies_per_day: 1000, tokens_per_hour: 200_000, tokens_per_day: 1_000_000 }
+    }
+}
+
+impl Budget {
+    fn check(&self) -> Result<(), ApiError> {
+        let ok = (1..=10_000).contains(&self.replies_per_hour)
+            && (1..=100_000).contains(&self.replies_per_day)
+            && (1..=10_000_000).contains(&self.tokens_per_hour)
+            && (1..=100_000_000).contains(&self.tokens_per_day);
+        if !ok {
+            return Err(ApiError::validation(
+                "budget: replies_per_hour 1-10000, replies_per_day 1-100000, tokens_per_hour 1-10000000, tokens_per_day 1-100000000",
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// `openai`.
@@ -175,11 +222,18 @@ pub struct Handoff {
     #[serde(default)]
     #[schema(max_items = 20)]
     pub keywords: Vec<String>,
+    /// A chat whose last this many messages are all automatic on both sides (the
+    /// attendant's replies, and the contact's each faster than a person types it) is a
+    /// loop with another bot: it is handed over (`bot_loop`). Default 10; 0 never (1
+    /// counts as 2: one exchange).
+    #[serde(default = "d_loop")]
+    #[schema(maximum = 100)]
+    pub loop_messages: u32,
 }
 
 impl Default for Handoff {
     fn default() -> Self {
-        Handoff { on_human_reply: true, pause_minutes: d_pause(), keywords: Vec::new() }
+        Handoff { on_human_reply: true, pause_minutes: d_pause(), keywords: Vec::new(), loop_messages: d_loop() }
     }
 }
 
@@ -220,7 +274,7 @@ pub enum ProviderOut {
 pub struct PausedChatOut {
     pub jid: String,
     pub until: DateTime<Utc>,
-    /// `human_reply` or `keyword`.
+    /// `human_reply`, `keyword` or `bot_loop`.
     pub reason: String,
 }
 
@@ -236,6 +290,7 @@ pub struct AttendantOut {
     pub max_replies_per_chat_per_hour: u32,
     pub reply_timeout_seconds: u32,
     pub allow_private_targets: bool,
+    pub budget: Budget,
     /// Chats paused now (at most 1,000).
     pub paused_chats: Vec<PausedChatOut>,
     pub updated_at: DateTime<Utc>,
@@ -260,6 +315,20 @@ pub struct AttendantPatch {
     #[schema(minimum = 5, maximum = 300)]
     pub reply_timeout_seconds: Option<u32>,
     pub allow_private_targets: Option<bool>,
+    pub budget: Option<BudgetPatch>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetPatch {
+    #[schema(minimum = 1, maximum = 10000)]
+    pub replies_per_hour: Option<u32>,
+    #[schema(minimum = 1, maximum = 100000)]
+    pub replies_per_day: Option<u32>,
+    #[schema(minimum = 1, maximum = 10000000)]
+    pub tokens_per_hour: Option<u64>,
+    #[schema(minimum = 1, maximum = 100000000)]
+    pub tokens_per_day: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -281,6 +350,8 @@ pub struct HandoffPatch {
     pub pause_minutes: Option<u32>,
     #[schema(max_items = 20)]
     pub keywords: Option<Vec<String>>,
+    #[schema(maximum = 100)]
+    pub loop_messages: Option<u32>,
 }
 
 fn check_keywords(field: &str, k: &mut [String]) -> Result<(), ApiError> {
@@ -336,6 +407,10 @@ impl AttendantIn {
         if !(1..=10080).contains(&self.handoff.pause_minutes) {
             return Err(ApiError::validation("handoff.pause_minutes must be 1 to 10080"));
         }
+        if self.handoff.loop_messages > 100 {
+            return Err(ApiError::validation("handoff.loop_messages must be 0 (never) to 100"));
+        }
+        self.budget.check()?;
         check_keywords("triggers.keywords", &mut self.triggers.keywords)?;
         check_keywords("handoff.keywords", &mut self.handoff.keywords)?;
         if self.triggers.ignore.len() > IGNORE_LIMIT {
@@ -498,6 +573,7 @@ impl Stored {
             max_replies_per_chat_per_hour: c.max_replies_per_chat_per_hour,
             reply_timeout_seconds: c.reply_timeout_seconds,
             allow_private_targets: self.allow_private(),
+            budget: c.budget,
             paused_chats: pauses
                 .into_iter()
                 .map(|p| PausedChatOut { jid: p.chat_jid, until: p.until, reason: p.reason })

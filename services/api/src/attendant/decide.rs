@@ -127,20 +127,63 @@ fn describe(kind: &str, content: &serde_json::Value) -> Option<String> {
     }
 }
 
+/// The most a conversation sent to the provider holds, in bytes of text: the system
+/// prompt (at most 16 KiB) and as many of the chat's newest messages as fit.
+pub const PROMPT_LIMIT: usize = 64 * 1024;
+
 /// The conversation for the provider: the system prompt, then the chat's messages oldest
 /// first (`log` is newest first, as the log reads it), the contact's as `user` and the
-/// account's as `assistant`. Messages with nothing to say (reactions) are left out.
+/// account's as `assistant`. Messages with nothing to say (reactions) are left out. At
+/// most [`PROMPT_LIMIT`] bytes of text: the newest messages are kept, the newest one cut
+/// (at a character boundary) when it alone is too long, the older ones that do not fit
+/// left out.
 pub fn conversation(system_prompt: &str, log: &[LogRow]) -> Vec<Turn> {
-    let mut turns = Vec::with_capacity(log.len() + 1);
+    let mut room = PROMPT_LIMIT.saturating_sub(system_prompt.len());
+    let mut newest_first = Vec::with_capacity(log.len());
+    for r in log {
+        let Some(mut content) = describe(&r.kind, &r.content) else { continue };
+        if content.len() > room {
+            if !newest_first.is_empty() {
+                break;
+            }
+            let mut cut = room;
+            while !content.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            content.truncate(cut);
+        }
+        room -= content.len();
+        newest_first.push(Turn { role: if r.from_me { "assistant" } else { "user" }, content });
+    }
+    let mut turns = Vec::with_capacity(newest_first.len() + 1);
     if !system_prompt.is_empty() {
         turns.push(Turn { role: "system", content: system_prompt.to_string() });
     }
-    for r in log.iter().rev() {
-        if let Some(content) = describe(&r.kind, &r.content) {
-            turns.push(Turn { role: if r.from_me { "assistant" } else { "user" }, content });
-        }
-    }
+    turns.extend(newest_first.into_iter().rev());
     turns
+}
+
+/// Whether the chat's newest `n` messages (`log` newest first, as the log reads it) are
+/// automatic on both sides, a loop with another bot: they alternate between the contact
+/// and the account, every one of the account's is the attendant's (`ours`: their ids),
+/// and every one of the contact's came sooner after the account's before it than a
+/// person types it (8 characters a second, at least 3 s for any message). `n` below 2 is
+/// 2; 0 never.
+pub fn bot_loop(log: &[LogRow], n: usize, ours: &[String]) -> bool {
+    if n == 0 || log.len() < n.max(2) {
+        return false;
+    }
+    let window = &log[..n.max(2)];
+    window.iter().enumerate().all(|(i, r)| {
+        if r.from_me {
+            return ours.iter().any(|o| o == r.id.as_str());
+        }
+        let Some(before) = log.get(i + 1).filter(|b| b.from_me) else { return false };
+        let chars = describe(&r.kind, &r.content).map_or(0, |t| t.chars().count());
+        let human = (chars as f64 / 8.0).max(3.0);
+        let took = (r.ts - before.ts).num_milliseconds() as f64 / 1000.0;
+        took < human
+    })
 }
 
 /// With trigger keywords, whether one of the contact's messages in the conversation holds one.
@@ -230,6 +273,61 @@ mod tests {
             status: None,
             source: "live".into(),
         }
+    }
+
+    fn at(from_me: bool, text: &str, secs: i64) -> LogRow {
+        let mut r = row(from_me, "text", json!({ "text": text }));
+        r.ts = Utc::now() - chrono::Duration::seconds(1000) + chrono::Duration::seconds(secs);
+        r
+    }
+
+    #[test]
+    fn a_loop_is_automatic_messages_on_both_sides() {
+        let long = "Thanks for your message! Our opening hours are 9 to 6, Monday to Saturday.";
+        // Oldest first here, reversed below: the contact's bot answers 2 s after each reply.
+        let mut chat = Vec::new();
+        for k in 0..6 {
+            chat.push(at(false, long, k * 10));
+            chat.push(at(true, long, k * 10 + 5));
+        }
+        chat.push(at(false, long, 62));
+        chat.reverse();
+        let ours: Vec<String> = chat.iter().filter(|r| r.from_me).map(|r| r.id.to_string()).collect();
+        assert!(bot_loop(&chat, 10, &ours));
+        assert!(!bot_loop(&chat, 0, &ours), "0: never");
+        assert!(!bot_loop(&chat, 20, &ours), "fewer messages than n");
+        // One reply typed on the phone (not the attendant's) breaks it.
+        assert!(!bot_loop(&chat, 10, &ours[1..]));
+        // A person typing the long text takes longer than 75 / 8 s.
+        let mut human = chat.clone();
+        human[0].ts = human[1].ts + chrono::Duration::seconds(20);
+        assert!(!bot_loop(&human, 10, &ours));
+        // Short messages are automatic only under 3 s.
+        let quick = vec![at(false, "ok", 12), at(true, "ok", 10), at(false, "ok", 2), at(true, "ok", 0)];
+        let ours: Vec<String> = quick.iter().filter(|r| r.from_me).map(|r| r.id.to_string()).collect();
+        assert!(bot_loop(&quick, 4, &ours));
+        let slow = vec![at(false, "ok", 15), at(true, "ok", 10), at(false, "ok", 2), at(true, "ok", 0)];
+        assert!(!bot_loop(&slow, 4, &ours));
+        // Two of the contact's in a row: not a ping-pong.
+        let twice = vec![at(false, "ok", 12), at(false, "ok", 11), at(true, "ok", 10), at(false, "ok", 3)];
+        assert!(!bot_loop(&twice, 4, &ours));
+    }
+
+    #[test]
+    fn the_prompt_is_bounded() {
+        let big = "é".repeat(40 * 1024);
+        // Newest first: one huge message, then older ones.
+        let log = vec![row(false, "text", json!({ "text": big })), row(true, "text", json!({ "text": "older" }))];
+        let turns = conversation(&"p".repeat(16 * 1024), &log);
+        let total: usize = turns.iter().map(|t| t.content.len()).sum();
+        assert!(total <= PROMPT_LIMIT, "{total}");
+        assert_eq!(turns.len(), 2, "the system prompt and the newest message, cut; the older left out");
+        assert!(turns[1].content.starts_with('é'));
+        let many: Vec<LogRow> =
+            (0..100).map(|_| row(false, "text", json!({ "text": "x".repeat(64 * 1024) }))).collect();
+        let turns = conversation("", &many);
+        assert_eq!(turns.len(), 1);
+        assert_eq!(turns[0].content.len(), PROMPT_LIMIT);
     }
 
     #[test]

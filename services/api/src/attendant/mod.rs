@@ -321,6 +321,23 @@ impl Attendant {
         }
     }
 
+    /// What the instance's budget has no room for now (replies or tokens, in the last
+    /// hour or day), if anything.
+    async fn over_budget(&self, id: &InstanceId, b: &config::Budget) -> Result<Option<&'static str>, ApiError> {
+        let now = Utc::now();
+        let (hour_replies, hour_tokens) =
+            attendants::spent_since(&self.state.db, id, now - chrono::Duration::hours(1)).await?;
+        let (day_replies, day_tokens) =
+            attendants::spent_since(&self.state.db, id, now - chrono::Duration::days(1)).await?;
+        let over = [
+            (hour_replies >= i64::from(b.replies_per_hour), "budget.replies_per_hour reached"),
+            (day_replies >= i64::from(b.replies_per_day), "budget.replies_per_day reached"),
+            (hour_tokens >= b.tokens_per_hour as i64, "budget.tokens_per_hour reached"),
+            (day_tokens >= b.tokens_per_day as i64, "budget.tokens_per_day reached"),
+        ];
+        Ok(over.into_iter().find_map(|(is, what)| is.then_some(what)))
+    }
+
     /// Shows or clears the typing indicator; best effort, within a few seconds.
     async fn typing(&self, id: &InstanceId, chat: &str, composing: bool) {
         let op = shared::bus::NetOp::ChatPresence { jid: chat.to_string(), composing };
@@ -423,6 +440,9 @@ impl Attendant {
         {
             return self.failed(id, m, "reply_limit", "max_replies_per_chat_per_hour reached in this chat").await;
         }
+        if let Some(what) = self.over_budget(id, &c.budget).await? {
+            return self.failed(id, m, "budget", what).await;
+        }
         let kind = c.provider.kind();
         let allow_private = stored.allow_private() || state.config.allow_private_targets;
         let call = provider::Call {
@@ -431,7 +451,17 @@ impl Attendant {
             client: if allow_private { &self.private } else { &self.public },
             deadline: tokio::time::Instant::now() + left,
         };
-        let mut history = log::messages(&state.db, id, &m.chat_jid, None, i64::from(c.memory_messages) + 1).await?;
+        let loop_n = c.handoff.loop_messages as usize;
+        let read = (c.memory_messages as usize + 1).max(if loop_n > 0 { loop_n.max(2) + 1 } else { 0 });
+        let mut history = log::messages(&state.db, id, &m.chat_jid, None, read as i64).await?;
+        if loop_n > 0 {
+            let mine: Vec<&str> = history.iter().filter(|r| r.from_me).map(|r| r.id.as_str()).collect();
+            let ours = attendants::replies_among(&state.db, id, &mine).await?;
+            if decide::bot_loop(&history, loop_n, &ours) {
+                return self.handoff(id, c, m, "bot_loop").await;
+            }
+        }
+        history.truncate(c.memory_messages as usize + 1);
         if let config::ProviderIn::Openai(config::OpenAiIn { transcription_model: Some(model), .. }) = &c.provider {
             self.transcriptions(id, &call, model, m, &mut history).await?;
         }

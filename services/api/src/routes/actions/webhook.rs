@@ -194,10 +194,7 @@ pub(crate) async fn store(
     params(("instanceName" = String, Path, description = "the instance's name")),
     responses((status = 200, description = "the webhook, or null", body = Option<EvoWebhookOut>), EvolutionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
-async fn find(
-    State(state): State<AppState>,
-    a: ActionAccess,
-) -> Result<Json<Option<EvoWebhookOut>>, ApiError> {
+async fn find(State(state): State<AppState>, a: ActionAccess) -> Result<Json<Option<EvoWebhookOut>>, ApiError> {
     let admin = a.principal.is_admin();
     Ok(Json(current(&state, &a.row).await?.map(|w| EvoWebhookOut::of(w, None, admin))))
 }
