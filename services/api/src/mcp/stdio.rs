@@ -18,6 +18,9 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufRea
 const LINE_LIMIT: usize = crate::mcp::BODY_LIMIT;
 /// The longest any one answer may take (a `wait=true` send stops at 2 minutes).
 const CALL_TIMEOUT: Duration = Duration::from_secs(180);
+/// The most of one answer (a JSON body, or one event of a stream) held before it is
+/// written: past it the answer is refused, never buffered without bound.
+const ANSWER_LIMIT: usize = 16 * 1024 * 1024;
 
 /// Where to forward, from the environment.
 pub struct Target {
@@ -30,10 +33,29 @@ impl Target {
     /// `PACELINE_TOKEN`.
     pub fn from_env() -> anyhow::Result<Target> {
         let base = std::env::var("PACELINE_URL").unwrap_or_else(|_| "http://127.0.0.1:8080".into());
-        let mut url = url::Url::parse(&base).context("PACELINE_URL is not a URL")?;
-        anyhow::ensure!(matches!(url.scheme(), "http" | "https"), "PACELINE_URL must be an http or https URL");
-        url.set_path("/mcp");
         let token = std::env::var("PACELINE_TOKEN").context("PACELINE_TOKEN is not set")?;
+        Target::new(&base, &token)
+    }
+
+    /// The endpoint under `base`: https, or plain http only on this machine (loopback),
+    /// so the token never crosses a network in the clear.
+    pub fn new(base: &str, token: &str) -> anyhow::Result<Target> {
+        let mut url = url::Url::parse(base).context("PACELINE_URL is not a URL")?;
+        let loopback = match url.host() {
+            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+            Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+            None => false,
+        };
+        match url.scheme() {
+            "https" => {}
+            "http" => anyhow::ensure!(
+                loopback,
+                "PACELINE_URL must be https unless it is on this machine (127.0.0.1, ::1, localhost): the token would cross the network in the clear"
+            ),
+            _ => anyhow::bail!("PACELINE_URL must be an http or https URL"),
+        }
+        url.set_path("/mcp");
         anyhow::ensure!(!token.trim().is_empty(), "PACELINE_TOKEN is empty");
         Ok(Target { url, token: token.trim().to_string() })
     }
@@ -41,11 +63,7 @@ impl Target {
 
 /// Forwards stdin to the endpoint until stdin ends.
 pub async fn run(target: Target) -> anyhow::Result<()> {
-    let client = reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(10))
-        .timeout(CALL_TIMEOUT)
-        .build()
-        .context("building the HTTP client")?;
+    let client = client()?;
     let mut stdin = BufReader::new(tokio::io::stdin());
     let mut stdout = tokio::io::stdout();
     let mut line = Vec::new();
@@ -69,6 +87,18 @@ pub async fn run(target: Target) -> anyhow::Result<()> {
         }
         forward(&client, &target, text, &mut stdout).await?;
     }
+}
+
+/// The bridge's HTTP client: no redirect is followed (the token goes to `PACELINE_URL`
+/// and nowhere else), no environment proxy, and every call within [`CALL_TIMEOUT`].
+fn client() -> anyhow::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .timeout(CALL_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .build()
+        .context("building the HTTP client")
 }
 
 /// One message: POSTs it, writes what comes back.
@@ -109,21 +139,40 @@ async fn forward<W: AsyncWrite + Unpin>(
         let detail = body["error"]["message"].as_str().map(|m| format!(": {m}")).unwrap_or_default();
         return reply_error(out, id, &format!("the MCP endpoint answered HTTP {}{detail}", status.as_u16())).await;
     }
-    if !is_sse {
-        let body = res.bytes().await.context("reading the answer")?;
-        return write_line(out, &body).await;
-    }
-    // Server-sent events: each `data:` block is one JSON-RPC message.
+    let too_large = || format!("the MCP endpoint's answer is over {} MiB", ANSWER_LIMIT >> 20);
     let mut stream = res.bytes_stream();
     let mut buf: Vec<u8> = Vec::new();
+    if !is_sse {
+        while let Some(chunk) = stream.next().await {
+            buf.extend_from_slice(&chunk.context("reading the answer")?);
+            if buf.len() > ANSWER_LIMIT {
+                tracing::warn!(limit = ANSWER_LIMIT, "an answer over the size limit was dropped");
+                return reply_error(out, id, &too_large()).await;
+            }
+        }
+        return write_line(out, &buf).await;
+    }
+    // Server-sent events: each `data:` block is one JSON-RPC message. What was searched
+    // for an event's end is not searched again.
+    let mut searched: usize = 0;
     while let Some(chunk) = stream.next().await {
         buf.extend_from_slice(&chunk.context("reading the event stream")?);
-        while let Some(end) = find_event_end(&buf) {
-            let event: Vec<u8> = buf.drain(..end.0 + end.1).collect();
-            let data = sse_data(&event[..end.0]);
+        loop {
+            let from = searched.saturating_sub(3);
+            let Some((len, sep)) = find_event_end(&buf[from..]) else {
+                searched = buf.len();
+                break;
+            };
+            let event: Vec<u8> = buf.drain(..from + len + sep).collect();
+            searched = 0;
+            let data = sse_data(&event[..from + len]);
             if !data.trim().is_empty() {
                 write_line(out, data.as_bytes()).await?;
             }
+        }
+        if buf.len() > ANSWER_LIMIT {
+            tracing::warn!(limit = ANSWER_LIMIT, "an event over the size limit ended the stream");
+            return reply_error(out, id, &too_large()).await;
         }
     }
     Ok(())
@@ -182,6 +231,62 @@ mod tests {
         let (len2, _) = find_event_end(rest).unwrap();
         assert_eq!(sse_data(&rest[..len2]), "{\"b\":\n2}");
         assert_eq!(find_event_end(b"data: x"), None);
+    }
+
+    #[test]
+    fn plain_http_only_on_this_machine() {
+        for ok in ["http://127.0.0.1:8787", "http://localhost:8787/x", "http://[::1]:8787", "https://gw.example.com"] {
+            let t = Target::new(ok, "pl_inst_x").unwrap();
+            assert_eq!(t.url.path(), "/mcp", "{ok}");
+        }
+        for bad in ["http://gw.example.com", "http://10.0.0.7:8787", "http://127.0.0.1.nip.io", "ftp://localhost"] {
+            let e = Target::new(bad, "pl_inst_secret").err().unwrap_or_else(|| panic!("{bad} accepted"));
+            assert!(!e.to_string().contains("secret"));
+        }
+        assert!(Target::new("https://gw.example.com", " ").is_err());
+    }
+
+    /// A redirect is not followed (the token would go along), and an answer without
+    /// end is cut off at the limit.
+    #[tokio::test]
+    async fn redirects_are_not_followed_and_answers_are_bounded() {
+        use axum::routing::post;
+        let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen = hits.clone();
+        let app = axum::Router::new()
+            .route("/mcp", post(|| async { axum::response::Redirect::temporary("/elsewhere") }))
+            .route(
+                "/elsewhere",
+                post(move || {
+                    seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    async { "{}" }
+                }),
+            )
+            .route(
+                "/big/mcp",
+                post(|| async {
+                    let chunks = futures::stream::repeat(bytes::Bytes::from(vec![b'x'; 1 << 20]))
+                        .take(ANSWER_LIMIT / (1 << 20) + 2)
+                        .map(Ok::<_, std::io::Error>);
+                    ([("content-type", "text/event-stream")], axum::body::Body::from_stream(chunks))
+                }),
+            );
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
+        let client = client().unwrap();
+        let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+        let mut out = Vec::new();
+        let target = Target::new(&format!("http://{addr}"), "pl_inst_secret").unwrap();
+        forward(&client, &target, ping, &mut out).await.unwrap();
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert!(v["error"]["message"].as_str().unwrap().contains("HTTP 307"), "{v}");
+        assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0, "the redirect was not followed");
+        let mut out = Vec::new();
+        let target = Target { url: format!("http://{addr}/big/mcp").parse().unwrap(), token: "t".into() };
+        forward(&client, &target, ping, &mut out).await.unwrap();
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert!(v["error"]["message"].as_str().unwrap().contains("MiB"), "{v}");
     }
 
     #[tokio::test]
