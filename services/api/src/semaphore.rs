@@ -65,7 +65,7 @@ pub async fn gate(Extension(state): Extension<AppState>, req: Request, next: Nex
     let limit = req.extensions().get::<BodyCap>().map_or(crate::service::messages::MESSAGES_BODY_LIMIT, |c| c.0);
     let too_large = || {
         let mb = limit.div_ceil(1024 * 1024);
-        ApiError::new(ErrorCode::MediaTooLarge, format!("the body is over {mb} MB, or it broke off")).into_response()
+        ApiError::new(ErrorCode::MediaTooLarge, format!("the body is over {mb} MB, or it broke off"))
     };
 
     let chunked = req.headers().contains_key(header::TRANSFER_ENCODING);
@@ -77,24 +77,30 @@ pub async fn gate(Extension(state): Extension<AppState>, req: Request, next: Nex
         return next.run(req).await;
     }
     // The caller first: a request without a valid token for this instance never holds
-    // (or waits for) a slot.
+    // (or waits for) a slot. The action routes name the instance and take the key as
+    // theirs do (`X-API-Key` or `apikey`), refused as their extractor refuses, and answer
+    // what the body gets (too large, too slow, no slot) as 400 with its code.
     let (mut parts, body) = req.into_parts();
-    let access =
-        match <crate::extract::InstanceAccess as axum::extract::FromRequestParts<AppState>>::from_request_parts(
-            &mut parts, &state,
-        )
-        .await
-        {
-            Ok(a) => a,
-            Err(e) => return e.into_response(),
-        };
+    use axum::extract::FromRequestParts;
+    let action =
+        parts.extensions.get::<axum::extract::MatchedPath>().is_some_and(|p| p.as_str().contains("{instanceName}"));
+    let refuse = |e: ApiError| if action { crate::routes::actions::as_400(e) } else { e }.into_response();
+    let id = if action {
+        crate::routes::actions::ActionAccess::from_request_parts(&mut parts, &state).await.map(|a| a.row.id)
+    } else {
+        crate::extract::InstanceAccess::from_request_parts(&mut parts, &state).await.map(|a| a.id)
+    };
+    let id = match id {
+        Ok(id) => id,
+        Err(e) => return e.into_response(),
+    };
     // A body declared over the route's limit is refused before it waits for a slot.
     if length.is_some_and(|n| n > limit as u64) {
-        return too_large();
+        return refuse(too_large());
     }
-    let slot = match Slot::large_body(&state, &access.id).await {
+    let slot = match Slot::large_body(&state, &id).await {
         Ok(s) => s,
-        Err(e) => return e.into_response(),
+        Err(e) => return refuse(e),
     };
     // The body within its deadline, or the slot goes back.
     let read = state.config.large_body_read_timeout;
@@ -102,7 +108,7 @@ pub async fn gate(Extension(state): Extension<AppState>, req: Request, next: Nex
         Ok(Ok(b)) => b,
         Ok(Err(_)) => {
             slot.release().await;
-            return too_large();
+            return refuse(too_large());
         }
         Err(_) => {
             slot.release().await;
@@ -110,7 +116,7 @@ pub async fn gate(Extension(state): Extension<AppState>, req: Request, next: Nex
                 ErrorCode::RequestTimeout,
                 format!("the body was not received within {} s", read.as_secs()),
             );
-            return e.into_response();
+            return refuse(e);
         }
     };
     let mut req = Request::from_parts(parts, axum::body::Body::from(bytes));

@@ -68,6 +68,21 @@ async fn keys_reach_their_scope_and_nothing_else() {
         .await
         .expect(200);
     assert!(sent["messageId"].is_string());
+    // A body over 1 MB goes through the large-send gate with the action routes' own key
+    // header, X-API-Key or Evolution's apikey.
+    let media = json!({ "number": "5511999990001", "mediatype": "image", "mimetype": "image/png", "media": big });
+    for header in ["x-api-key", "apikey"] {
+        let sent =
+            api.anon().with_header(header, &so_token).post("/message/sendMedia/shop-keys", &media).await.expect(200);
+        assert!(sent["messageId"].is_string());
+    }
+    // Refused there as on a small body: 403 for a key of another scope, 401 without one.
+    api.anon()
+        .with_header("x-api-key", &ro_token)
+        .post("/message/sendMedia/shop-keys", &media)
+        .await
+        .expect_error(403, "forbidden");
+    api.anon().post("/message/sendMedia/shop-keys", &media).await.expect_error(401, "unauthorized");
     action.get("/instance/connect/shop-keys").await.expect_error(403, "forbidden");
     api.anon()
         .with_header("x-api-key", &ro_token)
