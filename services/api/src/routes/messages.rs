@@ -119,17 +119,53 @@ async fn wait_result(
     let row = messages::get(&state.db, id, &row.id).await?.ok_or_else(|| ApiError::not_found("message"))?;
     match row.status {
         MessageStatus::Sent => Ok((StatusCode::OK, Json((&row).into()))),
-        MessageStatus::Failed => Err(failure_error(row.error.as_deref().unwrap_or("worker_error: failed"))),
+        MessageStatus::Failed => {
+            let state = instances::get(&state.db, id).await?.map(|i| i.state);
+            Err(failure_error(row.error.as_deref().unwrap_or("worker_error: failed"), state))
+        }
         MessageStatus::Queued | MessageStatus::InFlight => Ok((StatusCode::ACCEPTED, Json((&row).into()))),
     }
 }
 
-/// The error for a failed message's `<code>: <detail>`.
-pub fn failure_error(error: &str) -> ApiError {
+/// The error for a failed message's `<code>: <detail>`, retryable as the error table
+/// says of its code (`worker_error`, `worker_timeout`: yes); `instance_not_connected`
+/// depends on the instance (`state`): not while it is logged out or banned (pair it
+/// again), else yes. (Retrying means sending again: the failed message stays failed.)
+pub fn failure_error(error: &str, state: Option<instances::InstanceState>) -> ApiError {
+    use instances::InstanceState;
     let (code, detail) = error.split_once(": ").unwrap_or((error, ""));
     let code = ErrorCode::ALL.into_iter().find(|c| c.as_str() == code).unwrap_or(ErrorCode::WorkerError);
-    // A message that failed for good is not retryable as it is, whatever its code.
-    ApiError::new(code, format!("the message failed: {detail}")).with_retryable(false)
+    let retryable = match code {
+        ErrorCode::InstanceNotConnected => {
+            !matches!(state, None | Some(InstanceState::LoggedOut | InstanceState::Banned))
+        }
+        _ => code.retryable(),
+    };
+    ApiError::new(code, format!("the message failed: {detail}")).with_retryable(retryable)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shared::db::instances::InstanceState;
+
+    #[test]
+    fn a_failed_messages_error_is_retryable_as_its_code_says() {
+        let connected = Some(InstanceState::Connected);
+        for (error, state, code, retryable) in [
+            ("worker_error: the network refused", connected, ErrorCode::WorkerError, true),
+            ("worker_timeout: no answer", connected, ErrorCode::WorkerTimeout, true),
+            ("invalid_number: no account", connected, ErrorCode::InvalidNumber, false),
+            ("message_expired: too late", connected, ErrorCode::MessageExpired, false),
+            ("instance_not_connected: reconnecting", Some(InstanceState::Connecting), ErrorCode::InstanceNotConnected, true),
+            ("instance_not_connected: the number is logged out; pair it again", Some(InstanceState::LoggedOut), ErrorCode::InstanceNotConnected, false),
+            ("instance_not_connected: banned", Some(InstanceState::Banned), ErrorCode::InstanceNotConnected, false),
+            ("gibberish", connected, ErrorCode::WorkerError, true),
+        ] {
+            let e = failure_error(error, state);
+            assert_eq!((e.code, e.retryable), (code, retryable), "{error}");
+        }
+    }
 }
 
 /// Read a message and its status.

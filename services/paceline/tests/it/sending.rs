@@ -396,14 +396,16 @@ async fn the_remaining_failure_codes() {
     own.post(&path, &json!({ "to": B, "type": "text", "text": "blocked" })).await.expect_error(403, "forbidden");
     c.netsim().post(&format!("/control/phones/{B}/unblock"), &json!({ "number": A })).await.expect(200);
 
-    // worker_timeout: the network never answers in time; after its attempts, final.
+    // worker_timeout: the network never answers in time; after its attempts the message
+    // is failed, and the error table says sending again later may succeed.
     c.netsim().post("/control/faults", &json!({ "latency_ms": 1000 })).await.expect(200);
     let r = own.post(&path, &json!({ "to": B, "type": "text", "text": "slow" })).await;
-    assert_eq!(r.body["error"]["retryable"], false, "{}", r.text);
+    assert_eq!(r.body["error"]["retryable"], true, "{}", r.text);
     r.expect_error(504, "worker_timeout");
     c.netsim().post("/control/faults", &json!({ "latency_ms": 0 })).await.expect(200);
 
-    // instance_not_connected: queued messages of an instance that logged out fail, not linger.
+    // instance_not_connected: queued messages of an instance that logged out fail, not
+    // linger; not retryable until it is paired again.
     own.post(&path, &json!({ "to": B, "type": "text", "text": "still fine" })).await.expect(200);
     c.netsim().post(&format!("/control/phones/{A}/logout"), &json!({})).await.expect(200);
     c.wait_state(&id, "logged_out", Duration::from_secs(10)).await;
