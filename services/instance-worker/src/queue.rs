@@ -30,6 +30,11 @@ pub const MAX_ATTEMPTS: i32 = 5;
 const READ_RETRY: Duration = Duration::from_secs(2);
 /// The longest wait between attempts.
 const RETRY_CAP: Duration = Duration::from_secs(30);
+/// A send the network refused for its rate: the first wait is this many times
+/// `queue_retry_base` (30 s at the default), doubling up to [`RATE_LIMIT_CAP`]; never
+/// failed for it (it may still expire).
+const RATE_LIMIT_FACTOR: u32 = 60;
+const RATE_LIMIT_CAP: Duration = Duration::from_secs(15 * 60);
 /// Bounds of how long before its send time the next message is prepared (read and
 /// marked in flight), so the database's latency is not added to the paced gap.
 const LEAD_MIN: Duration = Duration::from_millis(20);
@@ -257,7 +262,11 @@ impl Queue {
         self.wake_at = Instant::now();
         match result {
             Ok(()) => self.finish(held, &m, Finish::Sent, "sent").await,
-            Err(e) if e.is_permanent() || m.attempts >= MAX_ATTEMPTS => self.fail(held, &m, e.code, &e.detail).await,
+            // The queue never answers 429: the network's rate limit is waited out.
+            Err(e) if e.code == ErrorCode::RateLimited => self.wait_out_rate_limit(held, &m).await,
+            Err(e) if e.is_permanent() || m.attempts >= MAX_ATTEMPTS => {
+                self.fail(held, &m, queue_code(e.code), &e.detail).await
+            }
             Err(e) => self.retry(held, &m, e),
         }
     }
@@ -287,6 +296,24 @@ impl Queue {
     fn read_later(&mut self, m: &MessageRow) -> Step {
         self.prepared = Some(m.clone());
         self.wake_at = Instant::now() + READ_RETRY;
+        Step::Continue
+    }
+
+    /// The network refused the send for its rate: the message stays in flight and in
+    /// order, and is tried again after a long wait (which the instance's other sends
+    /// share: they come after it).
+    async fn wait_out_rate_limit(&mut self, held: &Held<'_>, m: &MessageRow) -> Step {
+        metrics::counter!(SENDS, "result" => "rate_limited").increment(1);
+        match messages::note_rate_limited(&held.ctx.db, held.id, held.epoch, &m.id).await {
+            Ok(true) => {}
+            Ok(false) => return fenced(Ok(false)),
+            // The note feeds a risk signal only: the wait goes on without it.
+            Err(e) => tracing::warn!(error = %e, "noting a rate-limited send failed"),
+        }
+        let base = held.ctx.retry_base.saturating_mul(RATE_LIMIT_FACTOR);
+        let wait = base.saturating_mul(1 << (m.attempts.clamp(1, 12) - 1)).min(RATE_LIMIT_CAP);
+        tracing::info!(message_id = %m.id, attempt = m.attempts, wait_ms = wait.as_millis() as u64, "the network's rate limit; waiting");
+        self.wake_at = Instant::now() + wait;
         Step::Continue
     }
 
@@ -380,5 +407,26 @@ impl Queue {
                 Step::Continue
             }
         }
+    }
+}
+
+/// The code a send fails with: one of those the interface names for the queue
+/// (`invalid_number`, `validation_failed`, `forbidden`, `instance_not_connected`,
+/// `worker_timeout`, `message_expired`, `worker_error`); a driver's other codes map to the
+/// nearest of them.
+pub fn queue_code(code: ErrorCode) -> ErrorCode {
+    match code {
+        ErrorCode::InvalidNumber
+        | ErrorCode::ValidationFailed
+        | ErrorCode::Forbidden
+        | ErrorCode::InstanceNotConnected
+        | ErrorCode::WorkerTimeout
+        | ErrorCode::MessageExpired
+        | ErrorCode::WorkerError => code,
+        // A recipient (a group, a channel) the network does not know.
+        ErrorCode::NotFound => ErrorCode::InvalidNumber,
+        ErrorCode::NotImplemented | ErrorCode::MediaTooLarge => ErrorCode::ValidationFailed,
+        ErrorCode::InstanceBanned => ErrorCode::InstanceNotConnected,
+        _ => ErrorCode::WorkerError,
     }
 }

@@ -311,6 +311,28 @@ pub async fn start_head(
     .await
 }
 
+/// The network refused message `id`'s send for its rate (it is tried again later):
+/// noted on the message, fenced, for the ban-risk signal. False: the instance has a new
+/// owner.
+pub async fn note_rate_limited(
+    db: impl PgExecutor<'_>,
+    instance: &InstanceId,
+    epoch: i64,
+    id: &MessageId,
+) -> Result<bool, sqlx::Error> {
+    let r = sqlx::query(
+        "UPDATE messages SET rate_limited_at = now(), updated_at = now() \
+         WHERE id = $1 AND instance_id = $2 AND status = 'in_flight' \
+           AND EXISTS (SELECT 1 FROM instances WHERE id = $2 AND owner_epoch = $3)",
+    )
+    .bind(id)
+    .bind(instance)
+    .bind(epoch)
+    .execute(db)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
 /// How a message ended.
 pub enum Outcome<'a> {
     Sent,

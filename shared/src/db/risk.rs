@@ -21,7 +21,9 @@ pub async fn signals(db: &sqlx::PgPool, instance: &InstanceId) -> Result<Signals
                     count(*) FILTER (WHERE at > now() - interval '24 hours'), \
                     count(*) FILTER (WHERE at > now() - interval '24 hours' AND status = 'failed'), \
                     count(*) FILTER (WHERE at > now() - interval '24 hours' AND error LIKE 'invalid_number%'), \
-                    count(*) FILTER (WHERE at > now() - interval '24 hours' AND error LIKE 'rate_limited%'), \
+                    (SELECT count(*) FROM messages r WHERE r.instance_id = $1 \
+                       AND r.rate_limited_at > now() - interval '24 hours') \
+                    + count(*) FILTER (WHERE at > now() - interval '24 hours' AND error LIKE 'rate_limited%'), \
                     count(*) FILTER (WHERE at > now() - interval '24 hours' AND status = 'sent' AND NOT EXISTS ( \
                         SELECT 1 FROM log_messages l WHERE l.instance_id = $1 AND l.chat_jid = done.to_jid \
                           AND NOT l.from_me AND l.ts < done.at)), \

@@ -157,8 +157,18 @@ mod tests {
             ("worker_timeout: no answer", connected, ErrorCode::WorkerTimeout, true),
             ("invalid_number: no account", connected, ErrorCode::InvalidNumber, false),
             ("message_expired: too late", connected, ErrorCode::MessageExpired, false),
-            ("instance_not_connected: reconnecting", Some(InstanceState::Connecting), ErrorCode::InstanceNotConnected, true),
-            ("instance_not_connected: the number is logged out; pair it again", Some(InstanceState::LoggedOut), ErrorCode::InstanceNotConnected, false),
+            (
+                "instance_not_connected: reconnecting",
+                Some(InstanceState::Connecting),
+                ErrorCode::InstanceNotConnected,
+                true,
+            ),
+            (
+                "instance_not_connected: the number is logged out; pair it again",
+                Some(InstanceState::LoggedOut),
+                ErrorCode::InstanceNotConnected,
+                false,
+            ),
             ("instance_not_connected: banned", Some(InstanceState::Banned), ErrorCode::InstanceNotConnected, false),
             ("gibberish", connected, ErrorCode::WorkerError, true),
         ] {

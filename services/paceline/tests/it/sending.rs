@@ -594,3 +594,41 @@ async fn a_send_whose_read_fails_goes_once_the_database_answers() {
     assert_eq!(got["messages"].as_array().unwrap().len(), 2, "{got}");
     assert_eq!(got["duplicates"], 0);
 }
+
+/// The queue never answers 429: a send the network refuses for its rate (netsim's cap on
+/// new contacts) waits and goes once the network takes it again, and `wait=true`
+/// answers 202 meanwhile. The refusal still counts as the `rate_limited` risk signal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_network_rate_limit_is_waited_out_never_answered_429() {
+    const C: &str = "5511999990003";
+    let c = Cluster::start(bin(), 1, |_| {}).await;
+    for n in [A, B, C] {
+        c.phone(n, false).await;
+    }
+    let (inst, token) = c.paired_instance("limited", A).await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    c.unpaced(&id).await;
+    let own = c.api.client(Some(token));
+    c.netsim()
+        .post("/control/faults", &json!({ "first_contact_cap": 1, "first_contact_window_secs": 2 }))
+        .await
+        .expect(200);
+    let path = format!("/v1/instances/{id}/messages?wait=true&timeout=2s");
+    own.post(&path, &json!({ "to": B, "type": "text", "text": "first" })).await.expect(200);
+    let r = own.post(&path, &json!({ "to": C, "type": "text", "text": "second" })).await;
+    assert_ne!(r.status, 429, "{}", r.text);
+    let m = r.expect(202);
+    assert_eq!(m["status"], "in_flight", "still trying: {m}");
+    let sent = wait_for(Duration::from_secs(30), || async {
+        let m = own.get(&format!("/v1/instances/{id}/messages/{}", m["id"].as_str().unwrap())).await.expect(200);
+        (m["status"] == "sent").then_some(m)
+    })
+    .await
+    .expect("sent once the network takes it");
+    assert!(sent.get("error").is_none(), "{sent}");
+    let inbox = c.netsim().get(&format!("/control/phones/{C}/inbox")).await.expect(200);
+    assert_eq!(inbox["messages"].as_array().unwrap().iter().filter(|m| m["text"] == "second").count(), 1);
+    let pool = c.pool().await;
+    let signals = shared::db::risk::signals(&pool, &shared::ids::InstanceId::parse(&id).unwrap()).await.unwrap();
+    assert_eq!(signals.rate_limited_24h, 1, "the refusal is a risk signal");
+}

@@ -18,6 +18,31 @@ use shared::message::{Content, MessageType};
 
 use crate::driver::{DriverError, DriverEvent, Outgoing, Reference, RemoteMedia};
 
+/// One answer of a registration lookup (usync's contact query), as we read it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Registration {
+    /// The number (its JID's user part, in phone form when the answer came under a LID).
+    pub number: String,
+    /// The JID to show: the phone form.
+    pub jid: String,
+    pub registered: bool,
+    pub business: bool,
+}
+
+/// The answer for `number` if it has an account.
+pub fn registered<'a>(number: &str, found: &'a [Registration]) -> Option<&'a Registration> {
+    found.iter().find(|r| r.number == number && r.registered)
+}
+
+/// A send to a person by number needs an account behind it: without one the network
+/// would take the message and deliver it to nobody, so it fails as `invalid_number`.
+pub fn must_be_registered(number: &str, found: &[Registration]) -> Result<(), DriverError> {
+    match registered(number, found) {
+        Some(_) => Ok(()),
+        None => Err(DriverError::new(ErrorCode::InvalidNumber, "the number has no WhatsApp account")),
+    }
+}
+
 /// A label created, edited or deleted on another device (app state `label_edit`).
 pub fn label_edit(l: &LabelEditUpdate) -> DriverEvent {
     DriverEvent::Label {

@@ -118,7 +118,12 @@ struct WaSession {
     /// Where the contact book lives.
     db: sqlx::PgPool,
     instance: shared::ids::InstanceId,
+    /// Numbers the network said have an account, this session.
+    registered: Mutex<std::collections::HashSet<String>>,
 }
+
+/// The most numbers a session remembers as registered.
+const REGISTERED_CACHE: usize = 10_000;
 
 fn failed(what: &str) -> DriverError {
     // The crate's errors may name numbers and JIDs: keep them out of our messages.
@@ -139,6 +144,46 @@ fn send_error(e: whatsapp_rust::send::SendError) -> DriverError {
 }
 
 impl WaSession {
+    /// Which of `numbers` have an account (usync's contact query).
+    async fn lookup(&self, numbers: &[String]) -> Result<Vec<map::Registration>, DriverError> {
+        let jids = numbers.iter().map(|n| jid(n)).collect::<Result<Vec<_>, _>>()?;
+        let found = self.client.contacts().is_on_whatsapp(&jids).await.map_err(|_| failed("check the numbers"))?;
+        Ok(found
+            .iter()
+            .map(|r| {
+                // The answer may come under the account's LID, with the number in pn_jid.
+                let phone = r.pn_jid.clone().unwrap_or_else(|| r.jid.clone());
+                map::Registration {
+                    number: phone.user.to_string(),
+                    jid: phone.to_string(),
+                    registered: r.is_registered,
+                    business: r.is_business,
+                }
+            })
+            .collect())
+    }
+
+    /// A send to a person by number fails as `invalid_number` when the number has no
+    /// account. Numbers found registered are remembered for the session (at most
+    /// [`REGISTERED_CACHE`]), so a chat's later sends ask nothing.
+    async fn check_recipient(&self, to: &Jid) -> Result<(), DriverError> {
+        if to.server.as_str() != shared::jid::USER_SERVER {
+            return Ok(());
+        }
+        let number = to.user.to_string();
+        if self.registered.lock().expect("registered").contains(&number) {
+            return Ok(());
+        }
+        let found = self.lookup(std::slice::from_ref(&number)).await?;
+        map::must_be_registered(&number, &found)?;
+        let mut known = self.registered.lock().expect("registered");
+        if known.len() >= REGISTERED_CACHE {
+            known.clear();
+        }
+        known.insert(number);
+        Ok(())
+    }
+
     /// Who a status goes to: the account's address-book contacts; none is a permanent
     /// refusal.
     async fn status_audience(&self) -> Result<Vec<Jid>, DriverError> {
@@ -263,6 +308,7 @@ impl Driver for WhatsappDriver {
             calls,
             db: self.db.clone(),
             instance: target.instance.clone(),
+            registered: Mutex::default(),
         };
         Ok((Box::new(session), rx))
     }
@@ -271,10 +317,14 @@ impl Driver for WhatsappDriver {
 #[async_trait::async_trait]
 impl Session for WaSession {
     async fn send(&self, o: &Outgoing) -> Result<(), DriverError> {
-        // A status needs its audience before anything is uploaded.
-        let audience = match o.to_jid == shared::jid::STATUS_JID {
-            true => Some(self.status_audience().await?),
-            false => None,
+        // Before anything is uploaded: a status needs its audience (`Err`), a person by
+        // number an account (`Ok`).
+        let to = if o.to_jid == shared::jid::STATUS_JID {
+            Err(self.status_audience().await?)
+        } else {
+            let to = jid(&o.to_jid)?;
+            self.check_recipient(&to).await?;
+            Ok(to)
         };
         let content = &o.message.content;
         let upload = match (content.media(), map::media_type(content.kind())) {
@@ -289,10 +339,10 @@ impl Session for WaSession {
             }
             _ => None,
         };
-        if let Some(recipients) = audience {
-            return self.post_status(o, upload, recipients).await;
-        }
-        let to = jid(&o.to_jid)?;
+        let to = match to {
+            Ok(to) => to,
+            Err(audience) => return self.post_status(o, upload, audience).await,
+        };
         let message = map::outgoing_message(o, upload)?;
         let options = whatsapp_rust::send::SendOptions::default().with_message_id(o.network_id.clone());
         self.client.send_message_with_options(to, message, options).await.map(drop).map_err(send_error)
@@ -310,18 +360,12 @@ impl Session for WaSession {
     }
 
     async fn check_numbers(&self, numbers: &[String]) -> Result<Vec<Value>, DriverError> {
-        let jids = numbers.iter().map(|n| jid(n)).collect::<Result<Vec<_>, _>>()?;
-        let found = self.client.contacts().is_on_whatsapp(&jids).await.map_err(|_| failed("check the numbers"))?;
+        let found = self.lookup(numbers).await?;
         Ok(numbers
             .iter()
-            .map(|n| {
-                // The answer may come under the account's LID, with the number in pn_jid.
-                let phone_jid = |r: &whatsapp_rust::wacore::iq::usync::IsOnWhatsAppResult| r.pn_jid.clone().unwrap_or_else(|| r.jid.clone());
-                let hit = found.iter().find(|r| phone_jid(r).user.as_str() == n.as_str());
-                match hit {
-                    Some(r) if r.is_registered => json!({ "number": n, "exists": true, "jid": phone_jid(r).to_string(), "business": r.is_business }),
-                    _ => json!({ "number": n, "exists": false }),
-                }
+            .map(|n| match map::registered(n, &found) {
+                Some(r) => json!({ "number": n, "exists": true, "jid": r.jid, "business": r.business }),
+                None => json!({ "number": n, "exists": false }),
             })
             .collect())
     }

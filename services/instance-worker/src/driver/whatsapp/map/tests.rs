@@ -558,3 +558,21 @@ fn reactions_name_their_target_as_the_network_knows_it() {
     o.reference.as_mut().unwrap().chat_jid = "5511977770001@s.whatsapp.net".into();
     assert_eq!(outgoing_message(&o, None).unwrap_err().code, ErrorCode::ValidationFailed);
 }
+
+#[test]
+fn a_send_to_a_number_without_an_account_is_an_invalid_number() {
+    let r = |number: &str, registered: bool| Registration {
+        number: number.into(),
+        jid: format!("{number}@s.whatsapp.net"),
+        registered,
+        business: false,
+    };
+    let found = [r("5511999990001", true), r("5511999990002", false)];
+    assert!(must_be_registered("5511999990001", &found).is_ok());
+    for number in ["5511999990002", "5511999990003"] {
+        let e = must_be_registered(number, &found).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidNumber, "{number}");
+        assert!(!e.to_string().contains(number), "the number is not in the error");
+    }
+    assert_eq!(registered("5511999990001", &found).map(|r| r.jid.as_str()), Some("5511999990001@s.whatsapp.net"));
+}
