@@ -35,13 +35,12 @@ pub enum ErrorCode {
     WorkerError,
     WorkerTimeout,
     ShuttingDown,
-    NotImplemented,
     Internal,
 }
 
 impl ErrorCode {
     /// Every code, for documentation and exhaustive tests.
-    pub const ALL: [ErrorCode; 24] = [
+    pub const ALL: [ErrorCode; 23] = [
         ErrorCode::ValidationFailed,
         ErrorCode::InvalidNumber,
         ErrorCode::Unauthorized,
@@ -64,7 +63,6 @@ impl ErrorCode {
         ErrorCode::WorkerError,
         ErrorCode::WorkerTimeout,
         ErrorCode::ShuttingDown,
-        ErrorCode::NotImplemented,
         ErrorCode::Internal,
     ];
 
@@ -93,7 +91,6 @@ impl ErrorCode {
             ErrorCode::WorkerError => "worker_error",
             ErrorCode::WorkerTimeout => "worker_timeout",
             ErrorCode::ShuttingDown => "shutting_down",
-            ErrorCode::NotImplemented => "not_implemented",
             ErrorCode::Internal => "internal",
         }
     }
@@ -120,7 +117,6 @@ impl ErrorCode {
             ErrorCode::WorkerError => StatusCode::BAD_GATEWAY,
             ErrorCode::WorkerTimeout => StatusCode::GATEWAY_TIMEOUT,
             ErrorCode::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
-            ErrorCode::NotImplemented => StatusCode::NOT_IMPLEMENTED,
             ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -215,10 +211,6 @@ impl ApiError {
 
     pub fn shutting_down() -> Self {
         Self::new(ErrorCode::ShuttingDown, "the server is shutting down; retry on another pod")
-    }
-
-    pub fn not_implemented(what: &str) -> Self {
-        Self::new(ErrorCode::NotImplemented, format!("{what} is not implemented yet"))
     }
 
     /// An unexpected failure: the cause is logged here, the client sees only `internal`.

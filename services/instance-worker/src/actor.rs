@@ -203,14 +203,7 @@ impl Actor {
                 Ok((s, events)) => (Arc::<dyn Session>::from(s), events),
                 Err(e) => {
                     tracing::warn!(code = %e.code, detail = %e.detail, "opening the session failed");
-                    let wait = if e.code == ErrorCode::NotImplemented {
-                        if let Step::Exit(o) = self.write_state(InstanceState::Disconnected, None).await {
-                            return o;
-                        }
-                        Duration::from_secs(60)
-                    } else {
-                        RECONNECT[attempt.min(RECONNECT.len() - 1)]
-                    };
+                    let wait = RECONNECT[attempt.min(RECONNECT.len() - 1)];
                     attempt += 1;
                     if self.while_idle(rpc, cancel, tokio::time::sleep(wait)).await.is_none() {
                         return self.stop().await;

@@ -425,7 +425,7 @@ pub fn queue_code(code: ErrorCode) -> ErrorCode {
         | ErrorCode::WorkerError => code,
         // A recipient (a group, a channel) the network does not know.
         ErrorCode::NotFound => ErrorCode::InvalidNumber,
-        ErrorCode::NotImplemented | ErrorCode::MediaTooLarge => ErrorCode::ValidationFailed,
+        ErrorCode::MediaTooLarge => ErrorCode::ValidationFailed,
         ErrorCode::InstanceBanned => ErrorCode::InstanceNotConnected,
         _ => ErrorCode::WorkerError,
     }

@@ -223,11 +223,7 @@ impl DriverError {
     pub fn is_permanent(&self) -> bool {
         matches!(
             self.code,
-            ErrorCode::InvalidNumber
-                | ErrorCode::ValidationFailed
-                | ErrorCode::Forbidden
-                | ErrorCode::NotFound
-                | ErrorCode::NotImplemented
+            ErrorCode::InvalidNumber | ErrorCode::ValidationFailed | ErrorCode::Forbidden | ErrorCode::NotFound
         )
     }
 }

@@ -483,12 +483,13 @@ impl Session for WaSession {
                 return Ok(Value::Array(list));
             }
             // Every other operation is in ops::run; one added later and routed nowhere
-            // is refused rather than crashing the actor.
+            // is a driver's fault, refused rather than crashing the actor.
             _ => {
+                tracing::error!("a session operation reached the whatsapp driver unrouted");
                 return Err(DriverError::new(
-                    ErrorCode::NotImplemented,
-                    "this operation is not available on the whatsapp network yet",
-                ))
+                    ErrorCode::WorkerError,
+                    "the whatsapp driver did not route this operation",
+                ));
             }
         }
         Ok(Value::Null)
