@@ -425,6 +425,35 @@ _pl_pip_install() {
     fi
 }
 
+# Node.js (Debian's, when the machine has none) and the npm packages the tests drive as
+# clients: the official MCP TypeScript SDK. Installed into $cache/npm; exports
+# PL_NODE and PL_TEST_NODE_MODULES.
+pl_ensure_test_node() {
+    if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+        _pl_log "installing nodejs + npm (apt) ..."
+        _pl_apt_install nodejs npm || return 1
+    fi
+    PL_NODE=$(command -v node)
+    local prefix log spec want
+    prefix=$(pl_cache_dir)/npm
+    log=$(pl_cache_dir)/npm.log
+    mkdir -p "$prefix"
+    spec=${PL_MCP_TS_SPEC:-@modelcontextprotocol/sdk@1.32.2}
+    want=${spec##*@}
+    if [[ ! -f $prefix/node_modules/@modelcontextprotocol/sdk/package.json ]] ||
+        ! grep -q "\"version\": \"$want\"" "$prefix/node_modules/@modelcontextprotocol/sdk/package.json"; then
+        _pl_log "installing $spec (npm) ..."
+        [[ -f $prefix/package.json ]] || printf '{"name": "paceline-test-clients", "private": true}\n' >"$prefix/package.json"
+        if ! npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error "$spec" >>"$log" 2>&1; then
+            _pl_err "npm install $spec failed; see $log"
+            _pl_tail_log "$log" 20
+            return 1
+        fi
+    fi
+    PL_TEST_NODE_MODULES=$prefix/node_modules
+    export PL_NODE PL_TEST_NODE_MODULES
+}
+
 # Headless Chromium and its WebDriver (Debian's chromium and chromium-driver), for the
 # browser tests of the hosted pairing page and /docs. Exports PL_CHROMIUM and
 # PL_CHROMEDRIVER.

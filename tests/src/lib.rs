@@ -47,6 +47,17 @@ pub fn test_python() -> std::path::PathBuf {
     )
 }
 
+/// Node.js and the npm packages `scripts/test` installs for it (the MCP TypeScript SDK):
+/// (node, its `node_modules`).
+pub fn test_node() -> (std::path::PathBuf, std::path::PathBuf) {
+    let var = |k: &str| {
+        std::path::PathBuf::from(
+            std::env::var(k).unwrap_or_else(|_| panic!("{k} is not set: run the tests through scripts/test")),
+        )
+    };
+    (var("PACELINE_TEST_NODE"), var("PACELINE_TEST_NODE_MODULES"))
+}
+
 pub fn test_config() -> Config {
     let b = backends();
     let tag = format!("t_{}", uuid::Uuid::new_v4().simple());

@@ -61,6 +61,13 @@ impl<'a> Caller<'a> {
 }
 
 /// A REST operation's answer.
+/// A tool call whose operation failed: the API's error.
+struct ToolError {
+    code: String,
+    message: String,
+    retryable: bool,
+}
+
 struct Answer {
     status: StatusCode,
     body: Value,
@@ -119,8 +126,8 @@ impl McpServer {
         built: &Built,
         mut args: Map<String, Value>,
         ctx: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, (String, String)> {
-        let invalid = |m: String| ("validation_failed".to_string(), m);
+    ) -> Result<CallToolResult, ToolError> {
+        let invalid = |m: String| ToolError { code: "validation_failed".into(), message: m, retryable: false };
         let (method, path) = tools::route_for(def, caller.principal);
         let instance = match args.remove("instance_id") {
             Some(Value::String(s)) => Some(s),
@@ -183,9 +190,12 @@ impl McpServer {
             self.call(caller, method, uri, body).await
         };
         if !answer.status.is_success() {
-            let code = answer.body["error"]["code"].as_str().unwrap_or("internal").to_string();
-            let message = answer.body["error"]["message"].as_str().unwrap_or("the call failed").to_string();
-            return Err((code, message));
+            let e = &answer.body["error"];
+            return Err(ToolError {
+                code: e["code"].as_str().unwrap_or("internal").to_string(),
+                message: e["message"].as_str().unwrap_or("the call failed").to_string(),
+                retryable: e["retryable"].as_bool().unwrap_or(false),
+            });
         }
         let mut body = answer.body;
         if def.name == "list_instances" && !caller.principal.is_admin() {
@@ -323,10 +333,16 @@ impl ServerHandler for McpServer {
                 metrics::counter!(TOOL_CALLS, "tool" => def.name, "result" => "ok").increment(1);
                 r
             }
-            Err((code, message)) => {
-                metrics::counter!(TOOL_CALLS, "tool" => def.name, "result" => code.clone()).increment(1);
-                let mut r = CallToolResult::structured_error(json!({ "error": { "code": code, "message": message } }));
-                r.content = vec![ContentBlock::text(format!("{code}: {message}"))];
+            Err(e) => {
+                metrics::counter!(TOOL_CALLS, "tool" => def.name, "result" => e.code.clone()).increment(1);
+                // isError, with the error structured as the tool's output schema allows
+                // (its answer, or this): clients that check results against the schema
+                // (the TypeScript SDK does, errors included) take it.
+                let text = format!("{}: {}", e.code, e.message);
+                let mut r = CallToolResult::structured_error(
+                    json!({ "error": { "code": e.code, "message": e.message, "retryable": e.retryable } }),
+                );
+                r.content = vec![ContentBlock::text(text)];
                 r
             }
         };

@@ -275,10 +275,33 @@ fn build(doc: &Value, def: &ToolDef) -> Built {
         panic!("tool {}: the answer's schema is not an object", def.name)
     };
     assert_eq!(output.get("type"), Some(&Value::from("object")), "tool {}: the answer is an object", def.name);
-    if !out_defs.is_empty() {
-        output.insert("$defs".into(), Value::Object(out_defs));
-    }
+    // A result is the operation's answer, or (with isError) the error it failed with.
+    out_defs.insert("ToolAnswer".into(), Value::Object(output));
+    out_defs.insert("ToolError".into(), tool_error_schema());
+    let mut output = Map::new();
+    output.insert("type".into(), "object".into());
+    output.insert("anyOf".into(), json!([{ "$ref": "#/$defs/ToolAnswer" }, { "$ref": "#/$defs/ToolError" }]));
+    output.insert("$defs".into(), Value::Object(out_defs));
     Built { input_schema: input, output_schema: output, params, body_fields }
+}
+
+/// The structured content of a tool result whose operation failed (`isError`).
+fn tool_error_schema() -> Value {
+    json!({
+        "type": "object",
+        "description": "The operation failed (the result has isError): the API's error.",
+        "required": ["error"],
+        "additionalProperties": false,
+        "properties": { "error": {
+            "type": "object",
+            "required": ["code", "message", "retryable"],
+            "properties": {
+                "code": { "type": "string", "description": "The API's error code, e.g. `invalid_number`." },
+                "message": { "type": "string" },
+                "retryable": { "type": "boolean" },
+            },
+        } },
+    })
 }
 
 const COMPONENT: &str = "#/components/schemas/";

@@ -1,6 +1,6 @@
-//! The MCP endpoint: the official MCP Python SDK (`mcp` from PyPI, in the test venv) as
-//! the client over Streamable HTTP and over stdio (`paceline mcp`), sending to a netsim
-//! phone; and the HTTP-level rules (tokens, Host and Origin on a loopback listener,
+//! The MCP endpoint: the official MCP SDKs, Python's (`mcp` from PyPI, in the test venv)
+//! and TypeScript's (`@modelcontextprotocol/sdk` from npm), as clients over Streamable
+//! HTTP and over stdio (`paceline mcp`), sending to a netsim phone; and the HTTP-level rules (tokens, Host and Origin on a loopback listener,
 //! methods, Accept).
 
 use std::process::Command;
@@ -29,8 +29,47 @@ fn names(v: &Value) -> Vec<&str> {
     v.as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect()
 }
 
+/// Runs one official SDK's client script against the cluster; its report.
+async fn run_client(sdk: Sdk, c: &Cluster, tokens: [&str; 3]) -> Value {
+    let [instance, read_only, send_only] = tokens;
+    let mut cmd = match sdk {
+        Sdk::Python => {
+            let mut cmd = Command::new(harness::test_python());
+            cmd.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/client.py"));
+            cmd
+        }
+        Sdk::TypeScript => {
+            let (node, modules) = harness::test_node();
+            let mut cmd = Command::new(node);
+            cmd.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/client.mjs")).env("MCP_NODE_MODULES", modules);
+            cmd
+        }
+    };
+    cmd.env("MCP_URL", format!("http://{}/mcp", c.api.addr))
+        .env("MCP_ADMIN", c.api.config.admin_token.clone().unwrap())
+        .env("MCP_INSTANCE", instance)
+        .env("MCP_READ_ONLY", read_only)
+        .env("MCP_SEND_ONLY", send_only)
+        .env("MCP_PHONE", B)
+        .env("MCP_INVALID", NOBODY)
+        .env("PACELINE_BIN", bin());
+    let out = tokio::task::spawn_blocking(move || cmd.output()).await.unwrap().expect("the client runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the {sdk:?} MCP client failed:\n{stderr}");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Sdk {
+    Python,
+    TypeScript,
+}
+
+/// The official MCP SDKs as clients, Python's (`mcp` from PyPI) and TypeScript's
+/// (`@modelcontextprotocol/sdk` from npm, which checks every tool result, errors
+/// included, against the tool's output schema), each over Streamable HTTP and over stdio.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_python_sdk_operates_the_gateway_over_http_and_stdio() {
+async fn the_official_sdks_operate_the_gateway_over_http_and_stdio() {
     let c = Cluster::start(bin(), 1, |_| {}).await;
     c.phone(A, false).await;
     c.phone(B, false).await;
@@ -43,27 +82,52 @@ async fn the_python_sdk_operates_the_gateway_over_http_and_stdio() {
     // A second instance the admin sees and the instance token does not.
     c.api.create_instance("mcp-other").await;
 
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/client.py");
-    let mut cmd = Command::new(harness::test_python());
-    cmd.arg(script)
-        .env("MCP_URL", format!("http://{}/mcp", c.api.addr))
-        .env("MCP_ADMIN", c.api.config.admin_token.clone().unwrap())
-        .env("MCP_INSTANCE", &token)
-        .env("MCP_READ_ONLY", &read_only)
-        .env("MCP_SEND_ONLY", &send_only)
-        .env("MCP_PHONE", B)
-        .env("MCP_INVALID", NOBODY)
-        .env("PACELINE_BIN", bin());
-    let out = tokio::task::spawn_blocking(move || cmd.output()).await.unwrap().expect("python runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "the MCP client failed:\n{stderr}");
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    for sdk in [Sdk::Python, Sdk::TypeScript] {
+        let r = run_client(sdk, &c, [&token, &read_only, &send_only]).await;
+        check_report(sdk, &r, &id);
+    }
 
-    // 1. Initialize: protocol negotiated, our server.
-    assert!(r["admin"]["protocol"].as_str().unwrap().starts_with("20"), "{}", r["admin"]);
-    assert_eq!(r["stdio"]["protocol"], r["admin"]["protocol"]);
-    // The read_only client spoke the current revision, without a handshake.
-    assert_eq!(r["read_only"]["protocol"], "2026-07-28", "{}", r["read_only"]);
+    // The phone got each message once.
+    let want = ["hello from mcp", "hello over stdio", "hello from the typescript sdk", "hello over typescript stdio"];
+    let inbox = wait_for(Duration::from_secs(10), || async {
+        let v: Value = c.netsim().get(&format!("/control/phones/{B}/inbox")).await.expect(200);
+        let texts: Vec<String> =
+            v["messages"].as_array().unwrap().iter().filter_map(|m| m["text"].as_str().map(String::from)).collect();
+        (texts.len() >= want.len()).then_some(texts)
+    })
+    .await
+    .expect("B got the messages");
+    for w in want {
+        assert_eq!(inbox.iter().filter(|t| *t == w).count(), 1, "{w}: {inbox:?}");
+    }
+
+    // Tool calls are counted by tool and result.
+    let metrics = shared::telemetry::prometheus().render();
+    let line = |tool: &str, result: &str| {
+        metrics
+            .lines()
+            .find(|l| {
+                l.starts_with("paceline_mcp_tool_calls_total")
+                    && l.contains(&format!("tool=\"{tool}\""))
+                    && l.contains(&format!("result=\"{result}\""))
+            })
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|n| n.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    assert_eq!(line("send_message", "ok"), 4.0, "{metrics}");
+    assert_eq!(line("send_message", "invalid_number"), 4.0, "{metrics}");
+}
+
+/// What every SDK's report must show.
+fn check_report(sdk: Sdk, r: &Value, id: &str) {
+    // 1. Initialize: protocol negotiated (Python's read_only client spoke the current
+    //    revision, without a handshake).
+    if sdk == Sdk::Python {
+        assert!(r["admin"]["protocol"].as_str().unwrap().starts_with("20"), "{}", r["admin"]);
+        assert_eq!(r["stdio"]["protocol"], r["admin"]["protocol"]);
+        assert_eq!(r["read_only"]["protocol"], "2026-07-28", "{}", r["read_only"]);
+    }
 
     // 2. Each token sees what it may call.
     let all = [
@@ -81,16 +145,16 @@ async fn the_python_sdk_operates_the_gateway_over_http_and_stdio() {
         "mark_chat_read",
         "send_message",
     ];
-    assert_eq!(names(&r["admin"]["tools"]), all);
-    assert_eq!(names(&r["instance"]["tools"]), all);
-    assert_eq!(names(&r["stdio"]["tools"]), all);
+    assert_eq!(names(&r["admin"]["tools"]), all, "{sdk:?}");
+    assert_eq!(names(&r["instance"]["tools"]), all, "{sdk:?}");
+    assert_eq!(names(&r["stdio"]["tools"]), all, "{sdk:?}");
     let ro = names(&r["read_only"]["tools"]);
     assert!(ro.contains(&"list_instances") && ro.contains(&"get_chat_messages"), "{ro:?}");
-    for hidden in ["send_message", "check_numbers", "connect_instance", "mark_chat_read"] {
+    for hidden in ["send_message", "check_numbers", "connect_instance", "mark_chat_read", "get_qr"] {
         assert!(!ro.contains(&hidden), "a read_only key does not see {hidden}");
     }
     assert_eq!(names(&r["send_only"]["tools"]), ["check_numbers", "get_message", "send_message"]);
-    assert!(r["read_only"]["send_refused"].as_str().is_some(), "{}", r["read_only"]);
+    assert!(r["read_only"]["send_refused"].as_str().is_some(), "{sdk:?}: {}", r["read_only"]);
 
     // The admin lists every instance; an instance token only its own.
     let admin_list = r["admin"]["instances"]["structured"]["instances"].as_array().unwrap();
@@ -102,55 +166,28 @@ async fn the_python_sdk_operates_the_gateway_over_http_and_stdio() {
     assert_eq!(r["admin"]["no_instance_id"]["is_error"], true);
     assert_eq!(r["admin"]["no_instance_id"]["structured"]["error"]["code"], "validation_failed");
 
-    // 3-5. Sent through the queue, followed, and refused for a number without an account.
+    // 3-5. Sent through the queue, followed, and refused for a number without an
+    // account: a failed operation is a result with isError, its error structured.
     for via in ["instance", "stdio"] {
         let v = &r[via];
-        assert_eq!(v["send"]["is_error"], false, "{via}: {}", v["send"]);
-        assert_eq!(v["send"]["structured"]["status"], "sent", "{via}");
-        assert_eq!(v["get"]["structured"]["status"], "sent", "{via}");
-        assert_eq!(v["invalid"]["is_error"], true, "{via}");
-        assert_eq!(v["invalid"]["structured"]["error"]["code"], "invalid_number", "{via}: {}", v["invalid"]);
+        assert_eq!(v["send"]["is_error"], false, "{sdk:?} {via}: {}", v["send"]);
+        assert_eq!(v["send"]["structured"]["status"], "sent", "{sdk:?} {via}");
+        assert_eq!(v["get"]["structured"]["status"], "sent", "{sdk:?} {via}");
+        assert_eq!(v["invalid"]["is_error"], true, "{sdk:?} {via}: {}", v["invalid"]);
+        assert_eq!(v["invalid"]["structured"]["error"]["code"], "invalid_number", "{sdk:?} {via}: {}", v["invalid"]);
+        assert_eq!(v["invalid"]["structured"]["error"]["retryable"], false, "{sdk:?} {via}");
         let text = v["invalid"]["content"][0]["text"].as_str().unwrap();
         assert!(text.starts_with("invalid_number:") && !text.contains(NOBODY), "no number in errors: {text}");
     }
     // Asked for progress, the wait reported it (so the answer was an event stream).
-    assert!(!r["instance"]["progress"].as_array().unwrap().is_empty(), "{}", r["instance"]["progress"]);
+    assert!(!r["instance"]["progress"].as_array().unwrap().is_empty(), "{sdk:?}: {}", r["instance"]["progress"]);
     assert_eq!(r["instance"]["check"]["structured"]["results"][0]["exists"], true, "{}", r["instance"]["check"]);
     assert!(r["instance"]["chats"]["structured"]["chats"].is_array());
     assert_eq!(
         names(&r["instance"]["resources"]),
         [format!("paceline://instances/{id}"), format!("paceline://instances/{id}/chats")]
     );
-    assert!(r["instance"]["resource_text"].as_str().unwrap().contains(&id));
-
-    // The phone got each message once.
-    let inbox = wait_for(Duration::from_secs(10), || async {
-        let v: Value = c.netsim().get(&format!("/control/phones/{B}/inbox")).await.expect(200);
-        let texts: Vec<String> =
-            v["messages"].as_array().unwrap().iter().filter_map(|m| m["text"].as_str().map(String::from)).collect();
-        (texts.len() >= 2).then_some(texts)
-    })
-    .await
-    .expect("B got the messages");
-    assert_eq!(inbox.iter().filter(|t| *t == "hello from mcp").count(), 1, "{inbox:?}");
-    assert_eq!(inbox.iter().filter(|t| *t == "hello over stdio").count(), 1, "{inbox:?}");
-
-    // Tool calls are counted by tool and result.
-    let metrics = shared::telemetry::prometheus().render();
-    let line = |tool: &str, result: &str| {
-        metrics
-            .lines()
-            .find(|l| {
-                l.starts_with("paceline_mcp_tool_calls_total")
-                    && l.contains(&format!("tool=\"{tool}\""))
-                    && l.contains(&format!("result=\"{result}\""))
-            })
-            .and_then(|l| l.rsplit(' ').next())
-            .and_then(|n| n.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    assert_eq!(line("send_message", "ok"), 2.0, "{metrics}");
-    assert_eq!(line("send_message", "invalid_number"), 2.0, "{metrics}");
+    assert!(r["instance"]["resource_text"].as_str().unwrap().contains(id));
 }
 
 /// One raw MCP POST.
