@@ -149,7 +149,7 @@ pub fn json() -> &'static String {
 
 /// What every operation has in common, written once here rather than on each handler:
 /// unique operation ids, every path template's parameters declared (with the schema of
-/// their kind), and on every instance route the 404 `instance_not_found` that
+/// their kind), the `X-Request-Id` header every route takes, and on every instance route the 404 `instance_not_found` that
 /// `InstanceAccess` answers for an instance that does not exist.
 fn complete(doc: &mut serde_json::Value) {
     use serde_json::{json, Value};
@@ -213,6 +213,13 @@ fn complete(doc: &mut serde_json::Value) {
                         "description": name.replace('_', " "),
                     })),
                 }
+            }
+            // Every route takes a request id and answers with it (one is made when absent).
+            if !params.iter().any(|p| p["in"] == "header" && p["name"] == "X-Request-Id") {
+                params.push(json!({
+                    "name": "X-Request-Id", "in": "header", "required": false, "schema": { "type": "string" },
+                    "description": "Names the request in the server's logs; answered back (one is made when absent).",
+                }));
             }
             // A parameter is a string in the request, never JSON `null`.
             for p in params.iter_mut() {

@@ -227,7 +227,8 @@ fn build(doc: &Value, def: &ToolDef) -> Built {
     if def.path.contains("{id}") {
         props.insert("instance_id".into(), json!({ "type": "string", "description": INSTANCE_ID }));
     }
-    for p in op["parameters"].as_array().into_iter().flatten() {
+    // Path and query parameters become arguments; headers (the request id) do not.
+    for p in op["parameters"].as_array().into_iter().flatten().filter(|p| p["in"] != "header") {
         let name = p["name"].as_str().expect("a parameter name").to_string();
         let in_path = p["in"] == "path";
         if name == "id" && in_path {
@@ -271,7 +272,7 @@ fn build(doc: &Value, def: &ToolDef) -> Built {
         .unwrap_or_else(|| panic!("tool {}: no 2xx answer with a body", def.name));
     let mut out_defs = Map::new();
     let answer = resolve(doc, &answer["content"]["application/json"]["schema"]);
-    let Value::Object(mut output) = localize(doc, &answer, &mut out_defs) else {
+    let Value::Object(output) = localize(doc, &answer, &mut out_defs) else {
         panic!("tool {}: the answer's schema is not an object", def.name)
     };
     assert_eq!(output.get("type"), Some(&Value::from("object")), "tool {}: the answer is an object", def.name);

@@ -89,5 +89,21 @@ async fn openapi_python_client_generates_every_endpoint() {
         }
     }
     assert_eq!(generated, operations, "one client function per operation");
+    // The client is usable as generated: every module of it imports.
+    let import_all = "import importlib, pkgutil, sys\n\
+        import paceline_client\n\
+        bad = []\n\
+        for m in pkgutil.walk_packages(paceline_client.__path__, 'paceline_client.'):\n\
+        \x20   try:\n\
+        \x20       importlib.import_module(m.name)\n\
+        \x20   except Exception as e:\n\
+        \x20       bad.append(f'{m.name}: {e!r}')\n\
+        print(len(list(pkgutil.walk_packages(paceline_client.__path__, 'paceline_client.'))))\n\
+        sys.exit('\\n'.join(bad) if bad else 0)\n";
+    let out =
+        Command::new(harness::test_python()).args(["-c", import_all]).current_dir(&dir).output().expect("python runs");
+    let modules: usize = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(0);
+    assert!(out.status.success(), "generated modules that do not import:\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(modules > operations, "{modules} modules imported");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -423,7 +423,7 @@ fn media_in(value: String, mime_type: Option<String>, filename: Option<String>) 
 /// URL, base64, or a multipart `file` part.
 #[utoipa::path(post, path = "/message/sendMedia/{instanceName}", tag = "actions",
     params(("instanceName" = String, Path, description = "the instance's name")),
-    request_body(content((SendMediaIn = "application/json"), (SendMediaIn = "multipart/form-data"))),
+    request_body(content((SendMediaIn = "application/json"), (SendMediaForm = "multipart/form-data"))),
     responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn send_media(
@@ -472,7 +472,7 @@ pub struct SendAudioIn {
 /// Send a voice note from an audio file.
 #[utoipa::path(post, path = "/message/sendWhatsAppAudio/{instanceName}", tag = "actions",
     params(("instanceName" = String, Path, description = "the instance's name")),
-    request_body(content((SendAudioIn = "application/json"), (SendAudioIn = "multipart/form-data"))),
+    request_body(content((SendAudioIn = "application/json"), (SendAudioForm = "multipart/form-data"))),
     responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn send_audio(
@@ -501,7 +501,7 @@ pub struct SendStickerIn {
 /// Send a sticker (a WebP image).
 #[utoipa::path(post, path = "/message/sendSticker/{instanceName}", tag = "actions",
     params(("instanceName" = String, Path, description = "the instance's name")),
-    request_body(content((SendStickerIn = "application/json"), (SendStickerIn = "multipart/form-data"))),
+    request_body(content((SendStickerIn = "application/json"), (SendStickerForm = "multipart/form-data"))),
     responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn send_sticker(
@@ -585,7 +585,7 @@ impl FileField for SendPtvIn {
 /// kind; README, "Coming from Evolution API").
 #[utoipa::path(post, path = "/message/sendPtv/{instanceName}", tag = "evolution", operation_id = "evolution_message_sendPtv",
     params(("instanceName" = String, Path, description = "the instance's name")),
-    request_body(content((SendPtvIn = "application/json"), (SendPtvIn = "multipart/form-data"))),
+    request_body(content((SendPtvIn = "application/json"), (SendPtvForm = "multipart/form-data"))),
     responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn send_ptv(
@@ -624,6 +624,45 @@ async fn send_list(ActionInstance(_row): ActionInstance) -> Result<Json<SendActi
 async fn send_buttons(ActionInstance(_row): ActionInstance) -> Result<Json<SendActionOut>, ApiError> {
     Err(ApiError::validation(INTERACTIVE_REFUSED))
 }
+
+/// The multipart forms of the media routes, as the description shows them (a form is
+/// read into the JSON body's type, `ActionBody`): the other fields as text parts, the
+/// file's bytes in the `file` part instead of the URL or base64 field.
+macro_rules! multipart_form {
+    ($(#[$doc:meta])* $name:ident { $($(#[$fdoc:meta])* $field:ident),* $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Deserialize, ToSchema)]
+        #[serde(rename_all = "camelCase")]
+        #[allow(dead_code)]
+        pub struct $name {
+            /// Phone with country code (or a JID).
+            pub number: String,
+            /// The file's bytes (or give the URL or base64 in the text field).
+            #[schema(value_type = Option<String>, format = Binary)]
+            pub file: Option<Vec<u8>>,
+            $($(#[$fdoc])* pub $field: Option<String>,)*
+            /// Milliseconds Evolution waits before sending (0-300000); pacing decides.
+            pub delay: Option<String>,
+        }
+    };
+}
+
+multipart_form!(
+    /// `sendMedia` as `multipart/form-data`.
+    SendMediaForm { caption, media, mediatype, mimetype, file_name }
+);
+multipart_form!(
+    /// `sendWhatsAppAudio` as `multipart/form-data`.
+    SendAudioForm { audio }
+);
+multipart_form!(
+    /// `sendSticker` as `multipart/form-data`.
+    SendStickerForm { sticker }
+);
+multipart_form!(
+    /// `sendPtv` as `multipart/form-data`.
+    SendPtvForm { video }
+);
 
 /// A body as JSON or, as Evolution's clients send media, `multipart/form-data`: its text
 /// parts become string fields, and its `file` part, in base64, the field `file_field`
