@@ -1,15 +1,16 @@
 # shellcheck shell=bash
 # Shared by the loadtest scripts: start the local cluster (release build, netsim) in the
-# background and wait until the API is ready; stop it on exit. Callers may set
+# background (`LT_PROFILE`, default release) and wait until the API is ready; stop it on exit. Callers may set
 # LT_EXTRA_CLEANUP to a command run on exit too. Sets LOG (the cluster's output), DEV
 # (its pid) and, once ready, the variables of .paceline/env.
 
 lt_start_cluster() {
     LOG=$(mktemp)
-    PL_DEV_PROFILE=release PACELINE_LOG_LEVEL=warn setsid scripts/dev --network sim >"$LOG" 2>&1 &
+    PL_DEV_PROFILE=${LT_PROFILE:-release} PACELINE_LOG_LEVEL=warn setsid scripts/dev --network sim >"$LOG" 2>&1 &
     DEV=$!
     trap lt_cleanup EXIT
-    for _ in $(seq 1 600); do
+    # A release build on 2 cores takes a while: wait as long as the cluster lives.
+    for _ in $(seq 1 3600); do
         if curl -sf http://127.0.0.1:8787/readyz >/dev/null 2>&1; then break; fi
         if ! kill -0 "$DEV" 2>/dev/null; then tail -30 "$LOG"; echo "the cluster did not start" >&2; exit 1; fi
         sleep 1

@@ -35,8 +35,28 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
         return Err(ApiError::validation("request body must be a JSON object"));
     }
+    // Text is stored in Postgres, which holds no NUL character: refused before anything.
+    if has_escaped_nul(bytes) {
+        return Err(ApiError::validation("strings must not contain the NUL character (U+0000)"));
+    }
     let de = &mut serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(de).map_err(|e| {
+    let parsed: Result<T, _> = serde_path_to_error::deserialize(de);
+    let first = match parsed {
+        Ok(t) => return Ok(t),
+        Err(e) => e,
+    };
+    // JSON Schema's `integer` includes `16.0`; serde's integers do not: a body whose
+    // integral floats are written as integers is tried again.
+    if first.inner().classify() == serde_json::error::Category::Data {
+        if let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(bytes) {
+            if integral_floats_as_integers(&mut v) {
+                if let Ok(t) = serde_json::from_value(v) {
+                    return Ok(t);
+                }
+            }
+        }
+    }
+    Err(first).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         let reason = sanitize_serde_message(&inner.to_string());
@@ -54,6 +74,43 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         };
         ApiError::validation(msg)
     })
+}
+
+/// Whether a JSON text holds a NUL character in a string: JSON writes it only as the
+/// escape `\u0000` (a backslash that is not itself escaped, then `u0000`).
+pub fn has_escaped_nul(bytes: &[u8]) -> bool {
+    let mut from = 0;
+    while let Some(at) =
+        bytes[from..].windows(6).position(|w| w[0] == b'\\' && w[1] == b'u' && w[2..].eq_ignore_ascii_case(b"0000"))
+    {
+        let at = from + at;
+        let backslashes = bytes[..at].iter().rev().take_while(|b| **b == b'\\').count();
+        if backslashes % 2 == 0 {
+            return true;
+        }
+        from = at + 1;
+    }
+    false
+}
+
+/// Rewrites every number that is a float with no fraction (`16.0`) as the integer it
+/// is; whether any was.
+fn integral_floats_as_integers(v: &mut serde_json::Value) -> bool {
+    use serde_json::Value;
+    match v {
+        Value::Number(n) if n.is_f64() => {
+            let f = n.as_f64().unwrap_or(f64::NAN);
+            // Within the integers an f64 holds exactly.
+            if f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0 {
+                *v = Value::from(f as i64);
+                return true;
+            }
+            false
+        }
+        Value::Array(a) => a.iter_mut().fold(false, |any, x| integral_floats_as_integers(x) | any),
+        Value::Object(o) => o.values_mut().fold(false, |any, x| integral_floats_as_integers(x) | any),
+        _ => false,
+    }
 }
 
 /// Strips user-supplied values from serde's messages and its position suffix: values
@@ -123,5 +180,25 @@ mod tests {
         assert!(parse_json::<Body>(br#"{"count": 3}"#).is_ok());
         let e = parse_json::<Body>(b" [3, null]").unwrap_err();
         assert!(e.message.contains("JSON object"), "{}", e.message);
+    }
+
+    #[test]
+    fn a_nul_in_any_string_is_refused_but_an_escaped_backslash_is_not_one() {
+        for body in [&br#"{"count": 1, "kind": "a\u0000b"}"#[..], br#"{"x": {"y": ["\u0000"]}}"#, br#"{"\u0000": 1}"#] {
+            let e = parse_json::<serde_json::Value>(body).unwrap_err();
+            assert!(e.message.contains("NUL"), "{}", e.message);
+        }
+        assert!(parse_json::<serde_json::Value>(br#"{"a": "\\u0000"}"#).is_ok(), "a backslash, then u0000");
+        assert!(parse_json::<serde_json::Value>(br#"{"a": "\\\u0000"}"#).is_err());
+    }
+
+    /// JSON Schema's integers include `16.0`: such a body is taken; a fraction is not.
+    #[test]
+    fn integral_floats_are_integers() {
+        assert_eq!(parse_json::<Body>(br#"{"count": 16.0}"#).unwrap().count, 16);
+        assert_eq!(parse_json::<Body>(br#"{"count": 1e2}"#).unwrap().count, 100);
+        let e = parse_json::<Body>(br#"{"count": 16.5}"#).unwrap_err();
+        assert!(e.message.contains("`count`"), "{}", e.message);
+        assert!(parse_json::<Body>(br#"{"count": -1.0}"#).is_err(), "still a u32");
     }
 }

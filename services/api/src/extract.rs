@@ -248,6 +248,9 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ValidatedQuery
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
         let query = parts.uri.query().unwrap_or_default();
+        if form_urlencoded::parse(query.as_bytes()).any(|(k, v)| k.contains('\0') || v.contains('\0')) {
+            return Err(ApiError::validation("query parameters must not contain the NUL character"));
+        }
         let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
         serde_path_to_error::deserialize(de).map(ValidatedQuery).map_err(|e| {
             let path = e.path().to_string();

@@ -75,6 +75,7 @@ pub fn app(state: AppState) -> Router {
                 .layer(trace)
                 .layer(PropagateRequestIdLayer::new(REQUEST_ID)),
         )
+        .layer(axum::middleware::from_fn(middleware::request_id_check))
 }
 
 /// Every route with the layers each request needs (state, body limit, panics), and none

@@ -43,3 +43,56 @@ pub fn panic_response(_err: Box<dyn std::any::Any + Send + 'static>) -> Response
     tracing::error!("handler panicked");
     ApiError::new(ErrorCode::Internal, "internal error").into_response()
 }
+
+/// The longest `X-Request-Id` taken.
+pub const REQUEST_ID_MAX: usize = 200;
+
+/// The `X-Request-Id` a request may carry, as the description declares it.
+pub const REQUEST_ID_PATTERN: &str = "^[ -~]{0,200}$";
+
+/// Refuses an `X-Request-Id` of more than [`REQUEST_ID_MAX`] characters or with anything
+/// but printable ASCII (400 `validation_failed`): it is written into every log line of
+/// the request, and a caller's bytes never reach a log unbounded.
+pub async fn request_id_check(req: Request, next: Next) -> Response {
+    let ok =
+        req.headers().get_all("x-request-id").iter().enumerate().all(|(i, v)| {
+            i == 0 && v.len() <= REQUEST_ID_MAX && v.as_bytes().iter().all(|b| (b' '..=b'~').contains(b))
+        });
+    if !ok {
+        return ApiError::validation(format!(
+            "X-Request-Id must be one value of at most {REQUEST_ID_MAX} printable ASCII characters"
+        ))
+        .into_response();
+    }
+    next.run(req).await
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Body;
+    use axum::routing::get;
+    use tower::ServiceExt;
+
+    async fn status(values: &[&[u8]]) -> u16 {
+        let app = axum::Router::new()
+            .route("/", get(|| async { "ok" }))
+            .layer(axum::middleware::from_fn(super::request_id_check));
+        let mut req = axum::http::Request::builder().uri("/");
+        for v in values {
+            req = req.header("x-request-id", axum::http::HeaderValue::from_bytes(v).unwrap());
+        }
+        app.oneshot(req.body(Body::empty()).unwrap()).await.unwrap().status().as_u16()
+    }
+
+    #[tokio::test]
+    async fn request_ids_are_bounded_printable_ascii() {
+        assert_eq!(status(&[]).await, 200);
+        assert_eq!(status(&[b""]).await, 200);
+        assert_eq!(status(&[b"req-1 a/b"]).await, 200);
+        assert_eq!(status(&[&[b'a'; 200]]).await, 200);
+        assert_eq!(status(&[&[b'a'; 201]]).await, 400);
+        assert_eq!(status(&[b"caf\xe9"]).await, 400);
+        assert_eq!(status(&[b"a\tb"]).await, 400);
+        assert_eq!(status(&[b"a", b"b"]).await, 400);
+    }
+}

@@ -140,11 +140,109 @@ pub fn json() -> &'static String {
         // utoipa has no OpenAPI 3.1 `webhooks` yet: the event catalog goes in here.
         let mut doc = serde_json::to_value(spec()).expect("the description serializes");
         complete(&mut doc);
+        no_nul_in_requests(&mut doc);
         doc.as_object_mut().expect("an object").insert("webhooks".into(), catalog::webhooks_object());
         let mut s = serde_json::to_string_pretty(&doc).expect("the description serializes");
         s.push('\n');
         s
     })
+}
+
+/// The pattern of a string the API takes: no NUL (`shared::http` refuses one with 400
+/// `validation_failed`, as Postgres stores none).
+pub const NO_NUL: &str = "^[^\\u0000]*$";
+
+/// `pattern` and no NUL, as one pattern a generator can draw from (no lookaround): the
+/// negated classes leave NUL out, and what an anchor leaves open takes no NUL. (The
+/// description's patterns have no top-level alternative, which this keeps as it is.)
+fn without_nul(pattern: &str) -> String {
+    if pattern.contains("\\u0000") {
+        return pattern.to_string();
+    }
+    let mut p = pattern.replace("[^", "[^\\u0000").replace("\\S", "[^\\s\\u0000]");
+    if !p.starts_with('^') {
+        p = format!("^[^\\u0000]*(?:{p})");
+    }
+    if !p.ends_with('$') {
+        p.push_str("[^\\u0000]*$");
+    }
+    p
+}
+
+/// Every plain string of a request (a body, a parameter, and the components they use)
+/// declares [`NO_NUL`]. Strings with a pattern, an enum, a constant or a format say more
+/// already (a binary part may hold any byte).
+fn no_nul_in_requests(doc: &mut serde_json::Value) {
+    use serde_json::Value;
+    fn walk(schema: &mut Value, refs: &mut Vec<String>) {
+        let Some(map) = schema.as_object_mut() else { return };
+        if let Some(r) = map.get("$ref").and_then(Value::as_str) {
+            if let Some(name) = r.strip_prefix("#/components/schemas/") {
+                refs.push(name.to_string());
+            }
+        }
+        let is_string = match map.get("type") {
+            Some(Value::String(t)) => t == "string",
+            Some(Value::Array(ts)) => ts.iter().any(|t| t == "string"),
+            _ => false,
+        };
+        let said = ["enum", "const", "format", "contentEncoding", "contentMediaType"];
+        if is_string {
+            match map.get("pattern").and_then(Value::as_str) {
+                Some(p) => {
+                    let p = without_nul(p);
+                    map.insert("pattern".into(), Value::String(p));
+                }
+                None if !said.iter().any(|k| map.contains_key(*k)) => {
+                    map.insert("pattern".into(), Value::String(NO_NUL.into()));
+                }
+                None => {}
+            }
+        }
+        for key in ["items", "additionalProperties", "not", "if", "then", "else", "contains"] {
+            if let Some(s) = map.get_mut(key) {
+                walk(s, refs);
+            }
+        }
+        for key in ["properties", "patternProperties", "dependentSchemas"] {
+            for (_, s) in map.get_mut(key).and_then(Value::as_object_mut).into_iter().flatten() {
+                walk(s, refs);
+            }
+        }
+        for key in ["oneOf", "anyOf", "allOf", "prefixItems"] {
+            for s in map.get_mut(key).and_then(Value::as_array_mut).into_iter().flatten() {
+                walk(s, refs);
+            }
+        }
+    }
+    let mut refs = Vec::new();
+    for (_, item) in doc.get_mut("paths").and_then(Value::as_object_mut).into_iter().flatten() {
+        for (_, op) in item.as_object_mut().into_iter().flatten() {
+            for (_, media) in
+                op.pointer_mut("/requestBody/content").and_then(Value::as_object_mut).into_iter().flatten()
+            {
+                if let Some(s) = media.get_mut("schema") {
+                    walk(s, &mut refs);
+                }
+            }
+            for p in op.get_mut("parameters").and_then(Value::as_array_mut).into_iter().flatten() {
+                if p["in"] != "header" {
+                    if let Some(s) = p.get_mut("schema") {
+                        walk(s, &mut refs);
+                    }
+                }
+            }
+        }
+    }
+    let mut done = std::collections::BTreeSet::new();
+    while let Some(name) = refs.pop() {
+        if !done.insert(name.clone()) {
+            continue;
+        }
+        if let Some(s) = doc.pointer_mut(&format!("/components/schemas/{name}")) {
+            walk(s, &mut refs);
+        }
+    }
 }
 
 /// What every operation has in common, written once here rather than on each handler:
@@ -184,6 +282,20 @@ fn complete(doc: &mut serde_json::Value) {
                 "max_per_minute": { "maximum": crate::service::instances::MAX_PER_MINUTE_CEILING } } }),
         );
     }
+    // Editing one: below the floors only with `unsafe_pacing` (given in the patch; an
+    // instance the admin made unsafe before takes it restated).
+    if let Some(patch) = doc.pointer_mut("/components/schemas/InstancePatch").and_then(Value::as_object_mut) {
+        patch.insert(
+            "if".into(),
+            json!({ "properties": { "unsafe_pacing": { "const": true } }, "required": ["unsafe_pacing"] }),
+        );
+        patch.insert(
+            "else".into(),
+            json!({ "properties": {
+                "min_interval_ms": { "minimum": crate::service::instances::MIN_INTERVAL_FLOOR_MS },
+                "max_per_minute": { "maximum": crate::service::instances::MAX_PER_MINUTE_CEILING } } }),
+        );
+    }
     let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else { return };
     for (path, item) in paths.iter_mut() {
         let names: Vec<String> =
@@ -201,11 +313,31 @@ fn complete(doc: &mut serde_json::Value) {
                     op["operationId"] = json!(format!("{tag}_{id}"));
                 }
             }
+            // An event stream's schema is one Server-Sent Event's (as OpenAPI 3.1 reads
+            // `text/event-stream`): its `id`, `event` (the type) and `data`, a string of
+            // the event's JSON.
+            for (_, response) in op["responses"].as_object_mut().into_iter().flatten() {
+                if let Some(sse) = response.pointer_mut("/content/text~1event-stream") {
+                    let event = sse["schema"].clone();
+                    sse["schema"] = json!({
+                        "type": "object",
+                        "description": "One Server-Sent Event: `id` is the event's id, `event` its type, `data` its JSON.",
+                        "required": ["id", "event", "data"],
+                        "properties": {
+                            "id": { "$ref": "#/components/schemas/EventId" },
+                            "event": { "$ref": "#/components/schemas/EventType" },
+                            "data": { "type": "string", "contentMediaType": "application/json", "contentSchema": event },
+                        },
+                    });
+                }
+            }
             let params = op.as_object_mut().expect("an operation").entry("parameters").or_insert_with(|| json!([]));
             let params = params.as_array_mut().expect("an array");
             for name in &names {
                 let declared = params.iter_mut().find(|p| p["in"] == "path" && p["name"] == name.as_str());
                 match declared {
+                    // A generic name keeps what its handler declares (an action's values).
+                    Some(p) if schema_of(path, name).get("$ref").is_none() && p["schema"].get("pattern").is_some() => {}
                     // The kind's schema wins over a handler's plain `String`.
                     Some(p) => p["schema"] = schema_of(path, name),
                     None => params.push(json!({
@@ -217,8 +349,10 @@ fn complete(doc: &mut serde_json::Value) {
             // Every route takes a request id and answers with it (one is made when absent).
             if !params.iter().any(|p| p["in"] == "header" && p["name"] == "X-Request-Id") {
                 params.push(json!({
-                    "name": "X-Request-Id", "in": "header", "required": false, "schema": { "type": "string" },
-                    "description": "Names the request in the server's logs; answered back (one is made when absent).",
+                    "name": "X-Request-Id", "in": "header", "required": false,
+                    "schema": { "type": "string", "pattern": crate::middleware::REQUEST_ID_PATTERN },
+                    "description": "Names the request in the server's logs; answered back (one is made when absent). \
+                        At most 200 printable ASCII characters (400 `validation_failed` otherwise).",
                 }));
             }
             // A parameter is a string in the request, never JSON `null`.
@@ -236,12 +370,22 @@ fn complete(doc: &mut serde_json::Value) {
             }
             // A typed path parameter (an id, a JID) of the wrong form is 400.
             let typed = names.iter().any(|n| n != "id" && n != "instanceName" && !path.starts_with("/media/"));
-            if typed && !names.is_empty() {
-                let responses = op["responses"].as_object_mut().expect("responses");
-                responses.entry("400").or_insert_with(|| {
-                    json!({ "description": "`validation_failed`: a path parameter is not of its form",
-                            "content": { "application/json": { "schema": { "$ref": "#/components/schemas/ErrorBody" } } } })
-                });
+            // So is a malformed `X-Request-Id`, on every route.
+            let description = if typed && !names.is_empty() {
+                "`validation_failed`: a path parameter is not of its form, or a malformed `X-Request-Id`"
+            } else {
+                "`validation_failed`: a malformed `X-Request-Id`"
+            };
+            let responses = op["responses"].as_object_mut().expect("responses");
+            let bad = responses.entry("400").or_insert_with(|| {
+                json!({ "description": description,
+                        "content": { "application/json": { "schema": { "$ref": "#/components/schemas/ErrorBody" } } } })
+            });
+            // (A page's 400 is HTML; the header's refusal comes before the page, as JSON.)
+            if bad.pointer("/content/application~1json").is_none() {
+                let d = bad["description"].as_str().unwrap_or_default().to_string();
+                bad["description"] = json!(format!("{d}; a malformed `X-Request-Id` is JSON `validation_failed`"));
+                bad["content"]["application/json"] = json!({ "schema": { "$ref": "#/components/schemas/ErrorBody" } });
             }
             if path.starts_with("/v1/instances/{id}") {
                 let responses = op["responses"].as_object_mut().expect("responses");
@@ -259,6 +403,32 @@ fn complete(doc: &mut serde_json::Value) {
                         );
                     }
                 }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod nul_tests {
+    /// Each rewritten pattern takes what the original took, less the strings with NUL.
+    #[test]
+    fn patterns_leave_nul_out() {
+        let cases = [
+            (r"\S", &["a", " a "][..], &[" ", "a\0"][..]),
+            (r"[^\s\u0085]", &["x"], &["\u{85}", "x\0y"]),
+            ("^audio/", &["audio/ogg"], &["audio/\0", "video/x"]),
+            ("/", &["a/b"], &["ab", "\0/"]),
+            ("^[^/]+$", &["ab"], &["a\0b", "a/b"]),
+            (super::NO_NUL, &["", "x"], &["\0"]),
+        ];
+        for (pattern, good, bad) in cases {
+            let p = super::without_nul(pattern);
+            let re = regex::Regex::new(&p).unwrap();
+            for g in good {
+                assert!(re.is_match(g), "{p} takes {g:?}");
+            }
+            for b in bad {
+                assert!(!re.is_match(b), "{p} refuses {b:?}");
             }
         }
     }

@@ -17,6 +17,7 @@ pub struct PageQuery {
     #[param(minimum = 1, maximum = 200)]
     pub limit: Option<u32>,
     /// `next_cursor` of the previous page.
+    #[param(min_length = 1, max_length = 1024, pattern = "^[A-Za-z0-9_-]+$")]
     pub cursor: Option<String>,
 }
 
@@ -28,6 +29,7 @@ pub struct SmallPageQuery {
     #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
     /// `next_cursor` of the previous page.
+    #[param(min_length = 1, max_length = 1024, pattern = "^[A-Za-z0-9_-]+$")]
     pub cursor: Option<String>,
 }
 

@@ -17,7 +17,11 @@ pub fn router() -> Router<App> {
     Router::new()
         .route("/control/phones", post(register))
         .route("/control/phones/{number}", get(phone))
-        .route("/control/phones/{number}/messages", post(phone_send))
+        // A phone sends media as large as WhatsApp's (documents up to 100 MB, in base64).
+        .route(
+            "/control/phones/{number}/messages",
+            post(phone_send).layer(axum::extract::DefaultBodyLimit::max(140 * 1024 * 1024)),
+        )
         .route("/control/phones/{number}/inbox", get(inbox))
         .route("/control/phones/{number}/read", post(read))
         .route("/control/phones/{number}/logout", post(logout))

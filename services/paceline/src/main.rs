@@ -47,6 +47,10 @@ enum Command {
         /// benchmarks measure one such process).
         #[arg(long)]
         no_worker: bool,
+        /// Run no webhook dispatcher: start `paceline dispatcher` processes beside it (the
+        /// dispatcher's memory benchmark measures one such process).
+        #[arg(long)]
+        no_dispatcher: bool,
     },
     /// Print the OpenAPI 3.1 description.
     Openapi,
@@ -147,7 +151,7 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
             let l = bind(config.netsim_listen_addr, "netsim").await?;
             tasks.push(("netsim", Box::pin(netsim::run(l, config.netsim_qr_rotate, shutdown.clone()))));
         }
-        Command::Dev { no_worker, .. } => {
+        Command::Dev { no_worker, no_dispatcher, .. } => {
             for role in [Role::Api, Role::Worker, Role::Dispatcher] {
                 config.validate(role)?;
             }
@@ -160,17 +164,22 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
                 tasks.push(("netsim", Box::pin(netsim::run(l, config.netsim_qr_rotate, shutdown.clone()))));
             }
             let l = bind(config.listen_addr, "api").await?;
-            let roles = if no_worker {
-                vec!["api", "dispatcher", "attendant"]
-            } else {
-                vec!["api", "worker", "dispatcher", "attendant"]
-            };
+            let roles: Vec<&'static str> = ["api", "worker", "dispatcher", "attendant"]
+                .into_iter()
+                .filter(|r| match *r {
+                    "worker" => !no_worker,
+                    "dispatcher" => !no_dispatcher,
+                    _ => true,
+                })
+                .collect();
             metrics(&mut tasks, &config, roles);
             tasks.push(("api", Box::pin(api::run(config.clone(), l, shutdown.clone()))));
             if !no_worker {
                 tasks.push(("worker", Box::pin(worker::run(config.clone(), shutdown.clone()))));
             }
-            tasks.push(("dispatcher", Box::pin(dispatcher::run(config.clone(), shutdown.clone()))));
+            if !no_dispatcher {
+                tasks.push(("dispatcher", Box::pin(dispatcher::run(config.clone(), shutdown.clone()))));
+            }
             tasks.push(("attendant", Box::pin(api::attendant::run(config, shutdown.clone()))));
         }
     }

@@ -37,6 +37,49 @@ pub const TOOL_CALLS: &str = "paceline_mcp_tool_calls_total";
 /// `media.url`.
 pub const BODY_LIMIT: usize = crate::routes::BODY_LIMIT;
 
+/// One JSON-RPC 2.0 message a client sends: a request (with `id`) or a notification.
+/// Checked before the protocol sees it: anything else is 400 `validation_failed`.
+#[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct JsonRpcMessage {
+    /// `2.0`.
+    #[schema(value_type = String, pattern = "^2\\.0$")]
+    jsonrpc: JsonRpcVersion,
+    /// `initialize`, `tools/list`, `tools/call`, ...
+    #[schema(min_length = 1, max_length = 256)]
+    method: String,
+    /// A request's id (a notification has none).
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    id: Option<serde_json::Value>,
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    params: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// The only JSON-RPC version.
+#[derive(Debug, serde::Deserialize)]
+enum JsonRpcVersion {
+    #[serde(rename = "2.0")]
+    V2,
+}
+
+impl JsonRpcMessage {
+    fn check(bytes: &[u8]) -> Result<(), ApiError> {
+        let m: JsonRpcMessage = shared::http::parse_json(bytes)?;
+        let id_ok = match &m.id {
+            None => true,
+            Some(v) => v.is_string() || v.is_i64() || v.is_u64(),
+        };
+        if m.method.is_empty() || m.method.len() > 256 || !id_ok {
+            return Err(ApiError::validation(
+                "not a JSON-RPC request: a method, and an id that is a string or integer",
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// The MCP service, mounted at `POST /mcp` through a request extension (it holds the
 /// router its tools call, which cannot hold it back).
 #[derive(Clone)]
@@ -82,6 +125,28 @@ impl Endpoint {
             Err(e) => return e.into_response(),
         };
         parts.extensions.insert(principal);
+        // A message, as the description declares it, before the protocol reads it: what
+        // is not one is our envelope's 400 (or 413), not the SDK's answer.
+        let json = parts
+            .headers
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("application/json"));
+        let body = if parts.method == axum::http::Method::POST && json {
+            let bytes = match axum::body::to_bytes(body, BODY_LIMIT).await {
+                Ok(b) => b,
+                Err(_) => {
+                    let e = ApiError::new(shared::ErrorCode::MediaTooLarge, "an MCP message is at most 1 MiB");
+                    return e.into_response();
+                }
+            };
+            if let Err(e) = JsonRpcMessage::check(&bytes) {
+                return e.into_response();
+            }
+            axum::body::Body::from(bytes)
+        } else {
+            body
+        };
         req = Request::from_parts(parts, body);
         self.service.handle(req).await.map(axum::body::Body::new).into_response()
     }

@@ -70,6 +70,7 @@ pub struct BulkByTag {
     pub tag: String,
     /// `next_cursor` of the previous call.
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 1024, pattern = "^[A-Za-z0-9_-]+$")]
     pub cursor: Option<String>,
     /// Most instances this call works on (1 to 500, default 500).
     #[serde(default)]

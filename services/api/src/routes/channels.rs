@@ -92,8 +92,13 @@ pub struct ChannelIn {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PreviewIn {
-    /// The channel's link (`https://whatsapp.com/channel/<code>`) or its code.
-    #[schema(min_length = 1, max_length = 200)]
+    /// The channel's link (`https://whatsapp.com/channel/<code>`) or its code (1-64
+    /// letters and digits), with white space around it taken away.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = "^[\\t\\n\\x0b\\x0c\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*(https://(www\\.)?whatsapp\\.com/channel/)?[A-Za-z0-9]{1,64}/*[\\t\\n\\x0b\\x0c\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*$"
+    )]
     pub link: String,
 }
 
@@ -104,8 +109,9 @@ pub struct ChannelReactionIn {
     /// The post's `server_id` (from `GET {inst}/channels/{jid}/messages`' `content`, or the network).
     #[schema(minimum = 1)]
     pub server_id: u64,
-    /// One emoji; empty removes the account's reaction.
-    #[schema(max_length = 16)]
+    /// One emoji (at most 16 characters, none a control character); empty removes the
+    /// account's reaction.
+    #[schema(max_length = 16, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")]
     pub reaction: String,
 }
 
@@ -120,6 +126,9 @@ fn channel(jid: Jid) -> Result<String, ApiError> {
 
 /// An invite code from a link or the code itself.
 fn invite_code(link: &str) -> Result<String, ApiError> {
+    if link.chars().count() > 200 {
+        return Err(ApiError::validation("link must be at most 200 characters"));
+    }
     let link = link.trim();
     let code = link
         .strip_prefix("https://whatsapp.com/channel/")

@@ -70,7 +70,8 @@ async fn start_policy(
     instance: Option<&InstanceId>,
 ) -> Result<(DeliverPolicy, Option<u64>), ApiError> {
     let bad = || ApiError::validation("Last-Event-ID must be an event id (evt_...)");
-    let raw = match headers.get("last-event-id") {
+    // An empty header names no event (as an EventSource that has seen none sends it).
+    let raw = match headers.get("last-event-id").filter(|v| !v.is_empty()) {
         Some(v) => Some(v.to_str().map_err(|_| bad())?),
         None => query,
     };

@@ -149,6 +149,7 @@ pub struct ListQuery {
     #[param(minimum = 1, maximum = 200)]
     pub limit: Option<u32>,
     /// `next_cursor` of the previous page.
+    #[param(min_length = 1, max_length = 1024, pattern = "^[A-Za-z0-9_-]+$")]
     pub cursor: Option<String>,
 }
 
@@ -284,6 +285,13 @@ async fn patch(
     let deployment = state.config.risk_policy();
     let past_floors = p.min_interval_ms.is_some_and(|v| v < MIN_INTERVAL_FLOOR_MS)
         || p.max_per_minute.is_some_and(|v| v > MAX_PER_MINUTE_CEILING);
+    // Past the floors says so in the same patch (as the description declares), so an
+    // edit never leans on what is stored.
+    if admin && past_floors && p.unsafe_pacing != Some(true) {
+        return Err(ApiError::validation(format!(
+            "min_interval_ms below {MIN_INTERVAL_FLOOR_MS} or max_per_minute above {MAX_PER_MINUTE_CEILING} needs \"unsafe_pacing\": true in the same patch"
+        )));
+    }
     let row = edit(&state, &id, |f| {
         if !admin {
             check_owner_limits(f, &p, &deployment, past_floors)?;

@@ -32,16 +32,16 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// On a loopback listener, a `Host` or `Origin` that is not loopback nor the host of
 /// `public_url` gets 403 (DNS rebinding protection). `GET` and `DELETE` answer 405.
 #[utoipa::path(post, path = "/mcp", tag = "operation",
-    request_body(content = Object, content_type = "application/json",
+    request_body(content = crate::mcp::JsonRpcMessage, content_type = "application/json",
         description = "One JSON-RPC 2.0 message (request or notification)"),
     responses(
         (status = 200, description = "the JSON-RPC answer: `application/json`, or `text/event-stream` carrying progress notifications then the answer", content_type = "application/json", body = Object),
         (status = 202, description = "a notification, accepted"),
-        (status = 400, description = "not a JSON-RPC message, or an unsupported `MCP-Protocol-Version`"),
+        (status = 400, description = "`validation_failed`: not a JSON-RPC message; or an unsupported `MCP-Protocol-Version`", body = ErrorBody),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
         (status = 403, description = "`forbidden`: a Host or Origin refused on a loopback listener, or an address outside the token's allow-list", body = ErrorBody),
         (status = 406, description = "the client does not accept both `application/json` and `text/event-stream`"),
-        (status = 413, description = "a message over 1 MiB"),
+        (status = 413, description = "`media_too_large`: a message over 1 MiB", body = ErrorBody),
         (status = 415, description = "the body is not `application/json`"),
     ),
     security(("admin" = []), ("instance" = [])))]

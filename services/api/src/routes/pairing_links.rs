@@ -73,8 +73,8 @@ async fn create_link(
     body: axum::body::Bytes,
 ) -> Result<(StatusCode, Json<LinkOut>), ApiError> {
     principal.require_admin()?;
-    // No body at all is the defaults.
-    let b: LinkIn = if body.is_empty() { LinkIn::default() } else { parse_json(&body)? };
+    // No body at all (or JSON `null`, as the optional body reads) is the defaults.
+    let b: LinkIn = if matches!(body.trim_ascii(), b"" | b"null") { LinkIn::default() } else { parse_json(&body)? };
     let ttl = match b.expires_in.as_deref() {
         None => DEFAULT_TTL,
         Some(s) => crate::message_in::parse_duration(s)

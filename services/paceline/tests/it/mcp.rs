@@ -273,6 +273,20 @@ async fn the_endpoint_checks_tokens_hosts_origins_methods_and_accept() {
         .unwrap();
     assert_eq!(res.status(), 406);
 
+    // What is not a JSON-RPC message is our envelope's 400, before the protocol reads it.
+    for bad in [
+        json!({}),
+        json!({ "jsonrpc": "1.0", "method": "ping" }),
+        json!({ "jsonrpc": "2.0", "method": "" }),
+        json!({ "jsonrpc": "2.0", "method": "ping", "id": [1] }),
+        json!({ "jsonrpc": "2.0", "method": "ping\u{0}" }),
+    ] {
+        let res = post(&api, t, &[], &bad).await;
+        assert_eq!(res.status(), 400, "{bad}");
+        let v: Value = res.json().await.unwrap();
+        assert_eq!(v["error"]["code"], "validation_failed", "{bad}");
+    }
+
     // GET (no server-initiated stream) and DELETE (no session) answer 405.
     for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
         let res = reqwest::Client::new()

@@ -37,6 +37,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 pub struct EvoNumbersIn {
     /// Phone numbers with country code: 1 to 10 a call, within the instance's lookup quota
     /// (as `POST /v1/instances/{id}/check-numbers`).
+    #[schema(min_items = 1, max_items = 10, value_type = Vec<crate::schemas::PhoneNumber>)]
     pub numbers: Vec<String>,
 }
 
@@ -100,9 +101,23 @@ pub struct EvoFindMessagesIn {
     #[serde(rename = "where", default)]
     pub filter: EvoMessageWhere,
     /// Page number, from 1 (default 1).
+    #[schema(minimum = 1, maximum = 1_000_000)]
     pub page: Option<u32>,
     /// Records a page, 1-200 (default 50): Evolution's name for the page size.
+    #[schema(minimum = 1, maximum = 200)]
     pub offset: Option<u32>,
+}
+
+/// The highest page number the find routes take.
+const PAGE_MAX: u32 = 1_000_000;
+
+/// The page number asked for, from 1 (default 1).
+fn page_of(page: Option<u32>) -> Result<u32, ApiError> {
+    match page {
+        None => Ok(1),
+        Some(p) if (1..=PAGE_MAX).contains(&p) => Ok(p),
+        Some(_) => Err(ApiError::validation(format!("page must be 1-{PAGE_MAX}"))),
+    }
 }
 
 /// Evolution's `where`: each field present narrows the search.
@@ -110,18 +125,43 @@ pub struct EvoFindMessagesIn {
 #[serde(rename_all = "camelCase")]
 pub struct EvoMessageWhere {
     /// Our `msg_...` id.
+    #[schema(value_type = Option<MessageId>)]
     pub id: Option<String>,
     pub key: Option<EvoWhereKey>,
     /// `conversation`, `imageMessage`, ...
     pub message_type: Option<String>,
     /// `{gte, lte}`: RFC 3339 times or seconds since the epoch.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<EvoTimeBounds>)]
     pub message_timestamp: Option<Value>,
+}
+
+super::described!(
+    /// Evolution's `messageTimestamp` filter: `gte` and `lte`, each an RFC 3339 time or
+    /// seconds since the epoch (to the end of year 9999).
+    EvoTimeBounds,
+    json!({
+        "type": "object",
+        "description": "`{gte, lte}`: each an RFC 3339 time or seconds since the epoch",
+        "properties": { "gte": time_bound_schema(), "lte": time_bound_schema() },
+    })
+);
+
+/// The last second of year 9999: the latest a time bound may be.
+const TIME_MAX: i64 = 253_402_300_799;
+
+fn time_bound_schema() -> Value {
+    json!({ "oneOf": [
+        { "type": "null" },
+        { "type": "integer", "minimum": 0, "maximum": TIME_MAX },
+        { "type": "string", "format": "date-time" },
+    ] })
 }
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EvoWhereKey {
+    /// The chat: a phone number or JID.
+    #[schema(value_type = Option<super::EvoRecipient>)]
     pub remote_jid: Option<String>,
     pub from_me: Option<bool>,
     /// The network id.
@@ -149,7 +189,12 @@ pub struct EvoMessagePage {
 fn time_bound(v: &Value) -> Result<Option<DateTime<Utc>>, ApiError> {
     match v {
         Value::Null => Ok(None),
-        Value::Number(n) => n.as_i64().and_then(|s| DateTime::from_timestamp(s, 0)).map(Some).ok_or_else(bad_time),
+        Value::Number(_) => super::whole_number(v)
+            .and_then(|s| i64::try_from(s).ok())
+            .filter(|s| *s <= TIME_MAX)
+            .and_then(|s| DateTime::from_timestamp(s, 0))
+            .map(Some)
+            .ok_or_else(bad_time),
         Value::String(s) => s.parse().map(Some).map_err(|_| bad_time()),
         _ => Err(bad_time()),
     }
@@ -170,7 +215,7 @@ async fn find_messages(
     ActionInstance(row): ActionInstance,
     ActionJson(b): ActionJson<EvoFindMessagesIn>,
 ) -> Result<Json<EvoFindMessagesOut>, ApiError> {
-    let page = i64::from(b.page.unwrap_or(1).max(1));
+    let page = i64::from(page_of(b.page)?);
     let size = i64::from(b.offset.unwrap_or(50));
     if !(1..=200).contains(&size) {
         return Err(ApiError::validation("offset (the page size) must be 1-200"));
@@ -181,6 +226,9 @@ async fn find_messages(
     let kinds =
         w.message_type.as_deref().map(|t| shared::evolution::our_kinds(t).into_iter().map(String::from).collect());
     let bounds = w.message_timestamp.unwrap_or(Value::Null);
+    if !(bounds.is_null() || bounds.is_object()) {
+        return Err(bad_time());
+    }
     let id = match w.id.as_deref() {
         Some(i) => Some(MessageId::parse(i).map_err(|_| ApiError::validation("where.id must be a msg_ id"))?),
         None => None,
@@ -243,8 +291,10 @@ pub struct EvoFindChatsIn {
     #[serde(rename = "where", default)]
     pub filter: Option<EvoChatWhere>,
     /// Chats to list, 1-1,000 (default 1,000; `GET /v1/instances/{id}/chats` pages them all).
+    #[schema(minimum = 1, maximum = 1000)]
     pub take: Option<u32>,
     /// Chats to leave out first, newest first (default 0).
+    #[schema(minimum = 0, maximum = 1_000_000)]
     pub skip: Option<u32>,
 }
 
@@ -253,8 +303,10 @@ pub struct EvoFindChatsIn {
 #[serde(rename_all = "camelCase")]
 pub struct EvoChatWhere {
     /// One chat or contact: a phone number or JID.
+    #[schema(value_type = Option<super::EvoRecipient>)]
     pub remote_jid: Option<String>,
     /// `findContacts`: Evolution's contact id, which is the JID here.
+    #[schema(value_type = Option<super::EvoRecipient>)]
     pub id: Option<String>,
     /// `findContacts`: the contact's push name, exactly.
     pub push_name: Option<String>,
@@ -262,6 +314,9 @@ pub struct EvoChatWhere {
 
 /// The most chats one `findChats` answer lists (`GET /v1/instances/{id}/chats` pages them all).
 const CHATS_LIMIT: u32 = 1_000;
+
+/// The most chats `findChats` leaves out first.
+const SKIP_MAX: u32 = 1_000_000;
 
 /// A `where` field that names a chat: a phone number or JID, as our JID.
 fn where_jid(field: &str, v: Option<&str>) -> Result<Option<String>, ApiError> {
@@ -288,9 +343,15 @@ async fn find_chats(
     if !(1..=CHATS_LIMIT).contains(&take) {
         return Err(ApiError::validation("take must be 1-1000"));
     }
-    let jid = where_jid("remoteJid", b.filter.unwrap_or_default().remote_jid.as_deref())?;
-    let rows =
-        log::chats_window(&state.db, &row.id, jid.as_deref(), i64::from(b.skip.unwrap_or(0)), i64::from(take)).await?;
+    let skip = b.skip.unwrap_or(0);
+    if skip > SKIP_MAX {
+        return Err(ApiError::validation(format!("skip must be 0-{SKIP_MAX}")));
+    }
+    let w = b.filter.unwrap_or_default();
+    let jid = where_jid("remoteJid", w.remote_jid.as_deref())?;
+    // (`id` names a contact: checked as `findContacts` checks it.)
+    where_jid("id", w.id.as_deref())?;
+    let rows = log::chats_window(&state.db, &row.id, jid.as_deref(), i64::from(skip), i64::from(take)).await?;
     Ok(Json(
         rows.into_iter()
             .map(|c| EvoChatOut {
@@ -325,8 +386,10 @@ pub struct EvoFindContactsIn {
     #[serde(rename = "where", default)]
     pub filter: Option<EvoChatWhere>,
     /// Page number, from 1 (default 1; only with `offset`).
+    #[schema(minimum = 1, maximum = 1_000_000)]
     pub page: Option<u32>,
     /// Contacts a page, 1-1,000 (Evolution's name for the page size; default: all).
+    #[schema(minimum = 1, maximum = 1000)]
     pub offset: Option<u32>,
 }
 
@@ -346,6 +409,7 @@ async fn find_contacts(
     if size.is_some_and(|s| !(1..=1_000).contains(&s)) {
         return Err(ApiError::validation("offset (the page size) must be 1-1000"));
     }
+    let page = usize::try_from(page_of(b.page)?).unwrap_or(1);
     let w = b.filter.unwrap_or_default();
     let jid = where_jid("remoteJid", w.remote_jid.as_deref())?;
     let id = where_jid("id", w.id.as_deref())?;
@@ -355,7 +419,6 @@ async fn find_contacts(
             && id.as_ref().is_none_or(|j| *j == c.jid)
             && w.push_name.as_ref().is_none_or(|n| c.push_name.as_ref() == Some(n))
     });
-    let page = usize::try_from(b.page.unwrap_or(1).max(1)).unwrap_or(1);
     let skip = size.map_or(0, |s| s.saturating_mul(page - 1));
     Ok(Json(
         found
@@ -385,6 +448,8 @@ async fn find_status_message(
     ActionJson(mut b): ActionJson<EvoFindMessagesIn>,
 ) -> Result<Json<EvoFindMessagesOut>, ApiError> {
     let key = b.filter.key.get_or_insert_with(EvoWhereKey::default);
+    // A chat given is checked as `findMessages` checks it, though statuses are in their own.
+    where_jid("key.remoteJid", key.remote_jid.as_deref())?;
     key.remote_jid = Some(shared::jid::STATUS_JID.to_string());
     find_messages(state, a, ActionJson(b)).await
 }
@@ -393,11 +458,24 @@ async fn find_status_message(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EvoMediaIn {
-    /// The message: `{key: {id}}` (its network id).
-    #[schema(value_type = Object)]
-    pub message: Value,
+    /// The message: `{key: {id}}` (its network id); its other fields are ignored.
+    pub message: EvoMediaMessage,
     /// Accepted; media is given as stored.
     pub convert_to_mp4: Option<bool>,
+}
+
+/// The message of `getBase64FromMediaMessage`: Evolution's record, of which its key's id
+/// is read.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct EvoMediaMessage {
+    pub key: EvoMediaKey,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct EvoMediaKey {
+    /// The message's network id.
+    #[schema(min_length = 1, max_length = 128)]
+    pub id: String,
 }
 
 /// The largest media this route hands back in base64 (`GET /media/...` serves any size).
@@ -418,10 +496,10 @@ async fn get_base64_from_media_message(
     use axum::response::IntoResponse;
     use futures::TryStreamExt;
     use shared::db::media::{self, Hole, Meta};
-    let wa_id = b.message["key"]["id"]
-        .as_str()
-        .filter(|i| !i.is_empty() && i.len() <= 128)
-        .ok_or_else(|| ApiError::validation("message.key.id is required"))?;
+    let wa_id = b.message.key.id.as_str();
+    if wa_id.is_empty() || wa_id.chars().count() > 128 {
+        return Err(ApiError::validation("message.key.id must be 1-128 characters"));
+    }
     let f = Find { wa_message_id: Some(wa_id.to_string()), ..Find::default() };
     let (_, rows) = log::find(&state.db, &row.id, &f, 0, 1).await?;
     let m = rows.into_iter().next().ok_or_else(|| ApiError::not_found("message"))?;
@@ -453,4 +531,31 @@ async fn get_base64_from_media_message(
         .ok_or_else(|| ApiError::internal("no hole"))?;
     let body = media::base64_stream(state.db.clone(), id, prefix, suffix).map_err(std::io::Error::other);
     Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], axum::body::Body::from_stream(body)).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the description calls a time bound is one: RFC 3339 times (JSON Schema's
+    /// `date-time`) and whole seconds since the epoch up to the end of year 9999.
+    #[test]
+    fn time_bounds_as_declared() {
+        for ok in [
+            json!("2025-01-16T00:00:00Z"),
+            json!("2025-01-16t00:00:00z"),
+            json!("2025-01-16T00:00:00.123456789+05:30"),
+            json!("0001-01-01T00:00:00-23:59"),
+            json!("9999-12-31T23:59:59Z"),
+            json!(0),
+            json!(1_700_000_000.0),
+            json!(TIME_MAX),
+            Value::Null,
+        ] {
+            assert!(time_bound(&ok).is_ok(), "{ok}");
+        }
+        for bad in [json!("yesterday"), json!(-1), json!(TIME_MAX + 1), json!(1.5), json!(true)] {
+            assert!(time_bound(&bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -90,10 +90,15 @@ impl EvoGroupQuery {
 /// Body of `POST /group/create/{instanceName}`.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct EvoGroupCreateIn {
+    /// 1-100 characters.
+    #[schema(min_length = 1, max_length = 100, pattern = r"\S")]
     pub subject: String,
+    /// Up to 2,048 characters.
+    #[schema(max_length = 2048)]
     pub description: Option<String>,
-    /// Phone numbers with country code (or JIDs).
+    /// Phone numbers with country code, or JIDs of persons: up to 1,024.
     #[serde(default)]
+    #[schema(max_items = 1024, value_type = Vec<super::EvoPerson>)]
     pub participants: Vec<String>,
 }
 
@@ -108,6 +113,10 @@ async fn create(
     a: ActionAccess,
     ActionJson(b): ActionJson<EvoGroupCreateIn>,
 ) -> Result<Json<Value>, ApiError> {
+    // The description is checked before the group is made.
+    if b.description.as_ref().is_some_and(|d| d.chars().count() > crate::service::groups::DESCRIPTION_LIMIT) {
+        return Err(ApiError::validation("description must be at most 2048 characters"));
+    }
     let body = v1::GroupIn { subject: b.subject, participants: b.participants };
     let (_, Json(g)) = v1::create(State(state.clone()), a.access(), ValidatedJson(body)).await?;
     let g = match b.description {
@@ -176,10 +185,18 @@ async fn participants(
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct EvoUpdateParticipantIn {
     /// `add`, `remove`, `promote` or `demote`.
-    #[schema(value_type = String)]
+    #[schema(value_type = EvoParticipantAction)]
     pub action: ParticipantAction,
+    /// 1 to 1,024 phone numbers with country code, or JIDs of persons.
+    #[schema(min_items = 1, max_items = 1024, value_type = Vec<super::EvoPerson>)]
     pub participants: Vec<String>,
 }
+
+super::described!(
+    /// What `updateParticipant` does.
+    EvoParticipantAction,
+    json!({ "type": "string", "enum": ["add", "remove", "promote", "demote"] })
+);
 
 /// Add, remove, promote or demote members (the same per-minute cap as `/v1`), with a
 /// status per member (`200`, or the network's refusal).
@@ -250,7 +267,21 @@ async fn revoke_invite_code(
 #[into_params(parameter_in = Query)]
 #[serde(rename_all = "camelCase")]
 pub struct EvoInviteCodeQuery {
+    /// The invite code, or the link `https://chat.whatsapp.com/<code>`.
+    #[param(min_length = 6, max_length = 256, pattern = r"^(https://chat\.whatsapp\.com/)?[A-Za-z0-9]{6,64}$")]
     pub invite_code: String,
+}
+
+impl EvoInviteCodeQuery {
+    /// The code, from the code or the link (as `POST /v1/instances/{id}/groups/join` reads it).
+    fn code(&self) -> Result<String, ApiError> {
+        let link = self.invite_code.as_str();
+        let code = link.strip_prefix("https://chat.whatsapp.com/").unwrap_or(link);
+        if !(6..=64).contains(&code.len()) || !code.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return Err(ApiError::validation("inviteCode must be an invite code or link"));
+        }
+        Ok(code.to_string())
+    }
 }
 
 /// Join a group by its invite code (the same daily cap as `/v1`).
@@ -263,7 +294,7 @@ async fn accept_invite_code(
     a: ActionAccess,
     ValidatedQuery(q): ValidatedQuery<EvoInviteCodeQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let body = v1::JoinIn { link: q.invite_code };
+    let body = v1::JoinIn { link: q.code()? };
     let Json(g) = v1::join(State(state), a.access(), ValidatedJson(body)).await?;
     Ok(Json(json!({ "accepted": true, "groupJid": g.jid })))
 }
@@ -272,8 +303,15 @@ async fn accept_invite_code(
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct EvoSettingIn {
     /// `announcement`, `not_announcement`, `locked` or `unlocked`.
+    #[schema(value_type = EvoGroupSetting)]
     pub action: String,
 }
+
+super::described!(
+    /// What `updateSetting` changes.
+    EvoGroupSetting,
+    json!({ "type": "string", "enum": ["announcement", "not_announcement", "locked", "unlocked"] })
+);
 
 /// Announcement mode (only admins send) or lock (only admins edit the info).
 #[utoipa::path(post, path = "/group/updateSetting/{instanceName}", tag = "evolution", operation_id = "evolution_group_updateSetting",
@@ -302,6 +340,8 @@ async fn update_setting(
 /// Body of `POST /group/updateGroupSubject/{instanceName}`.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct EvoSubjectIn {
+    /// 1-100 characters.
+    #[schema(min_length = 1, max_length = 100, pattern = r"\S")]
     pub subject: String,
 }
 
@@ -325,6 +365,8 @@ async fn update_subject(
 /// Body of `POST /group/updateGroupDescription/{instanceName}`.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct EvoDescriptionIn {
+    /// Up to 2,048 characters; empty removes it.
+    #[schema(max_length = 2048)]
     pub description: String,
 }
 
@@ -363,8 +405,23 @@ async fn leave_group(
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct EvoGroupPictureIn {
     /// An http(s) URL of a JPEG image, or its bytes in base64 (up to 5 MiB).
+    #[schema(value_type = EvoGroupPicture)]
     pub image: String,
 }
+
+super::described!(
+    /// A group's picture: an http(s) URL of a JPEG (never a private, loopback or link-local
+    /// address), or a JPEG's bytes in base64 (up to 5 MiB; bare or as a `data:` URL).
+    EvoGroupPicture,
+    json!({
+        "description": "An http(s) URL of a JPEG image, or its bytes in base64 (up to 5 MiB; a JPEG starts with FF D8 FF, `/9j/` in base64)",
+        "oneOf": [
+            { "type": "string", "pattern": super::HTTP_URL_PATTERN },
+            { "type": "string", "maxLength": 6_990_531,
+              "pattern": "^(data:image/jpeg;base64,)?/9j/([A-Za-z0-9+/]{4})*([A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)?$" },
+        ]
+    })
+);
 
 /// A group's picture (admins only), from a JPEG's URL or bytes, checked and passed to
 /// the session as the account's picture is (`PUT /v1/instances/{id}/profile/picture`).
@@ -401,10 +458,7 @@ async fn invite_info(
     a: ActionAccess,
     ValidatedQuery(q): ValidatedQuery<EvoInviteCodeQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let code = q.invite_code.rsplit('/').next().unwrap_or_default().to_string();
-    if !(6..=64).contains(&code.len()) || !code.chars().all(|c| c.is_ascii_alphanumeric()) {
-        return Err(ApiError::validation("inviteCode must be an invite code or link"));
-    }
+    let code = q.code()?;
     let g: GroupOut = crate::rpc::net(&state, &a.row.id, shared::bus::NetOp::GroupInviteInfo { code }).await?;
     Ok(Json(metadata(g)))
 }
@@ -413,10 +467,14 @@ async fn invite_info(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EvoSendInviteIn {
+    /// The group's JID (`...@g.us`).
+    #[schema(value_type = crate::schemas::GroupJid)]
     pub group_jid: String,
-    /// Text before the link.
+    /// Text before the link, up to 16,000 characters.
+    #[schema(max_length = 16_000)]
     pub description: Option<String>,
-    /// Phone numbers with country code: 1 to 20.
+    /// Phone numbers with country code (or JIDs): 1 to 20.
+    #[schema(min_items = 1, max_items = 20, value_type = Vec<super::EvoRecipient>)]
     pub numbers: Vec<String>,
 }
 
@@ -434,6 +492,9 @@ async fn send_invite(
 ) -> Result<Json<Value>, ApiError> {
     if b.numbers.is_empty() || b.numbers.len() > 20 {
         return Err(ApiError::validation("numbers must name 1 to 20 recipients"));
+    }
+    if b.description.as_ref().is_some_and(|d| d.chars().count() > 16_000) {
+        return Err(ApiError::validation("description must be at most 16000 characters"));
     }
     let q = EvoGroupQuery { group_jid: b.group_jid };
     let (url, _) = invite(state.clone(), &a, &q, false).await?;
@@ -465,8 +526,15 @@ async fn send_invite(
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct EvoEphemeralIn {
     /// Seconds a message lives: 0 (off), 86400, 604800 or 7776000.
+    #[schema(value_type = EvoExpiration)]
     pub expiration: u32,
 }
+
+super::described!(
+    /// How long a group's messages live, in seconds: 0 (off), a day, a week or 90 days.
+    EvoExpiration,
+    json!({ "type": "integer", "enum": [0, 86_400, 604_800, 7_776_000] })
+);
 
 /// Disappearing messages in a group (admins only).
 #[utoipa::path(post, path = "/group/toggleEphemeral/{instanceName}", tag = "evolution", operation_id = "evolution_group_toggleEphemeral",

@@ -40,20 +40,35 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[serde(rename_all = "camelCase")]
 pub struct EvoCreateIn {
     /// 1-64 of `[A-Za-z0-9_-]`.
+    #[schema(pattern = r"^[A-Za-z0-9_-]{1,64}$")]
     pub instance_name: String,
     /// Evolution lets the client choose the token; paceline always makes its own (`hash`).
     pub token: Option<String>,
     /// Start pairing now and answer with the first QR code.
     #[serde(default)]
     pub qrcode: bool,
-    /// With `qrcode`: also ask for a phone pairing code for this number.
+    /// With `qrcode`: also ask for a phone pairing code for this number (a phone number
+    /// with country code).
+    #[schema(value_type = Option<crate::schemas::PhoneNumber>)]
     pub number: Option<String>,
     /// `WHATSAPP-BAILEYS` (the default); the other integrations are not offered.
+    #[schema(schema_with = integration_schema)]
     pub integration: Option<String>,
     pub reject_call: Option<bool>,
+    /// Text sent to a rejected caller, up to 4,096 characters.
+    #[schema(max_length = 4096)]
     pub msg_call: Option<String>,
-    /// Evolution's webhook, registered with the instance (as `webhook/set`).
+    /// Evolution's webhook, registered with the instance (as `webhook/set`; `url` is
+    /// required here).
+    #[schema(value_type = Option<super::webhook::EvoNewWebhook>)]
     pub webhook: Option<super::webhook::EvoWebhookIn>,
+}
+
+fn integration_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    super::json_schema(super::string_enum(
+        &[INTEGRATION],
+        "`WHATSAPP-BAILEYS` (the default); the other integrations are not offered.",
+    ))
 }
 
 /// Evolution's `instance` object in answers.
@@ -157,6 +172,10 @@ async fn create(
 ) -> Result<(StatusCode, Json<EvoCreateOut>), ApiError> {
     if b.integration.as_deref().is_some_and(|i| i != INTEGRATION) {
         return Err(ApiError::validation("integration must be WHATSAPP-BAILEYS (the only one paceline offers)"));
+    }
+    // The number is checked whether or not pairing starts now.
+    if let Some(n) = b.number.as_deref() {
+        pairing::normalize_phone(n)?;
     }
     let fields = InstanceFields {
         name: b.instance_name,
@@ -393,7 +412,14 @@ async fn delete(
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct EvoPresenceIn {
     /// `available` or `unavailable`.
+    #[schema(schema_with = presence_schema)]
     pub presence: String,
+}
+
+fn presence_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    super::json_schema(json!({
+        "type": "string", "enum": ["available", "unavailable"], "description": "`available` or `unavailable`."
+    }))
 }
 
 /// The account's presence (online or not), for all its chats.

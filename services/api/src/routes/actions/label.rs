@@ -54,10 +54,18 @@ async fn find_labels(State(state): State<AppState>, a: ActionAccess) -> Result<J
 #[serde(rename_all = "camelCase")]
 pub struct EvoHandleLabelIn {
     /// The chat: a phone number with country code, or a JID.
+    #[schema(value_type = Jid)]
     pub number: String,
+    /// The label's id (1-64 letters, digits, `-` or `_`).
+    #[schema(value_type = crate::schemas::LabelId)]
     pub label_id: String,
     /// `add` or `remove`.
+    #[schema(schema_with = action_schema)]
     pub action: String,
+}
+
+fn action_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    super::json_schema(json!({ "type": "string", "enum": ["add", "remove"], "description": "`add` or `remove`." }))
 }
 
 /// Put a label on a chat or take it off (on the network first, as `/v1`).
@@ -77,6 +85,11 @@ async fn handle_label(
         _ => return Err(ApiError::validation("action must be add or remove")),
     };
     let jid = Jid::parse(&b.number).map_err(|_| ApiError::validation("number must be a phone number or a JID"))?;
+    let id_ok = (1..=64).contains(&b.label_id.len())
+        && b.label_id.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_');
+    if !id_ok {
+        return Err(ApiError::validation("labelId must be 1-64 letters, digits, - or _"));
+    }
     let number_jid = String::from(jid.clone());
     v1::set_chat(&state, &a.row.id, b.label_id.clone(), jid, labeled).await?;
     let mut out = json!({ "numberJid": number_jid, "labelId": b.label_id });

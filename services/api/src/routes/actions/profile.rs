@@ -57,6 +57,8 @@ fn success() -> Json<Value> {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EvoReadKey {
+    /// The chat: a phone number or JID.
+    #[schema(value_type = Jid)]
     pub remote_jid: String,
     pub from_me: Option<bool>,
     pub id: Option<String>,
@@ -66,6 +68,8 @@ pub struct EvoReadKey {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EvoReadIn {
+    /// 1 to 100 messages; their chats are read.
+    #[schema(min_items = 1, max_items = 100)]
     pub read_messages: Vec<EvoReadKey>,
 }
 
@@ -81,14 +85,14 @@ async fn mark_message_as_read(
     a: ActionAccess,
     ActionJson(b): ActionJson<EvoReadIn>,
 ) -> Result<Json<Value>, ApiError> {
-    let mut chats: Vec<String> = b.read_messages.into_iter().map(|k| k.remote_jid).collect();
+    if b.read_messages.is_empty() || b.read_messages.len() > 100 {
+        return Err(ApiError::validation("readMessages must hold 1-100 messages"));
+    }
+    let mut chats: Vec<Jid> = b.read_messages.iter().map(|k| jid(&k.remote_jid)).collect::<Result<_, _>>()?;
     chats.sort();
     chats.dedup();
-    if chats.is_empty() || chats.len() > 100 {
-        return Err(ApiError::validation("readMessages must name 1-100 chats"));
-    }
     for c in chats {
-        let _chat = chats::read(State(state.clone()), a.access(), path(&a, jid(&c)?)).await?;
+        let _chat = chats::read(State(state.clone()), a.access(), path(&a, c)).await?;
     }
     Ok(Json(json!({ "message": "Read messages", "read": "success" })))
 }
@@ -97,18 +101,51 @@ async fn mark_message_as_read(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EvoChatIn {
-    /// The chat's JID (or `lastMessage.key.remoteJid`).
+    /// The chat: a phone number or JID (or `lastMessage.key.remoteJid`).
+    #[schema(value_type = Option<Jid>)]
     pub chat: Option<String>,
-    #[schema(value_type = Option<Object>)]
-    pub last_message: Option<Value>,
+    /// The chat's last message, Evolution's record: its `key.remoteJid` names the chat
+    /// when `chat` does not; its other fields are ignored.
+    pub last_message: Option<EvoLastMessage>,
     /// `archiveChat`: archive (true) or unarchive.
     pub archive: Option<bool>,
 }
 
+/// The `lastMessage` of `markChatUnread` and `archiveChat`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct EvoLastMessage {
+    pub key: Option<EvoLastKey>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvoLastKey {
+    /// The chat: a phone number or JID.
+    #[schema(value_type = Option<Jid>)]
+    pub remote_jid: Option<String>,
+}
+
+super::described!(
+    /// Body of `markChatUnread` and `archiveChat`: `chat`, or `lastMessage.key.remoteJid`.
+    EvoChatBody refs = [EvoChatIn],
+    json!({ "allOf": [super::schema_ref::<EvoChatIn>(), { "anyOf": [
+        { "type": "object", "required": ["chat"], "properties": { "chat": { "type": "string" } } },
+        { "type": "object", "required": ["lastMessage"], "properties": { "lastMessage": {
+            "type": "object", "required": ["key"], "properties": { "key": {
+                "type": "object", "required": ["remoteJid"], "properties": { "remoteJid": { "type": "string" } } } } } } },
+    ] }] })
+);
+
 impl EvoChatIn {
     fn chat(&self) -> Result<Jid, ApiError> {
-        let from_last = self.last_message.as_ref().and_then(|m| m["key"]["remoteJid"].as_str());
-        jid(self.chat.as_deref().or(from_last).ok_or_else(|| ApiError::validation("chat is required"))?)
+        let from_last = self.last_message.as_ref().and_then(|m| m.key.as_ref()).and_then(|k| k.remote_jid.as_deref());
+        // A chat given both ways: the last message's is checked too.
+        let from_last = from_last.map(jid).transpose()?;
+        match (self.chat.as_deref(), from_last) {
+            (Some(c), _) => jid(c),
+            (None, Some(j)) => Ok(j),
+            (None, None) => Err(ApiError::validation("chat is required (or lastMessage.key.remoteJid)")),
+        }
     }
 }
 
@@ -119,7 +156,7 @@ async fn patch_chat(state: AppState, a: &ActionAccess, j: Jid, patch: chats::Cha
 /// Mark a chat unread (as `PATCH /v1/instances/{id}/chats/{jid}` with `read: false`).
 #[utoipa::path(post, path = "/chat/markChatUnread/{instanceName}", tag = "evolution", operation_id = "evolution_chat_markChatUnread",
     params(("instanceName" = String, Path, description = "the instance's name")),
-    request_body = EvoChatIn,
+    request_body = EvoChatBody,
     responses((status = 200, description = "`{chatId, markedChatUnread: true}`", body = Object), EvolutionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn mark_chat_unread(
@@ -136,7 +173,7 @@ async fn mark_chat_unread(
 /// Archive or unarchive a chat (as `PATCH /v1/instances/{id}/chats/{jid}`).
 #[utoipa::path(post, path = "/chat/archiveChat/{instanceName}", tag = "evolution", operation_id = "evolution_chat_archiveChat",
     params(("instanceName" = String, Path, description = "the instance's name")),
-    request_body = EvoChatIn,
+    request_body = EvoChatBody,
     responses((status = 200, description = "`{chatId, archived}`", body = Object), EvolutionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn archive_chat(
@@ -154,13 +191,24 @@ async fn archive_chat(
 /// Body of `sendPresence`.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct EvoChatPresenceIn {
+    /// The chat: a phone number or JID.
+    #[schema(value_type = Jid)]
     pub number: String,
-    /// `composing` (typing) or `paused` (stopped); `recording` shows as typing.
+    /// `composing` (typing) or `paused` (stopped); `recording` shows as typing, and
+    /// `available` and `unavailable` as stopped.
+    #[schema(value_type = EvoChatPresence)]
     pub presence: String,
-    /// Milliseconds to show it (accepted; the indicator stays until `paused` or a message).
-    #[schema(value_type = Option<u32>)]
+    /// Milliseconds to show it, 0-300000 (accepted; the indicator stays until `paused` or
+    /// a message).
+    #[schema(value_type = super::Delay, required = false)]
     pub delay: Option<Value>,
 }
+
+super::described!(
+    /// What `sendPresence` shows in a chat.
+    EvoChatPresence,
+    json!({ "type": "string", "enum": ["composing", "recording", "paused", "available", "unavailable"] })
+);
 
 /// Show or clear the typing indicator in a chat.
 #[utoipa::path(post, path = "/chat/sendPresence/{instanceName}", tag = "evolution", operation_id = "evolution_chat_sendPresence",
@@ -178,6 +226,7 @@ async fn send_presence(
         "paused" | "available" | "unavailable" => false,
         _ => return Err(ApiError::validation("presence must be composing, recording or paused")),
     };
+    super::check_delay(b.delay.as_ref())?;
     let j = String::from(jid(&b.number)?);
     let () = crate::rpc::net(&state, &a.row.id, NetOp::ChatPresence { jid: j, composing }).await?;
     Ok(Json(json!({ "presence": b.presence })))
@@ -186,6 +235,8 @@ async fn send_presence(
 /// Body of the routes that name one contact.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct EvoNumberIn {
+    /// A person: a phone number with country code, or a JID.
+    #[schema(value_type = super::EvoPerson)]
     pub number: String,
 }
 
@@ -254,6 +305,8 @@ async fn fetch_business_profile(
 /// Body of `updateProfileName`.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct EvoNameIn {
+    /// The account's display name, 1-25 characters.
+    #[schema(min_length = 1, max_length = 25, pattern = r"\S")]
     pub name: String,
 }
 
@@ -276,6 +329,8 @@ async fn update_profile_name(
 /// Body of `updateProfileStatus`.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct EvoStatusTextIn {
+    /// The about text, up to 139 characters; empty clears it.
+    #[schema(max_length = 139)]
     pub status: String,
 }
 
@@ -298,7 +353,9 @@ async fn update_profile_status(
 /// Body of `updateProfilePicture`.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct EvoPictureIn {
-    /// An http(s) URL of a JPEG image.
+    /// An http(s) URL of a JPEG image (of at most 5 MiB), never a private, loopback or
+    /// link-local address.
+    #[schema(value_type = super::EvoHttpUrl)]
     pub picture: String,
 }
 
@@ -357,10 +414,19 @@ async fn update_privacy_settings(
 /// Body of `updateBlockStatus`.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct EvoBlockIn {
+    /// A person: a phone number with country code, or a JID.
+    #[schema(value_type = super::EvoPerson)]
     pub number: String,
     /// `block` or `unblock`.
+    #[schema(value_type = EvoBlockStatus)]
     pub status: String,
 }
+
+super::described!(
+    /// `updateBlockStatus`'s `status`.
+    EvoBlockStatus,
+    json!({ "type": "string", "enum": ["block", "unblock"] })
+);
 
 /// Block or unblock a contact (as `POST /v1/instances/{id}/contacts/{jid}/block|unblock`).
 #[utoipa::path(post, path = "/message/updateBlockStatus/{instanceName}", tag = "evolution", operation_id = "evolution_message_updateBlockStatus",
@@ -387,11 +453,22 @@ async fn update_block_status(
 #[serde(rename_all = "camelCase")]
 pub struct EvoOwnKey {
     /// The network id.
+    #[schema(min_length = 1, max_length = 128)]
     pub id: String,
+    /// The chat: a phone number or JID.
+    #[schema(value_type = Jid)]
     pub remote_jid: String,
-    /// Only the account's own messages (true).
+    /// Only the account's own messages: true (or left out).
+    #[schema(schema_with = from_me_schema)]
     pub from_me: Option<bool>,
     pub participant: Option<String>,
+}
+
+fn from_me_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    super::json_schema(json!({
+        "oneOf": [{ "type": "null" }, { "type": "boolean", "const": true }],
+        "description": "Only the account's own messages: true (or left out)."
+    }))
 }
 
 impl EvoOwnKey {
@@ -399,7 +476,7 @@ impl EvoOwnKey {
         if self.from_me == Some(false) {
             return Err(ApiError::validation("only the account's own messages (fromMe true)"));
         }
-        if self.id.is_empty() || self.id.len() > 128 {
+        if self.id.is_empty() || self.id.chars().count() > 128 {
             return Err(ApiError::validation("id must be 1-128 characters"));
         }
         Ok((String::from(jid(&self.remote_jid)?), self.id))
@@ -427,9 +504,11 @@ async fn delete_message_for_everyone(
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct EvoEditIn {
     /// The chat (a phone number or JID); `key.remoteJid` when absent.
+    #[schema(value_type = Option<Jid>)]
     pub number: Option<String>,
     pub key: EvoOwnKey,
-    /// The new text (1-4096 characters).
+    /// The new text (1-4096 characters, not all white space).
+    #[schema(min_length = 1, max_length = 4096, pattern = r"[^\s\u0085]")]
     pub text: String,
 }
 
@@ -445,14 +524,13 @@ async fn update_message(
     ActionJson(b): ActionJson<EvoEditIn>,
 ) -> Result<Json<Value>, ApiError> {
     let text = b.text;
-    if text.trim().is_empty() || text.chars().count() > 4096 {
+    let blank = text.chars().all(|c| c.is_whitespace() || crate::schemas::is_ecma_space(c));
+    if blank || text.chars().count() > 4096 {
         return Err(ApiError::validation("text must be 1-4096 characters"));
     }
-    let mut key = b.key;
-    if let Some(n) = b.number {
-        key.remote_jid = n;
-    }
-    let (jid, wa_message_id) = key.checked()?;
+    let number = b.number.as_deref().map(jid).transpose()?;
+    let (key_jid, wa_message_id) = b.key.checked()?;
+    let jid = number.map_or(key_jid, String::from);
     let op = NetOp::EditMessage { jid: jid.clone(), wa_message_id: wa_message_id.clone(), text };
     let () = crate::rpc::net(&state, &a.row.id, op).await?;
     Ok(Json(json!({ "key": shared::evolution::key(&jid, true, &wa_message_id, None), "edited": true })))

@@ -13,6 +13,7 @@ use axum::extract::State;
 use axum::Json;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
 use shared::db::instances::InstanceRow;
 use shared::error::ErrorBody;
 use shared::message::{ContactIn, LocationIn, MessageType, PollIn, ReactionIn};
@@ -99,16 +100,27 @@ pub struct EvolutionKey {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SendOptions {
-    /// Milliseconds Evolution waits before sending (0-300000), a number or a numeric
-    /// string. Accepted; paceline's pacing decides when the message goes.
-    #[schema(value_type = Option<u32>)]
+    /// Milliseconds Evolution waits before sending (0-300000), a number or a string of
+    /// digits. Accepted; paceline's pacing decides when the message goes.
+    #[schema(value_type = super::Delay, required = false)]
     pub delay: Option<serde_json::Value>,
     /// The message to quote: its `key.id` (the network id, or `msg_...`).
     pub quoted: Option<QuotedIn>,
-    /// Numbers (or JIDs) the text mentions.
+    /// People the text mentions: phone numbers with country code, or JIDs of persons (up
+    /// to 256).
+    #[schema(max_items = 256, value_type = Option<Vec<super::EvoPerson>>)]
     pub mentioned: Option<Vec<String>>,
-    /// In a group: mention every member.
+    /// In a group (`number` a group's JID): mention every member.
     pub mentions_every_one: Option<bool>,
+}
+
+/// The rule of [`SendOptions`] that names the body's `number`: `mentionsEveryOne` needs a
+/// group's JID.
+fn everyone_rule() -> Value {
+    json!({ "anyOf": [
+        { "type": "object", "properties": { "mentionsEveryOne": { "enum": [false, null] } } },
+        { "type": "object", "properties": { "number": super::schema_ref::<crate::schemas::GroupJid>() } },
+    ] })
 }
 
 /// Evolution's quoted message.
@@ -119,23 +131,16 @@ pub struct QuotedIn {
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct QuotedKey {
-    /// The quoted message's network id (or `msg_...`).
+    /// The quoted message's network id (or `msg_...`), up to 128 bytes.
+    #[schema(max_length = 128)]
     pub id: String,
 }
-
-/// The longest `delay` Evolution clients may ask for (5 minutes).
-const DELAY_MAX_MS: u64 = 300_000;
 
 impl SendOptions {
     /// Sets the quote and mentions on `m` (every member of the group, with
     /// `mentionsEveryOne`), after checking `delay`.
     async fn apply(self, state: &AppState, row: &InstanceRow, m: &mut MessageIn) -> Result<(), ApiError> {
-        if let Some(d) = &self.delay {
-            let ms = d.as_u64().or_else(|| d.as_str().and_then(|s| s.trim().parse().ok()));
-            if ms.is_none_or(|ms| ms > DELAY_MAX_MS) {
-                return Err(ApiError::validation(format!("delay must be 0-{DELAY_MAX_MS} milliseconds")));
-            }
-        }
+        super::check_delay(self.delay.as_ref())?;
         m.reply_to = self.quoted.map(|q| q.key.id);
         let mut mentions = self.mentioned.unwrap_or_default();
         if self.mentions_every_one == Some(true) {
@@ -191,10 +196,14 @@ fn newlines(s: &str) -> String {
 #[serde(rename_all = "camelCase")]
 pub struct SendTextIn {
     /// Phone with country code (or a JID).
+    #[schema(value_type = super::EvoRecipient)]
     pub number: String,
-    /// The text; literal `\n` sequences become line breaks. One of `message` and `text`.
+    /// The text (up to 65,536 bytes); literal `\n` sequences become line breaks. One of
+    /// `message` and `text`.
+    #[schema(min_length = 1, max_length = 65_536)]
     pub message: Option<String>,
     /// Evolution's name for `message`.
+    #[schema(min_length = 1, max_length = 65_536)]
     pub text: Option<String>,
     #[serde(default)]
     pub link_preview: Option<bool>,
@@ -202,10 +211,25 @@ pub struct SendTextIn {
     pub options: SendOptions,
 }
 
+/// `schema` required, and not null, in an object.
+fn given(name: &str, schema: Value) -> Value {
+    json!({ "type": "object", "required": [name], "properties": { name: schema } })
+}
+
+super::described!(
+    /// Body of `sendText`: the text as exactly one of `message` and `text`.
+    SendTextBody refs = [SendTextIn],
+    json!({ "allOf": [
+        super::schema_ref::<SendTextIn>(),
+        { "oneOf": [given("message", json!({ "type": "string" })), given("text", json!({ "type": "string" }))] },
+        everyone_rule(),
+    ] })
+);
+
 /// Send a text.
 #[utoipa::path(post, path = "/message/sendText/{instanceName}", tag = "actions",
     params(("instanceName" = String, Path, description = "the instance's name")),
-    request_body = SendTextIn,
+    request_body = SendTextBody,
     responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn send_text(
@@ -226,14 +250,27 @@ async fn send_text(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SendContactIn {
+    /// Phone with country code (or a JID).
+    #[schema(value_type = super::EvoRecipient)]
     pub number: String,
-    /// The seed's fields: one card from `contactName` and `contactPhone`.
+    /// The seed's fields: one card from `contactName` and `contactPhone` (up to 1,024
+    /// bytes, not blank).
+    #[schema(min_length = 1, max_length = 1024, pattern = r"[^\s\u0085]")]
     pub contact_name: Option<String>,
+    /// The card's phone number with country code.
+    #[schema(value_type = Option<super::EvoRecipient>)]
     pub contact_phone: Option<String>,
+    /// Up to 1,024 bytes (with `contactName`).
+    #[schema(max_length = 1024)]
     pub organization: Option<String>,
+    /// Up to 1,024 bytes (with `contactName`).
+    #[schema(max_length = 1024)]
     pub email: Option<String>,
+    /// Up to 1,024 bytes (with `contactName`).
+    #[schema(max_length = 1024)]
     pub url: Option<String>,
     /// Evolution's: the card (one per message).
+    #[schema(min_items = 1, max_items = 1, value_type = Option<Vec<EvolutionContactCard>>)]
     pub contact: Option<Vec<EvolutionContact>>,
     #[serde(flatten)]
     pub options: SendOptions,
@@ -243,19 +280,57 @@ pub struct SendContactIn {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EvolutionContact {
+    /// Up to 1,024 bytes, not blank.
+    #[schema(min_length = 1, max_length = 1024, pattern = r"[^\s\u0085]")]
     pub full_name: String,
     /// The contact's WhatsApp number (digits); `phoneNumber` when absent.
+    #[schema(value_type = Option<super::EvoRecipient>)]
     pub wuid: Option<String>,
+    /// The card's phone number with country code.
+    #[schema(value_type = Option<super::EvoRecipient>)]
     pub phone_number: Option<String>,
+    /// Up to 1,024 bytes.
+    #[schema(max_length = 1024)]
     pub organization: Option<String>,
+    /// Up to 1,024 bytes.
+    #[schema(max_length = 1024)]
     pub email: Option<String>,
+    /// Up to 1,024 bytes.
+    #[schema(max_length = 1024)]
     pub url: Option<String>,
 }
+
+super::described!(
+    /// One contact card as Evolution takes it: with `phoneNumber`, `wuid`, or both.
+    EvolutionContactCard refs = [EvolutionContact],
+    json!({ "allOf": [
+        super::schema_ref::<EvolutionContact>(),
+        { "anyOf": [given("phoneNumber", json!({ "type": "string" })), given("wuid", json!({ "type": "string" }))] },
+    ] })
+);
+
+super::described!(
+    /// Body of `sendContact`: `contactName` and `contactPhone`, or Evolution's `contact`.
+    SendContactBody refs = [SendContactIn],
+    json!({ "allOf": [
+        super::schema_ref::<SendContactIn>(),
+        { "oneOf": [
+            { "type": "object", "required": ["contactName", "contactPhone"], "properties": {
+                "contactName": { "type": "string" }, "contactPhone": { "type": "string" }, "contact": { "type": "null" } } },
+            { "type": "object", "required": ["contact"], "properties": {
+                "contact": { "type": "array" }, "contactName": { "type": "null" }, "contactPhone": { "type": "null" } } },
+        ] },
+        everyone_rule(),
+    ] })
+);
+
+/// The longest text field of a contact card, in bytes (`POST {inst}/messages`' limit).
+const CARD_FIELD_LIMIT: usize = 1024;
 
 /// Send a contact card (the contact need not be saved).
 #[utoipa::path(post, path = "/message/sendContact/{instanceName}", tag = "actions",
     params(("instanceName" = String, Path, description = "the instance's name")),
-    request_body = SendContactIn,
+    request_body = SendContactBody,
     responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn send_contact(
@@ -263,12 +338,23 @@ async fn send_contact(
     a: ActionAccess,
     ActionJson(b): ActionJson<SendContactIn>,
 ) -> Result<Json<SendActionOut>, ApiError> {
+    // The card's fields given at the top are checked whichever form the card takes.
+    for (field, v) in [("organization", &b.organization), ("email", &b.email), ("url", &b.url)] {
+        if v.as_ref().is_some_and(|v| v.len() > CARD_FIELD_LIMIT) {
+            return Err(ApiError::validation(format!("{field} must be at most {CARD_FIELD_LIMIT} bytes")));
+        }
+    }
     let card = match (b.contact_name, b.contact_phone, b.contact) {
         (Some(name), Some(phone), None) => {
             ContactIn { name, phone, organization: b.organization, email: b.email, url: b.url }
         }
         (None, None, Some(mut list)) if list.len() == 1 => {
             let c = list.remove(0);
+            // `wuid` is checked also when `phoneNumber` is the one used.
+            if let Some(w) = &c.wuid {
+                crate::message_in::normalize_jid(w)
+                    .map_err(|_| ApiError::validation("contact.wuid must be a phone number with country code"))?;
+            }
             let phone =
                 c.phone_number.or(c.wuid).ok_or_else(|| ApiError::validation("contact needs phoneNumber or wuid"))?;
             ContactIn { name: c.full_name, phone, organization: c.organization, email: c.email, url: c.url }
@@ -287,10 +373,13 @@ async fn send_contact(
 #[serde(rename_all = "camelCase")]
 pub struct SendReactionIn {
     /// The seed's: the chat (a phone or JID) and the message (`messageId`).
+    #[schema(value_type = Option<super::EvoRecipient>)]
     pub phone: Option<String>,
-    /// An emoji; empty removes the reaction.
+    /// An emoji (at most 16 characters); empty removes the reaction.
+    #[schema(max_length = 16)]
     pub reaction: String,
-    /// The message reacted to: its network id, or `msg_...`.
+    /// The message reacted to: its network id, or `msg_...` (1-128 bytes).
+    #[schema(min_length = 1, max_length = 128)]
     pub message_id: Option<String>,
     /// Evolution's: the message reacted to (`remoteJid` is the chat).
     pub key: Option<ReactionKey>,
@@ -299,15 +388,33 @@ pub struct SendReactionIn {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReactionKey {
+    /// The chat: a phone number or JID.
+    #[schema(value_type = super::EvoRecipient)]
     pub remote_jid: String,
+    /// The message's network id, or `msg_...` (1-128 bytes).
+    #[schema(min_length = 1, max_length = 128)]
     pub id: String,
     pub from_me: Option<bool>,
 }
 
+super::described!(
+    /// Body of `sendReaction`: `phone` and `messageId`, or Evolution's `key`.
+    SendReactionBody refs = [SendReactionIn],
+    json!({ "allOf": [
+        super::schema_ref::<SendReactionIn>(),
+        { "oneOf": [
+            { "type": "object", "required": ["phone", "messageId"], "properties": {
+                "phone": { "type": "string" }, "messageId": { "type": "string" }, "key": { "type": "null" } } },
+            { "type": "object", "required": ["key"], "properties": {
+                "key": { "type": "object" }, "phone": { "type": "null" }, "messageId": { "type": "null" } } },
+        ] },
+    ] })
+);
+
 /// React to a message.
 #[utoipa::path(post, path = "/message/sendReaction/{instanceName}", tag = "actions",
     params(("instanceName" = String, Path, description = "the instance's name")),
-    request_body = SendReactionIn,
+    request_body = SendReactionBody,
     responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn send_reaction(
@@ -328,21 +435,36 @@ async fn send_reaction(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SendLocationIn {
+    /// Phone with country code (or a JID).
+    #[schema(value_type = super::EvoRecipient)]
     pub number: String,
+    /// The place's name, up to 1,024 bytes.
+    #[schema(max_length = 1024)]
     pub title: Option<String>,
-    /// Evolution's name for `title`.
+    /// Evolution's name for `title` (taken when `title` is not given).
+    #[schema(max_length = 1024)]
     pub name: Option<String>,
+    /// Up to 1,024 bytes.
+    #[schema(max_length = 1024)]
     pub address: Option<String>,
+    #[schema(minimum = -90, maximum = 90)]
     pub latitude: f64,
+    #[schema(minimum = -180, maximum = 180)]
     pub longitude: f64,
     #[serde(flatten)]
     pub options: SendOptions,
 }
 
+super::described!(
+    /// Body of `sendLocation`.
+    SendLocationBody refs = [SendLocationIn],
+    json!({ "allOf": [super::schema_ref::<SendLocationIn>(), everyone_rule()] })
+);
+
 /// Send a location.
 #[utoipa::path(post, path = "/message/sendLocation/{instanceName}", tag = "actions",
     params(("instanceName" = String, Path, description = "the instance's name")),
-    request_body = SendLocationIn,
+    request_body = SendLocationBody,
     responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn send_location(
@@ -350,6 +472,10 @@ async fn send_location(
     a: ActionAccess,
     ActionJson(b): ActionJson<SendLocationIn>,
 ) -> Result<Json<SendActionOut>, ApiError> {
+    // `name` is checked also when `title` is the one used.
+    if b.name.as_ref().is_some_and(|n| n.len() > CARD_FIELD_LIMIT) {
+        return Err(ApiError::validation(format!("name must be at most {CARD_FIELD_LIMIT} bytes")));
+    }
     let mut m = MessageIn::new(b.number, MessageType::Location);
     let name = b.title.or(b.name);
     m.location = Some(LocationIn { latitude: b.latitude, longitude: b.longitude, name, address: b.address });
@@ -359,15 +485,40 @@ async fn send_location(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SendPollIn {
+    /// Phone with country code (or a JID).
+    #[schema(value_type = super::EvoRecipient)]
     pub number: String,
-    /// The poll's question.
+    /// The poll's question: up to 256 bytes, not blank.
+    #[schema(min_length = 1, max_length = 256, pattern = r"[^\s\u0085]")]
     pub name: String,
+    /// How many options one may choose, 1-12 (default 1); more than there are options
+    /// allows all of them.
     #[serde(default = "one")]
+    #[schema(minimum = 1, maximum = 12)]
     pub selectable_count: u32,
+    /// 2 to 12 distinct options, each up to 100 bytes and not blank.
+    #[schema(schema_with = poll_values_schema)]
     pub values: Vec<String>,
     #[serde(flatten)]
     pub options: SendOptions,
 }
+
+fn poll_values_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    super::json_schema(json!({
+        "type": "array", "minItems": 2, "maxItems": 12, "uniqueItems": true,
+        "items": { "type": "string", "minLength": 1, "maxLength": 100, "pattern": super::NOT_BLANK },
+        "description": "2 to 12 distinct options, each up to 100 bytes and not blank.",
+    }))
+}
+
+super::described!(
+    /// Body of `sendPoll`.
+    SendPollBody refs = [SendPollIn],
+    json!({ "allOf": [super::schema_ref::<SendPollIn>(), everyone_rule()] })
+);
+
+/// The most options a poll has.
+const POLL_OPTIONS_MAX: u32 = 12;
 
 fn one() -> u32 {
     1
@@ -376,7 +527,7 @@ fn one() -> u32 {
 /// Send a poll.
 #[utoipa::path(post, path = "/message/sendPoll/{instanceName}", tag = "actions",
     params(("instanceName" = String, Path, description = "the instance's name")),
-    request_body = SendPollIn,
+    request_body = SendPollBody,
     responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn send_poll(
@@ -384,26 +535,154 @@ async fn send_poll(
     a: ActionAccess,
     ActionJson(b): ActionJson<SendPollIn>,
 ) -> Result<Json<SendActionOut>, ApiError> {
+    if !(1..=POLL_OPTIONS_MAX).contains(&b.selectable_count) {
+        return Err(ApiError::validation(format!("selectableCount must be 1-{POLL_OPTIONS_MAX}")));
+    }
+    // More choices than options allows choosing all of them.
+    let options = u32::try_from(b.values.len()).unwrap_or(u32::MAX);
+    let selectable_count = if options >= 2 { b.selectable_count.min(options) } else { b.selectable_count };
     let mut m = MessageIn::new(b.number, MessageType::Poll);
-    m.poll = Some(PollIn { name: b.name, values: b.values, selectable_count: b.selectable_count });
+    m.poll = Some(PollIn { name: b.name, values: b.values, selectable_count });
     queue(&s, &a, m, b.options, false).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SendMediaIn {
+    /// Phone with country code (or a JID).
+    #[schema(value_type = super::EvoRecipient)]
     pub number: String,
+    /// Up to 1,024 characters (not sent with audio).
+    #[schema(max_length = 1024)]
     pub caption: Option<String>,
-    /// An http(s) address of the file, or its bytes in base64 (a `data:` URL or bare).
-    /// With a multipart body, the `file` part instead.
+    /// An http(s) address of the file, or its bytes in base64 (a `data:` URL or bare, with
+    /// `mimetype`). With a multipart body, the `file` part instead.
+    #[schema(required = true, schema_with = any_media_schema)]
     pub media: Option<String>,
     /// `image`, `video`, `document` or `audio`; when absent, chosen from the file's name
-    /// (images and videos by theirs; PDF, spreadsheets and anything else as a document).
+    /// (images and videos by theirs, when `mimetype` agrees; PDF, spreadsheets and
+    /// anything else as a document).
+    #[schema(schema_with = mediatype_schema)]
     pub mediatype: Option<String>,
+    /// The file's MIME type (`type/subtype`, up to 127 bytes), of the family `mediatype`
+    /// names; required with bare base64.
+    #[schema(max_length = 127)]
     pub mimetype: Option<String>,
+    /// A plain file name: 1-255 bytes, no `/` or backslash.
+    #[schema(min_length = 1, max_length = 255, pattern = r"^[^/\\]+$")]
     pub file_name: Option<String>,
     #[serde(flatten)]
     pub options: SendOptions,
+}
+
+/// A media field's forms: an http(s) URL (fetched: a public address), a `data:` URL with
+/// base64 (of a MIME type of `family`, any when empty), or bare base64 (when `bare`).
+fn media_forms(family: &str, bare: bool, description: &str) -> Value {
+    let mime = if family.is_empty() { "[^,/;]{1,63}/[^,]{0,63}".to_string() } else { format!("{family}/[^,]{{0,63}}") };
+    let mut forms = vec![
+        json!({ "type": "string", "pattern": super::HTTP_URL_PATTERN }),
+        json!({ "type": "string", "pattern": format!("^data:{mime};base64,{}$", super::BASE64_BODY) }),
+    ];
+    if bare {
+        forms.push(json!({ "type": "string", "pattern": format!("^{}$", super::BASE64_BODY) }));
+    }
+    json!({ "oneOf": forms, "description": description })
+}
+
+fn any_media_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    super::json_schema(media_forms(
+        "",
+        true,
+        "An http(s) address of the file, or its bytes in base64 (a `data:` URL, or bare with `mimetype`). With a multipart body, the `file` part instead.",
+    ))
+}
+
+const MEDIA_TYPES: [&str; 4] = ["image", "video", "document", "audio"];
+
+fn mediatype_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    super::json_schema(super::string_enum(
+        &MEDIA_TYPES,
+        "`image`, `video`, `document` or `audio`; when absent, chosen from the file's name (images and videos by theirs, when `mimetype` agrees; anything else as a document).",
+    ))
+}
+
+fn mediatype_form_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    super::json_schema(
+        json!({ "type": "string", "enum": MEDIA_TYPES, "description": "`image`, `video`, `document` or `audio` (see the JSON body)." }),
+    )
+}
+
+/// The rule of a media body whose bytes come as `field` (or, in a form, a `file` part,
+/// which wins over `field` and comes with `mimetype`): its MIME type (`mimetype`, or else
+/// a `data:` URL's) is of the family its kind needs, and bare base64 comes with
+/// `mimetype`. `kinds` are the `mediatype` values (none: the body has no `mediatype`;
+/// `null` among them: it may be left out) with the family each needs (empty: any). The
+/// alternatives are whole, so a generator picks one and fills it in.
+fn mime_rule(field: &str, kinds: &[(&[Value], &str)], form: bool) -> Value {
+    let mut alternatives = Vec::new();
+    for (mediatypes, family) in kinds {
+        let (mime, url) = if family.is_empty() {
+            ("/".to_string(), "^(https?://|data:)".to_string())
+        } else {
+            (format!("^{family}/"), format!("^(https?://|data:{family}/)"))
+        };
+        let typed = json!({ "type": "object", "required": ["mimetype"], "properties": {
+            "mimetype": { "type": "string", "pattern": mime } } });
+        let untyped = json!({ "type": "object", "required": [field], "properties": {
+            "mimetype": { "type": "null" }, field: { "type": "string", "pattern": url } } });
+        for mut alternative in [typed, untyped] {
+            if !mediatypes.is_empty() {
+                alternative["properties"]["mediatype"] = json!({ "enum": mediatypes });
+                if !mediatypes.contains(&Value::Null) {
+                    alternative["required"].as_array_mut().expect("required").push(json!("mediatype"));
+                }
+            }
+            alternatives.push(alternative);
+        }
+    }
+    let rule = json!({ "anyOf": alternatives });
+    if form {
+        // A file part comes with `mimetype` (a form has no null: the untyped case has none).
+        return json!({ "allOf": [rule, { "dependentRequired": { "file": ["mimetype"] } }] });
+    }
+    rule
+}
+
+/// `sendMedia`'s rule: the MIME type fits `mediatype` (any for a document, or when the
+/// kind is chosen from the file's name).
+fn media_rules(form: bool) -> Value {
+    mime_rule(
+        "media",
+        &[
+            (&[json!("image")], "image"),
+            (&[json!("video")], "video"),
+            (&[json!("audio")], "audio"),
+            (&[json!("document"), Value::Null], ""),
+        ],
+        form,
+    )
+}
+
+/// The file field, or a multipart `file` part (which wins when both are given).
+fn file_or(field: &str) -> Value {
+    json!({ "anyOf": [given(field, json!({ "type": "string" })), given("file", json!({}))] })
+}
+
+super::described!(
+    /// Body of `sendMedia` as JSON.
+    SendMediaBody refs = [SendMediaIn],
+    json!({ "allOf": [super::schema_ref::<SendMediaIn>(), media_rules(false), everyone_rule()] })
+);
+
+super::described!(
+    /// `sendMedia` as `multipart/form-data`: the file as `media` or as the `file` part.
+    SendMediaFormBody refs = [SendMediaForm],
+    json!({ "allOf": [super::schema_ref::<SendMediaForm>(), file_or("media"), media_rules(true)] })
+);
+
+/// A `data:` URL's MIME type.
+fn data_url_mime(value: &str) -> Option<&str> {
+    value.strip_prefix("data:").and_then(|r| r.split_once(";base64,")).map(|(mt, _)| mt)
 }
 
 /// Where a media field's bytes come from: an http(s) URL, or base64 (bare or in a
@@ -423,7 +702,7 @@ fn media_in(value: String, mime_type: Option<String>, filename: Option<String>) 
 /// URL, base64, or a multipart `file` part.
 #[utoipa::path(post, path = "/message/sendMedia/{instanceName}", tag = "actions",
     params(("instanceName" = String, Path, description = "the instance's name")),
-    request_body(content((SendMediaIn = "application/json"), (SendMediaForm = "multipart/form-data"))),
+    request_body(content((SendMediaBody = "application/json"), (SendMediaFormBody = "multipart/form-data"))),
     responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn send_media(
@@ -433,13 +712,27 @@ async fn send_media(
     ActionBody(b): ActionBody<SendMediaIn>,
 ) -> Result<Json<SendActionOut>, ApiError> {
     let media = b.media.ok_or_else(|| ApiError::validation("give the file as `media` (a URL or base64) or `file`"))?;
+    if b.caption.as_ref().is_some_and(|c| c.chars().count() > shared::message::CAPTION_LIMIT) {
+        return Err(ApiError::validation(format!(
+            "caption must be at most {} characters",
+            shared::message::CAPTION_LIMIT
+        )));
+    }
     let kind = match b.mediatype.as_deref() {
         Some("image") => MessageType::Image,
         Some("video") => MessageType::Video,
         Some("document") => MessageType::Document,
         Some("audio") => MessageType::Audio,
         Some(_) => return Err(ApiError::validation("mediatype must be image, video, document or audio")),
-        None => media_kind(b.file_name.as_deref().unwrap_or(&media)),
+        None => {
+            // A kind the name suggests but the MIME type contradicts goes as a document.
+            let named = media_kind(b.file_name.as_deref().unwrap_or(&media));
+            let mime = b.mimetype.as_deref().or_else(|| data_url_mime(&media));
+            match (named.mime_family(), mime) {
+                (Some(family), Some(mime)) if !mime.starts_with(family) => MessageType::Document,
+                _ => named,
+            }
+        }
     };
     let mut m = MessageIn::new(b.number, kind);
     m.caption = b.caption.filter(|c| !c.is_empty() && kind != MessageType::Audio);
@@ -461,18 +754,47 @@ fn media_kind(name: &str) -> MessageType {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SendAudioIn {
+    /// Phone with country code (or a JID).
+    #[schema(value_type = super::EvoRecipient)]
     pub number: String,
     /// An http(s) address of an audio file (MP3, OGG, M4A, ...; up to 64 MB), or its bytes
-    /// in base64; sent as a voice note. With a multipart body, the `file` part instead.
+    /// in base64 (a `data:` URL, or bare with `mimetype`); sent as a voice note. With a
+    /// multipart body, the `file` part instead.
+    #[schema(required = true, schema_with = audio_schema)]
     pub audio: Option<String>,
+    /// The audio's MIME type (`audio/...`, up to 127 bytes): required with bare base64 or
+    /// a `file` part not typed as audio.
+    #[schema(max_length = 127, pattern = "^audio/")]
+    pub mimetype: Option<String>,
     #[serde(flatten)]
     pub options: SendOptions,
 }
 
+fn audio_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    super::json_schema(media_forms(
+        "audio",
+        true,
+        "An http(s) address of an audio file (up to 64 MB), or its bytes in base64 (a `data:audio/...` URL, or bare with `mimetype`).",
+    ))
+}
+
+super::described!(
+    /// Body of `sendWhatsAppAudio` as JSON.
+    SendAudioBody refs = [SendAudioIn],
+    json!({ "allOf": [super::schema_ref::<SendAudioIn>(), mime_rule("audio", &[(&[], "audio")], false), everyone_rule()] })
+);
+
+super::described!(
+    /// `sendWhatsAppAudio` as `multipart/form-data`: the file as `audio` or as the `file`
+    /// part.
+    SendAudioFormBody refs = [SendAudioForm],
+    json!({ "allOf": [super::schema_ref::<SendAudioForm>(), file_or("audio"), mime_rule("audio", &[(&[], "audio")], true)] })
+);
+
 /// Send a voice note from an audio file.
 #[utoipa::path(post, path = "/message/sendWhatsAppAudio/{instanceName}", tag = "actions",
     params(("instanceName" = String, Path, description = "the instance's name")),
-    request_body(content((SendAudioIn = "application/json"), (SendAudioForm = "multipart/form-data"))),
+    request_body(content((SendAudioBody = "application/json"), (SendAudioFormBody = "multipart/form-data"))),
     responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn send_audio(
@@ -483,25 +805,48 @@ async fn send_audio(
 ) -> Result<Json<SendActionOut>, ApiError> {
     let audio = b.audio.ok_or_else(|| ApiError::validation("give the audio as `audio` (a URL or base64) or `file`"))?;
     let mut m = MessageIn::new(b.number, MessageType::Voice);
-    m.media = Some(media_in(audio, None, None));
+    m.media = Some(media_in(audio, b.mimetype, None));
     queue(&s, &a, m, b.options, held.is_some()).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SendStickerIn {
+    /// Phone with country code (or a JID).
+    #[schema(value_type = super::EvoRecipient)]
     pub number: String,
-    /// An http(s) address of a WebP image, or its bytes in base64. With a multipart body,
-    /// the `file` part instead.
+    /// An http(s) address of a WebP image, or its bytes in base64 (up to 16 MB). With a
+    /// multipart body, the `file` part instead.
+    #[schema(required = true, schema_with = sticker_schema)]
     pub sticker: Option<String>,
     #[serde(flatten)]
     pub options: SendOptions,
 }
 
+fn sticker_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    super::json_schema(media_forms(
+        "",
+        true,
+        "An http(s) address of a WebP image, or its bytes in base64 (bare or a `data:` URL; up to 16 MB).",
+    ))
+}
+
+super::described!(
+    /// Body of `sendSticker` as JSON.
+    SendStickerBody refs = [SendStickerIn],
+    json!({ "allOf": [super::schema_ref::<SendStickerIn>(), everyone_rule()] })
+);
+
+super::described!(
+    /// `sendSticker` as `multipart/form-data`: the file as `sticker` or as the `file` part.
+    SendStickerFormBody refs = [SendStickerForm],
+    json!({ "allOf": [super::schema_ref::<SendStickerForm>(), file_or("sticker")] })
+);
+
 /// Send a sticker (a WebP image).
 #[utoipa::path(post, path = "/message/sendSticker/{instanceName}", tag = "actions",
     params(("instanceName" = String, Path, description = "the instance's name")),
-    request_body(content((SendStickerIn = "application/json"), (SendStickerForm = "multipart/form-data"))),
+    request_body(content((SendStickerBody = "application/json"), (SendStickerFormBody = "multipart/form-data"))),
     responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn send_sticker(
@@ -523,22 +868,50 @@ async fn send_sticker(
 pub struct EvoStatusIn {
     /// `text`, `image` or `video` (`audio` is refused).
     #[serde(rename = "type")]
+    #[schema(schema_with = status_type_schema)]
     pub kind: String,
-    /// The text, or the media's URL or base64.
+    /// The text (up to 65,536 bytes), or the media's http(s) URL or `data:` URL.
     pub content: String,
+    /// With an image or video: up to 1,024 characters.
+    #[schema(max_length = 1024)]
     pub caption: Option<String>,
     /// Accepted; statuses go to the account's contacts (as `POST /v1/instances/{id}/status`).
     pub all_contacts: Option<bool>,
+    /// Accepted and ignored.
     pub status_jid_list: Option<Vec<String>>,
+    /// Accepted and ignored.
     pub background_color: Option<String>,
-    #[schema(value_type = Option<u32>)]
+    /// Accepted and ignored.
+    #[schema(value_type = Option<Value>)]
     pub font: Option<serde_json::Value>,
 }
+
+fn status_type_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    super::json_schema(json!({
+        "type": "string", "enum": ["text", "image", "video"],
+        "description": "`text`, `image` or `video` (`audio` is refused).",
+    }))
+}
+
+super::described!(
+    /// Body of `sendStatus`: a text, or an image or video by URL (or a `data:` URL).
+    EvoStatusBody refs = [EvoStatusIn],
+    json!({ "allOf": [super::schema_ref::<EvoStatusIn>(), { "oneOf": [
+        { "type": "object", "required": ["type", "content"], "properties": {
+            "type": { "enum": ["text"] },
+            "content": { "type": "string", "minLength": 1, "maxLength": 65_536 },
+            "caption": { "type": "null" } } },
+        { "type": "object", "required": ["type", "content"], "properties": {
+            "type": { "enum": ["image"] }, "content": media_forms("image", false, "the image") } },
+        { "type": "object", "required": ["type", "content"], "properties": {
+            "type": { "enum": ["video"] }, "content": media_forms("video", false, "the video") } },
+    ] }] })
+);
 
 /// Post a status (as `POST /v1/instances/{id}/status`): queued and paced like any send.
 #[utoipa::path(post, path = "/message/sendStatus/{instanceName}", tag = "evolution", operation_id = "evolution_message_sendStatus",
     params(("instanceName" = String, Path, description = "the instance's name")),
-    request_body = EvoStatusIn,
+    request_body = EvoStatusBody,
     responses((status = 200, description = "queued: `{key, status, messageId, serviceId}`", body = Object), super::EvolutionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn send_status(
@@ -548,6 +921,10 @@ async fn send_status(
     ActionJson(b): ActionJson<EvoStatusIn>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     use crate::routes::status::{StatusIn, StatusType};
+    if b.kind == "text" && b.content.len() > shared::message::TEXT_LIMIT {
+        let limit = shared::message::TEXT_LIMIT;
+        return Err(ApiError::validation(format!("content (a text) must be at most {limit} bytes")));
+    }
     let (kind, text, media) = match b.kind.as_str() {
         "text" => (StatusType::Text, Some(b.content), None),
         "image" => (StatusType::Image, None, Some(media_in(b.content, None, None))),
@@ -569,23 +946,48 @@ async fn send_status(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SendPtvIn {
+    /// Phone with country code (or a JID).
+    #[schema(value_type = super::EvoRecipient)]
     pub number: String,
-    /// An http(s) address of an MP4 video, or its bytes in base64. With a multipart body,
-    /// the `file` part instead.
+    /// An http(s) address of an MP4 video, or its bytes in base64 (up to 64 MB). With a
+    /// multipart body, the `file` part instead.
+    #[schema(required = true, schema_with = ptv_schema)]
     pub video: Option<String>,
     #[serde(flatten)]
     pub options: SendOptions,
 }
 
+fn ptv_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    super::json_schema(media_forms(
+        "",
+        true,
+        "An http(s) address of an MP4 video, or its bytes in base64 (bare or a `data:` URL; up to 64 MB).",
+    ))
+}
+
+super::described!(
+    /// Body of `sendPtv` as JSON.
+    SendPtvBody refs = [SendPtvIn],
+    json!({ "allOf": [super::schema_ref::<SendPtvIn>(), everyone_rule()] })
+);
+
+super::described!(
+    /// `sendPtv` as `multipart/form-data`: the file as `video` or as the `file` part.
+    SendPtvFormBody refs = [SendPtvForm],
+    json!({ "allOf": [super::schema_ref::<SendPtvForm>(), file_or("video")] })
+);
+
 impl FileField for SendPtvIn {
     const FILE_FIELD: &'static str = "video";
+    const FAMILY: &'static str = "";
+    const FORM_FIELDS: &'static [&'static str] = &[];
 }
 
 /// A round video note: sent as an ordinary video (paceline's messages have no round
 /// kind; README, "Coming from Evolution API").
 #[utoipa::path(post, path = "/message/sendPtv/{instanceName}", tag = "evolution", operation_id = "evolution_message_sendPtv",
     params(("instanceName" = String, Path, description = "the instance's name")),
-    request_body(content((SendPtvIn = "application/json"), (SendPtvForm = "multipart/form-data"))),
+    request_body(content((SendPtvBody = "application/json"), (SendPtvFormBody = "multipart/form-data"))),
     responses((status = 200, description = "queued", body = SendActionOut), ActionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn send_ptv(
@@ -632,36 +1034,75 @@ macro_rules! multipart_form {
     ($(#[$doc:meta])* $name:ident { $($(#[$fdoc:meta])* $field:ident),* $(,)? }) => {
         $(#[$doc])*
         #[derive(Debug, Deserialize, ToSchema)]
-        #[serde(rename_all = "camelCase")]
+        #[serde(rename_all = "camelCase", deny_unknown_fields)]
         #[allow(dead_code)]
         pub struct $name {
             /// Phone with country code (or a JID).
+            #[schema(value_type = super::EvoRecipient)]
             pub number: String,
-            /// The file's bytes (or give the URL or base64 in the text field).
-            #[schema(value_type = Option<String>, format = Binary)]
+            /// The file's bytes (or give the URL or base64 in the text field; this part
+            /// wins when both are given).
+            #[schema(value_type = String, format = Binary, min_length = 1, required = false)]
             pub file: Option<Vec<u8>>,
             $($(#[$fdoc])* pub $field: Option<String>,)*
             /// Milliseconds Evolution waits before sending (0-300000); pacing decides.
+            #[schema(value_type = String, required = false, pattern = "^([0-2]?[0-9]{1,5}|300000)$")]
             pub delay: Option<String>,
         }
     };
 }
 
 multipart_form!(
-    /// `sendMedia` as `multipart/form-data`.
-    SendMediaForm { caption, media, mediatype, mimetype, file_name }
+    /// `sendMedia`'s fields as `multipart/form-data`.
+    SendMediaForm {
+        /// Up to 1,024 characters (not sent with audio).
+        #[schema(value_type = String, required = false, max_length = 1024)]
+        caption,
+        /// An http(s) address of the file, or its bytes in base64 (a `data:` URL, or bare
+        /// with `mimetype`); or the `file` part instead.
+        #[schema(schema_with = any_media_schema)]
+        media,
+        /// `image`, `video`, `document` or `audio` (see the JSON body).
+        #[schema(schema_with = mediatype_form_schema)]
+        mediatype,
+        /// The file's MIME type (up to 127 bytes), of the family `mediatype` names;
+        /// required with bare base64 or a `file` part.
+        #[schema(value_type = String, required = false, max_length = 127)]
+        mimetype,
+        /// A plain file name: 1-255 bytes, no `/` or backslash.
+        #[schema(value_type = String, required = false, min_length = 1, max_length = 255, pattern = r"^[^/\\]+$")]
+        file_name,
+    }
 );
 multipart_form!(
-    /// `sendWhatsAppAudio` as `multipart/form-data`.
-    SendAudioForm { audio }
+    /// `sendWhatsAppAudio`'s fields as `multipart/form-data`.
+    SendAudioForm {
+        /// An http(s) address of an audio file, or its bytes in base64 (a `data:audio/...`
+        /// URL, or bare with `mimetype`); or the `file` part instead.
+        #[schema(schema_with = audio_schema)]
+        audio,
+        /// The audio's MIME type (`audio/...`): required with bare base64 or a `file` part.
+        #[schema(value_type = String, required = false, max_length = 127, pattern = "^audio/")]
+        mimetype,
+    }
 );
 multipart_form!(
-    /// `sendSticker` as `multipart/form-data`.
-    SendStickerForm { sticker }
+    /// `sendSticker`'s fields as `multipart/form-data`.
+    SendStickerForm {
+        /// An http(s) address of a WebP image, or its bytes in base64; or the `file` part
+        /// instead.
+        #[schema(schema_with = sticker_schema)]
+        sticker,
+    }
 );
 multipart_form!(
-    /// `sendPtv` as `multipart/form-data`.
-    SendPtvForm { video }
+    /// `sendPtv`'s fields as `multipart/form-data`.
+    SendPtvForm {
+        /// An http(s) address of an MP4 video, or its bytes in base64; or the `file` part
+        /// instead.
+        #[schema(schema_with = ptv_schema)]
+        video,
+    }
 );
 
 /// A body as JSON or, as Evolution's clients send media, `multipart/form-data`: its text
@@ -672,18 +1113,48 @@ pub struct ActionBody<T>(pub T);
 /// The field a multipart body's `file` part fills.
 pub trait FileField {
     const FILE_FIELD: &'static str;
+    /// The MIME family of a `data:` URL in that field (empty: any).
+    const FAMILY: &'static str;
+    /// The form's other text fields, besides `number` and `delay`.
+    const FORM_FIELDS: &'static [&'static str];
 }
 
 impl FileField for SendMediaIn {
     const FILE_FIELD: &'static str = "media";
+    const FAMILY: &'static str = "";
+    const FORM_FIELDS: &'static [&'static str] = &["caption", "mediatype", "mimetype", "fileName"];
 }
 
 impl FileField for SendAudioIn {
     const FILE_FIELD: &'static str = "audio";
+    const FAMILY: &'static str = "audio";
+    const FORM_FIELDS: &'static [&'static str] = &["mimetype"];
 }
 
 impl FileField for SendStickerIn {
     const FILE_FIELD: &'static str = "sticker";
+    const FAMILY: &'static str = "";
+    const FORM_FIELDS: &'static [&'static str] = &[];
+}
+
+/// Whether `s` has one of the forms [`media_forms`] declares (bare base64 taken): an
+/// http(s) URL, a `data:` URL of a type of `family` (any when empty), or base64.
+fn media_shape_ok(s: &str, family: &str) -> bool {
+    let base64 = |d: &str| !d.is_empty() && base64::engine::general_purpose::STANDARD.decode(d).is_ok();
+    if s.starts_with("http://") || s.starts_with("https://") {
+        // As `HTTP_URL_PATTERN` reads one: printable ASCII that parses, with a host.
+        return s.bytes().all(|b| b.is_ascii_graphic()) && url::Url::parse(s).is_ok_and(|u| u.host_str().is_some());
+    }
+    if let Some((mime, data)) = s.strip_prefix("data:").and_then(|r| r.split_once(";base64,")) {
+        let Some((kind, sub)) = mime.split_once('/') else { return false };
+        let kind_ok = if family.is_empty() {
+            (1..=63).contains(&kind.chars().count()) && !kind.contains([',', ';'])
+        } else {
+            kind == family
+        };
+        return kind_ok && sub.chars().count() <= 63 && !sub.contains(',') && base64(data);
+    }
+    base64(s)
 }
 
 impl<S, T> axum::extract::FromRequest<S> for ActionBody<T>
@@ -705,9 +1176,20 @@ where
         let bad = |e: &dyn std::fmt::Display| as_400(ApiError::validation(format!("unreadable multipart body: {e}")));
         let mut form = axum::extract::Multipart::from_request(req, state).await.map_err(|e| bad(&e))?;
         let mut fields = serde_json::Map::new();
+        // The `file` part wins over the field it fills, in whichever order they come; the
+        // field is checked all the same.
+        let mut file_part = false;
+        let mut file_text: Option<String> = None;
         while let Some(part) = form.next_field().await.map_err(|e| bad(&e))? {
             let Some(name) = part.name().map(str::to_string) else { continue };
+            let known = ["number", "delay", "file", T::FILE_FIELD].contains(&name.as_str())
+                || T::FORM_FIELDS.contains(&name.as_str());
+            if !known {
+                let shown: String = name.chars().take(40).collect();
+                return Err(as_400(ApiError::validation(format!("unknown form field {shown:?}"))));
+            }
             if name == "file" {
+                file_part = true;
                 let mime = part.content_type().map(str::to_string);
                 let bytes = part.bytes().await.map_err(|e| bad(&e))?;
                 let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
@@ -718,7 +1200,24 @@ where
                 fields.insert(T::FILE_FIELD.into(), serde_json::Value::String(data));
             } else {
                 let text = part.text().await.map_err(|e| bad(&e))?;
-                fields.insert(name, serde_json::Value::String(text));
+                if text.contains('\0') || name.contains('\0') {
+                    return Err(as_400(ApiError::validation("form fields must not contain the NUL character")));
+                }
+                if name == T::FILE_FIELD {
+                    file_text = Some(text);
+                } else {
+                    fields.insert(name, serde_json::Value::String(text));
+                }
+            }
+        }
+        if let Some(text) = file_text {
+            if !file_part {
+                fields.insert(T::FILE_FIELD.into(), serde_json::Value::String(text));
+            } else if !media_shape_ok(&text, T::FAMILY) {
+                let field = T::FILE_FIELD;
+                return Err(as_400(ApiError::validation(format!(
+                    "{field} must be an http(s) URL or base64 (bare or a data: URL)"
+                ))));
             }
         }
         serde_json::from_value(serde_json::Value::Object(fields))
@@ -739,5 +1238,21 @@ mod tests {
         assert_eq!(media_kind("https://x/sheet.xls"), MessageType::Document);
         assert_eq!(media_kind("https://x/doc.pdf"), MessageType::Document);
         assert_eq!(newlines("a\\nb\\r\\nc"), "a\nb\nc");
+    }
+
+    /// A form's file field, given beside a `file` part, is checked as the description
+    /// declares it.
+    #[test]
+    fn media_shapes() {
+        for ok in ["https://example.com/a.webp", "http://x", "data:image/webp;base64,AAAA", "AA==", "/9j/"] {
+            assert!(media_shape_ok(ok, ""), "{ok}");
+        }
+        for bad in
+            ["", "https://", "https:// x", "ftp://x", "data:;base64,AAAA", "data:image/png;base64,", "AB==", "a b"]
+        {
+            assert!(!media_shape_ok(bad, ""), "{bad}");
+        }
+        assert!(media_shape_ok("data:audio/ogg;base64,AAAA", "audio"));
+        assert!(!media_shape_ok("data:image/png;base64,AAAA", "audio"));
     }
 }

@@ -7,8 +7,10 @@ use axum::extract::State;
 use axum::Json;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 use shared::db::webhooks::{self, WebhookRow};
 use shared::ApiError;
+use utoipa::openapi::{schema::Schema, RefOr};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -36,7 +38,8 @@ pub struct EvoSetIn {
 #[serde(rename_all = "camelCase")]
 pub struct EvoWebhookIn {
     pub enabled: Option<bool>,
-    /// http(s); never a private, loopback or link-local address.
+    /// http(s), up to 2,048 characters; never a private, loopback or link-local address.
+    #[schema(pattern = "^[hH][tT][tT][pP][sS]?://[^/?#]+", max_length = 2048)]
     pub url: Option<String>,
     /// Append the event's name to the URL (`/messages-upsert`).
     #[serde(alias = "webhook_by_events", alias = "webhookByEvents")]
@@ -45,11 +48,87 @@ pub struct EvoWebhookIn {
     #[serde(alias = "webhook_base64", alias = "webhookBase64")]
     pub base64: Option<bool>,
     /// Evolution's event names (`MESSAGES_UPSERT`, ...); absent or empty: every one.
+    #[schema(schema_with = events_schema)]
     pub events: Option<Vec<String>>,
     /// Evolution sends these headers with each delivery; paceline does not (400 when
     /// given): deliveries are signed instead.
-    #[schema(value_type = Option<Object>)]
+    #[schema(schema_with = headers_schema)]
     pub headers: Option<serde_json::Value>,
+}
+
+fn events_schema() -> RefOr<Schema> {
+    let names: Vec<&str> = shared::evolution::EVENTS
+        .iter()
+        .map(|(e, _)| *e)
+        .chain(shared::evolution::SILENT_EVENTS.iter().copied())
+        .collect();
+    super::json_schema(json!({
+        "type": ["array", "null"],
+        "items": { "type": "string", "enum": names },
+        "description": "Evolution's event names (`MESSAGES_UPSERT`, ...); absent or empty: every one.",
+    }))
+}
+
+fn headers_schema() -> RefOr<Schema> {
+    super::json_schema(json!({
+        "type": ["object", "null"],
+        "maxProperties": 0,
+        "description": "Evolution sends these headers with each delivery; paceline does not (400 when any is given): deliveries are signed instead.",
+    }))
+}
+
+/// Evolution's webhook where one is made (`instance/create`): `url` is required.
+pub struct EvoNewWebhook;
+
+impl utoipa::PartialSchema for EvoNewWebhook {
+    fn schema() -> RefOr<Schema> {
+        let mut schema = <EvoWebhookIn as utoipa::PartialSchema>::schema();
+        if let RefOr::T(Schema::Object(o)) = &mut schema {
+            o.required.push("url".into());
+            o.properties.insert(
+                "url".into(),
+                super::json_schema(json!({
+                    "type": "string", "pattern": "^[hH][tT][tT][pP][sS]?://[^/?#]+", "maxLength": 2048,
+                    "description": "http(s), up to 2,048 characters; never a private, loopback or link-local address.",
+                })),
+            );
+            o.description = Some("Evolution's webhook settings; `url` is required.".into());
+        }
+        schema
+    }
+}
+
+impl ToSchema for EvoNewWebhook {
+    fn schemas(out: &mut Vec<(String, RefOr<Schema>)>) {
+        <EvoWebhookIn as ToSchema>::schemas(out);
+    }
+}
+
+impl EvoWebhookIn {
+    /// What the description says of the fields given, checked whether or not they are
+    /// used (`webhook/set` uses the top-level ones only without `webhook`).
+    fn check_form(&self) -> Result<(), ApiError> {
+        match &self.headers {
+            None | Some(serde_json::Value::Null) => {}
+            Some(serde_json::Value::Object(o)) if o.is_empty() => {}
+            Some(serde_json::Value::Object(_)) => {
+                return Err(ApiError::validation("headers are not sent by paceline: deliveries are signed instead"))
+            }
+            Some(_) => return Err(ApiError::validation("headers must be an object (and empty)")),
+        }
+        if let Some(bad) = self.events.iter().flatten().find(|n| !shared::evolution::known_event(n)) {
+            let bad: String = bad.chars().take(40).collect();
+            return Err(ApiError::validation(format!("unknown Evolution event {bad:?}")));
+        }
+        if let Some(u) = &self.url {
+            let ok = u.len() <= 2048
+                && url::Url::parse(u).is_ok_and(|p| matches!(p.scheme(), "http" | "https") && p.host_str().is_some());
+            if !ok {
+                return Err(ApiError::validation("url must be an http or https URL of at most 2048 characters"));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The instance's Evolution webhook as Evolution shows it.
@@ -107,6 +186,7 @@ async fn set(
     a: ActionAccess,
     ActionJson(b): ActionJson<EvoSetIn>,
 ) -> Result<Json<EvoWebhookOut>, ApiError> {
+    b.top.check_form()?;
     let existing = current(&state, &a.row).await?;
     let p = prepare(&state, b.webhook.unwrap_or(b.top), existing.as_ref()).await?;
     store(&state, &a.row, p, existing, a.principal.is_admin()).await.map(Json)
@@ -126,14 +206,8 @@ pub(crate) async fn prepare(
     w: EvoWebhookIn,
     existing: Option<&WebhookRow>,
 ) -> Result<Prepared, ApiError> {
-    if w.headers.as_ref().is_some_and(|h| h.as_object().is_some_and(|o| !o.is_empty())) {
-        return Err(ApiError::validation("headers are not sent by paceline: deliveries are signed instead"));
-    }
+    w.check_form()?;
     let mut names: Vec<String> = w.events.unwrap_or_default();
-    if let Some(bad) = names.iter().find(|n| !shared::evolution::known_event(n)) {
-        let bad: String = bad.chars().take(40).collect();
-        return Err(ApiError::validation(format!("unknown Evolution event {bad:?}")));
-    }
     names.sort();
     names.dedup();
     let events = shared::evolution::our_events(&names);

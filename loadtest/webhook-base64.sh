@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+#
+# loadtest/webhook-base64.sh
+#
+# A dispatcher's memory under Evolution `base64` webhooks (issue #32, item 1): 20 such
+# webhooks (two each on ten tenants) on one URL that never answers, 40 received images of
+# 9.5 MiB, and another tenant's ordinary webhook alongside. Runs the local cluster
+# (release build, warn logs) without its dispatcher (`paceline dev --no-dispatcher`), and
+# `paceline dispatcher` as a process of its own whose peak resident memory (VmHWM) is
+# read from /proc; then pgbench on the same Postgres for the machine's scale.
+# Orchestration: loadtest/webhook_base64.py (Python stdlib). TENANTS, IMAGES, IMAGE_MB
+# and HOLD_SECS change the run.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=scripts/lib/services.sh
+source scripts/lib/services.sh
+pl_ensure_deps
+# shellcheck source=loadtest/lib.sh
+source loadtest/lib.sh
+RUN_TAG=wb_$(date +%s)
+export PACELINE_DATABASE_SCHEMA=$RUN_TAG PACELINE_KEY_PREFIX=$RUN_TAG PACELINE_SUBJECT_PREFIX=$RUN_TAG
+# Both endpoints are on loopback; receiving needs no pacing.
+export PACELINE_ALLOW_PRIVATE_TARGETS=true PL_DEV_ARGS=--no-dispatcher
+echo "==> starting the local cluster without a dispatcher (release build)"
+lt_start_cluster
+python3 loadtest/webhook_base64.py
+
+echo "==> pgbench: 64 clients, 30s, single-row INSERT of 1 KB on the same Postgres"
+psql -q "$PACELINE_DATABASE_URL" -c "CREATE TABLE IF NOT EXISTS bench_insert (id bigserial PRIMARY KEY, payload text NOT NULL)"
+SCRIPT=$(mktemp)
+echo "INSERT INTO bench_insert (payload) VALUES (repeat('x', 1024));" >"$SCRIPT"
+TPS=$("$PL_PG_BIN/pgbench" -n -c 64 -j 2 -T 30 -f "$SCRIPT" "$PACELINE_DATABASE_URL" 2>/dev/null | sed -nE 's/^tps = ([0-9.]+).*/\1/p' | head -n 1)
+rm -f "$SCRIPT"
+psql -q "$PACELINE_DATABASE_URL" -c "DROP TABLE bench_insert"
+echo "    pgbench tps=$TPS"
+echo "repeat: loadtest/webhook-base64.sh"
