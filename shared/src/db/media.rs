@@ -302,16 +302,23 @@ pub enum Meta {
 
 /// The row's state for serving (by id alone: the signed URL is the credential).
 pub async fn meta(db: impl PgExecutor<'_>, id: &MediaId) -> Result<Option<Meta>, sqlx::Error> {
-    let row: Option<(String, Option<String>, i64, bool, bool)> =
+    let row: Option<MetaRow> =
         sqlx::query_as("SELECT mime_type, filename, size, expired, remote IS NOT NULL FROM media WHERE id = $1")
             .bind(id)
             .fetch_optional(db)
             .await?;
-    Ok(row.map(|(mime_type, filename, size, expired, pending)| match (expired, pending) {
+    Ok(row.map(meta_from))
+}
+
+/// `mime_type, filename, size, expired, remote IS NOT NULL` of a media row.
+type MetaRow = (String, Option<String>, i64, bool, bool);
+
+fn meta_from((mime_type, filename, size, expired, pending): MetaRow) -> Meta {
+    match (expired, pending) {
         (true, _) => Meta::Expired,
         (false, true) => Meta::Pending,
         (false, false) => Meta::Stored { mime_type, filename, size: size.max(0) as u64 },
-    }))
+    }
 }
 
 /// Chunk `seq` of media `id`, if there is one.
@@ -338,18 +345,14 @@ pub async fn meta_of(
     instance: &InstanceId,
     id: &MediaId,
 ) -> Result<Option<Meta>, sqlx::Error> {
-    let row: Option<(String, Option<String>, i64, bool, bool)> = sqlx::query_as(
+    let row: Option<MetaRow> = sqlx::query_as(
         "SELECT mime_type, filename, size, expired, remote IS NOT NULL FROM media WHERE id = $1 AND instance_id = $2",
     )
     .bind(id)
     .bind(instance)
     .fetch_optional(db)
     .await?;
-    Ok(row.map(|(mime_type, filename, size, expired, pending)| match (expired, pending) {
-        (true, _) => Meta::Expired,
-        (false, true) => Meta::Pending,
-        (false, false) => Meta::Stored { mime_type, filename, size: size.max(0) as u64 },
-    }))
+    Ok(row.map(meta_from))
 }
 
 /// Base64 (standard, padded) of bytes that come in pieces: each piece is encoded as far

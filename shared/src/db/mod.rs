@@ -107,3 +107,48 @@ pub async fn schema_current(pool: &PgPool) -> Result<bool, sqlx::Error> {
 pub fn is_constraint_violation(err: &sqlx::Error, constraint: &str) -> bool {
     matches!(err, sqlx::Error::Database(db) if db.constraint() == Some(constraint))
 }
+
+#[cfg(test)]
+mod tests {
+    /// A landed migration never changes: a deployment that applied its old text would
+    /// fail sqlx's checksum on the upgrade. `migrations/checksums.txt` holds each one's
+    /// (SHA-384, as sqlx stores it); a new migration is appended to it with
+    /// `PACELINE_APPEND_MIGRATION_CHECKSUMS=1`, which never rewrites a line.
+    #[test]
+    fn landed_migrations_never_change() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../migrations/checksums.txt");
+        let listed = std::fs::read_to_string(path).unwrap_or_default();
+        let mut known = std::collections::BTreeMap::new();
+        for line in listed.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')) {
+            let (version, sum) = line.split_once(' ').expect("`<version> <sha384>`");
+            known.insert(version.parse::<i64>().expect("a version"), sum.to_string());
+        }
+        let mut appended = String::new();
+        for m in super::MIGRATOR.iter() {
+            let sum = hex::encode(&m.checksum);
+            match known.remove(&m.version) {
+                Some(listed) => assert_eq!(
+                    listed, sum,
+                    "migration {} ({}) changed after it landed: add a new migration instead",
+                    m.version, m.description
+                ),
+                None => appended.push_str(&format!("{} {sum}\n", m.version)),
+            }
+        }
+        assert!(known.is_empty(), "migrations listed but gone: {:?}", known.keys().collect::<Vec<_>>());
+        if !appended.is_empty() {
+            assert!(
+                std::env::var_os("PACELINE_APPEND_MIGRATION_CHECKSUMS").is_some(),
+                "new migrations: run with PACELINE_APPEND_MIGRATION_CHECKSUMS=1 to append\n{appended}"
+            );
+            let mut all = if listed.is_empty() {
+                "# <version> <SHA-384 of the migration, as sqlx checks it>: append only (shared/src/db/mod.rs)\n"
+                    .to_string()
+            } else {
+                listed
+            };
+            all.push_str(&appended);
+            std::fs::write(path, all).expect("writing the checksums");
+        }
+    }
+}

@@ -292,13 +292,7 @@ async fn a_keys_event_stream_leaves_out_the_pairing_qr() {
     let (inst, token) = api.create_instance("sse-qr").await;
     let id = inst["id"].as_str().unwrap().to_string();
     let own = api.client(Some(token));
-    let key = own
-        .post(&format!("/v1/instances/{id}/api-keys"), &json!({ "name": "dash", "scope": "read_only" }))
-        .await
-        .expect(201)["token"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let key = api.create_key(&own, &id, "read_only").await;
     let reader = api.client(Some(key));
     reader.get(&format!("/v1/instances/{id}/qr")).await.expect_error(403, "forbidden");
     reader.get(&format!("/v1/instances/{id}/events?types=instance.qr_updated")).await.expect_error(403, "forbidden");

@@ -159,7 +159,9 @@ async fn patch_edits_fields_and_guards_admin_only_ones() {
     assert_eq!(b["proxy_url"], "socks5://user:***@127.0.0.1:1080", "passwords never come back");
     // Past the floors is the admin's to set, even once unlocked.
     own.patch(&path, &json!({ "min_interval_ms": 10 })).await.expect_error(403, "forbidden");
-    admin.patch(&path, &json!({ "min_interval_ms": 10 })).await.expect(200);
+    // ... restating `unsafe_pacing` in the same patch, as the description's schema says.
+    admin.patch(&path, &json!({ "min_interval_ms": 10 })).await.expect_error(400, "validation_failed");
+    admin.patch(&path, &json!({ "min_interval_ms": 10, "unsafe_pacing": true })).await.expect(200);
     // Turning unsafe_pacing off while below the floors is refused, not silently clamped.
     admin.patch(&path, &json!({ "unsafe_pacing": false })).await.expect_error(400, "validation_failed");
     let b = admin.patch(&path, &json!({ "proxy_url": null })).await.expect(200);

@@ -39,11 +39,24 @@ async fn draining_answers_503_shutting_down() {
     api.anon().get("/healthz").await.expect(200);
 }
 
+/// A stop with a request in flight lets it end cleanly: an open event stream is closed
+/// by the server (its body ends, no reset), and the server stops.
 #[tokio::test]
-async fn graceful_stop_finishes() {
+async fn graceful_stop_ends_what_is_in_flight() {
     let api = TestApi::start().await;
-    api.admin().get("/v1/me").await.expect(200);
+    let (inst, token) = api.create_instance("stopping").await;
+    let id = inst["id"].as_str().unwrap().to_string();
+    let res = reqwest::Client::new()
+        .get(format!("http://{}/v1/instances/{id}/events", api.addr))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    // The sentinel: the stream's head has come, so the request is in flight.
+    assert_eq!(res.status(), 200);
+    let body = tokio::spawn(res.text());
     api.stop().await.unwrap();
+    body.await.unwrap().expect("the stream ends cleanly");
 }
 
 #[tokio::test]

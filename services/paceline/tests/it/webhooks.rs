@@ -115,13 +115,7 @@ async fn credentials_in_webhook_urls_are_masked() {
     let w = own.post(&path, &json!({ "url": "http://hook-user:s3cret-pw@127.0.0.1:9/h" })).await.expect(201);
     assert_eq!(w["url"], "http://***@127.0.0.1:9/h");
     let one = format!("{path}/{}", w["id"].as_str().unwrap());
-    let key = own
-        .post(&format!("/v1/instances/{id}/api-keys"), &json!({ "name": "dash", "scope": "read_only" }))
-        .await
-        .expect(201)["token"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let key = api.create_key(&own, id, "read_only").await;
     let reader = api.client(Some(key.clone()));
     for c in [&own, &reader] {
         let list = c.get(&path).await;
