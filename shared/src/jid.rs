@@ -125,6 +125,16 @@ pub fn phone_digits(number: &str) -> Option<String> {
     ((7..=15).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit())).then_some(digits)
 }
 
+/// The server of a JID as a string (`""` when it has none).
+pub fn server_of(jid: &str) -> &str {
+    jid.split_once('@').map_or("", |(_, server)| server)
+}
+
+/// `user@server`, for ids the caller already holds (tests, the network's own ids).
+pub fn at(user: &str, server: &str) -> String {
+    format!("{user}@{server}")
+}
+
 /// The number of a person's JID (or the input itself when it is no JID).
 pub fn number_of(jid: &str) -> &str {
     jid.split('@').next().unwrap_or_default()

@@ -269,32 +269,21 @@ fn complete(doc: &mut serde_json::Value) {
         };
         json!({ "$ref": format!("#/components/schemas/{component}") })
     };
-    // Creating an instance: pacing past the floors only with `unsafe_pacing`.
-    if let Some(create) = doc.pointer_mut("/components/schemas/InstanceIn").and_then(Value::as_object_mut) {
-        create.insert(
-            "if".into(),
-            json!({ "properties": { "unsafe_pacing": { "const": true } }, "required": ["unsafe_pacing"] }),
-        );
-        create.insert(
-            "else".into(),
-            json!({ "properties": {
-                "min_interval_ms": { "minimum": crate::service::instances::MIN_INTERVAL_FLOOR_MS },
-                "max_per_minute": { "maximum": crate::service::instances::MAX_PER_MINUTE_CEILING } } }),
-        );
-    }
-    // Editing one: below the floors only with `unsafe_pacing` (given in the patch; an
-    // instance the admin made unsafe before takes it restated).
-    if let Some(patch) = doc.pointer_mut("/components/schemas/InstancePatch").and_then(Value::as_object_mut) {
-        patch.insert(
-            "if".into(),
-            json!({ "properties": { "unsafe_pacing": { "const": true } }, "required": ["unsafe_pacing"] }),
-        );
-        patch.insert(
-            "else".into(),
-            json!({ "properties": {
-                "min_interval_ms": { "minimum": crate::service::instances::MIN_INTERVAL_FLOOR_MS },
-                "max_per_minute": { "maximum": crate::service::instances::MAX_PER_MINUTE_CEILING } } }),
-        );
+    // Creating or editing an instance: pacing past the floors only with `unsafe_pacing`
+    // (given in the patch too: an instance the admin made unsafe before takes it restated).
+    for name in ["InstanceIn", "InstancePatch"] {
+        if let Some(schema) = doc.pointer_mut(&format!("/components/schemas/{name}")).and_then(Value::as_object_mut) {
+            schema.insert(
+                "if".into(),
+                json!({ "properties": { "unsafe_pacing": { "const": true } }, "required": ["unsafe_pacing"] }),
+            );
+            schema.insert(
+                "else".into(),
+                json!({ "properties": {
+                    "min_interval_ms": { "minimum": crate::service::instances::MIN_INTERVAL_FLOOR_MS },
+                    "max_per_minute": { "maximum": crate::service::instances::MAX_PER_MINUTE_CEILING } } }),
+            );
+        }
     }
     let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else { return };
     for (path, item) in paths.iter_mut() {

@@ -649,7 +649,7 @@ mod tests {
         assert!(c.enabled && c.triggers.direct && !c.triggers.groups);
         assert_eq!((c.memory_messages, c.handoff.pause_minutes, c.reply_timeout_seconds), (20, 60, 60));
         assert_eq!(c.handoff.keywords, ["human"]);
-        assert_eq!(c.triggers.ignore, ["491511234567@s.whatsapp.net"]);
+        assert_eq!(c.triggers.ignore, [shared::jid::Jid::user("491511234567").as_str()]);
     }
 
     #[test]

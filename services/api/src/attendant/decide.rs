@@ -216,46 +216,58 @@ mod tests {
         }
     }
 
-    const DM: &str = "491511111111@s.whatsapp.net";
+    use shared::jid::{at as jid_at, GROUP_SERVER, NEWSLETTER_SERVER, STATUS_JID, USER_SERVER};
+
+    fn dm() -> String {
+        jid_at("491511111111", USER_SERVER)
+    }
 
     fn decide(c: &AttendantIn, own: Option<&str>, m: &Inbound) -> Decision {
         super::decide(c, own, false, m)
     }
-    const GROUP: &str = "120363000000000001@g.us";
+    fn group() -> String {
+        jid_at("120363000000000001", GROUP_SERVER)
+    }
 
     #[test]
     fn direct_chats_are_answered_and_groups_only_when_mentioned() {
         let c = config(json!({}));
-        assert_eq!(decide(&c, Some("4915122"), &msg(DM, false, "hi")), Decision::Answer);
-        assert_eq!(decide(&c, Some("4915122"), &msg(GROUP, false, "hi @4915122")), Decision::Ignore("group"));
+        assert_eq!(decide(&c, Some("4915122"), &msg(&dm(), false, "hi")), Decision::Answer);
+        assert_eq!(decide(&c, Some("4915122"), &msg(&group(), false, "hi @4915122")), Decision::Ignore("group"));
         let g = config(json!({ "triggers": { "groups": true, "direct": false } }));
-        assert_eq!(decide(&g, Some("4915122"), &msg(GROUP, false, "hi all")), Decision::Ignore("not_mentioned"));
-        assert_eq!(decide(&g, Some("4915122"), &msg(GROUP, false, "hi @4915122")), Decision::Answer);
-        assert_eq!(decide(&g, Some("4915122"), &msg(DM, false, "hi")), Decision::Ignore("direct"));
+        assert_eq!(decide(&g, Some("4915122"), &msg(&group(), false, "hi all")), Decision::Ignore("not_mentioned"));
+        assert_eq!(decide(&g, Some("4915122"), &msg(&group(), false, "hi @4915122")), Decision::Answer);
+        assert_eq!(decide(&g, Some("4915122"), &msg(&dm(), false, "hi")), Decision::Ignore("direct"));
         // A mention by JID (the text may name a hidden id instead), or a reply to the account.
-        let mut by_jid = msg(GROUP, false, "hi @123456789012345");
-        by_jid.content["mentions"] = json!(["4915122@s.whatsapp.net"]);
+        let mut by_jid = msg(&group(), false, "hi @123456789012345");
+        by_jid.content["mentions"] = json!([jid_at("4915122", USER_SERVER)]);
         assert_eq!(decide(&g, Some("4915122"), &by_jid), Decision::Answer);
-        let mut reply = msg(GROUP, false, "yes please");
+        let mut reply = msg(&group(), false, "yes please");
         reply.content["reply_to"] = json!("3EB0QUOTED");
         assert_eq!(reply_to(&reply), Some("3EB0QUOTED"));
         assert_eq!(super::decide(&g, Some("4915122"), true, &reply), Decision::Answer);
         assert_eq!(super::decide(&g, Some("4915122"), false, &reply), Decision::Ignore("not_mentioned"));
-        assert_eq!(decide(&c, None, &msg("status@broadcast", false, "x")), Decision::Ignore("not_a_chat"));
-        assert_eq!(decide(&c, None, &msg("120363000000000002@newsletter", false, "x")), Decision::Ignore("not_a_chat"));
+        assert_eq!(decide(&c, None, &msg(STATUS_JID, false, "x")), Decision::Ignore("not_a_chat"));
+        assert_eq!(
+            decide(&c, None, &msg(&jid_at("120363000000000002", NEWSLETTER_SERVER), false, "x")),
+            Decision::Ignore("not_a_chat")
+        );
     }
 
     #[test]
     fn handoffs_ignores_and_the_switch() {
         let c = config(json!({ "handoff": { "keywords": ["Human"] }, "triggers": { "ignore": ["+49 151 2222222"] } }));
-        assert_eq!(decide(&c, None, &msg(DM, true, "I'll take it")), Decision::HumanReply);
-        assert_eq!(decide(&c, None, &msg(DM, false, "a HUMAN please")), Decision::Handoff);
-        assert_eq!(decide(&c, None, &msg("491512222222@s.whatsapp.net", false, "hi")), Decision::Ignore("ignored"));
+        assert_eq!(decide(&c, None, &msg(&dm(), true, "I'll take it")), Decision::HumanReply);
+        assert_eq!(decide(&c, None, &msg(&dm(), false, "a HUMAN please")), Decision::Handoff);
+        assert_eq!(
+            decide(&c, None, &msg(&jid_at("491512222222", USER_SERVER), false, "hi")),
+            Decision::Ignore("ignored")
+        );
         let off = config(json!({ "enabled": false }));
-        assert_eq!(decide(&off, None, &msg(DM, false, "hi")), Decision::Ignore("disabled"));
+        assert_eq!(decide(&off, None, &msg(&dm(), false, "hi")), Decision::Ignore("disabled"));
         let no_pause = config(json!({ "handoff": { "on_human_reply": false } }));
-        assert_eq!(decide(&no_pause, None, &msg(DM, true, "hi")), Decision::Ignore("from_me"));
-        let mut r = msg(DM, false, "");
+        assert_eq!(decide(&no_pause, None, &msg(&dm(), true, "hi")), Decision::Ignore("from_me"));
+        let mut r = msg(&dm(), false, "");
         r.kind = "reaction".into();
         assert_eq!(decide(&c, None, &r), Decision::Ignore("kind"));
     }
@@ -263,10 +275,10 @@ mod tests {
     fn row(from_me: bool, kind: &str, content: serde_json::Value) -> LogRow {
         LogRow {
             id: shared::ids::MessageId::new(),
-            chat_jid: DM.into(),
+            chat_jid: dm(),
             wa_message_id: "W".into(),
             ts: Utc::now(),
-            from_jid: DM.into(),
+            from_jid: dm(),
             from_me,
             kind: kind.into(),
             content,

@@ -422,11 +422,11 @@ pub fn string_enum(values: &[&str], description: &str) -> serde_json::Value {
 
 described!(
     /// A chat or recipient as the routes take it: a phone number with country code, a
-    /// JID, or `status@broadcast`.
+    /// JID, or the status chat.
     EvoRecipient,
     serde_json::json!({
         "type": "string", "pattern": shared::jid::RECIPIENT_PATTERN,
-        "description": "A phone number with country code, a JID, or `status@broadcast` (a status)",
+        "description": format!("A phone number with country code, a JID, or `{}` (a status)", shared::jid::STATUS_JID),
         "examples": ["5511999990001"],
     })
 );
@@ -436,7 +436,10 @@ described!(
     EvoPerson,
     serde_json::json!({
         "type": "string", "pattern": shared::jid::USER_JID_OR_PHONE_PATTERN,
-        "description": "A person: a phone number with country code, or a JID `<number>@s.whatsapp.net` or `<id>@lid`",
+        "description": format!(
+            "A person: a phone number with country code, or a JID `<number>@{}` or `<id>@{}`",
+            shared::jid::USER_SERVER, shared::jid::LID_SERVER
+        ),
         "examples": ["5511999990001"],
     })
 );

@@ -119,7 +119,9 @@ pub struct ChannelReactionIn {
 fn channel(jid: Jid) -> Result<String, ApiError> {
     let jid = String::from(jid);
     match jid.split_once('@') {
-        Some((id, "newsletter")) if !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) => Ok(jid),
+        Some((id, shared::jid::NEWSLETTER_SERVER)) if !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) => {
+            Ok(jid)
+        }
         _ => Err(ApiError::validation("not a channel JID (<id>@newsletter)")),
     }
 }

@@ -45,7 +45,7 @@ pub struct EvoNumbersIn {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct EvoNumberOut {
     pub exists: bool,
-    /// The account's JID (`<number>@s.whatsapp.net` when it has none).
+    /// The account's JID (the number's person JID when it has none).
     pub jid: String,
     pub number: String,
 }
@@ -59,7 +59,7 @@ async fn numbers(state: AppState, a: ActionAccess, b: EvoNumbersIn) -> Result<Js
             .map(|r| {
                 let jid = r.jid.unwrap_or_else(|| {
                     let digits: String = r.number.chars().filter(char::is_ascii_digit).collect();
-                    format!("{digits}@s.whatsapp.net")
+                    shared::jid::Jid::user(&digits).into()
                 });
                 EvoNumberOut { exists: r.exists, jid, number: r.number }
             })
@@ -248,7 +248,8 @@ async fn find_messages(
         .into_iter()
         .map(|r| {
             let content = crate::service::history::with_media_url(&state, r.content, now);
-            let participant = (r.chat_jid.ends_with("@g.us") && !r.from_me).then_some(r.from_jid.as_str());
+            let participant = (shared::jid::server_of(&r.chat_jid) == shared::jid::GROUP_SERVER && !r.from_me)
+                .then_some(r.from_jid.as_str());
             let mut v = shared::evolution::Record {
                 remote_jid: &r.chat_jid,
                 from_me: r.from_me,
@@ -435,7 +436,7 @@ async fn find_contacts(
     ))
 }
 
-/// Statuses the account received and posted (the log's `status@broadcast` chat), in
+/// Statuses the account received and posted (the log's status chat), in
 /// `findMessages`' page shape.
 #[utoipa::path(post, path = "/chat/findStatusMessage/{instanceName}", tag = "evolution", operation_id = "evolution_chat_findStatusMessage",
     params(("instanceName" = String, Path, description = "the instance's name")),

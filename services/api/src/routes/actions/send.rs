@@ -145,7 +145,7 @@ impl SendOptions {
         let mut mentions = self.mentioned.unwrap_or_default();
         if self.mentions_every_one == Some(true) {
             let jid = crate::message_in::normalize_jid(&m.to)?;
-            if !jid.ends_with("@g.us") {
+            if shared::jid::server_of(&jid) != shared::jid::GROUP_SERVER {
                 return Err(ApiError::validation("mentionsEveryOne needs a group's JID as the number"));
             }
             let g: crate::service::groups::GroupOut =

@@ -102,7 +102,8 @@ pub async fn status_audience(db: &sqlx::PgPool, inst: &InstanceId, limit: usize)
 fn audience(rows: Vec<(String, Vec<u8>)>, limit: usize) -> Vec<String> {
     rows.into_iter()
         .filter(|(k, v)| {
-            k.ends_with("@s.whatsapp.net") && serde_json::from_slice::<Contact>(v).is_ok_and(|c| c.name.is_some())
+            shared::jid::server_of(k) == shared::jid::USER_SERVER
+                && serde_json::from_slice::<Contact>(v).is_ok_and(|c| c.name.is_some())
         })
         .map(|(k, _)| k)
         .take(limit)
@@ -131,22 +132,24 @@ mod tests {
 
     #[test]
     fn a_status_goes_to_address_book_contacts_only() {
-        let row = |k: &str, c: Contact| (k.to_string(), serde_json::to_vec(&c).unwrap());
+        use shared::jid::{at, GROUP_SERVER, USER_SERVER};
+        let person = |n: &str| at(n, USER_SERVER);
+        let row = |k: String, c: Contact| (k, serde_json::to_vec(&c).unwrap());
         let named = Contact { name: Some("Ana".into()), push_name: None };
         let rows = vec![
-            row("5511999990002@s.whatsapp.net", named.clone()),
-            row("5511999990003@s.whatsapp.net", Contact { name: None, push_name: Some("Bob".into()) }),
-            row("120363000000000001@g.us", named.clone()),
-            row("5511999990004@s.whatsapp.net", named.clone()),
-            ("5511999990005@s.whatsapp.net".to_string(), b"not json".to_vec()),
+            row(person("5511999990002"), named.clone()),
+            row(person("5511999990003"), Contact { name: None, push_name: Some("Bob".into()) }),
+            row(at("120363000000000001", GROUP_SERVER), named.clone()),
+            row(person("5511999990004"), named.clone()),
+            (person("5511999990005"), b"not json".to_vec()),
         ];
-        assert_eq!(audience(rows.clone(), 10), ["5511999990002@s.whatsapp.net", "5511999990004@s.whatsapp.net"]);
-        assert_eq!(audience(rows, 1), ["5511999990002@s.whatsapp.net"]);
+        assert_eq!(audience(rows.clone(), 10), [person("5511999990002"), person("5511999990004")]);
+        assert_eq!(audience(rows, 1), [person("5511999990002")]);
     }
 
     #[test]
     fn address_book_actions_are_keyed_by_phone_number() {
-        let lid: whatsapp_rust::Jid = "123456789012345@lid".parse().unwrap();
+        let lid: whatsapp_rust::Jid = shared::jid::at("123456789012345", shared::jid::LID_SERVER).parse().unwrap();
         let action = whatsapp_rust::waproto::whatsapp::sync_action_value::ContactAction {
             full_name: Some("Bruno".into()),
             pn_jid: Some(shared::jid::Jid::user("5511999990003").as_str().into()),
