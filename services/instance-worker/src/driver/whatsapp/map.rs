@@ -18,6 +18,11 @@ use shared::message::{Content, MessageType};
 
 use crate::driver::{DriverError, DriverEvent, Outgoing, Reference, RemoteMedia};
 
+mod labels;
+mod media;
+pub use labels::*;
+pub use media::*;
+
 /// One answer of a registration lookup (usync's contact query), as we read it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Registration {
@@ -40,65 +45,6 @@ pub fn must_be_registered(number: &str, found: &[Registration]) -> Result<(), Dr
     match registered(number, found) {
         Some(_) => Ok(()),
         None => Err(DriverError::new(ErrorCode::InvalidNumber, "the number has no WhatsApp account")),
-    }
-}
-
-/// A label created, edited or deleted on another device (app state `label_edit`).
-pub fn label_edit(l: &LabelEditUpdate) -> DriverEvent {
-    DriverEvent::Label {
-        label_id: l.label_id.clone(),
-        name: l.action.name.clone().unwrap_or_default(),
-        color: l.action.color.unwrap_or(0),
-        deleted: l.action.deleted.unwrap_or(false),
-    }
-}
-
-/// A label applied to or removed from a chat on another device (app state
-/// `label_jid`); absent `labeled` means removed.
-pub fn label_target(l: &LabelAssociationUpdate) -> DriverEvent {
-    DriverEvent::LabelTarget {
-        label_id: l.label_id.clone(),
-        jid: l.chat_jid.to_string(),
-        wa_message_id: None,
-        labeled: l.action.labeled.unwrap_or(false),
-    }
-}
-
-/// The app-state action that puts a label on one message or takes it off
-/// (`label_message`). whatsapp-rust 0.7's registry (generated from WhatsApp Web)
-/// has no such action, so it is declared here as Baileys (`chatModificationToAppPatch`)
-/// and whatsmeow (`appstate.BuildLabelMessage`) encode it: collection `regular`,
-/// version 3, index `["label_message", labelId, chatJid, messageId, "0", "0"]`.
-pub const LABEL_MESSAGE: schemas::Schema = schemas::Schema {
-    key: "LabelMessage",
-    name: "label_message",
-    module: "WAWebLabelMessageSync",
-    collection: schemas::Collection::Regular,
-    version: 3,
-    scope: schemas::Scope::Message,
-    value_field: Some("labelAssociationAction"),
-    value_proto_type: Some("SyncActionValue.LabelAssociationAction"),
-    value_enum_fields: &[],
-    chat_jid_index: Some(2),
-    index_parts: &[
-        schemas::IndexPart::Literal { value: "label_message" },
-        schemas::IndexPart::StringPart { name: "labelId" },
-        schemas::IndexPart::Jid { name: "chatJid" },
-        schemas::IndexPart::StringPart { name: "messageId" },
-        schemas::IndexPart::Literal { value: "0" },
-        schemas::IndexPart::Literal { value: "0" },
-    ],
-};
-
-/// The value of a `label_jid` or `label_message` mutation: labelled or not, now.
-pub fn label_association(labeled: bool, now_ms: i64) -> wa::SyncActionValue {
-    wa::SyncActionValue {
-        label_association_action: MessageField::some(wa::sync_action_value::LabelAssociationAction {
-            labeled: Some(labeled),
-            ..Default::default()
-        }),
-        timestamp: Some(now_ms),
-        ..Default::default()
     }
 }
 
@@ -370,104 +316,6 @@ fn outgoing_body(o: &Outgoing, upload: Option<Uploaded>) -> Result<wa::Message, 
             }
         }
     })
-}
-
-/// Where received media is: its kind and its media message, encoded, so `download`
-/// can rebuild what the client downloads from.
-fn locator(kind: &str, encoded: Vec<u8>) -> String {
-    format!("{kind}:{}", base64::engine::general_purpose::STANDARD.encode(encoded))
-}
-
-/// A locator back to (kind, the encoded media message).
-pub fn parse_locator(l: &str) -> Option<(&str, Vec<u8>)> {
-    let (kind, b64) = l.split_once(':')?;
-    Some((kind, base64::engine::general_purpose::STANDARD.decode(b64).ok()?))
-}
-
-fn remote(
-    kind: &str,
-    encoded: Vec<u8>,
-    declared: Option<u64>,
-    mime: Option<&String>,
-    filename: Option<&String>,
-) -> RemoteMedia {
-    RemoteMedia {
-        locator: locator(kind, encoded),
-        mime_type: mime.cloned().unwrap_or_else(|| "application/octet-stream".into()),
-        filename: filename.cloned(),
-        declared_size: declared,
-        limit: shared::message::MessageType::received_media_limit(kind),
-    }
-}
-
-/// A received media message, checked and cleaned so that downloading it can only reach
-/// WhatsApp's media hosts: its `static_url` dropped (the crate fetches it as given), and
-/// its `direct_path` a plain path (the crate builds `https://{host}{direct_path}`, so a
-/// path such as `@evil.example/x` would send the request, and the media auth token,
-/// elsewhere).
-#[derive(Debug, Clone)]
-pub enum SafeMedia {
-    Image(wa::message::ImageMessage),
-    Video(wa::message::VideoMessage),
-    Audio(wa::message::AudioMessage),
-    Document(wa::message::DocumentMessage),
-    Sticker(wa::message::StickerMessage),
-}
-
-impl SafeMedia {
-    pub fn downloadable(&self) -> &dyn Downloadable {
-        match self {
-            SafeMedia::Image(m) => m,
-            SafeMedia::Video(m) => m,
-            SafeMedia::Audio(m) => m,
-            SafeMedia::Document(m) => m,
-            SafeMedia::Sticker(m) => m,
-        }
-    }
-}
-
-/// Whether a sender's `direct_path` is a path on the media host and nothing else: it
-/// starts with one `/` and holds only the characters of WhatsApp's paths and queries.
-pub fn direct_path_ok(p: &str) -> bool {
-    let plain = p.starts_with('/')
-        && !p.starts_with("//")
-        && p.len() <= 2048
-        && p.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-~?&=%+".contains(&b));
-    // And the URL the crate builds from it keeps the host.
-    plain
-        && url::Url::parse(&format!("https://mmg.whatsapp.net{p}"))
-            .is_ok_and(|u| u.host_str() == Some("mmg.whatsapp.net") && u.username().is_empty())
-}
-
-/// A stored locator back to a media message that is safe to download, or
-/// `media_unavailable` when it cannot be fetched safely (recorded as such, for good).
-pub fn safe_media(locator: &str) -> Result<SafeMedia, DriverError> {
-    let unsafe_media = || DriverError::new(ErrorCode::MediaUnavailable, "the media's locator is not safe to fetch");
-    let (kind, bytes) = parse_locator(locator).ok_or_else(unsafe_media)?;
-    let media = match kind {
-        "image" => {
-            let mut m = wa::message::ImageMessage::decode_from_slice(&bytes).map_err(|_| unsafe_media())?;
-            m.static_url = None;
-            SafeMedia::Image(m)
-        }
-        "video" => {
-            let mut m = wa::message::VideoMessage::decode_from_slice(&bytes).map_err(|_| unsafe_media())?;
-            m.static_url = None;
-            SafeMedia::Video(m)
-        }
-        "audio" => SafeMedia::Audio(wa::message::AudioMessage::decode_from_slice(&bytes).map_err(|_| unsafe_media())?),
-        "document" => {
-            SafeMedia::Document(wa::message::DocumentMessage::decode_from_slice(&bytes).map_err(|_| unsafe_media())?)
-        }
-        "sticker" => {
-            SafeMedia::Sticker(wa::message::StickerMessage::decode_from_slice(&bytes).map_err(|_| unsafe_media())?)
-        }
-        _ => return Err(unsafe_media()),
-    };
-    match media.downloadable().direct_path() {
-        Some(p) if direct_path_ok(p) => Ok(media),
-        _ => Err(unsafe_media()),
-    }
 }
 
 /// A received message as the log keeps it: its type, content in the shape

@@ -8,6 +8,7 @@
 //! `wa_store`; the keys themselves never leave that table.
 
 pub mod contacts;
+mod download;
 mod events;
 pub mod http;
 pub mod map;
@@ -496,7 +497,7 @@ impl Session for WaSession {
     }
 
     async fn download(&self, media: &RemoteMedia) -> Result<Vec<u8>, DriverError> {
-        download(&self.client, media).await
+        download::download(&self.client, media).await
     }
 
     async fn reject_call(&self, call_id: &str, message: Option<String>) -> Result<(), DriverError> {
@@ -517,60 +518,6 @@ impl Session for WaSession {
         if let Some(handle) = self.handle.lock().await.take() {
             handle.shutdown().await;
         }
-    }
-}
-
-/// Received media from WhatsApp's servers. The locator is the sender's: it is checked
-/// and cleaned first (`map::safe_media`), and the download reads at most the declared
-/// length (plus the encryption's overhead), through the session's guarded client.
-async fn download(client: &Client, media: &RemoteMedia) -> Result<Vec<u8>, DriverError> {
-    let cap = media.cap()?;
-    let safe = map::safe_media(&media.locator)?;
-    let result = http::with_cap(cap + http::ENCRYPTION_OVERHEAD, client.download(safe.downloadable())).await;
-    match result {
-        Ok(bytes) if bytes.len() as u64 <= cap => Ok(bytes),
-        Ok(_) => Err(too_large()),
-        Err(e) => {
-            if caused_by(&e, &http::WaHttpError::TooLarge) {
-                return Err(too_large());
-            }
-            if caused_by(&e, &http::WaHttpError::Refused) {
-                return Err(DriverError::new(
-                    ErrorCode::MediaUnavailable,
-                    "the media is not on WhatsApp's media hosts",
-                ));
-            }
-            // Media past its lifetime is gone from the servers (404/410): for good.
-            let text = e.to_string();
-            if text.contains("404") || text.contains("410") {
-                Err(DriverError::new(ErrorCode::MediaUnavailable, "the network no longer has this media"))
-            } else {
-                Err(failed("give the media"))
-            }
-        }
-    }
-}
-
-/// Whether our HTTP client's `what` is among an error's causes (by type, or by its text
-/// where the crate carried only the message on).
-fn caused_by(e: &whatsapp_rust::anyhow::Error, what: &http::WaHttpError) -> bool {
-    let text = what.to_string();
-    e.chain().any(|c| {
-        c.downcast_ref::<http::WaHttpError>().is_some_and(|w| std::mem::discriminant(w) == std::mem::discriminant(what))
-            || c.to_string().contains(&text)
-    })
-}
-
-fn too_large() -> DriverError {
-    DriverError::new(ErrorCode::MediaUnavailable, "the media is larger than it declared")
-}
-
-struct ClientFetch(Arc<Client>);
-
-#[async_trait::async_trait]
-impl crate::receive::Fetch for ClientFetch {
-    async fn fetch(&self, media: &RemoteMedia) -> Result<Vec<u8>, DriverError> {
-        download(&self.0, media).await
     }
 }
 
@@ -599,7 +546,9 @@ impl whatsapp_rust::InboundDurabilityHook for LogHook {
         if incoming.is_empty() {
             return Ok(());
         }
-        let msgs = crate::receive::prepare(&self.db, &self.instance, incoming, &ClientFetch(client), self.media).await;
+        let msgs =
+            crate::receive::prepare(&self.db, &self.instance, incoming, &download::ClientFetch(client), self.media)
+                .await;
         match crate::receive::write(&self.db, &self.instance, self.epoch, &msgs, shared::db::log::Source::Live).await {
             Ok(Some(_)) => Ok(()),
             Ok(None) => Err(whatsapp_rust::anyhow::anyhow!("the instance has a new owner")),
