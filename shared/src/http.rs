@@ -26,6 +26,15 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ValidatedJson<T> {
     }
 }
 
+/// [`parse_json`] of an optional body: none, only white space, or JSON `null` is
+/// `T::default()`.
+pub fn parse_json_or_default<T: DeserializeOwned + Default>(bytes: &[u8]) -> Result<T, ApiError> {
+    if matches!(bytes.trim_ascii(), b"" | b"null") {
+        return Ok(T::default());
+    }
+    parse_json(bytes)
+}
+
 /// Parses JSON with an error message that names the field but never echoes input values.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
@@ -78,19 +87,9 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
 
 /// Whether a JSON text holds a NUL character in a string: JSON writes it only as the
 /// escape `\u0000` (a backslash that is not itself escaped, then `u0000`).
-pub fn has_escaped_nul(bytes: &[u8]) -> bool {
-    let mut from = 0;
-    while let Some(at) =
-        bytes[from..].windows(6).position(|w| w[0] == b'\\' && w[1] == b'u' && w[2..].eq_ignore_ascii_case(b"0000"))
-    {
-        let at = from + at;
-        let backslashes = bytes[..at].iter().rev().take_while(|b| **b == b'\\').count();
-        if backslashes % 2 == 0 {
-            return true;
-        }
-        from = at + 1;
-    }
-    false
+fn has_escaped_nul(bytes: &[u8]) -> bool {
+    memchr::memmem::find_iter(bytes, br"\u0000")
+        .any(|at| bytes[..at].iter().rev().take_while(|b| **b == b'\\').count() % 2 == 0)
 }
 
 /// Rewrites every number that is a float with no fraction (`16.0`) as the integer it

@@ -90,7 +90,7 @@ impl Jid {
 
     /// The part after `@`.
     pub fn server(&self) -> &str {
-        self.0.split_once('@').map_or("", |(_, s)| s)
+        server_of(&self.0)
     }
 
     /// A group's JID.

@@ -134,9 +134,10 @@ impl TestApi {
         (body["instance"].clone(), body["token"].as_str().unwrap().to_string())
     }
 
-    /// Creates an API key of `scope` on instance `id` with `owner`'s token; returns its token.
+    /// Creates an API key of `scope` (named after it) on instance `id` with `owner`'s
+    /// token; returns its token.
     pub async fn create_key(&self, owner: &Client, id: &str, scope: &str) -> String {
-        let body = serde_json::json!({ "name": "dash", "scope": scope });
+        let body = serde_json::json!({ "name": scope, "scope": scope });
         let key = owner.post(&format!("/v1/instances/{id}/api-keys"), &body).await.expect(201);
         key["token"].as_str().unwrap().to_string()
     }

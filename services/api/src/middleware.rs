@@ -47,15 +47,12 @@ pub fn panic_response(_err: Box<dyn std::any::Any + Send + 'static>) -> Response
 /// The longest `X-Request-Id` taken.
 pub const REQUEST_ID_MAX: usize = 200;
 
-/// The `X-Request-Id` a request may carry, as the description declares it.
-pub const REQUEST_ID_PATTERN: &str = "^[ -~]{0,200}$";
-
 /// Refuses an `X-Request-Id` of more than [`REQUEST_ID_MAX`] characters or with anything
 /// but printable ASCII (400 `validation_failed`): it is written into every log line of
 /// the request, and a caller's bytes never reach a log unbounded.
 pub async fn request_id_check(req: Request, next: Next) -> Response {
     let ok =
-        req.headers().get_all("x-request-id").iter().enumerate().all(|(i, v)| {
+        req.headers().get_all(&crate::REQUEST_ID).iter().enumerate().all(|(i, v)| {
             i == 0 && v.len() <= REQUEST_ID_MAX && v.as_bytes().iter().all(|b| (b' '..=b'~').contains(b))
         });
     if !ok {

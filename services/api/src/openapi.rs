@@ -339,9 +339,9 @@ fn complete(doc: &mut serde_json::Value) {
             if !params.iter().any(|p| p["in"] == "header" && p["name"] == "X-Request-Id") {
                 params.push(json!({
                     "name": "X-Request-Id", "in": "header", "required": false,
-                    "schema": { "type": "string", "pattern": crate::middleware::REQUEST_ID_PATTERN },
-                    "description": "Names the request in the server's logs; answered back (one is made when absent). \
-                        At most 200 printable ASCII characters (400 `validation_failed` otherwise).",
+                    "schema": { "type": "string", "pattern": format!("^[ -~]{{0,{max}}}$", max = crate::middleware::REQUEST_ID_MAX) },
+                    "description": format!("Names the request in the server's logs; answered back (one is made when absent). \
+                        At most {} printable ASCII characters (400 `validation_failed` otherwise).", crate::middleware::REQUEST_ID_MAX),
                 }));
             }
             // A parameter is a string in the request, never JSON `null`.

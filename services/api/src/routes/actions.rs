@@ -280,10 +280,7 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned + Default> axum::extract::Fr
         let bytes = bytes::Bytes::from_request(req, state)
             .await
             .map_err(|_| ApiError::validation("request body could not be read"))?;
-        if bytes.iter().all(u8::is_ascii_whitespace) || bytes.trim_ascii() == b"null" {
-            return Ok(ActionBody(T::default()));
-        }
-        shared::http::parse_json(&bytes).map(ActionBody).map_err(as_400)
+        shared::http::parse_json_or_default(&bytes).map(ActionBody).map_err(as_400)
     }
 }
 

@@ -359,13 +359,17 @@ pub(crate) async fn join(
     InstanceAccess { id, .. }: InstanceAccess,
     ValidatedJson(body): ValidatedJson<JoinIn>,
 ) -> Result<Json<GroupOut>, ApiError> {
-    let link = body.link.trim();
-    let code = link.strip_prefix("https://chat.whatsapp.com/").unwrap_or(link);
-    if !(6..=64).contains(&code.len()) || !code.bytes().all(|b| b.is_ascii_alphanumeric()) {
-        return Err(ApiError::validation("link must be a group invite link (https://chat.whatsapp.com/<code>)"));
-    }
+    let code = invite_code(body.link.trim())
+        .ok_or_else(|| ApiError::validation("link must be a group invite link (https://chat.whatsapp.com/<code>)"))?;
     let join = net(&state, &id, NetOp::JoinGroup { link: code.to_string() });
     Ok(Json(caps::capped(&state, &id, cap_joins(&state), join).await?))
+}
+
+/// The code of a group invite: the code itself (6-64 letters and digits) or its link
+/// `https://chat.whatsapp.com/<code>`.
+pub(crate) fn invite_code(link: &str) -> Option<&str> {
+    let code = link.strip_prefix("https://chat.whatsapp.com/").unwrap_or(link);
+    ((6..=64).contains(&code.len()) && code.bytes().all(|b| b.is_ascii_alphanumeric())).then_some(code)
 }
 
 /// Leave a group.

@@ -18,7 +18,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::extract::{parse_json, InstanceAccess};
+use crate::extract::InstanceAccess;
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -74,7 +74,7 @@ async fn create_link(
 ) -> Result<(StatusCode, Json<LinkOut>), ApiError> {
     principal.require_admin()?;
     // No body at all (or JSON `null`, as the optional body reads) is the defaults.
-    let b: LinkIn = if matches!(body.trim_ascii(), b"" | b"null") { LinkIn::default() } else { parse_json(&body)? };
+    let b: LinkIn = shared::http::parse_json_or_default(&body)?;
     let ttl = match b.expires_in.as_deref() {
         None => DEFAULT_TTL,
         Some(s) => crate::message_in::parse_duration(s)

@@ -17,14 +17,6 @@ const B: &str = "5511999994002";
 /// No account has this number.
 const NOBODY: &str = "5511999994999";
 
-async fn key(owner: &harness::Client, id: &str, scope: &str) -> String {
-    let k = owner
-        .post(&format!("/v1/instances/{id}/api-keys"), &json!({ "name": scope, "scope": scope }))
-        .await
-        .expect(201);
-    k["token"].as_str().unwrap().to_string()
-}
-
 fn names(v: &Value) -> Vec<&str> {
     v.as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect()
 }
@@ -77,8 +69,8 @@ async fn the_official_sdks_operate_the_gateway_over_http_and_stdio() {
     let id = inst["id"].as_str().unwrap().to_string();
     c.unpaced(&id).await;
     let owner = c.api.client(Some(token.clone()));
-    let read_only = key(&owner, &id, "read_only").await;
-    let send_only = key(&owner, &id, "send_only").await;
+    let read_only = c.api.create_key(&owner, &id, "read_only").await;
+    let send_only = c.api.create_key(&owner, &id, "send_only").await;
     // A second instance the admin sees and the instance token does not.
     c.api.create_instance("mcp-other").await;
 

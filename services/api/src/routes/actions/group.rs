@@ -275,12 +275,9 @@ pub struct EvoInviteCodeQuery {
 impl EvoInviteCodeQuery {
     /// The code, from the code or the link (as `POST /v1/instances/{id}/groups/join` reads it).
     fn code(&self) -> Result<String, ApiError> {
-        let link = self.invite_code.as_str();
-        let code = link.strip_prefix("https://chat.whatsapp.com/").unwrap_or(link);
-        if !(6..=64).contains(&code.len()) || !code.bytes().all(|b| b.is_ascii_alphanumeric()) {
-            return Err(ApiError::validation("inviteCode must be an invite code or link"));
-        }
-        Ok(code.to_string())
+        crate::routes::groups::invite_code(&self.invite_code)
+            .map(str::to_string)
+            .ok_or_else(|| ApiError::validation("inviteCode must be an invite code or link"))
     }
 }
 

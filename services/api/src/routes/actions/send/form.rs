@@ -122,7 +122,7 @@ pub(super) fn media_shape_ok(s: &str, family: &str) -> bool {
         // As `HTTP_URL_PATTERN` reads one: printable ASCII that parses, with a host.
         return s.bytes().all(|b| b.is_ascii_graphic()) && url::Url::parse(s).is_ok_and(|u| u.host_str().is_some());
     }
-    if let Some((mime, data)) = s.strip_prefix("data:").and_then(|r| r.split_once(";base64,")) {
+    if let Some((mime, data)) = split_data_url(s) {
         let Some((kind, sub)) = mime.split_once('/') else { return false };
         let kind_ok = if family.is_empty() {
             (1..=63).contains(&kind.chars().count()) && !kind.contains([',', ';'])

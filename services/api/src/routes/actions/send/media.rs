@@ -140,7 +140,12 @@ actions::described!(
 
 /// A `data:` URL's MIME type.
 pub(super) fn data_url_mime(value: &str) -> Option<&str> {
-    value.strip_prefix("data:").and_then(|r| r.split_once(";base64,")).map(|(mt, _)| mt)
+    split_data_url(value).map(|(mt, _)| mt)
+}
+
+/// A `data:<type>;base64,<data>` URL's type and data.
+pub(super) fn split_data_url(value: &str) -> Option<(&str, &str)> {
+    value.strip_prefix("data:").and_then(|r| r.split_once(";base64,"))
 }
 
 /// Where a media field's bytes come from: an http(s) URL, or base64 (bare or in a
@@ -149,7 +154,7 @@ pub(super) fn media_in(value: String, mime_type: Option<String>, filename: Optio
     if value.starts_with("http://") || value.starts_with("https://") {
         return MediaIn { url: Some(value), data: None, mime_type, filename };
     }
-    let (mime_type, data) = match value.strip_prefix("data:").and_then(|r| r.split_once(";base64,")) {
+    let (mime_type, data) = match split_data_url(&value) {
         Some((mt, data)) => (mime_type.or(Some(mt.to_string())), data.to_string()),
         None => (mime_type, value),
     };
