@@ -37,3 +37,16 @@ lt_cpu_sample() {
     sleep "$1"
     top -b -d "$2" -n 2 -w 200 | awk '/^top -/{n++} n==2 && $1 ~ /^[0-9]+$/ {cpu[$12]+=$9} END {for (c in cpu) if (cpu[c] > 1) printf "    cpu %-16s %5.0f%%\n", c, cpu[c]}' | sort -k3 -rn >"$3"
 }
+
+# lt_pgbench_tps CLIENTS SECONDS: pgbench's single-row INSERT of 1 KB on the cluster's
+# Postgres (the figure every benchmark reports beside its own); prints the TPS.
+lt_pgbench_tps() {
+    local clients=$1 secs=$2 script tps
+    psql -q "$PACELINE_DATABASE_URL" -c "CREATE TABLE IF NOT EXISTS bench_insert (id bigserial PRIMARY KEY, payload text NOT NULL)" >/dev/null
+    script=$(mktemp)
+    echo "INSERT INTO bench_insert (payload) VALUES (repeat('x', 1024));" >"$script"
+    tps=$("$PL_PG_BIN/pgbench" -n -c "$clients" -j 2 -T "$secs" -f "$script" "$PACELINE_DATABASE_URL" 2>/dev/null | sed -nE 's/^tps = ([0-9.]+).*/\1/p' | head -n 1)
+    rm -f "$script"
+    psql -q "$PACELINE_DATABASE_URL" -c "DROP TABLE bench_insert" >/dev/null
+    echo "$tps"
+}

@@ -131,6 +131,25 @@ def delete_stream(nats_url, name, timeout=5.0):
         return b'"success":true' in got
 
 
+def pct(xs, p):
+    """The p-th percentile of xs (nearest rank below), NaN when empty."""
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))] if xs else float("nan")
+
+
+def metric_sum(text, name, default=0.0):
+    """The sum of a Prometheus text's samples whose line starts with name (a family, or
+    one series with its labels); default when none does."""
+    total = None
+    for line in text.splitlines():
+        if line.startswith(name) and not line.startswith("#"):
+            try:
+                total = (total or 0.0) + float(line.rsplit(" ", 1)[1])
+            except ValueError:
+                pass
+    return default if total is None else total
+
+
 if __name__ == "__main__":
     import sys
 

@@ -50,15 +50,6 @@ def state(inst):
     return call("GET", f"{API}/v1/instances/{inst}", None, ADMIN)["state"]
 
 
-def metric(text, name):
-    total = 0.0
-    for line in text.splitlines():
-        if line.startswith(name) and not line.startswith("#"):
-            try:
-                total += float(line.rsplit(" ", 1)[1])
-            except ValueError:
-                pass
-    return total
 
 
 def bucket_quantile(text, name, q):
@@ -84,9 +75,6 @@ def seconds(rfc3339):
     return t + (float("0." + frac) if frac else 0.0)
 
 
-def pct(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))] if xs else float("nan")
 
 
 def main():
@@ -177,18 +165,18 @@ def main():
         buckets[int(t)] = buckets.get(int(t), 0) + 1
     per_second = sorted(buckets.values())
     metrics = urllib.request.urlopen(METRICS, timeout=10).read().decode()
-    lost = metric(metrics, "paceline_worker_lease_lost_total")
-    revived = metric(metrics, "paceline_worker_lease_revived_total")
+    lost = ltlib.metric_sum(metrics, "paceline_worker_lease_lost_total")
+    revived = ltlib.metric_sum(metrics, "paceline_worker_lease_revived_total")
     print(f"    {len(msgs)} of {want} sends reached the network; duplicates {inbox.get('duplicates', 0)}")
     print()
     print(f"sustained sends/s (one worker, all {connected} instances sending): {rate:.0f}")
     print(f"  (the floor allows {connected * 1000 / INTERVAL_MS:.0f}/s; over the whole run "
           f"{len(all_ts) / (all_ts[-1] - all_ts[0]):.0f}/s, busiest second {per_second[-1]}, "
           f"median second {per_second[len(per_second) // 2]})")
-    print(f"pacing error (real gap - chosen gap {INTERVAL_MS} ms): p50 {pct(gaps, 50):.0f} ms, "
-          f"p99 {pct(gaps, 99):.0f} ms, max {max(gaps) if gaps else float('nan'):.0f} ms, mean "
+    print(f"pacing error (real gap - chosen gap {INTERVAL_MS} ms): p50 {ltlib.pct(gaps, 50):.0f} ms, "
+          f"p99 {ltlib.pct(gaps, 99):.0f} ms, max {max(gaps) if gaps else float('nan'):.0f} ms, mean "
           f"{statistics.mean(gaps) if gaps else float('nan'):.0f} ms over {len(gaps)} gaps")
-    retried = metric(metrics, 'paceline_queue_sends_total{result="retried"}')
+    retried = ltlib.metric_sum(metrics, 'paceline_queue_sends_total{result="retried"}')
     print(f"leases lost: {lost:.0f}; leases revived: {revived:.0f}; sends retried: {retried:.0f}")
     # Where a gap's error comes from, by the worker's histograms (bucket bounds, in ms):
     # the send starting after the pacer's moment, and the network taking the send.

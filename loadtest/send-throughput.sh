@@ -114,13 +114,7 @@ PY
 fi
 
 echo "==> pgbench: $USERS clients, ${SECS}s, single-row INSERT of 1 KB on the same Postgres"
-PGBIN=$PL_PG_BIN
-psql -q "$PACELINE_DATABASE_URL" -c "CREATE TABLE IF NOT EXISTS bench_insert (id bigserial PRIMARY KEY, payload text NOT NULL)"
-SCRIPT=$(mktemp)
-echo "INSERT INTO bench_insert (payload) VALUES (repeat('x', 1024));" >"$SCRIPT"
-TPS=$("$PGBIN/pgbench" -n -c "$USERS" -j 2 -T "$SECS" -f "$SCRIPT" "$PACELINE_DATABASE_URL" 2>/dev/null | sed -nE 's/^tps = ([0-9.]+).*/\1/p' | head -n 1)
-rm -f "$SCRIPT"
-psql -q "$PACELINE_DATABASE_URL" -c "DROP TABLE bench_insert"
+TPS=$(lt_pgbench_tps "$USERS" "$SECS")
 echo "    tps=$TPS"
 
 python3 - "$ACCEPTED" "$WRK_ACCEPTED" "$TPS" <<'PY'

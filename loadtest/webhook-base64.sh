@@ -26,11 +26,6 @@ lt_start_cluster
 python3 loadtest/webhook_base64.py
 
 echo "==> pgbench: 64 clients, 30s, single-row INSERT of 1 KB on the same Postgres"
-psql -q "$PACELINE_DATABASE_URL" -c "CREATE TABLE IF NOT EXISTS bench_insert (id bigserial PRIMARY KEY, payload text NOT NULL)"
-SCRIPT=$(mktemp)
-echo "INSERT INTO bench_insert (payload) VALUES (repeat('x', 1024));" >"$SCRIPT"
-TPS=$("$PL_PG_BIN/pgbench" -n -c 64 -j 2 -T 30 -f "$SCRIPT" "$PACELINE_DATABASE_URL" 2>/dev/null | sed -nE 's/^tps = ([0-9.]+).*/\1/p' | head -n 1)
-rm -f "$SCRIPT"
-psql -q "$PACELINE_DATABASE_URL" -c "DROP TABLE bench_insert"
+TPS=$(lt_pgbench_tps 64 30)
 echo "    pgbench tps=$TPS"
 echo "repeat: loadtest/webhook-base64.sh"

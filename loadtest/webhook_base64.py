@@ -99,18 +99,7 @@ def metric(name):
         text = urllib.request.urlopen(f"http://{METRICS}/metrics", timeout=5).read().decode()
     except OSError:
         return None
-    total = None
-    for line in text.splitlines():
-        if line.startswith(name) and not line.startswith("#"):
-            total = (total or 0) + float(line.rsplit(" ", 1)[1])
-    return total
-
-
-def pct(values, p):
-    if not values:
-        return float("nan")
-    values = sorted(values)
-    return values[min(len(values) - 1, int(p / 100 * len(values)))]
+    return ltlib.metric_sum(text, name, default=None)
 
 
 def main():
@@ -195,17 +184,17 @@ def run(hole, rec, dsp):
     print(f"    dispatcher peak RSS (VmHWM): {st['VmHWM']:.0f} MiB (goal < 256); RSS while holding: max {max(samples):.0f}, last {samples[-1]:.0f} MiB")
     print(f"    body budget held at most {peak_budget / 1048576:.1f} MiB (webhook_body_bytes_in_flight)")
     print(f"    attempts at the silent URL: {attempts:.0f} timed out, {deferred:.0f} put back for the budget or the claim")
-    print(f"    other tenant's delivery latency: before p50 {pct(b, 50) * 1000:.0f} ms p99 {pct(b, 99) * 1000:.0f} ms ({len(b)} events); "
-          f"during p50 {pct(d, 50) * 1000:.0f} ms p99 {pct(d, 99) * 1000:.0f} ms ({len(d)} events)")
+    print(f"    other tenant's delivery latency: before p50 {ltlib.pct(b, 50) * 1000:.0f} ms p99 {ltlib.pct(b, 99) * 1000:.0f} ms ({len(b)} events); "
+          f"during p50 {ltlib.pct(d, 50) * 1000:.0f} ms p99 {ltlib.pct(d, 99) * 1000:.0f} ms ({len(d)} events)")
     print(f"    (tenant 0 has {len(received['chats'])} chats logged)")
     result = {
         "peak_rss_mib": round(st["VmHWM"]),
         "idle_rss_mib": round(idle["VmRSS"]),
         "budget_peak_mib": round(peak_budget / 1048576, 1),
-        "latency_before_p50_ms": round(pct(b, 50) * 1000),
-        "latency_before_p99_ms": round(pct(b, 99) * 1000),
-        "latency_during_p50_ms": round(pct(d, 50) * 1000) if d else None,
-        "latency_during_p99_ms": round(pct(d, 99) * 1000) if d else None,
+        "latency_before_p50_ms": round(ltlib.pct(b, 50) * 1000),
+        "latency_before_p99_ms": round(ltlib.pct(b, 99) * 1000),
+        "latency_during_p50_ms": round(ltlib.pct(d, 50) * 1000) if d else None,
+        "latency_during_p99_ms": round(ltlib.pct(d, 99) * 1000) if d else None,
         "median_during_ms": round(statistics.median(d) * 1000) if d else None,
     }
     print("RESULT " + json.dumps(result))
