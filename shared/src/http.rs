@@ -92,20 +92,25 @@ fn has_escaped_nul(bytes: &[u8]) -> bool {
         .any(|at| bytes[..at].iter().rev().take_while(|b| **b == b'\\').count() % 2 == 0)
 }
 
+/// A JSON number as JSON Schema's `integer` reads it: an integer, or a float with no
+/// fraction (`16.0`) within the integers an f64 holds exactly.
+pub fn integral(n: &serde_json::Number) -> Option<i64> {
+    n.as_i64()
+        .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0).map(|f| f as i64))
+}
+
 /// Rewrites every number that is a float with no fraction (`16.0`) as the integer it
 /// is; whether any was.
 fn integral_floats_as_integers(v: &mut serde_json::Value) -> bool {
     use serde_json::Value;
     match v {
-        Value::Number(n) if n.is_f64() => {
-            let f = n.as_f64().unwrap_or(f64::NAN);
-            // Within the integers an f64 holds exactly.
-            if f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0 {
-                *v = Value::from(f as i64);
-                return true;
+        Value::Number(n) if n.is_f64() => match integral(n) {
+            Some(i) => {
+                *v = Value::from(i);
+                true
             }
-            false
-        }
+            None => false,
+        },
         Value::Array(a) => a.iter_mut().fold(false, |any, x| integral_floats_as_integers(x) | any),
         Value::Object(o) => o.values_mut().fold(false, |any, x| integral_floats_as_integers(x) | any),
         _ => false,

@@ -458,11 +458,10 @@ described!(
     })
 );
 
-/// A whole number in a JSON value: an integer, or a float with no fraction (`16.0`).
+/// A whole number at least 0 in a JSON value: an integer, or a float with no fraction
+/// (`16.0`), as [`shared::http::integral`] reads them.
 pub fn whole_number(v: &serde_json::Value) -> Option<u64> {
-    v.as_u64().or_else(|| {
-        v.as_f64().filter(|f| f.fract() == 0.0 && (0.0..=9_007_199_254_740_992.0).contains(f)).map(|f| f as u64)
-    })
+    v.as_number().and_then(shared::http::integral).and_then(|i| u64::try_from(i).ok())
 }
 
 /// A string of 1 to `max_digits` ASCII digits as a number.
