@@ -29,6 +29,15 @@ pub enum Principal {
 }
 
 impl Principal {
+    /// The caller as the core's operations see it.
+    pub fn caller(&self) -> domain::Caller {
+        match self {
+            Principal::Admin => domain::Caller::Admin,
+            Principal::Instance { .. } => domain::Caller::Owner,
+            Principal::Key { .. } => domain::Caller::Key,
+        }
+    }
+
     pub fn is_admin(&self) -> bool {
         matches!(self, Principal::Admin)
     }
@@ -171,6 +180,13 @@ impl FromRequestParts<AppState> for Principal {
 pub struct InstanceAccess {
     pub principal: Principal,
     pub id: InstanceId,
+}
+
+impl InstanceAccess {
+    /// The core's context for an operation on this instance by this caller.
+    pub fn ctx<'a>(&'a self, state: &'a AppState) -> domain::Ctx<'a> {
+        state.ctx(&self.id, self.principal.caller())
+    }
 }
 
 impl FromRequestParts<AppState> for InstanceAccess {

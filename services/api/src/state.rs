@@ -9,12 +9,9 @@ use shared::{bus, db, kv, Config, Shutdown};
 pub struct AppState(Arc<Inner>);
 
 pub struct Inner {
-    pub config: Config,
-    pub db: sqlx::PgPool,
-    pub redis: deadpool_redis::Pool,
-    pub nats: async_nats::Client,
-    pub keys: kv::Keys,
-    pub subjects: bus::Subjects,
+    /// The domain core's handles (config, Postgres, Redis, NATS, the guarded fetcher):
+    /// `state.db` and the like reach them through `Deref`.
+    pub core: domain::Core,
     /// Cancelled on SIGTERM: new requests get 503 `shutting_down` from then on.
     pub shutdown: Shutdown,
     /// `/healthz` and `/readyz` are public when the API listens on loopback only.
@@ -22,8 +19,6 @@ pub struct Inner {
     /// The admin token, checked on every admin request.
     /// None in the attendant role, which authenticates nobody.
     pub admin_token: Option<String>,
-    /// Fetches tenant URLs (media) without reaching internal addresses.
-    pub fetcher: shared::fetch::GuardedClient,
     /// Batches accepted messages into shared statements.
     pub enqueuer: crate::enqueue::Enqueuer,
     /// Signs and checks `/media/...` URLs.
@@ -48,7 +43,19 @@ impl std::ops::Deref for AppState {
     }
 }
 
+impl std::ops::Deref for Inner {
+    type Target = domain::Core;
+    fn deref(&self) -> &domain::Core {
+        &self.core
+    }
+}
+
 impl AppState {
+    /// One operation's context: the core, the instance and the caller.
+    pub fn ctx<'a>(&'a self, instance: &'a shared::ids::InstanceId, caller: domain::Caller) -> domain::Ctx<'a> {
+        domain::Ctx::new(&self.core, instance, caller)
+    }
+
     /// Connects to Postgres (applying migrations when configured), Redis and NATS, for
     /// the API.
     pub async fn connect(config: Config, shutdown: Shutdown) -> anyhow::Result<AppState> {
@@ -79,23 +86,17 @@ impl AppState {
         let admin_token = config.admin_token.clone();
         let media_urls = crate::media_urls::MediaUrls::new(&config, admin_token.as_deref());
         let token_cache = Arc::new(crate::auth_cache::TokenCache::default());
-        let subjects = bus::Subjects::new(&config);
+        let core = domain::Core::new(config, db.clone(), redis, nats);
         let (auth_changes, _) = tokio::sync::broadcast::channel(1024);
         tokio::spawn(crate::auth_cache::listen(
-            nats.clone(),
-            subjects.auth_changed(),
+            core.nats.clone(),
+            core.subjects.auth_changed(),
             token_cache.clone(),
             auth_changes.clone(),
         ));
         Ok(AppState(Arc::new(Inner {
-            keys: kv::Keys::new(&config),
-            subjects,
-            health_public: config.listen_addr.ip().is_loopback(),
+            health_public: core.config.listen_addr.ip().is_loopback(),
             admin_token,
-            fetcher: shared::fetch::GuardedClient::new(
-                config.allow_private_targets,
-                std::time::Duration::from_secs(60),
-            ),
             enqueuer: crate::enqueue::Enqueuer::start(db.clone()),
             media_urls,
             token_cache,
@@ -103,10 +104,7 @@ impl AppState {
             auth_changes,
             event_streams: Default::default(),
             requests: Default::default(),
-            config,
-            db,
-            redis,
-            nats,
+            core,
             shutdown,
         })))
     }

@@ -99,6 +99,7 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("GET", "/v1/instances/{id}/groups", Read),
     ("POST", "/v1/instances/{id}/groups", Owner),
     ("POST", "/v1/instances/{id}/groups/join", Owner),
+    ("GET", "/v1/instances/{id}/groups/invites/{code}", Read),
     ("GET", "/v1/instances/{id}/groups/{jid}", Read),
     ("PATCH", "/v1/instances/{id}/groups/{jid}", Owner),
     ("GET", "/v1/instances/{id}/groups/{jid}/invite-link", Read),

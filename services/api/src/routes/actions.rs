@@ -92,6 +92,11 @@ impl ActionAccess {
     pub fn access(&self) -> crate::extract::InstanceAccess {
         crate::extract::InstanceAccess { principal: self.principal.clone(), id: self.row.id.clone() }
     }
+
+    /// The core's context for an operation on this instance by this caller.
+    pub fn ctx<'a>(&'a self, state: &'a AppState) -> domain::Ctx<'a> {
+        state.ctx(&self.row.id, self.principal.caller())
+    }
 }
 
 impl FromRequestParts<AppState> for ActionAccess {

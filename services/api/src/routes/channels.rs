@@ -3,7 +3,7 @@
 //! send queue like any message (paced, with a message record), and only the channel's
 //! owner or an admin may publish. Posts are read from the local log, as the instance
 //! received them. The network's limits (interface.md part 8) are kept per instance,
-//! cluster-wide in Redis (`service::caps`); a call that fails takes nothing from them.
+//! cluster-wide in Redis (`domain::caps`); a call that fails takes nothing from them.
 
 use std::time::Duration;
 
@@ -25,11 +25,11 @@ use crate::extract::{parse_json, InstanceAccess, Path, ValidatedJson, ValidatedQ
 use crate::message_in::MessageIn;
 use crate::pagination::PageQuery;
 use crate::rpc::net;
-use crate::service::caps::{capped_all, Cap};
 use crate::service::history::{self, MessagePageOut};
 use crate::service::messages::MessageOut;
 use crate::service::messages::Sender;
 use crate::state::AppState;
+use domain::caps::{capped_all, Cap};
 
 const MINUTE: Duration = Duration::from_secs(60);
 const HOUR: Duration = Duration::from_secs(3600);

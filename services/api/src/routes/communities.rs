@@ -20,9 +20,9 @@ use utoipa_axum::routes;
 use crate::extract::{InstanceAccess, Path, ValidatedJson, ValidatedQuery};
 use crate::pagination::{self, PageQuery};
 use crate::rpc::net;
-use crate::service::caps;
-use crate::service::groups::{cap_create, check_subject, group, GroupOut, DESCRIPTION_LIMIT};
 use crate::state::AppState;
+use domain::caps;
+use domain::groups::{cap_create, check_subject, group, GroupOut, DESCRIPTION_LIMIT};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

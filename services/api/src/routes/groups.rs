@@ -1,35 +1,32 @@
-//! `{inst}/groups`: the account's groups, asked of the running session through the
-//! instance's worker (409 `instance_not_connected` when it is not running). Sending to a
-//! group is the ordinary `POST {inst}/messages` with the group's JID. Creating groups,
-//! changing members and joining by link carry ban risk: each is capped per instance,
-//! cluster-wide (`service::caps`).
+//! `{inst}/groups`: the door to `domain::groups` (the account's groups, asked of the
+//! running session through the instance's worker: 409 `instance_not_connected` when it
+//! is not running). Sending to a group is the ordinary `POST {inst}/messages` with the
+//! group's JID. Creating groups, changing members and joining by link carry ban risk:
+//! each is capped per instance, cluster-wide (`domain::caps`).
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
+use domain::groups::{self as core, GroupChange, GroupOut, ParticipantResult};
 use serde::{Deserialize, Serialize};
-use shared::bus::{NetOp, ParticipantAction};
-use shared::error::{ErrorBody, ErrorDetail};
+use shared::bus::ParticipantAction;
+use shared::error::ErrorBody;
 use shared::ids::InstanceId;
 use shared::jid::Jid;
-use shared::{ApiError, ErrorCode};
+use shared::ApiError;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::{InstanceAccess, Path, ValidatedJson, ValidatedQuery};
 use crate::pagination::{self, PageQuery};
-use crate::rpc::net;
-use crate::service::caps;
-use crate::service::groups::{
-    cap_create, cap_joins, cap_participants, check_subject, group, GroupOut, DESCRIPTION_LIMIT, PARTICIPANTS_LIMIT,
-};
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list, create))
         .routes(routes!(join))
+        .routes(routes!(invite_info))
         .routes(routes!(get_one, edit))
         .routes(routes!(participants))
         .routes(routes!(invite_link))
@@ -70,6 +67,10 @@ pub struct GroupPatch {
     pub announce: Option<bool>,
     /// Only admins edit the group's info.
     pub locked: Option<bool>,
+    /// Disappearing messages: seconds a message lives, one of 0 (off), 86400 (a day),
+    /// 604800 (a week) or 7776000 (90 days).
+    #[schema(value_type = Option<u32>, minimum = 0, maximum = 7_776_000)]
+    pub ephemeral: Option<u32>,
 }
 
 /// Body of `POST {inst}/groups/{jid}/participants`.
@@ -81,16 +82,6 @@ pub struct ParticipantsIn {
     /// 1 to 1,024 phone numbers with country code, or JIDs of persons.
     #[schema(min_items = 1, max_items = 1024, value_type = Vec<crate::schemas::UserJidOrPhone>)]
     pub participants: Vec<String>,
-}
-
-/// One member's outcome: `ok`, or `error` with a code.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct ParticipantResult {
-    pub jid: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ok: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<ErrorDetail>,
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -119,40 +110,6 @@ pub struct JoinIn {
     pub link: String,
 }
 
-/// Persons' JIDs from numbers or JIDs, de-duplicated in order.
-fn members(list: &[String], at_least_one: bool) -> Result<Vec<String>, ApiError> {
-    if list.len() > PARTICIPANTS_LIMIT || (at_least_one && list.is_empty()) {
-        return Err(ApiError::validation(format!("participants must name 1 to {PARTICIPANTS_LIMIT} members")));
-    }
-    let mut out: Vec<String> = Vec::with_capacity(list.len());
-    for p in list {
-        let j = Jid::parse(p).ok().filter(Jid::is_person).ok_or_else(|| {
-            ApiError::validation("each participant must be a phone number with country code or a person's JID")
-        })?;
-        if !out.iter().any(|o| o == j.as_str()) {
-            out.push(j.into());
-        }
-    }
-    Ok(out)
-}
-
-/// The network's status for one member as our result.
-fn member_result(jid: String, status: u16) -> ParticipantResult {
-    let error = |code: ErrorCode, message: &str| ParticipantResult {
-        jid: jid.clone(),
-        ok: None,
-        error: Some(ApiError::new(code, message).with_retryable(false).body().error),
-    };
-    match status {
-        200 => ParticipantResult { jid: jid.clone(), ok: Some(true), error: None },
-        403 => error(ErrorCode::Forbidden, "the network refused this member (the owner, or its privacy settings)"),
-        404 => error(ErrorCode::InvalidNumber, "no account has this number, or it is not a member"),
-        408 => error(ErrorCode::Conflict, "the member left recently and cannot be added again yet"),
-        409 => error(ErrorCode::Conflict, "already a member, or the group is full"),
-        _ => error(ErrorCode::WorkerError, "the network refused this member"),
-    }
-}
-
 /// The groups the account is in, by JID.
 #[utoipa::path(get, path = "/v1/instances/{id}/groups", tag = "groups",
     params(("id" = InstanceId, Path, description = "instance id"), PageQuery),
@@ -166,13 +123,13 @@ fn member_result(jid: String, status: u16) -> ParticipantResult {
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-pub(crate) async fn list(
+async fn list(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     ValidatedQuery(q): ValidatedQuery<PageQuery>,
 ) -> Result<Json<GroupListOut>, ApiError> {
     pagination::limit(q.limit, 50, 200)?;
-    let all: Vec<GroupOut> = net(&state, &id, NetOp::Groups).await?;
+    let all = core::list(access.ctx(&state)).await?;
     let (groups, next_cursor) = pagination::page_by_key(all, &q, "g1", |g| &g.jid)?;
     Ok(Json(GroupListOut { groups, next_cursor }))
 }
@@ -193,16 +150,12 @@ pub(crate) async fn list(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-pub(crate) async fn create(
+async fn create(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     ValidatedJson(body): ValidatedJson<GroupIn>,
 ) -> Result<(StatusCode, Json<GroupOut>), ApiError> {
-    let subject = check_subject(&body.subject)?;
-    let participants = members(&body.participants, false)?;
-    let g =
-        caps::capped(&state, &id, cap_create(&state), net(&state, &id, NetOp::CreateGroup { subject, participants }))
-            .await?;
+    let g = core::create(access.ctx(&state), &body.subject, &body.participants, None).await?;
     Ok((StatusCode::CREATED, Json(g)))
 }
 
@@ -219,17 +172,17 @@ pub(crate) async fn create(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-pub(crate) async fn get_one(
+async fn get_one(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
 ) -> Result<Json<GroupOut>, ApiError> {
-    let jid = group(ids.1)?;
-    Ok(Json(net(&state, &id, NetOp::Group { jid }).await?))
+    Ok(Json(core::get(access.ctx(&state), ids.1).await?))
 }
 
-/// Change a group's subject, description, announcement mode or lock. Settings, and the
-/// info of a locked group, are for admins: anyone else gets 403.
+/// Change a group's subject, description, announcement mode, lock or disappearing
+/// messages. Settings, and the info of a locked group, are for admins: anyone else gets
+/// 403.
 #[utoipa::path(patch, path = "/v1/instances/{id}/groups/{jid}", tag = "groups",
     params(("id" = InstanceId, Path, description = "instance id"), ("jid" = crate::schemas::GroupJid, Path, description = "the group's JID")),
     request_body = GroupPatch,
@@ -243,26 +196,15 @@ pub(crate) async fn get_one(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-pub(crate) async fn edit(
+async fn edit(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
     ValidatedJson(p): ValidatedJson<GroupPatch>,
 ) -> Result<Json<GroupOut>, ApiError> {
-    let jid = group(ids.1)?;
-    let subject = p.subject.as_deref().map(check_subject).transpose()?;
-    if p.description.as_ref().is_some_and(|d| d.chars().count() > DESCRIPTION_LIMIT) {
-        return Err(ApiError::validation(format!("description must be at most {DESCRIPTION_LIMIT} characters")));
-    }
-    let op = NetOp::UpdateGroup {
-        jid: jid.clone(),
-        subject,
-        description: p.description,
-        announce: p.announce,
-        locked: p.locked,
-    };
-    let () = net(&state, &id, op).await?;
-    Ok(Json(net(&state, &id, NetOp::Group { jid }).await?))
+    let GroupPatch { subject, description, announce, locked, ephemeral } = p;
+    let change = GroupChange { subject, description, announce, locked, ephemeral };
+    Ok(Json(core::edit(access.ctx(&state), ids.1, change).await?))
 }
 
 /// Add, remove, promote or demote members (admins only), with a result per member: one
@@ -282,33 +224,14 @@ pub(crate) async fn edit(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-pub(crate) async fn participants(
+async fn participants(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
     ValidatedJson(body): ValidatedJson<ParticipantsIn>,
 ) -> Result<Json<ParticipantsOut>, ApiError> {
-    let jid = group(ids.1)?;
-    let list = members(&body.participants, true)?;
-    let n = list.len();
-    let taken = caps::take(&state, &id, cap_participants(&state), n as u32).await?;
-    #[derive(Deserialize)]
-    struct Change {
-        jid: String,
-        status: u16,
-    }
-    let op = NetOp::GroupParticipants { jid, action: body.action, participants: list };
-    let changes: Vec<Change> = match net(&state, &id, op).await {
-        Ok(c) => c,
-        Err(e) => {
-            taken.give_back(&state, n).await;
-            return Err(e);
-        }
-    };
-    // Members the network did not change do not count against the cap.
-    let refused = changes.iter().filter(|c| c.status != 200).count();
-    taken.give_back(&state, refused).await;
-    Ok(Json(ParticipantsOut { results: changes.into_iter().map(|c| member_result(c.jid, c.status)).collect() }))
+    let results = core::participants(access.ctx(&state), ids.1, body.action, &body.participants).await?;
+    Ok(Json(ParticipantsOut { results }))
 }
 
 /// The group's invite link (admins only); `reset=true` revokes it and makes a new one.
@@ -324,18 +247,15 @@ pub(crate) async fn participants(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-pub(crate) async fn invite_link(
+async fn invite_link(
     State(state): State<AppState>,
-    InstanceAccess { id, principal }: InstanceAccess,
+    access: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
     ValidatedQuery(q): ValidatedQuery<InviteQuery>,
 ) -> Result<Json<InviteLinkOut>, ApiError> {
     // Reading the link is a read; resetting it changes the group, which no key may do.
-    if q.reset == Some(true) && matches!(principal, crate::extract::Principal::Key { .. }) {
-        return Err(ApiError::forbidden("an API key may read the invite link, not reset it"));
-    }
-    let jid = group(ids.1)?;
-    Ok(Json(net(&state, &id, NetOp::GroupInviteLink { jid, reset: q.reset.unwrap_or(false) }).await?))
+    let link = core::invite_link(access.ctx(&state), ids.1, q.reset.unwrap_or(false)).await?;
+    Ok(Json(InviteLinkOut { link }))
 }
 
 /// Join a group by its invite link. At most `group_joins_per_day` (20) a day per
@@ -354,22 +274,35 @@ pub(crate) async fn invite_link(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-pub(crate) async fn join(
+async fn join(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     ValidatedJson(body): ValidatedJson<JoinIn>,
 ) -> Result<Json<GroupOut>, ApiError> {
-    let code = invite_code(body.link.trim())
-        .ok_or_else(|| ApiError::validation("link must be a group invite link (https://chat.whatsapp.com/<code>)"))?;
-    let join = net(&state, &id, NetOp::JoinGroup { link: code.to_string() });
-    Ok(Json(caps::capped(&state, &id, cap_joins(&state), join).await?))
+    Ok(Json(core::join(access.ctx(&state), &body.link).await?))
 }
 
-/// The code of a group invite: the code itself (6-64 letters and digits) or its link
-/// `https://chat.whatsapp.com/<code>`.
-pub(crate) fn invite_code(link: &str) -> Option<&str> {
-    let code = link.strip_prefix("https://chat.whatsapp.com/").unwrap_or(link);
-    ((6..=64).contains(&code.len()) && code.bytes().all(|b| b.is_ascii_alphanumeric())).then_some(code)
+/// What a group invite leads to: the group's record by its invite code, without
+/// joining.
+#[utoipa::path(get, path = "/v1/instances/{id}/groups/invites/{code}", tag = "groups",
+    params(("id" = InstanceId, Path, description = "instance id"),
+        ("code" = String, Path, description = "the invite's code (the end of its `https://chat.whatsapp.com/` link)", pattern = "^[A-Za-z0-9]{6,64}$")),
+    responses(
+        (status = 200, description = "the group", body = GroupOut),
+        (status = 400, description = "`validation_failed`: not an invite code", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`, or `not_found`: no group has this invite", body = ErrorBody),
+        (status = 409, description = "`instance_not_connected`", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn invite_info(
+    State(state): State<AppState>,
+    access: InstanceAccess,
+    Path(ids): Path<(InstanceId, String)>,
+) -> Result<Json<GroupOut>, ApiError> {
+    Ok(Json(core::invite_info(access.ctx(&state), &ids.1).await?))
 }
 
 /// Leave a group.
@@ -385,12 +318,11 @@ pub(crate) fn invite_code(link: &str) -> Option<&str> {
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-pub(crate) async fn leave(
+async fn leave(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
 ) -> Result<StatusCode, ApiError> {
-    let jid = group(ids.1)?;
-    let () = net(&state, &id, NetOp::LeaveGroup { jid }).await?;
+    core::leave(access.ctx(&state), ids.1).await?;
     Ok(StatusCode::NO_CONTENT)
 }

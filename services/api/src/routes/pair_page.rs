@@ -31,7 +31,7 @@ const SCRIPT: &str = include_str!("pair_page.js");
 /// How often the script asks for the state.
 const POLL_MS: u32 = 2000;
 /// Pairing codes the page asks the network for, per instance.
-const CODES: crate::service::caps::Cap = crate::service::caps::Cap {
+const CODES: domain::caps::Cap = domain::caps::Cap {
     name: "pair_page_codes",
     limit: 5,
     window: std::time::Duration::from_secs(600),
@@ -229,7 +229,7 @@ async fn code(
         (InstanceState::Connected, _) => View::Paired,
         (InstanceState::Banned, _) => View::Ended("This number cannot be linked: WhatsApp has banned it."),
         // Each code is a request to the network: a link's holder gets a few at a time.
-        _ if crate::service::caps::take(&state, &l.instance_id, CODES, 1).await.map(|t| t.keep()).is_err() => {
+        _ if domain::caps::take(&state.core, &l.instance_id, CODES, 1).await.map(|t| t.keep()).is_err() => {
             let view =
                 View::Ended("Too many codes were asked for just now. Wait a few minutes, then go back and try again.");
             return Ok(html(StatusCode::TOO_MANY_REQUESTS, &token, view));

@@ -1,6 +1,6 @@
 //! Publishing to a channel, whichever door the post comes through: the network says the
 //! account owns or administers the channel, and each instance publishes at most 20 posts
-//! a day (cluster-wide, `service::caps`).
+//! a day (cluster-wide, `domain::caps`).
 
 use std::time::Duration;
 
@@ -9,8 +9,8 @@ use shared::bus::NetOp;
 use shared::ids::InstanceId;
 use shared::{ApiError, ErrorCode};
 
-use super::caps::Cap;
 use crate::state::AppState;
+use domain::caps::Cap;
 
 /// Publications: 20 a day.
 pub const PUBLICATIONS: Cap =

@@ -109,7 +109,7 @@ pub async fn queue(
     if channel {
         super::channels::check_publisher(state, id, &v.to_jid).await?;
         let queued = queue_checked(state, id, v, wait, holds_slot);
-        return super::caps::capped_all(state, id, &[super::channels::PUBLICATIONS], queued).await;
+        return domain::caps::capped_all(&state.core, id, &[super::channels::PUBLICATIONS], queued).await;
     }
     queue_checked(state, id, v, wait, holds_slot).await
 }

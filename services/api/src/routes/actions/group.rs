@@ -1,6 +1,6 @@
 //! Evolution v2's group routes (README, "Coming from Evolution API"): each calls the
-//! `/v1` group handler it stands for (the same caps, the same network operations), and
-//! answers in Evolution's shapes (`src/api/controllers/group.controller.ts`, Baileys'
+//! core's group operation (`domain::groups`, as `/v1` does: the same caps, the same
+//! network operations), and answers in Evolution's shapes (`src/api/controllers/group.controller.ts`, Baileys'
 //! group metadata). The group goes in the `groupJid` query parameter.
 
 use axum::extract::State;
@@ -16,10 +16,9 @@ use utoipa_axum::routes;
 
 use super::EvolutionErrors;
 use super::{ActionAccess, ActionJson};
-use crate::extract::{Path, ValidatedJson, ValidatedQuery};
-use crate::routes::groups as v1;
-use crate::service::groups::GroupOut;
+use crate::extract::ValidatedQuery;
 use crate::state::AppState;
+use domain::groups::{self as core, GroupChange, GroupOut};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -80,10 +79,9 @@ pub struct EvoGroupQuery {
 }
 
 impl EvoGroupQuery {
-    /// The path a `/v1` group handler takes.
-    fn path(&self, a: &ActionAccess) -> Result<Path<(shared::ids::InstanceId, Jid)>, ApiError> {
-        let jid = Jid::parse(&self.group_jid).map_err(|_| ApiError::validation("groupJid must be a group's JID"))?;
-        Ok(Path((a.row.id.clone(), jid)))
+    /// The group's JID.
+    fn jid(&self) -> Result<Jid, ApiError> {
+        Jid::parse(&self.group_jid).map_err(|_| ApiError::validation("groupJid must be a group's JID"))
     }
 }
 
@@ -113,20 +111,7 @@ async fn create(
     a: ActionAccess,
     ActionJson(b): ActionJson<EvoGroupCreateIn>,
 ) -> Result<Json<Value>, ApiError> {
-    // The description is checked before the group is made.
-    if b.description.as_ref().is_some_and(|d| d.chars().count() > crate::service::groups::DESCRIPTION_LIMIT) {
-        return Err(ApiError::validation("description must be at most 2048 characters"));
-    }
-    let body = v1::GroupIn { subject: b.subject, participants: b.participants };
-    let (_, Json(g)) = v1::create(State(state.clone()), a.access(), ValidatedJson(body)).await?;
-    let g = match b.description {
-        Some(description) => {
-            let path = Path((a.row.id.clone(), Jid::parse(&g.jid).map_err(ApiError::internal)?));
-            let patch = v1::GroupPatch { description: Some(description), ..v1::GroupPatch::default() };
-            v1::edit(State(state), a.access(), path, ValidatedJson(patch)).await?.0
-        }
-        None => g,
-    };
+    let g = core::create(a.ctx(&state), &b.subject, &b.participants, b.description).await?;
     Ok(Json(metadata(g)))
 }
 
@@ -149,7 +134,7 @@ async fn fetch_all_groups(
     a: ActionAccess,
     ValidatedQuery(_q): ValidatedQuery<EvoAllQuery>,
 ) -> Result<Json<Vec<Value>>, ApiError> {
-    let all: Vec<GroupOut> = crate::rpc::net(&state, &a.row.id, shared::bus::NetOp::Groups).await?;
+    let all = core::list(a.ctx(&state)).await?;
     Ok(Json(all.into_iter().map(metadata).collect()))
 }
 
@@ -163,7 +148,7 @@ async fn find_group_infos(
     a: ActionAccess,
     ValidatedQuery(q): ValidatedQuery<EvoGroupQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let Json(g) = v1::get_one(State(state), a.access(), q.path(&a)?).await?;
+    let g = core::get(a.ctx(&state), q.jid()?).await?;
     Ok(Json(metadata(g)))
 }
 
@@ -177,7 +162,7 @@ async fn participants(
     a: ActionAccess,
     ValidatedQuery(q): ValidatedQuery<EvoGroupQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let Json(g) = v1::get_one(State(state), a.access(), q.path(&a)?).await?;
+    let g = core::get(a.ctx(&state), q.jid()?).await?;
     Ok(Json(json!({ "participants": metadata(g)["participants"] })))
 }
 
@@ -211,10 +196,8 @@ async fn update_participant(
     ValidatedQuery(q): ValidatedQuery<EvoGroupQuery>,
     ActionJson(b): ActionJson<EvoUpdateParticipantIn>,
 ) -> Result<Json<Value>, ApiError> {
-    let body = v1::ParticipantsIn { action: b.action, participants: b.participants };
-    let Json(out) = v1::participants(State(state), a.access(), q.path(&a)?, ValidatedJson(body)).await?;
+    let out = core::participants(a.ctx(&state), q.jid()?, b.action, &b.participants).await?;
     let results: Vec<Value> = out
-        .results
         .into_iter()
         .map(|r| {
             let status = if r.ok == Some(true) { "200".to_string() } else { "403".to_string() };
@@ -243,10 +226,9 @@ async fn invite(
     q: &EvoGroupQuery,
     reset: bool,
 ) -> Result<(String, String), ApiError> {
-    let query = ValidatedQuery(v1::InviteQuery { reset: Some(reset) });
-    let Json(out) = v1::invite_link(State(state), a.access(), q.path(a)?, query).await?;
-    let code = out.link.rsplit('/').next().unwrap_or_default().to_string();
-    Ok((out.link, code))
+    let link = core::invite_link(a.ctx(&state), q.jid()?, reset).await?;
+    let code = link.rsplit('/').next().unwrap_or_default().to_string();
+    Ok((link, code))
 }
 
 /// Revoke the invite link and make a new one (admins only).
@@ -273,10 +255,9 @@ pub struct EvoInviteCodeQuery {
 }
 
 impl EvoInviteCodeQuery {
-    /// The code, from the code or the link (as `POST /v1/instances/{id}/groups/join` reads it).
-    fn code(&self) -> Result<String, ApiError> {
-        crate::routes::groups::invite_code(&self.invite_code)
-            .map(str::to_string)
+    /// The code, from the code or the link (as the core reads it).
+    fn code(&self) -> Result<&str, ApiError> {
+        core::invite_code(&self.invite_code)
             .ok_or_else(|| ApiError::validation("inviteCode must be an invite code or link"))
     }
 }
@@ -291,8 +272,7 @@ async fn accept_invite_code(
     a: ActionAccess,
     ValidatedQuery(q): ValidatedQuery<EvoInviteCodeQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let body = v1::JoinIn { link: q.code()? };
-    let Json(g) = v1::join(State(state), a.access(), ValidatedJson(body)).await?;
+    let g = core::join(a.ctx(&state), q.code()?).await?;
     Ok(Json(json!({ "accepted": true, "groupJid": g.jid })))
 }
 
@@ -322,7 +302,7 @@ async fn update_setting(
     ValidatedQuery(q): ValidatedQuery<EvoGroupQuery>,
     ActionJson(b): ActionJson<EvoSettingIn>,
 ) -> Result<Json<Value>, ApiError> {
-    let mut patch = v1::GroupPatch::default();
+    let mut patch = GroupChange::default();
     match b.action.as_str() {
         "announcement" => patch.announce = Some(true),
         "not_announcement" => patch.announce = Some(false),
@@ -330,7 +310,7 @@ async fn update_setting(
         "unlocked" => patch.locked = Some(false),
         _ => return Err(ApiError::validation("action must be announcement, not_announcement, locked or unlocked")),
     }
-    let _group = v1::edit(State(state), a.access(), q.path(&a)?, ValidatedJson(patch)).await?;
+    let _group = core::edit(a.ctx(&state), q.jid()?, patch).await?;
     Ok(Json(json!({ "updateSetting": true })))
 }
 
@@ -354,8 +334,8 @@ async fn update_subject(
     ValidatedQuery(q): ValidatedQuery<EvoGroupQuery>,
     ActionJson(b): ActionJson<EvoSubjectIn>,
 ) -> Result<Json<Value>, ApiError> {
-    let patch = v1::GroupPatch { subject: Some(b.subject), ..v1::GroupPatch::default() };
-    let _group = v1::edit(State(state), a.access(), q.path(&a)?, ValidatedJson(patch)).await?;
+    let patch = GroupChange { subject: Some(b.subject), ..GroupChange::default() };
+    let _group = core::edit(a.ctx(&state), q.jid()?, patch).await?;
     Ok(Json(json!({ "update": "success" })))
 }
 
@@ -379,8 +359,8 @@ async fn update_description(
     ValidatedQuery(q): ValidatedQuery<EvoGroupQuery>,
     ActionJson(b): ActionJson<EvoDescriptionIn>,
 ) -> Result<Json<Value>, ApiError> {
-    let patch = v1::GroupPatch { description: Some(b.description), ..v1::GroupPatch::default() };
-    let _group = v1::edit(State(state), a.access(), q.path(&a)?, ValidatedJson(patch)).await?;
+    let patch = GroupChange { description: Some(b.description), ..GroupChange::default() };
+    let _group = core::edit(a.ctx(&state), q.jid()?, patch).await?;
     Ok(Json(json!({ "update": "success" })))
 }
 
@@ -394,7 +374,7 @@ async fn leave_group(
     a: ActionAccess,
     ValidatedQuery(q): ValidatedQuery<EvoGroupQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    v1::leave(State(state), a.access(), q.path(&a)?).await?;
+    core::leave(a.ctx(&state), q.jid()?).await?;
     Ok(Json(json!({ "groupJid": q.group_jid, "leave": true })))
 }
 
@@ -433,8 +413,7 @@ async fn update_group_picture(
     ValidatedQuery(q): ValidatedQuery<EvoGroupQuery>,
     ActionJson(b): ActionJson<EvoGroupPictureIn>,
 ) -> Result<Json<Value>, ApiError> {
-    let Path((_, jid)) = q.path(&a)?;
-    let jid = crate::service::groups::group(jid)?;
+    let jid = core::group(q.jid()?)?;
     let media = if b.image.starts_with("http://") || b.image.starts_with("https://") {
         crate::message_in::MediaIn { url: Some(b.image), data: None, mime_type: None, filename: None }
     } else {
@@ -455,8 +434,7 @@ async fn invite_info(
     a: ActionAccess,
     ValidatedQuery(q): ValidatedQuery<EvoInviteCodeQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let code = q.code()?;
-    let g: GroupOut = crate::rpc::net(&state, &a.row.id, shared::bus::NetOp::GroupInviteInfo { code }).await?;
+    let g = core::invite_info(a.ctx(&state), q.code()?).await?;
     Ok(Json(metadata(g)))
 }
 
@@ -545,12 +523,10 @@ async fn toggle_ephemeral(
     ValidatedQuery(q): ValidatedQuery<EvoGroupQuery>,
     ActionJson(b): ActionJson<EvoEphemeralIn>,
 ) -> Result<Json<Value>, ApiError> {
-    if ![0, 86_400, 604_800, 7_776_000].contains(&b.expiration) {
+    if !core::EPHEMERAL_CHOICES.contains(&b.expiration) {
         return Err(ApiError::validation("expiration must be 0, 86400, 604800 or 7776000 seconds"));
     }
-    let Path((_, jid)) = q.path(&a)?;
-    let jid = crate::service::groups::group(jid)?;
-    let () = crate::rpc::net(&state, &a.row.id, shared::bus::NetOp::GroupEphemeral { jid, expiration: b.expiration })
-        .await?;
+    let change = GroupChange { ephemeral: Some(b.expiration), ..GroupChange::default() };
+    let _group = core::edit(a.ctx(&state), q.jid()?, change).await?;
     Ok(Json(json!({ "success": true })))
 }

@@ -155,7 +155,7 @@ impl SendOptions {
             if shared::jid::server_of(&jid) != shared::jid::GROUP_SERVER {
                 return Err(ApiError::validation("mentionsEveryOne needs a group's JID as the number"));
             }
-            let g: crate::service::groups::GroupOut =
+            let g: domain::groups::GroupOut =
                 crate::rpc::net(state, &row.id, shared::bus::NetOp::Group { jid }).await?;
             mentions.extend(g.participants.into_iter().map(|p| p.jid));
         }

@@ -8,9 +8,8 @@ use std::time::Duration;
 use chrono::Utc;
 use deadpool_redis::redis::Script;
 use shared::ids::InstanceId;
-use shared::{ApiError, ErrorCode};
 
-use crate::state::AppState;
+use crate::{Core, Error, Result};
 
 /// One cap: at most `limit` takes in any `window`.
 #[derive(Debug, Clone, Copy)]
@@ -52,13 +51,13 @@ pub struct Taken {
 
 /// Takes `n` from the instance's `cap`. More than the cap allows at all is 400
 /// `validation_failed`; more than the window has left is 429 with `Retry-After`.
-pub async fn take(state: &AppState, id: &InstanceId, cap: Cap, n: u32) -> Result<Taken, ApiError> {
+pub async fn take(core: &Core, id: &InstanceId, cap: Cap, n: u32) -> Result<Taken> {
     if n > cap.limit {
-        return Err(ApiError::validation(format!("at most {} {} for an instance", cap.limit, cap.what)));
+        return Err(Error::invalid(format!("at most {} {} for an instance", cap.limit, cap.what)));
     }
-    let key = state.keys.cap(cap.name, id);
+    let key = core.keys.cap(cap.name, id);
     let member = uuid::Uuid::new_v4().to_string();
-    let mut conn = state.redis.get().await?;
+    let mut conn = core.redis.get().await?;
     let (verdict, wait_ms): (i64, i64) = Script::new(TAKE)
         .key(&key)
         .arg(Utc::now().timestamp_millis())
@@ -69,32 +68,34 @@ pub async fn take(state: &AppState, id: &InstanceId, cap: Cap, n: u32) -> Result
         .invoke_async(&mut conn)
         .await?;
     if verdict != 0 {
-        return Err(ApiError::new(ErrorCode::RateLimited, format!("at most {} {}", cap.limit, cap.what))
-            .with_retry_after((wait_ms.max(0) as u64).div_ceil(1000).max(1)));
+        return Err(Error::RateLimited {
+            message: format!("at most {} {}", cap.limit, cap.what),
+            retry_after: (wait_ms.max(0) as u64).div_ceil(1000).max(1),
+        });
     }
     Ok(Taken { key, members: (1..=n).map(|i| format!("{member}:{i}")).collect() })
 }
 
 /// Runs `action` under one take of `cap`: taken before (so a refusal costs the network
 /// nothing), given back if the action fails.
-pub async fn capped<T>(
-    state: &AppState,
+pub async fn capped<T, E: From<Error>>(
+    core: &Core,
     id: &InstanceId,
     cap: Cap,
-    action: impl std::future::Future<Output = Result<T, ApiError>>,
-) -> Result<T, ApiError> {
-    capped_all(state, id, &[cap], action).await
+    action: impl std::future::Future<Output = Result<T, E>>,
+) -> Result<T, E> {
+    capped_all(core, id, &[cap], action).await
 }
 
 impl Taken {
     /// Gives back what the action did not use (it failed before the network acted, or
     /// some members were refused). Best effort: a failure only leaves the cap tighter.
-    pub async fn give_back(self, state: &AppState, n: usize) {
+    pub async fn give_back(self, core: &Core, n: usize) {
         let back: Vec<&String> = self.members.iter().rev().take(n).collect();
         if back.is_empty() {
             return;
         }
-        let Ok(mut conn) = state.redis.get().await else { return };
+        let Ok(mut conn) = core.redis.get().await else { return };
         let r: Result<(), _> = deadpool_redis::redis::cmd("ZREM").arg(&self.key).arg(back).query_async(&mut conn).await;
         if let Err(e) = r {
             tracing::warn!(error = %e, "giving back a cap failed");
@@ -106,21 +107,21 @@ impl Taken {
 }
 
 /// Runs `action` under one take of each cap (all or none); a failed action gives them back.
-pub async fn capped_all<T>(
-    state: &AppState,
+pub async fn capped_all<T, E: From<Error>>(
+    core: &Core,
     id: &InstanceId,
     all: &[Cap],
-    action: impl std::future::Future<Output = Result<T, ApiError>>,
-) -> Result<T, ApiError> {
+    action: impl std::future::Future<Output = Result<T, E>>,
+) -> Result<T, E> {
     let mut taken = Vec::new();
     for cap in all {
-        match take(state, id, *cap, 1).await {
+        match take(core, id, *cap, 1).await {
             Ok(t) => taken.push(t),
             Err(e) => {
                 for t in taken {
-                    t.give_back(state, 1).await;
+                    t.give_back(core, 1).await;
                 }
-                return Err(e);
+                return Err(e.into());
             }
         }
     }
@@ -131,7 +132,7 @@ pub async fn capped_all<T>(
         }
         Err(e) => {
             for t in taken {
-                t.give_back(state, 1).await;
+                t.give_back(core, 1).await;
             }
             Err(e)
         }

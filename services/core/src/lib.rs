@@ -1,0 +1,75 @@
+//! paceline's domain core. Every door (the `/v1` routes, Evolution's action routes, MCP
+//! over the router, the attendant) performs an operation by calling a function here
+//! with a [`Ctx`]: the shared handles ([`Core`]), the instance and the caller. No door
+//! calls another door's handler; each maps [`Error`] to its own envelope.
+//!
+//! One module per area. The core depends on `shared` (storage, the bus, config) and on
+//! nothing that speaks HTTP.
+
+pub mod caps;
+mod error;
+pub mod groups;
+pub mod net;
+pub mod text;
+
+pub use error::{Error, Result};
+
+use shared::ids::InstanceId;
+use shared::{bus, kv, Config};
+
+/// The handles every operation may use: pools, clients and config; cheap to clone.
+#[derive(Clone)]
+pub struct Core {
+    pub config: Config,
+    pub db: sqlx::PgPool,
+    pub redis: deadpool_redis::Pool,
+    pub nats: async_nats::Client,
+    pub keys: kv::Keys,
+    pub subjects: bus::Subjects,
+    /// Fetches tenants' URLs (media) without reaching internal addresses.
+    pub fetcher: shared::fetch::GuardedClient,
+}
+
+impl Core {
+    /// The handles from connected pools and clients.
+    pub fn new(config: Config, db: sqlx::PgPool, redis: deadpool_redis::Pool, nats: async_nats::Client) -> Core {
+        Core {
+            keys: kv::Keys::new(&config),
+            subjects: bus::Subjects::new(&config),
+            fetcher: shared::fetch::GuardedClient::new(
+                config.allow_private_targets,
+                std::time::Duration::from_secs(60),
+            ),
+            config,
+            db,
+            redis,
+            nats,
+        }
+    }
+}
+
+/// Who asks, as far as an operation cares: the doors authenticate and check the route's
+/// access (`api::routes::access`); an operation only distinguishes what its rules name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    /// The operator's admin token.
+    Admin,
+    /// The instance's own token (or the attendant acting for it).
+    Owner,
+    /// A restricted API key of the instance.
+    Key,
+}
+
+/// One operation's context: the handles, the instance it acts on, and who asks.
+#[derive(Clone, Copy)]
+pub struct Ctx<'a> {
+    pub core: &'a Core,
+    pub instance: &'a InstanceId,
+    pub caller: Caller,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(core: &'a Core, instance: &'a InstanceId, caller: Caller) -> Ctx<'a> {
+        Ctx { core, instance, caller }
+    }
+}
