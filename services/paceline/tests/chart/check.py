@@ -65,7 +65,7 @@ SCENARIOS = {
         "api": {"extraEnv": [{"name": "RUST_BACKTRACE", "value": "1"}]},
         "imagePullSecrets": [{"name": "registry"}],
     },
-    # What tests/it/chart.rs starts as local processes: netsim, no pacing grace.
+    # What tests/it/chart/rehearsal.rs starts as local processes: netsim, no pacing grace.
     "rehearsal": {
         **SECRETS,
         "network": "sim",
