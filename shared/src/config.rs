@@ -133,7 +133,7 @@ pub struct Config {
     /// Pacing given to new instances that do not set `max_per_minute`.
     pub default_max_per_minute: u32,
     /// The ban-risk score (0-100) from which an instance's level is elevated, high and
-    /// critical (README, "Ban risk").
+    /// critical (docs/ban-risk.md).
     pub risk_elevated: f64,
     pub risk_high: f64,
     pub risk_critical: f64,

@@ -1,4 +1,4 @@
-//! Evolution API v2 shapes (README, "Coming from Evolution API"): our messages and
+//! Evolution API v2 shapes (docs/evolution.md): our messages and
 //! events as Evolution clients read them. Pure: the API's Evolution routes answer with
 //! these, and the dispatcher turns an event into Evolution's webhook payload for a
 //! webhook in the `evolution` format. Evolution's names (`key`, `messageType`,

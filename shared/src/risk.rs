@@ -1,7 +1,7 @@
 //! Ban risk: an instance's signals, read from Postgres over sliding windows, and the score
 //! from 0 to 100 they give, with each signal's contribution and a recommendation in
 //! words. Pure: `db::risk` reads the signals, this weighs them (unit-tested on hand-made
-//! sets), and the README documents the formula.
+//! sets), and docs/ban-risk.md documents the formula.
 
 use serde::Serialize;
 
@@ -40,7 +40,7 @@ pub struct Signals {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Contribution {
-    /// The signal's name, as in the README.
+    /// The signal's name, as in docs/ban-risk.md.
     pub signal: &'static str,
     /// Its value (a ratio, a count, or a multiple).
     pub value: f64,
@@ -109,7 +109,7 @@ fn ratio(part: i64, whole: i64) -> f64 {
     }
 }
 
-/// Weighs the signals (README, "Ban risk"):
+/// Weighs the signals (docs/ban-risk.md):
 ///
 /// | signal | points |
 /// |---|---|
@@ -203,7 +203,7 @@ pub fn assess(s: &Signals, t: &Thresholds) -> Assessment {
     Assessment { recommendation: recommend(level, &c), score, level, contributions: c }
 }
 
-/// The pacing an instance gets at a risk level (README, "Ban risk"): `elevated` multiplies
+/// The pacing an instance gets at a risk level (docs/ban-risk.md): `elevated` multiplies
 /// the interval by `slowdown` and divides the per-minute cap by it; `high` by its square;
 /// `slowdown` 1 turns adaptive pacing off. Returns (min_interval_ms, max_per_minute).
 pub fn effective_pacing(min_interval_ms: u32, max_per_minute: u32, level: Option<Level>, slowdown: f64) -> (u32, u32) {

@@ -173,7 +173,7 @@ pub struct ChannelUpdatedEventData {
     pub description: Option<String>,
 }
 
-/// `instance.risk`: the instance's ban-risk level moved (README, "Ban risk").
+/// `instance.risk`: the instance's ban-risk level moved (docs/ban-risk.md).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct InstanceRiskEventData {
     /// 0-100.

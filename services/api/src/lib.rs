@@ -7,7 +7,6 @@
 pub mod attendant;
 pub mod auth_cache;
 pub mod catalog;
-pub mod db;
 pub mod enqueue;
 pub mod extract;
 pub mod mcp;

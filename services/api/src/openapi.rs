@@ -44,7 +44,7 @@ use utoipa::{Modify, OpenApi};
         (name = "chats", description = "Chats and their history from the local log; media by signed URL"),
         (name = "contacts", description = "Contacts and the block list, from the running session"),
         (name = "actions", description = "Action-style routes (X-API-Key or apikey, instance name in the path)"),
-        (name = "evolution", description = "Evolution API v2's routes, mapped onto paceline's own (README, \"Coming from Evolution API\")"),
+        (name = "evolution", description = "Evolution API v2's routes, mapped onto paceline's own (docs/evolution.md)"),
         (name = "attendant", description = "The AI attendant: answers chats through a language model or a bot, hands over to a human"),
         (name = "labels", description = "Labels and the business profile (business accounts only)"),
         (name = "channels", description = "Channels: follow, read, react, and publish through the send queue"),
@@ -245,10 +245,10 @@ fn no_nul_in_requests(doc: &mut serde_json::Value) {
     }
 }
 
-/// What every operation has in common, written once here rather than on each handler:
-/// unique operation ids, every path template's parameters declared (with the schema of
-/// their kind), the `X-Request-Id` header every route takes, and on every instance route the 404 `instance_not_found` that
-/// `InstanceAccess` answers for an instance that does not exist.
+/// What every operation has in common, written once here rather than on each handler: unique
+/// operation ids, every path template's parameters declared (with the schema of their kind),
+/// the `X-Request-Id` header every route takes, and on every instance route the 404
+/// `instance_not_found` that `InstanceAccess` answers for an instance that does not exist.
 fn complete(doc: &mut serde_json::Value) {
     use serde_json::{json, Value};
     let schema_of = |path: &str, name: &str| -> Value {

@@ -6,11 +6,18 @@
 //! One module per area. The core depends on `shared` (storage, the bus, config) and on
 //! nothing that speaks HTTP.
 
+pub mod business;
 pub mod caps;
+pub mod chats;
+pub mod contacts;
 mod error;
 pub mod groups;
+pub mod labels;
 pub mod net;
+pub mod numbers;
+pub mod profile;
 pub mod text;
+pub mod webhooks;
 
 pub use error::{Error, Result};
 

@@ -1,9 +1,9 @@
-//! Evaluates every paired instance's ban risk each `risk_interval_ms` (README, "Ban
-//! risk"): dispatchers claim due instances with `SKIP LOCKED`, so pods share the work;
-//! each evaluation is stored on the instance, and a change of level writes
-//! `instance.risk` in the same transaction; at a critical risk, or after a temporary ban,
-//! the queue is paused (`instance.paused`) until `POST {inst}/queue/resume`. Metrics: the scores as a histogram across
-//! instances (by instance only with `metrics_per_instance`), and level changes by level.
+//! Evaluates every paired instance's ban risk each `risk_interval_ms` (docs/ban-risk.md):
+//! dispatchers claim due instances with `SKIP LOCKED`, so pods share the work; each evaluation
+//! is stored on the instance, and a change of level writes `instance.risk` in the same
+//! transaction; at a critical risk, or after a temporary ban, the queue is paused
+//! (`instance.paused`) until `POST {inst}/queue/resume`. Metrics: the scores as a histogram
+//! across instances (by instance only with `metrics_per_instance`), and level changes by level.
 
 use std::time::Duration;
 

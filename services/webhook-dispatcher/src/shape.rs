@@ -1,4 +1,4 @@
-//! What a delivery sends, by its webhook's format (README, "Coming from Evolution API"):
+//! What a delivery sends, by its webhook's format (docs/evolution.md):
 //! our event envelope as it is, or Evolution API v2's payload (`shared::evolution`) to
 //! the URL Evolution would use (`webhook_by_events` appends the event's name). An
 //! Evolution `send.message` carries the message's content, read from the queue; with

@@ -247,7 +247,7 @@ pub async fn head(
     .await
 }
 
-/// With `$2` (holding first contacts, README "Ban risk"), the queue's head skips queued
+/// With `$2` (holding first contacts, docs/ban-risk.md), the queue's head skips queued
 /// messages to chats that never wrote to the account: those wait while replies go. One in
 /// flight is finished, and an expired one is still found (to fail it). Every message of
 /// one chat is held or not alike, so each chat keeps its order.

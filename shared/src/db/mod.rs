@@ -9,6 +9,7 @@ pub mod labels;
 pub mod log;
 pub mod media;
 pub mod messages;
+pub mod number_checks;
 pub mod outbox;
 pub mod pairing_links;
 pub mod risk;

@@ -21,7 +21,7 @@ pub struct WebhookRow {
     pub updated_at: DateTime<Utc>,
 }
 
-/// How a webhook's deliveries are shaped (README, "Coming from Evolution API").
+/// How a webhook's deliveries are shaped (docs/evolution.md).
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct Shape {
     /// `paceline` (our envelope) or `evolution` (Evolution API v2's payloads).

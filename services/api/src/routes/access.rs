@@ -175,7 +175,7 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("POST", "/message/sendPtv/{instanceName}", Send),
     ("POST", "/message/sendList/{instanceName}", Send),
     ("POST", "/message/sendButtons/{instanceName}", Send),
-    // Evolution v2's routes (`apikey`; README, "Coming from Evolution API"): each as
+    // Evolution v2's routes (`apikey`; docs/evolution.md): each as
     // strict as the `/v1` operation it maps onto.
     ("POST", "/instance/create", Admin),
     ("GET", "/instance/fetchInstances", Owner),

@@ -1,9 +1,9 @@
-//! Action-style routes (interface.md 4.13): named after the action, `X-API-Key` header
-//! (or Evolution's `apikey`), `{instanceName}` in the path, statuses 200, 400 and 404
-//! (plus 401 for a missing or invalid key). An instance token naming another instance
-//! gets 404, as if it did not exist. `send.rs` holds the `/message/send*` routes, queued
-//! like `POST {inst}/messages`; `instance.rs` Evolution v2's instance routes (README,
-//! "Coming from Evolution API"), each calling the service code `/v1` uses.
+//! Action-style routes (interface.md 4.13): named after the action, `X-API-Key` header (or
+//! Evolution's `apikey`), `{instanceName}` in the path, statuses 200, 400 and 404 (plus 401 for
+//! a missing or invalid key). An instance token naming another instance gets 404, as if it did
+//! not exist. `send.rs` holds the `/message/send*` routes, queued like `POST {inst}/messages`;
+//! `instance.rs` Evolution v2's instance routes (docs/evolution.md), each calling the service
+//! code `/v1` uses.
 
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;

@@ -5,10 +5,9 @@ use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use shared::bus::NetOp;
-use shared::db::instances;
 use shared::error::ErrorBody;
 use shared::ids::InstanceId;
-use shared::{ApiError, ErrorCode};
+use shared::ApiError;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -19,23 +18,6 @@ use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(business_profile))
-}
-
-/// The account's number when it is a business account: 409 `business_account_required`
-/// for a personal one, and what `rpc::not_running` says for one never paired.
-pub(crate) async fn require_business(state: &AppState, id: &InstanceId) -> Result<String, ApiError> {
-    let row = instances::get(&state.db, id).await?.ok_or_else(ApiError::instance_not_found)?;
-    let Some(phone) = row.phone.filter(|_| row.account_type.is_some()) else {
-        // Never paired: no account to ask about.
-        return Err(crate::rpc::not_running(state, id).await?);
-    };
-    if row.account_type.as_deref() != Some("business") {
-        return Err(ApiError::new(
-            ErrorCode::BusinessAccountRequired,
-            "a business account is needed; this one is personal",
-        ));
-    }
-    Ok(phone)
 }
 
 /// The account's business profile (fields the network does not give are null).
@@ -64,11 +46,11 @@ pub struct BusinessProfileOut {
     security(("admin" = []), ("instance" = [])))]
 async fn business_profile(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
 ) -> Result<Json<BusinessProfileOut>, ApiError> {
-    let phone = require_business(&state, &id).await?;
+    let phone = domain::business::require(access.ctx(&state)).await?;
     let jid = shared::jid::Jid::user(&phone).as_str().to_string();
-    let p: serde_json::Value = net(&state, &id, NetOp::ContactProfile { jid: jid.clone() }).await?;
+    let p: serde_json::Value = net(&state, &access.id, NetOp::ContactProfile { jid: jid.clone() }).await?;
     let b = &p["business_profile"];
     let field = |k: &str| b.get(k).and_then(|v| v.as_str()).map(str::to_owned);
     Ok(Json(BusinessProfileOut {

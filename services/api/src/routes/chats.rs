@@ -1,15 +1,15 @@
-//! `{inst}/chats`: chats and their history from the local log, without asking the
-//! network; changes to a chat (archive, pin, mute, read, delete) go to the network
-//! through the instance's worker first and are recorded once it accepted them.
-//! `{jid}` is a JID or a phone number with country code.
+//! `{inst}/chats`, the door to `domain::chats`: chats and their history from the local log,
+//! without asking the network; changes to a chat (archive, pin, mute, read, delete) go to the
+//! network through the instance's worker first and are recorded once it accepted them. `{jid}`
+//! is a JID or a phone number with country code.
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, Utc};
+use domain::chats::{self as core, ChatOut};
 use serde::{Deserialize, Serialize};
-use shared::bus::NetOp;
-use shared::db::log::{self, ChatChange, ChatRow};
+use shared::db::log::{self, ChatChange};
 use shared::error::ErrorBody;
 use shared::ids::InstanceId;
 use shared::ApiError;
@@ -19,7 +19,6 @@ use utoipa_axum::routes;
 
 use crate::extract::{InstanceAccess, Path, ValidatedJson, ValidatedQuery};
 use crate::pagination::{self, PageQuery};
-use crate::rpc::net;
 use crate::service::history::{self, MessagePageOut};
 use crate::state::AppState;
 use shared::jid::Jid;
@@ -30,48 +29,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_one, patch, delete))
         .routes(routes!(history))
         .routes(routes!(read))
-}
-
-/// A chat.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct ChatOut {
-    pub jid: String,
-    pub name: Option<String>,
-    pub last_message_at: DateTime<Utc>,
-    pub unread_count: i32,
-    pub archived: bool,
-    pub pinned: bool,
-    pub muted_until: Option<DateTime<Utc>>,
-    /// Ids of the labels on this chat (business accounts).
-    pub labels: Vec<String>,
-}
-
-impl From<ChatRow> for ChatOut {
-    fn from(r: ChatRow) -> Self {
-        ChatOut {
-            jid: r.jid,
-            name: r.name,
-            last_message_at: r.last_message_at,
-            unread_count: r.unread_count,
-            archived: r.archived,
-            pinned: r.pinned,
-            muted_until: r.muted_until,
-            labels: Vec::new(),
-        }
-    }
-}
-
-/// Chats as the routes show them, with their labels.
-async fn with_labels(state: &AppState, id: &InstanceId, rows: Vec<ChatRow>) -> Result<Vec<ChatOut>, ApiError> {
-    let jids: Vec<String> = rows.iter().map(|r| r.jid.clone()).collect();
-    let mut labels = shared::db::labels::for_chats(&state.db, id, &jids).await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| {
-            let on = labels.remove(&r.jid).unwrap_or_default();
-            ChatOut { labels: on, ..r.into() }
-        })
-        .collect())
 }
 
 /// A page of chats.
@@ -108,13 +65,6 @@ fn decode_chat_cursor(c: &str, inst: &InstanceId) -> Result<(DateTime<Utc>, Stri
     Ok((pagination::parse_ts(&f[2])?, f[3].clone()))
 }
 
-/// The chat named in the path, which must be in the log.
-async fn existing_chat(state: &AppState, id: &InstanceId, jid: Jid) -> Result<String, ApiError> {
-    let jid = String::from(jid);
-    log::chat(&state.db, id, &jid).await?.ok_or_else(|| ApiError::not_found("chat"))?;
-    Ok(jid)
-}
-
 /// The instance's chats, newest last message first.
 #[utoipa::path(get, path = "/v1/instances/{id}/chats", tag = "chats",
     params(("id" = InstanceId, Path, description = "instance id"), PageQuery),
@@ -128,17 +78,18 @@ async fn existing_chat(state: &AppState, id: &InstanceId, jid: Jid) -> Result<St
     security(("admin" = []), ("instance" = [])))]
 async fn list(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     ValidatedQuery(q): ValidatedQuery<PageQuery>,
 ) -> Result<Json<ChatListOut>, ApiError> {
+    let id = &access.id;
     let limit = pagination::limit(q.limit, 50, 200)?;
-    let after = q.cursor.as_deref().map(|c| decode_chat_cursor(c, &id)).transpose()?;
-    shared::db::instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
-    let rows = log::chats(&state.db, &id, after.as_ref().map(|(t, j)| (*t, j.as_str())), i64::from(limit) + 1).await?;
+    let after = q.cursor.as_deref().map(|c| decode_chat_cursor(c, id)).transpose()?;
+    shared::db::instances::get(&state.db, id).await?.ok_or_else(ApiError::instance_not_found)?;
+    let rows = log::chats(&state.db, id, after.as_ref().map(|(t, j)| (*t, j.as_str())), i64::from(limit) + 1).await?;
     let (rows, next_cursor) = pagination::page(rows, limit, |r| {
         pagination::encode(&["c1", id.as_str(), &pagination::ts(r.last_message_at), &r.jid])
     });
-    Ok(Json(ChatListOut { chats: with_labels(&state, &id, rows).await?, next_cursor }))
+    Ok(Json(ChatListOut { chats: core::with_labels(access.ctx(&state), rows).await?, next_cursor }))
 }
 
 /// A chat.
@@ -154,12 +105,10 @@ async fn list(
     security(("admin" = []), ("instance" = [])))]
 async fn get_one(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
 ) -> Result<Json<ChatOut>, ApiError> {
-    let jid = String::from(ids.1);
-    let row = log::chat(&state.db, &id, &jid).await?.ok_or_else(|| ApiError::not_found("chat"))?;
-    Ok(Json(with_labels(&state, &id, vec![row]).await?.remove(0)))
+    Ok(Json(core::get(access.ctx(&state), ids.1).await?))
 }
 
 /// Archive, pin, mute or mark a chat read/unread, on the network first.
@@ -176,24 +125,14 @@ async fn get_one(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-pub(crate) async fn patch(
+async fn patch(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
     ValidatedJson(p): ValidatedJson<ChatPatch>,
 ) -> Result<Json<ChatOut>, ApiError> {
-    let jid = existing_chat(&state, &id, ids.1).await?;
-    if p.archived.is_some() || p.pinned.is_some() || p.muted_until.is_some() {
-        let op =
-            NetOp::ModifyChat { jid: jid.clone(), archived: p.archived, pinned: p.pinned, muted_until: p.muted_until };
-        net::<serde_json::Value>(&state, &id, op).await?;
-    }
-    if let Some(read) = p.read {
-        net::<serde_json::Value>(&state, &id, NetOp::ReadChat { jid: jid.clone(), read }).await?;
-    }
     let change = ChatChange { archived: p.archived, pinned: p.pinned, muted_until: p.muted_until, read: p.read };
-    let row = log::update_chat(&state.db, &id, &jid, &change).await?.ok_or_else(|| ApiError::not_found("chat"))?;
-    Ok(Json(with_labels(&state, &id, vec![row]).await?.remove(0)))
+    Ok(Json(core::change(access.ctx(&state), ids.1, change).await?))
 }
 
 /// Delete a chat on the network, and its messages from the log.
@@ -211,12 +150,10 @@ pub(crate) async fn patch(
     security(("admin" = []), ("instance" = [])))]
 async fn delete(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
 ) -> Result<StatusCode, ApiError> {
-    let jid = existing_chat(&state, &id, ids.1).await?;
-    net::<serde_json::Value>(&state, &id, NetOp::DeleteChat { jid: jid.clone() }).await?;
-    log::delete_chat(&state.db, &id, &jid).await?;
+    core::delete(access.ctx(&state), ids.1).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -233,16 +170,13 @@ async fn delete(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-pub(crate) async fn read(
+async fn read(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
 ) -> Result<Json<ChatOut>, ApiError> {
-    let jid = existing_chat(&state, &id, ids.1).await?;
-    net::<serde_json::Value>(&state, &id, NetOp::ReadChat { jid: jid.clone(), read: true }).await?;
     let change = ChatChange { read: Some(true), ..ChatChange::default() };
-    let row = log::update_chat(&state.db, &id, &jid, &change).await?.ok_or_else(|| ApiError::not_found("chat"))?;
-    Ok(Json(with_labels(&state, &id, vec![row]).await?.remove(0)))
+    Ok(Json(core::change(access.ctx(&state), ids.1, change).await?))
 }
 
 /// A chat's messages from the log, newest first.
@@ -257,11 +191,11 @@ pub(crate) async fn read(
     security(("admin" = []), ("instance" = [])))]
 async fn history(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
     ValidatedQuery(q): ValidatedQuery<PageQuery>,
 ) -> Result<Json<MessagePageOut>, ApiError> {
-    Ok(Json(history::page(&state, &id, ids.1.as_str(), &q).await?))
+    Ok(Json(history::page(&state, &access.id, ids.1.as_str(), &q).await?))
 }
 
 #[cfg(test)]

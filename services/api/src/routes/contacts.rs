@@ -1,11 +1,11 @@
-//! `{inst}/contacts` and `{inst}/blocklist`: asked of the running session through the
-//! instance's worker (409 `instance_not_connected` when it is not running). `{jid}` is a
-//! JID or a phone number with country code.
+//! `{inst}/contacts` and `{inst}/blocklist`, the door to `domain::contacts`: asked of the
+//! running session through the instance's worker (409 `instance_not_connected` when it is not
+//! running). `{jid}` is a JID or a phone number with country code.
 
 use axum::extract::State;
 use axum::Json;
+use domain::contacts::{self as core, BlockOut, ContactOut, PictureOut, ProfileOut};
 use serde::{Deserialize, Serialize};
-use shared::bus::NetOp;
 use shared::error::ErrorBody;
 use shared::ids::InstanceId;
 use shared::ApiError;
@@ -14,7 +14,6 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::{InstanceAccess, Path};
-use crate::rpc::net;
 use crate::state::AppState;
 use shared::jid::Jid;
 
@@ -29,58 +28,15 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(blocklist))
 }
 
-/// A contact of the account.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct ContactOut {
-    pub jid: String,
-    /// The name the account saved for it.
-    pub name: Option<String>,
-    /// The name the contact set for itself.
-    pub push_name: Option<String>,
-    pub business: bool,
-}
-
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ContactListOut {
     pub contacts: Vec<ContactOut>,
-}
-
-/// A contact's profile picture.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct PictureOut {
-    pub jid: String,
-    /// Where the network serves it; null when the contact has none.
-    pub url: Option<String>,
-}
-
-/// A contact's about text and business profile.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-#[schema(as = ContactProfileOut)]
-pub struct ProfileOut {
-    pub jid: String,
-    pub about: String,
-    /// Business accounts only: `description`, `category`, `email`, `website`, `address`.
-    pub business_profile: Option<serde_json::Value>,
-}
-
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct BlockOut {
-    pub jid: String,
-    pub blocked: bool,
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct BlocklistOut {
     /// JIDs the account blocked.
     pub jids: Vec<String>,
-}
-
-/// A contact is a person: not a group or a channel.
-fn person(jid: Jid) -> Result<String, ApiError> {
-    if !jid.is_person() {
-        return Err(ApiError::validation("the contact must be a user, not a group or channel"));
-    }
-    Ok(jid.into())
 }
 
 /// The account's contacts.
@@ -94,11 +50,8 @@ fn person(jid: Jid) -> Result<String, ApiError> {
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn list(
-    State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
-) -> Result<Json<ContactListOut>, ApiError> {
-    let contacts = net(&state, &id, NetOp::Contacts).await?;
+async fn list(State(state): State<AppState>, access: InstanceAccess) -> Result<Json<ContactListOut>, ApiError> {
+    let contacts = core::list(access.ctx(&state)).await?;
     Ok(Json(ContactListOut { contacts }))
 }
 
@@ -117,11 +70,10 @@ async fn list(
     security(("admin" = []), ("instance" = [])))]
 async fn get_one(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
 ) -> Result<Json<ContactOut>, ApiError> {
-    let jid = person(ids.1)?;
-    Ok(Json(net(&state, &id, NetOp::Contact { jid }).await?))
+    Ok(Json(core::get(access.ctx(&state), ids.1).await?))
 }
 
 /// A contact's profile picture.
@@ -137,18 +89,12 @@ async fn get_one(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-pub(crate) async fn picture(
+async fn picture(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
 ) -> Result<Json<PictureOut>, ApiError> {
-    let jid = person(ids.1)?;
-    #[derive(Deserialize)]
-    struct Pic {
-        url: Option<String>,
-    }
-    let p: Pic = net(&state, &id, NetOp::ContactPicture { jid: jid.clone() }).await?;
-    Ok(Json(PictureOut { jid, url: p.url }))
+    Ok(Json(core::picture(access.ctx(&state), ids.1).await?))
 }
 
 /// A contact's about text and (business accounts) business profile.
@@ -164,19 +110,12 @@ pub(crate) async fn picture(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-pub(crate) async fn profile(
+async fn profile(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
 ) -> Result<Json<ProfileOut>, ApiError> {
-    let jid = person(ids.1)?;
-    Ok(Json(net(&state, &id, NetOp::ContactProfile { jid }).await?))
-}
-
-async fn set_block(state: &AppState, id: &InstanceId, jid: Jid, blocked: bool) -> Result<Json<BlockOut>, ApiError> {
-    let jid = person(jid)?;
-    net::<serde_json::Value>(state, id, NetOp::Block { jid: jid.clone(), blocked }).await?;
-    Ok(Json(BlockOut { jid, blocked }))
+    Ok(Json(core::profile(access.ctx(&state), ids.1).await?))
 }
 
 /// Block a contact: its messages no longer arrive.
@@ -192,12 +131,12 @@ async fn set_block(state: &AppState, id: &InstanceId, jid: Jid, blocked: bool) -
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-pub(crate) async fn block(
+async fn block(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
 ) -> Result<Json<BlockOut>, ApiError> {
-    set_block(&state, &id, ids.1, true).await
+    Ok(Json(core::block(access.ctx(&state), ids.1, true).await?))
 }
 
 /// Unblock a contact.
@@ -213,12 +152,12 @@ pub(crate) async fn block(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-pub(crate) async fn unblock(
+async fn unblock(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
 ) -> Result<Json<BlockOut>, ApiError> {
-    set_block(&state, &id, ids.1, false).await
+    Ok(Json(core::block(access.ctx(&state), ids.1, false).await?))
 }
 
 /// The account's block list.
@@ -232,10 +171,7 @@ pub(crate) async fn unblock(
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn blocklist(
-    State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
-) -> Result<Json<BlocklistOut>, ApiError> {
-    let jids = net(&state, &id, NetOp::Blocklist).await?;
+async fn blocklist(State(state): State<AppState>, access: InstanceAccess) -> Result<Json<BlocklistOut>, ApiError> {
+    let jids = core::blocklist(access.ctx(&state)).await?;
     Ok(Json(BlocklistOut { jids }))
 }

@@ -59,7 +59,7 @@ pub struct InstanceIn {
     #[schema(pattern = "^(sim|whatsapp)$")]
     pub network: Option<String>,
     /// The instance's own ban-risk policies, each field replacing the deployment's
-    /// (README, "Ban risk").
+    /// (docs/ban-risk.md).
     pub risk_policy: Option<PolicyOverrides>,
 }
 

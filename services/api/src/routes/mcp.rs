@@ -27,7 +27,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// `tools/list` shows each token the tools it may call: an instance token or key acts
 /// only on its own instance, a `read_only` key sees the read tools, a `send_only` key the
 /// send tools. A failing tool is a result with `isError` and the API's error code, not an
-/// HTTP error. The tools and their schemas are listed in the README.
+/// HTTP error. The tools and their schemas are listed in docs/mcp.md.
 ///
 /// On a loopback listener, a `Host` or `Origin` that is not loopback nor the host of
 /// `public_url` gets 403 (DNS rebinding protection). `GET` and `DELETE` answer 405.

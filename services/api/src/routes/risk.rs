@@ -1,5 +1,5 @@
 //! `{inst}/risk`: the instance's ban risk now, its score from 0 to 100 with each
-//! signal's value and contribution and a recommendation in words (README, "Ban risk").
+//! signal's value and contribution and a recommendation in words (docs/ban-risk.md).
 //! Computed on request from Postgres (`db::risk::signals`, `shared::risk::assess`).
 //! `{inst}/queue/resume` resumes a queue a policy paused.
 

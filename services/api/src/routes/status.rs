@@ -17,7 +17,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::{InstanceAccess, ValidatedJson, ValidatedQuery};
-use crate::message_in::{MediaIn, MessageIn};
+use crate::message_in::MediaIn;
 use crate::pagination::PageQuery;
 use crate::semaphore::SlotHeld;
 use crate::service::history::{self, MessagePageOut};
@@ -74,7 +74,7 @@ pub struct StatusIn {
         (status = 503, description = "`rate_limited`: a body over 1 MB, or a `media.url` download, waited too long for a large-send slot", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-pub(crate) async fn post(
+async fn post(
     State(state): State<AppState>,
     InstanceAccess { id, principal }: InstanceAccess,
     held: Option<axum::Extension<SlotHeld>>,
@@ -85,22 +85,7 @@ pub(crate) async fn post(
         StatusType::Image => MessageType::Image,
         StatusType::Video => MessageType::Video,
     };
-    let message = MessageIn {
-        to: STATUS_JID.to_string(),
-        kind,
-        text: body.text,
-        link_preview: None,
-        media: body.media,
-        caption: body.caption,
-        location: None,
-        contact: None,
-        poll: None,
-        reaction: None,
-        reply_to: None,
-        mentions: None,
-        client_message_id: body.client_message_id,
-        expires_after: None,
-    };
+    let message = crate::service::messages::status(kind, body.text, body.media, body.caption, body.client_message_id);
     let (row, _) = queue(&state, &id, Sender::Caller(&principal), message, None, held.is_some()).await?;
     Ok((StatusCode::ACCEPTED, Json((&row).into())))
 }

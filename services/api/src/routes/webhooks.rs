@@ -1,4 +1,5 @@
-//! `{inst}/webhooks`: an instance's webhook endpoints and their delivery log. Another
+//! `{inst}/webhooks`: an instance's webhook endpoints (registered by `domain::webhooks`'
+//! rules) and their delivery log. Another
 //! instance's webhook is 404 `not_found`, like one that does not exist.
 
 use axum::extract::State;
@@ -11,7 +12,6 @@ use shared::db::deliveries::DeliveryState;
 use shared::db::deliveries::{self as dlv, DeliveryRow};
 use shared::db::webhooks::{self, WebhookRow};
 use shared::error::ErrorBody;
-use shared::fetch::FetchError;
 use shared::ids::{DeliveryId, EventId, InstanceId, WebhookId};
 use shared::{ApiError, ErrorCode};
 use utoipa::ToSchema;
@@ -22,6 +22,7 @@ use crate::extract::{Path, ValidatedJson, ValidatedQuery, WebhookAccess};
 use crate::pagination::SmallPageQuery;
 use crate::service::instances::masked_url;
 use crate::state::AppState;
+use domain::webhooks::{check, check_base64_room, insert, shape, WebhookFormat};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -29,49 +30,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_one, patch, delete))
         .routes(routes!(deliveries))
         .routes(routes!(resend))
-}
-
-/// Most endpoints per instance.
-pub(crate) const MAX_WEBHOOKS: i64 = 20;
-/// Most endpoints per instance that carry received media in base64 (each delivery of
-/// a media message then holds up to 14 MB in a dispatcher).
-pub(crate) const MAX_BASE64_WEBHOOKS: i64 = 2;
-
-/// Registers a webhook within the instance's limits.
-pub(crate) async fn insert(
-    state: &AppState,
-    id: &InstanceId,
-    url: &str,
-    events: &[String],
-    shape: &webhooks::Shape,
-    secret: &str,
-) -> Result<WebhookRow, ApiError> {
-    match webhooks::insert(&state.db, id, url, events, shape, secret, MAX_WEBHOOKS, MAX_BASE64_WEBHOOKS).await? {
-        webhooks::Inserted::Row(row) => Ok(*row),
-        webhooks::Inserted::Full => {
-            Err(ApiError::validation(format!("an instance has at most {MAX_WEBHOOKS} webhooks")))
-        }
-        webhooks::Inserted::Base64Full => Err(base64_full()),
-    }
-}
-
-/// The refusal of one base64 webhook too many.
-pub(crate) fn base64_full() -> ApiError {
-    ApiError::validation(format!("an instance has at most {MAX_BASE64_WEBHOOKS} webhooks with base64"))
-}
-
-/// In an edit's transaction, before it: 400 when `shape` would be one base64 webhook too
-/// many.
-pub(crate) async fn check_base64_room(
-    tx: &mut sqlx::PgConnection,
-    id: &InstanceId,
-    webhook: &WebhookId,
-    shape: &webhooks::Shape,
-) -> Result<(), ApiError> {
-    if shape.base64 && !webhooks::base64_room(tx, id, webhook, MAX_BASE64_WEBHOOKS).await? {
-        return Err(base64_full());
-    }
-    Ok(())
 }
 
 /// A webhook endpoint.
@@ -98,27 +56,6 @@ pub struct WebhookOut {
     pub base64: bool,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
-}
-
-/// What a webhook's deliveries look like.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum WebhookFormat {
-    /// Our envelope: `{id, type, instance_id, created_at, data}`, signed.
-    #[default]
-    Paceline,
-    /// Evolution API v2's: `{event, instance, data, destination, date_time, sender,
-    /// server_url}` (README, "Coming from Evolution API"), signed the same way.
-    Evolution,
-}
-
-impl WebhookFormat {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WebhookFormat::Paceline => "paceline",
-            WebhookFormat::Evolution => "evolution",
-        }
-    }
 }
 
 impl WebhookOut {
@@ -186,36 +123,6 @@ pub struct WebhookPatch {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct WebhookListOut {
     pub webhooks: Vec<WebhookOut>,
-}
-
-pub(crate) async fn check(state: &AppState, raw: &str, events: &[String]) -> Result<String, ApiError> {
-    let url = url::Url::parse(raw).map_err(|_| ApiError::validation("url must be an http or https URL"))?;
-    if raw.len() > 2048 {
-        return Err(ApiError::validation("url must be at most 2048 characters"));
-    }
-    shared::fetch::check_url(&url, state.config.allow_private_targets).await.map_err(|e| match e {
-        FetchError::Refused => {
-            ApiError::validation("url must be http(s) and must not point to a private or local address")
-        }
-        _ => ApiError::validation("url's host does not resolve"),
-    })?;
-    if events.iter().any(|t| !shared::events::known(t)) {
-        return Err(ApiError::validation("events must be types of the event catalog (see the OpenAPI description)"));
-    }
-    Ok(url.to_string())
-}
-
-/// A webhook's shape; the Evolution options need the Evolution format.
-pub(crate) fn shape(
-    format: WebhookFormat,
-    by_events: bool,
-    base64: bool,
-    evolution_events: Vec<String>,
-) -> Result<webhooks::Shape, ApiError> {
-    if format == WebhookFormat::Paceline && (by_events || base64) {
-        return Err(ApiError::validation("by_events and base64 need format evolution"));
-    }
-    Ok(webhooks::Shape { format: format.as_str().into(), by_events, base64, evolution_events })
 }
 
 fn dedup(mut events: Vec<String>) -> Vec<String> {

@@ -79,14 +79,15 @@ pub struct InstanceOut {
     pub time_zone: String,
     /// Sends happen only inside this window; absent: any time.
     pub send_window: Option<SendWindowIo>,
-    /// The instance's own ban-risk policies, each replacing the deployment's (README,
-    /// "Ban risk"); absent: the deployment's. `GET {inst}/risk` shows the policy in force.
+    /// The instance's own ban-risk policies, each replacing the deployment's
+    /// (docs/ban-risk.md); absent: the deployment's. `GET {inst}/risk` shows the policy in
+    /// force.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub risk_policy: Option<shared::risk::PolicyOverrides>,
     /// The admin set `risk_policy`: the instance's own token may only make it stricter
     /// (and not return it to the deployment's with `null`).
     pub risk_policy_locked: bool,
-    /// The last ban-risk evaluation (README, "Ban risk"); absent until the first.
+    /// The last ban-risk evaluation (docs/ban-risk.md); absent until the first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub risk: Option<RiskBrief>,
     /// Set while a policy holds the queue (critical risk, a temporary ban): nothing is
@@ -113,7 +114,7 @@ pub struct QueuePausedOut {
     pub since: DateTime<Utc>,
 }
 
-/// The pacing in force (README, "Ban risk": adaptive pacing).
+/// The pacing in force (docs/ban-risk.md: adaptive pacing).
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct EffectivePacingOut {
     pub min_interval_ms: u32,

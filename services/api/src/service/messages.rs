@@ -66,6 +66,24 @@ impl From<&MessageRow> for MessageOut {
 /// Body limit of `POST {inst}/messages` (media as base64).
 pub const MESSAGES_BODY_LIMIT: usize = 140 * 1024 * 1024;
 
+/// A status post (`to` is `status@broadcast`): a text, image or video message to the
+/// account's contacts, queued and paced as any send. `/v1`'s `POST {inst}/status` and
+/// Evolution's `sendStatus` build theirs here.
+pub fn status(
+    kind: MessageType,
+    text: Option<String>,
+    media: Option<crate::message_in::MediaIn>,
+    caption: Option<String>,
+    client_message_id: Option<String>,
+) -> MessageIn {
+    let mut m = MessageIn::new(shared::jid::STATUS_JID.to_string(), kind);
+    m.text = text;
+    m.media = media;
+    m.caption = caption;
+    m.client_message_id = client_message_id;
+    m
+}
+
 /// Who queues a message: where it may go depends on it.
 #[derive(Debug, Clone, Copy)]
 pub enum Sender<'a> {

@@ -6,3 +6,4 @@ pub mod history;
 pub mod instances;
 pub mod messages;
 pub mod pairing;
+pub mod pictures;

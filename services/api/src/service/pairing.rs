@@ -104,10 +104,5 @@ pub async fn logout_one(state: &AppState, id: &InstanceId) -> Result<(), ApiErro
 
 /// A phone number as digits (a leading `+` and separators are dropped): 7-15 digits.
 pub fn normalize_phone(raw: &str) -> Result<String, ApiError> {
-    let digits: String = raw.chars().filter(|c| !matches!(c, '+' | ' ' | '-' | '(' | ')' | '.')).collect();
-    if (7..=15).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit()) {
-        Ok(digits)
-    } else {
-        Err(ApiError::validation("phone must be a number with country code, 7-15 digits"))
-    }
+    Ok(domain::numbers::normalize_phone(raw)?)
 }

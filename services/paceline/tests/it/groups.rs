@@ -118,6 +118,18 @@ async fn create_edit_members_invite_join_and_leave() {
     assert_eq!(joined["jid"], gjid.as_str());
     let new = own.get(&format!("{base}/{gjid}/invite-link?reset=true")).await.expect(200)["link"].clone();
     assert_ne!(new.as_str().unwrap(), link);
+    // What a link leads to, without joining: by its code; the reset link's old code is 404
+    // and what is no code at all is 400.
+    let code = new.as_str().unwrap().rsplit('/').next().unwrap().to_string();
+    let info = own.get(&format!("{base}/invites/{code}")).await.expect(200);
+    assert_eq!((info["jid"].as_str(), info["subject"].as_str()), (Some(gjid.as_str()), Some("Team 2")));
+    own.get(&format!("{base}/invites/{}", link.rsplit('/').next().unwrap())).await.expect_error(404, "not_found");
+    own.get(&format!("{base}/invites/no-code")).await.expect_error(400, "validation_failed");
+    // Disappearing messages: one of the network's lifetimes, and off again.
+    let g = own.patch(&format!("{base}/{gjid}"), &json!({ "ephemeral": 604_800 })).await.expect(200);
+    assert_eq!(g["ephemeral"], 604_800);
+    own.patch(&format!("{base}/{gjid}"), &json!({ "ephemeral": 60 })).await.expect_error(400, "validation_failed");
+    assert_eq!(own.patch(&format!("{base}/{gjid}"), &json!({ "ephemeral": 0 })).await.expect(200)["ephemeral"], 0);
 
     // The instance joins a group a phone made, by its link, then leaves it.
     let other = phone_op(&c, B, json!({ "op": "create_group", "subject": "B's", "participants": [C] })).await;

@@ -1,4 +1,4 @@
-//! Evolution v2's chat routes (README, "Coming from Evolution API"), each a mapping onto
+//! Evolution v2's chat routes (docs/evolution.md), each a mapping onto
 //! what `/v1` does: number checks (the same quota), the local log's messages and chats,
 //! the contacts the session knows. Shapes follow Evolution v2's
 //! `src/api/controllers/chat.controller.ts` and its Prisma records.
@@ -18,7 +18,6 @@ use utoipa_axum::routes;
 
 use super::EvolutionErrors;
 use super::{ActionAccess, ActionBody, ActionInstance, ActionJson};
-use crate::extract::ValidatedJson;
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -51,10 +50,9 @@ pub struct EvoNumberOut {
 }
 
 async fn numbers(state: AppState, a: ActionAccess, b: EvoNumbersIn) -> Result<Json<Vec<EvoNumberOut>>, ApiError> {
-    let body = crate::routes::numbers::CheckNumbersIn { numbers: b.numbers };
-    let Json(out) = crate::routes::numbers::check_numbers(State(state), a.access(), ValidatedJson(body)).await?;
+    let results = domain::numbers::check(a.ctx(&state), &b.numbers).await?;
     Ok(Json(
-        out.results
+        results
             .into_iter()
             .map(|r| {
                 let jid = r.jid.unwrap_or_else(|| {
@@ -414,7 +412,7 @@ async fn find_contacts(
     let w = b.filter.unwrap_or_default();
     let jid = where_jid("remoteJid", w.remote_jid.as_deref())?;
     let id = where_jid("id", w.id.as_deref())?;
-    let contacts: Vec<crate::routes::contacts::ContactOut> = crate::rpc::net(&state, &row.id, NetOp::Contacts).await?;
+    let contacts: Vec<domain::contacts::ContactOut> = crate::rpc::net(&state, &row.id, NetOp::Contacts).await?;
     let found = contacts.into_iter().filter(|c| {
         jid.as_ref().is_none_or(|j| *j == c.jid)
             && id.as_ref().is_none_or(|j| *j == c.jid)

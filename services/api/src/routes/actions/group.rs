@@ -1,7 +1,7 @@
-//! Evolution v2's group routes (README, "Coming from Evolution API"): each calls the
-//! core's group operation (`domain::groups`, as `/v1` does: the same caps, the same
-//! network operations), and answers in Evolution's shapes (`src/api/controllers/group.controller.ts`, Baileys'
-//! group metadata). The group goes in the `groupJid` query parameter.
+//! Evolution v2's group routes (docs/evolution.md): each calls the core's group operation
+//! (`domain::groups`, as `/v1` does: the same caps, the same network operations), and answers
+//! in Evolution's shapes (`src/api/controllers/group.controller.ts`, Baileys' group metadata).
+//! The group goes in the `groupJid` query parameter.
 
 use axum::extract::State;
 use axum::Json;
@@ -420,7 +420,7 @@ async fn update_group_picture(
         let data = b.image.split_once(";base64,").map_or(b.image.as_str(), |(_, d)| d).to_string();
         crate::message_in::MediaIn { url: None, data: Some(data), mime_type: Some("image/jpeg".into()), filename: None }
     };
-    crate::routes::profile::set_picture(&state, &a.row.id, media, false, Some(jid)).await?;
+    crate::service::pictures::set(&state, &a.row.id, media, false, Some(jid)).await?;
     Ok(Json(json!({ "update": "success" })))
 }
 

@@ -1,4 +1,4 @@
-//! Evolution v2's instance routes (README, "Coming from Evolution API"), addressed by the
+//! Evolution v2's instance routes (docs/evolution.md), addressed by the
 //! instance's name, each a thin mapping onto the service code `/v1` uses: creation
 //! (`service::instances::create`), pairing (`service::pairing`), deletion. The admin
 //! token is Evolution's global key: it creates and lists instances and acts on any; an

@@ -1,5 +1,5 @@
-//! Evolution v2's label routes (business accounts; README, "Coming from Evolution API"):
-//! the `/v1` label list and chat labelling, in Evolution's shapes
+//! Evolution v2's label routes (business accounts; docs/evolution.md):
+//! the core's label list and chat labelling (`domain::labels`), in Evolution's shapes
 //! (`src/api/controllers/label.controller.ts`). A personal account gets 400
 //! `business_account_required`.
 
@@ -15,7 +15,6 @@ use utoipa_axum::routes;
 
 use super::EvolutionErrors;
 use super::{ActionAccess, ActionJson};
-use crate::routes::labels as v1;
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -40,9 +39,9 @@ pub struct EvoLabelOut {
     responses((status = 200, description = "the labels", body = Vec<EvoLabelOut>), EvolutionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn find_labels(State(state): State<AppState>, a: ActionAccess) -> Result<Json<Vec<EvoLabelOut>>, ApiError> {
-    let Json(out) = v1::list(State(state), a.access()).await?;
+    let labels = domain::labels::list(a.ctx(&state)).await?;
     Ok(Json(
-        out.labels
+        labels
             .into_iter()
             .map(|l| EvoLabelOut { id: l.id, name: l.name, color: l.color, predefined_id: None })
             .collect(),
@@ -87,7 +86,7 @@ async fn handle_label(
     let jid = Jid::parse(&b.number).map_err(|_| ApiError::validation("number must be a phone number or a JID"))?;
     // (`labelId`'s form is checked by `set_chat`, before anything is read.)
     let number_jid = String::from(jid.clone());
-    v1::set_chat(&state, &a.row.id, b.label_id.clone(), jid, labeled).await?;
+    domain::labels::set_chat(a.ctx(&state), b.label_id.clone(), jid, labeled).await?;
     let mut out = json!({ "numberJid": number_jid, "labelId": b.label_id });
     out[b.action.as_str()] = Value::Bool(true);
     Ok(Json(out))

@@ -1,6 +1,7 @@
 //! Evolution v2's chat routes about chats' state, contacts, the account's profile and
-//! privacy (README, "Coming from Evolution API"): each calls the `/v1` handler it stands
-//! for and answers in Evolution's shapes (`src/api/controllers/chat.controller.ts`).
+//! privacy (docs/evolution.md): each calls the core's operation (`domain::chats`,
+//! `domain::contacts`, `domain::profile`, as `/v1` does) and answers in Evolution's shapes
+//! (`src/api/controllers/chat.controller.ts`).
 //! Deleting and editing a sent message go to the network directly (`NetOp::RevokeMessage`,
 //! `NetOp::EditMessage`; `/v1` has no such operation yet).
 
@@ -9,7 +10,6 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use shared::bus::NetOp;
-use shared::ids::InstanceId;
 use shared::jid::Jid;
 use shared::ApiError;
 use utoipa::ToSchema;
@@ -17,9 +17,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{ActionAccess, ActionJson, EvolutionErrors};
-use crate::extract::{Path, ValidatedJson};
-use crate::routes::{chats, contacts, profile};
 use crate::state::AppState;
+use domain::{chats, contacts, profile};
+use shared::db::log::ChatChange;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -43,10 +43,6 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 fn jid(s: &str) -> Result<Jid, ApiError> {
     Jid::parse(s).map_err(|_| ApiError::validation("the number must be a phone number with country code or a JID"))
-}
-
-fn path(a: &ActionAccess, j: Jid) -> Path<(InstanceId, Jid)> {
-    Path((a.row.id.clone(), j))
 }
 
 fn success() -> Json<Value> {
@@ -92,7 +88,7 @@ async fn mark_message_as_read(
     chats.sort();
     chats.dedup();
     for c in chats {
-        let _chat = chats::read(State(state.clone()), a.access(), path(&a, c)).await?;
+        let _chat = chats::change(a.ctx(&state), c, ChatChange { read: Some(true), ..Default::default() }).await?;
     }
     Ok(Json(json!({ "message": "Read messages", "read": "success" })))
 }
@@ -149,8 +145,9 @@ impl EvoChatIn {
     }
 }
 
-async fn patch_chat(state: AppState, a: &ActionAccess, j: Jid, patch: chats::ChatPatch) -> Result<(), ApiError> {
-    chats::patch(State(state), a.access(), path(a, j), ValidatedJson(patch)).await.map(|_| ())
+async fn patch_chat(state: AppState, a: &ActionAccess, j: Jid, change: ChatChange) -> Result<(), ApiError> {
+    chats::change(a.ctx(&state), j, change).await?;
+    Ok(())
 }
 
 /// Mark a chat unread (as `PATCH /v1/instances/{id}/chats/{jid}` with `read: false`).
@@ -166,7 +163,7 @@ async fn mark_chat_unread(
 ) -> Result<Json<Value>, ApiError> {
     let j = b.chat()?;
     let chat = String::from(j.clone());
-    patch_chat(state, &a, j, chats::ChatPatch { read: Some(false), ..Default::default() }).await?;
+    patch_chat(state, &a, j, ChatChange { read: Some(false), ..Default::default() }).await?;
     Ok(Json(json!({ "chatId": chat, "markedChatUnread": true })))
 }
 
@@ -184,7 +181,7 @@ async fn archive_chat(
     let j = b.chat()?;
     let chat = String::from(j.clone());
     let archived = b.archive.unwrap_or(true);
-    patch_chat(state, &a, j, chats::ChatPatch { archived: Some(archived), ..Default::default() }).await?;
+    patch_chat(state, &a, j, ChatChange { archived: Some(archived), ..Default::default() }).await?;
     Ok(Json(json!({ "chatId": chat, "archived": archived })))
 }
 
@@ -251,7 +248,7 @@ async fn fetch_profile_picture_url(
     a: ActionAccess,
     ActionJson(b): ActionJson<EvoNumberIn>,
 ) -> Result<Json<Value>, ApiError> {
-    let Json(p) = contacts::picture(State(state), a.access(), path(&a, jid(&b.number)?)).await?;
+    let p = contacts::picture(a.ctx(&state), jid(&b.number)?).await?;
     Ok(Json(json!({ "wuid": p.jid, "profilePictureUrl": p.url })))
 }
 
@@ -267,8 +264,8 @@ async fn fetch_profile(
     ActionJson(b): ActionJson<EvoNumberIn>,
 ) -> Result<Json<Value>, ApiError> {
     let j = jid(&b.number)?;
-    let Json(p) = contacts::profile(State(state.clone()), a.access(), path(&a, j.clone())).await?;
-    let Json(pic) = contacts::picture(State(state), a.access(), path(&a, j)).await?;
+    let p = contacts::profile(a.ctx(&state), j.clone()).await?;
+    let pic = contacts::picture(a.ctx(&state), j).await?;
     let business = p.business_profile.clone();
     Ok(Json(json!({
         "wuid": p.jid,
@@ -293,7 +290,7 @@ async fn fetch_business_profile(
     a: ActionAccess,
     ActionJson(b): ActionJson<EvoNumberIn>,
 ) -> Result<Json<Value>, ApiError> {
-    let Json(p) = contacts::profile(State(state), a.access(), path(&a, jid(&b.number)?)).await?;
+    let p = contacts::profile(a.ctx(&state), jid(&b.number)?).await?;
     let bp = p.business_profile.unwrap_or(Value::Null);
     let mut out = json!({ "wuid": p.jid, "isBusiness": !bp.is_null() });
     for k in ["email", "description", "website", "address", "category"] {
@@ -321,8 +318,7 @@ async fn update_profile_name(
     a: ActionAccess,
     ActionJson(b): ActionJson<EvoNameIn>,
 ) -> Result<Json<Value>, ApiError> {
-    let patch = profile::ProfilePatch { push_name: Some(b.name), about: None };
-    let _profile = profile::patch_profile(State(state), a.access(), ValidatedJson(patch)).await?;
+    let _profile = profile::change(a.ctx(&state), Some(b.name), None).await?;
     Ok(success())
 }
 
@@ -345,8 +341,7 @@ async fn update_profile_status(
     a: ActionAccess,
     ActionJson(b): ActionJson<EvoStatusTextIn>,
 ) -> Result<Json<Value>, ApiError> {
-    let patch = profile::ProfilePatch { push_name: None, about: Some(b.status) };
-    let _profile = profile::patch_profile(State(state), a.access(), ValidatedJson(patch)).await?;
+    let _profile = profile::change(a.ctx(&state), None, Some(b.status)).await?;
     Ok(success())
 }
 
@@ -371,8 +366,7 @@ async fn update_profile_picture(
     ActionJson(b): ActionJson<EvoPictureIn>,
 ) -> Result<Json<Value>, ApiError> {
     let media = crate::message_in::MediaIn { url: Some(b.picture), data: None, mime_type: None, filename: None };
-    let _profile =
-        profile::put_picture(State(state), a.access(), None, ValidatedJson(profile::PictureIn { media })).await?;
+    crate::service::pictures::set(&state, &a.row.id, media, false, None).await?;
     Ok(success())
 }
 
@@ -382,7 +376,7 @@ async fn update_profile_picture(
     responses((status = 200, description = "`{update: \"success\"}`", body = Object), EvolutionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn remove_profile_picture(State(state): State<AppState>, a: ActionAccess) -> Result<Json<Value>, ApiError> {
-    let _profile = profile::delete_picture(State(state), a.access()).await?;
+    let _profile = profile::delete_picture(a.ctx(&state)).await?;
     Ok(success())
 }
 
@@ -392,7 +386,7 @@ async fn remove_profile_picture(State(state): State<AppState>, a: ActionAccess) 
     responses((status = 200, description = "`{readreceipts, profile, status, online, last, groupadd, ...}`", body = Object), EvolutionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn fetch_privacy_settings(State(state): State<AppState>, a: ActionAccess) -> Result<Json<Value>, ApiError> {
-    let Json(p) = profile::get_privacy(State(state), a.access()).await?;
+    let p = profile::privacy(a.ctx(&state)).await?;
     Ok(Json(json!(p.0)))
 }
 
@@ -407,7 +401,7 @@ async fn update_privacy_settings(
     a: ActionAccess,
     ActionJson(b): ActionJson<profile::PrivacyPatch>,
 ) -> Result<Json<Value>, ApiError> {
-    let Json(p) = profile::patch_privacy(State(state), a.access(), ValidatedJson(b)).await?;
+    let p = profile::set_privacy(a.ctx(&state), b).await?;
     Ok(Json(json!({ "update": "success", "data": p.0 })))
 }
 
@@ -439,12 +433,13 @@ async fn update_block_status(
     a: ActionAccess,
     ActionJson(b): ActionJson<EvoBlockIn>,
 ) -> Result<Json<Value>, ApiError> {
-    let p = path(&a, jid(&b.number)?);
-    let _blocked = match b.status.as_str() {
-        "block" => contacts::block(State(state), a.access(), p).await?,
-        "unblock" => contacts::unblock(State(state), a.access(), p).await?,
+    let j = jid(&b.number)?;
+    let blocked = match b.status.as_str() {
+        "block" => true,
+        "unblock" => false,
         _ => return Err(ApiError::validation("status must be block or unblock")),
     };
+    let _blocked = contacts::block(a.ctx(&state), j, blocked).await?;
     Ok(Json(json!({ "block": "success" })))
 }
 

@@ -1,7 +1,7 @@
-//! Evolution v2's `settings/set|find` and `proxy/set|find` (README, "Coming from
-//! Evolution API"): the instance's call settings and proxy, edited through the one edit
-//! transaction `/v1` uses (`service::instances::edit`). Setting a proxy is the admin's,
-//! as `proxy_url` on `/v1`; its password is never shown.
+//! Evolution v2's `settings/set|find` and `proxy/set|find` (docs/evolution.md): the instance's
+//! call settings and proxy, edited through the one edit transaction `/v1` uses
+//! (`service::instances::edit`). Setting a proxy is the admin's, as `proxy_url` on `/v1`; its
+//! password is never shown.
 
 use axum::extract::State;
 use axum::Json;

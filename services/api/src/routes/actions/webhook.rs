@@ -1,4 +1,4 @@
-//! Evolution v2's `webhook/set` and `webhook/find` (README, "Coming from Evolution API"):
+//! Evolution v2's `webhook/set` and `webhook/find` (docs/evolution.md):
 //! the instance's one Evolution-format webhook, kept among its `/v1` webhooks (the same
 //! URL guard, delivery log, retries and resend). Evolution's event names are stored as
 //! given, and ours that they cover drive the fan-out.
@@ -17,8 +17,8 @@ use utoipa_axum::routes;
 
 use super::EvolutionErrors;
 use super::{ActionAccess, ActionJson};
-use crate::routes::webhooks::{check, check_base64_room, insert, shape, WebhookFormat};
 use crate::state::AppState;
+use domain::webhooks::{check, check_base64_room, insert, shape, WebhookFormat};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(set)).routes(routes!(find))

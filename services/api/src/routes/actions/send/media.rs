@@ -383,20 +383,20 @@ pub(super) async fn send_status(
     held: Option<axum::Extension<SlotHeld>>,
     ActionJson(b): ActionJson<EvoStatusIn>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    use crate::routes::status::{StatusIn, StatusType};
     if b.kind == "text" && b.content.len() > shared::message::TEXT_LIMIT {
         let limit = shared::message::TEXT_LIMIT;
         return Err(ApiError::validation(format!("content (a text) must be at most {limit} bytes")));
     }
     let (kind, text, media) = match b.kind.as_str() {
-        "text" => (StatusType::Text, Some(b.content), None),
-        "image" => (StatusType::Image, None, Some(media_in(b.content, None, None))),
-        "video" => (StatusType::Video, None, Some(media_in(b.content, None, None))),
+        "text" => (MessageType::Text, Some(b.content), None),
+        "image" => (MessageType::Image, None, Some(media_in(b.content, None, None))),
+        "video" => (MessageType::Video, None, Some(media_in(b.content, None, None))),
         _ => return Err(ApiError::validation("type must be text, image or video (audio statuses are not offered)")),
     };
-    let body = StatusIn { kind, text, media, caption: b.caption, client_message_id: None };
-    let (_, Json(m)) =
-        crate::routes::status::post(State(s), a.access(), held, crate::extract::ValidatedJson(body)).await?;
+    let status = crate::service::messages::status(kind, text, media, b.caption, None);
+    let sender = crate::service::messages::Sender::Caller(&a.principal);
+    let (row, _) = crate::service::messages::queue(&s, &a.row.id, sender, status, None, held.is_some()).await?;
+    let m = crate::service::messages::MessageOut::from(&row);
     // (The network id shows once sent: `GET /v1/instances/{id}/messages/{serviceId}`.)
     Ok(Json(serde_json::json!({
         "key": { "remoteJid": shared::jid::STATUS_JID, "fromMe": true, "id": m.wa_message_id },
@@ -447,7 +447,7 @@ impl FileField for SendPtvIn {
 }
 
 /// A round video note: sent as an ordinary video (paceline's messages have no round
-/// kind; README, "Coming from Evolution API").
+/// kind; docs/evolution.md).
 #[utoipa::path(post, path = "/message/sendPtv/{instanceName}", tag = "evolution", operation_id = "evolution_message_sendPtv",
     params(("instanceName" = String, Path, description = "the instance's name")),
     request_body(content((SendPtvBody = "application/json"), (SendPtvFormBody = "multipart/form-data"))),

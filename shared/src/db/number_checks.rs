@@ -2,7 +2,7 @@
 
 use sqlx::PgExecutor;
 
-use shared::ids::InstanceId;
+use crate::ids::InstanceId;
 
 /// A known answer: (number, exists, jid).
 pub type Known = (String, bool, Option<String>);

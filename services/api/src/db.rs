@@ -1,3 +1,0 @@
-//! Tables only the API uses.
-
-pub mod number_checks;

@@ -1,0 +1,67 @@
+//! Pictures (the account's and groups'): checked, stored only for the change, handed
+//! to the worker by id (never on the bus), then deleted. The account's profile route and
+//! Evolution's `updateProfilePicture` and `updateGroupPicture` set them here.
+
+use shared::bus::{NetOp, Picture, RpcRequest};
+use shared::db::media;
+use shared::ids::InstanceId;
+use shared::message::MessageType;
+use shared::ApiError;
+
+use crate::message_in::{media_source, MediaIn, MediaSource};
+use crate::rpc::net;
+use crate::service::messages::store_media;
+use crate::state::AppState;
+
+/// Sets the account's picture (`group` None) or a group's, from a JPEG's bytes or URL:
+/// checked, stored, handed to the worker by id (never on the bus), then deleted.
+pub async fn set(
+    state: &AppState,
+    id: &InstanceId,
+    media: MediaIn,
+    holds_slot: bool,
+    group: Option<String>,
+) -> Result<(), ApiError> {
+    if media.mime_type.as_deref().is_some_and(|m| m != "image/jpeg") {
+        return Err(ApiError::validation("the picture must be a JPEG image (media.mime_type image/jpeg)"));
+    }
+    let src = media_source(media, MessageType::Image)?;
+    if let MediaSource::Bytes { data, .. } = &src {
+        check_picture(data)?;
+    }
+    // Nothing is fetched or stored for a session (or group) that could not take it.
+    match &group {
+        None => {
+            let _: domain::profile::ProfileOut = net(state, id, NetOp::Profile).await?;
+        }
+        Some(jid) => {
+            let _: serde_json::Value = net(state, id, NetOp::Group { jid: jid.clone() }).await?;
+        }
+    }
+    let (media_id, desc) = store_media(state, id, MessageType::Image, src, holds_slot).await?;
+    // A downloaded picture is checked like given bytes: its size, then that it is a JPEG.
+    let checked = match desc["size"].as_u64() {
+        Some(n) if n > Picture::LIMIT as u64 => {
+            Err(ApiError::new(shared::ErrorCode::MediaTooLarge, "the picture is over 5 MiB"))
+        }
+        _ => match media::chunk(&state.db, &media_id, 0).await {
+            Ok(first) => check_picture(first.as_deref().unwrap_or_default().get(..3).unwrap_or_default()),
+            Err(e) => Err(e.into()),
+        },
+    };
+    if let Err(e) = checked {
+        let _ = media::delete(&state.db, id, &media_id).await;
+        return Err(e);
+    }
+    let set = crate::rpc::call(state, id, RpcRequest::SetPicture { media_id: Some(media_id.clone()), group }).await;
+    let _ = media::delete(&state.db, id, &media_id).await;
+    set.map(drop)
+}
+
+fn check_picture(data: &[u8]) -> Result<(), ApiError> {
+    match Picture::jpeg(data) {
+        Err(why) if data.len() > Picture::LIMIT => Err(ApiError::new(shared::ErrorCode::MediaTooLarge, why)),
+        Err(why) => Err(ApiError::validation(why)),
+        Ok(_) => Ok(()),
+    }
+}

@@ -1,0 +1,97 @@
+//! Chats from the local log, without asking the network; changes to a chat (archive,
+//! pin, mute, read, delete) go to the network through the instance's worker first and
+//! are recorded once it accepted them.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use shared::bus::NetOp;
+use shared::db::log::{self, ChatChange, ChatRow};
+use shared::jid::Jid;
+use utoipa::ToSchema;
+
+use crate::net::net;
+use crate::{Ctx, Error, Result};
+
+/// A chat.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ChatOut {
+    pub jid: String,
+    pub name: Option<String>,
+    pub last_message_at: DateTime<Utc>,
+    pub unread_count: i32,
+    pub archived: bool,
+    pub pinned: bool,
+    pub muted_until: Option<DateTime<Utc>>,
+    /// Ids of the labels on this chat (business accounts).
+    pub labels: Vec<String>,
+}
+
+impl From<ChatRow> for ChatOut {
+    fn from(r: ChatRow) -> Self {
+        ChatOut {
+            jid: r.jid,
+            name: r.name,
+            last_message_at: r.last_message_at,
+            unread_count: r.unread_count,
+            archived: r.archived,
+            pinned: r.pinned,
+            muted_until: r.muted_until,
+            labels: Vec::new(),
+        }
+    }
+}
+
+/// Chats with their labels.
+pub async fn with_labels(ctx: Ctx<'_>, rows: Vec<ChatRow>) -> Result<Vec<ChatOut>> {
+    let jids: Vec<String> = rows.iter().map(|r| r.jid.clone()).collect();
+    let mut labels = shared::db::labels::for_chats(&ctx.core.db, ctx.instance, &jids).await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            let on = labels.remove(&r.jid).unwrap_or_default();
+            ChatOut { labels: on, ..r.into() }
+        })
+        .collect())
+}
+
+/// One chat with its labels.
+async fn one(ctx: Ctx<'_>, row: ChatRow) -> Result<ChatOut> {
+    with_labels(ctx, vec![row]).await?.pop().ok_or_else(|| Error::internal("a chat went missing"))
+}
+
+/// The chat, which must be in the log.
+async fn existing(ctx: Ctx<'_>, jid: Jid) -> Result<String> {
+    let jid = String::from(jid);
+    log::chat(&ctx.core.db, ctx.instance, &jid).await?.ok_or(Error::NotFound("chat"))?;
+    Ok(jid)
+}
+
+/// A chat of the log.
+pub async fn get(ctx: Ctx<'_>, jid: Jid) -> Result<ChatOut> {
+    let row = log::chat(&ctx.core.db, ctx.instance, jid.as_str()).await?.ok_or(Error::NotFound("chat"))?;
+    one(ctx, row).await
+}
+
+/// Archives, pins, mutes or marks a chat read or unread (absent fields stay), on the
+/// network first.
+pub async fn change(ctx: Ctx<'_>, jid: Jid, change: ChatChange) -> Result<ChatOut> {
+    let jid = existing(ctx, jid).await?;
+    let ChatChange { archived, pinned, muted_until, read } = change.clone();
+    if archived.is_some() || pinned.is_some() || muted_until.is_some() {
+        let op = NetOp::ModifyChat { jid: jid.clone(), archived, pinned, muted_until };
+        net::<serde_json::Value>(ctx.core, ctx.instance, op).await?;
+    }
+    if let Some(read) = read {
+        net::<serde_json::Value>(ctx.core, ctx.instance, NetOp::ReadChat { jid: jid.clone(), read }).await?;
+    }
+    let row = log::update_chat(&ctx.core.db, ctx.instance, &jid, &change).await?.ok_or(Error::NotFound("chat"))?;
+    one(ctx, row).await
+}
+
+/// Deletes a chat on the network, and its messages from the log.
+pub async fn delete(ctx: Ctx<'_>, jid: Jid) -> Result<()> {
+    let jid = existing(ctx, jid).await?;
+    net::<serde_json::Value>(ctx.core, ctx.instance, NetOp::DeleteChat { jid: jid.clone() }).await?;
+    log::delete_chat(&ctx.core.db, ctx.instance, &jid).await?;
+    Ok(())
+}

@@ -1,0 +1,86 @@
+//! The crate graph keeps its layers (ARCHITECTURE.md, "Layers"): storage and the bus
+//! (`paceline-shared`) at the bottom, the domain core (`paceline-core`) above them, the
+//! doors and roles above the core, and only the `paceline` binary above everything. No
+//! door depends on another, the core speaks no HTTP, and the worker, the dispatcher and
+//! netsim reach the API only over the network. Read from `cargo metadata`, so a new
+//! dependency that breaks a layer fails here.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Each workspace package and the workspace packages and HTTP crates it depends on.
+fn graph() -> BTreeMap<String, BTreeSet<String>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.toml");
+    let out = std::process::Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--no-deps", "--offline", "--manifest-path", manifest])
+        .output()
+        .expect("cargo metadata runs");
+    assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("cargo metadata's JSON");
+    meta["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .map(|p| {
+            let deps = p["dependencies"]
+                .as_array()
+                .expect("dependencies")
+                .iter()
+                // Normal dependencies only: tests may reach across layers.
+                .filter(|d| d["kind"].is_null())
+                .map(|d| d["name"].as_str().expect("a name").to_string())
+                .collect();
+            (p["name"].as_str().expect("a name").to_string(), deps)
+        })
+        .collect()
+}
+
+const DOORS: [&str; 1] = ["paceline-api"];
+const ROLES: [&str; 3] = ["paceline-worker", "paceline-dispatcher", "paceline-netsim"];
+const HTTP: [&str; 4] = ["axum", "utoipa-axum", "rmcp", "tower-http"];
+
+#[test]
+fn the_layers_hold() {
+    let g = graph();
+    let deps = |name: &str| g.get(name).unwrap_or_else(|| panic!("{name} is in the workspace"));
+    let workspace: BTreeSet<&str> = g.keys().map(String::as_str).collect();
+
+    // Storage and the bus: no workspace crate below them.
+    let shared: Vec<&String> = deps("paceline-shared").iter().filter(|d| workspace.contains(d.as_str())).collect();
+    assert!(shared.is_empty(), "paceline-shared depends on {shared:?}");
+
+    // The core: shared only, and nothing that speaks HTTP.
+    for d in deps("paceline-core") {
+        assert!(
+            !workspace.contains(d.as_str()) || d == "paceline-shared",
+            "paceline-core depends on {d}: only paceline-shared is below it"
+        );
+        assert!(!HTTP.contains(&d.as_str()), "paceline-core depends on {d}: the core speaks no HTTP");
+    }
+
+    // Doors: the core and shared, never another door or a role.
+    for door in DOORS {
+        for d in deps(door) {
+            assert!(
+                !(DOORS.contains(&d.as_str()) || ROLES.contains(&d.as_str()) || d == "paceline"),
+                "{door} depends on {d}"
+            );
+        }
+        assert!(deps(door).contains("paceline-core"), "{door} calls the core");
+    }
+
+    // Roles reach the API only over the network.
+    for role in ROLES {
+        for d in deps(role) {
+            assert!(!DOORS.contains(&d.as_str()), "{role} depends on the door {d}");
+            assert!(d != "paceline", "{role} depends on the binary");
+        }
+    }
+
+    // Nothing but the binary (and the test harness) sits on top.
+    for (name, d) in &g {
+        if name != "paceline" {
+            assert!(!d.contains("paceline"), "{name} depends on the binary");
+        }
+    }
+}
