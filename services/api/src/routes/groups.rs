@@ -69,8 +69,19 @@ pub struct GroupPatch {
     pub locked: Option<bool>,
     /// Disappearing messages: seconds a message lives, one of 0 (off), 86400 (a day),
     /// 604800 (a week) or 7776000 (90 days).
-    #[schema(value_type = Option<u32>, minimum = 0, maximum = 7_776_000)]
+    #[schema(schema_with = ephemeral_schema)]
     pub ephemeral: Option<u32>,
+}
+
+/// The lifetimes the network offers, and nothing else: the schema names each.
+fn ephemeral_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+    let choices = domain::groups::EPHEMERAL_CHOICES.iter().map(|c| serde_json::json!(c));
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Integer, Type::Null]))
+        .enum_values(Some(choices.chain([serde_json::Value::Null])))
+        .description(Some("Disappearing messages: seconds a message lives, one of 0 (off), 86400 (a day), 604800 (a week) or 7776000 (90 days)."))
+        .into()
 }
 
 /// Body of `POST {inst}/groups/{jid}/participants`.
