@@ -311,7 +311,7 @@ pub fn webhook_payload(
         "message.received" | "status.received" | "channel.post_received" => {
             let chat = str_of(&d["chat_jid"]);
             let from = str_of(&d["from_jid"]);
-            let group = chat.ends_with("@g.us");
+            let group = crate::jid::server_of(&chat) == crate::jid::GROUP_SERVER;
             let ts = d["timestamp"].as_str().and_then(|t| t.parse().ok()).unwrap_or(at);
             Record {
                 remote_jid: &chat,
@@ -336,7 +336,7 @@ pub fn webhook_payload(
                 remote_jid: &chat,
                 from_me: false,
                 id: d["wa_message_id"].as_str().unwrap_or_default(),
-                participant: chat.ends_with("@g.us").then_some(from.as_str()),
+                participant: (crate::jid::server_of(&chat) == crate::jid::GROUP_SERVER).then_some(from.as_str()),
                 kind: "reaction",
                 content: &content,
                 timestamp: at,
@@ -459,6 +459,7 @@ pub fn webhook_payload(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::jid::{at, Jid, GROUP_SERVER};
 
     #[test]
     fn messages_take_evolutions_types() {
@@ -507,18 +508,19 @@ mod tests {
 
     #[test]
     fn a_received_message_becomes_messages_upsert() {
+        let (group, member, own) = (at("120363", GROUP_SERVER), Jid::user("5511977770001"), Jid::user("5511900000000"));
         let envelope = json!({
             "id": "evt_1", "type": "message.received", "instance_id": "inst_1",
             "created_at": "2026-11-25T10:00:00Z",
             "data": {
-                "message_id": "msg_1", "wa_message_id": "3EB0AA", "chat_jid": "120363@g.us",
-                "from_jid": "5511977770001@s.whatsapp.net", "from_me": false, "type": "text",
+                "message_id": "msg_1", "wa_message_id": "3EB0AA", "chat_jid": group,
+                "from_jid": member.as_str(), "from_me": false, "type": "text",
                 "content": { "text": "hello" }, "timestamp": "2026-11-25T09:59:59Z"
             }
         });
         let origin = Origin {
             instance_name: "shop",
-            sender: Some("5511900000000@s.whatsapp.net"),
+            sender: Some(own.as_str()),
             server_url: "https://gw.example",
             destination: "https://hook.example/x",
         };
@@ -528,13 +530,13 @@ mod tests {
         assert_eq!(p["instance"], "shop");
         assert_eq!(p["destination"], "https://hook.example/x");
         assert_eq!(p["server_url"], "https://gw.example");
-        assert_eq!(p["sender"], "5511900000000@s.whatsapp.net");
+        assert_eq!(p["sender"], own.as_str());
         assert_eq!(p["date_time"], "2026-11-25T10:00:00.000Z");
         assert!(p["apikey"].is_null(), "no token in a payload");
         let d = &p["data"];
         assert_eq!(
             d["key"],
-            json!({ "remoteJid": "120363@g.us", "fromMe": false, "id": "3EB0AA", "participant": "5511977770001@s.whatsapp.net" })
+            json!({ "remoteJid": group, "fromMe": false, "id": "3EB0AA", "participant": member.as_str() })
         );
         assert_eq!(d["message"], json!({ "conversation": "hello" }));
         assert_eq!(d["messageType"], "conversation");
@@ -544,6 +546,7 @@ mod tests {
 
     #[test]
     fn states_receipts_and_sends() {
+        let one = Jid::user("1");
         let origin = Origin { instance_name: "shop", sender: None, server_url: "u", destination: "d" };
         let st = json!({ "type": "instance.state", "instance_id": "i", "created_at": "2026-11-25T10:00:00Z",
             "data": { "state": "connected", "previous_state": "connecting" } });
@@ -551,17 +554,17 @@ mod tests {
         assert_eq!(e, "connection.update");
         assert_eq!(p["data"], json!({ "instance": "shop", "state": "open", "statusReason": 200 }));
         let rd = json!({ "type": "message.read", "instance_id": "i", "created_at": "2026-11-25T10:00:00Z",
-            "data": { "message_id": "msg_1", "wa_message_id": "3EB0", "chat_jid": "1@s.whatsapp.net", "status": "read" } });
+            "data": { "message_id": "msg_1", "wa_message_id": "3EB0", "chat_jid": one.as_str(), "status": "read" } });
         let (e, p) = webhook_payload(&rd, &origin, None, None).unwrap();
         assert_eq!(e, "messages.update");
         assert_eq!(p["data"]["status"], "READ");
         assert_eq!(p["data"]["keyId"], "3EB0");
         let sent = json!({ "type": "message.sent", "instance_id": "i", "created_at": "2026-11-25T10:00:00Z",
-            "data": { "id": "msg_1", "to": "1@s.whatsapp.net", "type": "text", "wa_message_id": "3EB1", "status": "sent" } });
+            "data": { "id": "msg_1", "to": one.as_str(), "type": "text", "wa_message_id": "3EB1", "status": "sent" } });
         let content = json!({ "text": "yo" });
         let (e, p) = webhook_payload(&sent, &origin, Some(("text", &content)), None).unwrap();
         assert_eq!(e, "send.message");
-        assert_eq!(p["data"]["key"], json!({ "remoteJid": "1@s.whatsapp.net", "fromMe": true, "id": "3EB1" }));
+        assert_eq!(p["data"]["key"], json!({ "remoteJid": one.as_str(), "fromMe": true, "id": "3EB1" }));
         assert_eq!(p["data"]["status"], "SERVER_ACK");
         assert_eq!(p["data"]["message"], json!({ "conversation": "yo" }));
         let risk = json!({ "type": "instance.risk", "instance_id": "i", "data": {} });

@@ -112,7 +112,7 @@ pub fn check_subject(subject: &str) -> Result<String> {
 /// A group's (or community's) JID, refusing any other kind.
 pub fn group(jid: Jid) -> Result<String> {
     if !jid.is_group() {
-        return Err(Error::invalid("jid must be a group's JID (…@g.us)"));
+        return Err(Error::invalid(format!("jid must be a group's JID (…@{})", shared::jid::GROUP_SERVER)));
     }
     Ok(jid.into())
 }
@@ -331,12 +331,14 @@ mod tests {
 
     #[test]
     fn members_are_persons_once_each_in_order() {
-        let list = ["+5511999990001".to_string(), "5511999990002@s.whatsapp.net".into(), "+5511999990001".into()];
+        let (one, two) = (Jid::user("5511999990001"), Jid::user("5511999990002"));
+        let list = ["+5511999990001".to_string(), two.as_str().into(), "+5511999990001".into()];
         let out = members(&list, true).unwrap();
-        assert_eq!(out, ["5511999990001@s.whatsapp.net", "5511999990002@s.whatsapp.net"]);
+        assert_eq!(out, [one.as_str(), two.as_str()]);
         assert!(matches!(members(&[], true), Err(Error::Invalid(_))));
         assert!(members(&[], false).unwrap().is_empty());
-        assert!(matches!(members(&["120363000000000001@g.us".into()], false), Err(Error::Invalid(_))));
+        let group = shared::jid::at("120363000000000001", shared::jid::GROUP_SERVER);
+        assert!(matches!(members(&[group], false), Err(Error::Invalid(_))));
         let too_many: Vec<String> = (0..=PARTICIPANTS_LIMIT).map(|i| format!("+55119{i:08}")).collect();
         assert!(matches!(members(&too_many, false), Err(Error::Invalid(_))));
     }

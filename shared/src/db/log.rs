@@ -184,7 +184,7 @@ pub async fn record_received(
                 // A contact's status comes in on the status chat, a channel's post on the channel's.
                 let kind = if m.chat_jid == crate::jid::STATUS_JID {
                     "status.received"
-                } else if m.chat_jid.ends_with("@newsletter") && !m.from_me {
+                } else if crate::jid::server_of(&m.chat_jid) == crate::jid::NEWSLETTER_SERVER && !m.from_me {
                     "channel.post_received"
                 } else {
                     "message.received"
@@ -512,7 +512,7 @@ pub async fn referenced(
            SELECT 0 AS pri, chat_jid, wa_message_id, from_me, from_jid, content FROM log_messages \
             WHERE instance_id = $1 AND (id = $3 OR (chat_jid = $2 AND wa_message_id = $3)) \
            UNION ALL \
-           SELECT 1, m.to_jid, m.wa_message_id, TRUE, COALESCE(i.phone || '@s.whatsapp.net', ''), m.content \
+           SELECT 1, m.to_jid, m.wa_message_id, TRUE, COALESCE(i.phone || '@' || $4, ''), m.content \
              FROM messages m JOIN instances i ON i.id = m.instance_id \
             WHERE m.instance_id = $1 AND m.id = $3 AND m.status IN ('queued', 'in_flight') \
          ) r ORDER BY pri LIMIT 1",
@@ -520,6 +520,7 @@ pub async fn referenced(
     .bind(instance)
     .bind(chat_jid)
     .bind(id)
+    .bind(crate::jid::USER_SERVER)
     .fetch_optional(db)
     .await
 }

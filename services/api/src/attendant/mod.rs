@@ -398,7 +398,7 @@ impl Attendant {
         let own = inst.phone.as_deref().map(|p| shared::jid::number_of(p).trim_start_matches('+'));
         // In a group, a reply to one of the account's messages calls for an answer.
         let replied_to_own = match decide::reply_to(m) {
-            Some(q) if m.chat_jid.ends_with("@g.us") => log::own_message_source(&state.db, id, q).await?.is_some(),
+            Some(q) if shared::jid::server_of(&m.chat_jid) == shared::jid::GROUP_SERVER => log::own_message_source(&state.db, id, q).await?.is_some(),
             _ => false,
         };
         match decide::decide(c, own, replied_to_own, m) {
