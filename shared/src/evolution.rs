@@ -311,7 +311,7 @@ pub fn webhook_payload(
         "message.received" | "status.received" | "channel.post_received" => {
             let chat = str_of(&d["chat_jid"]);
             let from = str_of(&d["from_jid"]);
-            let group = crate::jid::server_of(&chat) == crate::jid::GROUP_SERVER;
+            let group = crate::jid::is_group_jid(&chat);
             let ts = d["timestamp"].as_str().and_then(|t| t.parse().ok()).unwrap_or(at);
             Record {
                 remote_jid: &chat,
@@ -336,7 +336,7 @@ pub fn webhook_payload(
                 remote_jid: &chat,
                 from_me: false,
                 id: d["wa_message_id"].as_str().unwrap_or_default(),
-                participant: (crate::jid::server_of(&chat) == crate::jid::GROUP_SERVER).then_some(from.as_str()),
+                participant: crate::jid::is_group_jid(&chat).then_some(from.as_str()),
                 kind: "reaction",
                 content: &content,
                 timestamp: at,

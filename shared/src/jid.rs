@@ -130,6 +130,11 @@ pub fn server_of(jid: &str) -> &str {
     jid.split_once('@').map_or("", |(_, server)| server)
 }
 
+/// Whether `jid` (a stored JID string) is a group's.
+pub fn is_group_jid(jid: &str) -> bool {
+    server_of(jid) == GROUP_SERVER
+}
+
 /// `user@server`, for ids the caller already holds (tests, the network's own ids).
 pub fn at(user: &str, server: &str) -> String {
     format!("{user}@{server}")

@@ -19,7 +19,6 @@ pub mod openapi;
 pub mod pagination;
 pub mod qr;
 pub mod routes;
-pub mod rpc;
 pub mod schemas;
 pub mod semaphore;
 pub mod service;

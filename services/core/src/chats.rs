@@ -75,6 +75,16 @@ pub async fn get(ctx: Ctx<'_>, jid: Jid) -> Result<ChatOut> {
 /// Archives, pins, mutes or marks a chat read or unread (absent fields stay), on the
 /// network first.
 pub async fn change(ctx: Ctx<'_>, jid: Jid, change: ChatChange) -> Result<ChatOut> {
+    let row = apply_row(ctx, jid, change).await?;
+    one(ctx, row).await
+}
+
+/// [`change`] without reading the chat's labels back (for a door that does not show it).
+pub async fn apply(ctx: Ctx<'_>, jid: Jid, change: ChatChange) -> Result<()> {
+    apply_row(ctx, jid, change).await.map(drop)
+}
+
+async fn apply_row(ctx: Ctx<'_>, jid: Jid, change: ChatChange) -> Result<ChatRow> {
     let jid = existing(ctx, jid).await?;
     let ChatChange { archived, pinned, muted_until, read } = change.clone();
     if archived.is_some() || pinned.is_some() || muted_until.is_some() {
@@ -84,8 +94,7 @@ pub async fn change(ctx: Ctx<'_>, jid: Jid, change: ChatChange) -> Result<ChatOu
     if let Some(read) = read {
         net::<serde_json::Value>(ctx.core, ctx.instance, NetOp::ReadChat { jid: jid.clone(), read }).await?;
     }
-    let row = log::update_chat(&ctx.core.db, ctx.instance, &jid, &change).await?.ok_or(Error::NotFound("chat"))?;
-    one(ctx, row).await
+    log::update_chat(&ctx.core.db, ctx.instance, &jid, &change).await?.ok_or(Error::NotFound("chat"))
 }
 
 /// Deletes a chat on the network, and its messages from the log.

@@ -52,19 +52,6 @@ impl Error {
         tracing::error!(error = %cause, at = %at, "internal error");
         Error::Internal
     }
-
-    /// The interface's code for this error.
-    pub fn code(&self) -> ErrorCode {
-        match self {
-            Error::Invalid(_) => ErrorCode::ValidationFailed,
-            Error::Forbidden(_) => ErrorCode::Forbidden,
-            Error::InstanceNotFound => ErrorCode::InstanceNotFound,
-            Error::NotFound(_) => ErrorCode::NotFound,
-            Error::RateLimited { .. } => ErrorCode::RateLimited,
-            Error::Refused { code, .. } => *code,
-            Error::Internal => ErrorCode::Internal,
-        }
-    }
 }
 
 impl From<Error> for ApiError {

@@ -189,7 +189,8 @@ fn check_invite(link: &str) -> Result<String> {
         .ok_or_else(|| Error::invalid("link must be a group invite link (https://chat.whatsapp.com/<code>)"))
 }
 
-fn check_description(description: Option<&String>) -> Result<()> {
+/// A description as the network takes it: up to 2,048 characters.
+pub fn check_description(description: Option<&String>) -> Result<()> {
     if description.is_some_and(|d| d.chars().count() > DESCRIPTION_LIMIT) {
         return Err(Error::invalid(format!("description must be at most {DESCRIPTION_LIMIT} characters")));
     }
@@ -232,6 +233,13 @@ pub async fn create(
 /// Changes a group's subject, description, modes or disappearing messages (admins
 /// only, as the network rules) and answers the group as it is now.
 pub async fn edit(ctx: Ctx<'_>, jid: Jid, change: GroupChange) -> Result<GroupOut> {
+    let jid = apply(ctx, jid, change).await?;
+    net(ctx.core, ctx.instance, NetOp::Group { jid }).await
+}
+
+/// [`edit`] without reading the group back (for a door that does not show it): the
+/// group's JID.
+pub async fn apply(ctx: Ctx<'_>, jid: Jid, change: GroupChange) -> Result<String> {
     let jid = group(jid)?;
     let subject = change.subject.as_deref().map(check_subject).transpose()?;
     check_description(change.description.as_ref())?;
@@ -246,7 +254,7 @@ pub async fn edit(ctx: Ctx<'_>, jid: Jid, change: GroupChange) -> Result<GroupOu
     if let Some(expiration) = ephemeral {
         let () = net(ctx.core, ctx.instance, NetOp::GroupEphemeral { jid: jid.clone(), expiration }).await?;
     }
-    net(ctx.core, ctx.instance, NetOp::Group { jid }).await
+    Ok(jid)
 }
 
 /// Adds, removes, promotes or demotes members, with a result per member: one refused

@@ -342,7 +342,7 @@ impl Attendant {
     async fn typing(&self, id: &InstanceId, chat: &str, composing: bool) {
         let op = shared::bus::NetOp::ChatPresence { jid: chat.to_string(), composing };
         let shown =
-            tokio::time::timeout(Duration::from_secs(3), crate::rpc::net::<serde_json::Value>(&self.state, id, op));
+            tokio::time::timeout(Duration::from_secs(3), domain::net::net::<serde_json::Value>(&self.state, id, op));
         if !matches!(shown.await, Ok(Ok(_))) {
             tracing::debug!(instance = %id, "the typing indicator could not be changed");
         }
@@ -398,7 +398,9 @@ impl Attendant {
         let own = inst.phone.as_deref().map(|p| shared::jid::number_of(p).trim_start_matches('+'));
         // In a group, a reply to one of the account's messages calls for an answer.
         let replied_to_own = match decide::reply_to(m) {
-            Some(q) if shared::jid::server_of(&m.chat_jid) == shared::jid::GROUP_SERVER => log::own_message_source(&state.db, id, q).await?.is_some(),
+            Some(q) if shared::jid::is_group_jid(&m.chat_jid) => {
+                log::own_message_source(&state.db, id, q).await?.is_some()
+            }
             _ => false,
         };
         match decide::decide(c, own, replied_to_own, m) {

@@ -81,18 +81,14 @@ impl FromRequestParts<AppState> for ActionInstance {
     }
 }
 
-/// [`ActionInstance`] with the key that named it, for routes that call a `/v1` handler
-/// (`access()` is what that handler takes).
+/// [`ActionInstance`] with the key that named it, for routes that call the core as that
+/// caller (`ctx()`).
 pub struct ActionAccess {
     pub row: InstanceRow,
     pub principal: Principal,
 }
 
 impl ActionAccess {
-    pub fn access(&self) -> crate::extract::InstanceAccess {
-        crate::extract::InstanceAccess { principal: self.principal.clone(), id: self.row.id.clone() }
-    }
-
     /// The core's context for an operation on this instance by this caller.
     pub fn ctx<'a>(&'a self, state: &'a AppState) -> domain::Ctx<'a> {
         state.ctx(&self.row.id, self.principal.caller())
@@ -172,12 +168,14 @@ async fn connect(
     ActionInstance(row): ActionInstance,
     ValidatedQuery(q): ValidatedQuery<ConnectQuery>,
 ) -> Result<Json<ConnectActionOut>, ApiError> {
-    let phone = q.number.as_deref().map(pairing::normalize_phone).transpose()?;
+    let phone = q.number.as_deref().map(domain::numbers::normalize_phone).transpose()?;
     pairing::start(&state, &row.id).await.map_err(as_400)?;
     let qr = pairing::wait_qr(&state, &row.id).await?;
     let pairing_code = match (&qr, phone) {
         (Some(_), Some(phone)) => {
-            let v = crate::rpc::call(&state, &row.id, RpcRequest::PairingCode { phone }).await.map_err(as_400)?;
+            let v = domain::net::call(&state, &row.id, RpcRequest::PairingCode { phone })
+                .await
+                .map_err(|e| as_400(e.into()))?;
             v["pairing_code"].as_str().map(str::to_owned)
         }
         _ => None,

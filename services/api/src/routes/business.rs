@@ -13,8 +13,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::InstanceAccess;
-use crate::rpc::net;
 use crate::state::AppState;
+use domain::net::net;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(business_profile))

@@ -24,12 +24,12 @@ use utoipa_axum::routes;
 use crate::extract::{parse_json, InstanceAccess, Path, ValidatedJson, ValidatedQuery};
 use crate::message_in::MessageIn;
 use crate::pagination::PageQuery;
-use crate::rpc::net;
 use crate::service::history::{self, MessagePageOut};
 use crate::service::messages::MessageOut;
 use crate::service::messages::Sender;
 use crate::state::AppState;
 use domain::caps::{capped_all, Cap};
+use domain::net::net;
 
 const MINUTE: Duration = Duration::from_secs(60);
 const HOUR: Duration = Duration::from_secs(3600);

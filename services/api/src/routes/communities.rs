@@ -19,10 +19,10 @@ use utoipa_axum::routes;
 
 use crate::extract::{InstanceAccess, Path, ValidatedJson, ValidatedQuery};
 use crate::pagination::{self, PageQuery};
-use crate::rpc::net;
 use crate::state::AppState;
 use domain::caps;
-use domain::groups::{cap_create, check_subject, group, GroupOut, DESCRIPTION_LIMIT};
+use domain::groups::{cap_create, check_subject, group, GroupOut};
+use domain::net::net;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -176,9 +176,7 @@ async fn create(
     ValidatedJson(body): ValidatedJson<CommunityIn>,
 ) -> Result<(StatusCode, Json<GroupOut>), ApiError> {
     let name = check_subject(&body.name)?;
-    if body.description.as_ref().is_some_and(|d| d.chars().count() > DESCRIPTION_LIMIT) {
-        return Err(ApiError::validation(format!("description must be at most {DESCRIPTION_LIMIT} characters")));
-    }
+    domain::groups::check_description(body.description.as_ref())?;
     let create = net(&state, &id, NetOp::CreateCommunity { name, description: body.description });
     Ok((StatusCode::CREATED, Json(caps::capped(&state, &id, cap_create(&state), create).await?)))
 }
@@ -198,11 +196,10 @@ async fn create(
     security(("admin" = []), ("instance" = [])))]
 async fn get_one(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
 ) -> Result<Json<GroupOut>, ApiError> {
-    let jid = group(ids.1)?;
-    let g: GroupOut = net(&state, &id, NetOp::Group { jid }).await?;
+    let g = domain::groups::get(access.ctx(&state), ids.1).await?;
     if !g.community.as_ref().is_some_and(|c| c["is_parent"] == true) {
         return Err(ApiError::not_found("community"));
     }

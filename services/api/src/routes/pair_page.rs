@@ -218,7 +218,7 @@ async fn code(
         Ok(l) => l,
         Err(page) => return Ok(page),
     };
-    let phone = match form.ok().map(|Form(f)| pairing::normalize_phone(&f.phone)) {
+    let phone = match form.ok().map(|Form(f)| domain::numbers::normalize_phone(&f.phone)) {
         Some(Ok(p)) => p,
         _ => {
             let view = View::Ended("That is not a phone number. Go back and type it with its country code.");

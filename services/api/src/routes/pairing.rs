@@ -16,8 +16,9 @@ use utoipa_axum::routes;
 
 use crate::extract::{InstanceAccess, ValidatedJson};
 use crate::service::instances::InstanceOut;
-use crate::service::pairing::{current_qr, logout_one, normalize_phone, restart_one, start, QrOut};
+use crate::service::pairing::{current_qr, logout_one, restart_one, start, QrOut};
 use crate::state::AppState;
+use domain::numbers::normalize_phone;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

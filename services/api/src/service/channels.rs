@@ -24,7 +24,7 @@ struct Role {
 /// 403 `forbidden` unless the account owns or administers channel `jid` (asked of the
 /// network through the session).
 pub async fn check_publisher(state: &AppState, id: &InstanceId, jid: &str) -> Result<(), ApiError> {
-    let c: Role = crate::rpc::net(state, id, NetOp::Channel { jid: jid.to_string() }).await?;
+    let c: Role = domain::net::net(state, id, NetOp::Channel { jid: jid.to_string() }).await?;
     if !matches!(c.role.as_deref(), Some("owner" | "admin")) {
         return Err(ApiError::new(ErrorCode::Forbidden, "only the channel's owner or an admin may publish"));
     }

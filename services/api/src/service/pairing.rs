@@ -77,20 +77,24 @@ pub async fn current_qr(state: &AppState, id: &InstanceId) -> Result<Result<QrOu
 pub async fn pairing_code(state: &AppState, id: &InstanceId, phone: String) -> Result<String, ApiError> {
     // No session runs: the instance is not in qr_pending, which is what the spec's
     // `instance_not_pairing` says (retryable: connect, then ask again).
-    let v = crate::rpc::call(state, id, RpcRequest::PairingCode { phone }).await.map_err(|e| match e.code {
-        ErrorCode::InstanceNotConnected => {
-            ApiError::new(ErrorCode::InstanceNotPairing, format!("no pairing code outside qr_pending: {}", e.message))
-                .with_retryable(true)
-        }
-        _ => e,
-    })?;
+    let v =
+        domain::net::call(state, id, RpcRequest::PairingCode { phone }).await.map_err(ApiError::from).map_err(|e| {
+            match e.code {
+                ErrorCode::InstanceNotConnected => ApiError::new(
+                    ErrorCode::InstanceNotPairing,
+                    format!("no pairing code outside qr_pending: {}", e.message),
+                )
+                .with_retryable(true),
+                _ => e,
+            }
+        })?;
     let code = v["pairing_code"].as_str().ok_or_else(|| ApiError::internal("pairing code reply without a code"))?;
     Ok(code.to_string())
 }
 
 /// Restarts the instance's session, or starts it when no worker runs it.
 pub async fn restart_one(state: &AppState, id: &InstanceId) -> Result<(), ApiError> {
-    match crate::rpc::call(state, id, RpcRequest::Restart).await {
+    match domain::net::call(state, id, RpcRequest::Restart).await.map_err(ApiError::from) {
         Ok(_) => Ok(()),
         Err(e) if e.code == ErrorCode::InstanceNotConnected => start(state, id).await.map(drop),
         Err(e) => Err(e),
@@ -99,10 +103,5 @@ pub async fn restart_one(state: &AppState, id: &InstanceId) -> Result<(), ApiErr
 
 /// Logs the instance out (its worker unlinks the device).
 pub async fn logout_one(state: &AppState, id: &InstanceId) -> Result<(), ApiError> {
-    crate::rpc::call(state, id, RpcRequest::Logout).await.map(drop)
-}
-
-/// A phone number as digits (a leading `+` and separators are dropped): 7-15 digits.
-pub fn normalize_phone(raw: &str) -> Result<String, ApiError> {
-    Ok(domain::numbers::normalize_phone(raw)?)
+    Ok(domain::net::call(state, id, RpcRequest::Logout).await.map(drop)?)
 }

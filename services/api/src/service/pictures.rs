@@ -9,9 +9,9 @@ use shared::message::MessageType;
 use shared::ApiError;
 
 use crate::message_in::{media_source, MediaIn, MediaSource};
-use crate::rpc::net;
 use crate::service::messages::store_media;
 use crate::state::AppState;
+use domain::net::net;
 
 /// Sets the account's picture (`group` None) or a group's, from a JPEG's bytes or URL:
 /// checked, stored, handed to the worker by id (never on the bus), then deleted.
@@ -53,9 +53,9 @@ pub async fn set(
         let _ = media::delete(&state.db, id, &media_id).await;
         return Err(e);
     }
-    let set = crate::rpc::call(state, id, RpcRequest::SetPicture { media_id: Some(media_id.clone()), group }).await;
+    let set = domain::net::call(state, id, RpcRequest::SetPicture { media_id: Some(media_id.clone()), group }).await;
     let _ = media::delete(&state.db, id, &media_id).await;
-    set.map(drop)
+    Ok(set.map(drop)?)
 }
 
 fn check_picture(data: &[u8]) -> Result<(), ApiError> {

@@ -8,7 +8,6 @@ use axum::Json;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use shared::bus::NetOp;
 use shared::db::log::{self, Find};
 use shared::ids::MessageId;
 use shared::ApiError;
@@ -246,8 +245,7 @@ async fn find_messages(
         .into_iter()
         .map(|r| {
             let content = crate::service::history::with_media_url(&state, r.content, now);
-            let participant = (shared::jid::server_of(&r.chat_jid) == shared::jid::GROUP_SERVER && !r.from_me)
-                .then_some(r.from_jid.as_str());
+            let participant = (shared::jid::is_group_jid(&r.chat_jid) && !r.from_me).then_some(r.from_jid.as_str());
             let mut v = shared::evolution::Record {
                 remote_jid: &r.chat_jid,
                 from_me: r.from_me,
@@ -401,7 +399,7 @@ pub struct EvoFindContactsIn {
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn find_contacts(
     State(state): State<AppState>,
-    ActionInstance(row): ActionInstance,
+    a: ActionAccess,
     ActionBody(b): ActionBody<EvoFindContactsIn>,
 ) -> Result<Json<Vec<EvoContactOut>>, ApiError> {
     let size = b.offset.map(usize::try_from).transpose().ok().flatten();
@@ -412,7 +410,7 @@ async fn find_contacts(
     let w = b.filter.unwrap_or_default();
     let jid = where_jid("remoteJid", w.remote_jid.as_deref())?;
     let id = where_jid("id", w.id.as_deref())?;
-    let contacts: Vec<domain::contacts::ContactOut> = crate::rpc::net(&state, &row.id, NetOp::Contacts).await?;
+    let contacts = domain::contacts::list(a.ctx(&state)).await?;
     let found = contacts.into_iter().filter(|c| {
         jid.as_ref().is_none_or(|j| *j == c.jid)
             && id.as_ref().is_none_or(|j| *j == c.jid)

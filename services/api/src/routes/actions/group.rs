@@ -227,7 +227,7 @@ async fn invite(
     reset: bool,
 ) -> Result<(String, String), ApiError> {
     let link = core::invite_link(a.ctx(&state), q.jid()?, reset).await?;
-    let code = link.rsplit('/').next().unwrap_or_default().to_string();
+    let code = core::invite_code(&link).unwrap_or_default().to_string();
     Ok((link, code))
 }
 
@@ -310,7 +310,7 @@ async fn update_setting(
         "unlocked" => patch.locked = Some(false),
         _ => return Err(ApiError::validation("action must be announcement, not_announcement, locked or unlocked")),
     }
-    let _group = core::edit(a.ctx(&state), q.jid()?, patch).await?;
+    core::apply(a.ctx(&state), q.jid()?, patch).await?;
     Ok(Json(json!({ "updateSetting": true })))
 }
 
@@ -335,7 +335,7 @@ async fn update_subject(
     ActionJson(b): ActionJson<EvoSubjectIn>,
 ) -> Result<Json<Value>, ApiError> {
     let patch = GroupChange { subject: Some(b.subject), ..GroupChange::default() };
-    let _group = core::edit(a.ctx(&state), q.jid()?, patch).await?;
+    core::apply(a.ctx(&state), q.jid()?, patch).await?;
     Ok(Json(json!({ "update": "success" })))
 }
 
@@ -360,7 +360,7 @@ async fn update_description(
     ActionJson(b): ActionJson<EvoDescriptionIn>,
 ) -> Result<Json<Value>, ApiError> {
     let patch = GroupChange { description: Some(b.description), ..GroupChange::default() };
-    let _group = core::edit(a.ctx(&state), q.jid()?, patch).await?;
+    core::apply(a.ctx(&state), q.jid()?, patch).await?;
     Ok(Json(json!({ "update": "success" })))
 }
 
@@ -508,7 +508,7 @@ pub struct EvoEphemeralIn {
 super::described!(
     /// How long a group's messages live, in seconds: 0 (off), a day, a week or 90 days.
     EvoExpiration,
-    json!({ "type": "integer", "enum": [0, 86_400, 604_800, 7_776_000] })
+    json!({ "type": "integer", "enum": core::EPHEMERAL_CHOICES })
 );
 
 /// Disappearing messages in a group (admins only).
@@ -527,6 +527,6 @@ async fn toggle_ephemeral(
         return Err(ApiError::validation("expiration must be 0, 86400, 604800 or 7776000 seconds"));
     }
     let change = GroupChange { ephemeral: Some(b.expiration), ..GroupChange::default() };
-    let _group = core::edit(a.ctx(&state), q.jid()?, change).await?;
+    core::apply(a.ctx(&state), q.jid()?, change).await?;
     Ok(Json(json!({ "success": true })))
 }

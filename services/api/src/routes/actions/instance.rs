@@ -138,13 +138,13 @@ fn settings_of(r: &InstanceRow) -> Value {
 /// The first QR code after pairing started (waiting up to `connect_qr_wait_ms`), with a
 /// phone pairing code when `number` is given.
 async fn first_qr(state: &AppState, row: &InstanceRow, number: Option<&str>) -> Result<Option<EvoQrcodeOut>, ApiError> {
-    let phone = number.map(pairing::normalize_phone).transpose()?;
+    let phone = number.map(domain::numbers::normalize_phone).transpose()?;
     pairing::start(state, &row.id).await?;
     let Some(qr) = pairing::wait_qr(state, &row.id).await? else { return Ok(None) };
     let pairing_code = match phone {
         Some(phone) => {
             let req = shared::bus::RpcRequest::PairingCode { phone };
-            let v = crate::rpc::call(state, &row.id, req).await?;
+            let v = domain::net::call(state, &row.id, req).await?;
             v["pairing_code"].as_str().map(str::to_owned)
         }
         None => None,
@@ -175,7 +175,7 @@ async fn create(
     }
     // The number is checked whether or not pairing starts now.
     if let Some(n) = b.number.as_deref() {
-        pairing::normalize_phone(n)?;
+        domain::numbers::normalize_phone(n)?;
     }
     let fields = InstanceFields {
         name: b.instance_name,
@@ -438,6 +438,6 @@ async fn set_presence(
         "unavailable" => false,
         _ => return Err(ApiError::validation("presence must be available or unavailable")),
     };
-    let () = crate::rpc::net(&state, &row.id, shared::bus::NetOp::SetPresence { available }).await?;
+    let () = domain::net::net(&state, &row.id, shared::bus::NetOp::SetPresence { available }).await?;
     Ok(Json(json!({ "presence": b.presence })))
 }

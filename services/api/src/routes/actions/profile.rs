@@ -88,7 +88,7 @@ async fn mark_message_as_read(
     chats.sort();
     chats.dedup();
     for c in chats {
-        let _chat = chats::change(a.ctx(&state), c, ChatChange { read: Some(true), ..Default::default() }).await?;
+        chats::apply(a.ctx(&state), c, ChatChange { read: Some(true), ..Default::default() }).await?;
     }
     Ok(Json(json!({ "message": "Read messages", "read": "success" })))
 }
@@ -146,8 +146,7 @@ impl EvoChatIn {
 }
 
 async fn patch_chat(state: AppState, a: &ActionAccess, j: Jid, change: ChatChange) -> Result<(), ApiError> {
-    chats::change(a.ctx(&state), j, change).await?;
-    Ok(())
+    Ok(chats::apply(a.ctx(&state), j, change).await?)
 }
 
 /// Mark a chat unread (as `PATCH /v1/instances/{id}/chats/{jid}` with `read: false`).
@@ -225,7 +224,7 @@ async fn send_presence(
     };
     super::check_delay(b.delay.as_ref())?;
     let j = String::from(jid(&b.number)?);
-    let () = crate::rpc::net(&state, &a.row.id, NetOp::ChatPresence { jid: j, composing }).await?;
+    let () = domain::net::net(&state, &a.row.id, NetOp::ChatPresence { jid: j, composing }).await?;
     Ok(Json(json!({ "presence": b.presence })))
 }
 
@@ -491,7 +490,7 @@ async fn delete_message_for_everyone(
 ) -> Result<Json<Value>, ApiError> {
     let (jid, wa_message_id) = b.checked()?;
     let op = NetOp::RevokeMessage { jid: jid.clone(), wa_message_id: wa_message_id.clone() };
-    let () = crate::rpc::net(&state, &a.row.id, op).await?;
+    let () = domain::net::net(&state, &a.row.id, op).await?;
     Ok(Json(json!({ "key": shared::evolution::key(&jid, true, &wa_message_id, None), "revoked": true })))
 }
 
@@ -527,6 +526,6 @@ async fn update_message(
     let (key_jid, wa_message_id) = b.key.checked()?;
     let jid = number.map_or(key_jid, String::from);
     let op = NetOp::EditMessage { jid: jid.clone(), wa_message_id: wa_message_id.clone(), text };
-    let () = crate::rpc::net(&state, &a.row.id, op).await?;
+    let () = domain::net::net(&state, &a.row.id, op).await?;
     Ok(Json(json!({ "key": shared::evolution::key(&jid, true, &wa_message_id, None), "edited": true })))
 }

@@ -152,11 +152,11 @@ impl SendOptions {
         let mut mentions = self.mentioned.unwrap_or_default();
         if self.mentions_every_one == Some(true) {
             let jid = crate::message_in::normalize_jid(&m.to)?;
-            if shared::jid::server_of(&jid) != shared::jid::GROUP_SERVER {
+            if !shared::jid::is_group_jid(&jid) {
                 return Err(ApiError::validation("mentionsEveryOne needs a group's JID as the number"));
             }
             let g: domain::groups::GroupOut =
-                crate::rpc::net(state, &row.id, shared::bus::NetOp::Group { jid }).await?;
+                domain::net::net(state, &row.id, shared::bus::NetOp::Group { jid }).await?;
             mentions.extend(g.participants.into_iter().map(|p| p.jid));
         }
         if !mentions.is_empty() {
