@@ -12,6 +12,8 @@ pub use content::{Content, MediaRef, Outbound};
 /// Limits of interface.md part 8.
 pub const TEXT_LIMIT: usize = 64 * 1024;
 pub const CAPTION_LIMIT: usize = 1024;
+/// The longest text field of a location or a contact card (bytes).
+pub const FIELD_LIMIT: usize = 1024;
 pub const IMAGE_LIMIT: usize = 16 * 1024 * 1024;
 pub const VIDEO_AUDIO_LIMIT: usize = 64 * 1024 * 1024;
 pub const DOCUMENT_LIMIT: usize = 100 * 1024 * 1024;

@@ -150,7 +150,8 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
     num.is_empty().then_some(Duration::from_secs(total))
 }
 
-fn check_len(field: &str, v: &str, max: usize) -> Result<(), ApiError> {
+/// 400 when `field`'s value `v` is over `max` bytes.
+pub(crate) fn check_len(field: &str, v: &str, max: usize) -> Result<(), ApiError> {
     if v.len() > max {
         return Err(bad(format!("{field} must be at most {max} bytes")));
     }
@@ -262,7 +263,7 @@ pub fn validate(m: MessageIn) -> Result<Validated, ApiError> {
             }
             for (f, v) in [("location.name", &l.name), ("location.address", &l.address)] {
                 if let Some(v) = v {
-                    check_len(f, v, 1024)?;
+                    check_len(f, v, shared::message::FIELD_LIMIT)?;
                 }
             }
             Content::Location { location: l }
@@ -280,7 +281,7 @@ pub fn validate(m: MessageIn) -> Result<Validated, ApiError> {
                 ("contact.url", c.url.as_ref()),
             ] {
                 if let Some(v) = v {
-                    check_len(f, v, 1024)?;
+                    check_len(f, v, shared::message::FIELD_LIMIT)?;
                 }
             }
             Content::Contact { contact: c }

@@ -358,8 +358,8 @@ async fn send_location(
     ActionJson(b): ActionJson<SendLocationIn>,
 ) -> Result<Json<SendActionOut>, ApiError> {
     // `name` is checked also when `title` is the one used.
-    if b.name.as_ref().is_some_and(|n| n.len() > CARD_FIELD_LIMIT) {
-        return Err(ApiError::validation(format!("name must be at most {CARD_FIELD_LIMIT} bytes")));
+    if let Some(name) = &b.name {
+        crate::message_in::check_len("name", name, shared::message::FIELD_LIMIT)?;
     }
     let mut m = MessageIn::new(b.number, MessageType::Location);
     let name = b.title.or(b.name);

@@ -81,9 +81,6 @@ actions::described!(
     ] })
 );
 
-/// The longest text field of a contact card, in bytes (`POST {inst}/messages`' limit).
-pub(super) const CARD_FIELD_LIMIT: usize = 1024;
-
 /// Send a contact card (the contact need not be saved).
 #[utoipa::path(post, path = "/message/sendContact/{instanceName}", tag = "actions",
     params(("instanceName" = String, Path, description = "the instance's name")),
@@ -97,8 +94,8 @@ pub(super) async fn send_contact(
 ) -> Result<Json<SendActionOut>, ApiError> {
     // The card's fields given at the top are checked whichever form the card takes.
     for (field, v) in [("organization", &b.organization), ("email", &b.email), ("url", &b.url)] {
-        if v.as_ref().is_some_and(|v| v.len() > CARD_FIELD_LIMIT) {
-            return Err(ApiError::validation(format!("{field} must be at most {CARD_FIELD_LIMIT} bytes")));
+        if let Some(v) = v {
+            crate::message_in::check_len(field, v, shared::message::FIELD_LIMIT)?;
         }
     }
     let card = match (b.contact_name, b.contact_phone, b.contact) {
