@@ -1,11 +1,10 @@
 //! Webhook registration's rules: the URL a tenant may register, the event types, the
 //! payload format, and the limits per instance. The delivery itself is the dispatcher's.
 
-use serde::{Deserialize, Serialize};
+pub use shared::db::webhooks::WebhookFormat;
 use shared::db::webhooks::{self, WebhookRow};
 use shared::fetch::FetchError;
 use shared::ids::{InstanceId, WebhookId};
-use utoipa::ToSchema;
 
 use crate::{Core, Error, Result};
 
@@ -50,27 +49,6 @@ pub async fn check_base64_room(
     Ok(())
 }
 
-/// What a webhook's deliveries look like.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum WebhookFormat {
-    /// Our envelope: `{id, type, instance_id, created_at, data}`, signed.
-    #[default]
-    Paceline,
-    /// Evolution API v2's: `{event, instance, data, destination, date_time, sender,
-    /// server_url}` (docs/evolution.md), signed the same way.
-    Evolution,
-}
-
-impl WebhookFormat {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WebhookFormat::Paceline => "paceline",
-            WebhookFormat::Evolution => "evolution",
-        }
-    }
-}
-
 /// A webhook URL and event list as registered: http(s), resolving to a public address
 /// (unless the deployment allows private targets), events of the catalog.
 pub async fn check(core: &Core, raw: &str, events: &[String]) -> Result<String> {
@@ -98,5 +76,5 @@ pub fn shape(
     if format == WebhookFormat::Paceline && (by_events || base64) {
         return Err(Error::invalid("by_events and base64 need format evolution"));
     }
-    Ok(webhooks::Shape { format: format.as_str().into(), by_events, base64, evolution_events })
+    Ok(webhooks::Shape { format, by_events, base64, evolution_events })
 }

@@ -174,7 +174,12 @@ async fn fan_out_once(
     let mut rows = Vec::new();
     for ev in &batch {
         let data = &ev.body["data"];
-        for h in by_instance.get(ev.instance.as_str()).into_iter().flatten().filter(|h| h.wants(&ev.kind, data)) {
+        for h in by_instance
+            .get(ev.instance.as_str())
+            .into_iter()
+            .flatten()
+            .filter(|h| h.wants(&ev.kind) && crate::shape::carries(&h.origin, &ev.kind, data))
+        {
             rows.push(NewDelivery {
                 webhook_id: h.id.clone(),
                 instance_id: ev.instance.clone(),

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use futures::TryStreamExt;
 use shared::db::media::{self, Base64Pieces, Hole, Meta};
-use shared::db::webhooks::Origin;
+use shared::db::webhooks::{Origin, WebhookFormat};
 use shared::ids::{InstanceId, MediaId, MessageId};
 use tokio::sync::Notify;
 
@@ -34,6 +34,21 @@ pub enum Body {
     /// An Evolution-format payload, built from the event's envelope when its attempt
     /// starts.
     Evolution { envelope: Arc<serde_json::Value>, origin: Arc<Origin>, hook_url: String },
+}
+
+/// Whether a webhook of this origin's format carries the event: ours carries every type;
+/// an Evolution-format one only those Evolution has, under one of the names it was given.
+pub fn carries(origin: &Origin, kind: &str, data: &serde_json::Value) -> bool {
+    match origin.shape.format {
+        WebhookFormat::Paceline => true,
+        WebhookFormat::Evolution => match shared::evolution::event_name(kind, data) {
+            None => false,
+            Some(dotted) => {
+                let named = &origin.shape.evolution_events;
+                named.is_empty() || named.contains(&shared::evolution::upper(dotted))
+            }
+        },
+    }
 }
 
 /// The URL a delivery of `envelope` goes to: the webhook's, plus the event's name for an

@@ -21,11 +21,25 @@ pub struct WebhookRow {
     pub updated_at: DateTime<Utc>,
 }
 
+/// What a webhook's deliveries look like: the Postgres enum `webhook_format`. The
+/// dispatcher picks the payload's shaper by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize, sqlx::Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "webhook_format", rename_all = "snake_case")]
+pub enum WebhookFormat {
+    /// Our envelope: `{id, type, instance_id, created_at, data}`, signed.
+    #[default]
+    Paceline,
+    /// Evolution API v2's: `{event, instance, data, destination, date_time, sender,
+    /// server_url}` (docs/evolution.md), signed the same way.
+    Evolution,
+}
+
 /// How a webhook's deliveries are shaped (docs/evolution.md).
-#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Default, sqlx::FromRow)]
 pub struct Shape {
-    /// `paceline` (our envelope) or `evolution` (Evolution API v2's payloads).
-    pub format: String,
+    pub format: WebhookFormat,
     /// Evolution's `webhook_by_events`: the event's name appended to the URL.
     pub by_events: bool,
     /// Evolution's `webhook_base64`: received media's bytes in the payload.
@@ -34,15 +48,9 @@ pub struct Shape {
     pub evolution_events: Vec<String>,
 }
 
-impl Default for Shape {
-    fn default() -> Self {
-        Shape { format: "paceline".into(), by_events: false, base64: false, evolution_events: vec![] }
-    }
-}
-
 impl Shape {
     pub fn is_evolution(&self) -> bool {
-        self.format == "evolution"
+        self.format == WebhookFormat::Evolution
     }
 }
 
@@ -227,23 +235,10 @@ pub struct Origin {
 }
 
 impl ActiveHook {
-    /// Whether the endpoint takes this event (an empty filter takes all); an
-    /// Evolution-format one also needs Evolution to have the event, under one of the
-    /// names it was given.
-    pub fn wants(&self, kind: &str, data: &serde_json::Value) -> bool {
-        if !(self.events.is_empty() || self.events.iter().any(|e| e == kind)) {
-            return false;
-        }
-        let shape = &self.origin.shape;
-        if !shape.is_evolution() {
-            return true;
-        }
-        match crate::evolution::event_name(kind, data) {
-            None => false,
-            Some(dotted) => {
-                shape.evolution_events.is_empty() || shape.evolution_events.contains(&crate::evolution::upper(dotted))
-            }
-        }
+    /// Whether the endpoint's event filter takes this type (an empty filter takes all).
+    /// (What a payload format can carry is the dispatcher's to say.)
+    pub fn wants(&self, kind: &str) -> bool {
+        self.events.is_empty() || self.events.iter().any(|e| e == kind)
     }
 }
 

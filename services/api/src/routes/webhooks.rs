@@ -69,7 +69,7 @@ impl WebhookOut {
             events: r.events,
             enabled: r.enabled,
             disabled_reason: r.disabled_reason,
-            format: if r.shape.is_evolution() { WebhookFormat::Evolution } else { WebhookFormat::Paceline },
+            format: r.shape.format,
             by_events: r.shape.by_events,
             base64: r.shape.base64,
             created_at: r.created_at,
@@ -218,7 +218,7 @@ async fn patch(
     let secret = p.rotate_secret.then(generate_webhook_secret);
     let enabled = p.enabled.unwrap_or(current.enabled);
     let c = &current.shape;
-    let format = p.format.unwrap_or(if c.is_evolution() { WebhookFormat::Evolution } else { WebhookFormat::Paceline });
+    let format = p.format.unwrap_or(c.format);
     let shape =
         shape(format, p.by_events.unwrap_or(c.by_events), p.base64.unwrap_or(c.base64), c.evolution_events.clone())?;
     let mut tx = state.db.begin().await?;

@@ -30,7 +30,12 @@ fn received(instance: &str, media_id: &str) -> Value {
 
 fn origin() -> Origin {
     Origin {
-        shape: Shape { format: "evolution".into(), by_events: false, base64: true, evolution_events: vec![] },
+        shape: Shape {
+            format: shared::db::webhooks::WebhookFormat::Evolution,
+            by_events: false,
+            base64: true,
+            evolution_events: vec![],
+        },
         instance_name: "bodies".into(),
         phone: None,
     }
