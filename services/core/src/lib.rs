@@ -13,6 +13,7 @@ pub mod contacts;
 mod error;
 pub mod groups;
 pub mod labels;
+pub mod messages;
 pub mod net;
 pub mod numbers;
 pub mod profile;

@@ -109,6 +109,11 @@ pub async fn delete_picture(ctx: Ctx<'_>) -> Result<ProfileOut> {
     get(ctx).await
 }
 
+/// The account's presence for everyone: online (`available`) or not.
+pub async fn set_presence(ctx: Ctx<'_>, available: bool) -> Result<()> {
+    net(ctx.core, ctx.instance, NetOp::SetPresence { available }).await
+}
+
 /// The account's privacy settings.
 pub async fn privacy(ctx: Ctx<'_>) -> Result<PrivacyOut> {
     Ok(PrivacyOut(net(ctx.core, ctx.instance, NetOp::Privacy).await?))

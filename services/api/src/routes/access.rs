@@ -79,6 +79,8 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     // Messages and number checks.
     ("POST", "/v1/instances/{id}/messages", Send),
     ("GET", "/v1/instances/{id}/messages/{msg_id}", ReadSend),
+    ("PATCH", "/v1/instances/{id}/messages/{msg_id}", Send),
+    ("POST", "/v1/instances/{id}/messages/{msg_id}/revoke", Send),
     ("POST", "/v1/instances/{id}/check-numbers", Send),
     // Chats.
     ("GET", "/v1/instances/{id}/chats", Read),
@@ -118,6 +120,7 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("DELETE", "/v1/instances/{id}/profile/picture", Owner),
     ("GET", "/v1/instances/{id}/privacy", Read),
     ("PATCH", "/v1/instances/{id}/privacy", Owner),
+    ("PUT", "/v1/instances/{id}/presence", Owner),
     ("GET", "/v1/instances/{id}/status", Read),
     ("POST", "/v1/instances/{id}/status", Owner),
     // Labels and the business profile.

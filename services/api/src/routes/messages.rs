@@ -35,7 +35,73 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(send))
         .layer(axum::middleware::from_fn(crate::semaphore::gate))
         .layer(axum::extract::DefaultBodyLimit::max(MESSAGES_BODY_LIMIT))
-        .routes(routes!(get_message))
+        .routes(routes!(get_message, edit_message))
+        .routes(routes!(revoke_message))
+}
+
+/// Body of `PATCH {inst}/messages/{msg_id}`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MessageEditIn {
+    /// The new text: 1-4096 characters, not all white space.
+    #[schema(min_length = 1, max_length = 4096, pattern = r"[^\s\u0085]")]
+    pub text: String,
+}
+
+/// Replace the text of one of the account's own sent text messages (the network shows
+/// it edited). The message is named by its `msg_` id in the local log: one not sent yet,
+/// or not the account's, is 404.
+#[utoipa::path(patch, path = "/v1/instances/{id}/messages/{msg_id}", tag = "messages",
+    params(("id" = InstanceId, Path, description = "instance id"), ("msg_id" = MessageId, Path, description = "message id")),
+    request_body = MessageEditIn,
+    responses(
+        (status = 204, description = "edited"),
+        (status = 400, description = "`validation_failed`", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found` or `not_found`", body = ErrorBody),
+        (status = 409, description = "`instance_not_connected`", body = ErrorBody),
+        (status = 502, description = "`worker_error`: the network refused it (not a text message)", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn edit_message(
+    State(state): State<AppState>,
+    access: InstanceAccess,
+    Path(ids): Path<(InstanceId, MessageId)>,
+    ValidatedJson(b): ValidatedJson<MessageEditIn>,
+) -> Result<StatusCode, ApiError> {
+    let ctx = access.ctx(&state);
+    let (chat, wa) = domain::messages::own(ctx, &ids.1).await?;
+    domain::messages::edit(ctx, chat, &wa, &b.text).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Delete one of the account's own sent messages for everyone in the chat. The message
+/// is named by its `msg_` id in the local log: one not sent yet, or not the account's,
+/// is 404.
+#[utoipa::path(post, path = "/v1/instances/{id}/messages/{msg_id}/revoke", tag = "messages",
+    params(("id" = InstanceId, Path, description = "instance id"), ("msg_id" = MessageId, Path, description = "message id")),
+    responses(
+        (status = 204, description = "deleted for everyone"),
+        (status = 400, description = "`validation_failed`", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found` or `not_found`", body = ErrorBody),
+        (status = 409, description = "`instance_not_connected`", body = ErrorBody),
+        (status = 502, description = "`worker_error`: the network refused it", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn revoke_message(
+    State(state): State<AppState>,
+    access: InstanceAccess,
+    Path(ids): Path<(InstanceId, MessageId)>,
+) -> Result<StatusCode, ApiError> {
+    let ctx = access.ctx(&state);
+    let (chat, wa) = domain::messages::own(ctx, &ids.1).await?;
+    domain::messages::revoke(ctx, chat, &wa).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// Query of `POST {inst}/messages`.

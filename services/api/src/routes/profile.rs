@@ -27,6 +27,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .layer(axum::extract::DefaultBodyLimit::max(PICTURE_BODY_LIMIT))
         .routes(routes!(get_profile, patch_profile))
         .routes(routes!(get_privacy, patch_privacy))
+        .routes(routes!(put_presence))
 }
 
 /// Body limit of `PUT {inst}/profile/picture`: a 5 MiB picture as base64, and the rest.
@@ -208,4 +209,35 @@ async fn patch_privacy(
     ValidatedJson(patch): ValidatedJson<PrivacyPatch>,
 ) -> Result<Json<PrivacyOut>, ApiError> {
     Ok(Json(core::set_privacy(access.ctx(&state), patch).await?))
+}
+
+/// Body of `PUT {inst}/presence`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PresenceIn {
+    /// Online (`true`) or not, for everyone.
+    pub available: bool,
+}
+
+/// Set the account's presence for everyone: online or not.
+#[utoipa::path(put, path = "/v1/instances/{id}/presence", tag = "profile",
+    params(("id" = InstanceId, Path, description = "instance id")),
+    request_body = PresenceIn,
+    responses(
+        (status = 204, description = "set"),
+        (status = 400, description = "`validation_failed`", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+        (status = 409, description = "`instance_not_connected`", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn put_presence(
+    State(state): State<AppState>,
+    access: InstanceAccess,
+    ValidatedJson(b): ValidatedJson<PresenceIn>,
+) -> Result<axum::http::StatusCode, ApiError> {
+    core::set_presence(access.ctx(&state), b.available).await?;
+    Ok(axum::http::StatusCode::NO_CONTENT)
 }

@@ -2,11 +2,13 @@
 //! once, failure codes, wait semantics, expiry, pacing measured at the recipient, and a
 //! worker killed mid-send losing and duplicating nothing.
 //!
-//! Here: the two phones and the recipient's inbox. The tests: `delivery` (each type,
+//! Here: the two phones and the recipient's inbox. The tests: `changes` (edits and
+//! deletions of sent messages, presence), `delivery` (each type,
 //! the action routes, quotes by the network's id), `failures` (the failure codes, wait
 //! and expiry), `queue` (pacing, the network's rate limit, draining, the sweep) and
 //! `recovery` (a killed worker, a re-send after a crash, a failed read).
 
+mod changes;
 mod delivery;
 mod failures;
 mod queue;

@@ -17,6 +17,20 @@ pub async fn network_id(
         .await
 }
 
+/// One of the account's own logged messages: its chat and network id, by its `msg_` id
+/// (`None`: no such message, or someone else's).
+pub async fn own_network_id(
+    db: impl PgExecutor<'_>,
+    instance: &InstanceId,
+    id: &MessageId,
+) -> Result<Option<(String, String)>, sqlx::Error> {
+    sqlx::query_as("SELECT chat_jid, wa_message_id FROM log_messages WHERE instance_id = $1 AND id = $2 AND from_me")
+        .bind(instance)
+        .bind(id)
+        .fetch_optional(db)
+        .await
+}
+
 /// The message an outgoing one quotes or reacts to, as the log (or the queue) has it.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct Referenced {

@@ -430,7 +430,7 @@ fn presence_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> 
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn set_presence(
     State(state): State<AppState>,
-    ActionInstance(row): ActionInstance,
+    a: super::ActionAccess,
     ActionJson(b): ActionJson<EvoPresenceIn>,
 ) -> Result<Json<Value>, ApiError> {
     let available = match b.presence.as_str() {
@@ -438,6 +438,6 @@ async fn set_presence(
         "unavailable" => false,
         _ => return Err(ApiError::validation("presence must be available or unavailable")),
     };
-    let () = domain::net::net(&state, &row.id, shared::bus::NetOp::SetPresence { available }).await?;
+    domain::profile::set_presence(a.ctx(&state), available).await?;
     Ok(Json(json!({ "presence": b.presence })))
 }

@@ -2,8 +2,8 @@
 //! privacy (docs/evolution.md): each calls the core's operation (`domain::chats`,
 //! `domain::contacts`, `domain::profile`, as `/v1` does) and answers in Evolution's shapes
 //! (`src/api/controllers/chat.controller.ts`).
-//! Deleting and editing a sent message go to the network directly (`NetOp::RevokeMessage`,
-//! `NetOp::EditMessage`; `/v1` has no such operation yet).
+//! Deleting and editing a sent message are `domain::messages` (`/v1`'s
+//! `POST {inst}/messages/{msg_id}/revoke` and `PATCH {inst}/messages/{msg_id}`).
 
 use axum::extract::State;
 use axum::Json;
@@ -466,14 +466,11 @@ fn from_me_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
 }
 
 impl EvoOwnKey {
-    fn checked(self) -> Result<(String, String), ApiError> {
+    fn checked(self) -> Result<(Jid, String), ApiError> {
         if self.from_me == Some(false) {
             return Err(ApiError::validation("only the account's own messages (fromMe true)"));
         }
-        if self.id.is_empty() || self.id.chars().count() > 128 {
-            return Err(ApiError::validation("id must be 1-128 characters"));
-        }
-        Ok((String::from(jid(&self.remote_jid)?), self.id))
+        Ok((jid(&self.remote_jid)?, self.id))
     }
 }
 
@@ -489,9 +486,9 @@ async fn delete_message_for_everyone(
     ActionJson(b): ActionJson<EvoOwnKey>,
 ) -> Result<Json<Value>, ApiError> {
     let (jid, wa_message_id) = b.checked()?;
-    let op = NetOp::RevokeMessage { jid: jid.clone(), wa_message_id: wa_message_id.clone() };
-    let () = domain::net::net(&state, &a.row.id, op).await?;
-    Ok(Json(json!({ "key": shared::evolution::key(&jid, true, &wa_message_id, None), "revoked": true })))
+    let key = shared::evolution::key(jid.as_str(), true, &wa_message_id, None);
+    domain::messages::revoke(a.ctx(&state), jid, &wa_message_id).await?;
+    Ok(Json(json!({ "key": key, "revoked": true })))
 }
 
 /// Body of `updateMessage`.
@@ -517,15 +514,10 @@ async fn update_message(
     a: ActionAccess,
     ActionJson(b): ActionJson<EvoEditIn>,
 ) -> Result<Json<Value>, ApiError> {
-    let text = b.text;
-    let blank = text.chars().all(|c| c.is_whitespace() || crate::schemas::is_ecma_space(c));
-    if blank || text.chars().count() > 4096 {
-        return Err(ApiError::validation("text must be 1-4096 characters"));
-    }
     let number = b.number.as_deref().map(jid).transpose()?;
     let (key_jid, wa_message_id) = b.key.checked()?;
-    let jid = number.map_or(key_jid, String::from);
-    let op = NetOp::EditMessage { jid: jid.clone(), wa_message_id: wa_message_id.clone(), text };
-    let () = domain::net::net(&state, &a.row.id, op).await?;
-    Ok(Json(json!({ "key": shared::evolution::key(&jid, true, &wa_message_id, None), "edited": true })))
+    let jid = number.unwrap_or(key_jid);
+    let key = shared::evolution::key(jid.as_str(), true, &wa_message_id, None);
+    domain::messages::edit(a.ctx(&state), jid, &wa_message_id, &b.text).await?;
+    Ok(Json(json!({ "key": key, "edited": true })))
 }
