@@ -12,6 +12,7 @@
 //! - [`health`]: the readiness each role registers for the probes.
 
 pub mod auth;
+pub mod backoff;
 pub mod bus;
 pub mod config;
 pub mod db;

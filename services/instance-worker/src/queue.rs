@@ -311,7 +311,7 @@ impl Queue {
             Err(e) => tracing::warn!(error = %e, "noting a rate-limited send failed"),
         }
         let base = held.ctx.retry_base.saturating_mul(RATE_LIMIT_FACTOR);
-        let wait = base.saturating_mul(1 << (m.attempts.clamp(1, 12) - 1)).min(RATE_LIMIT_CAP);
+        let wait = shared::backoff::doubling(base, (m.attempts.clamp(1, 12) - 1) as u32, RATE_LIMIT_CAP);
         tracing::info!(message_id = %m.id, attempt = m.attempts, wait_ms = wait.as_millis() as u64, "the network's rate limit; waiting");
         self.wake_at = Instant::now() + wait;
         Step::Continue
@@ -320,7 +320,7 @@ impl Queue {
     fn retry(&mut self, held: &Held<'_>, m: &MessageRow, e: DriverError) -> Step {
         metrics::counter!(SENDS, "result" => "retried").increment(1);
         tracing::info!(message_id = %m.id, code = %e.code, attempt = m.attempts, "send failed; retrying");
-        let wait = held.ctx.retry_base.saturating_mul(1 << (m.attempts.clamp(1, 16) - 1)).min(RETRY_CAP);
+        let wait = shared::backoff::doubling(held.ctx.retry_base, (m.attempts.clamp(1, 16) - 1) as u32, RETRY_CAP);
         self.wake_at = Instant::now() + wait;
         if e.code == ErrorCode::InstanceNotConnected {
             // The connection is gone: reopen it; the message stays in flight.

@@ -116,7 +116,7 @@ const MEDIA_LOOK_EVERY: Duration = Duration::from_secs(300);
 
 /// The wait before try `n + 1` of a download: `base` doubling per failed try, at most 1 h.
 pub fn media_backoff(base: Duration, failed_tries: i32) -> Duration {
-    base.saturating_mul(1u32 << failed_tries.clamp(0, 16) as u32).min(Duration::from_secs(3600))
+    shared::backoff::doubling(base, failed_tries.clamp(0, 16) as u32, Duration::from_secs(3600))
 }
 
 /// Logs messages, fenced, retrying a failing database a few times. `Ok(None)`: the

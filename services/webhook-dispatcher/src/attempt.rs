@@ -73,7 +73,7 @@ impl RetryPolicy {
             return ra.min(self.max);
         }
         let exp = (attempts.max(1) - 1).min(30) as u32;
-        let full = self.base.saturating_mul(2u32.saturating_pow(exp)).min(self.max);
+        let full = shared::backoff::doubling(self.base, exp, self.max);
         full.mul_f64(1.0 - rng.gen_range(0.0..0.2))
     }
 }

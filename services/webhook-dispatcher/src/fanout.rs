@@ -84,7 +84,8 @@ pub async fn run(
                 // Open the consumer again: after a NATS restart the old one's pull
                 // requests are gone.
                 consumer = None;
-                let wait = Duration::from_millis(200 * 2u64.pow(failures.min(5)));
+                let wait =
+                    shared::backoff::doubling(Duration::from_millis(200), failures, Duration::from_millis(6_400));
                 tokio::select! {
                     _ = shutdown.cancelled() => return,
                     _ = tokio::time::sleep(wait) => {}

@@ -108,7 +108,8 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
             Err(e) => {
                 failures += 1;
                 tracing::warn!(error = %e, "attendant consumer failed; retrying");
-                let wait = Duration::from_millis(200 * 2u64.pow(failures.min(5)));
+                let wait =
+                    shared::backoff::doubling(Duration::from_millis(200), failures, Duration::from_millis(6_400));
                 tokio::select! {
                     _ = shutdown.cancelled() => break,
                     _ = tokio::time::sleep(wait) => {}

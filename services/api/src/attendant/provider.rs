@@ -103,7 +103,8 @@ impl Call<'_> {
                 };
             match res {
                 Err(e) if e.retryable && attempt < ATTEMPTS => {
-                    let wait = Duration::from_millis(500 * 2u64.pow(attempt - 1));
+                    let wait =
+                        shared::backoff::doubling(Duration::from_millis(500), attempt - 1, Duration::from_secs(2));
                     if Instant::now() + wait >= self.deadline {
                         return Err(e);
                     }
