@@ -205,6 +205,7 @@ impl Actor {
                 Ok((s, events)) => (Arc::<dyn Session>::from(s), events),
                 Err(e) => {
                     tracing::warn!(code = %e.code, detail = %e.detail, "opening the session failed");
+                    metrics::counter!(SESSIONS, "kind" => "open_failed").increment(1);
                     let wait = RECONNECT[attempt.min(RECONNECT.len() - 1)];
                     attempt += 1;
                     if self.while_idle(rpc, cancel, tokio::time::sleep(wait)).await.is_none() {

@@ -11,6 +11,7 @@ pub const FENCED_WRITES: &str = "paceline_worker_fenced_writes_total";
 pub const SESSIONS: &str = "paceline_worker_session_events_total";
 pub const RPC: &str = "paceline_worker_rpc_total";
 pub const SENDS: &str = "paceline_queue_sends_total";
+pub const READS_FAILED: &str = "paceline_queue_reads_failed_total";
 pub const PACING_DELAY: &str = "paceline_queue_pacing_delay_seconds";
 pub const SEND_LATENCY: &str = "paceline_queue_send_latency_seconds";
 pub const SEND_LATENESS: &str = "paceline_queue_send_lateness_seconds";
@@ -64,9 +65,13 @@ pub fn describe() {
         FENCED_WRITES,
         "fenced Postgres writes, by result (applied or rejected: ownership moved on)"
     );
-    metrics::describe_counter!(SESSIONS, "network session events, by kind");
+    metrics::describe_counter!(SESSIONS, "network session events, by kind (`open_failed`: an opening that failed)");
     metrics::describe_counter!(RPC, "worker RPC requests handled, by type and result");
     metrics::describe_counter!(SENDS, "messages by send result (sent, a failure code, or retried)");
+    metrics::describe_counter!(
+        READS_FAILED,
+        "sends put off because reading what they carry (media, the quoted message) failed: tried again shortly"
+    );
     metrics::describe_histogram!(PACING_DELAY, metrics::Unit::Seconds, "time from queueing to the send attempt");
     metrics::describe_gauge!(QUEUE_DEPTH, "unfinished messages of the instances this worker runs");
     metrics::describe_gauge!(QUEUE_OLDEST, "age of the oldest unfinished message among them");

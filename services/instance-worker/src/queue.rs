@@ -294,6 +294,7 @@ impl Queue {
     /// A read the send needs failed (the database is away): keep the message prepared,
     /// still in flight and in order, and build it again shortly. No attempt is spent.
     fn read_later(&mut self, m: &MessageRow) -> Step {
+        metrics::counter!(crate::metrics::READS_FAILED).increment(1);
         self.prepared = Some(m.clone());
         self.wake_at = Instant::now() + READ_RETRY;
         Step::Continue

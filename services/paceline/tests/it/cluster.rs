@@ -303,8 +303,14 @@ async fn an_unreachable_whatsapp_network_leaves_the_instance_connecting() {
     let id = created["instance"]["id"].as_str().unwrap().to_string();
     admin.post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect(202);
     c.wait_state(&id, "connecting", Duration::from_secs(20)).await;
-    // Several attempts later: still connecting, no QR, the worker alive and holding it.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Several attempts later (the sentinel: two failed openings counted): still
+    // connecting, no QR, the worker alive and holding it.
+    wait_for(Duration::from_secs(30), || async {
+        let failed = c.worker_metric(0, "paceline_worker_session_events_total", "kind=\"open_failed\"").await;
+        (failed >= 2.0).then_some(())
+    })
+    .await
+    .expect("the worker tries to open the session again and again");
     assert_eq!(admin.get(&format!("/v1/instances/{id}")).await.expect(200)["state"], "connecting");
     admin.get(&format!("/v1/instances/{id}/qr")).await.expect_error(409, "instance_not_pairing");
     // Requests for the session are answered at once while it opens or waits to retry

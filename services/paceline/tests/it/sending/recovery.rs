@@ -152,8 +152,13 @@ async fn a_send_whose_read_fails_goes_once_the_database_answers() {
     let m = own.post(&path, &image).await.expect(202);
     let pool = c.pool().await;
     sqlx::query("ALTER TABLE media RENAME TO media_away").execute(&pool).await.unwrap();
-    // Past its send time, it waits: neither sent nor failed.
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    // Past its send time, it waits: neither sent nor failed. The sentinel: the worker
+    // reached it and failed to read its media twice (so it waited and tried again).
+    wait_for(Duration::from_secs(20), || async {
+        (c.worker_metric(0, "paceline_queue_reads_failed_total", "").await >= 2.0).then_some(())
+    })
+    .await
+    .expect("the worker tries the send and cannot read its media");
     let record = own.get(&format!("{path}/{}", m["id"].as_str().unwrap())).await.expect(200);
     sqlx::query("ALTER TABLE media_away RENAME TO media").execute(&pool).await.unwrap();
     assert!(matches!(record["status"].as_str(), Some("queued" | "in_flight")), "{record}");
