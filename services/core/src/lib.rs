@@ -17,6 +17,7 @@ pub mod messages;
 pub mod net;
 pub mod numbers;
 pub mod profile;
+pub mod risk;
 pub mod text;
 pub mod webhooks;
 

@@ -16,7 +16,6 @@ pub mod metrics;
 pub mod relay;
 pub mod retention;
 pub mod retry;
-pub mod risk;
 pub mod shape;
 pub mod signing;
 pub mod usage;
@@ -50,13 +49,13 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let retry = tokio::spawn(retry::run(pool.clone(), exec.clone(), shutdown.clone()));
     let retention = tokio::spawn(retention::run(pool.clone(), config.media_retention_days, shutdown.clone()));
     let usage = tokio::spawn(usage::run(pool.clone(), config.usage_rollup_interval, shutdown.clone()));
-    let policy = risk::Policy {
+    let policy = domain::risk::Policy {
         nats: nats.clone(),
         subjects,
         deployment: config.risk_policy(),
         per_instance_metrics: config.metrics_per_instance,
     };
-    let risk = tokio::spawn(risk::run(pool.clone(), config.risk_interval, policy, shutdown.clone()));
+    let risk = tokio::spawn(domain::risk::run(pool.clone(), config.risk_interval, policy, shutdown.clone()));
     shutdown.cancelled().await;
     let _ = tokio::join!(relay, fanout, retry, retention, usage, risk);
     // Attempts in flight get a short grace; what is left is handed back to other pods.

@@ -1,5 +1,6 @@
-//! Evaluates every paired instance's ban risk each `risk_interval_ms` (docs/ban-risk.md):
-//! dispatchers claim due instances with `SKIP LOCKED`, so pods share the work; each evaluation
+//! Ban risk's evaluator: every paired instance's risk each `risk_interval_ms`
+//! (docs/ban-risk.md; the scoring itself is `shared::risk`, which the worker's pacing
+//! reads too). The dispatcher role runs it: dispatchers claim due instances with `SKIP LOCKED`, so pods share the work; each evaluation
 //! is stored on the instance, and a change of level writes `instance.risk` in the same
 //! transaction; at a critical risk, or after a temporary ban, the queue is paused
 //! (`instance.paused`) until `POST {inst}/queue/resume`. Metrics: the scores as a histogram
@@ -83,8 +84,7 @@ async fn round(db: &sqlx::PgPool, every: Duration, p: &Policy) -> Result<usize, 
         }
         if changed {
             // The worker reads its pacing and pause at once (else within 5 s).
-            let rules = bytes::Bytes::from_static(shared::bus::RULES_CHANGED);
-            if let Err(e) = p.nats.publish(p.subjects.instance_queue(id), rules).await {
+            if let Err(e) = p.nats.publish(p.subjects.instance_queue(id), shared::bus::RULES_CHANGED.into()).await {
                 tracing::debug!(error = %e, "telling the worker failed");
             }
         }
