@@ -17,7 +17,6 @@ pub mod middleware;
 pub mod net;
 pub mod openapi;
 pub mod pagination;
-pub mod qr;
 pub mod routes;
 pub mod schemas;
 pub mod semaphore;

@@ -20,8 +20,8 @@ use utoipa_axum::routes;
 
 use crate::extract::{authenticate, Principal, ValidatedJson, ValidatedQuery};
 use crate::service::instances::{SettingsOut, SettingsPatch};
-use crate::service::pairing;
 use crate::state::AppState;
+use domain::pairing;
 
 pub mod chat;
 pub mod group;
@@ -169,7 +169,7 @@ async fn connect(
     ValidatedQuery(q): ValidatedQuery<ConnectQuery>,
 ) -> Result<Json<ConnectActionOut>, ApiError> {
     let phone = q.number.as_deref().map(domain::numbers::normalize_phone).transpose()?;
-    pairing::start(&state, &row.id).await.map_err(as_400)?;
+    pairing::start(&state, &row.id).await.map_err(|e| as_400(e.into()))?;
     let qr = pairing::wait_qr(&state, &row.id).await?;
     let pairing_code = match (&qr, phone) {
         (Some(_), Some(phone)) => {

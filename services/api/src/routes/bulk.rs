@@ -16,8 +16,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::{Admin, ValidatedJson};
-use crate::service::{instances as inst_service, pairing};
+use crate::service::instances as inst_service;
 use crate::state::AppState;
+use domain::pairing;
 
 /// Most instances one call works on (ids given, or one page of a tag).
 pub const MAX_PER_CALL: usize = 500;
@@ -151,9 +152,9 @@ async fn bulk(
             async move {
                 let id = InstanceId::parse(&raw).expect("checked above");
                 let outcome = match action {
-                    BulkAction::Connect => pairing::start(&state, &id).await.map(drop),
-                    BulkAction::Restart => pairing::restart_one(&state, &id).await,
-                    BulkAction::Logout => pairing::logout_one(&state, &id).await,
+                    BulkAction::Connect => pairing::start(&state, &id).await.map(drop).map_err(ApiError::from),
+                    BulkAction::Restart => pairing::restart_one(&state, &id).await.map_err(ApiError::from),
+                    BulkAction::Logout => pairing::logout_one(&state, &id).await.map_err(ApiError::from),
                     BulkAction::Delete => inst_service::delete_one(&state, &id).await,
                 };
                 match outcome {

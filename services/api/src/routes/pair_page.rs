@@ -21,8 +21,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::Path;
-use crate::service::pairing;
 use crate::state::AppState;
+use domain::pairing;
 
 /// Where the pages live: `/pair/{token}`.
 pub const PAGE_PREFIX: &str = "/pair";
@@ -236,7 +236,7 @@ async fn code(
         }
         _ => match pairing::pairing_code(&state, &l.instance_id, phone).await {
             Ok(code) => View::Code { code, expires_at: l.expires_at },
-            Err(e) if e.code == shared::ErrorCode::InvalidNumber => {
+            Err(domain::Error::Refused { code: shared::ErrorCode::InvalidNumber, .. }) => {
                 View::Ended("That number has no WhatsApp account. Go back and check it.")
             }
             // Not ready yet (the session is starting), or the network did not answer.

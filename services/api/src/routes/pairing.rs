@@ -16,9 +16,9 @@ use utoipa_axum::routes;
 
 use crate::extract::{InstanceAccess, ValidatedJson};
 use crate::service::instances::InstanceOut;
-use crate::service::pairing::{current_qr, logout_one, restart_one, start, QrOut};
 use crate::state::AppState;
 use domain::numbers::normalize_phone;
+use domain::pairing::{current_qr, logout_one, restart_one, start, QrOut};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -77,7 +77,7 @@ async fn connect(
     ),
     security(("admin" = []), ("instance" = [])))]
 async fn qr(State(state): State<AppState>, InstanceAccess { id, .. }: InstanceAccess) -> Result<Json<QrOut>, ApiError> {
-    current_qr(&state, &id).await?.map(Json)
+    Ok(current_qr(&state, &id).await?.map(Json)?)
 }
 
 /// A phone pairing code, an alternative to scanning (only while `qr_pending`).
@@ -100,7 +100,7 @@ async fn pairing_code(
     ValidatedJson(body): ValidatedJson<PairingCodeIn>,
 ) -> Result<Json<PairingCodeOut>, ApiError> {
     let phone = normalize_phone(&body.phone)?;
-    let pairing_code = crate::service::pairing::pairing_code(&state, &id, phone).await?;
+    let pairing_code = domain::pairing::pairing_code(&state, &id, phone).await?;
     Ok(Json(PairingCodeOut { pairing_code }))
 }
 

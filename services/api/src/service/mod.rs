@@ -5,5 +5,4 @@ pub mod channels;
 pub mod history;
 pub mod instances;
 pub mod messages;
-pub mod pairing;
 pub mod pictures;

@@ -20,8 +20,8 @@ use utoipa_axum::routes;
 use super::EvolutionErrors;
 use super::{ActionInstance, ActionJson, ActionKey};
 use crate::extract::{Principal, ValidatedQuery};
-use crate::service::pairing;
 use crate::state::AppState;
+use domain::pairing;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
