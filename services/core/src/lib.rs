@@ -9,6 +9,7 @@
 pub mod business;
 pub mod caps;
 pub mod chats;
+pub mod communities;
 pub mod contacts;
 mod error;
 pub mod groups;

@@ -1,4 +1,5 @@
-//! `{inst}/communities` (interface.md 4.8): communities are parent groups that gather
+//! `{inst}/communities` (interface.md 4.8), the door to `domain::communities`:
+//! communities are parent groups that gather
 //! groups; creating one makes its announcement group too. A community's name,
 //! description, settings, invite link and members use the group routes with its JID.
 //! Asked of the running session (409 `instance_not_connected` without one); creating
@@ -7,12 +8,13 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
+use domain::communities::{self as core, CommunityGroupOut, LinkResult};
+use domain::groups::GroupOut;
 use serde::{Deserialize, Serialize};
-use shared::bus::NetOp;
-use shared::error::{ErrorBody, ErrorDetail};
+use shared::error::ErrorBody;
 use shared::ids::InstanceId;
 use shared::jid::Jid;
-use shared::{ApiError, ErrorCode};
+use shared::ApiError;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -20,9 +22,6 @@ use utoipa_axum::routes;
 use crate::extract::{InstanceAccess, Path, ValidatedJson, ValidatedQuery};
 use crate::pagination::{self, PageQuery};
 use crate::state::AppState;
-use domain::caps;
-use domain::groups::{cap_create, check_subject, group, GroupOut};
-use domain::net::net;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -52,16 +51,6 @@ pub struct CommunityIn {
     pub description: Option<String>,
 }
 
-/// A group of a community.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct CommunityGroupOut {
-    pub jid: String,
-    pub subject: String,
-    pub size: u32,
-    /// The community's announcement group (made with it; only admins send).
-    pub is_announcement_group: bool,
-}
-
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct CommunityGroupsOut {
     pub groups: Vec<CommunityGroupOut>,
@@ -77,57 +66,10 @@ pub struct LinkIn {
     pub groups: Vec<String>,
 }
 
-/// One group's outcome: `ok`, or `error` with a code.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct LinkResult {
-    pub jid: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ok: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<ErrorDetail>,
-}
-
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[schema(as = CommunityLinkOut)]
 pub struct LinkOut {
     pub results: Vec<LinkResult>,
-}
-
-#[derive(Deserialize)]
-struct Linked {
-    done: Vec<String>,
-    failed: Vec<Failed>,
-}
-
-#[derive(Deserialize)]
-struct Failed {
-    jid: String,
-    status: u16,
-}
-
-fn failure(status: u16) -> ApiError {
-    match status {
-        403 => ApiError::new(ErrorCode::Forbidden, "not an admin of the group, or the group cannot be linked"),
-        404 => ApiError::new(ErrorCode::NotFound, "no such group in reach"),
-        409 => ApiError::new(ErrorCode::Conflict, "the group belongs to a community already"),
-        _ => ApiError::new(ErrorCode::WorkerError, "the network refused the group"),
-    }
-    .with_retryable(false)
-}
-
-fn groups_of(list: &[String]) -> Result<Vec<String>, ApiError> {
-    if list.is_empty() || list.len() > 50 {
-        return Err(ApiError::validation("groups must name 1 to 50 groups"));
-    }
-    let mut out: Vec<String> = Vec::new();
-    for g in list {
-        let j = Jid::parse(g).map_err(|_| ApiError::validation("each group must be a group's JID"))?;
-        let j = group(j)?;
-        if !out.contains(&j) {
-            out.push(j);
-        }
-    }
-    Ok(out)
 }
 
 /// The communities the account is in, by JID.
@@ -145,11 +87,11 @@ fn groups_of(list: &[String]) -> Result<Vec<String>, ApiError> {
     security(("admin" = []), ("instance" = [])))]
 async fn list(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     ValidatedQuery(q): ValidatedQuery<PageQuery>,
 ) -> Result<Json<CommunityListOut>, ApiError> {
     pagination::limit(q.limit, 50, 200)?;
-    let all: Vec<GroupOut> = net(&state, &id, NetOp::Communities).await?;
+    let all = core::list(access.ctx(&state)).await?;
     let (communities, next_cursor) = pagination::page_by_key(all, &q, "c1", |g| &g.jid)?;
     Ok(Json(CommunityListOut { communities, next_cursor }))
 }
@@ -172,13 +114,11 @@ async fn list(
     security(("admin" = []), ("instance" = [])))]
 async fn create(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     ValidatedJson(body): ValidatedJson<CommunityIn>,
 ) -> Result<(StatusCode, Json<GroupOut>), ApiError> {
-    let name = check_subject(&body.name)?;
-    domain::groups::check_description(body.description.as_ref())?;
-    let create = net(&state, &id, NetOp::CreateCommunity { name, description: body.description });
-    Ok((StatusCode::CREATED, Json(caps::capped(&state, &id, cap_create(&state), create).await?)))
+    let g = core::create(access.ctx(&state), &body.name, body.description).await?;
+    Ok((StatusCode::CREATED, Json(g)))
 }
 
 /// A community's metadata (its members are the community's participants).
@@ -199,11 +139,7 @@ async fn get_one(
     access: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
 ) -> Result<Json<GroupOut>, ApiError> {
-    let g = domain::groups::get(access.ctx(&state), ids.1).await?;
-    if !g.community.as_ref().is_some_and(|c| c["is_parent"] == true) {
-        return Err(ApiError::not_found("community"));
-    }
-    Ok(Json(g))
+    Ok(Json(core::get(access.ctx(&state), ids.1).await?))
 }
 
 /// The groups of a community, its announcement group among them.
@@ -221,13 +157,10 @@ async fn get_one(
     security(("admin" = []), ("instance" = [])))]
 async fn groups(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
 ) -> Result<Json<CommunityGroupsOut>, ApiError> {
-    let jid = group(ids.1)?;
-    let mut groups: Vec<CommunityGroupOut> = net(&state, &id, NetOp::CommunityGroups { jid }).await?;
-    groups.sort_by(|a, b| b.is_announcement_group.cmp(&a.is_announcement_group).then(a.jid.cmp(&b.jid)));
-    Ok(Json(CommunityGroupsOut { groups }))
+    Ok(Json(CommunityGroupsOut { groups: core::groups(access.ctx(&state), ids.1).await? }))
 }
 
 /// Link groups to the community (admins of both), with a result per group.
@@ -246,21 +179,11 @@ async fn groups(
     security(("admin" = []), ("instance" = [])))]
 async fn link(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
     ValidatedJson(body): ValidatedJson<LinkIn>,
 ) -> Result<Json<LinkOut>, ApiError> {
-    let jid = group(ids.1)?;
-    let groups = groups_of(&body.groups)?;
-    let r: Linked = net(&state, &id, NetOp::LinkGroups { jid, groups, link: true }).await?;
-    let mut results: Vec<LinkResult> =
-        r.done.into_iter().map(|jid| LinkResult { jid, ok: Some(true), error: None }).collect();
-    results.extend(r.failed.into_iter().map(|f| LinkResult {
-        jid: f.jid,
-        ok: None,
-        error: Some(failure(f.status).body().error),
-    }));
-    Ok(Json(LinkOut { results }))
+    Ok(Json(LinkOut { results: core::link(access.ctx(&state), ids.1, &body.groups).await? }))
 }
 
 /// Unlink a group from the community (admins of both; the announcement group stays).
@@ -282,14 +205,9 @@ async fn link(
     security(("admin" = []), ("instance" = [])))]
 async fn unlink(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid, Jid)>,
 ) -> Result<StatusCode, ApiError> {
-    let jid = group(ids.1)?;
-    let g = group(ids.2)?;
-    let r: Linked = net(&state, &id, NetOp::LinkGroups { jid, groups: vec![g], link: false }).await?;
-    match r.failed.first() {
-        Some(f) => Err(failure(f.status)),
-        None => Ok(StatusCode::NO_CONTENT),
-    }
+    core::unlink(access.ctx(&state), ids.1, ids.2).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
