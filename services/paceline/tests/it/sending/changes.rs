@@ -8,7 +8,7 @@ use std::time::Duration;
 use harness::cluster::{wait_for, Cluster};
 use serde_json::{json, Value};
 
-use super::{inbox, A, B};
+use super::{failed_message, inbox, A, B};
 use crate::bin;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -56,13 +56,7 @@ async fn own_messages_are_edited_and_deleted_for_everyone() {
     own.patch(&format!("{path}/{theirs}"), &json!({ "text": "not mine" })).await.expect_error(404, "not_found");
     own.post(&format!("{path}/{theirs}/revoke"), &json!({})).await.expect_error(404, "not_found");
     // A message that failed never reached the network: nothing to change.
-    let failed = own.post(&path, &json!({ "to": "5511999990404", "type": "text", "text": "x" })).await.expect(202);
-    let failed = failed["id"].as_str().unwrap().to_string();
-    wait_for(Duration::from_secs(10), || async {
-        (own.get(&format!("{path}/{failed}")).await.body["status"] == "failed").then_some(())
-    })
-    .await
-    .expect("the message fails");
+    let failed = failed_message(&own, &path).await;
     own.post(&format!("{path}/{failed}/revoke"), &json!({})).await.expect_error(404, "not_found");
     let last = inbox(&c, B).await;
     assert_eq!(last["messages"], after["messages"], "nothing more reached B");

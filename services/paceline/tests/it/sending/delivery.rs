@@ -7,7 +7,7 @@ use base64::Engine;
 use harness::cluster::{wait_for, Cluster};
 use serde_json::json;
 
-use super::{inbox, A, B};
+use super::{failed_message, inbox, A, B};
 use crate::bin;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -187,13 +187,7 @@ async fn replies_and_reactions_name_messages_by_their_network_id() {
     .expect("B's message is logged");
     // A message that failed (no account) never reached the network.
     let path = format!("/v1/instances/{id}/messages");
-    let failed = own.post(&path, &json!({ "to": "5511999990404", "type": "text", "text": "x" })).await.expect(202);
-    let failed = failed["id"].as_str().unwrap().to_string();
-    wait_for(Duration::from_secs(10), || async {
-        (own.get(&format!("{path}/{failed}")).await.body["status"] == "failed").then_some(())
-    })
-    .await
-    .expect("the message fails");
+    let failed = failed_message(&own, &path).await;
 
     let wait = format!("{path}?wait=true&timeout=20s");
     own.post(&wait, &json!({ "to": B, "type": "text", "text": "yes", "reply_to": received })).await.expect(200);
