@@ -5,6 +5,7 @@
 //! - [`error`]: the one error type at the HTTP edge and its closed [`error::ErrorCode`] enum.
 //! - [`db`]: the Postgres pool, migrations and the repository modules (all SQL lives there).
 //! - [`bus`]: NATS connection and subject builders (nobody else formats a subject).
+//! - [`contract`]: the worker contract, the operations on a running session with their typed replies.
 //! - [`kv`]: the Redis pool and key builders (nobody else formats a key).
 //! - [`auth`]: token formats, generation and hashing.
 //! - [`net`]: client address resolution and IP allow-lists.
@@ -15,6 +16,7 @@ pub mod auth;
 pub mod backoff;
 pub mod bus;
 pub mod config;
+pub mod contract;
 pub mod db;
 pub mod error;
 pub mod events;

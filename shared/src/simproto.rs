@@ -45,8 +45,8 @@ pub enum ClientOp {
     RejectCall { req: u64, call_id: String, message: Option<String> },
     /// Which of these numbers have an account (reply value: `{"results": [...]}`).
     CheckNumbers { req: u64, numbers: Vec<String> },
-    /// Chats, contacts and the block list (answers as `crate::bus::NetOp` documents).
-    Net { req: u64, call: crate::bus::NetOp },
+    /// An operation of the worker contract (answers its reply type, `crate::contract`).
+    Net { req: u64, call: crate::contract::NetOp },
 }
 
 /// netsim to client.

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use shared::bus::NetOp;
+use shared::contract as wire;
 use shared::db::log::{self, ChatChange, ChatRow};
 use shared::jid::Jid;
 use utoipa::ToSchema;
@@ -60,9 +60,8 @@ async fn one(ctx: Ctx<'_>, row: ChatRow) -> Result<ChatOut> {
 }
 
 /// The chat, which must be in the log.
-async fn existing(ctx: Ctx<'_>, jid: Jid) -> Result<String> {
-    let jid = String::from(jid);
-    log::chat(&ctx.core.db, ctx.instance, &jid).await?.ok_or(Error::NotFound("chat"))?;
+async fn existing(ctx: Ctx<'_>, jid: Jid) -> Result<Jid> {
+    log::chat(&ctx.core.db, ctx.instance, jid.as_str()).await?.ok_or(Error::NotFound("chat"))?;
     Ok(jid)
 }
 
@@ -88,19 +87,24 @@ async fn apply_row(ctx: Ctx<'_>, jid: Jid, change: ChatChange) -> Result<ChatRow
     let jid = existing(ctx, jid).await?;
     let ChatChange { archived, pinned, muted_until, read } = change.clone();
     if archived.is_some() || pinned.is_some() || muted_until.is_some() {
-        let op = NetOp::ModifyChat { jid: jid.clone(), archived, pinned, muted_until };
-        net::<serde_json::Value>(ctx.core, ctx.instance, op).await?;
+        let op = wire::ModifyChat { jid: jid.clone(), archived, pinned, muted_until };
+        net(ctx.core, ctx.instance, op).await?;
     }
     if let Some(read) = read {
-        net::<serde_json::Value>(ctx.core, ctx.instance, NetOp::ReadChat { jid: jid.clone(), read }).await?;
+        net(ctx.core, ctx.instance, wire::ReadChat { jid: jid.clone(), read }).await?;
     }
-    log::update_chat(&ctx.core.db, ctx.instance, &jid, &change).await?.ok_or(Error::NotFound("chat"))
+    log::update_chat(&ctx.core.db, ctx.instance, jid.as_str(), &change).await?.ok_or(Error::NotFound("chat"))
+}
+
+/// Shows (`composing`) or clears the account's typing indicator in a chat.
+pub async fn typing(ctx: Ctx<'_>, jid: Jid, composing: bool) -> Result<()> {
+    net(ctx.core, ctx.instance, wire::ChatPresence { jid, composing }).await
 }
 
 /// Deletes a chat on the network, and its messages from the log.
 pub async fn delete(ctx: Ctx<'_>, jid: Jid) -> Result<()> {
     let jid = existing(ctx, jid).await?;
-    net::<serde_json::Value>(ctx.core, ctx.instance, NetOp::DeleteChat { jid: jid.clone() }).await?;
-    log::delete_chat(&ctx.core.db, ctx.instance, &jid).await?;
+    net(ctx.core, ctx.instance, wire::DeleteChat { jid: jid.clone() }).await?;
+    log::delete_chat(&ctx.core.db, ctx.instance, jid.as_str()).await?;
     Ok(())
 }

@@ -5,7 +5,7 @@
 //! group-creation cap.
 
 use serde::{Deserialize, Serialize};
-use shared::bus::NetOp;
+use shared::contract::{self as wire, MemberChange, Subgroup};
 use shared::error::ErrorDetail;
 use shared::jid::Jid;
 use shared::ErrorCode;
@@ -28,6 +28,17 @@ pub struct CommunityGroupOut {
     pub is_announcement_group: bool,
 }
 
+impl From<Subgroup> for CommunityGroupOut {
+    fn from(g: Subgroup) -> Self {
+        CommunityGroupOut {
+            jid: g.jid.into(),
+            subject: g.subject,
+            size: g.size,
+            is_announcement_group: g.is_announcement_group,
+        }
+    }
+}
+
 /// One group's outcome: `ok`, or `error` with a code.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct LinkResult {
@@ -36,18 +47,6 @@ pub struct LinkResult {
     pub ok: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorDetail>,
-}
-
-#[derive(Deserialize)]
-struct Linked {
-    done: Vec<String>,
-    failed: Vec<Failed>,
-}
-
-#[derive(Deserialize)]
-struct Failed {
-    jid: String,
-    status: u16,
 }
 
 /// The network's refusal of one group, as ours (never retryable: the group is as it is).
@@ -61,11 +60,11 @@ fn failure(status: u16) -> (ErrorCode, &'static str) {
 }
 
 /// Groups' JIDs, 1 to 50, de-duplicated in order.
-fn groups_of(list: &[String]) -> Result<Vec<String>> {
+fn groups_of(list: &[String]) -> Result<Vec<Jid>> {
     if list.is_empty() || list.len() > LINK_LIMIT {
         return Err(Error::invalid(format!("groups must name 1 to {LINK_LIMIT} groups")));
     }
-    let mut out: Vec<String> = Vec::new();
+    let mut out: Vec<Jid> = Vec::new();
     for g in list {
         let j = Jid::parse(g).map_err(|_| Error::invalid("each group must be a group's JID"))?;
         let j = group(j)?;
@@ -78,7 +77,7 @@ fn groups_of(list: &[String]) -> Result<Vec<String>> {
 
 /// The communities the account is in.
 pub async fn list(ctx: Ctx<'_>) -> Result<Vec<GroupOut>> {
-    net(ctx.core, ctx.instance, NetOp::Communities).await
+    Ok(net(ctx.core, ctx.instance, wire::Communities {}).await?.into_iter().map(GroupOut::from).collect())
 }
 
 /// Creates a community (and its announcement group), owned by the account, under the
@@ -86,14 +85,14 @@ pub async fn list(ctx: Ctx<'_>) -> Result<Vec<GroupOut>> {
 pub async fn create(ctx: Ctx<'_>, name: &str, description: Option<String>) -> Result<GroupOut> {
     let name = check_subject(name)?;
     check_description(description.as_ref())?;
-    let create = net(ctx.core, ctx.instance, NetOp::CreateCommunity { name, description });
-    caps::capped(ctx.core, ctx.instance, cap_create(ctx.core), create).await
+    let create = net(ctx.core, ctx.instance, wire::CreateCommunity { name, description });
+    Ok(caps::capped(ctx.core, ctx.instance, cap_create(ctx.core), create).await?.into())
 }
 
 /// A community's record (`not_found` for a group that is not one).
 pub async fn get(ctx: Ctx<'_>, jid: Jid) -> Result<GroupOut> {
     let g = crate::groups::get(ctx, jid).await?;
-    if !g.community.as_ref().is_some_and(|c| c["is_parent"] == true) {
+    if !g.community.as_ref().is_some_and(|c| c.is_parent) {
         return Err(Error::NotFound("community"));
     }
     Ok(g)
@@ -102,7 +101,8 @@ pub async fn get(ctx: Ctx<'_>, jid: Jid) -> Result<GroupOut> {
 /// The groups of a community, its announcement group first.
 pub async fn groups(ctx: Ctx<'_>, jid: Jid) -> Result<Vec<CommunityGroupOut>> {
     let jid = group(jid)?;
-    let mut groups: Vec<CommunityGroupOut> = net(ctx.core, ctx.instance, NetOp::CommunityGroups { jid }).await?;
+    let list = net(ctx.core, ctx.instance, wire::CommunityGroups { jid }).await?;
+    let mut groups: Vec<CommunityGroupOut> = list.into_iter().map(CommunityGroupOut::from).collect();
     groups.sort_by(|a, b| b.is_announcement_group.cmp(&a.is_announcement_group).then(a.jid.cmp(&b.jid)));
     Ok(groups)
 }
@@ -111,13 +111,13 @@ pub async fn groups(ctx: Ctx<'_>, jid: Jid) -> Result<Vec<CommunityGroupOut>> {
 pub async fn link(ctx: Ctx<'_>, jid: Jid, list: &[String]) -> Result<Vec<LinkResult>> {
     let jid = group(jid)?;
     let groups = groups_of(list)?;
-    let r: Linked = net(ctx.core, ctx.instance, NetOp::LinkGroups { jid, groups, link: true }).await?;
+    let r = net(ctx.core, ctx.instance, wire::LinkGroups { jid, groups, link: true }).await?;
     let mut results: Vec<LinkResult> =
-        r.done.into_iter().map(|jid| LinkResult { jid, ok: Some(true), error: None }).collect();
-    results.extend(r.failed.into_iter().map(|f| {
+        r.done.into_iter().map(|jid| LinkResult { jid: jid.into(), ok: Some(true), error: None }).collect();
+    results.extend(r.failed.into_iter().map(|f: MemberChange| {
         let (code, message) = failure(f.status);
         LinkResult {
-            jid: f.jid,
+            jid: f.jid.into(),
             ok: None,
             error: Some(ErrorDetail { code, message: message.into(), retryable: false }),
         }
@@ -129,7 +129,7 @@ pub async fn link(ctx: Ctx<'_>, jid: Jid, list: &[String]) -> Result<Vec<LinkRes
 pub async fn unlink(ctx: Ctx<'_>, jid: Jid, member: Jid) -> Result<()> {
     let jid = group(jid)?;
     let g = group(member)?;
-    let r: Linked = net(ctx.core, ctx.instance, NetOp::LinkGroups { jid, groups: vec![g], link: false }).await?;
+    let r = net(ctx.core, ctx.instance, wire::LinkGroups { jid, groups: vec![g], link: false }).await?;
     match r.failed.first() {
         Some(f) => {
             let (code, message) = failure(f.status);
@@ -149,7 +149,8 @@ mod tests {
             shared::jid::at("1203630001", shared::jid::GROUP_SERVER),
             shared::jid::at("1203630002", shared::jid::GROUP_SERVER),
         );
-        assert_eq!(groups_of(&[a.clone(), b.clone(), a.clone()]).unwrap(), [a.clone(), b]);
+        let jids = groups_of(&[a.clone(), b.clone(), a.clone()]).unwrap();
+        assert_eq!(jids.iter().map(Jid::as_str).collect::<Vec<_>>(), [a.as_str(), b.as_str()]);
         assert!(groups_of(&[]).is_err());
         assert!(groups_of(&vec![a; LINK_LIMIT + 1]).is_err());
         assert!(groups_of(&[shared::jid::Jid::user("5511999990001").as_str().to_string()]).is_err());

@@ -3,7 +3,7 @@
 //! named by a JID or a phone number with country code.
 
 use serde::{Deserialize, Serialize};
-use shared::bus::NetOp;
+use shared::contract::{self as wire, BusinessProfile, ContactDetails, ContactInfo};
 use shared::jid::Jid;
 use utoipa::ToSchema;
 
@@ -35,8 +35,47 @@ pub struct PictureOut {
 pub struct ProfileOut {
     pub jid: String,
     pub about: String,
-    /// Business accounts only: `description`, `category`, `email`, `website`, `address`.
-    pub business_profile: Option<serde_json::Value>,
+    /// Business accounts only.
+    pub business_profile: Option<BusinessOut>,
+}
+
+/// A business account's public profile (fields the network does not give are null).
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
+pub struct BusinessOut {
+    pub description: Option<String>,
+    pub category: Option<String>,
+    pub email: Option<String>,
+    pub website: Option<String>,
+    pub address: Option<String>,
+}
+
+impl From<BusinessProfile> for BusinessOut {
+    fn from(b: BusinessProfile) -> Self {
+        BusinessOut {
+            description: b.description,
+            category: b.category,
+            email: b.email,
+            website: b.website,
+            address: b.address,
+        }
+    }
+}
+
+impl From<ContactInfo> for ContactOut {
+    fn from(c: ContactInfo) -> Self {
+        // A contact the session knows no more of is shown as a personal account.
+        ContactOut { jid: c.jid.into(), name: c.name, push_name: c.push_name, business: c.business.unwrap_or(false) }
+    }
+}
+
+impl From<ContactDetails> for ProfileOut {
+    fn from(p: ContactDetails) -> Self {
+        ProfileOut {
+            jid: p.jid.into(),
+            about: p.about.unwrap_or_default(),
+            business_profile: p.business_profile.map(BusinessOut::from),
+        }
+    }
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -46,49 +85,45 @@ pub struct BlockOut {
 }
 
 /// A contact is a person: not a group or a channel.
-pub fn person(jid: Jid) -> Result<String> {
+pub fn person(jid: Jid) -> Result<Jid> {
     if !jid.is_person() {
         return Err(Error::invalid("the contact must be a user, not a group or channel"));
     }
-    Ok(jid.into())
+    Ok(jid)
 }
 
 /// The account's contacts.
 pub async fn list(ctx: Ctx<'_>) -> Result<Vec<ContactOut>> {
-    net(ctx.core, ctx.instance, NetOp::Contacts).await
+    Ok(net(ctx.core, ctx.instance, wire::Contacts {}).await?.into_iter().map(ContactOut::from).collect())
 }
 
 /// One contact (`not_found` when no account has the number).
 pub async fn get(ctx: Ctx<'_>, jid: Jid) -> Result<ContactOut> {
     let jid = person(jid)?;
-    net(ctx.core, ctx.instance, NetOp::Contact { jid }).await
+    Ok(net(ctx.core, ctx.instance, wire::Contact { jid }).await?.into())
 }
 
 /// A contact's profile picture.
 pub async fn picture(ctx: Ctx<'_>, jid: Jid) -> Result<PictureOut> {
     let jid = person(jid)?;
-    #[derive(Deserialize)]
-    struct Pic {
-        url: Option<String>,
-    }
-    let p: Pic = net(ctx.core, ctx.instance, NetOp::ContactPicture { jid: jid.clone() }).await?;
-    Ok(PictureOut { jid, url: p.url })
+    let p = net(ctx.core, ctx.instance, wire::ContactPicture { jid: jid.clone() }).await?;
+    Ok(PictureOut { jid: jid.into(), url: p.url })
 }
 
 /// A contact's about text and (business accounts) business profile.
 pub async fn profile(ctx: Ctx<'_>, jid: Jid) -> Result<ProfileOut> {
     let jid = person(jid)?;
-    net(ctx.core, ctx.instance, NetOp::ContactProfile { jid }).await
+    Ok(net(ctx.core, ctx.instance, wire::ContactProfile { jid }).await?.into())
 }
 
 /// Blocks a contact (its messages no longer arrive) or unblocks it.
 pub async fn block(ctx: Ctx<'_>, jid: Jid, blocked: bool) -> Result<BlockOut> {
     let jid = person(jid)?;
-    net::<serde_json::Value>(ctx.core, ctx.instance, NetOp::Block { jid: jid.clone(), blocked }).await?;
-    Ok(BlockOut { jid, blocked })
+    net(ctx.core, ctx.instance, wire::Block { jid: jid.clone(), blocked }).await?;
+    Ok(BlockOut { jid: jid.into(), blocked })
 }
 
 /// The JIDs the account blocked.
 pub async fn blocklist(ctx: Ctx<'_>) -> Result<Vec<String>> {
-    net(ctx.core, ctx.instance, NetOp::Blocklist).await
+    Ok(net(ctx.core, ctx.instance, wire::Blocklist {}).await?.into_iter().map(String::from).collect())
 }

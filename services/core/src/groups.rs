@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use shared::bus::{NetOp, ParticipantAction};
+use shared::contract::{self as wire, GroupInfo, Member, ParticipantAction};
 use shared::error::ErrorDetail;
 use shared::jid::Jid;
 use shared::ErrorCode;
@@ -61,13 +61,54 @@ pub struct GroupOut {
     pub ephemeral: u32,
     #[serde(default)]
     pub participants: Vec<ParticipantOut>,
-    /// Its place in a community: `parent` (the community's JID), `is_parent`,
-    /// `is_announcement_group`.
+    /// Its place in a community.
     #[serde(default)]
-    pub community: Option<serde_json::Value>,
+    pub community: Option<CommunityOut>,
     /// Joined by a link whose group approves members first: not a member yet.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pending_approval: bool,
+}
+
+/// A group's place in a community.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct CommunityOut {
+    /// The community it belongs to.
+    #[serde(default)]
+    pub parent: Option<String>,
+    /// It is a community (a parent group).
+    #[serde(default)]
+    pub is_parent: bool,
+    /// It is its community's announcement group (only admins send).
+    #[serde(default)]
+    pub is_announcement_group: bool,
+}
+
+impl From<Member> for ParticipantOut {
+    fn from(m: Member) -> Self {
+        ParticipantOut { jid: m.jid.into(), phone: m.phone, role: m.role.as_str().to_string() }
+    }
+}
+
+impl From<GroupInfo> for GroupOut {
+    fn from(g: GroupInfo) -> Self {
+        GroupOut {
+            jid: g.jid.into(),
+            subject: g.subject,
+            description: g.description,
+            owner: g.owner,
+            created_at: g.created_at,
+            announce: g.announce,
+            locked: g.locked,
+            ephemeral: g.ephemeral,
+            participants: g.participants.into_iter().map(ParticipantOut::from).collect(),
+            community: (!g.pending_approval).then(|| CommunityOut {
+                parent: g.community.parent.map(String::from),
+                is_parent: g.community.is_parent,
+                is_announcement_group: g.community.is_announcement_group,
+            }),
+            pending_approval: g.pending_approval,
+        }
+    }
 }
 
 /// Group creations (communities too) a day.
@@ -110,11 +151,11 @@ pub fn check_subject(subject: &str) -> Result<String> {
 }
 
 /// A group's (or community's) JID, refusing any other kind.
-pub fn group(jid: Jid) -> Result<String> {
+pub fn group(jid: Jid) -> Result<Jid> {
     if !jid.is_group() {
         return Err(Error::invalid(format!("jid must be a group's JID (…@{})", shared::jid::GROUP_SERVER)));
     }
-    Ok(jid.into())
+    Ok(jid)
 }
 
 /// One member's outcome: `ok`, or `error` with a code.
@@ -143,24 +184,25 @@ pub struct GroupChange {
 pub const EPHEMERAL_CHOICES: [u32; 4] = [0, 86_400, 604_800, 7_776_000];
 
 /// Persons' JIDs from numbers or JIDs, de-duplicated in order.
-pub fn members(list: &[String], at_least_one: bool) -> Result<Vec<String>> {
+pub fn members(list: &[String], at_least_one: bool) -> Result<Vec<Jid>> {
     if list.len() > PARTICIPANTS_LIMIT || (at_least_one && list.is_empty()) {
         return Err(Error::invalid(format!("participants must name 1 to {PARTICIPANTS_LIMIT} members")));
     }
-    let mut out: Vec<String> = Vec::with_capacity(list.len());
+    let mut out: Vec<Jid> = Vec::with_capacity(list.len());
     for p in list {
         let j = Jid::parse(p).ok().filter(Jid::is_person).ok_or_else(|| {
             Error::invalid("each participant must be a phone number with country code or a person's JID")
         })?;
-        if !out.iter().any(|o| o == j.as_str()) {
-            out.push(j.into());
+        if !out.contains(&j) {
+            out.push(j);
         }
     }
     Ok(out)
 }
 
 /// The network's status for one member as our result.
-fn member_result(jid: String, status: u16) -> ParticipantResult {
+fn member_result(jid: Jid, status: u16) -> ParticipantResult {
+    let jid = String::from(jid);
     let error = |code: ErrorCode, message: &str| ParticipantResult {
         jid: jid.clone(),
         ok: None,
@@ -199,13 +241,13 @@ pub fn check_description(description: Option<&String>) -> Result<()> {
 
 /// The groups the account is in.
 pub async fn list(ctx: Ctx<'_>) -> Result<Vec<GroupOut>> {
-    net(ctx.core, ctx.instance, NetOp::Groups).await
+    Ok(net(ctx.core, ctx.instance, wire::Groups {}).await?.into_iter().map(GroupOut::from).collect())
 }
 
 /// One group the account is in.
 pub async fn get(ctx: Ctx<'_>, jid: Jid) -> Result<GroupOut> {
     let jid = group(jid)?;
-    net(ctx.core, ctx.instance, NetOp::Group { jid }).await
+    Ok(net(ctx.core, ctx.instance, wire::Group { jid }).await?.into())
 }
 
 /// Creates a group with the account as its owner (numbers with no account are left
@@ -219,14 +261,13 @@ pub async fn create(
     let subject = check_subject(subject)?;
     check_description(description.as_ref())?;
     let participants = members(participants, false)?;
-    let make = net(ctx.core, ctx.instance, NetOp::CreateGroup { subject, participants });
-    let g: GroupOut = caps::capped(ctx.core, ctx.instance, cap_create(ctx.core), make).await?;
+    let make = net(ctx.core, ctx.instance, wire::CreateGroup { subject, participants });
+    let g = caps::capped(ctx.core, ctx.instance, cap_create(ctx.core), make).await?;
     match description {
         Some(description) => {
-            let jid = Jid::parse(&g.jid).map_err(Error::internal)?;
-            edit(ctx, jid, GroupChange { description: Some(description), ..GroupChange::default() }).await
+            edit(ctx, g.jid, GroupChange { description: Some(description), ..GroupChange::default() }).await
         }
-        None => Ok(g),
+        None => Ok(g.into()),
     }
 }
 
@@ -234,12 +275,12 @@ pub async fn create(
 /// only, as the network rules) and answers the group as it is now.
 pub async fn edit(ctx: Ctx<'_>, jid: Jid, change: GroupChange) -> Result<GroupOut> {
     let jid = apply(ctx, jid, change).await?;
-    net(ctx.core, ctx.instance, NetOp::Group { jid }).await
+    Ok(net(ctx.core, ctx.instance, wire::Group { jid }).await?.into())
 }
 
 /// [`edit`] without reading the group back (for a door that does not show it): the
 /// group's JID.
-pub async fn apply(ctx: Ctx<'_>, jid: Jid, change: GroupChange) -> Result<String> {
+pub async fn apply(ctx: Ctx<'_>, jid: Jid, change: GroupChange) -> Result<Jid> {
     let jid = group(jid)?;
     let subject = change.subject.as_deref().map(check_subject).transpose()?;
     check_description(change.description.as_ref())?;
@@ -248,11 +289,11 @@ pub async fn apply(ctx: Ctx<'_>, jid: Jid, change: GroupChange) -> Result<String
     }
     let GroupChange { description, announce, locked, ephemeral, .. } = change;
     if subject.is_some() || description.is_some() || announce.is_some() || locked.is_some() {
-        let op = NetOp::UpdateGroup { jid: jid.clone(), subject, description, announce, locked };
-        let () = net(ctx.core, ctx.instance, op).await?;
+        let op = wire::UpdateGroup { jid: jid.clone(), subject, description, announce, locked };
+        net(ctx.core, ctx.instance, op).await?;
     }
     if let Some(expiration) = ephemeral {
-        let () = net(ctx.core, ctx.instance, NetOp::GroupEphemeral { jid: jid.clone(), expiration }).await?;
+        net(ctx.core, ctx.instance, wire::GroupEphemeral { jid: jid.clone(), expiration }).await?;
     }
     Ok(jid)
 }
@@ -270,13 +311,8 @@ pub async fn participants(
     let list = members(participants, true)?;
     let n = list.len();
     let taken = caps::take(ctx.core, ctx.instance, cap_participants(ctx.core), n as u32).await?;
-    #[derive(Deserialize)]
-    struct Change {
-        jid: String,
-        status: u16,
-    }
-    let op = NetOp::GroupParticipants { jid, action, participants: list };
-    let changes: Vec<Change> = match net(ctx.core, ctx.instance, op).await {
+    let op = wire::GroupParticipants { jid, action, participants: list };
+    let changes = match net(ctx.core, ctx.instance, op).await {
         Ok(c) => c,
         Err(e) => {
             taken.give_back(ctx.core, n).await;
@@ -296,31 +332,26 @@ pub async fn invite_link(ctx: Ctx<'_>, jid: Jid, reset: bool) -> Result<String> 
         return Err(Error::Forbidden("an API key may read the invite link, not reset it".into()));
     }
     let jid = group(jid)?;
-    #[derive(Deserialize)]
-    struct Link {
-        link: String,
-    }
-    let Link { link } = net(ctx.core, ctx.instance, NetOp::GroupInviteLink { jid, reset }).await?;
-    Ok(link)
+    Ok(net(ctx.core, ctx.instance, wire::GroupInviteLink { jid, reset }).await?.link)
 }
 
 /// A group's record by its invite link (or the link's code), without joining.
 pub async fn invite_info(ctx: Ctx<'_>, link: &str) -> Result<GroupOut> {
     let code = check_invite(link)?;
-    net(ctx.core, ctx.instance, NetOp::GroupInviteInfo { code }).await
+    Ok(net(ctx.core, ctx.instance, wire::GroupInviteInfo { code }).await?.into())
 }
 
 /// Joins a group by its invite link, under the daily cap.
 pub async fn join(ctx: Ctx<'_>, link: &str) -> Result<GroupOut> {
     let code = check_invite(link)?;
-    let join = net(ctx.core, ctx.instance, NetOp::JoinGroup { link: code });
-    caps::capped(ctx.core, ctx.instance, cap_joins(ctx.core), join).await
+    let join = net(ctx.core, ctx.instance, wire::JoinGroup { link: code });
+    Ok(caps::capped(ctx.core, ctx.instance, cap_joins(ctx.core), join).await?.into())
 }
 
 /// Leaves a group.
 pub async fn leave(ctx: Ctx<'_>, jid: Jid) -> Result<()> {
     let jid = group(jid)?;
-    net(ctx.core, ctx.instance, NetOp::LeaveGroup { jid }).await
+    net(ctx.core, ctx.instance, wire::LeaveGroup { jid }).await
 }
 
 #[cfg(test)]
@@ -342,7 +373,7 @@ mod tests {
         let (one, two) = (Jid::user("5511999990001"), Jid::user("5511999990002"));
         let list = ["+5511999990001".to_string(), two.as_str().into(), "+5511999990001".into()];
         let out = members(&list, true).unwrap();
-        assert_eq!(out, [one.as_str(), two.as_str()]);
+        assert_eq!(out, [one, two]);
         assert!(matches!(members(&[], true), Err(Error::Invalid(_))));
         assert!(members(&[], false).unwrap().is_empty());
         let group = shared::jid::at("120363000000000001", shared::jid::GROUP_SERVER);
@@ -353,7 +384,7 @@ mod tests {
 
     #[test]
     fn network_statuses_become_per_member_results() {
-        let ok = member_result("a".into(), 200);
+        let ok = member_result(Jid::user("5511999990001"), 200);
         assert_eq!((ok.ok, ok.error.is_none()), (Some(true), true));
         for (status, code) in [
             (403, ErrorCode::Forbidden),
@@ -362,7 +393,7 @@ mod tests {
             (409, ErrorCode::Conflict),
             (500, ErrorCode::WorkerError),
         ] {
-            let r = member_result("a".into(), status);
+            let r = member_result(Jid::user("5511999990001"), status);
             let e = r.error.expect("an error");
             assert_eq!((r.ok, e.code, e.retryable), (None, code, false), "{status}");
         }

@@ -5,7 +5,7 @@
 //! A personal account gets `business_account_required`.
 
 use serde::{Deserialize, Serialize};
-use shared::bus::NetOp;
+use shared::contract as wire;
 use shared::db::labels::{self, Change, LabelRow};
 use shared::ids::MessageId;
 use shared::jid::Jid;
@@ -82,8 +82,8 @@ pub async fn create(ctx: Ctx<'_>, name: &str, color: i32) -> Result<LabelOut> {
     let color = check_color(color)?;
     business::require(ctx).await?;
     let label_id = labels::next_id(&ctx.core.db, ctx.instance).await?;
-    let op = NetOp::SetLabel { label_id: label_id.clone(), name: name.clone(), color };
-    net::<serde_json::Value>(ctx.core, ctx.instance, op).await?;
+    let op = wire::SetLabel { label_id: label_id.clone(), name: name.clone(), color };
+    net(ctx.core, ctx.instance, op).await?;
     record(ctx, Change::Edit { label_id: label_id.clone(), name: name.clone(), color }).await?;
     Ok(LabelOut { id: label_id, name, color })
 }
@@ -94,8 +94,8 @@ pub async fn edit(ctx: Ctx<'_>, label_id: String, name: Option<&str>, color: Opt
     let color = color.map(check_color).transpose()?;
     let now = existing(ctx, &label_id).await?;
     let (name, color) = (name.unwrap_or(now.name), color.unwrap_or(now.color));
-    let op = NetOp::SetLabel { label_id: label_id.clone(), name: name.clone(), color };
-    net::<serde_json::Value>(ctx.core, ctx.instance, op).await?;
+    let op = wire::SetLabel { label_id: label_id.clone(), name: name.clone(), color };
+    net(ctx.core, ctx.instance, op).await?;
     record(ctx, Change::Edit { label_id: label_id.clone(), name: name.clone(), color }).await?;
     Ok(LabelOut { id: label_id, name, color })
 }
@@ -103,17 +103,16 @@ pub async fn edit(ctx: Ctx<'_>, label_id: String, name: Option<&str>, color: Opt
 /// Deletes a label (it comes off every chat and message), on the network first.
 pub async fn delete(ctx: Ctx<'_>, label_id: String) -> Result<()> {
     existing(ctx, &label_id).await?;
-    net::<serde_json::Value>(ctx.core, ctx.instance, NetOp::DeleteLabel { label_id: label_id.clone() }).await?;
+    net(ctx.core, ctx.instance, wire::DeleteLabel { label_id: label_id.clone() }).await?;
     record(ctx, Change::Delete { label_id }).await
 }
 
 /// Puts a label on a chat or takes it off, on the network first.
 pub async fn set_chat(ctx: Ctx<'_>, label_id: String, jid: Jid, labeled: bool) -> Result<()> {
     existing(ctx, &label_id).await?;
-    let jid = String::from(jid);
-    let op = NetOp::LabelChat { label_id: label_id.clone(), jid: jid.clone(), labeled };
-    net::<serde_json::Value>(ctx.core, ctx.instance, op).await?;
-    record(ctx, Change::Target { label_id, chat_jid: jid, wa_message_id: None, labeled }).await
+    let op = wire::LabelChat { label_id: label_id.clone(), jid: jid.clone(), labeled };
+    net(ctx.core, ctx.instance, op).await?;
+    record(ctx, Change::Target { label_id, chat_jid: jid.into(), wa_message_id: None, labeled }).await
 }
 
 /// Puts a label on a logged message or takes it off, on the network first.
@@ -121,13 +120,9 @@ pub async fn set_message(ctx: Ctx<'_>, label_id: String, msg: MessageId, labeled
     existing(ctx, &label_id).await?;
     let (chat_jid, wa_message_id) =
         shared::db::log::network_id(&ctx.core.db, ctx.instance, &msg).await?.ok_or(Error::NotFound("message"))?;
-    let op = NetOp::LabelMessage {
-        label_id: label_id.clone(),
-        jid: chat_jid.clone(),
-        wa_message_id: wa_message_id.clone(),
-        labeled,
-    };
-    net::<serde_json::Value>(ctx.core, ctx.instance, op).await?;
+    let jid = Jid::parse(&chat_jid).map_err(Error::internal)?;
+    let op = wire::LabelMessage { label_id: label_id.clone(), jid, wa_message_id: wa_message_id.clone(), labeled };
+    net(ctx.core, ctx.instance, op).await?;
     record(ctx, Change::Target { label_id, chat_jid, wa_message_id: Some(wa_message_id), labeled }).await
 }
 

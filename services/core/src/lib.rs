@@ -8,6 +8,7 @@
 
 pub mod business;
 pub mod caps;
+pub mod channels;
 pub mod chats;
 pub mod communities;
 pub mod contacts;

@@ -2,7 +2,7 @@
 //! and replacing the text of one of its own text messages. They go to the network through
 //! the instance's worker; the network tells the other side.
 
-use shared::bus::NetOp;
+use shared::contract as wire;
 use shared::ids::MessageId;
 use shared::jid::Jid;
 
@@ -32,7 +32,7 @@ pub async fn own(ctx: Ctx<'_>, id: &MessageId) -> Result<(Jid, String)> {
 /// Deletes one of the account's own messages for everyone in the chat.
 pub async fn revoke(ctx: Ctx<'_>, chat: Jid, wa_message_id: &str) -> Result<()> {
     check_network_id(wa_message_id)?;
-    let op = NetOp::RevokeMessage { jid: chat.into(), wa_message_id: wa_message_id.to_string() };
+    let op = wire::RevokeMessage { jid: chat, wa_message_id: wa_message_id.to_string() };
     net(ctx.core, ctx.instance, op).await
 }
 
@@ -44,7 +44,7 @@ pub async fn edit(ctx: Ctx<'_>, chat: Jid, wa_message_id: &str, text: &str) -> R
         return Err(Error::invalid(format!("text must be 1-{EDIT_LIMIT} characters")));
     }
     check_network_id(wa_message_id)?;
-    let op = NetOp::EditMessage { jid: chat.into(), wa_message_id: wa_message_id.to_string(), text: text.to_string() };
+    let op = wire::EditMessage { jid: chat, wa_message_id: wa_message_id.to_string(), text: text.to_string() };
     net(ctx.core, ctx.instance, op).await
 }
 

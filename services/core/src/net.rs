@@ -2,17 +2,17 @@
 //! subject. No owner -> `instance_not_connected` (or what the instance's state says); no
 //! answer in time -> `worker_timeout`.
 
-use shared::bus::{self, NetOp, RpcError, RpcRequest};
+use shared::bus::{self, RpcError, RpcRequest};
+use shared::contract::Operation;
 use shared::db::instances::{self, InstanceState};
 use shared::ids::InstanceId;
 use shared::ErrorCode;
 
 use crate::{Core, Error, Result};
 
-/// Carries a session operation to the instance's worker; its answer as `T`
-/// (`serde_json::Value` when the caller only needs it done).
-pub async fn net<T: serde::de::DeserializeOwned>(core: &Core, id: &InstanceId, op: NetOp) -> Result<T> {
-    let v = call(core, id, RpcRequest::Net { op }).await?;
+/// Carries a session operation to the instance's worker; its typed reply.
+pub async fn net<O: Operation>(core: &Core, id: &InstanceId, op: O) -> Result<O::Reply> {
+    let v = call(core, id, RpcRequest::Net { op: op.into() }).await?;
     serde_json::from_value(v).map_err(|e| Error::internal(format_args!("unexpected answer from the worker: {e}")))
 }
 

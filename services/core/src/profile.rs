@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use shared::bus::{NetOp, RpcRequest};
+use shared::bus::RpcRequest;
+use shared::contract::{self as wire, OwnProfile};
 use utoipa::ToSchema;
 
 use crate::net::{call, net};
@@ -25,6 +26,12 @@ pub struct ProfileOut {
     pub about: Option<String>,
     /// Where the network serves its picture; null when it has none.
     pub picture_url: Option<String>,
+}
+
+impl From<OwnProfile> for ProfileOut {
+    fn from(p: OwnProfile) -> Self {
+        ProfileOut { push_name: p.push_name, about: p.about, picture_url: p.picture_url }
+    }
 }
 
 /// The privacy settings, by category: `last`, `online`, `profile`, `status`, `groupadd`,
@@ -84,7 +91,7 @@ impl PrivacyPatch {
 
 /// The account's push name, about text and picture.
 pub async fn get(ctx: Ctx<'_>) -> Result<ProfileOut> {
-    net(ctx.core, ctx.instance, NetOp::Profile).await
+    Ok(net(ctx.core, ctx.instance, wire::Profile {}).await?.into())
 }
 
 /// Changes the push name (1-25 characters, trimmed) or the about text (up to 139; empty
@@ -98,7 +105,7 @@ pub async fn change(ctx: Ctx<'_>, push_name: Option<String>, about: Option<Strin
         return Err(Error::invalid(format!("about must be at most {ABOUT_LIMIT} characters")));
     }
     if push_name.is_some() || about.is_some() {
-        let () = net(ctx.core, ctx.instance, NetOp::SetProfile { about, push_name }).await?;
+        net(ctx.core, ctx.instance, wire::SetProfile { about, push_name }).await?;
     }
     get(ctx).await
 }
@@ -111,12 +118,12 @@ pub async fn delete_picture(ctx: Ctx<'_>) -> Result<ProfileOut> {
 
 /// The account's presence for everyone: online (`available`) or not.
 pub async fn set_presence(ctx: Ctx<'_>, available: bool) -> Result<()> {
-    net(ctx.core, ctx.instance, NetOp::SetPresence { available }).await
+    net(ctx.core, ctx.instance, wire::SetPresence { available }).await
 }
 
 /// The account's privacy settings.
 pub async fn privacy(ctx: Ctx<'_>) -> Result<PrivacyOut> {
-    Ok(PrivacyOut(net(ctx.core, ctx.instance, NetOp::Privacy).await?))
+    Ok(PrivacyOut(net(ctx.core, ctx.instance, wire::Privacy {}).await?))
 }
 
 /// Changes privacy settings, each checked against its category before any is sent (a
@@ -131,7 +138,7 @@ pub async fn set_privacy(ctx: Ctx<'_>, patch: PrivacyPatch) -> Result<PrivacyOut
     }
     let mut now = BTreeMap::new();
     for (category, value) in changes {
-        now = net(ctx.core, ctx.instance, NetOp::SetPrivacy { category: category.to_string(), value }).await?;
+        now = net(ctx.core, ctx.instance, wire::SetPrivacy { category: category.to_string(), value }).await?;
     }
     Ok(PrivacyOut(now))
 }

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use crate::db::sessions::{self, Claim};
 use futures::StreamExt;
-use shared::bus::{NetOp, Picture, RpcReply, RpcRequest, Subjects};
+use shared::bus::{RpcReply, RpcRequest, Subjects};
 use shared::config::Network;
+use shared::contract::{Answer, NetOp, Picture, SetGroupPicture, SetPicture};
 use shared::db::instances::InstanceState;
 use shared::db::labels::{self, Change};
 use shared::db::log::Source;

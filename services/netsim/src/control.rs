@@ -347,10 +347,11 @@ async fn label(
     Path(number): Path<String>,
     ValidatedJson(b): ValidatedJson<LabelIn>,
 ) -> Result<Json<Value>, ApiError> {
-    let op = if b.deleted {
-        shared::bus::NetOp::DeleteLabel { label_id: b.label_id }
+    use shared::contract::{DeleteLabel, NetOp, SetLabel};
+    let op: NetOp = if b.deleted {
+        DeleteLabel { label_id: b.label_id }.into()
     } else {
-        shared::bus::NetOp::SetLabel { label_id: b.label_id, name: b.name, color: b.color }
+        SetLabel { label_id: b.label_id, name: b.name, color: b.color }.into()
     };
     let _ = phone_op(State(app), Path(number), ValidatedJson(op)).await?;
     Ok(Json(json!({ "sent": true })))
@@ -401,12 +402,12 @@ async fn labels(State(app): State<App>, Path(number): Path<String>) -> Result<Js
 }
 
 /// The phone's own network operations, as a linked device asks them (the body is a
-/// `NetOp`: `{"op": "create_group", "subject", "participants"}`, `group_participants`,
+/// `contract::NetOp`: `{"op": "create_group", "subject", "participants"}`, `group_participants`,
 /// `update_group`, `group_invite_link`, `join_group`, `leave_group`, ...).
 async fn phone_op(
     State(app): State<App>,
     Path(number): Path<String>,
-    ValidatedJson(op): ValidatedJson<shared::bus::NetOp>,
+    ValidatedJson(op): ValidatedJson<shared::contract::NetOp>,
 ) -> Result<Json<Value>, ApiError> {
     app.net.phone_op(&number, op).map(Json).map_err(|(code, detail)| {
         let code = ErrorCode::ALL.into_iter().find(|c| c.as_str() == code).unwrap_or(ErrorCode::ValidationFailed);

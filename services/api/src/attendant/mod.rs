@@ -341,10 +341,10 @@ impl Attendant {
 
     /// Shows or clears the typing indicator; best effort, within a few seconds.
     async fn typing(&self, id: &InstanceId, chat: &str, composing: bool) {
-        let op = shared::bus::NetOp::ChatPresence { jid: chat.to_string(), composing };
-        let shown =
-            tokio::time::timeout(Duration::from_secs(3), domain::net::net::<serde_json::Value>(&self.state, id, op));
-        if !matches!(shown.await, Ok(Ok(_))) {
+        let Ok(jid) = shared::jid::Jid::parse(chat) else { return };
+        let ctx = domain::Ctx::new(&self.state, id, domain::Caller::Owner);
+        let shown = tokio::time::timeout(Duration::from_secs(3), domain::chats::typing(ctx, jid, composing));
+        if !matches!(shown.await, Ok(Ok(()))) {
             tracing::debug!(instance = %id, "the typing indicator could not be changed");
         }
     }

@@ -3,33 +3,18 @@
 
 use axum::extract::State;
 use axum::Json;
-use serde::{Deserialize, Serialize};
-use shared::bus::NetOp;
 use shared::error::ErrorBody;
 use shared::ids::InstanceId;
 use shared::ApiError;
-use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::InstanceAccess;
 use crate::state::AppState;
-use domain::net::net;
+use domain::business::BusinessProfileOut;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(business_profile))
-}
-
-/// The account's business profile (fields the network does not give are null).
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct BusinessProfileOut {
-    /// The account's JID.
-    pub jid: String,
-    pub description: Option<String>,
-    pub category: Option<String>,
-    pub email: Option<String>,
-    pub website: Option<String>,
-    pub address: Option<String>,
 }
 
 /// The account's business profile.
@@ -48,17 +33,5 @@ async fn business_profile(
     State(state): State<AppState>,
     access: InstanceAccess,
 ) -> Result<Json<BusinessProfileOut>, ApiError> {
-    let phone = domain::business::require(access.ctx(&state)).await?;
-    let jid = shared::jid::Jid::user(&phone).as_str().to_string();
-    let p: serde_json::Value = net(&state, &access.id, NetOp::ContactProfile { jid: jid.clone() }).await?;
-    let b = &p["business_profile"];
-    let field = |k: &str| b.get(k).and_then(|v| v.as_str()).map(str::to_owned);
-    Ok(Json(BusinessProfileOut {
-        jid,
-        description: field("description"),
-        category: field("category"),
-        email: field("email"),
-        website: field("website"),
-        address: field("address"),
-    }))
+    Ok(Json(domain::business::profile(access.ctx(&state)).await?))
 }

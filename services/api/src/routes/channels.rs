@@ -5,14 +5,11 @@
 //! received them. The network's limits (interface.md part 8) are kept per instance,
 //! cluster-wide in Redis (`domain::caps`); a call that fails takes nothing from them.
 
-use std::time::Duration;
-
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use shared::bus::{ChannelAction, NetOp};
 use shared::error::ErrorBody;
 use shared::ids::InstanceId;
 use shared::jid::Jid;
@@ -28,21 +25,7 @@ use crate::service::history::{self, MessagePageOut};
 use crate::service::messages::MessageOut;
 use crate::service::messages::Sender;
 use crate::state::AppState;
-use domain::caps::{capped_all, Cap};
-use domain::net::net;
-
-const MINUTE: Duration = Duration::from_secs(60);
-const HOUR: Duration = Duration::from_secs(3600);
-const DAY: Duration = Duration::from_secs(86_400);
-
-/// Follows and unfollows: 3 a minute, 10 an hour, 30 a day.
-const FOLLOWS: [Cap; 3] = [
-    Cap { name: "channel_follows_m", limit: 3, window: MINUTE, what: "channel follows and unfollows a minute" },
-    Cap { name: "channel_follows_h", limit: 10, window: HOUR, what: "channel follows and unfollows an hour" },
-    Cap { name: "channel_follows_d", limit: 30, window: DAY, what: "channel follows and unfollows a day" },
-];
-const CREATES: Cap = Cap { name: "channel_creates", limit: 2, window: DAY, what: "channel creations a day" };
-const REACTIONS: Cap = Cap { name: "channel_reactions", limit: 30, window: MINUTE, what: "channel reactions a minute" };
+use domain::channels::{self as core, ChannelOut};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -52,25 +35,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(act))
         .routes(routes!(posts, publish))
         .routes(routes!(react))
-}
-
-/// A channel as the network describes it.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct ChannelOut {
-    /// `<id>@newsletter`.
-    pub jid: String,
-    pub name: String,
-    pub description: Option<String>,
-    pub subscribers: Option<u64>,
-    pub verified: bool,
-    /// `active`, `suspended` or `geosuspended`.
-    pub state: String,
-    pub picture_url: Option<String>,
-    /// The last part of the channel's link (`https://whatsapp.com/channel/<code>`).
-    pub invite_code: Option<String>,
-    /// The account's role: `owner`, `admin`, `subscriber` or `guest`.
-    pub role: Option<String>,
-    pub created_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -115,36 +79,6 @@ pub struct ChannelReactionIn {
     pub reaction: String,
 }
 
-/// A channel's JID from the path: `<digits>@newsletter`.
-fn channel(jid: Jid) -> Result<String, ApiError> {
-    let jid = String::from(jid);
-    match jid.split_once('@') {
-        Some((id, shared::jid::NEWSLETTER_SERVER)) if !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) => {
-            Ok(jid)
-        }
-        _ => Err(ApiError::validation("not a channel JID (<id>@newsletter)")),
-    }
-}
-
-/// An invite code from a link or the code itself.
-fn invite_code(link: &str) -> Result<String, ApiError> {
-    if link.chars().count() > 200 {
-        return Err(ApiError::validation("link must be at most 200 characters"));
-    }
-    let link = link.trim();
-    let code = link
-        .strip_prefix("https://whatsapp.com/channel/")
-        .or_else(|| link.strip_prefix("https://www.whatsapp.com/channel/"))
-        .unwrap_or(link)
-        .trim_end_matches('/');
-    if code.is_empty() || code.len() > 64 || !code.bytes().all(|b| b.is_ascii_alphanumeric()) {
-        return Err(ApiError::validation(
-            "link must be a channel link (https://whatsapp.com/channel/<code>) or its code",
-        ));
-    }
-    Ok(code.to_string())
-}
-
 /// The channels the account follows, owns or administers.
 #[utoipa::path(get, path = "/v1/instances/{id}/channels", tag = "channels",
     params(("id" = InstanceId, Path, description = "instance id")),
@@ -157,11 +91,8 @@ fn invite_code(link: &str) -> Result<String, ApiError> {
         (status = 504, description = "`worker_timeout`", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn list(
-    State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
-) -> Result<Json<ChannelListOut>, ApiError> {
-    Ok(Json(ChannelListOut { channels: net(&state, &id, NetOp::Channels).await? }))
+async fn list(State(state): State<AppState>, access: InstanceAccess) -> Result<Json<ChannelListOut>, ApiError> {
+    Ok(Json(ChannelListOut { channels: core::list(access.ctx(&state)).await? }))
 }
 
 /// Create a channel the account owns. At most 2 a day per instance.
@@ -181,18 +112,10 @@ async fn list(
     security(("admin" = []), ("instance" = [])))]
 async fn create(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     ValidatedJson(body): ValidatedJson<ChannelIn>,
 ) -> Result<(StatusCode, Json<ChannelOut>), ApiError> {
-    let name = crate::schemas::trim_ecma(&body.name).to_string();
-    if name.is_empty() || body.name.chars().count() > 100 {
-        return Err(ApiError::validation("name must be 1 to 100 characters, not only spaces"));
-    }
-    if body.description.as_ref().is_some_and(|d| d.chars().count() > 2048) {
-        return Err(ApiError::validation("description must be at most 2048 characters"));
-    }
-    let op = NetOp::CreateChannel { name, description: body.description };
-    let c = capped_all(&state, &id, &[CREATES], net(&state, &id, op)).await?;
+    let c = core::create(access.ctx(&state), &body.name, body.description).await?;
     Ok((StatusCode::CREATED, Json(c)))
 }
 
@@ -212,11 +135,10 @@ async fn create(
     security(("admin" = []), ("instance" = [])))]
 async fn preview(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     ValidatedJson(body): ValidatedJson<PreviewIn>,
 ) -> Result<Json<ChannelOut>, ApiError> {
-    let code = invite_code(&body.link)?;
-    Ok(Json(net(&state, &id, NetOp::ChannelByInvite { code }).await?))
+    Ok(Json(core::preview(access.ctx(&state), &body.link).await?))
 }
 
 /// A channel's metadata and the account's role in it.
@@ -234,11 +156,10 @@ async fn preview(
     security(("admin" = []), ("instance" = [])))]
 async fn get_one(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
 ) -> Result<Json<ChannelOut>, ApiError> {
-    let jid = channel(ids.1)?;
-    Ok(Json(net(&state, &id, NetOp::Channel { jid }).await?))
+    Ok(Json(core::get(access.ctx(&state), ids.1).await?))
 }
 
 /// `follow`, `unfollow`, `mute` or `unmute` a channel; answers the channel. Follows and
@@ -259,25 +180,12 @@ async fn get_one(
     security(("admin" = []), ("instance" = [])))]
 async fn act(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid, String)>,
 ) -> Result<Json<ChannelOut>, ApiError> {
-    let jid = channel(ids.1)?;
-    let action = match ids.2.as_str() {
-        "follow" => ChannelAction::Follow,
-        "unfollow" => ChannelAction::Unfollow,
-        "mute" => ChannelAction::Mute,
-        "unmute" => ChannelAction::Unmute,
-        _ => return Err(ApiError::validation("action must be follow, unfollow, mute or unmute")),
-    };
-    let op = NetOp::ChannelAction { jid: jid.clone(), action };
-    let done = net::<serde_json::Value>(&state, &id, op);
-    if matches!(action, ChannelAction::Follow | ChannelAction::Unfollow) {
-        capped_all(&state, &id, &FOLLOWS, done).await?;
-    } else {
-        done.await?;
-    }
-    Ok(Json(net(&state, &id, NetOp::Channel { jid }).await?))
+    let jid = core::channel(ids.1)?;
+    let action = core::verb(&ids.2)?;
+    Ok(Json(core::act(access.ctx(&state), jid, action).await?))
 }
 
 /// The channel's posts as this instance received them (and those it published),
@@ -298,7 +206,7 @@ async fn posts(
     Path(ids): Path<(InstanceId, Jid)>,
     ValidatedQuery(q): ValidatedQuery<PageQuery>,
 ) -> Result<Json<MessagePageOut>, ApiError> {
-    let jid = channel(ids.1)?;
+    let jid = String::from(core::channel(ids.1)?);
     shared::db::instances::get(&state.db, &id).await?.ok_or_else(ApiError::instance_not_found)?;
     Ok(Json(history::page(&state, &id, &jid, &q).await?))
 }
@@ -327,7 +235,7 @@ async fn publish(
     Path(ids): Path<(InstanceId, Jid)>,
     body: Bytes,
 ) -> Result<(StatusCode, Json<MessageOut>), ApiError> {
-    let jid = channel(ids.1)?;
+    let jid = String::from(core::channel(ids.1)?);
     let mut fields: serde_json::Map<String, serde_json::Value> = parse_json(&body)?;
     if fields.contains_key("to") {
         return Err(ApiError::validation("to is the channel in the path; leave it out"));
@@ -357,42 +265,10 @@ async fn publish(
     security(("admin" = []), ("instance" = [])))]
 async fn react(
     State(state): State<AppState>,
-    InstanceAccess { id, .. }: InstanceAccess,
+    access: InstanceAccess,
     Path(ids): Path<(InstanceId, Jid)>,
     ValidatedJson(body): ValidatedJson<ChannelReactionIn>,
 ) -> Result<StatusCode, ApiError> {
-    let jid = channel(ids.1)?;
-    if body.server_id == 0 || body.reaction.chars().count() > 16 || body.reaction.chars().any(char::is_control) {
-        return Err(ApiError::validation("server_id must be a post's, and reaction one emoji or empty"));
-    }
-    let op = NetOp::ChannelReaction { jid, server_id: body.server_id, reaction: body.reaction };
-    capped_all(&state, &id, &[REACTIONS], net::<serde_json::Value>(&state, &id, op)).await?;
+    core::react(access.ctx(&state), ids.1, body.server_id, body.reaction).await?;
     Ok(StatusCode::NO_CONTENT)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn channel_jids_and_invite_links_are_checked() {
-        let j = |s: &str| channel(Jid::parse(s).unwrap());
-        assert_eq!(j("120363000000000777@newsletter").unwrap(), "120363000000000777@newsletter");
-        assert!(j("1-2@g.us").is_err() && j("5511999990001").is_err());
-        assert_eq!(invite_code("https://whatsapp.com/channel/0029VaAbC").unwrap(), "0029VaAbC");
-        assert_eq!(invite_code("0029VaAbC").unwrap(), "0029VaAbC");
-        assert!(invite_code("https://evil.example/x?y").is_err() && invite_code("").is_err());
-    }
-
-    #[test]
-    fn the_limits_are_the_specs() {
-        let l: Vec<(u32, u64)> = FOLLOWS.iter().map(|c| (c.limit, c.window.as_secs())).collect();
-        assert_eq!(l, [(3, 60), (10, 3600), (30, 86_400)]);
-        assert_eq!((CREATES.limit, CREATES.window.as_secs()), (2, 86_400));
-        assert_eq!((REACTIONS.limit, REACTIONS.window.as_secs()), (30, 60));
-        assert_eq!(
-            (crate::service::channels::PUBLICATIONS.limit, crate::service::channels::PUBLICATIONS.window.as_secs()),
-            (20, 86_400)
-        );
-    }
 }

@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use domain::groups::{self as core, GroupChange, GroupOut, ParticipantResult};
 use serde::{Deserialize, Serialize};
-use shared::bus::ParticipantAction;
+use shared::contract::ParticipantAction;
 use shared::error::ErrorBody;
 use shared::ids::InstanceId;
 use shared::jid::Jid;

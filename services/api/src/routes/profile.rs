@@ -6,7 +6,7 @@ use axum::extract::State;
 use axum::Json;
 use domain::profile::{self as core, PrivacyOut, PrivacyPatch, ProfileOut};
 use serde::Deserialize;
-use shared::bus::Picture;
+use shared::contract::Picture;
 use shared::error::ErrorBody;
 use shared::ids::InstanceId;
 use shared::ApiError;

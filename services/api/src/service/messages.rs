@@ -125,9 +125,10 @@ pub async fn queue(
         return Err(ApiError::forbidden(format!("only the instance's own token (or the admin) may {what}")));
     }
     if channel {
-        super::channels::check_publisher(state, id, &v.to_jid).await?;
+        let ctx = domain::Ctx { core: &state.core, instance: id, caller: domain::Caller::Owner };
+        domain::channels::check_publisher(ctx, jid.expect("a channel's JID parsed")).await?;
         let queued = queue_checked(state, id, v, wait, holds_slot);
-        return domain::caps::capped_all(&state.core, id, &[super::channels::PUBLICATIONS], queued).await;
+        return domain::caps::capped_all(&state.core, id, &[domain::channels::PUBLICATIONS], queued).await;
     }
     queue_checked(state, id, v, wait, holds_slot).await
 }

@@ -1,7 +1,6 @@
 //! The operations more than one route performs. Route modules parse, authorize and
 //! shape answers; what they share lives here, so no route module calls another.
 
-pub mod channels;
 pub mod history;
 pub mod instances;
 pub mod messages;

@@ -2,7 +2,8 @@
 //! to the worker by id (never on the bus), then deleted. The account's profile route and
 //! Evolution's `updateProfilePicture` and `updateGroupPicture` set them here.
 
-use shared::bus::{NetOp, Picture, RpcRequest};
+use shared::bus::RpcRequest;
+use shared::contract::Picture;
 use shared::db::media;
 use shared::ids::InstanceId;
 use shared::message::MessageType;
@@ -11,7 +12,6 @@ use shared::ApiError;
 use crate::message_in::{media_source, MediaIn, MediaSource};
 use crate::service::messages::store_media;
 use crate::state::AppState;
-use domain::net::net;
 
 /// Sets the account's picture (`group` None) or a group's, from a JPEG's bytes or URL:
 /// checked, stored, handed to the worker by id (never on the bus), then deleted.
@@ -20,7 +20,7 @@ pub async fn set(
     id: &InstanceId,
     media: MediaIn,
     holds_slot: bool,
-    group: Option<String>,
+    group: Option<shared::jid::Jid>,
 ) -> Result<(), ApiError> {
     if media.mime_type.as_deref().is_some_and(|m| m != "image/jpeg") {
         return Err(ApiError::validation("the picture must be a JPEG image (media.mime_type image/jpeg)"));
@@ -30,13 +30,10 @@ pub async fn set(
         check_picture(data)?;
     }
     // Nothing is fetched or stored for a session (or group) that could not take it.
+    let ctx = domain::Ctx::new(state, id, domain::Caller::Owner);
     match &group {
-        None => {
-            let _: domain::profile::ProfileOut = net(state, id, NetOp::Profile).await?;
-        }
-        Some(jid) => {
-            let _: serde_json::Value = net(state, id, NetOp::Group { jid: jid.clone() }).await?;
-        }
+        None => drop(domain::profile::get(ctx).await?),
+        Some(jid) => drop(domain::groups::get(ctx, jid.clone()).await?),
     }
     let (media_id, desc) = store_media(state, id, MessageType::Image, src, holds_slot).await?;
     // A downloaded picture is checked like given bytes: its size, then that it is a JPEG.

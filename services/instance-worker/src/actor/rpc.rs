@@ -91,15 +91,14 @@ impl Actor {
                         RpcRequest::PairingCode { phone } => {
                             session.pairing_code(&phone).await.map(|code| serde_json::json!({ "pairing_code": code }))
                         }
-                        RpcRequest::Net { op } => session.net(&op).await,
+                        RpcRequest::Net { op } => session.net(&op).await.map(Answer::into_value),
                         RpcRequest::SetPicture { media_id, group } => {
-                            match stored_picture(&ctx.db, &id, media_id).await {
-                                Ok(picture) => match group {
-                                    Some(jid) => session.net(&NetOp::SetGroupPicture { jid, picture }).await,
-                                    None => session.net(&NetOp::SetPicture { picture }).await,
-                                },
-                                Err(e) => Err(e),
-                            }
+                            let op: NetOp = match (stored_picture(&ctx.db, &id, media_id).await, group) {
+                                (Ok(picture), Some(jid)) => SetGroupPicture { jid, picture }.into(),
+                                (Ok(picture), None) => SetPicture { picture }.into(),
+                                (Err(e), _) => return Err(e),
+                            };
+                            session.net(&op).await.map(Answer::into_value)
                         }
                         RpcRequest::CheckNumbers { numbers } => {
                             session.check_numbers(&numbers).await.map(|r| serde_json::json!({ "results": r }))

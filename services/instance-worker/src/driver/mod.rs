@@ -237,10 +237,10 @@ pub trait Session: Send + Sync {
     async fn pairing_code(&self, phone: &str) -> Result<String, DriverError>;
     /// Unlinks the device.
     async fn logout(&self) -> Result<(), DriverError>;
-    /// Which numbers have an account: `{number, exists, jid?}` each, in order.
-    async fn check_numbers(&self, numbers: &[String]) -> Result<Vec<serde_json::Value>, DriverError>;
-    /// An operation on chats, contacts or the block list (see `NetOp` for its answer).
-    async fn net(&self, op: &shared::bus::NetOp) -> Result<serde_json::Value, DriverError>;
+    /// Which numbers have an account, in order.
+    async fn check_numbers(&self, numbers: &[String]) -> Result<Vec<shared::contract::NumberAnswer>, DriverError>;
+    /// An operation of the worker contract, answered with its reply type.
+    async fn net(&self, op: &shared::contract::NetOp) -> Result<shared::contract::Answer, DriverError>;
     /// Downloads received media; `media_unavailable` once the network no longer has it.
     async fn download(&self, media: &RemoteMedia) -> Result<Vec<u8>, DriverError>;
     /// Rejects a call, texting the caller `message` when given.

@@ -335,25 +335,27 @@ impl Session for SimSession {
             .ok_or_else(|| DriverError::new(ErrorCode::WorkerError, "no code in reply"))
     }
 
-    async fn check_numbers(&self, numbers: &[String]) -> Result<Vec<serde_json::Value>, DriverError> {
-        let v = self.request(|req| ClientOp::CheckNumbers { req, numbers: numbers.to_vec() }).await?;
-        v["results"].as_array().cloned().ok_or_else(|| DriverError::new(ErrorCode::WorkerError, "no results in reply"))
+    async fn check_numbers(&self, numbers: &[String]) -> Result<Vec<shared::contract::NumberAnswer>, DriverError> {
+        let mut v = self.request(|req| ClientOp::CheckNumbers { req, numbers: numbers.to_vec() }).await?;
+        serde_json::from_value(v["results"].take()).map_err(|_| bad_reply())
     }
 
     async fn logout(&self) -> Result<(), DriverError> {
         self.request(|req| ClientOp::Logout { req }).await.map(|_| ())
     }
 
-    async fn net(&self, op: &shared::bus::NetOp) -> Result<serde_json::Value, DriverError> {
-        let op = op.clone();
-        let mut v = self.request(|req| ClientOp::Net { req, call: op }).await?;
+    /// netsim answers with the operation's reply type (it builds it from the same
+    /// contract); the answer is checked against it here all the same.
+    async fn net(&self, op: &shared::contract::NetOp) -> Result<shared::contract::Answer, DriverError> {
+        let call = op.clone();
+        let mut v = self.request(|req| ClientOp::Net { req, call }).await?;
         // Pictures are served by netsim: make their address absolute.
         for key in ["url", "picture_url"] {
             if let Some(u) = v.get(key).and_then(|u| u.as_str()).and_then(|u| self.base.join(u).ok()) {
                 v[key] = serde_json::Value::String(u.to_string());
             }
         }
-        Ok(v)
+        op.answer_json(v).map_err(|_| bad_reply())
     }
 
     /// The sender's locator must be a path on netsim itself: anything else (another host,
@@ -383,6 +385,11 @@ impl Session for SimSession {
     async fn close(&self) {
         self.closer.cancel();
     }
+}
+
+/// netsim answered outside the contract (a bug of netsim's, named without its data).
+fn bad_reply() -> DriverError {
+    DriverError::new(ErrorCode::WorkerError, "the network's answer does not fit the operation")
 }
 
 #[cfg(test)]

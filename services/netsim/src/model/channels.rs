@@ -7,7 +7,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{json, Value};
-use shared::bus::{ChannelAction, NetOp};
+use shared::contract::{
+    Answer, ChannelInfo, ChannelOp, ChannelPost, ChannelRole, ChannelState, ChannelVerb, Operation, ReactionCount,
+};
+use shared::jid::Jid;
 
 use super::*;
 
@@ -42,25 +45,31 @@ struct Post {
 }
 
 impl Channel {
-    fn role(&self, number: &str) -> &'static str {
+    fn role(&self, number: &str) -> ChannelRole {
         if self.owner == number {
-            "owner"
+            ChannelRole::Owner
         } else if self.admins.contains(number) {
-            "admin"
+            ChannelRole::Admin
         } else if self.followers.contains(number) {
-            "subscriber"
+            ChannelRole::Subscriber
         } else {
-            "guest"
+            ChannelRole::Guest
         }
     }
 
-    fn view(&self, jid: &str, me: &str) -> Value {
-        json!({
-            "jid": jid, "name": self.name, "description": self.description,
-            "subscribers": self.followers.len(), "verified": false, "state": "active", "picture_url": null,
-            "invite_code": self.invite, "role": self.role(me), "muted": self.muted.contains(me),
-            "created_at": self.created_at,
-        })
+    fn info(&self, jid: &str, me: &str) -> ChannelInfo {
+        ChannelInfo {
+            jid: Jid::parse(jid).expect("netsim's channel JIDs are valid"),
+            name: self.name.clone(),
+            description: self.description.clone(),
+            subscribers: Some(self.followers.len() as u64),
+            verified: false,
+            state: ChannelState::Active,
+            picture_url: None,
+            invite_code: Some(self.invite.clone()),
+            role: Some(self.role(me)),
+            created_at: Some(self.created_at),
+        }
     }
 }
 
@@ -71,56 +80,61 @@ pub(super) fn is_channel(to: &str) -> bool {
 
 impl State {
     /// A channel operation of account `me`.
-    pub(super) fn channel_op(&mut self, me: &str, op: NetOp) -> Result<Value, Refusal> {
+    pub(super) fn channel_op(&mut self, me: &str, op: ChannelOp) -> Result<Answer, Refusal> {
         match op {
-            NetOp::Channels => Ok(Value::Array(
+            ChannelOp::Channels(o) => Ok(o.answer(
                 self.channels
                     .iter()
                     .filter(|(_, c)| c.followers.contains(me) || c.owner == me || c.admins.contains(me))
-                    .map(|(j, c)| c.view(j, me))
+                    .map(|(j, c)| c.info(j, me))
                     .collect(),
             )),
-            NetOp::Channel { jid } => self.channels.get(&jid).map(|c| c.view(&jid, me)).ok_or(NO_CHANNEL),
-            NetOp::ChannelByInvite { code } => self
-                .channels
-                .iter()
-                .find(|(_, c)| c.invite == code)
-                .map(|(j, c)| c.view(j, me))
-                .ok_or(("not_found", "no channel has this invite code")),
-            NetOp::CreateChannel { name, description } => self.create_channel(me, name, description),
-            NetOp::ChannelAction { jid, action } => self.channel_action(me, &jid, action),
-            NetOp::ChannelMessages { jid, count, before } => {
-                let Some(c) = self.channels.get(&jid) else { return Err(NO_CHANNEL) };
-                let posts: Vec<Value> = c
+            ChannelOp::Channel(o) => {
+                let jid = o.jid.as_str();
+                Ok(o.answer(self.channels.get(jid).map(|c| c.info(jid, me)).ok_or(NO_CHANNEL)?))
+            }
+            ChannelOp::ChannelByInvite(o) => {
+                let found = self.channels.iter().find(|(_, c)| c.invite == o.code).map(|(j, c)| c.info(j, me));
+                Ok(o.answer(found.ok_or(("not_found", "no channel has this invite code"))?))
+            }
+            ChannelOp::CreateChannel(o) => {
+                Ok(o.answer(self.create_channel(me, o.name.clone(), o.description.clone())?))
+            }
+            ChannelOp::ChannelAction(o) => {
+                self.channel_action(me, o.jid.as_str(), o.action)?;
+                Ok(o.answer(()))
+            }
+            ChannelOp::ChannelMessages(o) => {
+                let Some(c) = self.channels.get(o.jid.as_str()) else { return Err(NO_CHANNEL) };
+                let posts: Vec<ChannelPost> = c
                     .posts
                     .iter()
                     .rev()
-                    .filter(|p| before.is_none_or(|b| p.server_id < b))
-                    .take(count.clamp(1, PAGE_MAX) as usize)
+                    .filter(|p| o.before.is_none_or(|b| p.server_id < b))
+                    .take(o.count.clamp(1, PAGE_MAX) as usize)
                     .map(|p| post_view(p, me))
                     .collect();
-                Ok(Value::Array(posts))
+                Ok(o.answer(posts))
             }
-            NetOp::ChannelReaction { jid, server_id, reaction } => {
-                let Some(c) = self.channels.get_mut(&jid) else { return Err(NO_CHANNEL) };
-                if c.role(me) == "guest" {
+            ChannelOp::ChannelReaction(o) => {
+                let Some(c) = self.channels.get_mut(o.jid.as_str()) else { return Err(NO_CHANNEL) };
+                if c.role(me) == ChannelRole::Guest {
                     return Err(("forbidden", "follow the channel to react to its posts"));
                 }
-                let Some(p) = c.posts.iter_mut().find(|p| p.server_id == server_id) else {
+                let Some(p) = c.posts.iter_mut().find(|p| p.server_id == o.server_id) else {
                     return Err(("not_found", "no such post"));
                 };
-                if reaction.is_empty() {
+                if o.reaction.is_empty() {
                     p.reactions.remove(me);
                 } else {
-                    p.reactions.insert(me.to_string(), reaction);
+                    p.reactions.insert(me.to_string(), o.reaction.clone());
                 }
-                Ok(Value::Null)
+                Ok(o.answer(()))
             }
-            _ => Err(("not_implemented", "not a channel operation")),
         }
     }
 
-    fn create_channel(&mut self, me: &str, name: String, description: Option<String>) -> Result<Value, Refusal> {
+    fn create_channel(&mut self, me: &str, name: String, description: Option<String>) -> Result<ChannelInfo, Refusal> {
         if name.trim().is_empty() || name.chars().count() > 100 {
             return Err(("validation_failed", "a channel's name is 1-100 characters"));
         }
@@ -140,43 +154,43 @@ impl State {
             invite: Alphanumeric.sample_string(&mut rng, 22),
             created_at: Utc::now(),
         };
-        let view = channel.view(&jid, me);
+        let info = channel.info(&jid, me);
         self.channels.insert(jid, channel);
-        Ok(view)
+        Ok(info)
     }
 
-    fn channel_action(&mut self, me: &str, jid: &str, action: ChannelAction) -> Result<Value, Refusal> {
+    fn channel_action(&mut self, me: &str, jid: &str, action: ChannelVerb) -> Result<(), Refusal> {
         let c = self.channels.get_mut(jid).ok_or(NO_CHANNEL)?;
         match action {
-            ChannelAction::Follow if c.owner != me => {
+            ChannelVerb::Follow if c.owner != me => {
                 c.followers.insert(me.to_string());
             }
-            ChannelAction::Unfollow if c.owner == me => {
+            ChannelVerb::Unfollow if c.owner == me => {
                 return Err(("validation_failed", "the owner cannot unfollow the channel"));
             }
-            ChannelAction::Unfollow => {
+            ChannelVerb::Unfollow => {
                 c.followers.remove(me);
                 c.muted.remove(me);
             }
-            ChannelAction::Mute | ChannelAction::Unmute if !c.followers.contains(me) => {
+            ChannelVerb::Mute | ChannelVerb::Unmute if !c.followers.contains(me) => {
                 return Err(("validation_failed", "only followers mute or unmute a channel"));
             }
-            ChannelAction::Mute => {
+            ChannelVerb::Mute => {
                 c.muted.insert(me.to_string());
             }
-            ChannelAction::Unmute => {
+            ChannelVerb::Unmute => {
                 c.muted.remove(me);
             }
-            ChannelAction::Follow => {}
+            ChannelVerb::Follow => {}
         }
-        Ok(Value::Null)
+        Ok(())
     }
 
     /// Who gets a post to channel `jid` from `from`: its followers, admins and owner, when
     /// `from` owns it or is one of its admins.
     pub(super) fn channel_recipients(&self, from: &str, jid: &str) -> Result<Vec<String>, Refusal> {
         let c = self.channels.get(jid).ok_or(NO_CHANNEL)?;
-        if !matches!(c.role(from), "owner" | "admin") {
+        if !matches!(c.role(from), ChannelRole::Owner | ChannelRole::Admin) {
             return Err(("forbidden", "only the channel's owner or an admin may publish"));
         }
         let mut to: BTreeSet<&String> = c.followers.union(&c.admins).collect();
@@ -205,15 +219,20 @@ impl State {
 
 const NO_CHANNEL: Refusal = ("not_found", "no such channel");
 
-fn post_view(p: &Post, me: &str) -> Value {
+fn post_view(p: &Post, me: &str) -> ChannelPost {
     let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
     for r in p.reactions.values() {
         *counts.entry(r.as_str()).or_default() += 1;
     }
-    json!({
-        "id": p.id, "server_id": p.server_id, "ts": p.ts, "type": p.kind, "from_me": p.from == me, "text": p.text,
-        "reactions": counts.into_iter().map(|(reaction, count)| json!({ "reaction": reaction, "count": count })).collect::<Vec<_>>(),
-    })
+    ChannelPost {
+        id: p.id.clone(),
+        server_id: p.server_id,
+        ts: Some(p.ts),
+        kind: p.kind.clone(),
+        from_me: p.from == me,
+        text: p.text.clone(),
+        reactions: counts.into_iter().map(|(r, count)| ReactionCount { reaction: r.to_string(), count }).collect(),
+    }
 }
 
 impl Net {

@@ -6,7 +6,10 @@
 use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
-use shared::bus::{NetOp, ParticipantAction};
+use shared::contract::{
+    self as wire, Answer, CommunityOp, CommunityPlace, GroupInfo, GroupOp, Linked, Member, MemberChange, Operation,
+    ParticipantAction, Role, Subgroup,
+};
 use shared::jid::{Jid, GROUP_SERVER};
 
 use super::ops::{jid, number_of};
@@ -18,28 +21,6 @@ pub const SUBJECT_LIMIT: usize = 100;
 pub const DESCRIPTION_LIMIT: usize = 2048;
 /// The most members a group holds.
 pub const GROUP_SIZE_LIMIT: usize = 1024;
-
-/// A member's role.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Role {
-    Member,
-    Admin,
-    SuperAdmin,
-}
-
-impl Role {
-    fn as_str(self) -> &'static str {
-        match self {
-            Role::Member => "member",
-            Role::Admin => "admin",
-            Role::SuperAdmin => "superadmin",
-        }
-    }
-
-    fn is_admin(self) -> bool {
-        self != Role::Member
-    }
-}
 
 #[derive(Debug, Clone)]
 pub(super) struct Group {
@@ -94,29 +75,40 @@ fn check_subject(subject: &str) -> Result<(), Refusal> {
     Ok(())
 }
 
+fn group_jid_of(id: &str) -> Jid {
+    Jid::parse(&group_jid(id)).expect("netsim's group ids are digits")
+}
+
+fn user(number: &str) -> Jid {
+    Jid::user(number)
+}
+
 impl Group {
-    fn view(&self, id: &str) -> Value {
-        json!({
-            "jid": group_jid(id),
-            "subject": self.subject,
-            "description": (!self.description.is_empty()).then_some(&self.description),
-            "owner": jid(&self.owner),
-            "created_at": self.created_at,
-            "size": self.members.len(),
-            "announce": self.announce,
-            "locked": self.locked,
-            "approval_required": false,
-            "ephemeral": self.ephemeral,
-            "picture_size": self.picture,
-            "community": {
-                "parent": self.parent.as_deref().map(group_jid),
-                "is_parent": self.is_parent,
-                "is_announcement_group": self.is_announcement_group,
+    /// The group as the worker contract answers it.
+    fn info(&self, id: &str) -> GroupInfo {
+        GroupInfo {
+            jid: group_jid_of(id),
+            subject: self.subject.clone(),
+            description: (!self.description.is_empty()).then(|| self.description.clone()),
+            owner: Some(jid(&self.owner)),
+            created_at: Some(self.created_at),
+            size: Some(self.members.len() as u64),
+            announce: self.announce,
+            locked: self.locked,
+            approval_required: false,
+            ephemeral: self.ephemeral,
+            community: CommunityPlace {
+                parent: self.parent.as_deref().map(group_jid_of),
+                is_parent: self.is_parent,
+                is_announcement_group: self.is_announcement_group,
             },
-            "participants": self.members.iter().map(|(n, r)| json!({
-                "jid": jid(n), "phone": n, "role": r.as_str(),
-            })).collect::<Vec<_>>(),
-        })
+            participants: self
+                .members
+                .iter()
+                .map(|(n, r)| Member { jid: user(n), phone: Some(n.clone()), role: *r })
+                .collect(),
+            pending_approval: false,
+        }
     }
 }
 
@@ -153,22 +145,24 @@ impl State {
         Ok(id)
     }
 
-    /// Group operations of a linked device (`None`: not a group operation).
-    pub(super) fn group_op(&mut self, me: &str, op: NetOp) -> Option<Result<Value, Refusal>> {
-        Some(match op {
-            NetOp::Groups => {
-                let list: Vec<Value> = self
-                    .groups
-                    .iter()
-                    .filter(|(_, g)| !g.is_parent && g.members.contains_key(me))
-                    .map(|(id, g)| g.view(id))
-                    .collect();
-                Ok(Value::Array(list))
-            }
-            NetOp::Group { jid: j } => self.member_group(me, &j).map(|(id, g)| g.view(&id)),
-            NetOp::CreateGroup { subject, participants } => self.create_group(me, &subject, &participants),
-            NetOp::UpdateGroup { jid: j, subject, description, announce, locked } => (|| {
-                let (id, g) = self.member_group(me, &j)?;
+    /// The groups `me` is in, communities (`parents`) or not.
+    fn groups_of(&self, me: &str, parents: bool) -> Vec<GroupInfo> {
+        self.groups
+            .iter()
+            .filter(|(_, g)| g.is_parent == parents && g.members.contains_key(me))
+            .map(|(id, g)| g.info(id))
+            .collect()
+    }
+
+    /// Group operations of a linked device.
+    pub(super) fn group_op(&mut self, me: &str, op: GroupOp) -> Result<Answer, Refusal> {
+        match op {
+            GroupOp::Groups(o) => Ok(o.answer(self.groups_of(me, false))),
+            GroupOp::Group(o) => self.member_group(me, o.jid.as_str()).map(|(id, g)| o.answer(g.info(&id))),
+            GroupOp::CreateGroup(o) => Ok(o.answer(self.create_group(me, &o.subject, &o.participants)?)),
+            GroupOp::UpdateGroup(o) => {
+                let wire::UpdateGroup { jid: j, subject, description, announce, locked } = o.clone();
+                let (id, g) = self.member_group(me, j.as_str())?;
                 let info = subject.is_some() || description.is_some();
                 let settings = announce.is_some() || locked.is_some();
                 if (settings || (info && g.locked)) && !g.members[me].is_admin() {
@@ -207,21 +201,21 @@ impl State {
                 }
                 let to = self.members_of(&id);
                 self.group_event(&to, "group.updated", data, me);
-                Ok(Value::Null)
-            })(),
-            NetOp::GroupParticipants { jid: j, action, participants } => {
-                self.participants(me, &j, action, &participants)
+                Ok(o.answer(()))
             }
-            NetOp::GroupInviteLink { jid: j, reset } => (|| {
-                let id = self.require_admin(me, &j)?;
+            GroupOp::GroupParticipants(o) => {
+                Ok(o.answer(self.participants(me, o.jid.as_str(), o.action, &o.participants)?))
+            }
+            GroupOp::GroupInviteLink(o) => {
+                let id = self.require_admin(me, o.jid.as_str())?;
                 let g = self.groups.get_mut(&id).expect("found above");
-                if reset {
+                if o.reset {
                     g.invite = new_invite();
                 }
-                Ok(json!({ "link": format!("https://chat.whatsapp.com/{}", g.invite) }))
-            })(),
-            NetOp::JoinGroup { link } => (|| {
-                let code = invite_code(&link);
+                Ok(o.answer(wire::InviteLink { link: format!("https://chat.whatsapp.com/{}", g.invite) }))
+            }
+            GroupOp::JoinGroup(o) => {
+                let code = invite_code(&o.link);
                 let id = self
                     .groups
                     .iter()
@@ -234,18 +228,18 @@ impl State {
                         return Err(("conflict", "the group is full"));
                     }
                     g.members.insert(me.to_string(), Role::Member);
-                    let view = g.view(&id);
+                    let info = g.info(&id);
                     let others: Vec<String> = self.members_of(&id).into_iter().filter(|n| n != me).collect();
                     let data = json!({ "jid": group_jid(&id), "action": "joined", "participants": [jid(me)] });
                     self.group_event(&others, "group.participants_updated", data, me);
-                    let data = json!({ "jid": group_jid(&id), "subject": view["subject"] });
+                    let data = json!({ "jid": group_jid(&id), "subject": info.subject });
                     self.group_event(&[me.to_string()], "group.joined", data, me);
-                    return Ok(view);
+                    return Ok(o.answer(info));
                 }
-                Ok(g.view(&id))
-            })(),
-            NetOp::LeaveGroup { jid: j } => (|| {
-                let (id, _) = self.member_group(me, &j)?;
+                Ok(o.answer(g.info(&id)))
+            }
+            GroupOp::LeaveGroup(o) => {
+                let (id, _) = self.member_group(me, o.jid.as_str())?;
                 let g = self.groups.get_mut(&id).expect("found above");
                 g.members.remove(me);
                 let subject = g.subject.clone();
@@ -263,51 +257,29 @@ impl State {
                 self.group_event(&others, "group.participants_updated", data, me);
                 let data = json!({ "jid": group_jid(&id), "subject": subject });
                 self.group_event(&[me.to_string()], "group.left", data, me);
-                Ok(Value::Null)
-            })(),
-            NetOp::Communities => {
-                let list: Vec<Value> = self
-                    .groups
-                    .iter()
-                    .filter(|(_, g)| g.is_parent && g.members.contains_key(me))
-                    .map(|(id, g)| g.view(id))
-                    .collect();
-                Ok(Value::Array(list))
+                Ok(o.answer(()))
             }
-            NetOp::CreateCommunity { name, description } => self.create_community(me, &name, description),
-            NetOp::CommunityGroups { jid: j } => (|| {
-                let (id, g) = self.member_group(me, &j)?;
-                if !g.is_parent {
-                    return Err(("not_found", "no such community"));
-                }
-                let list: Vec<Value> = self
+            GroupOp::GroupInviteInfo(o) => {
+                let code = invite_code(&o.code);
+                let info = self
                     .groups
-                    .iter()
-                    .filter(|(_, g)| g.parent.as_deref() == Some(id.as_str()))
-                    .map(|(gid, g)| json!({ "jid": group_jid(gid), "subject": g.subject, "size": g.members.len(), "is_announcement_group": g.is_announcement_group }))
-                    .collect();
-                Ok(Value::Array(list))
-            })(),
-            NetOp::LinkGroups { jid: j, groups, link } => self.link_groups(me, &j, &groups, link),
-            NetOp::GroupInviteInfo { code } => {
-                let code = invite_code(&code);
-                self.groups
                     .iter()
                     .find(|(_, g)| !code.is_empty() && g.invite == code)
-                    .map(|(id, g)| g.view(id))
-                    .ok_or(("not_found", "the invite link is unknown or was reset"))
+                    .map(|(id, g)| g.info(id))
+                    .ok_or(("not_found", "the invite link is unknown or was reset"))?;
+                Ok(o.answer(info))
             }
-            NetOp::GroupEphemeral { jid: j, expiration } => (|| {
-                let id = self.require_admin(me, &j)?;
-                self.groups.get_mut(&id).expect("found above").ephemeral = expiration;
-                let data = json!({ "jid": group_jid(&id), "ephemeral": expiration });
+            GroupOp::GroupEphemeral(o) => {
+                let id = self.require_admin(me, o.jid.as_str())?;
+                self.groups.get_mut(&id).expect("found above").ephemeral = o.expiration;
+                let data = json!({ "jid": group_jid(&id), "ephemeral": o.expiration });
                 let members = self.members_of(&id);
                 self.group_event(&members, "group.updated", data, me);
-                Ok(Value::Null)
-            })(),
-            NetOp::SetGroupPicture { jid: j, picture } => (|| {
-                let id = self.require_admin(me, &j)?;
-                let hash = match picture {
+                Ok(o.answer(()))
+            }
+            GroupOp::SetGroupPicture(o) => {
+                let id = self.require_admin(me, o.jid.as_str())?;
+                let hash = match &o.picture {
                     Some(p) => {
                         let bytes = p.bytes().ok_or(("validation_failed", "the picture is not base64"))?;
                         if !bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
@@ -318,14 +290,42 @@ impl State {
                     None => None,
                 };
                 self.groups.get_mut(&id).expect("found above").picture = hash;
-                Ok(Value::Null)
-            })(),
-            _ => return None,
-        })
+                Ok(o.answer(()))
+            }
+        }
+    }
+
+    /// Community operations of a linked device.
+    pub(super) fn community_op(&mut self, me: &str, op: CommunityOp) -> Result<Answer, Refusal> {
+        match op {
+            CommunityOp::Communities(o) => Ok(o.answer(self.groups_of(me, true))),
+            CommunityOp::CreateCommunity(o) => {
+                Ok(o.answer(self.create_community(me, &o.name, o.description.clone())?))
+            }
+            CommunityOp::CommunityGroups(o) => {
+                let (id, g) = self.member_group(me, o.jid.as_str())?;
+                if !g.is_parent {
+                    return Err(("not_found", "no such community"));
+                }
+                let list: Vec<Subgroup> = self
+                    .groups
+                    .iter()
+                    .filter(|(_, g)| g.parent.as_deref() == Some(id.as_str()))
+                    .map(|(gid, g)| Subgroup {
+                        jid: group_jid_of(gid),
+                        subject: g.subject.clone(),
+                        size: g.members.len() as u32,
+                        is_announcement_group: g.is_announcement_group,
+                    })
+                    .collect();
+                Ok(o.answer(list))
+            }
+            CommunityOp::LinkGroups(o) => Ok(o.answer(self.link_groups(me, o.jid.as_str(), &o.groups, o.link)?)),
+        }
     }
 
     /// A community and, with it, its announcement group (only admins send there).
-    fn create_community(&mut self, me: &str, name: &str, description: Option<String>) -> Result<Value, Refusal> {
+    fn create_community(&mut self, me: &str, name: &str, description: Option<String>) -> Result<GroupInfo, Refusal> {
         check_subject(name)?;
         if description.as_ref().is_some_and(|d| d.chars().count() > DESCRIPTION_LIMIT) {
             return Err(("validation_failed", "the description is over the network's limit"));
@@ -341,7 +341,7 @@ impl State {
                 created_at: Utc::now(),
                 announce: !parent,
                 locked: true,
-                members: BTreeMap::from([(me.to_string(), Role::SuperAdmin)]),
+                members: BTreeMap::from([(me.to_string(), Role::Superadmin)]),
                 invite: new_invite(),
                 is_parent: parent,
                 parent: (!parent).then(|| ids.first().cloned()).flatten(),
@@ -352,19 +352,19 @@ impl State {
             self.groups.insert(id.clone(), g);
             ids.push(id);
         }
-        Ok(self.groups[&ids[0]].view(&ids[0]))
+        Ok(self.groups[&ids[0]].info(&ids[0]))
     }
 
     /// Links groups to a community or unlinks them: admins of both only; the
-    /// announcement group stays. `{done: [jid], failed: [{jid, status}]}`.
-    fn link_groups(&mut self, me: &str, j: &str, groups: &[String], link: bool) -> Result<Value, Refusal> {
+    /// announcement group stays. Those done, and those refused with a status.
+    fn link_groups(&mut self, me: &str, j: &str, groups: &[Jid], link: bool) -> Result<Linked, Refusal> {
         let community = self.require_admin(me, j)?;
         if !self.groups[&community].is_parent {
             return Err(("not_found", "no such community"));
         }
         let (mut done, mut failed) = (Vec::new(), Vec::new());
         for gj in groups {
-            let status = match group_id_of(gj).ok().and_then(|id| self.groups.get(&id).map(|g| (id, g))) {
+            let status = match group_id_of(gj.as_str()).ok().and_then(|id| self.groups.get(&id).map(|g| (id, g))) {
                 None => 404,
                 Some((_, g)) if !g.members.get(me).is_some_and(|r| r.is_admin()) => 403,
                 Some((_, g)) if g.is_parent || g.is_announcement_group => 403,
@@ -372,28 +372,29 @@ impl State {
                 Some((_, g)) if !link && g.parent.as_deref() != Some(community.as_str()) => 404,
                 Some((id, _)) => {
                     self.groups.get_mut(&id).expect("found above").parent = link.then(|| community.clone());
-                    done.push(group_jid(&id));
+                    done.push(id);
                     continue;
                 }
             };
-            failed.push(json!({ "jid": gj, "status": status }));
+            failed.push(MemberChange { jid: gj.clone(), status });
         }
         if !done.is_empty() {
             let action = if link { "linked" } else { "unlinked" };
-            let data = json!({ "jid": group_jid(&community), "action": action, "groups": done });
+            let groups: Vec<String> = done.iter().map(|g| group_jid(g)).collect();
+            let data = json!({ "jid": group_jid(&community), "action": action, "groups": groups });
             self.group_event(&self.members_of(&community), "community.groups_updated", data, me);
         }
-        Ok(json!({ "done": done, "failed": failed }))
+        Ok(Linked { done: done.iter().map(|g| group_jid_of(g)).collect(), failed })
     }
 
-    fn create_group(&mut self, me: &str, subject: &str, participants: &[String]) -> Result<Value, Refusal> {
+    fn create_group(&mut self, me: &str, subject: &str, participants: &[Jid]) -> Result<GroupInfo, Refusal> {
         check_subject(subject)?;
         if participants.len() + 1 > GROUP_SIZE_LIMIT {
             return Err(("validation_failed", "more members than a group may hold"));
         }
-        let mut members = BTreeMap::from([(me.to_string(), Role::SuperAdmin)]);
+        let mut members = BTreeMap::from([(me.to_string(), Role::Superadmin)]);
         for p in participants {
-            let n = number_of(p);
+            let n = number_of(p.as_str());
             // Numbers with no account are left out, as on the network.
             if self.phones.contains_key(n) && !self.phones[n].blocked.contains(me) {
                 members.entry(n.to_string()).or_insert(Role::Member);
@@ -416,12 +417,12 @@ impl State {
             ephemeral: 0,
             picture: None,
         };
-        let view = g.view(&id);
+        let info = g.info(&id);
         let added: Vec<String> = g.members.keys().filter(|n| n.as_str() != me).cloned().collect();
         self.groups.insert(id.clone(), g);
-        let data = json!({ "jid": group_jid(&id), "subject": view["subject"] });
+        let data = json!({ "jid": group_jid(&id), "subject": info.subject });
         self.group_event(&added, "group.joined", data, me);
-        Ok(view)
+        Ok(info)
     }
 
     /// Adds, removes, promotes or demotes members (admins only): a status per member, 200
@@ -432,8 +433,8 @@ impl State {
         me: &str,
         j: &str,
         action: ParticipantAction,
-        participants: &[String],
-    ) -> Result<Value, Refusal> {
+        participants: &[Jid],
+    ) -> Result<Vec<MemberChange>, Refusal> {
         let id = self.require_admin(me, j)?;
         if participants.is_empty() || participants.len() > GROUP_SIZE_LIMIT {
             return Err(("validation_failed", "1 to 1024 participants per call"));
@@ -441,7 +442,7 @@ impl State {
         let mut results = Vec::with_capacity(participants.len());
         let mut done = Vec::new();
         for p in participants {
-            let n = number_of(p).to_string();
+            let n = number_of(p.as_str()).to_string();
             let exists = self.phones.contains_key(&n);
             let g = self.groups.get_mut(&id).expect("found above");
             let status = match action {
@@ -467,7 +468,7 @@ impl State {
                     200
                 }
             };
-            results.push(json!({ "jid": jid(&n), "status": status }));
+            results.push(MemberChange { jid: user(&n), status });
             if status == 200 {
                 done.push(n);
             }
@@ -494,7 +495,7 @@ impl State {
                 self.group_event(&done, event, json!({ "jid": gj, "subject": subject }), me);
             }
         }
-        Ok(Value::Array(results))
+        Ok(results)
     }
 
     /// The members a message from `from` to group `j` goes to (every member but the
@@ -513,6 +514,10 @@ impl super::Net {
     pub fn group(&self, j: &str) -> Option<Value> {
         let s = self.lock();
         let id = group_id_of(j).ok()?;
-        s.groups.get(&id).map(|g| g.view(&id))
+        s.groups.get(&id).map(|g| {
+            let mut v = serde_json::to_value(g.info(&id)).expect("serializes");
+            v["picture_size"] = json!(g.picture);
+            v
+        })
     }
 }

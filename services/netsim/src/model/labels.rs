@@ -1,5 +1,5 @@
 //! Labels of business accounts: the phone keeps them (created, edited, deleted and
-//! applied to chats or messages), its linked devices ask for changes (`NetOp`), and
+//! applied to chats or messages), its linked devices ask for changes (`contract::LabelOp`), and
 //! every change is told to the account's devices (`ServerEv::Label`,
 //! `ServerEv::LabelTarget`), as WhatsApp syncs labels across devices. A personal
 //! account has none: `business_account_required`.
@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
-use shared::bus::NetOp;
+use shared::contract::{self as wire, Answer, LabelOp, Operation};
 
 use super::*;
 
@@ -28,38 +28,42 @@ pub(super) struct Labels {
 impl State {
     /// A label operation (`SetLabel`, `DeleteLabel`, `LabelChat`, `LabelMessage`) of
     /// account `me`; its devices are told of the change.
-    pub(super) fn label_op(&mut self, me: &str, op: NetOp) -> Result<Value, Refusal> {
-        let (label_id, ev, edit) = match op {
-            NetOp::SetLabel { label_id, name, color } => {
+    pub(super) fn label_op(&mut self, me: &str, op: LabelOp) -> Result<Answer, Refusal> {
+        let (label_id, ev, edit, done) = match op {
+            LabelOp::SetLabel(o) => {
+                let wire::SetLabel { label_id, name, color } = o.clone();
                 if name.trim().is_empty() || name.chars().count() > 100 || !(0..COLORS).contains(&color) {
                     return Err(("validation_failed", "a label needs a name (1-100 characters) and a colour 0-19"));
                 }
                 let ev = ServerEv::Label { label_id: label_id.clone(), name: name.clone(), color, deleted: false };
-                (label_id.clone(), ev, Edit::Set(label_id, name, color))
+                (label_id.clone(), ev, Edit::Set(label_id, name, color), o.answer(()))
             }
-            NetOp::DeleteLabel { label_id } => {
+            LabelOp::DeleteLabel(o) => {
+                let label_id = o.label_id.clone();
                 let ev = ServerEv::Label { label_id: label_id.clone(), name: String::new(), color: 0, deleted: true };
-                (label_id.clone(), ev, Edit::Delete(label_id))
+                (label_id.clone(), ev, Edit::Delete(label_id), o.answer(()))
             }
-            NetOp::LabelChat { label_id, jid, labeled } => {
+            LabelOp::LabelChat(o) => {
+                let (label_id, jid, labeled) = (o.label_id.clone(), String::from(o.jid.clone()), o.labeled);
                 let ev =
                     ServerEv::LabelTarget { label_id: label_id.clone(), jid: jid.clone(), message_id: None, labeled };
-                (label_id.clone(), ev, Edit::Target(label_id, jid, String::new(), labeled))
+                (label_id.clone(), ev, Edit::Target(label_id, jid, String::new(), labeled), o.answer(()))
             }
-            NetOp::LabelMessage { label_id, jid, wa_message_id, labeled } => {
+            LabelOp::LabelMessage(o) => {
+                let wire::LabelMessage { label_id, jid, wa_message_id, labeled } = o.clone();
+                let jid = String::from(jid);
                 let ev = ServerEv::LabelTarget {
                     label_id: label_id.clone(),
                     jid: jid.clone(),
                     message_id: Some(wa_message_id.clone()),
                     labeled,
                 };
-                (label_id.clone(), ev, Edit::Target(label_id, jid, wa_message_id, labeled))
+                (label_id.clone(), ev, Edit::Target(label_id, jid, wa_message_id, labeled), o.answer(()))
             }
-            _ => return Err(("not_implemented", "not a label operation")),
         };
         self.edit_labels(me, &label_id, edit)?;
         self.notify_account(me, ev);
-        Ok(Value::Null)
+        Ok(done)
     }
 
     fn edit_labels(&mut self, me: &str, label_id: &str, edit: Edit) -> Result<(), Refusal> {

@@ -5,7 +5,10 @@ use std::collections::BTreeSet;
 
 use base64::Engine;
 use serde_json::{json, Value};
-use shared::bus::NetOp;
+use shared::contract::{
+    self as wire, AccountOp, Answer, BusinessProfile, ChatOp, ContactDetails, ContactInfo, ContactOp, NetOp, Operation,
+};
+use shared::jid::Jid;
 
 use super::*;
 
@@ -14,7 +17,7 @@ use super::*;
 pub(super) struct Profile {
     pub name: Option<String>,
     pub about: String,
-    pub business_profile: Option<Value>,
+    pub business_profile: Option<BusinessProfile>,
     pub picture: Option<(String, Vec<u8>)>,
 }
 
@@ -73,7 +76,7 @@ impl MediaIn {
 pub struct ProfileIn {
     pub name: Option<String>,
     pub about: Option<String>,
-    pub business_profile: Option<Value>,
+    pub business_profile: Option<BusinessProfile>,
     pub picture: Option<MediaIn>,
 }
 
@@ -176,7 +179,7 @@ impl Net {
         if !s.phones.contains_key(number) {
             return Err(("not_found", "no account has this number"));
         }
-        s.apply(number, op)
+        s.apply(number, op).map(Answer::into_value)
     }
 
     /// A linked device's chat, contact and block-list operations.
@@ -187,7 +190,7 @@ impl Net {
         };
         let number = number.clone();
         let reply = match s.apply(&number, op) {
-            Ok(v) => ServerEv::ok(req, v),
+            Ok(v) => ServerEv::ok(req, v.into_value()),
             Err((code, detail)) => ServerEv::err(req, code, detail),
         };
         s.send_to(conn, reply);
@@ -202,36 +205,35 @@ impl State {
         all
     }
 
-    fn contact(&self, owner: &Phone, other: &str) -> Option<Value> {
+    fn contact(&self, owner: &Phone, other: &str) -> Option<ContactInfo> {
         let p = self.phones.get(other)?;
-        Some(json!({
-            "jid": jid(other), "name": owner.contacts.get(other).cloned().flatten(),
-            "push_name": p.profile.name, "business": p.business,
-        }))
+        Some(ContactInfo {
+            jid: Jid::user(other),
+            name: owner.contacts.get(other).cloned().flatten(),
+            push_name: p.profile.name.clone(),
+            business: Some(p.business),
+        })
     }
 
-    fn apply(&mut self, me: &str, op: NetOp) -> Result<Value, (&'static str, &'static str)> {
-        let other_of = |j: &str| -> Result<String, (&'static str, &'static str)> {
-            let n = number_of(j);
-            if valid_number(n) {
-                Ok(n.to_string())
-            } else {
-                Err(("validation_failed", "not a user JID or number"))
-            }
-        };
-        let known = |s: &State, n: &str| {
-            if s.phones.contains_key(n) {
-                Ok(())
-            } else {
-                Err(("not_found", "no account has this number"))
-            }
-        };
+    fn apply(&mut self, me: &str, op: NetOp) -> Result<Answer, Refusal> {
         match op {
-            NetOp::ReadChat { jid: j, read } => {
-                let other = other_of(&j)?;
+            NetOp::Chat(op) => self.chat_op(me, op),
+            NetOp::Contact(op) => self.contact_op(me, op),
+            NetOp::Account(op) => self.account_op(me, op),
+            NetOp::Group(op) => self.group_op(me, op),
+            NetOp::Community(op) => self.community_op(me, op),
+            NetOp::Channel(op) => self.channel_op(me, op),
+            NetOp::Label(op) => self.label_op(me, op),
+        }
+    }
+
+    fn chat_op(&mut self, me: &str, op: ChatOp) -> Result<Answer, Refusal> {
+        match op {
+            ChatOp::ReadChat(o) => {
+                let other = other_of(o.jid.as_str())?;
                 let phone = self.phones.get_mut(me).expect("online account exists");
-                phone.chats.entry(other.clone()).or_default().marked_unread = !read;
-                if read {
+                phone.chats.entry(other.clone()).or_default().marked_unread = !o.read;
+                if o.read {
                     let ids: Vec<String> = phone
                         .inbox
                         .iter()
@@ -249,120 +251,139 @@ impl State {
                         self.notify_account(&other, ev);
                     }
                 }
-                Ok(Value::Null)
+                Ok(o.answer(()))
             }
-            NetOp::ModifyChat { jid: j, archived, pinned, muted_until } => {
-                let other = other_of(&j)?;
+            ChatOp::ModifyChat(o) => {
+                let other = other_of(o.jid.as_str())?;
                 let c = self.phones.get_mut(me).expect("online account exists").chats.entry(other).or_default();
-                if let Some(a) = archived {
+                if let Some(a) = o.archived {
                     c.archived = a;
                 }
-                if let Some(p) = pinned {
+                if let Some(p) = o.pinned {
                     c.pinned = p;
                 }
-                if let Some(m) = muted_until {
+                if let Some(m) = o.muted_until {
                     c.muted_until = m;
                 }
-                Ok(Value::Null)
+                Ok(o.answer(()))
             }
-            NetOp::ChatPresence { jid: j, composing } => {
+            ChatOp::ChatPresence(o) => {
                 // Shown in direct chats only (a group's members are not modelled typing).
-                if shared::jid::Jid::parse(&j).is_ok_and(|j| j.is_group()) {
-                    return Ok(Value::Null);
+                if o.jid.is_group() {
+                    return Ok(o.answer(()));
                 }
-                let other = other_of(&j)?;
-                known(self, &other)?;
+                let other = other_of(o.jid.as_str())?;
+                self.known(&other)?;
                 let typing = &mut self.phones.get_mut(&other).expect("known").typing;
-                if composing {
+                if o.composing {
                     typing.insert(me.to_string());
                 } else {
                     typing.remove(me);
                 }
-                Ok(Value::Null)
+                Ok(o.answer(()))
             }
-            NetOp::RevokeMessage { jid: _, wa_message_id } => self.own_message(me, &wa_message_id, |m| {
-                m.text = None;
-                m.body = serde_json::json!({ "revoked": true });
-            }),
-            NetOp::EditMessage { jid: _, wa_message_id, text } => {
+            ChatOp::RevokeMessage(o) => {
+                self.own_message(me, &o.wa_message_id, |m| {
+                    m.text = None;
+                    m.body = serde_json::json!({ "revoked": true });
+                })?;
+                Ok(o.answer(()))
+            }
+            ChatOp::EditMessage(o) => {
+                let text = &o.text;
                 if text.trim().is_empty() || text.len() > 65_536 {
                     return Err(("validation_failed", "the new text must be 1-65536 bytes"));
                 }
-                self.own_message(me, &wa_message_id, |m| {
+                self.own_message(me, &o.wa_message_id, |m| {
                     if m.kind == "text" {
                         m.text = Some(text.clone());
                         m.body["text"] = Value::String(text.clone());
                         m.body["edited"] = Value::Bool(true);
                     }
-                })
+                })?;
+                Ok(o.answer(()))
             }
-            NetOp::SetPresence { available } => {
-                self.phones.get_mut(me).expect("online account exists").presence =
-                    Some(if available { "available" } else { "unavailable" });
-                Ok(Value::Null)
-            }
-            NetOp::DeleteChat { jid: j } => {
-                let other = other_of(&j)?;
+            ChatOp::DeleteChat(o) => {
+                let other = other_of(o.jid.as_str())?;
                 self.phones.get_mut(me).expect("online account exists").chats.entry(other).or_default().deleted = true;
-                Ok(Value::Null)
+                Ok(o.answer(()))
             }
-            NetOp::Contacts => {
+        }
+    }
+
+    fn contact_op(&mut self, me: &str, op: ContactOp) -> Result<Answer, Refusal> {
+        match op {
+            ContactOp::Contacts(o) => {
                 let owner = &self.phones[me];
                 let mut numbers: BTreeSet<&str> = owner.contacts.keys().map(String::as_str).collect();
                 numbers.extend(owner.inbox.iter().map(|m| m.from.as_str()));
                 numbers.extend(owner.sent.iter().map(|m| m.to.as_str()));
                 numbers.remove(me);
-                Ok(Value::Array(numbers.into_iter().filter_map(|n| self.contact(owner, n)).collect()))
+                Ok(o.answer(numbers.into_iter().filter_map(|n| self.contact(owner, n)).collect()))
             }
-            NetOp::Contact { jid: j } => {
-                let other = other_of(&j)?;
-                self.contact(&self.phones[me], &other).ok_or(("not_found", "no account has this number"))
+            ContactOp::Contact(o) => {
+                let other = other_of(o.jid.as_str())?;
+                let c = self.contact(&self.phones[me], &other).ok_or(("not_found", "no account has this number"))?;
+                Ok(o.answer(c))
             }
-            NetOp::ContactPicture { jid: j } => {
-                let other = other_of(&j)?;
-                known(self, &other)?;
+            ContactOp::ContactPicture(o) => {
+                let other = other_of(o.jid.as_str())?;
+                self.known(&other)?;
                 let has = self.phones[&other].profile.picture.is_some();
-                Ok(json!({ "url": has.then(|| format!("/pictures/{other}")) }))
+                Ok(o.answer(wire::PictureUrl { url: has.then(|| format!("/pictures/{other}")) }))
             }
-            NetOp::ContactProfile { jid: j } => {
-                let other = other_of(&j)?;
-                known(self, &other)?;
+            ContactOp::ContactProfile(o) => {
+                let other = other_of(o.jid.as_str())?;
+                self.known(&other)?;
                 let p = &self.phones[&other];
-                let business = p.business.then(|| p.profile.business_profile.clone().unwrap_or_else(|| json!({})));
-                Ok(json!({ "jid": jid(&other), "about": p.profile.about, "business_profile": business }))
+                let business = p.business.then(|| p.profile.business_profile.clone().unwrap_or_default());
+                Ok(o.answer(ContactDetails {
+                    jid: Jid::user(&other),
+                    about: Some(p.profile.about.clone()),
+                    business_profile: business,
+                }))
             }
-            NetOp::Block { jid: j, blocked } => {
-                let other = other_of(&j)?;
-                known(self, &other)?;
+            ContactOp::Block(o) => {
+                let other = other_of(o.jid.as_str())?;
+                self.known(&other)?;
                 let phone = self.phones.get_mut(me).expect("online account exists");
-                if blocked {
+                if o.blocked {
                     phone.blocked.insert(other);
                 } else {
                     phone.blocked.remove(&other);
                 }
-                Ok(Value::Null)
+                Ok(o.answer(()))
             }
-            NetOp::Blocklist => {
-                let list: BTreeSet<String> = self.phones[me].blocked.iter().map(|n| jid(n)).collect();
-                Ok(json!(list))
+            ContactOp::Blocklist(o) => {
+                let list: BTreeSet<Jid> = self.phones[me].blocked.iter().map(|n| Jid::user(n)).collect();
+                Ok(o.answer(list.into_iter().collect()))
             }
-            NetOp::Profile => {
+        }
+    }
+
+    fn account_op(&mut self, me: &str, op: AccountOp) -> Result<Answer, Refusal> {
+        match op {
+            AccountOp::Profile(o) => {
                 let p = &self.phones[me];
                 let picture = p.profile.picture.is_some().then(|| format!("/pictures/{me}"));
-                Ok(json!({ "push_name": p.profile.name, "about": p.profile.about, "picture_url": picture }))
+                Ok(o.answer(wire::OwnProfile {
+                    push_name: p.profile.name.clone(),
+                    about: Some(p.profile.about.clone()),
+                    picture_url: picture,
+                }))
             }
-            NetOp::SetProfile { about, push_name } => {
+            AccountOp::SetProfile(o) => {
                 let p = &mut self.phones.get_mut(me).expect("online account exists").profile;
-                if let Some(a) = about {
-                    p.about = a;
+                if let Some(a) = &o.about {
+                    p.about = a.clone();
                 }
-                if let Some(n) = push_name {
-                    p.name = Some(n);
+                if let Some(n) = &o.push_name {
+                    p.name = Some(n.clone());
                 }
-                Ok(Value::Null)
+                Ok(o.answer(()))
             }
-            NetOp::SetPicture { picture } => {
-                let picture = match picture {
+            AccountOp::SetPicture(o) => {
+                let picture = match &o.picture {
                     Some(p) => Some((
                         p.mime_type.clone(),
                         p.bytes().ok_or(("validation_failed", "the picture is not base64"))?,
@@ -370,45 +391,55 @@ impl State {
                     None => None,
                 };
                 self.phones.get_mut(me).expect("online account exists").profile.picture = picture;
-                Ok(Value::Null)
+                Ok(o.answer(()))
             }
-            NetOp::Privacy => Ok(json!(self.privacy(me))),
-            NetOp::SetPrivacy { category, value } => {
-                shared::privacy::check(&category, &value).map_err(|e| match e {
+            AccountOp::SetPresence(o) => {
+                self.phones.get_mut(me).expect("online account exists").presence =
+                    Some(if o.available { "available" } else { "unavailable" });
+                Ok(o.answer(()))
+            }
+            AccountOp::Privacy(o) => Ok(o.answer(self.privacy(me))),
+            AccountOp::SetPrivacy(o) => {
+                shared::privacy::check(&o.category, &o.value).map_err(|e| match e {
                     shared::privacy::PrivacyError::UnknownCategory => ("validation_failed", "unknown privacy category"),
                     shared::privacy::PrivacyError::BadValue => {
                         ("validation_failed", "this value does not fit the category")
                     }
                 })?;
-                self.phones.get_mut(me).expect("online account exists").privacy.insert(category, value);
-                Ok(json!(self.privacy(me)))
+                let privacy = &mut self.phones.get_mut(me).expect("online account exists").privacy;
+                privacy.insert(o.category.clone(), o.value.clone());
+                Ok(o.answer(self.privacy(me)))
             }
-            op @ (NetOp::SetLabel { .. }
-            | NetOp::DeleteLabel { .. }
-            | NetOp::LabelChat { .. }
-            | NetOp::LabelMessage { .. }) => self.label_op(me, op),
-            op @ (NetOp::Channels
-            | NetOp::Channel { .. }
-            | NetOp::ChannelByInvite { .. }
-            | NetOp::CreateChannel { .. }
-            | NetOp::ChannelAction { .. }
-            | NetOp::ChannelMessages { .. }
-            | NetOp::ChannelReaction { .. }) => self.channel_op(me, op),
             // Status is carried by the WhatsApp driver; netsim does not model it yet.
-            op => self.group_op(me, op).unwrap_or(Err(("not_implemented", "netsim does not model this operation yet"))),
+            AccountOp::PostStatus(_) => Err(("not_implemented", "netsim does not model this operation yet")),
         }
+    }
+
+    fn known(&self, n: &str) -> Result<(), Refusal> {
+        if self.phones.contains_key(n) {
+            Ok(())
+        } else {
+            Err(("not_found", "no account has this number"))
+        }
+    }
+}
+
+type Refusal = (&'static str, &'static str);
+
+/// The number a user JID names, refused for anything else.
+fn other_of(j: &str) -> Result<String, Refusal> {
+    let n = number_of(j);
+    if valid_number(n) {
+        Ok(n.to_string())
+    } else {
+        Err(("validation_failed", "not a user JID or number"))
     }
 }
 
 impl State {
     /// Changes every received copy of `me`'s message `id` (a revoke, an edit); answers null,
     /// or `not_found` when no phone holds it.
-    fn own_message(
-        &mut self,
-        me: &str,
-        id: &str,
-        change: impl Fn(&mut SimMessage),
-    ) -> Result<Value, (&'static str, &'static str)> {
+    fn own_message(&mut self, me: &str, id: &str, change: impl Fn(&mut SimMessage)) -> Result<(), Refusal> {
         let mut found = false;
         for p in self.phones.values_mut() {
             for m in p.inbox.iter_mut().filter(|m| m.id == id && m.from == me) {
@@ -417,7 +448,7 @@ impl State {
             }
         }
         if found {
-            Ok(Value::Null)
+            Ok(())
         } else {
             Err(("not_found", "no such message of this account"))
         }

@@ -120,10 +120,10 @@ impl Session for SlowSession {
     async fn logout(&self) -> Result<(), DriverError> {
         self.0.logout().await
     }
-    async fn check_numbers(&self, numbers: &[String]) -> Result<Vec<Value>, DriverError> {
+    async fn check_numbers(&self, numbers: &[String]) -> Result<Vec<shared::contract::NumberAnswer>, DriverError> {
         self.0.check_numbers(numbers).await
     }
-    async fn net(&self, op: &shared::bus::NetOp) -> Result<Value, DriverError> {
+    async fn net(&self, op: &shared::contract::NetOp) -> Result<shared::contract::Answer, DriverError> {
         tokio::time::sleep(Duration::from_secs(20)).await;
         self.0.net(op).await
     }

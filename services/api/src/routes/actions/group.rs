@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use shared::bus::ParticipantAction;
+use shared::contract::ParticipantAction;
 use shared::jid::Jid;
 use shared::ApiError;
 use utoipa::{IntoParams, ToSchema};

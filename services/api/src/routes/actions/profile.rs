@@ -9,7 +9,6 @@ use axum::extract::State;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use shared::bus::NetOp;
 use shared::jid::Jid;
 use shared::ApiError;
 use utoipa::ToSchema;
@@ -223,8 +222,7 @@ async fn send_presence(
         _ => return Err(ApiError::validation("presence must be composing, recording or paused")),
     };
     super::check_delay(b.delay.as_ref())?;
-    let j = String::from(jid(&b.number)?);
-    let () = domain::net::net(&state, &a.row.id, NetOp::ChatPresence { jid: j, composing }).await?;
+    domain::chats::typing(a.ctx(&state), jid(&b.number)?, composing).await?;
     Ok(Json(json!({ "presence": b.presence })))
 }
 
@@ -265,16 +263,16 @@ async fn fetch_profile(
     let j = jid(&b.number)?;
     let p = contacts::profile(a.ctx(&state), j.clone()).await?;
     let pic = contacts::picture(a.ctx(&state), j).await?;
-    let business = p.business_profile.clone();
+    let business = p.business_profile;
     Ok(Json(json!({
         "wuid": p.jid,
         "numberExists": true,
         "picture": pic.url,
         "status": { "status": p.about },
         "isBusiness": business.is_some(),
-        "email": business.as_ref().map(|b| b["email"].clone()),
-        "description": business.as_ref().map(|b| b["description"].clone()),
-        "website": business.as_ref().map(|b| b["website"].clone()),
+        "email": business.as_ref().map(|b| b.email.clone()),
+        "description": business.as_ref().map(|b| b.description.clone()),
+        "website": business.as_ref().map(|b| b.website.clone()),
     })))
 }
 
@@ -290,12 +288,17 @@ async fn fetch_business_profile(
     ActionJson(b): ActionJson<EvoNumberIn>,
 ) -> Result<Json<Value>, ApiError> {
     let p = contacts::profile(a.ctx(&state), jid(&b.number)?).await?;
-    let bp = p.business_profile.unwrap_or(Value::Null);
-    let mut out = json!({ "wuid": p.jid, "isBusiness": !bp.is_null() });
-    for k in ["email", "description", "website", "address", "category"] {
-        out[k] = bp[k].clone();
-    }
-    Ok(Json(out))
+    let bp = p.business_profile;
+    let b = bp.as_ref();
+    Ok(Json(json!({
+        "wuid": p.jid,
+        "isBusiness": bp.is_some(),
+        "email": b.and_then(|b| b.email.clone()),
+        "description": b.and_then(|b| b.description.clone()),
+        "website": b.and_then(|b| b.website.clone()),
+        "address": b.and_then(|b| b.address.clone()),
+        "category": b.and_then(|b| b.category.clone()),
+    })))
 }
 
 /// Body of `updateProfileName`.

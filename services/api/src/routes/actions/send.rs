@@ -155,8 +155,8 @@ impl SendOptions {
             if !shared::jid::is_group_jid(&jid) {
                 return Err(ApiError::validation("mentionsEveryOne needs a group's JID as the number"));
             }
-            let g: domain::groups::GroupOut =
-                domain::net::net(state, &row.id, shared::bus::NetOp::Group { jid }).await?;
+            let jid = shared::jid::Jid::parse(&jid).map_err(|_| ApiError::validation("not a group's JID"))?;
+            let g = domain::groups::get(domain::Ctx::new(state, &row.id, domain::Caller::Owner), jid).await?;
             mentions.extend(g.participants.into_iter().map(|p| p.jid));
         }
         if !mentions.is_empty() {

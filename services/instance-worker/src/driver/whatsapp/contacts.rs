@@ -2,11 +2,10 @@
 //! call: the phone sends its address book by app-state sync (one contact action per
 //! entry) and push names arrive with messages. Each is kept in `wa_store` (kind
 //! `pl_contact`, keyed by the phone-number JID), fenced on the lease epoch like the rest
-//! of the session, so `NetOp::Contacts` can answer from Postgres on any worker.
+//! of the session, so `contract::Contacts` can answer from Postgres on any worker.
 
 use crate::db::wa_store;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
 use shared::ids::InstanceId;
 
 pub const KIND: &str = "pl_contact";
@@ -40,8 +39,15 @@ impl Contact {
         self
     }
 
-    pub fn to_json(&self, jid: &str) -> Value {
-        json!({ "jid": jid, "name": self.name, "push_name": self.push_name, "business": null })
+    /// The contact as the worker contract answers it (whether it is a business the
+    /// address book does not say); none for a key that is no JID of ours.
+    pub fn info(&self, jid: &str) -> Option<shared::contract::ContactInfo> {
+        Some(shared::contract::ContactInfo {
+            jid: shared::jid::Jid::parse(jid).ok()?,
+            name: self.name.clone(),
+            push_name: self.push_name.clone(),
+            business: None,
+        })
     }
 }
 
@@ -80,13 +86,10 @@ pub async fn record(
     wa_store::put_many(db, inst, epoch, KIND, &entries).await
 }
 
-/// Every known contact, ordered by JID: `[{jid, name, push_name, business}]`.
-pub async fn list(db: &sqlx::PgPool, inst: &InstanceId) -> Result<Vec<Value>, sqlx::Error> {
+/// Every known contact, ordered by JID.
+pub async fn list(db: &sqlx::PgPool, inst: &InstanceId) -> Result<Vec<shared::contract::ContactInfo>, sqlx::Error> {
     let rows = wa_store::list(db, inst, KIND, "").await?;
-    Ok(rows
-        .into_iter()
-        .filter_map(|(k, v)| serde_json::from_slice::<Contact>(&v).ok().map(|c| c.to_json(&k)))
-        .collect())
+    Ok(rows.into_iter().filter_map(|(k, v)| serde_json::from_slice::<Contact>(&v).ok()?.info(&k)).collect())
 }
 
 /// The most contacts one status is encrypted to.
@@ -127,7 +130,9 @@ mod tests {
         // An empty push name keeps the old one; a removed address-book entry clears the name.
         let c = c.apply(&Change { name: Some(None), push_name: Some(String::new()) });
         assert_eq!(c, Contact { name: None, push_name: Some("Ana".into()) });
-        assert_eq!(c.to_json(shared::jid::Jid::user("5511999990002").as_str())["push_name"], "Ana");
+        let info = c.info(shared::jid::Jid::user("5511999990002").as_str()).unwrap();
+        assert_eq!(info.push_name.as_deref(), Some("Ana"));
+        assert!(c.info("not a jid").is_none());
     }
 
     #[test]

@@ -457,14 +457,14 @@ pub fn connect_failure(reason: &whatsapp_rust::types::events::ConnectFailureReas
 
 /// A business profile as the routes show it: its first website and category, as the
 /// phone shows them.
-pub fn business_profile(b: &whatsapp_rust::wacore::iq::business::BusinessProfile) -> Value {
-    json!({
-        "description": Some(b.description.clone()).filter(|d| !d.is_empty()),
-        "category": b.categories.first().map(|c| c.name.clone()),
-        "email": b.email,
-        "website": b.website.first(),
-        "address": b.address,
-    })
+pub fn business_profile(b: &whatsapp_rust::wacore::iq::business::BusinessProfile) -> shared::contract::BusinessProfile {
+    shared::contract::BusinessProfile {
+        description: Some(b.description.clone()).filter(|d| !d.is_empty()),
+        category: b.categories.first().map(|c| c.name.clone()),
+        email: b.email.clone(),
+        website: b.website.first().cloned(),
+        address: b.address.clone(),
+    }
 }
 
 /// A group notification as our `group.*` events: member changes (with the account's own

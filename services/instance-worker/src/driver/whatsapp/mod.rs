@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
-use shared::bus::NetOp;
+use shared::contract::{Answer, NetOp, NumberAnswer};
 use shared::ErrorCode;
 use tokio::sync::mpsc;
 use whatsapp_rust::proto_helpers::MessageExt;
@@ -360,140 +360,24 @@ impl Session for WaSession {
         Ok(())
     }
 
-    async fn check_numbers(&self, numbers: &[String]) -> Result<Vec<Value>, DriverError> {
+    async fn check_numbers(&self, numbers: &[String]) -> Result<Vec<NumberAnswer>, DriverError> {
         let found = self.lookup(numbers).await?;
         Ok(numbers
             .iter()
-            .map(|n| match map::registered(n, &found) {
-                Some(r) => json!({ "number": n, "exists": true, "jid": r.jid, "business": r.business }),
-                None => json!({ "number": n, "exists": false }),
+            .map(|n| {
+                let r = map::registered(n, &found);
+                NumberAnswer {
+                    number: n.clone(),
+                    exists: r.is_some(),
+                    jid: r.as_ref().and_then(|r| shared::jid::Jid::parse(&r.jid).ok()),
+                    business: r.map(|r| r.business),
+                }
             })
             .collect())
     }
 
-    async fn net(&self, op: &NetOp) -> Result<Value, DriverError> {
-        let c = &self.client;
-        if let Some(answer) = ops::run(c, op).await {
-            return answer;
-        }
-        match op {
-            NetOp::ReadChat { jid: j, read } => {
-                c.chat_actions().mark_chat_as_read(&jid(j)?, *read, None).await.map_err(|_| failed("mark the chat"))?;
-            }
-            NetOp::ModifyChat { jid: j, archived, pinned, muted_until } => {
-                let j = jid(j)?;
-                let actions = c.chat_actions();
-                match archived {
-                    Some(true) => actions.archive_chat(&j, None).await,
-                    Some(false) => actions.unarchive_chat(&j, None).await,
-                    None => Ok(()),
-                }
-                .map_err(|_| failed("archive the chat"))?;
-                match pinned {
-                    Some(true) => actions.pin_chat(&j).await,
-                    Some(false) => actions.unpin_chat(&j).await,
-                    None => Ok(()),
-                }
-                .map_err(|_| failed("pin the chat"))?;
-                match muted_until {
-                    Some(Some(t)) => actions.mute_chat_until(&j, t.timestamp_millis()).await,
-                    Some(None) => actions.unmute_chat(&j).await,
-                    None => Ok(()),
-                }
-                .map_err(|_| failed("mute the chat"))?;
-            }
-            NetOp::DeleteChat { jid: j } => {
-                c.chat_actions().delete_chat(&jid(j)?, true, None).await.map_err(|_| failed("delete the chat"))?;
-            }
-            NetOp::ChatPresence { jid: j, composing } => {
-                use whatsapp_rust::features::ChatStateType;
-                let state = if *composing { ChatStateType::Composing } else { ChatStateType::Paused };
-                c.chatstate().send(&jid(j)?, state).await.map_err(|_| failed("send the typing indicator"))?;
-            }
-            NetOp::RevokeMessage { jid: j, wa_message_id } => {
-                c.revoke_message(jid(j)?, wa_message_id.clone(), whatsapp_rust::RevokeType::Sender)
-                    .await
-                    .map_err(|_| failed("delete the message"))?;
-            }
-            NetOp::EditMessage { jid: j, wa_message_id, text } => {
-                let m = whatsapp_rust::waproto::whatsapp::Message {
-                    conversation: Some(text.clone()),
-                    ..Default::default()
-                };
-                c.edit_message(jid(j)?, wa_message_id.clone(), m).await.map_err(|_| failed("edit the message"))?;
-            }
-            NetOp::SetPresence { available } => {
-                if *available { c.presence().set_available().await } else { c.presence().set_unavailable().await }
-                    .map_err(|_| failed("set the presence"))?;
-            }
-            NetOp::Block { jid: j, blocked } => {
-                let j = jid(j)?;
-                if *blocked { c.blocking().block(&j).await } else { c.blocking().unblock(&j).await }
-                    .map_err(|_| failed("change the block list"))?;
-            }
-            NetOp::Blocklist => {
-                let list = c.blocking().get_blocklist().await.map_err(|_| failed("read the block list"))?;
-                return Ok(json!(list.iter().map(|e| e.jid.to_string()).collect::<Vec<_>>()));
-            }
-            NetOp::ContactPicture { jid: j } => {
-                let pic =
-                    c.contacts().get_profile_picture(&jid(j)?, false).await.map_err(|_| failed("give the picture"))?;
-                return Ok(json!({ "url": pic.map(|p| p.url) }));
-            }
-            NetOp::Profile => {
-                let own = c.pn().ok_or_else(|| failed("give the profile before pairing"))?;
-                let info = c.contacts().get_user_info(std::slice::from_ref(&own)).await.ok();
-                let about = info.as_ref().and_then(|i| i.values().next()).and_then(|u| u.status.clone());
-                let picture = c.contacts().get_profile_picture(&own, false).await.ok().flatten().map(|p| p.url);
-                return Ok(json!({ "push_name": c.push_name(), "about": about, "picture_url": picture }));
-            }
-            NetOp::ContactProfile { jid: j } => {
-                let j = jid(j)?;
-                let info = c
-                    .contacts()
-                    .get_user_info(std::slice::from_ref(&j))
-                    .await
-                    .map_err(|_| failed("give the profile"))?;
-                let about = info.values().next().and_then(|u| u.status.clone()).unwrap_or_default();
-                let business = c.get_business_profile(&j).await.ok().flatten().map(|b| map::business_profile(&b));
-                return Ok(json!({ "jid": j.to_string(), "about": about, "business_profile": business }));
-            }
-            NetOp::Contact { jid: j } => {
-                let j = jid(j)?;
-                let found = c
-                    .contacts()
-                    .is_on_whatsapp(std::slice::from_ref(&j))
-                    .await
-                    .map_err(|_| failed("look the contact up"))?;
-                let known = contacts::get(&self.db, &self.instance, &j.to_non_ad_string())
-                    .await
-                    .ok()
-                    .flatten()
-                    .unwrap_or_default();
-                return match found.into_iter().find(|r| r.is_registered) {
-                    Some(r) => Ok(
-                        json!({ "jid": r.jid.to_string(), "name": known.name, "push_name": known.push_name, "business": r.is_business }),
-                    ),
-                    None => Err(DriverError::new(ErrorCode::NotFound, "no account has this number")),
-                };
-            }
-            NetOp::Contacts => {
-                let list = contacts::list(&self.db, &self.instance)
-                    .await
-                    .map_err(|_| DriverError::new(ErrorCode::Internal, "reading the contact book failed"))?;
-                return Ok(Value::Array(list));
-            }
-            // Every other operation is in ops::run; one added later and routed nowhere
-            // is a driver's fault, refused rather than crashing the actor.
-            _ => {
-                tracing::error!("a session operation reached the whatsapp driver unrouted");
-                return Err(DriverError::new(
-                    ErrorCode::WorkerError,
-                    "the whatsapp driver did not route this operation",
-                ));
-            }
-        }
-        Ok(Value::Null)
+    async fn net(&self, op: &NetOp) -> Result<Answer, DriverError> {
+        ops::run(&self.client, ops::Book { db: &self.db, instance: &self.instance }, op).await
     }
 
     async fn download(&self, media: &RemoteMedia) -> Result<Vec<u8>, DriverError> {

@@ -1,12 +1,15 @@
-//! The session operations beyond chats and contacts, on the WhatsApp network: groups,
-//! communities, channels (newsletters), labels, privacy, profile and status. Each
-//! `NetOp` answers the JSON its doc comment in `shared::bus` gives; the mappings from the
-//! crate's types are plain functions, unit-tested below. By family: `groups` (groups and
-//! communities), `channels`, `account` (labels, privacy, profile, picture, status); here
-//! the routing, the network's refusals and the JID helpers they share.
+//! The worker contract's operations on the WhatsApp network, by family: `chats` (chats
+//! and contacts), `groups` (groups and communities), `channels`, `account` (labels,
+//! privacy, profile, presence, picture, status). Each answers its operation's reply type
+//! (`shared::contract`); the mappings from the crate's types are plain functions,
+//! unit-tested below. Here the routing, the network's refusals and the JID helpers they
+//! share.
 
-use serde_json::{json, Value};
-use shared::bus::{ChannelAction, NetOp, ParticipantAction};
+use shared::contract::{
+    AccountOp, Answer, ChannelOp, ChannelVerb, ChatOp, CommunityOp, ContactOp, GroupOp, LabelOp, NetOp, Operation,
+    ParticipantAction,
+};
+use shared::ids::InstanceId;
 use shared::ErrorCode;
 use whatsapp_rust::request::IqError;
 use whatsapp_rust::{
@@ -16,15 +19,17 @@ use whatsapp_rust::{
     ParticipantType, PreviousDescription,
 };
 
-use super::{failed, jid, map};
+use super::{contacts as book, failed, jid, map};
 use crate::driver::DriverError;
 
 mod account;
 mod channels;
+mod chats;
 mod groups;
 
 use account::*;
 use channels::*;
+use chats::*;
 use groups::*;
 
 /// The network's answer to a request it refused, as ours: its 404 is `not_found`, its
@@ -47,49 +52,42 @@ fn iq_error(e: &IqError, what: &str) -> DriverError {
     }
 }
 
-fn jids(list: &[String]) -> Result<Vec<Jid>, DriverError> {
-    list.iter().map(|s| jid(s)).collect()
+fn jids(list: &[shared::jid::Jid]) -> Result<Vec<Jid>, DriverError> {
+    list.iter().map(|s| jid(s.as_str())).collect()
 }
 
-fn ts(secs: Option<u64>) -> Value {
-    secs.and_then(|s| chrono::DateTime::from_timestamp(s as i64, 0)).map_or(Value::Null, |t| json!(t))
+/// A JID of the network as ours; none for a form ours does not take (it is left out of
+/// an answer rather than failing it).
+fn ours(j: &Jid) -> Option<shared::jid::Jid> {
+    shared::jid::Jid::parse(&j.to_string()).ok()
 }
 
-/// Runs one of the operations this module carries; `None`: not one of them.
-pub async fn run(c: &Client, op: &NetOp) -> Option<Result<Value, DriverError>> {
-    Some(match op {
-        NetOp::Groups
-        | NetOp::Group { .. }
-        | NetOp::CreateGroup { .. }
-        | NetOp::UpdateGroup { .. }
-        | NetOp::GroupParticipants { .. }
-        | NetOp::GroupInviteLink { .. }
-        | NetOp::LeaveGroup { .. }
-        | NetOp::GroupInviteInfo { .. }
-        | NetOp::GroupEphemeral { .. }
-        | NetOp::SetGroupPicture { .. }
-        | NetOp::JoinGroup { .. } => groups(c, op).await,
-        NetOp::Communities
-        | NetOp::CreateCommunity { .. }
-        | NetOp::CommunityGroups { .. }
-        | NetOp::LinkGroups { .. } => communities(c, op).await,
-        NetOp::Channels
-        | NetOp::Channel { .. }
-        | NetOp::ChannelByInvite { .. }
-        | NetOp::CreateChannel { .. }
-        | NetOp::ChannelAction { .. }
-        | NetOp::ChannelMessages { .. }
-        | NetOp::ChannelReaction { .. } => channels(c, op).await,
-        NetOp::SetLabel { .. } | NetOp::DeleteLabel { .. } | NetOp::LabelChat { .. } | NetOp::LabelMessage { .. } => {
-            labels(c, op).await
-        }
-        NetOp::Privacy
-        | NetOp::SetPrivacy { .. }
-        | NetOp::SetProfile { .. }
-        | NetOp::SetPicture { .. }
-        | NetOp::PostStatus { .. } => account(c, op).await,
-        _ => return None,
-    })
+/// A JID of the network that an answer cannot do without.
+fn ours_or_fail(j: &Jid, what: &str) -> Result<shared::jid::Jid, DriverError> {
+    ours(j).ok_or_else(|| failed(&format!("name the {what} in a form we take")))
+}
+
+fn ts(secs: Option<u64>) -> Option<chrono::DateTime<chrono::Utc>> {
+    secs.and_then(|s| chrono::DateTime::from_timestamp(s as i64, 0))
+}
+
+/// What the session needs besides the client: the contact book lives in `wa_store`.
+pub struct Book<'a> {
+    pub db: &'a sqlx::PgPool,
+    pub instance: &'a InstanceId,
+}
+
+/// Runs an operation of the worker contract, by family.
+pub async fn run(c: &Client, book: Book<'_>, op: &NetOp) -> Result<Answer, DriverError> {
+    match op {
+        NetOp::Chat(op) => chats(c, op).await,
+        NetOp::Contact(op) => contacts(c, book, op).await,
+        NetOp::Group(op) => groups(c, op).await,
+        NetOp::Community(op) => communities(c, op).await,
+        NetOp::Channel(op) => channels(c, op).await,
+        NetOp::Label(op) => labels(c, op).await,
+        NetOp::Account(op) => account(c, op).await,
+    }
 }
 
 #[cfg(test)]
@@ -127,23 +125,26 @@ mod tests {
             parent_group_jid: Some("120363000000000009@g.us".parse().unwrap()),
             ..Default::default()
         };
-        let v = group_json(&g);
-        assert_eq!(v["jid"], "120363000000000001@g.us");
-        assert_eq!(v["subject"], "Team");
-        assert_eq!(v["description"], "weekly");
-        assert_eq!(v["created_at"], "2023-11-14T22:13:20Z");
-        assert_eq!(v["owner"], shared::jid::Jid::user("5511999990001").as_str());
-        assert_eq!(v["size"], 2, "counted when the network gives no size");
-        assert_eq!(v["announce"], true);
-        assert_eq!(v["locked"], false);
-        assert_eq!(v["community"]["parent"], "120363000000000009@g.us");
-        assert_eq!(v["community"]["is_parent"], false);
+        let v = group_info(&g).unwrap();
+        assert_eq!(v.jid.as_str(), "120363000000000001@g.us");
+        assert_eq!(v.subject, "Team");
+        assert_eq!(v.description.as_deref(), Some("weekly"));
+        assert_eq!(v.created_at.unwrap().to_rfc3339(), "2023-11-14T22:13:20+00:00");
+        assert_eq!(v.owner.as_deref(), Some(shared::jid::Jid::user("5511999990001").as_str()));
+        assert_eq!(v.size, Some(2), "counted when the network gives no size");
+        assert!(v.announce && !v.locked);
+        assert_eq!(v.community.parent.as_ref().map(|j| j.as_str()), Some("120363000000000009@g.us"));
+        assert!(!v.community.is_parent);
         assert_eq!(
-            v["participants"][0],
-            json!({ "jid": shared::jid::Jid::user("5511999990001").as_str(), "phone": "5511999990001", "role": "superadmin" })
+            v.participants[0],
+            shared::contract::Member {
+                jid: shared::jid::Jid::user("5511999990001"),
+                phone: Some("5511999990001".into()),
+                role: shared::contract::Role::Superadmin
+            }
         );
-        assert_eq!(v["participants"][1]["role"], "member");
-        assert_eq!(role(&ParticipantType::Admin), "admin");
+        assert_eq!(v.participants[1].role, shared::contract::Role::Member);
+        assert_eq!(role(&ParticipantType::Admin), shared::contract::Role::Admin);
     }
 
     #[test]
@@ -169,14 +170,14 @@ mod tests {
             role: Some(NewsletterRole::Owner),
             creation_time: None,
         };
-        let v = channel_json(&c);
-        assert_eq!(v["jid"], "120363000000000777@newsletter");
-        assert_eq!(v["subscribers"], 12);
-        assert_eq!(v["verified"], true);
-        assert_eq!(v["state"], "active");
-        assert_eq!(v["role"], "owner");
-        assert_eq!(v["invite_code"], "AbCd");
-        assert_eq!(v["created_at"], Value::Null);
+        let v = channel_info(&c).unwrap();
+        assert_eq!(v.jid.as_str(), "120363000000000777@newsletter");
+        assert_eq!(v.subscribers, Some(12));
+        assert!(v.verified);
+        assert_eq!(v.state, shared::contract::ChannelState::Active);
+        assert_eq!(v.role, Some(shared::contract::ChannelRole::Owner));
+        assert_eq!(v.invite_code.as_deref(), Some("AbCd"));
+        assert_eq!(v.created_at, None);
     }
 
     #[test]
@@ -189,7 +190,10 @@ mod tests {
         use whatsapp_rust::wacore::iq::privacy::{PrivacySetting, PrivacySettingsResponse};
         let (category, value) = privacy_setting("readreceipts", "none").unwrap();
         let settings = PrivacySettingsResponse { settings: vec![PrivacySetting { category, value }] };
-        assert_eq!(privacy_json(&settings), json!({ "readreceipts": "none" }));
+        assert_eq!(
+            privacy(&settings),
+            shared::contract::PrivacySettings::from([("readreceipts".into(), "none".into())])
+        );
     }
 
     #[test]

@@ -2,10 +2,11 @@
 //! picture and status posts.
 
 use super::*;
+use shared::contract::{OwnProfile, Posted, PrivacySettings};
 
-/// `{category: value}` of the account's privacy settings.
-pub fn privacy_json(p: &whatsapp_rust::wacore::iq::privacy::PrivacySettingsResponse) -> Value {
-    Value::Object(p.settings.iter().map(|s| (s.category.as_str().to_string(), json!(s.value.as_str()))).collect())
+/// The account's privacy settings, by category.
+pub fn privacy(p: &whatsapp_rust::wacore::iq::privacy::PrivacySettingsResponse) -> PrivacySettings {
+    p.settings.iter().map(|s| (s.category.as_str().to_string(), s.value.as_str().to_string())).collect()
 }
 
 /// A privacy setting by its network names, refused when the value does not fit the
@@ -32,72 +33,99 @@ pub fn privacy_setting(
     Ok((c, v))
 }
 
-pub(super) async fn labels(c: &Client, op: &NetOp) -> Result<Value, DriverError> {
+pub(super) async fn labels(c: &Client, op: &LabelOp) -> Result<Answer, DriverError> {
     let l = c.labels();
     let refused = |_| failed("change the labels");
     match op {
-        NetOp::SetLabel { label_id, name, color } => l.create_label(label_id, name, *color).await.map_err(refused)?,
-        NetOp::DeleteLabel { label_id } => l.delete_label(label_id).await.map_err(refused)?,
-        NetOp::LabelChat { label_id, jid: j, labeled: true } => {
-            l.add_chat_label(label_id, &jid(j)?).await.map_err(refused)?
+        LabelOp::SetLabel(o) => {
+            l.create_label(&o.label_id, &o.name, o.color).await.map_err(refused)?;
+            Ok(o.answer(()))
         }
-        NetOp::LabelChat { label_id, jid: j, labeled: false } => {
-            l.remove_chat_label(label_id, &jid(j)?).await.map_err(refused)?
+        LabelOp::DeleteLabel(o) => {
+            l.delete_label(&o.label_id).await.map_err(refused)?;
+            Ok(o.answer(()))
         }
-        NetOp::LabelMessage { label_id, jid: j, wa_message_id, labeled } => {
+        LabelOp::LabelChat(o) => {
+            let j = jid(o.jid.as_str())?;
+            if o.labeled {
+                l.add_chat_label(&o.label_id, &j).await
+            } else {
+                l.remove_chat_label(&o.label_id, &j).await
+            }
+            .map_err(refused)?;
+            Ok(o.answer(()))
+        }
+        LabelOp::LabelMessage(o) => {
             // whatsapp-rust has no method for it: the action is ours (map::LABEL_MESSAGE),
             // sent through the crate's own app-state encoder.
-            let chat = jid(j)?.to_string();
-            let value = map::label_association(*labeled, chrono::Utc::now().timestamp_millis());
-            c.send_app_state_action(&map::LABEL_MESSAGE, &[label_id, &chat, wa_message_id], &value)
+            let chat = jid(o.jid.as_str())?.to_string();
+            let value = map::label_association(o.labeled, chrono::Utc::now().timestamp_millis());
+            c.send_app_state_action(&map::LABEL_MESSAGE, &[&o.label_id, &chat, &o.wa_message_id], &value)
                 .await
-                .map_err(refused)?
+                .map_err(refused)?;
+            Ok(o.answer(()))
         }
-        _ => unreachable!("routed by run()"),
     }
-    Ok(Value::Null)
 }
 
-pub(super) async fn account(c: &Client, op: &NetOp) -> Result<Value, DriverError> {
+pub(super) async fn account(c: &Client, op: &AccountOp) -> Result<Answer, DriverError> {
+    let fetch_privacy = || async { c.fetch_privacy_settings().await.map_err(|e| iq_error(&e, "privacy")) };
     match op {
-        NetOp::Privacy => Ok(privacy_json(&c.fetch_privacy_settings().await.map_err(|e| iq_error(&e, "privacy"))?)),
-        NetOp::SetPrivacy { category, value } => {
-            let (cat, val) = privacy_setting(category, value)?;
-            c.set_privacy_setting(cat, val).await.map_err(|e| iq_error(&e, "privacy"))?;
-            Ok(privacy_json(&c.fetch_privacy_settings().await.map_err(|e| iq_error(&e, "privacy"))?))
+        AccountOp::Profile(o) => {
+            let own = c.pn().ok_or_else(|| failed("give the profile before pairing"))?;
+            let info = c.contacts().get_user_info(std::slice::from_ref(&own)).await.ok();
+            let about = info.as_ref().and_then(|i| i.values().next()).and_then(|u| u.status.clone());
+            let picture = c.contacts().get_profile_picture(&own, false).await.ok().flatten().map(|p| p.url);
+            Ok(o.answer(OwnProfile { push_name: Some(c.push_name()), about, picture_url: picture }))
         }
-        NetOp::SetProfile { about, push_name } => {
+        AccountOp::Privacy(o) => Ok(o.answer(privacy(&fetch_privacy().await?))),
+        AccountOp::SetPrivacy(o) => {
+            let (cat, val) = privacy_setting(&o.category, &o.value)?;
+            c.set_privacy_setting(cat, val).await.map_err(|e| iq_error(&e, "privacy"))?;
+            Ok(o.answer(privacy(&fetch_privacy().await?)))
+        }
+        AccountOp::SetProfile(o) => {
             let p = c.profile();
-            if let Some(a) = about {
+            if let Some(a) = &o.about {
                 p.set_status_text(a).await.map_err(|_| failed("set the about text"))?;
             }
-            if let Some(n) = push_name {
+            if let Some(n) = &o.push_name {
                 p.set_push_name(n).await.map_err(|_| failed("set the push name"))?;
             }
-            Ok(Value::Null)
+            Ok(o.answer(()))
         }
-        NetOp::SetPicture { picture } => {
+        AccountOp::SetPicture(o) => {
             let p = c.profile();
-            match picture.as_ref().map(|pic| pic.bytes()) {
+            match o.picture.as_ref().map(|pic| pic.bytes()) {
                 Some(Some(bytes)) => p.set_profile_picture(bytes).await.map(drop),
                 Some(None) => return Err(DriverError::new(ErrorCode::ValidationFailed, "the picture is not base64")),
                 None => p.remove_profile_picture().await.map(drop),
             }
             .map_err(|_| failed("set the profile picture"))?;
-            Ok(Value::Null)
+            Ok(o.answer(()))
         }
-        NetOp::PostStatus { text, background_argb, recipients } => {
-            if recipients.is_empty() {
+        AccountOp::SetPresence(o) => {
+            if o.available { c.presence().set_available().await } else { c.presence().set_unavailable().await }
+                .map_err(|_| failed("set the presence"))?;
+            Ok(o.answer(()))
+        }
+        AccountOp::PostStatus(o) => {
+            if o.recipients.is_empty() {
                 return Err(DriverError::new(ErrorCode::ValidationFailed, "a status needs at least one recipient"));
             }
             let font = whatsapp_rust::waproto::whatsapp::message::extended_text_message::FontType::default();
             let sent = c
                 .status()
-                .send_text(text, background_argb.unwrap_or(0xFF1E_6E4F), font, &jids(recipients)?, Default::default())
+                .send_text(
+                    &o.text,
+                    o.background_argb.unwrap_or(0xFF1E_6E4F),
+                    font,
+                    &jids(&o.recipients)?,
+                    Default::default(),
+                )
                 .await
                 .map_err(|_| failed("post the status"))?;
-            Ok(json!({ "wa_message_id": sent.message_id }))
+            Ok(o.answer(Posted { wa_message_id: sent.message_id }))
         }
-        _ => unreachable!("routed by run()"),
     }
 }

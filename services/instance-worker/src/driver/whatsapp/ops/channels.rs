@@ -1,7 +1,8 @@
-//! Channels (newsletters) on the WhatsApp network: their records and posts as `NetOp`
-//! answers them, and the operations.
+//! Channels (newsletters) on the WhatsApp network: their records and posts as the
+//! contract's replies, and the operations.
 
 use super::*;
+use shared::contract::{ChannelInfo, ChannelPost, ChannelRole, ChannelState, ReactionCount};
 
 pub(super) fn channel_error(e: NewsletterError) -> DriverError {
     match e {
@@ -19,82 +20,85 @@ pub(super) fn channel_jid(s: &str) -> Result<Jid, DriverError> {
     full.parse().map_err(|_| DriverError::new(ErrorCode::ValidationFailed, "not a valid channel JID"))
 }
 
-pub fn channel_json(c: &NewsletterMetadata) -> Value {
-    json!({
-        "jid": c.jid.to_string(),
-        "name": c.name,
-        "description": c.description,
-        "subscribers": c.subscriber_count,
-        "verified": c.verification == NewsletterVerification::Verified,
-        "state": match c.state {
-            NewsletterState::Active => "active",
-            NewsletterState::Suspended => "suspended",
-            _ => "geosuspended",
+pub fn channel_info(c: &NewsletterMetadata) -> Result<ChannelInfo, DriverError> {
+    Ok(ChannelInfo {
+        jid: ours_or_fail(&c.jid, "channel")?,
+        name: c.name.clone(),
+        description: c.description.clone(),
+        subscribers: Some(c.subscriber_count),
+        verified: c.verification == NewsletterVerification::Verified,
+        state: match c.state {
+            NewsletterState::Active => ChannelState::Active,
+            NewsletterState::Suspended => ChannelState::Suspended,
+            _ => ChannelState::Geosuspended,
         },
-        "picture_url": c.picture_url,
-        "invite_code": c.invite_code,
-        "role": c.role.as_ref().map(|r| match r {
-            NewsletterRole::Owner => "owner",
-            NewsletterRole::Admin => "admin",
-            NewsletterRole::Subscriber => "subscriber",
-            _ => "guest",
+        picture_url: c.picture_url.clone(),
+        invite_code: c.invite_code.clone(),
+        role: c.role.as_ref().map(|r| match r {
+            NewsletterRole::Owner => ChannelRole::Owner,
+            NewsletterRole::Admin => ChannelRole::Admin,
+            NewsletterRole::Subscriber => ChannelRole::Subscriber,
+            _ => ChannelRole::Guest,
         }),
-        "created_at": ts(c.creation_time),
+        created_at: ts(c.creation_time),
     })
 }
 
-pub fn post_json(m: &NewsletterMessage) -> Value {
+pub fn post(m: &NewsletterMessage) -> ChannelPost {
     let text = m
         .message
         .as_ref()
         .map(|msg| map::incoming_content(msg).1)
-        .and_then(|c| c.get("text").cloned())
-        .unwrap_or(Value::Null);
-    json!({
-        "id": m.message_id,
-        "server_id": m.server_id,
-        "ts": ts(Some(m.timestamp)),
-        "type": m.message_type.as_str(),
-        "from_me": m.is_sender,
-        "text": text,
-        "reactions": m.reactions.iter().map(|r| json!({ "reaction": r.code, "count": r.count })).collect::<Vec<_>>(),
-    })
+        .and_then(|c| c.get("text").and_then(|t| t.as_str()).map(str::to_owned));
+    ChannelPost {
+        id: m.message_id.clone(),
+        server_id: m.server_id,
+        ts: ts(Some(m.timestamp)),
+        kind: m.message_type.as_str().to_string(),
+        from_me: m.is_sender,
+        text,
+        reactions: m.reactions.iter().map(|r| ReactionCount { reaction: r.code.clone(), count: r.count }).collect(),
+    }
 }
 
-pub(super) async fn channels(c: &Client, op: &NetOp) -> Result<Value, DriverError> {
+pub(super) async fn channels(c: &Client, op: &ChannelOp) -> Result<Answer, DriverError> {
     let n = c.newsletter();
     match op {
-        NetOp::Channels => {
-            Ok(Value::Array(n.list_subscribed().await.map_err(channel_error)?.iter().map(channel_json).collect()))
+        ChannelOp::Channels(o) => {
+            let list = n.list_subscribed().await.map_err(channel_error)?;
+            Ok(o.answer(list.iter().map(channel_info).collect::<Result<_, _>>()?))
         }
-        NetOp::Channel { jid: j } => Ok(channel_json(&n.get_metadata(&channel_jid(j)?).await.map_err(channel_error)?)),
-        NetOp::ChannelByInvite { code } => {
-            let code = code.rsplit('/').next().unwrap_or(code);
-            Ok(channel_json(&n.get_metadata_by_invite(code).await.map_err(channel_error)?))
+        ChannelOp::Channel(o) => {
+            Ok(o.answer(channel_info(&n.get_metadata(&channel_jid(o.jid.as_str())?).await.map_err(channel_error)?)?))
         }
-        NetOp::CreateChannel { name, description } => {
-            Ok(channel_json(&n.create(name, description.as_deref()).await.map_err(channel_error)?))
+        ChannelOp::ChannelByInvite(o) => {
+            let code = o.code.rsplit('/').next().unwrap_or(&o.code);
+            Ok(o.answer(channel_info(&n.get_metadata_by_invite(code).await.map_err(channel_error)?)?))
         }
-        NetOp::ChannelAction { jid: j, action } => {
-            let j = channel_jid(j)?;
-            match action {
-                ChannelAction::Follow => n.join(&j).await.map(drop),
-                ChannelAction::Unfollow => n.leave(&j).await,
-                ChannelAction::Mute => n.set_follower_mute(&j, true).await,
-                ChannelAction::Unmute => n.set_follower_mute(&j, false).await,
+        ChannelOp::CreateChannel(o) => {
+            Ok(o.answer(channel_info(&n.create(&o.name, o.description.as_deref()).await.map_err(channel_error)?)?))
+        }
+        ChannelOp::ChannelAction(o) => {
+            let j = channel_jid(o.jid.as_str())?;
+            match o.action {
+                ChannelVerb::Follow => n.join(&j).await.map(drop),
+                ChannelVerb::Unfollow => n.leave(&j).await,
+                ChannelVerb::Mute => n.set_follower_mute(&j, true).await,
+                ChannelVerb::Unmute => n.set_follower_mute(&j, false).await,
             }
             .map_err(channel_error)?;
-            Ok(Value::Null)
+            Ok(o.answer(()))
         }
-        NetOp::ChannelMessages { jid: j, count, before } => {
-            let posts =
-                n.get_messages(channel_jid(j)?, (*count).clamp(1, 100), *before).await.map_err(channel_error)?;
-            Ok(Value::Array(posts.iter().map(post_json).collect()))
+        ChannelOp::ChannelMessages(o) => {
+            let posts = n
+                .get_messages(channel_jid(o.jid.as_str())?, o.count.clamp(1, 100), o.before)
+                .await
+                .map_err(channel_error)?;
+            Ok(o.answer(posts.iter().map(post).collect()))
         }
-        NetOp::ChannelReaction { jid: j, server_id, reaction } => {
-            n.send_reaction(&channel_jid(j)?, *server_id, reaction).await.map_err(channel_error)?;
-            Ok(Value::Null)
+        ChannelOp::ChannelReaction(o) => {
+            n.send_reaction(&channel_jid(o.jid.as_str())?, o.server_id, &o.reaction).await.map_err(channel_error)?;
+            Ok(o.answer(()))
         }
-        _ => unreachable!("routed by run()"),
     }
 }
