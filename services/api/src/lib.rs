@@ -7,11 +7,9 @@
 pub mod attendant;
 pub mod auth_cache;
 pub mod catalog;
-pub mod enqueue;
 pub mod extract;
 pub mod mcp;
 pub mod media_urls;
-pub mod message_in;
 pub mod metrics;
 pub mod middleware;
 pub mod net;

@@ -2,9 +2,8 @@
 
 pub const HTTP_REQUESTS: &str = "paceline_http_requests_total";
 pub const HTTP_DURATION: &str = "paceline_http_request_duration_seconds";
-pub const SEMAPHORE_HOLDERS: &str = "paceline_semaphore_holders";
-pub const SEMAPHORE_WAITERS: &str = "paceline_semaphore_waiters";
-pub const MEDIA_QUOTA_REFUSED: &str = "paceline_media_quota_refused_total";
+pub use domain::send::MEDIA_QUOTA_REFUSED;
+pub use domain::slots::{HOLDERS as SEMAPHORE_HOLDERS, WAITERS as SEMAPHORE_WAITERS};
 pub const EVENT_STREAMS: &str = "paceline_event_streams";
 pub const EVENT_STREAMS_REFUSED: &str = "paceline_event_streams_refused_total";
 pub use crate::mcp::TOOL_CALLS as MCP_TOOL_CALLS;

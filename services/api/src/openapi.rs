@@ -31,7 +31,7 @@ use utoipa::{Modify, OpenApi};
         catalog::LabelUpdatedEventData, catalog::LabelEventLabel, catalog::ChannelUpdatedEventData, catalog::InstanceRiskEventData, catalog::InstancePausedEventData, catalog::InstanceResumedEventData, catalog::AttendantRepliedEventData, catalog::AttendantTokens, catalog::AttendantHandoffEventData, catalog::AttendantFailedEventData, catalog::GroupUpdatedEventData, catalog::GroupParticipantsEventData,
         catalog::GroupMembershipEventData, catalog::CommunityGroupsEventData, catalog::CallRejectedEventData,
         catalog::WebhookDisabledEventData,
-        crate::service::messages::MessageOut,
+        domain::send::MessageOut,
     )),
     tags(
         (name = "instances", description = "Create, list, edit and delete instances"),

@@ -2,61 +2,7 @@
 //! hand (array items take no constraints of their own in utoipa's attributes), so a
 //! request valid by the description is one the code accepts.
 
-/// A string schema with a pattern and lengths, for `value_type = ...` in descriptions.
-macro_rules! string_schema {
-    ($(#[$doc:meta])* $name:ident, pattern = $pattern:expr, min = $min:expr, max = $max:expr) => {
-        $(#[$doc])*
-        pub struct $name;
-
-        impl utoipa::PartialSchema for $name {
-            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-                utoipa::openapi::ObjectBuilder::new()
-                    .schema_type(utoipa::openapi::schema::Type::String)
-                    .pattern(Some($pattern))
-                    .min_length(Some($min))
-                    .max_length(Some($max))
-                    .into()
-            }
-        }
-
-        impl utoipa::ToSchema for $name {}
-    };
-}
-
-string_schema!(
-    /// A phone number with country code: 7-15 digits, an optional leading `+`.
-    PhoneNumber, pattern = shared::jid::PHONE_PATTERN, min = 7, max = 16
-);
-string_schema!(
-    /// A tag: 1-64 printable characters.
-    Tag, pattern = r"^[^\x00-\x1f\x7f-\x9f]+$", min = 1, max = 64
-);
-string_schema!(
-    /// An IP address or a CIDR.
-    Cidr, pattern = r"^[0-9A-Fa-f:.]+(/[0-9]{1,3})?$", min = 2, max = 64
-);
-string_schema!(
-    /// A phone number with country code, or a person's JID.
-    UserJidOrPhone, pattern = shared::jid::USER_JID_OR_PHONE_PATTERN, min = 7, max = 80
-);
-string_schema!(
-    /// A send's recipient: a phone number with country code, a JID, or
-    /// `status@broadcast` (a status, to the account's contacts).
-    Recipient, pattern = shared::jid::RECIPIENT_PATTERN, min = 7, max = 80
-);
-string_schema!(
-    /// A channel's JID (`<id>@newsletter`).
-    ChannelJid, pattern = r"^[0-9]{1,64}@newsletter$", min = 12, max = 75
-);
-string_schema!(
-    /// A label's id: 1-64 letters, digits, `-` or `_` (WhatsApp's are small integers).
-    LabelId, pattern = r"^[A-Za-z0-9_-]{1,64}$", min = 1, max = 64
-);
-string_schema!(
-    /// A group's JID (`<id>@g.us`).
-    GroupJid, pattern = shared::jid::GROUP_JID_PATTERN, min = 6, max = 69
-);
-
+pub use domain::schemas::{ChannelJid, Cidr, GroupJid, LabelId, PhoneNumber, Recipient, Tag, UserJidOrPhone};
 pub use domain::text::{is_ecma_space, trim_ecma};
 
 /// Body of `POST {inst}/channels/{jid}/messages`: that of `POST {inst}/messages` without
@@ -67,7 +13,7 @@ impl utoipa::PartialSchema for ChannelPostIn {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
         use utoipa::openapi::schema::Schema;
         use utoipa::openapi::RefOr;
-        let mut schema = <crate::message_in::MessageIn as utoipa::PartialSchema>::schema();
+        let mut schema = <domain::message_in::MessageIn as utoipa::PartialSchema>::schema();
         if let RefOr::T(Schema::Object(o)) = &mut schema {
             o.properties.remove("to");
             o.required.retain(|r| r != "to");

@@ -19,14 +19,10 @@ pub struct Inner {
     /// The admin token, checked on every admin request.
     /// None in the attendant role, which authenticates nobody.
     pub admin_token: Option<String>,
-    /// Batches accepted messages into shared statements.
-    pub enqueuer: crate::enqueue::Enqueuer,
     /// Signs and checks `/media/...` URLs.
     pub media_urls: crate::media_urls::MediaUrls,
     /// Instance tokens recently looked up.
     pub token_cache: Arc<crate::auth_cache::TokenCache>,
-    /// When each instance's worker was last woken from here.
-    pub wakes: crate::enqueue::Wakes,
     /// Instances whose tokens' access changed (here or, told over NATS, on another pod):
     /// open event streams check theirs again.
     pub auth_changes: tokio::sync::broadcast::Sender<shared::ids::InstanceId>,
@@ -97,10 +93,8 @@ impl AppState {
         Ok(AppState(Arc::new(Inner {
             health_public: core.config.listen_addr.ip().is_loopback(),
             admin_token,
-            enqueuer: crate::enqueue::Enqueuer::start(db.clone()),
             media_urls,
             token_cache,
-            wakes: Default::default(),
             auth_changes,
             event_streams: Default::default(),
             requests: Default::default(),

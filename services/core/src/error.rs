@@ -25,6 +25,10 @@ pub enum Error {
     /// A per-instance cap is used up; it frees in `retry_after` seconds (`rate_limited`).
     #[error("{message}")]
     RateLimited { message: String, retry_after: u64 },
+    /// What all tenants share is busy for now; try again in `retry_after` seconds (503
+    /// `rate_limited`).
+    #[error("{message}")]
+    Busy { message: String, retry_after: u64 },
     /// Refused for the state things are in, or failed on the way (the worker, the
     /// network), with the interface's code: `conflict`, `instance_not_connected`,
     /// `worker_timeout`, `invalid_number` and the like.
@@ -64,6 +68,9 @@ impl From<Error> for ApiError {
             Error::RateLimited { message, retry_after } => {
                 ApiError::new(ErrorCode::RateLimited, message).with_retry_after(retry_after)
             }
+            Error::Busy { message, retry_after } => ApiError::new(ErrorCode::RateLimited, message)
+                .with_status(ErrorCode::ShuttingDown.status())
+                .with_retry_after(retry_after),
             Error::Refused { code, message, retryable } => ApiError::new(code, message).with_retryable(retryable),
             Error::Internal => ApiError::new(ErrorCode::Internal, "internal error"),
         }
@@ -78,6 +85,9 @@ impl From<ApiError> for Error {
             ErrorCode::ValidationFailed => Error::Invalid(e.message),
             ErrorCode::Forbidden => Error::Forbidden(e.message),
             ErrorCode::InstanceNotFound => Error::InstanceNotFound,
+            ErrorCode::RateLimited if e.status == ErrorCode::ShuttingDown.status() => {
+                Error::Busy { message: e.message, retry_after: e.retry_after.unwrap_or(1) }
+            }
             ErrorCode::RateLimited => {
                 Error::RateLimited { message: e.message, retry_after: e.retry_after.unwrap_or(1) }
             }

@@ -12,9 +12,11 @@ pub mod channels;
 pub mod chats;
 pub mod communities;
 pub mod contacts;
+pub mod enqueue;
 mod error;
 pub mod groups;
 pub mod labels;
+pub mod message_in;
 pub mod messages;
 pub mod net;
 pub mod numbers;
@@ -22,6 +24,9 @@ pub mod pairing;
 pub mod profile;
 pub mod qr;
 pub mod risk;
+pub mod schemas;
+pub mod send;
+pub mod slots;
 pub mod text;
 pub mod webhooks;
 
@@ -41,9 +46,18 @@ pub struct Core {
     pub subjects: bus::Subjects,
     /// Fetches tenants' URLs (media) without reaching internal addresses.
     pub fetcher: shared::fetch::GuardedClient,
+    /// Batches accepted messages into shared statements (started on first use).
+    enqueuer: std::sync::Arc<std::sync::OnceLock<enqueue::Enqueuer>>,
+    /// When each instance's worker was last woken from this process.
+    pub wakes: std::sync::Arc<enqueue::Wakes>,
 }
 
 impl Core {
+    /// The batcher of accepted messages, started with the first.
+    pub fn enqueuer(&self) -> &enqueue::Enqueuer {
+        self.enqueuer.get_or_init(|| enqueue::Enqueuer::start(self.db.clone()))
+    }
+
     /// The handles from connected pools and clients.
     pub fn new(config: Config, db: sqlx::PgPool, redis: deadpool_redis::Pool, nats: async_nats::Client) -> Core {
         Core {
@@ -53,6 +67,8 @@ impl Core {
                 config.allow_private_targets,
                 std::time::Duration::from_secs(60),
             ),
+            enqueuer: Default::default(),
+            wakes: Default::default(),
             config,
             db,
             redis,
@@ -71,6 +87,9 @@ pub enum Caller {
     Owner,
     /// A restricted API key of the instance.
     Key,
+    /// The attendant, answering the instance's chats: it reaches them as the owner would,
+    /// not its status or channels.
+    Attendant,
 }
 
 /// One operation's context: the handles, the instance it acts on, and who asks.

@@ -91,15 +91,13 @@ pub async fn check(ctx: Ctx<'_>, numbers: &[String]) -> Result<Vec<NumberResult>
                 return Err(e);
             }
         };
-        let fresh: Vec<Known> = v["results"]
-            .as_array()
-            .ok_or_else(|| Error::internal("check reply without results"))?
-            .iter()
-            .filter_map(|r| {
-                let number = r["number"].as_str()?.to_string();
-                Some((number, r["exists"].as_bool()?, r["jid"].as_str().map(str::to_owned)))
-            })
-            .collect();
+        #[derive(serde::Deserialize)]
+        struct Checked {
+            results: Vec<shared::contract::NumberAnswer>,
+        }
+        let Checked { results } = serde_json::from_value(v)
+            .map_err(|e| Error::internal(format_args!("unexpected answer from the worker: {e}")))?;
+        let fresh: Vec<Known> = results.into_iter().map(|r| (r.number, r.exists, r.jid.map(String::from))).collect();
         number_checks::record(&core.db, id, &fresh).await?;
         answers.extend(fresh);
     }

@@ -7,7 +7,7 @@
 //! send path in-process. Any number of pods share one durable JetStream consumer of
 //! `message.received`, so each event goes to one pod; a Redis lock lets one pod at a time
 //! answer an instance, and its messages in order. A reply is queued through
-//! `service::messages::queue` like `POST {inst}/messages` (paced, logged, evented) with
+//! `domain::send::queue` like `POST {inst}/messages` (paced, logged, evented) with
 //! `client_message_id` = `attendant-<received message id>`, so a redelivered event, a
 //! retry or a second pod finds it queued already; `attendant_replies` records it once,
 //! with its `attendant.replied` event and usage. The JetStream message is acked only
@@ -36,9 +36,8 @@ use shared::{ApiError, Config, ErrorCode, Shutdown};
 
 use self::config::Stored;
 use self::decide::{Decision, Inbound};
-use crate::message_in::MessageIn;
-use crate::service::messages::Sender;
 use crate::state::AppState;
+use domain::message_in::MessageIn;
 
 /// The durable consumer every attendant pod shares.
 pub const CONSUMER: &str = "attendant";
@@ -498,7 +497,8 @@ impl Attendant {
             expires_after: Some(REPLY_EXPIRES.into()),
             ..MessageIn::new(m.chat_jid.clone(), shared::message::MessageType::Text)
         };
-        let queued = match crate::service::messages::queue(state, id, Sender::Attendant, body, None, false).await {
+        let queued = domain::send::queue(state.ctx(id, domain::Caller::Attendant), body, None, false).await;
+        let queued = match queued.map_err(ApiError::from) {
             Ok((row, _)) => row.id,
             // Another pod queued a different answer to the same message first.
             Err(e) if e.code == ErrorCode::Conflict => match queue_rows::by_client_id(&state.db, id, &client_id).await?

@@ -19,13 +19,12 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::{parse_json, InstanceAccess, Path, ValidatedJson, ValidatedQuery};
-use crate::message_in::MessageIn;
 use crate::pagination::PageQuery;
 use crate::service::history::{self, MessagePageOut};
-use crate::service::messages::MessageOut;
-use crate::service::messages::Sender;
 use crate::state::AppState;
 use domain::channels::{self as core, ChannelOut};
+use domain::message_in::MessageIn;
+use domain::send::MessageOut;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -243,7 +242,7 @@ async fn publish(
     fields.insert("to".into(), jid.into());
     let message: MessageIn = parse_json(&serde_json::to_vec(&fields).map_err(ApiError::internal)?)?;
     // The service checks the role and takes the publication from the day's 20.
-    let queued = crate::service::messages::queue(&state, &id, Sender::Caller(&principal), message, None, false).await?;
+    let queued = domain::send::queue(state.ctx(&id, principal.caller()), message, None, false).await?;
     Ok((StatusCode::ACCEPTED, Json((&queued.0).into())))
 }
 

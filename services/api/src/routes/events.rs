@@ -26,8 +26,8 @@ use utoipa_axum::routes;
 
 use crate::catalog::Event;
 use crate::extract::{Admin, ClientIp, InstanceAccess, Principal, ValidatedQuery};
-use crate::semaphore::Slot;
 use crate::state::AppState;
+use domain::slots::Slot;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(instance_events)).routes(routes!(all_events))

@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use crate::message_in::{self as message, MessageIn};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
+use domain::message_in::{self as message, MessageIn};
 use futures::StreamExt;
 use serde::Deserialize;
 use shared::db::instances::{self};
@@ -21,8 +21,8 @@ use utoipa_axum::routes;
 
 use crate::extract::{InstanceAccess, Path, ValidatedJson, ValidatedQuery};
 use crate::semaphore::SlotHeld;
-use crate::service::messages::{queue, MessageOut, Sender, MESSAGES_BODY_LIMIT};
 use crate::state::AppState;
+use domain::send::{queue, MessageOut, MESSAGES_BODY_LIMIT};
 
 /// `wait=true`: default and ceiling of `timeout`.
 const WAIT_DEFAULT: Duration = Duration::from_secs(30);
@@ -155,7 +155,7 @@ async fn send(
                 .min(WAIT_CEILING),
         ),
     };
-    let row = queue(&state, &id, Sender::Caller(&principal), body, wait, held.is_some()).await?;
+    let row = queue(state.ctx(&id, principal.caller()), body, wait, held.is_some()).await?;
     match wait {
         None => Ok((StatusCode::ACCEPTED, Json((&row.0).into()))),
         Some(timeout) => wait_result(&state, &id, row, timeout).await,

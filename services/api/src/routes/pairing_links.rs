@@ -77,7 +77,7 @@ async fn create_link(
     let b: LinkIn = shared::http::parse_json_or_default(&body)?;
     let ttl = match b.expires_in.as_deref() {
         None => DEFAULT_TTL,
-        Some(s) => crate::message_in::parse_duration(s)
+        Some(s) => domain::message_in::parse_duration(s)
             .filter(|d| (MIN_TTL..=MAX_TTL).contains(d))
             .ok_or_else(|| ApiError::validation("expires_in must be a duration from 1m to 7d, such as 30m or 1h"))?,
     };

@@ -15,9 +15,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::{InstanceAccess, ValidatedJson};
-use crate::message_in::MediaIn;
 use crate::semaphore::SlotHeld;
 use crate::state::AppState;
+use domain::message_in::MediaIn;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

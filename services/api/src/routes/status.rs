@@ -17,12 +17,12 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::{InstanceAccess, ValidatedJson, ValidatedQuery};
-use crate::message_in::MediaIn;
 use crate::pagination::PageQuery;
 use crate::semaphore::SlotHeld;
 use crate::service::history::{self, MessagePageOut};
-use crate::service::messages::{queue, MessageOut, Sender, MESSAGES_BODY_LIMIT};
 use crate::state::AppState;
+use domain::message_in::MediaIn;
+use domain::send::{queue, MessageOut, MESSAGES_BODY_LIMIT};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -85,8 +85,8 @@ async fn post(
         StatusType::Image => MessageType::Image,
         StatusType::Video => MessageType::Video,
     };
-    let message = crate::service::messages::status(kind, body.text, body.media, body.caption, body.client_message_id);
-    let (row, _) = queue(&state, &id, Sender::Caller(&principal), message, None, held.is_some()).await?;
+    let message = domain::send::status(kind, body.text, body.media, body.caption, body.client_message_id);
+    let (row, _) = queue(state.ctx(&id, principal.caller()), message, None, held.is_some()).await?;
     Ok((StatusCode::ACCEPTED, Json((&row).into())))
 }
 

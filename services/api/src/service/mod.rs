@@ -3,5 +3,4 @@
 
 pub mod history;
 pub mod instances;
-pub mod messages;
 pub mod pictures;

@@ -9,9 +9,9 @@ use shared::ids::InstanceId;
 use shared::message::MessageType;
 use shared::ApiError;
 
-use crate::message_in::{media_source, MediaIn, MediaSource};
-use crate::service::messages::store_media;
 use crate::state::AppState;
+use domain::message_in::{media_source, MediaIn, MediaSource};
+use domain::send::store_media;
 
 /// Sets the account's picture (`group` None) or a group's, from a JPEG's bytes or URL:
 /// checked, stored, handed to the worker by id (never on the bus), then deleted.

@@ -219,7 +219,7 @@ async fn find_messages(
     }
     let w = b.filter;
     let key = w.key.unwrap_or_default();
-    let chat = key.remote_jid.as_deref().map(crate::message_in::normalize_jid).transpose()?;
+    let chat = key.remote_jid.as_deref().map(domain::message_in::normalize_jid).transpose()?;
     let kinds =
         w.message_type.as_deref().map(|t| shared::evolution::our_kinds(t).into_iter().map(String::from).collect());
     let bounds = w.message_timestamp.unwrap_or(Value::Null);
@@ -318,7 +318,7 @@ const SKIP_MAX: u32 = 1_000_000;
 /// A `where` field that names a chat: a phone number or JID, as our JID.
 fn where_jid(field: &str, v: Option<&str>) -> Result<Option<String>, ApiError> {
     v.map(|v| {
-        crate::message_in::normalize_jid(v)
+        domain::message_in::normalize_jid(v)
             .map_err(|_| ApiError::validation(format!("where.{field} must be a phone number or a JID")))
     })
     .transpose()

@@ -415,10 +415,15 @@ async fn update_group_picture(
 ) -> Result<Json<Value>, ApiError> {
     let jid = core::group(q.jid()?)?;
     let media = if b.image.starts_with("http://") || b.image.starts_with("https://") {
-        crate::message_in::MediaIn { url: Some(b.image), data: None, mime_type: None, filename: None }
+        domain::message_in::MediaIn { url: Some(b.image), data: None, mime_type: None, filename: None }
     } else {
         let data = b.image.split_once(";base64,").map_or(b.image.as_str(), |(_, d)| d).to_string();
-        crate::message_in::MediaIn { url: None, data: Some(data), mime_type: Some("image/jpeg".into()), filename: None }
+        domain::message_in::MediaIn {
+            url: None,
+            data: Some(data),
+            mime_type: Some("image/jpeg".into()),
+            filename: None,
+        }
     };
     crate::service::pictures::set(&state, &a.row.id, media, false, Some(jid)).await?;
     Ok(Json(json!({ "update": "success" })))
@@ -479,20 +484,12 @@ async fn send_invite(
     };
     // Every number is checked before anything is queued.
     for n in &b.numbers {
-        crate::message_in::normalize_jid(n)?;
+        domain::message_in::normalize_jid(n)?;
     }
     for n in b.numbers {
-        let mut m = crate::message_in::MessageIn::new(n, shared::message::MessageType::Text);
+        let mut m = domain::message_in::MessageIn::new(n, shared::message::MessageType::Text);
         m.text = Some(text.clone());
-        crate::service::messages::queue(
-            &state,
-            &a.row.id,
-            crate::service::messages::Sender::Caller(&a.principal),
-            m,
-            None,
-            false,
-        )
-        .await?;
+        domain::send::queue(a.ctx(&state), m, None, false).await?;
     }
     Ok(Json(json!({ "send": true, "inviteUrl": url })))
 }

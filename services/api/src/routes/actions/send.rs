@@ -7,11 +7,11 @@
 //! beside the seed's (`text`, `quoted`, `mentioned`, `mentionsEveryOne`, `delay`, base64
 //! or multipart media); other fields these routes do not know are ignored.
 
-use crate::message_in::{MediaIn, MessageIn};
 use crate::semaphore::SlotHeld;
 use axum::extract::State;
 use axum::Json;
 use base64::Engine;
+use domain::message_in::{MediaIn, MessageIn};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use shared::db::instances::InstanceRow;
@@ -42,7 +42,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(send_status))
         .routes(routes!(send_ptv))
         .layer(axum::middleware::from_fn(crate::semaphore::gate))
-        .layer(axum::extract::DefaultBodyLimit::max(crate::service::messages::MESSAGES_BODY_LIMIT))
+        .layer(axum::extract::DefaultBodyLimit::max(domain::send::MESSAGES_BODY_LIMIT))
         .routes(routes!(send_text))
         .routes(routes!(send_contact))
         .routes(routes!(send_reaction))
@@ -151,7 +151,7 @@ impl SendOptions {
         m.reply_to = self.quoted.map(|q| q.key.id);
         let mut mentions = self.mentioned.unwrap_or_default();
         if self.mentions_every_one == Some(true) {
-            let jid = crate::message_in::normalize_jid(&m.to)?;
+            let jid = domain::message_in::normalize_jid(&m.to)?;
             if !shared::jid::is_group_jid(&jid) {
                 return Err(ApiError::validation("mentionsEveryOne needs a group's JID as the number"));
             }
@@ -175,8 +175,8 @@ async fn queue(
 ) -> Result<Json<SendActionOut>, ApiError> {
     let row = &a.row;
     options.apply(state, row, &mut m).await.map_err(as_400)?;
-    let by = crate::service::messages::Sender::Caller(&a.principal);
-    let (msg, _) = crate::service::messages::queue(state, &row.id, by, m, None, holds_slot).await.map_err(as_400)?;
+    let queued = domain::send::queue(a.ctx(state), m, None, holds_slot).await;
+    let (msg, _) = queued.map_err(|e| as_400(e.into()))?;
     let hex = &msg.id.as_str()[4..];
     let service_id = format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..]);
     let (message_type, message) = shared::evolution::message(&msg.kind, &msg.content, None);
@@ -359,7 +359,7 @@ async fn send_location(
 ) -> Result<Json<SendActionOut>, ApiError> {
     // `name` is checked also when `title` is the one used.
     if let Some(name) = &b.name {
-        crate::message_in::check_len("name", name, shared::message::FIELD_LIMIT)?;
+        domain::message_in::check_len("name", name, shared::message::FIELD_LIMIT)?;
     }
     let mut m = MessageIn::new(b.number, MessageType::Location);
     let name = b.title.or(b.name);

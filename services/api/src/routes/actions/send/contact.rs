@@ -95,7 +95,7 @@ pub(super) async fn send_contact(
     // The card's fields given at the top are checked whichever form the card takes.
     for (field, v) in [("organization", &b.organization), ("email", &b.email), ("url", &b.url)] {
         if let Some(v) = v {
-            crate::message_in::check_len(field, v, shared::message::FIELD_LIMIT)?;
+            domain::message_in::check_len(field, v, shared::message::FIELD_LIMIT)?;
         }
     }
     let card = match (b.contact_name, b.contact_phone, b.contact) {
@@ -106,7 +106,7 @@ pub(super) async fn send_contact(
             let c = list.remove(0);
             // `wuid` is checked also when `phoneNumber` is the one used.
             if let Some(w) = &c.wuid {
-                crate::message_in::normalize_jid(w)
+                domain::message_in::normalize_jid(w)
                     .map_err(|_| ApiError::validation("contact.wuid must be a phone number with country code"))?;
             }
             let phone =

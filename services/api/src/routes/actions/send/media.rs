@@ -393,10 +393,9 @@ pub(super) async fn send_status(
         "video" => (MessageType::Video, None, Some(media_in(b.content, None, None))),
         _ => return Err(ApiError::validation("type must be text, image or video (audio statuses are not offered)")),
     };
-    let status = crate::service::messages::status(kind, text, media, b.caption, None);
-    let sender = crate::service::messages::Sender::Caller(&a.principal);
-    let (row, _) = crate::service::messages::queue(&s, &a.row.id, sender, status, None, held.is_some()).await?;
-    let m = crate::service::messages::MessageOut::from(&row);
+    let status = domain::send::status(kind, text, media, b.caption, None);
+    let (row, _) = domain::send::queue(a.ctx(&s), status, None, held.is_some()).await?;
+    let m = domain::send::MessageOut::from(&row);
     // (The network id shows once sent: `GET /v1/instances/{id}/messages/{serviceId}`.)
     Ok(Json(serde_json::json!({
         "key": { "remoteJid": shared::jid::STATUS_JID, "fromMe": true, "id": m.wa_message_id },

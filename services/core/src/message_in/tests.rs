@@ -2,8 +2,8 @@ use super::*;
 use serde_json::json;
 use shared::message::IMAGE_LIMIT;
 
-fn parse(v: serde_json::Value) -> Result<Validated, ApiError> {
-    validate(serde_json::from_value(v).map_err(|e| ApiError::validation(e.to_string()))?)
+fn parse(v: serde_json::Value) -> Result<Validated, shared::ApiError> {
+    Ok(validate(serde_json::from_value(v).map_err(|e| shared::ApiError::validation(e.to_string()))?)?)
 }
 
 #[test]

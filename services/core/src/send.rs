@@ -1,7 +1,8 @@
-//! Queuing a message, as every send route does (`POST {inst}/messages` and the
-//! Evolution-style `/message/send*` routes): validation, media stored first (bytes, or a
-//! `media.url` downloaded through the guarded client under a large-body slot), the
-//! idempotency key, the insert with its network id and event, and the worker's wake.
+//! Queuing a message, as every door does (`POST {inst}/messages`, the Evolution-style
+//! `/message/send*` routes, channel posts, statuses, the attendant's replies):
+//! validation, media stored first (bytes, or a `media.url` downloaded through the
+//! guarded client under a large-body slot), the idempotency key, the insert with its
+//! network id and event, and the worker's wake.
 
 use std::time::Duration;
 
@@ -14,13 +15,12 @@ use shared::db::messages::{self, MessageRow, MessageStatus, NewMessage, Queued};
 use shared::fetch::FetchError;
 use shared::ids::{InstanceId, MediaId, MessageId};
 use shared::message::{MediaRef, MessageType, Outbound};
-use shared::{ApiError, ErrorCode};
+use shared::ErrorCode;
 use utoipa::ToSchema;
 
-use crate::extract::Principal;
 use crate::message_in::{self as message, MediaSource, MessageIn};
-use crate::semaphore::Slot;
-use crate::state::AppState;
+use crate::slots::Slot;
+use crate::{Caller, Core, Ctx, Error, Result};
 
 /// A message and its status.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -84,23 +84,6 @@ pub fn status(
     m
 }
 
-/// Who queues a message: where it may go depends on it.
-#[derive(Debug, Clone, Copy)]
-pub enum Sender<'a> {
-    /// A request's caller (REST, the action routes, MCP's tools through REST).
-    Caller(&'a Principal),
-    /// The attendant, answering a chat.
-    Attendant,
-}
-
-impl Sender<'_> {
-    /// The instance's owner: the admin or the instance's token, not a restricted key nor
-    /// the attendant.
-    fn is_owner(self) -> bool {
-        matches!(self, Sender::Caller(Principal::Admin | Principal::Instance { .. }))
-    }
-}
-
 /// Validates and queues a message; with `wait` the result subscription is taken first.
 /// `holds_slot`: the request already holds a large-body slot (its body was large), so a
 /// `media.url` download takes no second one.
@@ -110,37 +93,36 @@ impl Sender<'_> {
 /// key, whatever route it uses), and a channel post needs the account to own or
 /// administer the channel and is one of the instance's 20 publications a day.
 pub async fn queue(
-    state: &AppState,
-    id: &InstanceId,
-    by: Sender<'_>,
+    ctx: Ctx<'_>,
     body: MessageIn,
     wait: Option<Duration>,
     holds_slot: bool,
-) -> Result<(MessageRow, Option<async_nats::Subscriber>), ApiError> {
+) -> Result<(MessageRow, Option<async_nats::Subscriber>)> {
+    let (state, id) = (ctx.core, ctx.instance);
     let v = message::validate(body)?;
     let jid = shared::jid::Jid::parse(&v.to_jid).ok();
     let channel = jid.as_ref().is_some_and(shared::jid::Jid::is_channel);
-    if (channel || v.to_jid == shared::jid::STATUS_JID) && !by.is_owner() {
+    let owner = matches!(ctx.caller, Caller::Admin | Caller::Owner);
+    if (channel || v.to_jid == shared::jid::STATUS_JID) && !owner {
         let what = if channel { "post to a channel" } else { "post a status" };
-        return Err(ApiError::forbidden(format!("only the instance's own token (or the admin) may {what}")));
+        return Err(Error::Forbidden(format!("only the instance's own token (or the admin) may {what}")));
     }
     if channel {
-        let ctx = domain::Ctx { core: &state.core, instance: id, caller: domain::Caller::Owner };
-        domain::channels::check_publisher(ctx, jid.expect("a channel's JID parsed")).await?;
+        crate::channels::check_publisher(ctx, jid.expect("a channel's JID parsed")).await?;
         let queued = queue_checked(state, id, v, wait, holds_slot);
-        return domain::caps::capped_all(&state.core, id, &[domain::channels::PUBLICATIONS], queued).await;
+        return crate::caps::capped_all(state, id, &[crate::channels::PUBLICATIONS], queued).await;
     }
     queue_checked(state, id, v, wait, holds_slot).await
 }
 
 /// Queues a validated message whose destination was checked.
 async fn queue_checked(
-    state: &AppState,
+    state: &Core,
     id: &InstanceId,
     mut v: message::Validated,
     wait: Option<Duration>,
     holds_slot: bool,
-) -> Result<(MessageRow, Option<async_nats::Subscriber>), ApiError> {
+) -> Result<(MessageRow, Option<async_nats::Subscriber>)> {
     // A replay of bytes already sent is known by their hash: nothing is stored again.
     if let (Some(MediaSource::Bytes { data, .. }), Some(key)) = (&v.media, &v.client_message_id) {
         if let Some(row) = messages::by_client_id(&state.db, id, key).await? {
@@ -152,7 +134,7 @@ async fn queue_checked(
         // Media is stored before the message: make sure there is an instance to own it.
         check_instance(state, id).await?;
         let (media_id, desc) = store_media(state, id, v.kind(), src, holds_slot).await?;
-        let stored: MediaRef = serde_json::from_value(desc).map_err(ApiError::internal)?;
+        let stored: MediaRef = serde_json::from_value(desc).map_err(Error::internal)?;
         let message = Outbound {
             content: v.message.content.clone().map_media(|()| stored),
             reply_to: v.message.reply_to.clone(),
@@ -179,12 +161,12 @@ async fn queue_checked(
 /// chunk at a time straight into storage (under a large-body slot, at most its type's
 /// limit, within the instance's media quota).
 pub async fn store_media(
-    state: &AppState,
+    state: &Core,
     id: &InstanceId,
     kind: MessageType,
     src: MediaSource,
     holds_slot: bool,
-) -> Result<(MediaId, serde_json::Value), ApiError> {
+) -> Result<(MediaId, serde_json::Value)> {
     let limit = kind.media_limit().expect("media types have limits") as u64;
     let quota = state.config.media_quota_bytes;
     let (url, mime_type, filename) = match src {
@@ -202,11 +184,11 @@ pub async fn store_media(
         .or_else(|| url.path_segments().and_then(|mut s| s.next_back()).filter(|s| !s.is_empty()).map(str::to_owned));
     let mut writer = MediaWriter::begin(&state.db, id, &mime, name.as_deref(), quota).await.map_err(media_error)?;
     let mut body = res.bytes_stream();
-    let copied: Result<(), ApiError> = async {
+    let copied: Result<()> = async {
         while let Some(chunk) = body.next().await {
-            let chunk = chunk.map_err(|_| ApiError::new(ErrorCode::MediaFetchFailed, "media.url broke off"))?;
+            let chunk = chunk.map_err(|_| Error::refused(ErrorCode::MediaFetchFailed, "media.url broke off"))?;
             if writer.size() + chunk.len() as u64 > limit {
-                return Err(ApiError::new(ErrorCode::MediaTooLarge, "the media at media.url is over its size limit"));
+                return Err(Error::refused(ErrorCode::MediaTooLarge, "the media at media.url is over its size limit"));
             }
             writer.write(&chunk).await.map_err(media_error)?;
         }
@@ -226,23 +208,26 @@ pub async fn store_media(
     stored
 }
 
-fn fetch_error(e: FetchError) -> ApiError {
+fn fetch_error(e: FetchError) -> Error {
     match e {
-        FetchError::Refused => ApiError::validation("media.url must not point to a private or local address"),
+        FetchError::Refused => Error::invalid("media.url must not point to a private or local address"),
         FetchError::TooLarge => {
-            ApiError::new(ErrorCode::MediaTooLarge, "the media at media.url is over its size limit")
+            Error::refused(ErrorCode::MediaTooLarge, "the media at media.url is over its size limit")
         }
         FetchError::Failed(why) => {
-            ApiError::new(ErrorCode::MediaFetchFailed, format!("media.url could not be downloaded ({why})"))
+            Error::refused(ErrorCode::MediaFetchFailed, format!("media.url could not be downloaded ({why})"))
         }
     }
 }
 
-fn media_error(e: MediaError) -> ApiError {
+/// Media refused for the instance's storage quota (a counter, by where it came from).
+pub const MEDIA_QUOTA_REFUSED: &str = "paceline_media_quota_refused_total";
+
+fn media_error(e: MediaError) -> Error {
     match e {
         MediaError::QuotaExceeded => {
-            metrics::counter!(crate::metrics::MEDIA_QUOTA_REFUSED, "source" => "sent").increment(1);
-            ApiError::new(
+            metrics::counter!(MEDIA_QUOTA_REFUSED, "source" => "sent").increment(1);
+            Error::refused(
                 ErrorCode::QuotaExceeded,
                 "the instance's media storage quota is used up; media older than the retention frees its space",
             )
@@ -253,24 +238,22 @@ fn media_error(e: MediaError) -> ApiError {
 
 /// Queues a validated message whose media (if any) is stored.
 async fn queue_validated(
-    state: &AppState,
+    state: &Core,
     id: &InstanceId,
     v: &message::Validated,
     message: Outbound,
     wait: Option<Duration>,
-) -> Result<(MessageRow, Option<async_nats::Subscriber>), ApiError> {
+) -> Result<(MessageRow, Option<async_nats::Subscriber>)> {
     let hash = message::content_hash(v, message.content.media().map(|m| m.sha256.as_str()));
     let msg_id = MessageId::new();
     // Subscribe before the insert: a result published after it cannot be missed.
     let sub = match wait {
-        Some(_) => {
-            Some(state.nats.subscribe(state.subjects.message_result(&msg_id)).await.map_err(ApiError::internal)?)
-        }
+        Some(_) => Some(state.nats.subscribe(state.subjects.message_result(&msg_id)).await.map_err(Error::internal)?),
         None => None,
     };
     let network_id = message::new_network_id();
     let queued = state
-        .enqueuer
+        .enqueuer()
         .enqueue(NewMessage {
             id: msg_id.clone(),
             instance_id: id.clone(),
@@ -290,7 +273,7 @@ async fn queue_validated(
         }
         Queued::Refused => {
             check_instance(state, id).await?;
-            return Err(ApiError::internal("a message was refused for an instance that takes messages"));
+            return Err(Error::internal("a message was refused for an instance that takes messages"));
         }
     };
     if !state.wakes.due(id) {
@@ -306,29 +289,27 @@ async fn queue_validated(
 /// A message queued before under the same `client_message_id`: the same content is an
 /// idempotent replay (waiting, if asked, on the original), other content 409 `conflict`.
 async fn replayed(
-    state: &AppState,
+    state: &Core,
     row: MessageRow,
     hash: &str,
     wait: Option<Duration>,
-) -> Result<(MessageRow, Option<async_nats::Subscriber>), ApiError> {
+) -> Result<(MessageRow, Option<async_nats::Subscriber>)> {
     if row.content_hash != hash {
-        return Err(ApiError::new(ErrorCode::Conflict, "client_message_id was used for a different message"));
+        return Err(Error::refused(ErrorCode::Conflict, "client_message_id was used for a different message"));
     }
     let sub = match wait {
-        Some(_) => {
-            Some(state.nats.subscribe(state.subjects.message_result(&row.id)).await.map_err(ApiError::internal)?)
-        }
+        Some(_) => Some(state.nats.subscribe(state.subjects.message_result(&row.id)).await.map_err(Error::internal)?),
         None => None,
     };
     Ok((row, sub))
 }
 
 /// The instance takes messages: 404 when it does not exist, 409 when it is banned.
-async fn check_instance(state: &AppState, id: &InstanceId) -> Result<(), ApiError> {
+async fn check_instance(state: &Core, id: &InstanceId) -> Result<()> {
     match instances::get(&state.db, id).await? {
-        None => Err(ApiError::instance_not_found()),
+        None => Err(Error::InstanceNotFound),
         Some(row) if row.state == InstanceState::Banned => {
-            Err(ApiError::new(ErrorCode::InstanceBanned, "the number is banned; delete the instance"))
+            Err(Error::refused(ErrorCode::InstanceBanned, "the number is banned; delete the instance"))
         }
         Some(_) => Ok(()),
     }

@@ -7,7 +7,9 @@
 use std::sync::Arc;
 
 use shared::db::messages::{self, NewMessage, Queued};
-use shared::ApiError;
+use shared::ErrorCode;
+
+use crate::{Error, Result};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 /// Most messages in one statement.
@@ -63,12 +65,14 @@ impl Enqueuer {
     }
 
     /// Queues one message (in whatever batch it lands in).
-    pub async fn enqueue(&self, m: NewMessage) -> Result<Queued, ApiError> {
+    pub async fn enqueue(&self, m: NewMessage) -> Result<Queued> {
         let (tx, rx) = oneshot::channel();
-        self.tx.send((m, tx)).await.map_err(|_| ApiError::shutting_down())?;
+        self.tx.send((m, tx)).await.map_err(|_| {
+            Error::refused(ErrorCode::ShuttingDown, "the server is shutting down; retry on another pod")
+        })?;
         rx.await
-            .map_err(|_| ApiError::internal("the enqueuer stopped"))?
-            .map_err(|e| ApiError::internal(format_args!("enqueue: {e}")))
+            .map_err(|_| Error::internal("the enqueuer stopped"))?
+            .map_err(|e| Error::internal(format_args!("enqueue: {e}")))
     }
 }
 

@@ -11,7 +11,9 @@ use shared::message::{
     ContactIn, Content, LocationIn, MessageType, Outbound, PollIn, ReactionIn, CAPTION_LIMIT, CLIENT_ID_LIMIT,
     EXPIRES_DEFAULT, EXPIRES_MAX, EXPIRES_MIN, TEXT_LIMIT,
 };
-use shared::{ApiError, ErrorCode};
+use shared::ErrorCode;
+
+use crate::{Error, Result};
 use utoipa::ToSchema;
 
 /// Media of a message: a URL to fetch, or the bytes in base64.
@@ -103,16 +105,16 @@ impl Validated {
     }
 }
 
-fn bad(msg: impl Into<String>) -> ApiError {
-    ApiError::validation(msg)
+fn bad(msg: impl Into<String>) -> Error {
+    Error::invalid(msg)
 }
 
-fn too_large(what: &str) -> ApiError {
-    ApiError::new(ErrorCode::MediaTooLarge, format!("{what} is over its size limit"))
+fn too_large(what: &str) -> Error {
+    Error::refused(ErrorCode::MediaTooLarge, format!("{what} is over its size limit"))
 }
 
 /// A JID from a phone number or a JID (`shared::jid`).
-pub fn normalize_jid(to: &str) -> Result<String, ApiError> {
+pub fn normalize_jid(to: &str) -> Result<String> {
     if to.trim() == shared::jid::STATUS_JID {
         return Ok(shared::jid::STATUS_JID.to_string());
     }
@@ -151,14 +153,14 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
 }
 
 /// 400 when `field`'s value `v` is over `max` bytes.
-pub(crate) fn check_len(field: &str, v: &str, max: usize) -> Result<(), ApiError> {
+pub fn check_len(field: &str, v: &str, max: usize) -> Result<()> {
     if v.len() > max {
         return Err(bad(format!("{field} must be at most {max} bytes")));
     }
     Ok(())
 }
 
-fn forbid(m: &MessageIn, kind: MessageType) -> Result<(), ApiError> {
+fn forbid(m: &MessageIn, kind: MessageType) -> Result<()> {
     let present = [
         ("text", m.text.is_some() && kind != MessageType::Text),
         ("link_preview", m.link_preview.is_some() && kind != MessageType::Text),
@@ -181,7 +183,7 @@ fn forbid(m: &MessageIn, kind: MessageType) -> Result<(), ApiError> {
 /// Where a media field's bytes come from, checked against `kind`'s limit and MIME
 /// family: exactly one of `url` (http or https; its address is checked when fetched)
 /// and `data` (base64, with its `mime_type`).
-pub fn media_source(md: MediaIn, kind: MessageType) -> Result<MediaSource, ApiError> {
+pub fn media_source(md: MediaIn, kind: MessageType) -> Result<MediaSource> {
     let limit = kind.media_limit().ok_or_else(|| bad(format!("type {} carries no media", kind.as_str())))?;
     if let Some(f) = &md.filename {
         if f.is_empty() || f.len() > 255 || f.contains(['/', '\\', '\0']) {
@@ -225,7 +227,7 @@ pub fn media_source(md: MediaIn, kind: MessageType) -> Result<MediaSource, ApiEr
 
 /// Validates a message against the limits; media URLs are checked for form here and
 /// fetched (with the SSRF guard) by the caller.
-pub fn validate(m: MessageIn) -> Result<Validated, ApiError> {
+pub fn validate(m: MessageIn) -> Result<Validated> {
     let to_jid = normalize_jid(&m.to)?;
     let kind = m.kind;
     forbid(&m, kind)?;
@@ -249,7 +251,7 @@ pub fn validate(m: MessageIn) -> Result<Validated, ApiError> {
         MessageType::Text => {
             let text = m.text.as_deref().filter(|t| !t.is_empty()).ok_or_else(|| bad("type text needs `text`"))?;
             if text.len() > TEXT_LIMIT {
-                return Err(ApiError::new(
+                return Err(Error::refused(
                     ErrorCode::MediaTooLarge,
                     format!("text must be at most {TEXT_LIMIT} bytes"),
                 ));
@@ -348,7 +350,7 @@ pub fn validate(m: MessageIn) -> Result<Validated, ApiError> {
 const MENTIONS_LIMIT: usize = 256;
 
 /// Mentions as person JIDs, each once, in the order given.
-fn mentions(given: &[String]) -> Result<Vec<String>, ApiError> {
+fn mentions(given: &[String]) -> Result<Vec<String>> {
     if given.len() > MENTIONS_LIMIT {
         return Err(bad(format!("at most {MENTIONS_LIMIT} mentions")));
     }
