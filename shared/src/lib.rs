@@ -27,6 +27,7 @@ pub mod health;
 pub mod http;
 pub mod ids;
 pub mod jid;
+pub mod json;
 pub mod kv;
 pub mod message;
 pub mod privacy;

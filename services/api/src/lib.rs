@@ -4,7 +4,6 @@
 //! `run(config, listener, shutdown)` is the whole service; the `paceline` binary and the
 //! tests start it the same way.
 
-pub mod attendant;
 pub mod auth_cache;
 pub mod catalog;
 pub mod extract;

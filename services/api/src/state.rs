@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use shared::{bus, db, kv, Config, Shutdown};
+use shared::{Config, Shutdown};
 
 /// Pools, clients and config; cheap to clone.
 #[derive(Clone)]
@@ -65,24 +65,18 @@ impl AppState {
         shutdown: Shutdown,
         role: shared::config::Role,
     ) -> anyhow::Result<AppState> {
-        use anyhow::Context;
-        config.validate(role)?;
-        let db = db::connect(&config).await.context("connecting to postgres")?;
-        db::prepare(&db, &config, &shutdown).await.context("preparing the database schema")?;
-        let redis = kv::connect(&config).context("configuring redis")?;
-        let nats = bus::connect(&config, "api").await.context("connecting to nats")?;
+        let core = domain::Core::connect(config, &shutdown, role, "api").await?;
         shared::health::register(
             "api",
             vec![
-                shared::health::postgres(db.clone()),
-                shared::health::redis(redis.clone()),
-                shared::health::nats(nats.clone()),
+                shared::health::postgres(core.db.clone()),
+                shared::health::redis(core.redis.clone()),
+                shared::health::nats(core.nats.clone()),
             ],
         );
-        let admin_token = config.admin_token.clone();
-        let media_urls = crate::media_urls::MediaUrls::new(&config, admin_token.as_deref());
+        let admin_token = core.config.admin_token.clone();
+        let media_urls = crate::media_urls::MediaUrls::new(&core.config, admin_token.as_deref());
         let token_cache = Arc::new(crate::auth_cache::TokenCache::default());
-        let core = domain::Core::new(config, db.clone(), redis, nats);
         let (auth_changes, _) = tokio::sync::broadcast::channel(1024);
         tokio::spawn(crate::auth_cache::listen(
             core.nats.clone(),

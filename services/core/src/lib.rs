@@ -6,6 +6,7 @@
 //! One module per area. The core depends on `shared` (storage, the bus, config) and on
 //! nothing that speaks HTTP.
 
+pub mod attendant;
 pub mod business;
 pub mod caps;
 pub mod channels;
@@ -53,6 +54,24 @@ pub struct Core {
 }
 
 impl Core {
+    /// Connects to Postgres (applying migrations when configured, or waiting for this
+    /// build's schema), Redis and NATS, for `role` (whose settings are validated first),
+    /// naming the NATS connection after `name`.
+    pub async fn connect(
+        config: Config,
+        shutdown: &shared::Shutdown,
+        role: shared::config::Role,
+        name: &str,
+    ) -> anyhow::Result<Core> {
+        use anyhow::Context;
+        config.validate(role)?;
+        let db = shared::db::connect(&config).await.context("connecting to postgres")?;
+        shared::db::prepare(&db, &config, shutdown).await.context("preparing the database schema")?;
+        let redis = kv::connect(&config).context("configuring redis")?;
+        let nats = bus::connect(&config, name).await.context("connecting to nats")?;
+        Ok(Core::new(config, db, redis, nats))
+    }
+
     /// The batcher of accepted messages, started with the first.
     pub fn enqueuer(&self) -> &enqueue::Enqueuer {
         self.enqueuer.get_or_init(|| enqueue::Enqueuer::start(self.db.clone()))

@@ -35,7 +35,9 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
         .collect()
 }
 
-const DOORS: [&str; 1] = ["paceline-api"];
+/// Doors call the core in process: the HTTP API (`/v1`, Evolution's routes, MCP, the
+/// pairing page) and the attendant role.
+const DOORS: [&str; 2] = ["paceline-api", "paceline-attendant"];
 const ROLES: [&str; 3] = ["paceline-worker", "paceline-dispatcher", "paceline-netsim"];
 const HTTP: [&str; 4] = ["axum", "utoipa-axum", "rmcp", "tower-http"];
 

@@ -144,7 +144,7 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
         Command::Attendant => {
             config.validate(Role::Attendant)?;
             metrics(&mut tasks, &config, vec!["attendant"]);
-            tasks.push(("attendant", Box::pin(api::attendant::run(config, shutdown.clone()))));
+            tasks.push(("attendant", Box::pin(attendant::run(config, shutdown.clone()))));
         }
         Command::Netsim => {
             config.validate(Role::Netsim)?;
@@ -180,7 +180,7 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
             if !no_dispatcher {
                 tasks.push(("dispatcher", Box::pin(dispatcher::run(config.clone(), shutdown.clone()))));
             }
-            tasks.push(("attendant", Box::pin(api::attendant::run(config, shutdown.clone()))));
+            tasks.push(("attendant", Box::pin(attendant::run(config, shutdown.clone()))));
         }
     }
     let deadline = config_deadline;

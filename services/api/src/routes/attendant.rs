@@ -2,7 +2,7 @@
 //! resuming it in a chat a human took over. The provider's key or secret is write-only:
 //! sealed before it is stored, and shown only as `api_key_set` / `secret_set`. The
 //! provider's address must be public unless the admin allows private ones for the
-//! instance. The answering itself is `crate::attendant`, in the attendant role.
+//! instance. The answering itself is the `paceline-attendant` crate, in the attendant role.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -16,9 +16,9 @@ use shared::{ApiError, ErrorCode};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::attendant::config::{self, AttendantIn, AttendantOut, AttendantPatch, Stored};
 use crate::extract::{InstanceAccess, Path, ValidatedJson};
 use crate::state::AppState;
+use domain::attendant::{self as config, AttendantIn, AttendantOut, AttendantPatch, Stored};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(get_one, put, patch, delete)).routes(routes!(resume))
@@ -30,7 +30,7 @@ fn sealer(state: &AppState) -> Result<Sealer, ApiError> {
 
 async fn stored(state: &AppState, id: &InstanceId) -> Result<Stored, ApiError> {
     let row = attendants::get(&state.db, id).await?.ok_or_else(|| ApiError::not_found("attendant"))?;
-    Stored::open(row, id, &sealer(state)?)
+    Ok(Stored::open(row, id, &sealer(state)?)?)
 }
 
 async fn shown(state: &AppState, id: &InstanceId) -> Result<AttendantOut, ApiError> {

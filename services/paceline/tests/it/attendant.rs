@@ -192,7 +192,7 @@ async fn consumer_info(c: &Cluster) -> Option<async_nats::jetstream::consumer::I
     let js = async_nats::jetstream::new(nats);
     let stream = js.get_stream(shared::bus::Subjects::new(&c.config).events_stream()).await.ok()?;
     let mut consumer: async_nats::jetstream::consumer::PullConsumer =
-        stream.get_consumer(api::attendant::CONSUMER).await.ok()?;
+        stream.get_consumer(attendant::CONSUMER).await.ok()?;
     consumer.info().await.ok().cloned()
 }
 

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use shared::db::log::LogRow;
 use shared::jid::Jid;
 
-use super::config::AttendantIn;
+use domain::attendant::AttendantIn;
 
 /// A `message.received` event's data, as far as the attendant reads it.
 #[derive(Debug, Clone, Deserialize)]

@@ -2,13 +2,13 @@
 //! checks, how it is stored (its secret sealed apart from the rest) and shown (the secret
 //! never: only whether it is set), and `PATCH` as a JSON merge patch over what is stored.
 
+use crate::{Error, Result};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shared::db::attendants::{AttendantRow, Pause};
 use shared::ids::InstanceId;
 use shared::jid::Jid;
 use shared::sealed::Sealer;
-use shared::ApiError;
 use utoipa::ToSchema;
 
 /// Longest system prompt (bytes).
@@ -102,13 +102,13 @@ impl Default for Budget {
 }
 
 impl Budget {
-    fn check(&self) -> Result<(), ApiError> {
+    fn check(&self) -> Result<()> {
         let ok = (1..=10_000).contains(&self.replies_per_hour)
             && (1..=100_000).contains(&self.replies_per_day)
             && (1..=10_000_000).contains(&self.tokens_per_hour)
             && (1..=100_000_000).contains(&self.tokens_per_day);
         if !ok {
-            return Err(ApiError::validation(
+            return Err(Error::invalid(
                 "budget: replies_per_hour 1-10000, replies_per_day 1-100000, tokens_per_hour 1-10000000, tokens_per_day 1-100000000",
             ));
         }
@@ -354,35 +354,35 @@ pub struct HandoffPatch {
     pub loop_messages: Option<u32>,
 }
 
-fn check_keywords(field: &str, k: &mut [String]) -> Result<(), ApiError> {
+fn check_keywords(field: &str, k: &mut [String]) -> Result<()> {
     if k.len() > KEYWORDS_LIMIT {
-        return Err(ApiError::validation(format!("{field} holds at most {KEYWORDS_LIMIT} keywords")));
+        return Err(Error::invalid(format!("{field} holds at most {KEYWORDS_LIMIT} keywords")));
     }
     for w in k.iter_mut() {
-        let t = crate::schemas::trim_ecma(w);
+        let t = crate::text::trim_ecma(w);
         if t.is_empty() || t.chars().count() > KEYWORD_LIMIT {
-            return Err(ApiError::validation(format!("each of {field} is 1 to {KEYWORD_LIMIT} characters")));
+            return Err(Error::invalid(format!("each of {field} is 1 to {KEYWORD_LIMIT} characters")));
         }
         *w = t.to_lowercase();
     }
     Ok(())
 }
 
-fn check_url(field: &str, s: &str) -> Result<url::Url, ApiError> {
-    let u = url::Url::parse(s).map_err(|_| ApiError::validation(format!("{field} must be an http(s) URL")))?;
+fn check_url(field: &str, s: &str) -> Result<url::Url> {
+    let u = url::Url::parse(s).map_err(|_| Error::invalid(format!("{field} must be an http(s) URL")))?;
     if !matches!(u.scheme(), "http" | "https") || s.len() > 2048 || u.host().is_none() {
-        return Err(ApiError::validation(format!("{field} must be an http(s) URL")));
+        return Err(Error::invalid(format!("{field} must be an http(s) URL")));
     }
     if !u.username().is_empty() || u.password().is_some() {
-        return Err(ApiError::validation(format!("{field} must not carry credentials; use the secret fields")));
+        return Err(Error::invalid(format!("{field} must not carry credentials; use the secret fields")));
     }
     Ok(u)
 }
 
-fn check_secret(field: &str, s: &Option<String>) -> Result<(), ApiError> {
+fn check_secret(field: &str, s: &Option<String>) -> Result<()> {
     match s {
         Some(v) if v.is_empty() || v.len() > SECRET_LIMIT || v.chars().any(|c| c.is_control()) => {
-            Err(ApiError::validation(format!("{field} must be 1 to {SECRET_LIMIT} bytes without control characters")))
+            Err(Error::invalid(format!("{field} must be 1 to {SECRET_LIMIT} bytes without control characters")))
         }
         _ => Ok(()),
     }
@@ -391,55 +391,55 @@ fn check_secret(field: &str, s: &Option<String>) -> Result<(), ApiError> {
 impl AttendantIn {
     /// Checks what a schema cannot say and normalizes (keywords lower-cased, ignored
     /// numbers as JIDs). The provider's address is checked by [`check_target`].
-    pub fn validate(mut self) -> Result<AttendantIn, ApiError> {
+    pub fn validate(mut self) -> Result<AttendantIn> {
         if self.system_prompt.len() > SYSTEM_PROMPT_LIMIT {
-            return Err(ApiError::validation("system_prompt is at most 16 KiB"));
+            return Err(Error::invalid("system_prompt is at most 16 KiB"));
         }
         if self.memory_messages > 100 {
-            return Err(ApiError::validation("memory_messages must be 0 to 100"));
+            return Err(Error::invalid("memory_messages must be 0 to 100"));
         }
         if !(1..=1000).contains(&self.max_replies_per_chat_per_hour) {
-            return Err(ApiError::validation("max_replies_per_chat_per_hour must be 1 to 1000"));
+            return Err(Error::invalid("max_replies_per_chat_per_hour must be 1 to 1000"));
         }
         if !(5..=300).contains(&self.reply_timeout_seconds) {
-            return Err(ApiError::validation("reply_timeout_seconds must be 5 to 300"));
+            return Err(Error::invalid("reply_timeout_seconds must be 5 to 300"));
         }
         if !(1..=10080).contains(&self.handoff.pause_minutes) {
-            return Err(ApiError::validation("handoff.pause_minutes must be 1 to 10080"));
+            return Err(Error::invalid("handoff.pause_minutes must be 1 to 10080"));
         }
         if self.handoff.loop_messages > 100 {
-            return Err(ApiError::validation("handoff.loop_messages must be 0 (never) to 100"));
+            return Err(Error::invalid("handoff.loop_messages must be 0 (never) to 100"));
         }
         self.budget.check()?;
         check_keywords("triggers.keywords", &mut self.triggers.keywords)?;
         check_keywords("handoff.keywords", &mut self.handoff.keywords)?;
         if self.triggers.ignore.len() > IGNORE_LIMIT {
-            return Err(ApiError::validation(format!("triggers.ignore holds at most {IGNORE_LIMIT} entries")));
+            return Err(Error::invalid(format!("triggers.ignore holds at most {IGNORE_LIMIT} entries")));
         }
         for j in self.triggers.ignore.iter_mut() {
             *j = Jid::parse(j)
-                .map_err(|_| ApiError::validation("each of triggers.ignore must be a JID or a phone number"))?
+                .map_err(|_| Error::invalid("each of triggers.ignore must be a JID or a phone number"))?
                 .to_string();
         }
         match &self.provider {
             ProviderIn::Openai(o) => {
                 check_url("provider.base_url", &o.base_url)?;
-                let model = crate::schemas::trim_ecma(&o.model);
+                let model = crate::text::trim_ecma(&o.model);
                 if model.is_empty() || o.model.chars().count() > 200 {
-                    return Err(ApiError::validation("provider.model must be 1 to 200 characters"));
+                    return Err(Error::invalid("provider.model must be 1 to 200 characters"));
                 }
                 check_secret("provider.api_key", &o.api_key)?;
                 if o.temperature.is_some_and(|t| !(0.0..=2.0).contains(&t)) {
-                    return Err(ApiError::validation("provider.temperature must be 0 to 2"));
+                    return Err(Error::invalid("provider.temperature must be 0 to 2"));
                 }
                 if o.max_tokens.is_some_and(|t| !(1..=16384).contains(&t)) {
-                    return Err(ApiError::validation("provider.max_tokens must be 1 to 16384"));
+                    return Err(Error::invalid("provider.max_tokens must be 1 to 16384"));
                 }
                 if o.transcription_model
                     .as_deref()
-                    .is_some_and(|m| crate::schemas::trim_ecma(m).is_empty() || m.chars().count() > 200)
+                    .is_some_and(|m| crate::text::trim_ecma(m).is_empty() || m.chars().count() > 200)
                 {
-                    return Err(ApiError::validation("provider.transcription_model must be 1 to 200 characters"));
+                    return Err(Error::invalid("provider.transcription_model must be 1 to 200 characters"));
                 }
             }
             ProviderIn::Webhook(w) => {

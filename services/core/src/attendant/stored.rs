@@ -19,12 +19,12 @@ pub fn approved_origin(row: &AttendantRow) -> Option<String> {
 
 /// The provider's address must be public, unless private targets are allowed (by the
 /// deployment, or by the admin for this instance).
-pub async fn check_target(url: &url::Url, allow_private: bool) -> Result<(), ApiError> {
+pub async fn check_target(url: &url::Url, allow_private: bool) -> Result<()> {
     shared::fetch::check_url(url, allow_private).await.map_err(|e| match e {
-        shared::fetch::FetchError::Refused => ApiError::validation(
+        shared::fetch::FetchError::Refused => Error::invalid(
             "the provider's URL must resolve to public addresses (the admin may allow private ones for this instance)",
         ),
-        _ => ApiError::validation("the provider's URL does not resolve"),
+        _ => Error::invalid("the provider's URL does not resolve"),
     })
 }
 
@@ -41,15 +41,15 @@ pub struct Stored {
 impl Stored {
     /// Reads a stored row; a row this build cannot read (or a secret the key does not
     /// open) is an error, never a guess.
-    pub fn open(row: AttendantRow, id: &InstanceId, sealer: &Sealer) -> Result<Stored, ApiError> {
+    pub fn open(row: AttendantRow, id: &InstanceId, sealer: &Sealer) -> Result<Stored> {
         let private_origin = approved_origin(&row);
-        let config: AttendantIn = serde_json::from_value(row.config).map_err(ApiError::internal)?;
+        let config: AttendantIn = serde_json::from_value(row.config).map_err(Error::internal)?;
         let secret = match row.secret {
             Some(s) => Some(
                 sealer
                     .open(id.as_str(), &s)
                     .and_then(|p| String::from_utf8(p).ok())
-                    .ok_or_else(|| ApiError::internal("a stored attendant secret does not open with this key"))?,
+                    .ok_or_else(|| Error::internal("a stored attendant secret does not open with this key"))?,
             ),
             None => None,
         };
@@ -120,8 +120,8 @@ pub(super) fn merge(target: &mut serde_json::Value, patch: &serde_json::Value) {
 /// or brings: a new provider secret replaces it; a provider of another kind, or at
 /// another origin (scheme, host, port), given without one drops it, so a key never
 /// follows the provider to an address it was not given for.
-pub fn patched(now: &Stored, patch: &serde_json::Value) -> Result<(AttendantIn, Option<String>), ApiError> {
-    let mut v = serde_json::to_value(&now.config).map_err(ApiError::internal)?;
+pub fn patched(now: &Stored, patch: &serde_json::Value) -> Result<(AttendantIn, Option<String>)> {
+    let mut v = serde_json::to_value(&now.config).map_err(Error::internal)?;
     // The provider is replaced whole, never merged: fields of another kind must not stay.
     if let Some(p) = patch.get("provider") {
         if let Some(o) = v.as_object_mut() {
@@ -129,7 +129,7 @@ pub fn patched(now: &Stored, patch: &serde_json::Value) -> Result<(AttendantIn, 
         }
     }
     merge(&mut v, patch);
-    let mut next: AttendantIn = shared::http::parse_json(&serde_json::to_vec(&v).map_err(ApiError::internal)?)?;
+    let mut next: AttendantIn = shared::json::parse_json(&serde_json::to_vec(&v).map_err(Error::internal)?)?;
     let given = next.take_secret();
     let secret = match given {
         Some(s) => Some(s),

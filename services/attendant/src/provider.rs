@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 use shared::fetch::{FetchError, GuardedClient};
 use tokio::time::Instant;
 
-use super::config::ProviderIn;
 use super::decide::{Inbound, Turn};
+use domain::attendant::ProviderIn;
 
 /// The most of an answer read.
 const ANSWER_LIMIT: u64 = 1024 * 1024;
@@ -249,7 +249,7 @@ fn webhook_text(body: &[u8]) -> Result<Option<String>, ProviderError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::attendant::config::{OpenAiIn, OpenAiKind, WebhookIn, WebhookKind};
+    use domain::attendant::{OpenAiIn, OpenAiKind, WebhookIn, WebhookKind};
 
     fn openai() -> ProviderIn {
         ProviderIn::Openai(OpenAiIn {

@@ -13,7 +13,6 @@
 //! with its `attendant.replied` event and usage. The JetStream message is acked only
 //! once it is handled, so a pod that dies mid-answer leaves it to another.
 
-pub mod config;
 pub mod decide;
 pub mod provider;
 
@@ -34,10 +33,11 @@ use shared::sealed::Sealer;
 use shared::window::SendWindow;
 use shared::{ApiError, Config, ErrorCode, Shutdown};
 
-use self::config::Stored;
-use self::decide::{Decision, Inbound};
-use crate::state::AppState;
+use domain::attendant::{self as config, Stored};
 use domain::message_in::MessageIn;
+use domain::Core;
+
+use self::decide::{Decision, Inbound};
 
 /// The durable consumer every attendant pod shares.
 pub const CONSUMER: &str = "attendant";
@@ -81,7 +81,7 @@ pub fn reply_client_id(inbound: &str) -> String {
 pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     describe();
     let sealer = Sealer::from_config(&config).context("the attendant needs secrets_key or admin_token")?;
-    let state = AppState::connect_as(config, shutdown.clone(), shared::config::Role::Attendant).await?;
+    let state = Core::connect(config, &shutdown, shared::config::Role::Attendant, "attendant").await?;
     let a = Arc::new(Attendant {
         sealer,
         public: GuardedClient::new(state.config.allow_private_targets, LOCK_TTL),
@@ -177,7 +177,7 @@ async fn consume(
 }
 
 struct Attendant {
-    state: AppState,
+    state: Core,
     sealer: Sealer,
     /// Clients for providers on public addresses, and for those an admin allowed private.
     public: GuardedClient,
@@ -497,7 +497,8 @@ impl Attendant {
             expires_after: Some(REPLY_EXPIRES.into()),
             ..MessageIn::new(m.chat_jid.clone(), shared::message::MessageType::Text)
         };
-        let queued = domain::send::queue(state.ctx(id, domain::Caller::Attendant), body, None, false).await;
+        let queued =
+            domain::send::queue(domain::Ctx::new(state, id, domain::Caller::Attendant), body, None, false).await;
         let queued = match queued.map_err(ApiError::from) {
             Ok((row, _)) => row.id,
             // Another pod queued a different answer to the same message first.
