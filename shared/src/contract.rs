@@ -349,10 +349,18 @@ mod tests {
         Jid::parse(s).unwrap()
     }
 
+    fn group() -> String {
+        crate::jid::at("1203", crate::jid::GROUP_SERVER)
+    }
+
+    fn channel() -> String {
+        crate::jid::at("1", crate::jid::NEWSLETTER_SERVER)
+    }
+
     #[test]
     fn operations_have_a_flat_stable_wire_form() {
         let op: NetOp = GroupParticipants {
-            jid: jid("1203@g.us"),
+            jid: jid(&group()),
             action: ParticipantAction::Promote,
             participants: vec![jid("5511999990002")],
         }
@@ -360,16 +368,16 @@ mod tests {
         let v = serde_json::to_value(&op).unwrap();
         assert_eq!(
             v,
-            json!({ "op": "group_participants", "jid": "1203@g.us", "action": "promote", "participants": ["5511999990002@s.whatsapp.net"] })
+            json!({ "op": "group_participants", "jid": group(), "action": "promote", "participants": [Jid::user("5511999990002")] })
         );
         assert_eq!(serde_json::from_value::<NetOp>(v).unwrap(), op);
         assert_eq!(op.name(), "group_participants");
         let op: NetOp =
-            serde_json::from_value(json!({ "op": "update_group", "jid": "1203@g.us", "description": "" })).unwrap();
+            serde_json::from_value(json!({ "op": "update_group", "jid": group(), "description": "" })).unwrap();
         assert_eq!(
             op,
             NetOp::from(UpdateGroup {
-                jid: jid("1203@g.us"),
+                jid: jid(&group()),
                 subject: None,
                 description: Some(String::new()),
                 announce: None,
@@ -377,9 +385,8 @@ mod tests {
             })
         );
         let op: NetOp =
-            serde_json::from_value(json!({ "op": "channel_action", "jid": "1@newsletter", "action": "unmute" }))
-                .unwrap();
-        assert_eq!(op, NetOp::from(ChannelAction { jid: jid("1@newsletter"), action: ChannelVerb::Unmute }));
+            serde_json::from_value(json!({ "op": "channel_action", "jid": channel(), "action": "unmute" })).unwrap();
+        assert_eq!(op, NetOp::from(ChannelAction { jid: jid(&channel()), action: ChannelVerb::Unmute }));
         // Operations without fields are just their tag, as before.
         assert_eq!(serde_json::to_value(NetOp::from(Groups {})).unwrap(), json!({ "op": "groups" }));
         assert_eq!(serde_json::from_value::<NetOp>(json!({ "op": "blocklist" })).unwrap(), Blocklist {}.into());
@@ -391,16 +398,16 @@ mod tests {
 
     #[test]
     fn replies_are_checked_against_their_operation() {
-        let op: NetOp = GroupInviteLink { jid: jid("1203@g.us"), reset: false }.into();
+        let op: NetOp = GroupInviteLink { jid: jid(&group()), reset: false }.into();
         let a = op.answer_json(json!({ "link": "https://chat.whatsapp.com/abc" })).unwrap();
         assert_eq!(a.into_value(), json!({ "link": "https://chat.whatsapp.com/abc" }));
         assert!(op.answer_json(json!(null)).is_err(), "a done answer is not an invite link");
         // "Done" is null, as workers of the release before answered.
-        let op: NetOp = LeaveGroup { jid: jid("1203@g.us") }.into();
+        let op: NetOp = LeaveGroup { jid: jid(&group()) }.into();
         assert_eq!(op.answer_json(json!(null)).unwrap().into_value(), json!(null));
         // A join waiting for approval is the group's JID only.
         let op: NetOp = JoinGroup { link: "AbCdEf123".into() }.into();
-        let a = op.answer_json(json!({ "jid": "1203@g.us", "pending_approval": true })).unwrap().into_value();
+        let a = op.answer_json(json!({ "jid": group(), "pending_approval": true })).unwrap().into_value();
         let g: GroupInfo = serde_json::from_value(a).unwrap();
         assert!(g.pending_approval && g.participants.is_empty());
     }
