@@ -6,81 +6,22 @@ use std::net::{IpAddr, SocketAddr};
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
-use shared::auth::{self, TokenKind};
-use shared::db::api_keys::{self, KeyScope};
-use shared::db::instances;
 pub use shared::http::{parse_json, sanitize_serde_message, ValidatedJson};
-use shared::ids::{InstanceId, KeyId};
+use shared::ids::InstanceId;
 use shared::ApiError;
 
-use crate::auth_cache::Cached;
 use crate::state::AppState;
 
-/// Who is calling.
-#[derive(Debug, Clone)]
-pub enum Principal {
-    /// The operator's admin token: reaches everything.
-    Admin,
-    /// An instance token: reaches only its own instance.
-    Instance { id: InstanceId, name: String },
-    /// A restricted API key of an instance: its instance's routes of its scope
-    /// (`routes::access`).
-    Key { id: InstanceId, name: String, key_id: KeyId, scope: KeyScope },
-}
+pub use domain::auth::Principal;
 
-impl Principal {
-    /// The caller as the core's operations see it.
-    pub fn caller(&self) -> domain::Caller {
-        match self {
-            Principal::Admin => domain::Caller::Admin,
-            Principal::Instance { .. } => domain::Caller::Owner,
-            Principal::Key { .. } => domain::Caller::Key,
-        }
-    }
-
-    pub fn is_admin(&self) -> bool {
-        matches!(self, Principal::Admin)
-    }
-
-    /// 403 unless the caller is the admin.
-    pub fn require_admin(&self) -> Result<(), ApiError> {
-        if self.is_admin() {
-            Ok(())
-        } else {
-            Err(ApiError::forbidden("this operation needs the admin token"))
-        }
-    }
-
-    /// Checks access to the instance named in the path and parses its id. An instance
-    /// token naming any other instance gets 403 (whether or not that instance exists);
-    /// the admin gets 404 for an id that cannot exist.
-    pub fn instance(&self, raw_id: &str) -> Result<InstanceId, ApiError> {
-        match self {
-            Principal::Admin => InstanceId::parse(raw_id).map_err(|_| ApiError::instance_not_found()),
-            Principal::Instance { id, .. } | Principal::Key { id, .. } if id.as_str() == raw_id => Ok(id.clone()),
-            Principal::Instance { .. } | Principal::Key { .. } => {
-                Err(ApiError::forbidden("this token belongs to another instance"))
-            }
-        }
-    }
-
-    /// The instance a token belongs to (none for the admin).
-    pub fn own_instance(&self) -> Option<&InstanceId> {
-        match self {
-            Principal::Admin => None,
-            Principal::Instance { id, .. } | Principal::Key { id, .. } => Some(id),
-        }
-    }
-
-    /// 403 when a key's scope does not reach the route being called (its method and
-    /// matched path, looked up in `routes::access`); other principals pass.
-    pub fn check_scope(&self, parts: &Parts) -> Result<(), ApiError> {
-        let Principal::Key { scope, .. } = self else { return Ok(()) };
-        let path = parts.extensions.get::<axum::extract::MatchedPath>().map(|p| p.as_str());
-        match path.and_then(|p| crate::routes::access::of(&parts.method, p)) {
-            Some(access) if access.admits(*scope) => Ok(()),
-            _ => Err(ApiError::forbidden(format!("a {} API key does not reach this route", scope.as_str()))),
-        }
+/// 403 when a key's scope does not reach the route being called (its method and matched
+/// path, looked up in `routes::access`); other principals pass.
+pub fn check_scope(principal: &Principal, parts: &Parts) -> Result<(), ApiError> {
+    let Principal::Key { scope, .. } = principal else { return Ok(()) };
+    let path = parts.extensions.get::<axum::extract::MatchedPath>().map(|p| p.as_str());
+    match path.and_then(|p| crate::routes::access::of(&parts.method, p)) {
+        Some(access) if access.admits(*scope) => Ok(()),
+        _ => Err(ApiError::forbidden(format!("a {} API key does not reach this route", scope.as_str()))),
     }
 }
 
@@ -90,7 +31,7 @@ pub fn client_ip(parts: &Parts, state: &AppState) -> Option<IpAddr> {
     let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>()?.0.ip();
     let lines: Vec<&[u8]> =
         parts.headers.get_all(state.config.client_ip_header.as_str()).iter().map(|v| v.as_bytes()).collect();
-    crate::net::client_ip(peer, &lines, &state.config.trusted_proxies)
+    domain::ip::client_ip(peer, &lines, &state.config.trusted_proxies)
 }
 
 /// Resolves a bearer token (from `Authorization` or `X-API-Key`) to a principal.
@@ -105,50 +46,7 @@ pub async fn authenticate_from(
     ip: impl FnOnce() -> Option<IpAddr>,
     state: &AppState,
 ) -> Result<Principal, ApiError> {
-    let cached = match TokenKind::of(token) {
-        Some(TokenKind::Admin) if state.admin_token.as_deref().is_some_and(|a| auth::admin_token_matches(token, a)) => {
-            return Ok(Principal::Admin)
-        }
-        Some(kind @ (TokenKind::Instance | TokenKind::ApiKey)) => {
-            let hash = auth::hash_token(token);
-            match state.token_cache.get(&hash) {
-                Some(found) => found,
-                None => {
-                    let found = if kind == TokenKind::Instance {
-                        instances::auth_by_token_hash(&state.db, &hash).await?.map(Cached::Instance)
-                    } else {
-                        api_keys::auth_by_token_hash(&state.db, &hash).await?.map(Cached::Key)
-                    };
-                    let found = found.ok_or_else(ApiError::unauthorized)?;
-                    state.token_cache.put(hash, found.clone());
-                    found
-                }
-            }
-        }
-        _ => return Err(ApiError::unauthorized()),
-    };
-    let outside = || ApiError::forbidden("this token may not be used from this address");
-    match cached {
-        Cached::Instance(inst) => {
-            if !inst.ip_allowlist.is_empty() && !crate::net::allowed_by(ip(), &inst.ip_allowlist) {
-                return Err(outside());
-            }
-            Ok(Principal::Instance { id: inst.id, name: inst.name })
-        }
-        Cached::Key(k) => {
-            // A cached key may have expired since it was looked up.
-            if k.expires_at.is_some_and(|at| at <= chrono::Utc::now()) {
-                return Err(ApiError::unauthorized());
-            }
-            if !k.instance_allowlist.is_empty() || !k.ip_allowlist.is_empty() {
-                let ip = ip();
-                if !crate::net::allowed_by(ip, &k.instance_allowlist) || !crate::net::allowed_by(ip, &k.ip_allowlist) {
-                    return Err(outside());
-                }
-            }
-            Ok(Principal::Key { id: k.instance_id, name: k.instance_name, key_id: k.key_id, scope: k.scope })
-        }
-    }
+    Ok(domain::auth::authenticate(state, token, ip).await?)
 }
 
 /// The bearer token of `Authorization: Bearer <token>`, if well-formed.
@@ -169,7 +67,7 @@ impl FromRequestParts<AppState> for Principal {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let token = bearer(parts).ok_or_else(ApiError::unauthorized)?;
         let principal = authenticate(token, parts, state).await?;
-        principal.check_scope(parts)?;
+        check_scope(&principal, parts)?;
         Ok(principal)
     }
 }
@@ -227,7 +125,7 @@ async fn instance_access(
         .await
         .map_err(|_| ApiError::instance_not_found())?;
     let raw = params.iter().find(|(k, _)| *k == "id").map(|(_, v)| v).ok_or_else(ApiError::instance_not_found)?;
-    let id = principal.instance(raw).map_err(other)?;
+    let id = principal.instance(raw).map_err(|e| other(e.into()))?;
     // An instance token's instance exists (its lookup found it); the admin's may not,
     // and every route answers that the same way, before its own work.
     if matches!(principal, Principal::Admin) && !shared::db::instances::exists(&state.db, &id).await? {
@@ -252,7 +150,7 @@ impl FromRequestParts<AppState> for Admin {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        Principal::from_request_parts(parts, state).await?.require_admin().map(|()| Admin)
+        Ok(Principal::from_request_parts(parts, state).await?.require_admin().map(|()| Admin)?)
     }
 }
 

@@ -4,20 +4,15 @@
 //! `run(config, listener, shutdown)` is the whole service; the `paceline` binary and the
 //! tests start it the same way.
 
-pub mod auth_cache;
 pub mod catalog;
 pub mod extract;
 pub mod mcp;
-pub mod media_urls;
 pub mod metrics;
 pub mod middleware;
-pub mod net;
 pub mod openapi;
-pub mod pagination;
 pub mod routes;
 pub mod schemas;
 pub mod semaphore;
-pub mod service;
 pub mod state;
 pub mod usage;
 

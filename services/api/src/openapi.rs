@@ -280,8 +280,8 @@ fn complete(doc: &mut serde_json::Value) {
             schema.insert(
                 "else".into(),
                 json!({ "properties": {
-                    "min_interval_ms": { "minimum": crate::service::instances::MIN_INTERVAL_FLOOR_MS },
-                    "max_per_minute": { "maximum": crate::service::instances::MAX_PER_MINUTE_CEILING } } }),
+                    "min_interval_ms": { "minimum": domain::instances::MIN_INTERVAL_FLOOR_MS },
+                    "max_per_minute": { "maximum": domain::instances::MAX_PER_MINUTE_CEILING } } }),
             );
         }
     }

@@ -16,16 +16,6 @@ pub struct Inner {
     pub shutdown: Shutdown,
     /// `/healthz` and `/readyz` are public when the API listens on loopback only.
     pub health_public: bool,
-    /// The admin token, checked on every admin request.
-    /// None in the attendant role, which authenticates nobody.
-    pub admin_token: Option<String>,
-    /// Signs and checks `/media/...` URLs.
-    pub media_urls: crate::media_urls::MediaUrls,
-    /// Instance tokens recently looked up.
-    pub token_cache: Arc<crate::auth_cache::TokenCache>,
-    /// Instances whose tokens' access changed (here or, told over NATS, on another pod):
-    /// open event streams check theirs again.
-    pub auth_changes: tokio::sync::broadcast::Sender<shared::ids::InstanceId>,
     /// Event streams open on this pod.
     pub event_streams: Arc<std::sync::atomic::AtomicUsize>,
     /// API requests per instance and token kind, not yet written to the usage counts.
@@ -55,17 +45,7 @@ impl AppState {
     /// Connects to Postgres (applying migrations when configured), Redis and NATS, for
     /// the API.
     pub async fn connect(config: Config, shutdown: Shutdown) -> anyhow::Result<AppState> {
-        Self::connect_as(config, shutdown, shared::config::Role::Api).await
-    }
-
-    /// [`AppState::connect`] for `role`: the attendant runs without the admin token (no
-    /// request is authenticated there, and no media URL signed).
-    pub async fn connect_as(
-        config: Config,
-        shutdown: Shutdown,
-        role: shared::config::Role,
-    ) -> anyhow::Result<AppState> {
-        let core = domain::Core::connect(config, &shutdown, role, "api").await?;
+        let core = domain::Core::connect(config, &shutdown, shared::config::Role::Api, "api").await?;
         shared::health::register(
             "api",
             vec![
@@ -74,22 +54,14 @@ impl AppState {
                 shared::health::nats(core.nats.clone()),
             ],
         );
-        let admin_token = core.config.admin_token.clone();
-        let media_urls = crate::media_urls::MediaUrls::new(&core.config, admin_token.as_deref());
-        let token_cache = Arc::new(crate::auth_cache::TokenCache::default());
-        let (auth_changes, _) = tokio::sync::broadcast::channel(1024);
-        tokio::spawn(crate::auth_cache::listen(
+        tokio::spawn(domain::auth::listen(
             core.nats.clone(),
             core.subjects.auth_changed(),
-            token_cache.clone(),
-            auth_changes.clone(),
+            core.tokens.clone(),
+            core.auth_changes.clone(),
         ));
         Ok(AppState(Arc::new(Inner {
             health_public: core.config.listen_addr.ip().is_loopback(),
-            admin_token,
-            media_urls,
-            token_cache,
-            auth_changes,
             event_streams: Default::default(),
             requests: Default::default(),
             core,

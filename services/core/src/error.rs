@@ -49,6 +49,10 @@ impl Error {
         Error::Invalid(message.into())
     }
 
+    pub fn forbidden(message: impl Into<String>) -> Error {
+        Error::Forbidden(message.into())
+    }
+
     /// Logs `cause` here (with the caller's place) and answers `internal`.
     #[track_caller]
     pub fn internal(cause: impl std::fmt::Display) -> Error {

@@ -7,6 +7,7 @@
 //! nothing that speaks HTTP.
 
 pub mod attendant;
+pub mod auth;
 pub mod business;
 pub mod caps;
 pub mod channels;
@@ -16,12 +17,19 @@ pub mod contacts;
 pub mod enqueue;
 mod error;
 pub mod groups;
+pub mod history;
+pub mod instances;
+pub mod ip;
+pub mod keys;
 pub mod labels;
+pub mod media_urls;
 pub mod message_in;
 pub mod messages;
 pub mod net;
 pub mod numbers;
+pub mod page;
 pub mod pairing;
+pub mod pictures;
 pub mod profile;
 pub mod qr;
 pub mod risk;
@@ -29,6 +37,7 @@ pub mod schemas;
 pub mod send;
 pub mod slots;
 pub mod text;
+pub mod usage;
 pub mod webhooks;
 
 pub use error::{Error, Result};
@@ -51,6 +60,13 @@ pub struct Core {
     enqueuer: std::sync::Arc<std::sync::OnceLock<enqueue::Enqueuer>>,
     /// When each instance's worker was last woken from this process.
     pub wakes: std::sync::Arc<enqueue::Wakes>,
+    /// Signs and checks `/media/...` URLs.
+    pub media_urls: std::sync::Arc<media_urls::MediaUrls>,
+    /// Instance tokens and API keys recently looked up.
+    pub tokens: std::sync::Arc<auth::TokenCache>,
+    /// Instances whose tokens' access changed (here or, told over NATS, in another
+    /// process): open event streams check theirs again.
+    pub auth_changes: tokio::sync::broadcast::Sender<InstanceId>,
 }
 
 impl Core {
@@ -88,6 +104,9 @@ impl Core {
             ),
             enqueuer: Default::default(),
             wakes: Default::default(),
+            media_urls: std::sync::Arc::new(media_urls::MediaUrls::new(&config, config.admin_token.as_deref())),
+            tokens: Default::default(),
+            auth_changes: tokio::sync::broadcast::channel(1024).0,
             config,
             db,
             redis,

@@ -19,8 +19,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::{authenticate, Principal, ValidatedJson, ValidatedQuery};
-use crate::service::instances::{SettingsOut, SettingsPatch};
 use crate::state::AppState;
+use domain::instances::{SettingsOut, SettingsPatch};
 use domain::pairing;
 
 pub mod chat;
@@ -64,7 +64,7 @@ impl FromRequestParts<AppState> for ActionKey {
                 ApiError::new(shared::ErrorCode::Unauthorized, "the X-API-Key (or apikey) header is required")
             })?;
         let principal = authenticate(key, parts, state).await?;
-        principal.check_scope(parts)?;
+        crate::extract::check_scope(&principal, parts)?;
         Ok(ActionKey(principal))
     }
 }
@@ -117,7 +117,7 @@ impl FromRequestParts<AppState> for ActionAccess {
 /// The instance named in the path, if the key may see it (404 otherwise).
 pub(crate) async fn named(state: &AppState, key: &ActionKey, name: &str) -> Result<InstanceRow, ApiError> {
     // No instance has a name of another form (nor could Postgres compare one with NUL).
-    if !crate::service::instances::valid_name(name) {
+    if !domain::instances::valid_name(name) {
         return Err(ApiError::instance_not_found());
     }
     let row = instances::get_by_name(&state.db, name).await?.ok_or_else(ApiError::instance_not_found)?;
@@ -216,7 +216,7 @@ async fn settings(
     ActionJson(body): ActionJson<SettingsIn>,
 ) -> Result<Json<SettingsOut>, ApiError> {
     let patch = SettingsPatch { reject_call: body.reject_call, msg_call: body.msg_call };
-    let updated = crate::service::instances::edit(&state, &row.id, |f| {
+    let updated = domain::instances::edit(&state, &row.id, |f| {
         patch.apply(f);
         Ok(())
     })

@@ -16,8 +16,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::{Admin, ValidatedJson};
-use crate::service::instances as inst_service;
 use crate::state::AppState;
+use domain::instances as inst_service;
 use domain::pairing;
 
 /// Most instances one call works on (ids given, or one page of a tag).
@@ -135,14 +135,13 @@ async fn bulk(
                 return Err(ApiError::validation("tag must be 1-64 printable characters"));
             }
             let after = b.cursor.as_deref().map(inst_service::decode_cursor).transpose()?;
-            let limit = crate::pagination::limit(b.limit, MAX_PER_CALL as u32, MAX_PER_CALL as u32)?;
+            let limit = domain::page::limit(b.limit, MAX_PER_CALL as u32, MAX_PER_CALL as u32)?;
             let rows = instances::list(
                 &state.db,
                 &ListFilter { tag: Some(tag), state: None, after, limit: i64::from(limit) + 1 },
             )
             .await?;
-            let (rows, next) =
-                crate::pagination::page(rows, limit, |r| crate::pagination::encode(&["i1", r.id.as_str()]));
+            let (rows, next) = domain::page::page(rows, limit, |r| domain::page::encode(&["i1", r.id.as_str()]));
             (b.action, rows.into_iter().map(|r| r.id.to_string()).collect(), next)
         }
     };
@@ -155,7 +154,7 @@ async fn bulk(
                     BulkAction::Connect => pairing::start(&state, &id).await.map(drop).map_err(ApiError::from),
                     BulkAction::Restart => pairing::restart_one(&state, &id).await.map_err(ApiError::from),
                     BulkAction::Logout => pairing::logout_one(&state, &id).await.map_err(ApiError::from),
-                    BulkAction::Delete => inst_service::delete_one(&state, &id).await,
+                    BulkAction::Delete => inst_service::delete_one(&state, &id).await.map_err(ApiError::from),
                 };
                 match outcome {
                     Ok(()) => BulkResult { id: raw, ok: true, error: None },

@@ -19,11 +19,11 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::{parse_json, InstanceAccess, Path, ValidatedJson, ValidatedQuery};
-use crate::pagination::PageQuery;
-use crate::service::history::{self, MessagePageOut};
 use crate::state::AppState;
 use domain::channels::{self as core, ChannelOut};
+use domain::history::{self, MessagePageOut};
 use domain::message_in::MessageIn;
+use domain::page::PageQuery;
 use domain::send::MessageOut;
 
 pub fn router() -> OpenApiRouter<AppState> {

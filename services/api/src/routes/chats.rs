@@ -18,9 +18,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::{InstanceAccess, Path, ValidatedJson, ValidatedQuery};
-use crate::pagination::{self, PageQuery};
-use crate::service::history::{self, MessagePageOut};
 use crate::state::AppState;
+use domain::history::{self, MessagePageOut};
+use domain::page::{self, PageQuery};
 use shared::jid::Jid;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -61,8 +61,8 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<DateT
 
 /// A chat list cursor: (last message time, jid) of the page's last chat.
 fn decode_chat_cursor(c: &str, inst: &InstanceId) -> Result<(DateTime<Utc>, String), ApiError> {
-    let f = pagination::decode(c, &["c1", inst.as_str()], 4)?;
-    Ok((pagination::parse_ts(&f[2])?, f[3].clone()))
+    let f = page::decode(c, &["c1", inst.as_str()], 4)?;
+    Ok((page::parse_ts(&f[2])?, f[3].clone()))
 }
 
 /// The instance's chats, newest last message first.
@@ -82,13 +82,12 @@ async fn list(
     ValidatedQuery(q): ValidatedQuery<PageQuery>,
 ) -> Result<Json<ChatListOut>, ApiError> {
     let id = &access.id;
-    let limit = pagination::limit(q.limit, 50, 200)?;
+    let limit = page::limit(q.limit, 50, 200)?;
     let after = q.cursor.as_deref().map(|c| decode_chat_cursor(c, id)).transpose()?;
     shared::db::instances::get(&state.db, id).await?.ok_or_else(ApiError::instance_not_found)?;
     let rows = log::chats(&state.db, id, after.as_ref().map(|(t, j)| (*t, j.as_str())), i64::from(limit) + 1).await?;
-    let (rows, next_cursor) = pagination::page(rows, limit, |r| {
-        pagination::encode(&["c1", id.as_str(), &pagination::ts(r.last_message_at), &r.jid])
-    });
+    let (rows, next_cursor) =
+        page::page(rows, limit, |r| page::encode(&["c1", id.as_str(), &page::ts(r.last_message_at), &r.jid]));
     Ok(Json(ChatListOut { chats: core::with_labels(access.ctx(&state), rows).await?, next_cursor }))
 }
 
@@ -207,17 +206,11 @@ mod tests {
         let a = InstanceId::new();
         let b = InstanceId::new();
         let t = Utc::now();
-        let c = pagination::encode(&["c1", a.as_str(), &pagination::ts(t), shared::jid::Jid::user("123").as_str()]);
+        let c = page::encode(&["c1", a.as_str(), &page::ts(t), shared::jid::Jid::user("123").as_str()]);
         assert_eq!(decode_chat_cursor(&c, &a).unwrap(), (t, shared::jid::Jid::user("123").as_str().to_string()));
         assert!(decode_chat_cursor(&c, &b).is_err());
         let m = shared::ids::MessageId::new();
-        let c = pagination::encode(&[
-            "m1",
-            a.as_str(),
-            shared::jid::Jid::user("1").as_str(),
-            &pagination::ts(t),
-            m.as_str(),
-        ]);
+        let c = page::encode(&["m1", a.as_str(), shared::jid::Jid::user("1").as_str(), &page::ts(t), m.as_str()]);
         assert_eq!(history::decode_message_cursor(&c, &a, shared::jid::Jid::user("1").as_str()).unwrap(), (t, m));
         assert!(history::decode_message_cursor(&c, &a, shared::jid::Jid::user("2").as_str()).is_err());
         assert!(history::decode_message_cursor("!!", &a, shared::jid::Jid::user("1").as_str()).is_err());

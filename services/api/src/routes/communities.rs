@@ -20,8 +20,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::{InstanceAccess, Path, ValidatedJson, ValidatedQuery};
-use crate::pagination::{self, PageQuery};
 use crate::state::AppState;
+use domain::page::{self, PageQuery};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -90,9 +90,9 @@ async fn list(
     access: InstanceAccess,
     ValidatedQuery(q): ValidatedQuery<PageQuery>,
 ) -> Result<Json<CommunityListOut>, ApiError> {
-    pagination::limit(q.limit, 50, 200)?;
+    page::limit(q.limit, 50, 200)?;
     let all = core::list(access.ctx(&state)).await?;
-    let (communities, next_cursor) = pagination::page_by_key(all, &q, "c1", |g| &g.jid)?;
+    let (communities, next_cursor) = page::page_by_key(all, &q, "c1", |g| &g.jid)?;
     Ok(Json(CommunityListOut { communities, next_cursor }))
 }
 

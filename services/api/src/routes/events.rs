@@ -178,7 +178,7 @@ fn watch(state: AppState, access: Access, end: CancellationToken) {
         loop {
             tokio::select! {
                 _ = end.cancelled() => return,
-                _ = tokio::time::sleep(crate::auth_cache::TTL) => {}
+                _ = tokio::time::sleep(domain::auth::TTL) => {}
                 change = changes.recv() => match change {
                     Ok(id) if Some(&id) != access.instance() => continue,
                     _ => {}

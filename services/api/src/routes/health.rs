@@ -41,7 +41,7 @@ async fn guard(state: &AppState, req: Request) -> Result<(), ApiError> {
         return Ok(());
     }
     let (mut parts, _) = req.into_parts();
-    Principal::from_request_parts(&mut parts, state).await?.require_admin()
+    Ok(Principal::from_request_parts(&mut parts, state).await?.require_admin()?)
 }
 
 /// Process alive.

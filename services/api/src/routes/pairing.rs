@@ -15,8 +15,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::{InstanceAccess, ValidatedJson};
-use crate::service::instances::InstanceOut;
 use crate::state::AppState;
+use domain::instances::InstanceOut;
 use domain::numbers::normalize_phone;
 use domain::pairing::{current_qr, logout_one, restart_one, start, QrOut};
 

@@ -152,7 +152,7 @@ async fn put_picture(
     held: Option<axum::Extension<SlotHeld>>,
     ValidatedJson(body): ValidatedJson<PictureIn>,
 ) -> Result<Json<ProfileOut>, ApiError> {
-    crate::service::pictures::set(&state, &access.id, body.media, held.is_some(), None).await?;
+    domain::pictures::set(&state, &access.id, body.media, held.is_some(), None).await?;
     Ok(Json(core::get(access.ctx(&state)).await?))
 }
 

@@ -90,6 +90,6 @@ async fn resume_queue(
     if shared::db::risk::resume(&state.db, &id).await?.is_none() {
         return Err(ApiError::new(shared::ErrorCode::Conflict, "the queue is not paused"));
     }
-    crate::service::instances::rules_changed(&state, &id).await;
+    domain::instances::rules_changed(&state, &id).await;
     Ok(axum::http::StatusCode::NO_CONTENT)
 }

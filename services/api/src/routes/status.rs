@@ -17,11 +17,11 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::{InstanceAccess, ValidatedJson, ValidatedQuery};
-use crate::pagination::PageQuery;
 use crate::semaphore::SlotHeld;
-use crate::service::history::{self, MessagePageOut};
 use crate::state::AppState;
+use domain::history::{self, MessagePageOut};
 use domain::message_in::MediaIn;
+use domain::page::PageQuery;
 use domain::send::{queue, MessageOut, MESSAGES_BODY_LIMIT};
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -19,9 +19,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::extract::{Path, ValidatedJson, ValidatedQuery, WebhookAccess};
-use crate::pagination::SmallPageQuery;
-use crate::service::instances::masked_url;
 use crate::state::AppState;
+use domain::instances::masked_url;
+use domain::page::SmallPageQuery;
 use domain::webhooks::{check, check_base64_room, insert, shape, WebhookFormat};
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -311,7 +311,7 @@ pub struct DeliveryListOut {
 
 /// A delivery log cursor: the last delivery's id, bound to its webhook.
 fn decode_cursor(c: &str, webhook: &WebhookId) -> Result<DeliveryId, ApiError> {
-    let f = crate::pagination::decode(c, &["d1", webhook.as_str()], 3)?;
+    let f = domain::page::decode(c, &["d1", webhook.as_str()], 3)?;
     DeliveryId::parse(&f[2]).map_err(|_| ApiError::validation("invalid cursor"))
 }
 
@@ -336,12 +336,12 @@ async fn deliveries(
     Path(ids): Path<(InstanceId, WebhookId)>,
     ValidatedQuery(q): ValidatedQuery<SmallPageQuery>,
 ) -> Result<Json<DeliveryListOut>, ApiError> {
-    let limit = crate::pagination::limit(q.limit, 50, 100)?;
+    let limit = domain::page::limit(q.limit, 50, 100)?;
     let hook = webhook_of(&state, &id, &ids.1).await?;
     let before = q.cursor.as_deref().map(|c| decode_cursor(c, &hook.id)).transpose()?;
     let rows = dlv::list(&state.db, &id, &hook.id, before.as_ref(), i64::from(limit) + 1).await?;
     let (rows, next_cursor) =
-        crate::pagination::page(rows, limit, |r| crate::pagination::encode(&["d1", hook.id.as_str(), r.id.as_str()]));
+        domain::page::page(rows, limit, |r| domain::page::encode(&["d1", hook.id.as_str(), r.id.as_str()]));
     Ok(Json(DeliveryListOut { deliveries: rows.into_iter().map(Into::into).collect(), next_cursor }))
 }
 

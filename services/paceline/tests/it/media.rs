@@ -21,7 +21,7 @@ async fn media_of(db: &sqlx::PgPool, msg: &Value) -> String {
 }
 
 fn signed(api: &TestApi, media_id: &str) -> String {
-    let signer = api::media_urls::MediaUrls::new(&api.config, api.config.admin_token.as_deref());
+    let signer = domain::media_urls::MediaUrls::new(&api.config, api.config.admin_token.as_deref());
     signer.sign(media_id, chrono::Utc::now()).unwrap()
 }
 

@@ -378,7 +378,7 @@ async fn received_media_is_served_by_signed_urls_that_refuse_tampering_and_expir
     anon.get(path.split('?').next().unwrap()).await.expect_error(403, "forbidden");
     anon.get(&format!("{}?exp=abc&sig=00", path.split('?').next().unwrap())).await.expect_error(403, "forbidden");
     let media_id = media["id"].as_str().unwrap();
-    let signer = api::media_urls::MediaUrls::new(&c.api.config, c.api.config.admin_token.as_deref());
+    let signer = domain::media_urls::MediaUrls::new(&c.api.config, c.api.config.admin_token.as_deref());
     let stale = signer.sign(media_id, chrono::Utc::now() - chrono::Duration::hours(2)).unwrap();
     assert_eq!(reqwest::get(&stale).await.unwrap().status(), 403, "expired");
 
@@ -422,7 +422,7 @@ async fn media_that_fails_to_download_is_retried_until_it_arrives() {
     let media = &msgs[0]["content"]["media"];
     assert_eq!(media["pending"], true, "logged at once, media pending: {media}");
     assert!(media.get("expired").is_none());
-    let signer = api::media_urls::MediaUrls::new(&c.api.config, c.api.config.admin_token.as_deref());
+    let signer = domain::media_urls::MediaUrls::new(&c.api.config, c.api.config.admin_token.as_deref());
     let pending_url = signer.sign(media["id"].as_str().unwrap(), chrono::Utc::now()).unwrap();
     let res = reqwest::get(&pending_url).await.unwrap();
     assert_eq!(res.status(), 502);

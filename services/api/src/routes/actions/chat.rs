@@ -244,7 +244,7 @@ async fn find_messages(
     let records = rows
         .into_iter()
         .map(|r| {
-            let content = crate::service::history::with_media_url(&state, r.content, now);
+            let content = domain::history::with_media_url(&state, r.content, now);
             let participant = (shared::jid::is_group_jid(&r.chat_jid) && !r.from_me).then_some(r.from_jid.as_str());
             let mut v = shared::evolution::Record {
                 remote_jid: &r.chat_jid,

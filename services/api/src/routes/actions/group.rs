@@ -425,7 +425,7 @@ async fn update_group_picture(
             filename: None,
         }
     };
-    crate::service::pictures::set(&state, &a.row.id, media, false, Some(jid)).await?;
+    domain::pictures::set(&state, &a.row.id, media, false, Some(jid)).await?;
     Ok(Json(json!({ "update": "success" })))
 }
 

@@ -1,6 +1,6 @@
 //! Evolution v2's instance routes (docs/evolution.md), addressed by the
 //! instance's name, each a thin mapping onto the service code `/v1` uses: creation
-//! (`service::instances::create`), pairing (`service::pairing`), deletion. The admin
+//! (`domain::instances::create`), pairing (`domain::pairing`), deletion. The admin
 //! token is Evolution's global key: it creates and lists instances and acts on any; an
 //! instance token acts on its own. Shapes follow Evolution v2's
 //! `src/api/controllers/instance.controller.ts`.
@@ -200,7 +200,7 @@ async fn create(
         Some(w) => Some(super::webhook::prepare(&state, w, None).await?),
         None => None,
     };
-    let (row, token) = crate::service::instances::create(&state, fields).await?;
+    let (row, token) = domain::instances::create(&state, fields).await?;
     let webhook = match hook {
         Some(p) => Some(super::webhook::store(&state, &row, p, None, true).await?),
         None => None,
@@ -404,7 +404,7 @@ async fn delete(
     State(state): State<AppState>,
     ActionInstance(row): ActionInstance,
 ) -> Result<Json<EvoStatusOut>, ApiError> {
-    crate::service::instances::delete_one(&state, &row.id).await?;
+    domain::instances::delete_one(&state, &row.id).await?;
     Ok(success("Instance deleted"))
 }
 

@@ -368,7 +368,7 @@ async fn update_profile_picture(
     ActionJson(b): ActionJson<EvoPictureIn>,
 ) -> Result<Json<Value>, ApiError> {
     let media = domain::message_in::MediaIn { url: Some(b.picture), data: None, mime_type: None, filename: None };
-    crate::service::pictures::set(&state, &a.row.id, media, false, None).await?;
+    domain::pictures::set(&state, &a.row.id, media, false, None).await?;
     Ok(success())
 }
 

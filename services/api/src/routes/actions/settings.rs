@@ -1,6 +1,6 @@
 //! Evolution v2's `settings/set|find` and `proxy/set|find` (docs/evolution.md): the instance's
 //! call settings and proxy, edited through the one edit transaction `/v1` uses
-//! (`service::instances::edit`). Setting a proxy is the admin's, as `proxy_url` on `/v1`; its
+//! (`domain::instances::edit`). Setting a proxy is the admin's, as `proxy_url` on `/v1`; its
 //! password is never shown.
 
 use axum::extract::State;
@@ -89,8 +89,8 @@ async fn set_settings(
             return Err(ApiError::validation(format!("{name} is not offered by paceline (only false)")));
         }
     }
-    let patch = crate::service::instances::SettingsPatch { reject_call: b.reject_call, msg_call: b.msg_call };
-    let row = crate::service::instances::edit(&state, &a.row.id, |f| {
+    let patch = domain::instances::SettingsPatch { reject_call: b.reject_call, msg_call: b.msg_call };
+    let row = domain::instances::edit(&state, &a.row.id, |f| {
         patch.apply(f);
         Ok(())
     })
@@ -264,7 +264,7 @@ async fn set_proxy(
         }
         Some(u.to_string().trim_end_matches('/').to_string())
     };
-    let row = crate::service::instances::edit(&state, &a.row.id, |f| {
+    let row = domain::instances::edit(&state, &a.row.id, |f| {
         f.proxy_url = url;
         Ok(())
     })

@@ -157,7 +157,7 @@ impl EvoWebhookOut {
     fn of(r: WebhookRow, secret: Option<String>, admin: bool) -> EvoWebhookOut {
         EvoWebhookOut {
             id: r.id.to_string(),
-            url: crate::service::instances::masked_url(&r.url, admin),
+            url: domain::instances::masked_url(&r.url, admin),
             enabled: r.enabled,
             events: r.shape.evolution_events,
             webhook_by_events: r.shape.by_events,

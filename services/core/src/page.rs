@@ -5,9 +5,9 @@
 //! list (and the instance or parent it belongs to), base64url: a cursor of another list
 //! fails to decode and is 400 `validation_failed`.
 
+use crate::{Error, Result};
 use base64::Engine;
 use serde::Deserialize;
-use shared::ApiError;
 
 /// `limit` and `cursor` of a paginated route.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -34,11 +34,11 @@ pub struct SmallPageQuery {
 }
 
 /// The page size: `default` when absent, 400 `validation_failed` outside 1..=`max`.
-pub fn limit(requested: Option<u32>, default: u32, max: u32) -> Result<u32, ApiError> {
+pub fn limit(requested: Option<u32>, default: u32, max: u32) -> Result<u32> {
     match requested {
         None => Ok(default),
         Some(n) if (1..=max).contains(&n) => Ok(n),
-        Some(_) => Err(ApiError::validation(format!("limit must be between 1 and {max}"))),
+        Some(_) => Err(Error::invalid(format!("limit must be between 1 and {max}"))),
     }
 }
 
@@ -49,8 +49,8 @@ pub fn encode(fields: &[&str]) -> String {
 
 /// The fields of a cursor whose first `prefix.len()` fields equal `prefix` (its list),
 /// and that has `n` fields in all; 400 `validation_failed` otherwise.
-pub fn decode(c: &str, prefix: &[&str], n: usize) -> Result<Vec<String>, ApiError> {
-    let bad = || ApiError::validation("invalid cursor");
+pub fn decode(c: &str, prefix: &[&str], n: usize) -> Result<Vec<String>> {
+    let bad = || Error::invalid("invalid cursor");
     let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(c).map_err(|_| bad())?;
     let s = String::from_utf8(raw).map_err(|_| bad())?;
     let fields: Vec<String> = s.splitn(n, '|').map(str::to_string).collect();
@@ -79,7 +79,7 @@ pub fn page_by_key<T>(
     q: &PageQuery,
     tag: &str,
     key: impl Fn(&T) -> &str,
-) -> Result<(Vec<T>, Option<String>), ApiError> {
+) -> Result<(Vec<T>, Option<String>)> {
     let limit = limit(q.limit, 50, 200)?;
     let after = q.cursor.as_deref().map(|c| decode(c, &[tag], 2)).transpose()?.map(|f| f[1].clone());
     items.sort_by(|a, b| key(a).cmp(key(b)));
@@ -94,10 +94,10 @@ pub fn ts(t: chrono::DateTime<chrono::Utc>) -> String {
 }
 
 /// A cursor field back to a timestamp.
-pub fn parse_ts(s: &str) -> Result<chrono::DateTime<chrono::Utc>, ApiError> {
+pub fn parse_ts(s: &str) -> Result<chrono::DateTime<chrono::Utc>> {
     chrono::DateTime::parse_from_rfc3339(s)
         .map(|t| t.with_timezone(&chrono::Utc))
-        .map_err(|_| ApiError::validation("invalid cursor"))
+        .map_err(|_| Error::invalid("invalid cursor"))
 }
 
 #[cfg(test)]

@@ -7,58 +7,57 @@ use shared::contract::Picture;
 use shared::db::media;
 use shared::ids::InstanceId;
 use shared::message::MessageType;
-use shared::ApiError;
 
-use crate::state::AppState;
-use domain::message_in::{media_source, MediaIn, MediaSource};
-use domain::send::store_media;
+use crate::message_in::{media_source, MediaIn, MediaSource};
+use crate::send::store_media;
+use crate::{Core, Error, Result};
 
 /// Sets the account's picture (`group` None) or a group's, from a JPEG's bytes or URL:
 /// checked, stored, handed to the worker by id (never on the bus), then deleted.
 pub async fn set(
-    state: &AppState,
+    core: &Core,
     id: &InstanceId,
     media: MediaIn,
     holds_slot: bool,
     group: Option<shared::jid::Jid>,
-) -> Result<(), ApiError> {
+) -> Result<()> {
     if media.mime_type.as_deref().is_some_and(|m| m != "image/jpeg") {
-        return Err(ApiError::validation("the picture must be a JPEG image (media.mime_type image/jpeg)"));
+        return Err(Error::invalid("the picture must be a JPEG image (media.mime_type image/jpeg)"));
     }
     let src = media_source(media, MessageType::Image)?;
     if let MediaSource::Bytes { data, .. } = &src {
         check_picture(data)?;
     }
     // Nothing is fetched or stored for a session (or group) that could not take it.
-    let ctx = domain::Ctx::new(state, id, domain::Caller::Owner);
+    let ctx = crate::Ctx::new(core, id, crate::Caller::Owner);
     match &group {
-        None => drop(domain::profile::get(ctx).await?),
-        Some(jid) => drop(domain::groups::get(ctx, jid.clone()).await?),
+        None => drop(crate::profile::get(ctx).await?),
+        Some(jid) => drop(crate::groups::get(ctx, jid.clone()).await?),
     }
-    let (media_id, desc) = store_media(state, id, MessageType::Image, src, holds_slot).await?;
+    let (media_id, desc) = store_media(core, id, MessageType::Image, src, holds_slot).await?;
     // A downloaded picture is checked like given bytes: its size, then that it is a JPEG.
     let checked = match desc["size"].as_u64() {
         Some(n) if n > Picture::LIMIT as u64 => {
-            Err(ApiError::new(shared::ErrorCode::MediaTooLarge, "the picture is over 5 MiB"))
+            Err(Error::refused(shared::ErrorCode::MediaTooLarge, "the picture is over 5 MiB"))
         }
-        _ => match media::chunk(&state.db, &media_id, 0).await {
+        _ => match media::chunk(&core.db, &media_id, 0).await {
             Ok(first) => check_picture(first.as_deref().unwrap_or_default().get(..3).unwrap_or_default()),
             Err(e) => Err(e.into()),
         },
     };
     if let Err(e) = checked {
-        let _ = media::delete(&state.db, id, &media_id).await;
+        let _ = media::delete(&core.db, id, &media_id).await;
         return Err(e);
     }
-    let set = domain::net::call(state, id, RpcRequest::SetPicture { media_id: Some(media_id.clone()), group }).await;
-    let _ = media::delete(&state.db, id, &media_id).await;
-    Ok(set.map(drop)?)
+    let set = crate::net::call(core, id, RpcRequest::SetPicture { media_id: Some(media_id.clone()), group }).await;
+    let _ = media::delete(&core.db, id, &media_id).await;
+    set.map(drop)
 }
 
-fn check_picture(data: &[u8]) -> Result<(), ApiError> {
+fn check_picture(data: &[u8]) -> Result<()> {
     match Picture::jpeg(data) {
-        Err(why) if data.len() > Picture::LIMIT => Err(ApiError::new(shared::ErrorCode::MediaTooLarge, why)),
-        Err(why) => Err(ApiError::validation(why)),
+        Err(why) if data.len() > Picture::LIMIT => Err(Error::refused(shared::ErrorCode::MediaTooLarge, why)),
+        Err(why) => Err(Error::invalid(why)),
         Ok(_) => Ok(()),
     }
 }

@@ -5,11 +5,10 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shared::db::log::{self, LogRow};
 use shared::ids::{InstanceId, MessageId};
-use shared::ApiError;
 use utoipa::ToSchema;
 
-use crate::pagination::{self, PageQuery};
-use crate::state::AppState;
+use crate::page::{self, PageQuery};
+use crate::{Core, Error, Result};
 
 /// A message in the log (sent or received).
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -43,25 +42,17 @@ pub struct MessagePageOut {
 }
 
 /// A history cursor: (time, id) of the page's last message, bound to its chat.
-pub(crate) fn decode_message_cursor(
-    c: &str,
-    inst: &InstanceId,
-    jid: &str,
-) -> Result<(DateTime<Utc>, MessageId), ApiError> {
-    let f = pagination::decode(c, &["m1", inst.as_str(), jid], 5)?;
-    Ok((pagination::parse_ts(&f[3])?, MessageId::parse(&f[4]).map_err(|_| ApiError::validation("invalid cursor"))?))
+pub fn decode_message_cursor(c: &str, inst: &InstanceId, jid: &str) -> Result<(DateTime<Utc>, MessageId)> {
+    let f = page::decode(c, &["m1", inst.as_str(), jid], 5)?;
+    Ok((page::parse_ts(&f[3])?, MessageId::parse(&f[4]).map_err(|_| Error::invalid("invalid cursor"))?))
 }
 
 /// Adds a signed `url` to media the log holds.
-pub(crate) fn with_media_url(
-    state: &AppState,
-    mut content: serde_json::Value,
-    now: DateTime<Utc>,
-) -> serde_json::Value {
+pub fn with_media_url(core: &Core, mut content: serde_json::Value, now: DateTime<Utc>) -> serde_json::Value {
     if let Some(media) = content.get_mut("media").and_then(|m| m.as_object_mut()) {
         let expired = media.get("expired").and_then(|e| e.as_bool()).unwrap_or(false);
         if let (Some(id), false) = (media.get("id").and_then(|i| i.as_str()).map(str::to_string), expired) {
-            if let Some(url) = state.media_urls.sign(&id, now) {
+            if let Some(url) = core.media_urls.sign(&id, now) {
                 media.insert("url".into(), serde_json::Value::String(url));
             }
         }
@@ -69,9 +60,9 @@ pub(crate) fn with_media_url(
     content
 }
 
-fn message_out(state: &AppState, r: LogRow, now: DateTime<Utc>) -> LogMessageOut {
+fn message_out(core: &Core, r: LogRow, now: DateTime<Utc>) -> LogMessageOut {
     LogMessageOut {
-        content: with_media_url(state, r.content, now),
+        content: with_media_url(core, r.content, now),
         id: r.id,
         wa_message_id: r.wa_message_id,
         chat_jid: r.chat_jid,
@@ -86,21 +77,20 @@ fn message_out(state: &AppState, r: LogRow, now: DateTime<Utc>) -> LogMessageOut
 }
 
 /// A page of chat `jid`'s messages, newest first.
-pub async fn page(state: &AppState, id: &InstanceId, jid: &str, q: &PageQuery) -> Result<MessagePageOut, ApiError> {
-    let limit = pagination::limit(q.limit, 50, 200)?;
+pub async fn page(core: &Core, id: &InstanceId, jid: &str, q: &PageQuery) -> Result<MessagePageOut> {
+    let limit = page::limit(q.limit, 50, 200)?;
     let after = q.cursor.as_deref().map(|c| decode_message_cursor(c, id, jid)).transpose()?;
-    let rows = log::messages(&state.db, id, jid, after.as_ref().map(|(t, m)| (*t, m)), i64::from(limit) + 1).await?;
-    let (rows, next_cursor) = pagination::page(rows, limit, |r| {
-        pagination::encode(&["m1", id.as_str(), jid, &pagination::ts(r.ts), r.id.as_str()])
-    });
+    let rows = log::messages(&core.db, id, jid, after.as_ref().map(|(t, m)| (*t, m)), i64::from(limit) + 1).await?;
+    let (rows, next_cursor) =
+        page::page(rows, limit, |r| page::encode(&["m1", id.as_str(), jid, &page::ts(r.ts), r.id.as_str()]));
     let wa_ids: Vec<String> = rows.iter().map(|r| r.wa_message_id.clone()).collect();
-    let mut labels = shared::db::labels::for_messages(&state.db, id, jid, &wa_ids).await?;
+    let mut labels = shared::db::labels::for_messages(&core.db, id, jid, &wa_ids).await?;
     let now = Utc::now();
     let messages = rows
         .into_iter()
         .map(|r| {
             let on = labels.remove(&r.wa_message_id).unwrap_or_default();
-            LogMessageOut { labels: on, ..message_out(state, r, now) }
+            LogMessageOut { labels: on, ..message_out(core, r, now) }
         })
         .collect();
     Ok(MessagePageOut { messages, next_cursor })
