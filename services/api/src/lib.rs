@@ -1,20 +1,16 @@
-//! paceline's stateless HTTP API. Any pod answers any request: state lives in Postgres,
-//! live-session operations go to the owning worker over NATS.
+//! paceline's stateless HTTP API: the server that mounts every HTTP door (`/v1` from
+//! `paceline-v1`, Evolution's routes from `paceline-evolution`), MCP over them, and the
+//! one OpenAPI description of it all. Any pod answers any request: state lives in
+//! Postgres, live-session operations go to the owning worker over NATS.
 //!
 //! `run(config, listener, shutdown)` is the whole service; the `paceline` binary and the
 //! tests start it the same way.
 
-pub mod catalog;
-pub mod extract;
 pub mod mcp;
 pub mod metrics;
 pub mod middleware;
 pub mod openapi;
 pub mod routes;
-pub mod schemas;
-pub mod semaphore;
-pub mod state;
-pub mod usage;
 
 use std::future::IntoFuture;
 use std::net::SocketAddr;
@@ -30,7 +26,8 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;
 
-pub use state::AppState;
+pub use door::{access, AppState};
+use utoipa_axum::router::OpenApiRouter;
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
@@ -70,15 +67,25 @@ pub fn app(state: AppState) -> Router {
 /// Every route with the layers each request needs (state, body limit, panics), and none
 /// of the per-connection ones.
 pub fn routes_only(state: AppState) -> Router {
-    let (router, _) = routes::all().split_for_parts();
+    let (router, _) = all().split_for_parts();
     router
         .merge(routes::openapi::docs())
         .fallback(routes::not_found)
         .method_not_allowed_fallback(routes::method_not_allowed)
         .layer(axum::Extension(state.clone()))
-        .layer(DefaultBodyLimit::max(routes::BODY_LIMIT))
+        .layer(DefaultBodyLimit::max(door::BODY_LIMIT))
         .layer(CatchPanicLayer::custom(middleware::panic_response))
         .with_state(state)
+}
+
+/// Every door's routes, with the description: `/v1`, Evolution's, and the server's own
+/// (the description, MCP). No door mounts another; they meet here.
+pub fn all() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(openapi::base())
+        .merge(v1::router())
+        .merge(evolution::router())
+        .merge(routes::mcp::router())
+        .merge(routes::openapi::router())
 }
 
 /// Serves `state` on `listener`. On shutdown: answers 503 `shutting_down` for
@@ -91,7 +98,7 @@ pub async fn serve(state: AppState, listener: TcpListener) -> anyhow::Result<()>
     let addr = listener.local_addr()?;
     tracing::info!(%addr, "api listening");
     let counts = state.clone();
-    tokio::spawn(usage::RequestCounts::run(state.clone()));
+    tokio::spawn(door::usage::RequestCounts::run(state.clone()));
     let server = axum::serve(listener, app(state).into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown({
             let shutdown = shutdown.clone();

@@ -2,11 +2,10 @@
 
 pub const HTTP_REQUESTS: &str = "paceline_http_requests_total";
 pub const HTTP_DURATION: &str = "paceline_http_request_duration_seconds";
+pub use crate::mcp::TOOL_CALLS as MCP_TOOL_CALLS;
 pub use domain::send::MEDIA_QUOTA_REFUSED;
 pub use domain::slots::{HOLDERS as SEMAPHORE_HOLDERS, WAITERS as SEMAPHORE_WAITERS};
-pub const EVENT_STREAMS: &str = "paceline_event_streams";
-pub const EVENT_STREAMS_REFUSED: &str = "paceline_event_streams_refused_total";
-pub use crate::mcp::TOOL_CALLS as MCP_TOOL_CALLS;
+pub use v1::routes::events::{EVENT_STREAMS, EVENT_STREAMS_REFUSED};
 
 /// Installs the process's recorder (if not yet) and describes the API's metrics.
 pub fn describe() {

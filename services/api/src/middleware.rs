@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use shared::{ApiError, ErrorCode};
 
 use crate::metrics::{HTTP_DURATION, HTTP_REQUESTS};
-use crate::state::AppState;
+use door::AppState;
 
 /// The route template (`/v1/instances/{id}`), never the raw path: paths carry phone
 /// numbers and JIDs, which must not reach logs or metric labels.

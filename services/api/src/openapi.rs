@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use shared::error::{ErrorBody, ErrorCode, ErrorDetail};
 
-use crate::catalog;
+use domain::catalog;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::OpenApi as Doc;
 use utoipa::{Modify, OpenApi};
@@ -22,7 +22,7 @@ use utoipa::{Modify, OpenApi};
     ),
     modifiers(&Security),
     components(schemas(
-        ErrorBody, ErrorDetail, ErrorCode, shared::jid::Jid, shared::jid::UserJid, crate::schemas::GroupJid, crate::schemas::LabelId, crate::schemas::ChannelJid, catalog::EventType,
+        ErrorBody, ErrorDetail, ErrorCode, shared::jid::Jid, shared::jid::UserJid, domain::schemas::GroupJid, domain::schemas::LabelId, domain::schemas::ChannelJid, catalog::EventType,
         shared::ids::InstanceId, shared::ids::MessageId, shared::ids::MediaId, shared::ids::WebhookId,
         shared::ids::DeliveryId, shared::ids::EventId, shared::ids::KeyId,
         catalog::Event, catalog::InstanceStateEventData, catalog::QrUpdatedEventData, catalog::ConnectedEventData,
@@ -106,7 +106,7 @@ pub fn base() -> Doc {
 pub fn spec() -> &'static Doc {
     static SPEC: OnceLock<Doc> = OnceLock::new();
     SPEC.get_or_init(|| {
-        let mut doc = crate::routes::all().split_for_parts().1;
+        let mut doc = crate::all().split_for_parts().1;
         with_key_scopes(&mut doc);
         doc
     })
@@ -124,7 +124,7 @@ fn with_key_scopes(doc: &mut Doc) {
             (axum::http::Method::PATCH, &mut item.patch),
             (axum::http::Method::DELETE, &mut item.delete),
         ] {
-            let (Some(op), Some(access)) = (op.as_mut(), crate::routes::access::of(&method, path)) else { continue };
+            let (Some(op), Some(access)) = (op.as_mut(), door::access::of(&method, path)) else { continue };
             let scopes: Vec<&str> = access.scopes().into_iter().map(|s| s.as_str()).collect();
             if !scopes.is_empty() {
                 op.security.get_or_insert_with(Vec::new).push(SecurityRequirement::new("restricted_key", scopes));
@@ -442,8 +442,8 @@ mod tests {
     }
 
     /// Two types of one schema name would share one component (utoipa keeps the last):
-    /// every `ToSchema` type of this crate and of `shared` has its own name (`as = ...`
-    /// renames one).
+    /// every `ToSchema` type of the crates the description is built from (the server, the
+    /// doors, the core and `shared`) has its own name (`as = ...` renames one).
     #[test]
     fn schema_names_are_unique() {
         fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
@@ -458,8 +458,9 @@ mod tests {
         }
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let mut files = Vec::new();
-        walk(&root.join("src"), &mut files);
-        walk(&root.join("../../shared/src"), &mut files);
+        for dir in ["src", "../http/src", "../v1/src", "../evolution/src", "../core/src", "../../shared/src"] {
+            walk(&root.join(dir), &mut files);
+        }
         let ident = |s: &str| s.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect::<String>();
         let mut names: Vec<(String, String)> = Vec::new();
         for f in files {
@@ -530,5 +531,49 @@ mod tests {
             }
         }
         assert!(!text.contains("not_implemented") && !text.contains("501 "), "the description names 501");
+    }
+
+    /// The table and the description name the same operations, once each.
+    #[test]
+    fn every_operation_has_one_row_and_every_row_an_operation() {
+        let doc = super::spec();
+        let mut ops = Vec::new();
+        for (path, item) in &doc.paths.paths {
+            for (method, op) in [
+                ("GET", &item.get),
+                ("POST", &item.post),
+                ("PUT", &item.put),
+                ("PATCH", &item.patch),
+                ("DELETE", &item.delete),
+            ] {
+                if op.is_some() {
+                    ops.push((method.to_string(), path.clone()));
+                }
+            }
+        }
+        let rows: Vec<(String, String)> =
+            door::access::ROUTES.iter().map(|(m, p, _)| (m.to_string(), p.to_string())).collect();
+        let missing: Vec<_> = ops.iter().filter(|o| !rows.contains(o)).collect();
+        let stale: Vec<_> = rows.iter().filter(|r| !ops.contains(r)).collect();
+        assert!(missing.is_empty(), "operations without a row in door::access: {missing:?}");
+        assert!(stale.is_empty(), "rows naming no operation: {stale:?}");
+        let mut sorted = rows.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), rows.len(), "a row appears twice");
+    }
+
+    #[test]
+    fn the_catalog_documents_every_event_type_and_only_those() {
+        let documented: Vec<&str> = domain::catalog::CATALOG.iter().map(|c| c.0).collect();
+        assert_eq!(documented, shared::events::EVENT_TYPES);
+        let doc: serde_json::Value = serde_json::from_str(super::json()).unwrap();
+        for (kind, _, schema) in domain::catalog::CATALOG {
+            assert!(
+                doc["components"]["schemas"].get(*schema).is_some(),
+                "schema {schema} of {kind} is not in the description"
+            );
+            assert!(doc["webhooks"].get(*kind).is_some(), "{kind} is not under webhooks");
+        }
     }
 }

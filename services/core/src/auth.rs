@@ -32,7 +32,7 @@ pub enum Principal {
     /// An instance token: reaches only its own instance.
     Instance { id: InstanceId, name: String },
     /// A restricted API key of an instance: its instance's routes of its scope
-    /// (`api::routes::access`).
+    /// (`api::access`).
     Key { id: InstanceId, name: String, key_id: KeyId, scope: KeyScope },
 }
 

@@ -10,6 +10,7 @@ pub mod attendant;
 pub mod auth;
 pub mod business;
 pub mod caps;
+pub mod catalog;
 pub mod channels;
 pub mod chats;
 pub mod communities;
@@ -116,7 +117,7 @@ impl Core {
 }
 
 /// Who asks, as far as an operation cares: the doors authenticate and check the route's
-/// access (`api::routes::access`); an operation only distinguishes what its rules name.
+/// access (`api::access`); an operation only distinguishes what its rules name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Caller {
     /// The operator's admin token.

@@ -1,9 +1,11 @@
 //! The crate graph keeps its layers (ARCHITECTURE.md, "Layers"): storage and the bus
-//! (`paceline-shared`) at the bottom, the domain core (`paceline-core`) above them, the
-//! doors and roles above the core, and only the `paceline` binary above everything. No
-//! door depends on another, the core speaks no HTTP, and the worker, the dispatcher and
-//! netsim reach the API only over the network. Read from `cargo metadata`, so a new
-//! dependency that breaks a layer fails here.
+//! (`paceline-shared`) at the bottom, the domain core (`paceline-core`) above them, what
+//! the HTTP doors share (`paceline-http`) above the core, the doors and roles above
+//! that, the API server (`paceline-api`: mounts the HTTP doors, MCP over them) above
+//! the doors, and only the `paceline` binary above everything. No door depends on
+//! another, the core speaks no HTTP, and the worker, the dispatcher and netsim reach the
+//! API only over the network. Read from `cargo metadata`, so a new dependency that
+//! breaks a layer fails here.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -35,9 +37,13 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
         .collect()
 }
 
-/// Doors call the core in process: the HTTP API (`/v1`, Evolution's routes, MCP, the
-/// pairing page) and the attendant role.
-const DOORS: [&str; 2] = ["paceline-api", "paceline-attendant"];
+/// Doors call the core in process: `/v1` (with the pairing page), Evolution's routes, and
+/// the attendant role.
+const DOORS: [&str; 3] = ["paceline-v1", "paceline-evolution", "paceline-attendant"];
+/// What the HTTP doors share.
+const HTTP_COMMON: &str = "paceline-http";
+/// The server that mounts the HTTP doors (and MCP over them).
+const SERVER: &str = "paceline-api";
 const ROLES: [&str; 3] = ["paceline-worker", "paceline-dispatcher", "paceline-netsim"];
 const HTTP: [&str; 4] = ["axum", "utoipa-axum", "rmcp", "tower-http"];
 
@@ -60,21 +66,41 @@ fn the_layers_hold() {
         assert!(!HTTP.contains(&d.as_str()), "paceline-core depends on {d}: the core speaks no HTTP");
     }
 
-    // Doors: the core and shared, never another door or a role.
+    // What the HTTP doors share: the core and shared only.
+    for d in deps(HTTP_COMMON) {
+        assert!(
+            !workspace.contains(d.as_str()) || d == "paceline-shared" || d == "paceline-core",
+            "{HTTP_COMMON} depends on {d}: only the core and shared are below it"
+        );
+    }
+
+    // Doors: the core, shared and the HTTP doors' common ground, never another door, a
+    // role or the server.
     for door in DOORS {
         for d in deps(door) {
             assert!(
-                !(DOORS.contains(&d.as_str()) || ROLES.contains(&d.as_str()) || d == "paceline"),
+                !(DOORS.contains(&d.as_str()) || ROLES.contains(&d.as_str()) || d == SERVER || d == "paceline"),
                 "{door} depends on {d}"
             );
         }
         assert!(deps(door).contains("paceline-core"), "{door} calls the core");
     }
 
+    // The server mounts the HTTP doors; it reaches no role.
+    for d in deps(SERVER) {
+        assert!(!ROLES.contains(&d.as_str()) && d != "paceline-attendant", "{SERVER} depends on {d}");
+    }
+    for door in ["paceline-v1", "paceline-evolution"] {
+        assert!(deps(SERVER).contains(door), "{SERVER} mounts {door}");
+    }
+
     // Roles reach the API only over the network.
     for role in ROLES {
         for d in deps(role) {
-            assert!(!DOORS.contains(&d.as_str()), "{role} depends on the door {d}");
+            assert!(
+                !(DOORS.contains(&d.as_str()) || d == HTTP_COMMON || d == SERVER),
+                "{role} depends on the door {d}"
+            );
             assert!(d != "paceline", "{role} depends on the binary");
         }
     }

@@ -28,14 +28,14 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use shared::ApiError;
 
-use crate::extract::{authenticate, bearer_of};
-use crate::state::AppState;
+use door::extract::{authenticate, bearer_of};
+use door::AppState;
 
 /// Tool calls answered, by tool and result (`ok` or the error code).
 pub const TOOL_CALLS: &str = "paceline_mcp_tool_calls_total";
 /// The largest MCP request body: one JSON-RPC message. Media over this size goes by
 /// `media.url`.
-pub const BODY_LIMIT: usize = crate::routes::BODY_LIMIT;
+pub const BODY_LIMIT: usize = door::BODY_LIMIT;
 
 /// One JSON-RPC 2.0 message a client sends: a request (with `id`) or a notification.
 /// Checked before the protocol sees it: anything else is 400 `validation_failed`.

@@ -24,8 +24,8 @@ use tower::ServiceExt;
 
 use super::tools::{self, Built, Catalog, ToolDef, TOOLS};
 use super::TOOL_CALLS;
-use crate::extract::Principal;
-use crate::state::AppState;
+use door::extract::Principal;
+use door::AppState;
 
 /// The largest answer a tool reads from its operation.
 const ANSWER_LIMIT: usize = 8 * 1024 * 1024;

@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
-use crate::extract::Principal;
-use crate::routes::access::{self, Access};
+use door::access::{self, Access};
+use door::extract::Principal;
 
 /// One tool: what a model reads to pick it, and the operation it calls.
 pub struct ToolDef {

@@ -9,8 +9,8 @@ use shared::error::ErrorBody;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::extract::Principal;
-use crate::state::AppState;
+use door::extract::Principal;
+use door::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(openapi_json))

@@ -1,13 +1,13 @@
 //! The auth matrix: every operation of the OpenAPI description, called with every kind
 //! of token (none, invalid, a wrong admin token, another instance's token, the
 //! instance's token, a `read_only` and a `send_only` key, a revoked and an expired key,
-//! the admin token), answers as its row of `api::routes::access::ROUTES` says: 401, 403,
+//! the admin token), answers as its row of `api::access::ROUTES` says: 401, 403,
 //! 404 (another instance's webhooks, deliveries and action routes are not told of), or
 //! through auth. An operation without a row fails the test.
 
 use std::time::Duration;
 
-use api::routes::access::{self, Access};
+use api::access::{self, Access};
 use harness::cluster::wait_for;
 use harness::{Client, TestApi};
 use serde_json::{json, Value};
@@ -171,7 +171,7 @@ async fn every_route_answers_every_kind_of_token_as_its_row_says() {
         let what = format!("{} {}", op.method, op.path);
         let method: axum::http::Method = op.method.as_str().parse().unwrap();
         let access =
-            access::of(&method, &op.path).unwrap_or_else(|| panic!("{what} has no row in api::routes::access::ROUTES"));
+            access::of(&method, &op.path).unwrap_or_else(|| panic!("{what} has no row in api::access::ROUTES"));
         let anon = call(&api.anon(), &op, &t).await;
         if access == Access::Open {
             // The token is not looked at: every kind gets what no token gets.
