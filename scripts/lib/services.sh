@@ -389,7 +389,8 @@ _pl_ensure_pg_os_user() {
 # openapi-python-client (generates a client from it), the official MCP Python SDK (the
 # MCP endpoint's client), for the Helm chart helm-python-sdk (Helm v4's engine) and
 # kubernetes-validate (the Kubernetes schemas), and Evolution API's Python client
-# (`evolutionapi`, the Evolution compatibility test). Exports PL_TEST_PYTHON.
+# (`evolutionapi`, the Evolution compatibility test), and `jsonschema` (emitted events
+# against their schemas in the description). Exports PL_TEST_PYTHON.
 pl_ensure_test_python() {
     PL_TEST_PYTHON=$PL_VENV/bin/python
     export PL_TEST_PYTHON
@@ -401,6 +402,7 @@ pl_ensure_test_python() {
         "helm_python:${PL_HELM_SPEC:-helm-python-sdk==0.2.2}"
         "kubernetes_validate:${PL_KUBE_VALIDATE_SPEC:-kubernetes-validate==1.37.0}"
         "evolutionapi:${PL_EVOLUTIONAPI_SPEC:-evolutionapi==0.1.2}"
+        "jsonschema:${PL_JSONSCHEMA_SPEC:-jsonschema==4.26.0}"
     )
     local entry module spec
     for entry in "${want[@]}"; do

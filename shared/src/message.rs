@@ -23,9 +23,11 @@ pub const EXPIRES_MAX: Duration = Duration::from_secs(168 * 3600);
 pub const EXPIRES_DEFAULT: Duration = Duration::from_secs(24 * 3600);
 
 /// The message types.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+// Stored as their names (`messages.type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, sqlx::Type)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
 pub enum MessageType {
     Text,
     Image,

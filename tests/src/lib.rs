@@ -5,6 +5,7 @@
 pub mod browser;
 pub mod chaos;
 pub mod cluster;
+pub mod events;
 pub mod webhooks;
 
 use std::net::SocketAddr;

@@ -569,6 +569,7 @@ mod tests {
         assert_eq!(documented, shared::events::EVENT_TYPES);
         let doc: serde_json::Value = serde_json::from_str(super::json()).unwrap();
         for (kind, _, schema) in domain::catalog::CATALOG {
+            assert_eq!(shared::events::Event::schema_of(kind), Some(*schema), "{kind} is emitted with {schema}");
             assert!(
                 doc["components"]["schemas"].get(*schema).is_some(),
                 "schema {schema} of {kind} is not in the description"

@@ -283,7 +283,7 @@ mod tests {
             kind: kind.into(),
             content,
             status: None,
-            source: "live".into(),
+            source: shared::db::log::Source::Live,
         }
     }
 

@@ -27,6 +27,9 @@ use deadpool_redis::redis::{self, Script};
 use futures::StreamExt;
 use serde_json::json;
 use shared::db::{attendants, instances, log, media, messages as queue_rows, outbox};
+use shared::events::{
+    AttendantFailedEventData, AttendantHandoffEventData, AttendantRepliedEventData, AttendantTokens, Event,
+};
 use shared::fetch::GuardedClient;
 use shared::ids::InstanceId;
 use shared::sealed::Sealer;
@@ -348,16 +351,21 @@ impl Attendant {
         }
     }
 
-    async fn event(&self, id: &InstanceId, kind: &str, data: serde_json::Value) -> Result<(), ApiError> {
-        outbox::insert(&self.state.db, id, kind, data).await?;
+    async fn event(&self, id: &InstanceId, event: Event) -> Result<(), ApiError> {
+        outbox::insert(&self.state.db, id, &event).await?;
         Ok(())
     }
 
     async fn failed(&self, id: &InstanceId, m: &Inbound, reason: &str, detail: &str) -> Result<Outcome, ApiError> {
         metrics::counter!(FAILURES, "reason" => reason.to_string()).increment(1);
         tracing::info!(instance = %id, message = %m.message_id, reason, "the attendant could not answer");
-        let data = json!({ "chat_jid": m.chat_jid, "message_id": m.message_id, "reason": reason, "detail": detail });
-        self.event(id, "attendant.failed", data).await?;
+        let data = AttendantFailedEventData {
+            chat_jid: m.chat_jid.clone(),
+            message_id: message_id(&m.message_id)?,
+            reason: reason.into(),
+            detail: detail.into(),
+        };
+        self.event(id, Event::AttendantFailed(data)).await?;
         Ok(Outcome::Done)
     }
 
@@ -378,8 +386,13 @@ impl Attendant {
         let new = attendants::pause(&self.state.db, id, &m.chat_jid, until, reason).await?;
         if new {
             metrics::counter!(HANDOFFS, "reason" => reason.to_string()).increment(1);
-            let data = json!({ "chat_jid": m.chat_jid, "message_id": m.message_id, "reason": reason, "until": until });
-            self.event(id, "attendant.handoff", data).await?;
+            let data = AttendantHandoffEventData {
+                chat_jid: m.chat_jid.clone(),
+                message_id: message_id(&m.message_id)?,
+                reason: reason.into(),
+                until,
+            };
+            self.event(id, Event::AttendantHandoff(data)).await?;
         }
         Ok(Outcome::Done)
     }
@@ -525,10 +538,13 @@ impl Attendant {
         a: &provider::Answer,
     ) -> Result<(), ApiError> {
         let kind = c.provider.kind();
-        let event = json!({
-            "chat_jid": m.chat_jid, "message_id": m.message_id, "reply_message_id": reply, "provider": kind,
-            "tokens": { "prompt": a.prompt_tokens, "completion": a.completion_tokens },
-        });
+        let event = AttendantRepliedEventData {
+            chat_jid: m.chat_jid.clone(),
+            message_id: message_id(&m.message_id)?,
+            reply_message_id: message_id(reply)?,
+            provider: kind.into(),
+            tokens: AttendantTokens { prompt: a.prompt_tokens, completion: a.completion_tokens },
+        };
         attendants::record_reply(
             &self.state.db,
             id,
@@ -543,4 +559,9 @@ impl Attendant {
         .await?;
         Ok(())
     }
+}
+
+/// A message id of the local log or the queue, as events carry it.
+fn message_id(s: &str) -> Result<shared::ids::MessageId, ApiError> {
+    shared::ids::MessageId::parse(s).map_err(|_| ApiError::internal("a message id not of its form"))
 }

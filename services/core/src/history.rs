@@ -27,7 +27,7 @@ pub struct LogMessageOut {
     /// Outgoing messages: `sent`, `delivered` or `read`.
     pub status: Option<String>,
     /// `live`, `history` (synced at pairing) or `queue` (sent through `POST messages`).
-    pub source: String,
+    pub source: shared::db::log::Source,
     pub timestamp: DateTime<Utc>,
     /// Ids of the labels on this message (business accounts).
     pub labels: Vec<String>,

@@ -8,8 +8,6 @@
 
 use std::time::Duration;
 
-use serde_json::json;
-
 pub const SCORE: &str = "paceline_instance_risk_score";
 pub const SCORE_INSTANCE: &str = "paceline_instance_risk_score_by_instance";
 pub const CHANGES: &str = "paceline_instance_risk_changes_total";
@@ -65,18 +63,15 @@ async fn round(db: &sqlx::PgPool, every: Duration, p: &Policy) -> Result<usize, 
         if p.per_instance_metrics {
             metrics::gauge!(SCORE_INSTANCE, "instance" => id.to_string()).set(a.score);
         }
-        let reasons: Vec<&str> = a.contributions.iter().filter(|c| c.points > 0.0).take(3).map(|c| c.signal).collect();
-        let event =
-            json!({ "score": a.score, "level": a.level, "reasons": reasons, "recommendation": a.recommendation });
+        let reasons = a.contributions.iter().filter(|c| c.points > 0.0).take(3).map(|c| c.signal.to_string()).collect();
         let mut changed = false;
-        if shared::db::risk::record(db, id, a.score, a.level, event).await?.is_some() {
+        if shared::db::risk::record(db, id, a.score, a.level, reasons, &a.recommendation).await?.is_some() {
             metrics::counter!(CHANGES, "level" => a.level.as_str()).increment(1);
             changed = true;
         }
         let critical = a.level == shared::risk::Level::Critical;
         if policy.auto_pause && (critical || signals.temp_bans_7d > 0) {
-            let event = json!({ "score": a.score, "level": a.level });
-            if let Some(reason) = shared::db::risk::auto_pause(db, id, critical, event).await? {
+            if let Some(reason) = shared::db::risk::auto_pause(db, id, critical, a.score, a.level).await? {
                 metrics::counter!(PAUSES, "reason" => reason.clone()).increment(1);
                 tracing::warn!(instance = %id, reason, "the instance's queue is paused");
                 changed = true;

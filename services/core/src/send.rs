@@ -6,62 +6,21 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use futures::StreamExt;
-use serde::{Deserialize, Serialize};
 use shared::db::instances::{self, InstanceState};
 use shared::db::media::{self, MediaBody, MediaError, MediaWriter};
-use shared::db::messages::{self, MessageRow, MessageStatus, NewMessage, Queued};
+use shared::db::messages::{self, MessageRow, NewMessage, Queued};
 use shared::fetch::FetchError;
 use shared::ids::{InstanceId, MediaId, MessageId};
 use shared::message::{MediaRef, MessageType, Outbound};
 use shared::ErrorCode;
-use utoipa::ToSchema;
 
 use crate::message_in::{self as message, MediaSource, MessageIn};
 use crate::slots::Slot;
 use crate::{Caller, Core, Ctx, Error, Result};
 
-/// A message and its status.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct MessageOut {
-    pub id: MessageId,
-    pub status: MessageStatus,
-    /// The recipient's JID.
-    pub to: String,
-    #[serde(rename = "type")]
-    pub kind: MessageType,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub client_message_id: Option<String>,
-    /// The network's id, once sent.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub wa_message_id: Option<String>,
-    /// `<code>: <detail>`, when failed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    pub created_at: DateTime<Utc>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sent_at: Option<DateTime<Utc>>,
-    pub expires_at: DateTime<Utc>,
-}
-
-impl From<&MessageRow> for MessageOut {
-    fn from(r: &MessageRow) -> Self {
-        let v = r.view();
-        MessageOut {
-            id: r.id.clone(),
-            status: r.status,
-            to: r.to_jid.clone(),
-            kind: serde_json::from_value(serde_json::Value::String(r.kind.clone())).unwrap_or(MessageType::Text),
-            client_message_id: r.client_message_id.clone(),
-            wa_message_id: v.wa_message_id.map(str::to_owned),
-            error: r.error.clone(),
-            created_at: r.created_at,
-            sent_at: r.sent_at,
-            expires_at: r.expires_at,
-        }
-    }
-}
+pub use shared::db::messages::MessageOut;
 
 /// Body limit of `POST {inst}/messages` (media as base64).
 pub const MESSAGES_BODY_LIMIT: usize = 140 * 1024 * 1024;

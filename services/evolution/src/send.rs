@@ -194,7 +194,7 @@ async fn queue(
     let (msg, _) = queued.map_err(|e| as_400(e.into()))?;
     let hex = &msg.id.as_str()[4..];
     let service_id = format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..]);
-    let (message_type, message) = shared::evolution::message(&msg.kind, &msg.content, None);
+    let (message_type, message) = shared::evolution::message(msg.kind.as_str(), &msg.content, None);
     Ok(Json(SendActionOut {
         service_id,
         key: EvolutionKey { remote_jid: msg.to_jid.clone(), from_me: true, id: msg.wa_message_id.clone() },

@@ -310,7 +310,7 @@ impl Actor {
             DriverEvent::Call { .. } => "call",
             DriverEvent::Label { .. } => "label",
             DriverEvent::LabelTarget { .. } => "label_target",
-            DriverEvent::Group { .. } => "group",
+            DriverEvent::Network(_) => "group",
             DriverEvent::Message { .. } => "message",
             DriverEvent::Receipt { .. } => "receipt",
             DriverEvent::History { .. } => "history",
@@ -366,15 +366,10 @@ impl Actor {
                         let text = Some(msg.clone()).filter(|m| !m.is_empty());
                         match session.reject_call(&call_id, text).await {
                             Ok(()) => {
-                                let data = serde_json::json!({ "call_id": call_id, "from": from, "message": msg });
-                                let written = shared::db::outbox::insert_fenced(
-                                    &self.ctx.db,
-                                    &self.id,
-                                    self.epoch,
-                                    "call.rejected",
-                                    data,
-                                )
-                                .await;
+                                let data = shared::events::CallRejectedEventData { call_id, from, message: msg };
+                                let event = shared::events::Event::CallRejected(data);
+                                let written =
+                                    shared::db::outbox::insert_fenced(&self.ctx.db, &self.id, self.epoch, &event).await;
                                 if let Err(e) = written {
                                     tracing::warn!(error = %e, "recording the rejected call failed");
                                 }
@@ -395,8 +390,8 @@ impl Actor {
                 let change = Change::Target { label_id, chat_jid: jid, wa_message_id, labeled };
                 fenced(labels::apply(&self.ctx.db, &self.id, Some(self.epoch), &change).await.map(|r| r.is_some()))
             }
-            DriverEvent::Group { event, data } => {
-                fenced(shared::db::outbox::insert_fenced(&self.ctx.db, &self.id, self.epoch, event, data).await)
+            DriverEvent::Network(event) => {
+                fenced(shared::db::outbox::insert_fenced(&self.ctx.db, &self.id, self.epoch, &event).await)
             }
             DriverEvent::Message { message } => {
                 // A chat that writes in may free its held first-contact sends.

@@ -75,8 +75,8 @@ pub struct Finish {
     pub id: MessageId,
     pub instance: InstanceId,
     pub epoch: i64,
-    /// `None`: sent; else the failure (`<code>: <detail>`).
-    pub error: Option<String>,
+    /// `None`: sent; else the failure: the error table's code and what happened.
+    pub error: Option<(String, String)>,
 }
 
 /// The worker's writer of the ends of sends: `None` when the instance has a new owner.
@@ -92,7 +92,7 @@ pub fn finisher(db: sqlx::PgPool) -> Batcher<Finish, Option<MessageRow>> {
                     epoch: j.epoch,
                     outcome: match &j.error {
                         None => Outcome::Sent,
-                        Some(error) => Outcome::Failed { error },
+                        Some((code, detail)) => Outcome::Failed { code, detail },
                     },
                 })
                 .collect();

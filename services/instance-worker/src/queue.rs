@@ -332,7 +332,7 @@ impl Queue {
 
     /// Builds what the driver sends, loading media bytes from Postgres.
     async fn outgoing(&mut self, held: &Held<'_>, m: &MessageRow) -> Result<Outgoing, Step> {
-        let message = match Outbound::from_row(&m.kind, &m.content) {
+        let message = match Outbound::from_row(m.kind, &m.content) {
             Ok(message) => message,
             Err(_) => {
                 return Err(self
@@ -382,14 +382,13 @@ impl Queue {
     }
 
     async fn fail(&mut self, held: &Held<'_>, m: &MessageRow, code: ErrorCode, detail: &str) -> Step {
-        let error = format!("{}: {detail}", code.as_str());
-        self.finish(held, m, Finish::Failed { error: &error }, code.as_str()).await
+        self.finish(held, m, Finish::Failed { code: code.as_str(), detail }, code.as_str()).await
     }
 
     async fn finish(&mut self, held: &Held<'_>, m: &MessageRow, outcome: Finish<'_>, result: &'static str) -> Step {
         let error = match outcome {
             Finish::Sent => None,
-            Finish::Failed { error } => Some(error.to_string()),
+            Finish::Failed { code, detail } => Some((code.to_string(), detail.to_string())),
         };
         let job = crate::batch::Finish { id: m.id.clone(), instance: held.id.clone(), epoch: held.epoch, error };
         match held.ctx.finisher.call(job).await {

@@ -160,7 +160,7 @@ async fn sent_content(
 ) -> Option<(String, serde_json::Value)> {
     let id = MessageId::parse(data["id"].as_str()?).ok()?;
     match shared::db::messages::get(db, instance, &id).await {
-        Ok(Some(m)) => Some((m.kind, m.content)),
+        Ok(Some(m)) => Some((m.kind.as_str().to_string(), m.content)),
         Ok(None) => None,
         Err(e) => {
             tracing::debug!(error = %e, "reading a sent message's content failed");

@@ -194,7 +194,7 @@ pub struct Reply<'a> {
     pub message_id: &'a str,
     pub tokens: i64,
     /// The `attendant.replied` event's data.
-    pub event: serde_json::Value,
+    pub event: crate::events::AttendantRepliedEventData,
 }
 
 /// Records a reply once: the row, its `attendant.replied` event and the day's usage, in
@@ -217,7 +217,7 @@ pub async fn record_reply(db: &sqlx::PgPool, id: &InstanceId, r: Reply<'_>) -> R
     if !inserted {
         return Ok(false);
     }
-    crate::db::outbox::insert(&mut *tx, id, "attendant.replied", r.event).await?;
+    crate::db::outbox::insert(&mut *tx, id, &crate::events::Event::AttendantReplied(r.event)).await?;
     sqlx::query(
         "INSERT INTO usage_daily (instance_id, day, attendant_replies, attendant_tokens) \
          VALUES ($1, (now() AT TIME ZONE 'UTC')::date, 1, $2) \

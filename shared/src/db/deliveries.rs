@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgExecutor};
 
 use crate::db::outbox;
+use crate::events::{Event, WebhookDisabledEventData};
 use crate::ids::{DeliveryId, EventId, InstanceId, WebhookId};
 
 /// The delivery log's columns (what the API shows).
@@ -273,13 +274,9 @@ pub async fn record(
         .await?;
         for (hook, instance, reason) in &rows {
             fail_pending(&mut tx, hook, "the endpoint was disabled").await?;
-            outbox::insert(
-                &mut *tx,
-                instance,
-                "webhook.disabled",
-                serde_json::json!({ "webhook_id": hook, "reason": reason }),
-            )
-            .await?;
+            let event =
+                Event::WebhookDisabled(WebhookDisabledEventData { webhook_id: hook.clone(), reason: reason.clone() });
+            outbox::insert(&mut *tx, instance, &event).await?;
         }
         disabled.webhooks = rows;
     }

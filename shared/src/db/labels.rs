@@ -6,9 +6,9 @@
 
 use std::collections::HashMap;
 
-use serde_json::{json, Value};
 use sqlx::{PgExecutor, PgPool};
 
+use crate::events::{Event, LabelEventLabel, LabelUpdatedEventData};
 use crate::ids::InstanceId;
 
 /// A label.
@@ -122,16 +122,16 @@ pub async fn apply(
         }
     };
     if changed {
-        let data = event_data(&mut tx, instance, change).await?;
-        super::outbox::insert(&mut *tx, instance, "label.updated", data).await?;
+        let event = event(&mut tx, instance, change).await?;
+        super::outbox::insert(&mut *tx, instance, &event).await?;
     }
     tx.commit().await?;
     Ok(Some(changed))
 }
 
-/// `label.updated`'s data: the label as it now is (`deleted` once gone), what changed,
+/// The `label.updated` of `change`: the label as it now is (`deleted` once gone), what changed,
 /// and the chats it is applied to.
-async fn event_data(tx: &mut sqlx::PgConnection, instance: &InstanceId, change: &Change) -> Result<Value, sqlx::Error> {
+async fn event(tx: &mut sqlx::PgConnection, instance: &InstanceId, change: &Change) -> Result<Event, sqlx::Error> {
     let label_id = change.label_id();
     let row = get(&mut *tx, instance, label_id).await?;
     let chats: Vec<String> = sqlx::query_scalar(
@@ -143,22 +143,19 @@ async fn event_data(tx: &mut sqlx::PgConnection, instance: &InstanceId, change: 
     .fetch_all(&mut *tx)
     .await?;
     let label = match &row {
-        Some(r) => json!({ "id": r.label_id, "name": r.name, "color": r.color, "deleted": false }),
-        None => json!({ "id": label_id, "deleted": true }),
-    };
-    let mut data = json!({ "label": label, "chats": chats });
-    match change {
-        Change::Edit { .. } => data["change"] = json!(if row.is_some() { "edited" } else { "deleted" }),
-        Change::Delete { .. } => data["change"] = json!("deleted"),
-        Change::Target { chat_jid, wa_message_id, labeled, .. } => {
-            data["change"] = json!(if *labeled { "applied" } else { "removed" });
-            data["chat_jid"] = json!(chat_jid);
-            if let Some(m) = wa_message_id {
-                data["wa_message_id"] = json!(m);
-            }
+        Some(r) => {
+            LabelEventLabel { id: r.label_id.clone(), name: Some(r.name.clone()), color: Some(r.color), deleted: false }
         }
-    }
-    Ok(data)
+        None => LabelEventLabel { id: label_id.to_string(), name: None, color: None, deleted: true },
+    };
+    let (change, chat_jid, wa_message_id) = match change {
+        Change::Edit { .. } => (if row.is_some() { "edited" } else { "deleted" }, None, None),
+        Change::Delete { .. } => ("deleted", None, None),
+        Change::Target { chat_jid, wa_message_id, labeled, .. } => {
+            (if *labeled { "applied" } else { "removed" }, Some(chat_jid.clone()), wa_message_id.clone())
+        }
+    };
+    Ok(Event::LabelUpdated(LabelUpdatedEventData { label, change: change.into(), chats, chat_jid, wa_message_id }))
 }
 
 /// The account's labels, by id.

@@ -11,11 +11,15 @@
 //! changed), `history` (reading logged messages back), and `media_downloads` (received
 //! media still to fetch).
 use chrono::{DateTime, Utc};
-use serde_json::{json, Value};
+use serde_json::Value;
 use sqlx::{PgConnection, PgExecutor, PgPool};
 
 use crate::db::outbox;
+use crate::events::{
+    ChatUpdatedEventData, Event, MediaUpdatedEventData, ReactionEventData, ReceiptEventData, ReceivedMessageEventData,
+};
 use crate::ids::{InstanceId, MessageId};
+use crate::message::MessageType;
 
 mod chats;
 mod history;
@@ -42,13 +46,19 @@ pub struct Received {
     pub ts: DateTime<Utc>,
 }
 
-/// Where logged messages came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a message of the local log came from.
+// Stored as its name (`log_messages.source`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, sqlx::Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = LogSource))]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
 pub enum Source {
-    /// As they happen: each new one is an event.
+    /// Received as it happened: each new one is an event.
     Live,
     /// Synced at pairing: only the chats they touch are events.
     History,
+    /// Sent through paceline's queue.
+    Queue,
 }
 
 impl Source {
@@ -56,6 +66,7 @@ impl Source {
         match self {
             Source::Live => "live",
             Source::History => "history",
+            Source::Queue => "queue",
         }
     }
 }
@@ -73,7 +84,7 @@ pub struct LogRow {
     pub kind: String,
     pub content: Value,
     pub status: Option<String>,
-    pub source: String,
+    pub source: Source,
 }
 
 const LOG_COLUMNS: &str = "id, chat_jid, wa_message_id, ts, from_jid, from_me, type, content, status, source";

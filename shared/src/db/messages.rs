@@ -4,11 +4,13 @@
 //! each status change writes its outbox event in the same transaction.
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sqlx::{PgExecutor, PgPool};
 
 use crate::db::outbox;
+use crate::events::Event;
 use crate::ids::{InstanceId, MessageId};
+use crate::message::MessageType;
 
 /// Where a queued message is: `queued`, `in_flight` (an attempt started; a new owner
 /// sends it again under the same network id), then `sent` or `failed`.
@@ -48,12 +50,14 @@ pub struct MessageRow {
     pub status: MessageStatus,
     pub to_jid: String,
     #[sqlx(rename = "type")]
-    pub kind: String,
+    pub kind: MessageType,
     pub content: serde_json::Value,
     pub client_message_id: Option<String>,
     pub content_hash: String,
     pub wa_message_id: String,
-    pub error: Option<String>,
+    /// A failed message's code (the error table's) and detail.
+    pub error_code: Option<String>,
+    pub error_detail: Option<String>,
     pub attempts: i32,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -62,43 +66,59 @@ pub struct MessageRow {
 }
 
 const COLUMNS: &str = "id, instance_id, seq, status, to_jid, type, content, client_message_id, content_hash, \
-    wa_message_id, error, attempts, created_at, updated_at, sent_at, expires_at";
+    wa_message_id, error_code, error_detail, attempts, created_at, updated_at, sent_at, expires_at";
 
-/// The message as events and the API show it.
-#[derive(Debug, Clone, Serialize)]
-pub struct MessageView<'a> {
-    pub id: &'a MessageId,
+/// A message and its status, as events and the API show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct MessageOut {
+    pub id: MessageId,
     pub status: MessageStatus,
-    pub to: &'a str,
+    /// The recipient's JID.
+    pub to: String,
     #[serde(rename = "type")]
-    pub kind: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub client_message_id: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub wa_message_id: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<&'a str>,
+    pub kind: MessageType,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub client_message_id: Option<String>,
+    /// The network's id, once sent.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub wa_message_id: Option<String>,
+    /// `<code>: <detail>`, when failed.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub error: Option<String>,
     pub created_at: DateTime<Utc>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub sent_at: Option<DateTime<Utc>>,
     pub expires_at: DateTime<Utc>,
 }
 
 impl MessageRow {
-    /// `wa_message_id` shows once the message is sent (it is assigned before).
-    pub fn view(&self) -> MessageView<'_> {
-        MessageView {
-            id: &self.id,
+    /// `<code>: <detail>` of a failed message, as events and the API show it.
+    pub fn error(&self) -> Option<String> {
+        self.error_code.as_ref().map(|code| format!("{code}: {}", self.error_detail.as_deref().unwrap_or_default()))
+    }
+
+    /// The message as events and the API show it: `wa_message_id` shows once it is sent
+    /// (it is assigned before).
+    pub fn view(&self) -> MessageOut {
+        MessageOut {
+            id: self.id.clone(),
             status: self.status,
-            to: &self.to_jid,
-            kind: &self.kind,
-            client_message_id: self.client_message_id.as_deref(),
-            wa_message_id: (self.status == MessageStatus::Sent).then_some(self.wa_message_id.as_str()),
-            error: self.error.as_deref(),
+            to: self.to_jid.clone(),
+            kind: self.kind,
+            client_message_id: self.client_message_id.clone(),
+            wa_message_id: (self.status == MessageStatus::Sent).then(|| self.wa_message_id.clone()),
+            error: self.error(),
             created_at: self.created_at,
             sent_at: self.sent_at,
             expires_at: self.expires_at,
         }
+    }
+}
+
+impl From<&MessageRow> for MessageOut {
+    fn from(r: &MessageRow) -> MessageOut {
+        r.view()
     }
 }
 
@@ -135,22 +155,21 @@ pub async fn enqueue(pool: &PgPool, batch: &[NewMessage]) -> Result<Vec<Queued>,
     let mut event_ids = Vec::with_capacity(batch.len());
     let mut events = Vec::with_capacity(batch.len());
     for m in batch {
-        let view = MessageView {
-            id: &m.id,
+        let view = MessageOut {
+            id: m.id.clone(),
             status: MessageStatus::Queued,
-            to: &m.to_jid,
-            kind: m.message.content.kind().as_str(),
-            client_message_id: m.client_message_id.as_deref(),
+            to: m.to_jid.clone(),
+            kind: m.message.content.kind(),
+            client_message_id: m.client_message_id.clone(),
             wa_message_id: None,
             error: None,
             created_at: now,
             sent_at: None,
             expires_at: m.expires_at,
         };
-        let event_id = crate::ids::EventId::new();
-        events.push(serde_json::json!({
-            "id": event_id, "type": "message.queued", "instance_id": m.instance_id, "created_at": now, "data": view,
-        }));
+        let (event_id, mut event) = outbox::envelope(&m.instance_id, &Event::MessageQueued(view));
+        event["created_at"] = serde_json::json!(now);
+        events.push(event);
         event_ids.push(event_id);
     }
     let col = |f: fn(&NewMessage) -> String| batch.iter().map(f).collect::<Vec<String>>();
@@ -336,9 +355,10 @@ pub async fn note_rate_limited(
 /// How a message ended.
 pub enum Outcome<'a> {
     Sent,
-    /// `error` is `<code>: <detail>`.
+    /// With the error table's `code` and what happened.
     Failed {
-        error: &'a str,
+        code: &'a str,
+        detail: &'a str,
     },
 }
 
@@ -362,11 +382,12 @@ pub async fn finish_many(pool: &PgPool, items: &[Finishing<'_>]) -> Result<Vec<O
     };
     // Instance rows are share-locked in id order (the fence), so batches never deadlock.
     let rows: Vec<MessageRow> = sqlx::query_as(&format!(
-        "WITH f AS (SELECT * FROM UNNEST($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[]) \
-                    AS f(f_id, f_instance, f_epoch, f_status, f_error)), \
+        "WITH f AS (SELECT * FROM UNNEST($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[]) \
+                    AS f(f_id, f_instance, f_epoch, f_status, f_code, f_detail)), \
          owner AS (SELECT i.id AS o_id FROM instances i JOIN (SELECT DISTINCT f_instance, f_epoch FROM f) e \
                    ON i.id = e.f_instance AND i.owner_epoch = e.f_epoch ORDER BY i.id FOR SHARE OF i) \
-         UPDATE messages SET status = f_status, error = f_error, updated_at = now(), \
+         UPDATE messages SET status = f_status, error_code = f_code, error_detail = f_detail, \
+             error = f_code || ': ' || f_detail, updated_at = now(), \
              sent_at = CASE WHEN f_status = 'sent' THEN now() ELSE sent_at END \
          FROM f WHERE id = f_id AND instance_id = f_instance AND instance_id IN (SELECT o_id FROM owner) \
              AND status IN ('queued', 'in_flight') RETURNING {}",
@@ -381,7 +402,16 @@ pub async fn finish_many(pool: &PgPool, items: &[Finishing<'_>]) -> Result<Vec<O
             .iter()
             .map(|f| match f.outcome {
                 Outcome::Sent => None,
-                Outcome::Failed { error } => Some(error),
+                Outcome::Failed { code, .. } => Some(code),
+            })
+            .collect::<Vec<_>>(),
+    )
+    .bind(
+        items
+            .iter()
+            .map(|f| match f.outcome {
+                Outcome::Sent => None,
+                Outcome::Failed { detail, .. } => Some(detail),
             })
             .collect::<Vec<_>>(),
     )
@@ -390,8 +420,8 @@ pub async fn finish_many(pool: &PgPool, items: &[Finishing<'_>]) -> Result<Vec<O
     let events = rows
         .iter()
         .map(|r| {
-            let kind = if r.status == MessageStatus::Sent { "message.sent" } else { "message.failed" };
-            (&r.instance_id, kind, serde_json::to_value(r.view()).expect("serializes"))
+            let event = if r.status == MessageStatus::Sent { Event::MessageSent } else { Event::MessageFailed };
+            (&r.instance_id, event(r.view()))
         })
         .collect();
     outbox::insert_many(&mut *tx, events).await?;
@@ -419,19 +449,21 @@ pub async fn fail_idle(pool: &PgPool, limit: i64, unpaired: bool) -> Result<Vec<
     let mut tx = pool.begin().await?;
     let rows: Vec<MessageRow> = sqlx::query_as(&format!(
         "WITH expired AS ( \
-           SELECT m.id, 'message_expired: not sent before expires_after' AS why \
+           SELECT m.id, 'message_expired' AS code, 'not sent before expires_after' AS detail \
            FROM messages m JOIN instances i ON i.id = m.instance_id \
            WHERE m.status = 'queued' AND m.expires_at <= now() \
              AND NOT i.desired AND i.state NOT IN ('logged_out', 'banned') \
            ORDER BY m.expires_at LIMIT $1 FOR UPDATE OF m SKIP LOCKED), \
          unpaired AS ( \
-           SELECT m.id, 'instance_not_connected: the number is ' || replace(i.state, '_', ' ') || '; pair it again' AS why \
+           SELECT m.id, 'instance_not_connected' AS code, \
+                  'the number is ' || replace(i.state, '_', ' ') || '; pair it again' AS detail \
            FROM instances i CROSS JOIN LATERAL ( \
              SELECT id FROM messages WHERE instance_id = i.id AND status = 'queued' \
              ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED) m \
            WHERE $2 AND NOT i.desired AND i.state IN ('logged_out', 'banned') LIMIT $1), \
          doomed AS (SELECT * FROM expired UNION ALL SELECT * FROM unpaired) \
-         UPDATE messages SET status = 'failed', error = doomed.why, updated_at = now() \
+         UPDATE messages SET status = 'failed', error_code = doomed.code, error_detail = doomed.detail, \
+             error = doomed.code || ': ' || doomed.detail, updated_at = now() \
          FROM doomed WHERE messages.id = doomed.id RETURNING {}",
         COLUMNS.split(", ").map(|c| format!("messages.{c}")).collect::<Vec<_>>().join(", ")
     ))
@@ -440,8 +472,7 @@ pub async fn fail_idle(pool: &PgPool, limit: i64, unpaired: bool) -> Result<Vec<
     .fetch_all(&mut *tx)
     .await?;
     for r in &rows {
-        outbox::insert(&mut *tx, &r.instance_id, "message.failed", serde_json::to_value(r.view()).expect("serializes"))
-            .await?;
+        outbox::insert(&mut *tx, &r.instance_id, &Event::MessageFailed(r.view())).await?;
     }
     tx.commit().await?;
     Ok(rows)

@@ -4,25 +4,22 @@
 use chrono::Utc;
 use sqlx::PgExecutor;
 
+use crate::events::Event;
 use crate::ids::{EventId, InstanceId};
 
 /// A new event's id and body (what webhooks receive and the stream shows).
-fn envelope(instance: &InstanceId, kind: &str, data: serde_json::Value) -> (EventId, serde_json::Value) {
+pub fn envelope(instance: &InstanceId, event: &Event) -> (EventId, serde_json::Value) {
     let id = EventId::new();
     let payload = serde_json::json!({
-        "id": id, "type": kind, "instance_id": instance, "created_at": Utc::now(), "data": data,
+        "id": id, "type": event.kind(), "instance_id": instance, "created_at": Utc::now(), "data": event.data(),
     });
     (id, payload)
 }
 
-/// Writes an event; returns its id. `data` is the event's payload.
-pub async fn insert(
-    db: impl PgExecutor<'_>,
-    instance: &InstanceId,
-    kind: &str,
-    data: serde_json::Value,
-) -> Result<EventId, sqlx::Error> {
-    let (id, payload) = envelope(instance, kind, data);
+/// Writes an event; returns its id.
+pub async fn insert(db: impl PgExecutor<'_>, instance: &InstanceId, event: &Event) -> Result<EventId, sqlx::Error> {
+    let kind = event.kind();
+    let (id, payload) = envelope(instance, event);
     sqlx::query("INSERT INTO outbox (id, instance_id, type, payload) VALUES ($1, $2, $3, $4)")
         .bind(&id)
         .bind(instance)
@@ -33,20 +30,17 @@ pub async fn insert(
     Ok(id)
 }
 
-/// Writes several events in one statement (each `(instance, type, data)`).
-pub async fn insert_many(
-    db: impl PgExecutor<'_>,
-    events: Vec<(&InstanceId, &str, serde_json::Value)>,
-) -> Result<(), sqlx::Error> {
+/// Writes several events in one statement (each with its instance).
+pub async fn insert_many(db: impl PgExecutor<'_>, events: Vec<(&InstanceId, Event)>) -> Result<(), sqlx::Error> {
     if events.is_empty() {
         return Ok(());
     }
     let (mut ids, mut instances, mut kinds, mut payloads) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for (instance, kind, data) in events {
-        let (id, payload) = envelope(instance, kind, data);
+    for (instance, event) in events {
+        let (id, payload) = envelope(instance, &event);
         ids.push(id.to_string());
         instances.push(instance.to_string());
-        kinds.push(kind.to_string());
+        kinds.push(event.kind().to_string());
         payloads.push(payload);
     }
     sqlx::query(
@@ -136,10 +130,10 @@ pub async fn insert_fenced(
     db: impl PgExecutor<'_>,
     instance: &InstanceId,
     epoch: i64,
-    kind: &str,
-    data: serde_json::Value,
+    event: &Event,
 ) -> Result<bool, sqlx::Error> {
-    let (id, payload) = envelope(instance, kind, data);
+    let kind = event.kind();
+    let (id, payload) = envelope(instance, event);
     let r = sqlx::query(
         "INSERT INTO outbox (id, instance_id, type, payload) \
          SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM instances WHERE id = $2 AND owner_epoch = $5)",

@@ -3,6 +3,7 @@
 //! what was delivered) and the outbox (temporary bans and logouts, kept 7 days). No
 //! process memory: any pod computes the same signals.
 
+use crate::events::{Event, InstancePausedEventData, InstanceResumedEventData, InstanceRiskEventData};
 use crate::ids::InstanceId;
 use crate::risk::Signals;
 
@@ -110,14 +111,15 @@ pub async fn claim_due(db: &sqlx::PgPool, every: std::time::Duration, limit: i64
 }
 
 /// Records an evaluation; when the level moved (an instance never evaluated counts as
-/// `low`), writes `instance.risk` with `event` in the same transaction. Returns the
-/// previous level when it moved.
+/// `low`), writes `instance.risk` (with the `reasons` and the `recommendation`) in the
+/// same transaction. Returns the previous level when it moved.
 pub async fn record(
     db: &sqlx::PgPool,
     instance: &InstanceId,
     score: f64,
     level: crate::risk::Level,
-    event: serde_json::Value,
+    reasons: Vec<String>,
+    recommendation: &str,
 ) -> Result<Option<String>, sqlx::Error> {
     let mut tx = db.begin().await?;
     let old: Option<Option<String>> =
@@ -135,9 +137,14 @@ pub async fn record(
         .await?;
     let moved = old != level.as_str();
     if moved {
-        let mut data = event;
-        data["previous_level"] = serde_json::Value::String(old.clone());
-        crate::db::outbox::insert(&mut *tx, instance, "instance.risk", data).await?;
+        let event = Event::Risk(InstanceRiskEventData {
+            score,
+            level: level.as_str().into(),
+            previous_level: old.clone(),
+            reasons,
+            recommendation: recommendation.into(),
+        });
+        crate::db::outbox::insert(&mut *tx, instance, &event).await?;
     }
     tx.commit().await?;
     Ok(moved.then_some(old))
@@ -145,13 +152,14 @@ pub async fn record(
 
 /// Pauses the queue by policy, unless it is paused already: after a temporary ban the
 /// network gave since the last resume, or (when `critical`) at a critical risk, unless a
-/// resume came within the hour. Writes `instance.paused` with `event` (its `reason` added)
-/// in the same transaction; returns the reason when it paused.
+/// resume came within the hour. Writes `instance.paused` (with the evaluation's `score`
+/// and `level`) in the same transaction; returns the reason when it paused.
 pub async fn auto_pause(
     db: &sqlx::PgPool,
     instance: &InstanceId,
     critical: bool,
-    event: serde_json::Value,
+    score: f64,
+    level: crate::risk::Level,
 ) -> Result<Option<String>, sqlx::Error> {
     let mut tx = db.begin().await?;
     let reason: Option<String> = sqlx::query_scalar(
@@ -174,9 +182,8 @@ pub async fn auto_pause(
     .fetch_optional(&mut *tx)
     .await?;
     if let Some(r) = &reason {
-        let mut data = event;
-        data["reason"] = serde_json::Value::String(r.clone());
-        crate::db::outbox::insert(&mut *tx, instance, "instance.paused", data).await?;
+        let event = Event::Paused(InstancePausedEventData { reason: r.clone(), score, level: level.as_str().into() });
+        crate::db::outbox::insert(&mut *tx, instance, &event).await?;
     }
     tx.commit().await?;
     Ok(reason)
@@ -195,8 +202,8 @@ pub async fn resume(db: &sqlx::PgPool, instance: &InstanceId) -> Result<Option<S
     .fetch_optional(&mut *tx)
     .await?;
     if let Some(r) = &reason {
-        crate::db::outbox::insert(&mut *tx, instance, "instance.resumed", serde_json::json!({ "paused_for": r }))
-            .await?;
+        let event = Event::Resumed(InstanceResumedEventData { paused_for: r.clone() });
+        crate::db::outbox::insert(&mut *tx, instance, &event).await?;
     }
     tx.commit().await?;
     Ok(reason)

@@ -139,10 +139,10 @@ pub struct Outbound<M = MediaRef> {
 impl Outbound {
     /// A stored message's content; rows from before the content carried its `type` take
     /// it from the `type` column.
-    pub fn from_row(kind: &str, content: &serde_json::Value) -> Result<Outbound, serde_json::Error> {
+    pub fn from_row(kind: MessageType, content: &serde_json::Value) -> Result<Outbound, serde_json::Error> {
         let mut content = content.clone();
         if let Some(obj) = content.as_object_mut() {
-            obj.entry("type").or_insert_with(|| serde_json::Value::String(kind.to_string()));
+            obj.entry("type").or_insert_with(|| serde_json::Value::String(kind.as_str().to_string()));
         }
         serde_json::from_value(content)
     }
@@ -165,10 +165,10 @@ mod tests {
         };
         let v = serde_json::to_value(&out).unwrap();
         assert_eq!(v["type"], "image");
-        assert_eq!(Outbound::from_row("image", &v).unwrap(), out);
+        assert_eq!(Outbound::from_row(MessageType::Image, &v).unwrap(), out);
         // Before the type was stored in the content.
         let old = serde_json::json!({ "text": "hi", "link_preview": false, "reply_to": "msg_x" });
-        let o = Outbound::from_row("text", &old).unwrap();
+        let o = Outbound::from_row(MessageType::Text, &old).unwrap();
         assert_eq!(o.content, Content::Text { text: "hi".into(), link_preview: false });
         assert_eq!(o.reply_to.as_deref(), Some("msg_x"));
     }

@@ -394,7 +394,7 @@ pub(super) async fn send_status(
     };
     let status = domain::send::status(kind, text, media, b.caption, None);
     let (row, _) = domain::send::queue(a.ctx(&s), status, None, held.is_some()).await?;
-    let m = domain::send::MessageOut::from(&row);
+    let m = row.view();
     // (The network id shows once sent: `GET /v1/instances/{id}/messages/{serviceId}`.)
     Ok(Json(serde_json::json!({
         "key": { "remoteJid": shared::jid::STATUS_JID, "fromMe": true, "id": m.wa_message_id },

@@ -3,11 +3,11 @@
 //! took the instance over): the caller must stop and write nothing more.
 
 use chrono::{DateTime, Utc};
-use serde_json::json;
 use sqlx::{PgConnection, PgExecutor};
 
 use shared::db::instances::InstanceState;
 use shared::db::outbox;
+use shared::events::{ConnectedEventData, EmptyEventData, Event, InstanceStateEventData, QrUpdatedEventData};
 use shared::ids::InstanceId;
 
 /// Ids of instances that should run (connect asked, not logged out, banned or deleted).
@@ -99,23 +99,24 @@ async fn emit(
 ) -> Result<(), sqlx::Error> {
     let moved = old != new.as_str();
     if moved {
-        outbox::insert(&mut *tx, id, "instance.state", json!({ "state": new.as_str(), "previous_state": old })).await?;
+        let data = InstanceStateEventData { state: new.as_str().into(), previous_state: old.into(), reason: None };
+        outbox::insert(&mut *tx, id, &Event::InstanceState(data)).await?;
     }
     match (new, change) {
         (InstanceState::QrPending, Change::Qr(code, expires_at)) => {
-            outbox::insert(&mut *tx, id, "instance.qr_updated", json!({ "qr": code, "expires_at": expires_at }))
-                .await?;
+            let data = QrUpdatedEventData { qr: code.to_string(), expires_at };
+            outbox::insert(&mut *tx, id, &Event::QrUpdated(data)).await?;
         }
         (InstanceState::Connected, Change::Linked { phone, business }) if moved => {
             let account_type = if business { "business" } else { "personal" };
-            outbox::insert(&mut *tx, id, "instance.connected", json!({ "phone": phone, "account_type": account_type }))
-                .await?;
+            let data = ConnectedEventData { phone: phone.to_string(), account_type: account_type.into() };
+            outbox::insert(&mut *tx, id, &Event::Connected(data)).await?;
         }
         (InstanceState::LoggedOut, _) if moved => {
-            outbox::insert(&mut *tx, id, "instance.logged_out", json!({})).await.map(drop)?
+            outbox::insert(&mut *tx, id, &Event::LoggedOut(EmptyEventData {})).await.map(drop)?
         }
         (InstanceState::Banned, _) if moved => {
-            outbox::insert(&mut *tx, id, "instance.banned", json!({})).await.map(drop)?
+            outbox::insert(&mut *tx, id, &Event::Banned(EmptyEventData {})).await.map(drop)?
         }
         _ => {}
     }
@@ -234,8 +235,12 @@ pub async fn set_paused(db: &sqlx::PgPool, id: &InstanceId, epoch: i64, reason: 
     if res.rows_affected() != 1 {
         return Ok(false);
     }
-    let data = json!({ "state": "disconnected", "previous_state": old, "reason": reason });
-    outbox::insert(&mut *tx, id, "instance.state", data).await?;
+    let data = InstanceStateEventData {
+        state: "disconnected".into(),
+        previous_state: old.to_string(),
+        reason: Some(reason.to_string()),
+    };
+    outbox::insert(&mut *tx, id, &Event::InstanceState(data)).await?;
     tx.commit().await?;
     Ok(true)
 }

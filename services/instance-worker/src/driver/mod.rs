@@ -40,7 +40,7 @@ pub enum DriverEvent {
     /// A label applied to (or removed from) a chat, or one message of it.
     LabelTarget { label_id: String, jid: String, wa_message_id: Option<String>, labeled: bool },
     /// A change in the account's groups, communities or channels, as the catalog's event with its data.
-    Group { event: &'static str, data: serde_json::Value },
+    Network(shared::events::Event),
     /// A message for the account, or sent from its phone (`from_me`).
     Message { message: Incoming },
     /// A receipt (`delivered`, `read`) for a message the account sent.

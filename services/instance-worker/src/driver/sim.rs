@@ -165,8 +165,8 @@ impl Driver for SimDriver {
                         DriverEvent::LabelTarget { label_id, jid, wa_message_id: message_id, labeled }
                     }
                     // Only the network events of the catalog; anything else netsim says is dropped.
-                    ServerEv::Event { event, data } => match shared::events::network_event(&event) {
-                        Some(event) => DriverEvent::Group { event, data },
+                    ServerEv::Event { event, data } => match shared::events::network_event(&event, data) {
+                        Some(event) => DriverEvent::Network(event),
                         None => continue,
                     },
                 };

@@ -224,4 +224,6 @@ async fn a_channel_is_created_published_to_followed_and_read_within_the_networks
         .await
         .unwrap();
     assert_eq!(queued_count, 20, "the refused publication queued nothing");
+    // Every event it emitted is of its type's shape and schema.
+    harness::events::check_emitted(&c.pool().await).await;
 }

@@ -293,6 +293,8 @@ async fn gone_disables_at_once_and_repeated_failures_disable_with_an_event() {
     assert_eq!(w["enabled"], true);
     assert!(w.get("disabled_reason").is_none());
     s.stop().await;
+    // Every event it emitted is of its type's shape and schema.
+    harness::events::check_emitted(&db).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

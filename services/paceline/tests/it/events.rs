@@ -303,15 +303,12 @@ async fn a_keys_event_stream_leaves_out_the_pairing_qr() {
     let (mut as_key, mut as_owner) = (open(&reader).await, open(&own).await);
     let db = shared::db::connect(&api.config).await.unwrap();
     let iid = shared::ids::InstanceId::parse(&id).unwrap();
-    shared::db::outbox::insert(
-        &db,
-        &iid,
-        "instance.qr_updated",
-        json!({ "qr": "2@secret-pairing", "expires_at": chrono::Utc::now() }),
-    )
-    .await
-    .unwrap();
-    shared::db::outbox::insert(&db, &iid, "instance.state", json!({ "state": "qr_pending" })).await.unwrap();
+    use shared::events::{Event, InstanceStateEventData, QrUpdatedEventData};
+    let qr = Event::QrUpdated(QrUpdatedEventData { qr: "2@secret-pairing".into(), expires_at: chrono::Utc::now() });
+    shared::db::outbox::insert(&db, &iid, &qr).await.unwrap();
+    let state =
+        InstanceStateEventData { state: "qr_pending".into(), previous_state: "disconnected".into(), reason: None };
+    shared::db::outbox::insert(&db, &iid, &Event::InstanceState(state)).await.unwrap();
     let first = as_owner.next(Duration::from_secs(10)).await.expect("the owner's first event");
     assert_eq!(first.event.as_deref(), Some("instance.qr_updated"));
     let first = as_key.next(Duration::from_secs(10)).await.expect("the key's first event");

@@ -59,7 +59,7 @@ async fn a_batch_of_sends_ended_together_is_fenced_per_instance() {
             id: mid,
             instance: id,
             epoch: *epoch,
-            outcome: if k == 2 { Outcome::Failed { error: "network_error: gone" } } else { Outcome::Sent },
+            outcome: if k == 2 { Outcome::Failed { code: "network_error", detail: "gone" } } else { Outcome::Sent },
         })
         .collect();
     let rows = messages::finish_many(&db, &items).await.unwrap();

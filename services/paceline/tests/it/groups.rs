@@ -175,6 +175,8 @@ async fn create_edit_members_invite_join_and_leave() {
     own.get(&format!("{base}/{ojid}")).await.expect_error(404, "not_found");
     let list = own.get(&base).await.expect(200);
     assert_eq!(list["groups"].as_array().unwrap().len(), 1, "{list}");
+    // Every event it emitted is of its type's shape and schema.
+    harness::events::check_emitted(&c.pool().await).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -362,4 +364,6 @@ async fn a_community_with_a_linked_and_an_unlinked_group() {
     let renamed =
         own.patch(&format!("/v1/instances/{id}/groups/{cjid}"), &json!({ "subject": "Street" })).await.expect(200);
     assert_eq!(renamed["subject"], "Street");
+    // Every event it emitted is of its type's shape and schema.
+    harness::events::check_emitted(&c.pool().await).await;
 }

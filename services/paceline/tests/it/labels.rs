@@ -161,4 +161,6 @@ async fn labels_from_the_api_and_the_phone_reach_chats_messages_and_events_once(
         .await
         .expect_error(409, "business_account_required");
     assert!(label_events(&c, pid).await.is_empty());
+    // Every event it emitted is of its type's shape and schema.
+    harness::events::check_emitted(&c.pool().await).await;
 }

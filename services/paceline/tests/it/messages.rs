@@ -272,10 +272,8 @@ async fn the_idle_sweeper_fails_expired_and_unpaired_messages_only() {
     let first = shared::db::messages::fail_idle(&db, 10, false).await.unwrap();
     assert_eq!(first.iter().map(|r| r.id.to_string()).collect::<Vec<_>>(), std::slice::from_ref(&stale));
     let failed = [first, shared::db::messages::fail_idle(&db, 10, true).await.unwrap()].concat();
-    let mut got: Vec<(String, String)> = failed
-        .iter()
-        .map(|r| (r.id.to_string(), r.error.clone().unwrap().split(':').next().unwrap().to_string()))
-        .collect();
+    let mut got: Vec<(String, String)> =
+        failed.iter().map(|r| (r.id.to_string(), r.error_code.clone().unwrap())).collect();
     got.sort();
     let mut want = vec![
         (stale.clone(), "message_expired".to_string()),

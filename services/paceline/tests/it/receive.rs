@@ -149,6 +149,8 @@ async fn received_and_sent_messages_fill_chats_in_order() {
     let state = c.netsim().get(&format!("/control/phones/{A}/state")).await.expect(200);
     assert_eq!(state["chats"][C]["deleted"], true);
     own.get(&format!("/v1/instances/{id}/chats/not-a-number")).await.expect_error(400, "validation_failed");
+    // Every event it emitted is of its type's shape and schema.
+    harness::events::check_emitted(&c.pool().await).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -292,6 +292,8 @@ async fn a_critical_risk_pauses_the_queue_before_the_networks_ban_and_resume_los
     let r = admin.get(&format!("/v1/instances/{rid}/risk")).await.expect(200);
     assert_eq!(r["signals"]["temp_bans_7d"], 1, "{r}");
     stop.cancel();
+    // Every event it emitted is of its type's shape and schema.
+    harness::events::check_emitted(&c.pool().await).await;
 }
 
 const HOLDER: &str = "5511944440005";

@@ -108,4 +108,6 @@ async fn statuses_go_out_to_contacts_and_come_in() {
     .await
     .unwrap();
     assert_eq!(n, 1);
+    // Every event it emitted is of its type's shape and schema.
+    harness::events::check_emitted(&c.pool().await).await;
 }

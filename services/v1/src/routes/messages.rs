@@ -187,19 +187,19 @@ async fn wait_result(
         MessageStatus::Sent => Ok((StatusCode::OK, Json((&row).into()))),
         MessageStatus::Failed => {
             let state = instances::get(&state.db, id).await?.map(|i| i.state);
-            Err(failure_error(row.error.as_deref().unwrap_or("worker_error: failed"), state))
+            let code = row.error_code.as_deref().unwrap_or(ErrorCode::WorkerError.as_str());
+            Err(failure_error(code, row.error_detail.as_deref().unwrap_or("failed"), state))
         }
         MessageStatus::Queued | MessageStatus::InFlight => Ok((StatusCode::ACCEPTED, Json((&row).into()))),
     }
 }
 
-/// The error for a failed message's `<code>: <detail>`, retryable as the error table
+/// The error for a failed message's `code` and `detail`, retryable as the error table
 /// says of its code (`worker_error`, `worker_timeout`: yes); `instance_not_connected`
 /// depends on the instance (`state`): not while it is logged out or banned (pair it
 /// again), else yes. (Retrying means sending again: the failed message stays failed.)
-pub fn failure_error(error: &str, state: Option<instances::InstanceState>) -> ApiError {
+pub fn failure_error(code: &str, detail: &str, state: Option<instances::InstanceState>) -> ApiError {
     use instances::InstanceState;
-    let (code, detail) = error.split_once(": ").unwrap_or((error, ""));
     let code = ErrorCode::ALL.into_iter().find(|c| c.as_str() == code).unwrap_or(ErrorCode::WorkerError);
     let retryable = match code {
         ErrorCode::InstanceNotConnected => {
@@ -238,7 +238,8 @@ mod tests {
             ("instance_not_connected: banned", Some(InstanceState::Banned), ErrorCode::InstanceNotConnected, false),
             ("gibberish", connected, ErrorCode::WorkerError, true),
         ] {
-            let e = failure_error(error, state);
+            let (code_of, detail) = error.split_once(": ").unwrap_or((error, ""));
+            let e = failure_error(code_of, detail, state);
             assert_eq!((e.code, e.retryable), (code, retryable), "{error}");
         }
     }

@@ -18,11 +18,16 @@ pub struct ChatRow {
 }
 
 impl ChatRow {
-    /// The `chat.updated` event's data.
-    pub fn event(&self, deleted: bool) -> Value {
-        json!({
-            "jid": self.jid, "unread_count": self.unread_count, "archived": self.archived, "pinned": self.pinned,
-            "muted_until": self.muted_until, "last_message_at": self.last_message_at, "deleted": deleted,
+    /// Its `chat.updated` event.
+    pub fn event(&self, deleted: bool) -> Event {
+        Event::ChatUpdated(ChatUpdatedEventData {
+            jid: self.jid.clone(),
+            unread_count: i64::from(self.unread_count),
+            archived: self.archived,
+            pinned: self.pinned,
+            muted_until: self.muted_until,
+            last_message_at: self.last_message_at,
+            deleted,
         })
     }
 }
@@ -114,7 +119,7 @@ pub async fn update_chat(
     .fetch_optional(&mut *tx)
     .await?;
     if let Some(r) = &row {
-        outbox::insert(&mut *tx, instance, "chat.updated", r.event(false)).await?;
+        outbox::insert(&mut *tx, instance, &r.event(false)).await?;
     }
     tx.commit().await?;
     Ok(row)
@@ -136,7 +141,7 @@ pub async fn delete_chat(pool: &PgPool, instance: &InstanceId, jid: &str) -> Res
         .bind(jid)
         .execute(&mut *tx)
         .await?;
-    outbox::insert(&mut *tx, instance, "chat.updated", r.event(true)).await?;
+    outbox::insert(&mut *tx, instance, &r.event(true)).await?;
     tx.commit().await?;
     Ok(true)
 }

@@ -107,9 +107,8 @@ pub async fn resolve_media(
     .await?;
     // Who got `message.received` with `pending: true` learns the outcome.
     if let Some((message_id, chat_jid, wa_message_id)) = updated {
-        let data =
-            json!({ "message_id": message_id, "wa_message_id": wa_message_id, "chat_jid": chat_jid, "media": desc });
-        outbox::insert(&mut *tx, instance, "message.media_updated", data).await?;
+        let data = MediaUpdatedEventData { message_id, wa_message_id, chat_jid, media: desc };
+        outbox::insert(&mut *tx, instance, &Event::MediaUpdated(data)).await?;
     }
     tx.commit().await?;
     Ok(true)

@@ -70,34 +70,42 @@ pub async fn record_received(
     let rows: Vec<ChatRow> = touch_chats(&mut tx, &touched).await?.into_iter().map(|(_, c)| c).collect();
     if source == Source::Live {
         for (id, m) in &fresh {
-            let (kind, data) = if m.kind == "reaction" {
-                let data = json!({
-                    "wa_message_id": m.content.get("reaction").and_then(|r| r.get("message_id")).cloned().unwrap_or(Value::Null),
-                    "chat_jid": m.chat_jid, "from_jid": m.from_jid,
-                    "emoji": m.content.get("reaction").and_then(|r| r.get("emoji")).cloned().unwrap_or(json!("")),
-                    "timestamp": m.ts,
-                });
-                ("reaction.received", data)
+            let event = if m.kind == "reaction" {
+                let reaction = m.content.get("reaction");
+                let text =
+                    |k: &str| reaction.and_then(|r| r.get(k)).and_then(Value::as_str).unwrap_or_default().to_string();
+                Event::ReactionReceived(ReactionEventData {
+                    wa_message_id: text("message_id"),
+                    chat_jid: m.chat_jid.clone(),
+                    from_jid: m.from_jid.clone(),
+                    emoji: text("emoji"),
+                    timestamp: m.ts,
+                })
             } else {
-                let data = json!({
-                    "message_id": id, "wa_message_id": m.wa_message_id, "chat_jid": m.chat_jid, "from_jid": m.from_jid,
-                    "from_me": m.from_me, "type": m.kind, "content": m.content, "timestamp": m.ts,
-                });
-                // A contact's status comes in on the status chat, a channel's post on the channel's.
-                let kind = if m.chat_jid == crate::jid::STATUS_JID {
-                    "status.received"
-                } else if crate::jid::server_of(&m.chat_jid) == crate::jid::NEWSLETTER_SERVER && !m.from_me {
-                    "channel.post_received"
-                } else {
-                    "message.received"
+                let data = ReceivedMessageEventData {
+                    message_id: (*id).clone(),
+                    wa_message_id: m.wa_message_id.clone(),
+                    chat_jid: m.chat_jid.clone(),
+                    from_jid: m.from_jid.clone(),
+                    from_me: m.from_me,
+                    kind: m.kind.clone(),
+                    content: m.content.clone(),
+                    timestamp: m.ts,
                 };
-                (kind, data)
+                // A contact's status comes in on the status chat, a channel's post on the channel's.
+                if m.chat_jid == crate::jid::STATUS_JID {
+                    Event::StatusReceived(data)
+                } else if crate::jid::server_of(&m.chat_jid) == crate::jid::NEWSLETTER_SERVER && !m.from_me {
+                    Event::ChannelPostReceived(data)
+                } else {
+                    Event::MessageReceived(data)
+                }
             };
-            outbox::insert(&mut *tx, instance, kind, data).await?;
+            outbox::insert(&mut *tx, instance, &event).await?;
         }
     }
     for chat in &rows {
-        outbox::insert(&mut *tx, instance, "chat.updated", chat.event(false)).await?;
+        outbox::insert(&mut *tx, instance, &chat.event(false)).await?;
     }
     tx.commit().await?;
     Ok(Some(fresh.len()))
@@ -228,9 +236,9 @@ pub async fn record_sent_many(
     let new: std::collections::HashSet<&str> = inserted.iter().map(|r| r.0.as_str()).collect();
     let touched: Vec<Touch> = sent
         .iter()
-        .filter(|(r, _)| new.contains(r.id.as_str()) && r.kind != "reaction")
+        .filter(|(r, _)| new.contains(r.id.as_str()) && r.kind != MessageType::Reaction)
         .map(|(r, at)| Touch { instance: &r.instance_id, chat: &r.to_jid, ts: *at, from_me: true, counts: true })
         .collect();
     let chats = touch_chats(tx, &touched).await?;
-    outbox::insert_many(&mut *tx, chats.iter().map(|(i, c)| (i, "chat.updated", c.event(false))).collect()).await
+    outbox::insert_many(&mut *tx, chats.iter().map(|(i, c)| (i, c.event(false))).collect()).await
 }

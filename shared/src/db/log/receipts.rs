@@ -80,13 +80,20 @@ pub async fn apply_receipts(pool: &PgPool, items: &[ReceiptIn]) -> Result<Vec<bo
             let Some(&k) = index.get(&(instance, wa.as_str())) else { continue };
             changed[k] = true;
             let (status, at) = (items[k].receipt.as_str(), items[k].at);
-            let data = json!({
-                "message_id": (source == "queue").then_some(id), "wa_message_id": wa, "chat_jid": chat,
-                "status": status, "at": at,
-            });
-            events.push((instance, format!("message.{status}"), data));
+            let data = ReceiptEventData {
+                message_id: (source == "queue").then(|| id.clone()),
+                wa_message_id: wa.clone(),
+                chat_jid: chat.clone(),
+                status: status.to_string(),
+                at,
+            };
+            let event = match items[k].receipt {
+                Receipt::Delivered => Event::MessageDelivered(data),
+                Receipt::Read => Event::MessageRead(data),
+            };
+            events.push((instance, event));
         }
-        outbox::insert_many(&mut *tx, events.iter().map(|(i, t, d)| (*i, t.as_str(), d.clone())).collect()).await?;
+        outbox::insert_many(&mut *tx, events).await?;
         left = later;
     }
     tx.commit().await?;

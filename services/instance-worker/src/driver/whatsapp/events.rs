@@ -66,7 +66,7 @@ pub(super) fn to_driver_events(event: &Event, client: &Client, business: bool, c
         Event::LabelAssociationUpdate(l) => vec![map::label_target(l)],
         Event::GroupUpdate(u) => map::group_update(u, client.pn().as_ref())
             .into_iter()
-            .map(|(event, data)| DriverEvent::Group { event, data })
+            .filter_map(|(event, data)| shared::events::network_event(event, data).map(DriverEvent::Network))
             .collect(),
         Event::HistorySync(h) => match h.get() {
             Some(sync) => vec![DriverEvent::History { messages: history(sync) }],

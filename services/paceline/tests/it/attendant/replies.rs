@@ -305,4 +305,6 @@ async fn the_attendant_answers_once_hands_over_and_keeps_its_key() {
     }
     assert!(lines > 10, "the pods logged at debug level ({lines} lines)");
     stop.cancel();
+    // Every event it emitted is of its type's shape and schema.
+    harness::events::check_emitted(&c.pool().await).await;
 }
