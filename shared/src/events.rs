@@ -30,6 +30,14 @@ macro_rules! events {
                 }
             }
 
+            /// Its payload as JSON (what `data` carries).
+            pub fn data(&self) -> serde_json::Value {
+                let data = match self {
+                    $(Event::$variant(d) => serde_json::to_value(d),)*
+                };
+                data.expect("an event's payload serializes")
+            }
+
             /// The name of its payload's schema in the OpenAPI description.
             pub fn schema_of(kind: &str) -> Option<&'static str> {
                 match kind {
@@ -82,14 +90,6 @@ impl Event {
     /// emitted).
     pub fn parse(kind: &str, data: serde_json::Value) -> Result<Event, serde_json::Error> {
         serde_json::from_value(serde_json::json!({ "type": kind, "data": data }))
-    }
-
-    /// Its payload as JSON (what `data` carries).
-    pub fn data(&self) -> serde_json::Value {
-        match serde_json::to_value(self).expect("an event serializes") {
-            serde_json::Value::Object(mut m) => m.remove("data").unwrap_or_default(),
-            _ => unreachable!("an adjacently tagged enum is an object"),
-        }
     }
 }
 

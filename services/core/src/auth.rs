@@ -85,7 +85,7 @@ impl Principal {
 /// when the token has an allow-list): 401 `unauthorized` for no such token (or an
 /// expired key), 403 from an address its allow-lists refuse.
 pub async fn authenticate(core: &Core, token: &str, ip: impl FnOnce() -> Option<IpAddr>) -> Result<Principal> {
-    let unauthorized = || Error::refused(shared::ErrorCode::Unauthorized, "a valid bearer token is required");
+    let unauthorized = || Error::from(shared::ApiError::unauthorized());
     let cached = match TokenKind::of(token) {
         Some(TokenKind::Admin)
             if core.config.admin_token.as_deref().is_some_and(|a| auth::admin_token_matches(token, a)) =>

@@ -61,16 +61,6 @@ pub enum Source {
     Queue,
 }
 
-impl Source {
-    fn as_str(self) -> &'static str {
-        match self {
-            Source::Live => "live",
-            Source::History => "history",
-            Source::Queue => "queue",
-        }
-    }
-}
-
 /// A logged message.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct LogRow {

@@ -167,8 +167,7 @@ pub async fn enqueue(pool: &PgPool, batch: &[NewMessage]) -> Result<Vec<Queued>,
             sent_at: None,
             expires_at: m.expires_at,
         };
-        let (event_id, mut event) = outbox::envelope(&m.instance_id, &Event::MessageQueued(view));
-        event["created_at"] = serde_json::json!(now);
+        let (event_id, event) = outbox::envelope(&m.instance_id, &Event::MessageQueued(view), now);
         events.push(event);
         event_ids.push(event_id);
     }

@@ -1,17 +1,17 @@
 //! The event outbox: an event row is written in the same transaction as the change it
 //! describes (invariant 1); a relay publishes it to JetStream (the webhooks issue).
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use sqlx::PgExecutor;
 
 use crate::events::Event;
 use crate::ids::{EventId, InstanceId};
 
-/// A new event's id and body (what webhooks receive and the stream shows).
-pub fn envelope(instance: &InstanceId, event: &Event) -> (EventId, serde_json::Value) {
+/// A new event's id and body (what webhooks receive and the stream shows), made `at`.
+pub fn envelope(instance: &InstanceId, event: &Event, at: DateTime<Utc>) -> (EventId, serde_json::Value) {
     let id = EventId::new();
     let payload = serde_json::json!({
-        "id": id, "type": event.kind(), "instance_id": instance, "created_at": Utc::now(), "data": event.data(),
+        "id": id, "type": event.kind(), "instance_id": instance, "created_at": at, "data": event.data(),
     });
     (id, payload)
 }
@@ -19,7 +19,7 @@ pub fn envelope(instance: &InstanceId, event: &Event) -> (EventId, serde_json::V
 /// Writes an event; returns its id.
 pub async fn insert(db: impl PgExecutor<'_>, instance: &InstanceId, event: &Event) -> Result<EventId, sqlx::Error> {
     let kind = event.kind();
-    let (id, payload) = envelope(instance, event);
+    let (id, payload) = envelope(instance, event, Utc::now());
     sqlx::query("INSERT INTO outbox (id, instance_id, type, payload) VALUES ($1, $2, $3, $4)")
         .bind(&id)
         .bind(instance)
@@ -37,7 +37,7 @@ pub async fn insert_many(db: impl PgExecutor<'_>, events: Vec<(&InstanceId, Even
     }
     let (mut ids, mut instances, mut kinds, mut payloads) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (instance, event) in events {
-        let (id, payload) = envelope(instance, &event);
+        let (id, payload) = envelope(instance, &event, Utc::now());
         ids.push(id.to_string());
         instances.push(instance.to_string());
         kinds.push(event.kind().to_string());
@@ -133,7 +133,7 @@ pub async fn insert_fenced(
     event: &Event,
 ) -> Result<bool, sqlx::Error> {
     let kind = event.kind();
-    let (id, payload) = envelope(instance, event);
+    let (id, payload) = envelope(instance, event, Utc::now());
     let r = sqlx::query(
         "INSERT INTO outbox (id, instance_id, type, payload) \
          SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM instances WHERE id = $2 AND owner_epoch = $5)",

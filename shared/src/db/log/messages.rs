@@ -45,7 +45,7 @@ pub async fn record_received(
     .bind(&from_me)
     .bind(&kinds)
     .bind(&contents)
-    .bind(source.as_str())
+    .bind(source)
     .fetch_all(&mut *tx)
     .await?;
     let new: std::collections::HashSet<&str> = inserted.iter().map(|r| r.0.as_str()).collect();
