@@ -20,7 +20,6 @@ pub mod contract;
 pub mod db;
 pub mod error;
 pub mod events;
-pub mod evolution;
 pub mod fetch;
 pub mod health;
 #[cfg(feature = "http")]

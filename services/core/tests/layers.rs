@@ -1,7 +1,8 @@
 //! The crate graph keeps its layers (ARCHITECTURE.md, "Layers"): storage and the bus
 //! (`paceline-shared`) at the bottom, the domain core (`paceline-core`) above them, what
-//! the HTTP doors share (`paceline-http`) above the core, the doors and roles above
-//! that, the API server (`paceline-api`: mounts the HTTP doors, MCP over them) above
+//! the HTTP doors share (`paceline-http`) above the core, Evolution's pure payload
+//! shapes (`paceline-evolution-shape`) beside the core for its door and the dispatcher,
+//! the doors and roles above that, the API server (`paceline-api`: mounts the HTTP doors, MCP over them) above
 //! the doors, and only the `paceline` binary above everything. No door depends on
 //! another, the core speaks no HTTP, and the worker, the dispatcher and netsim reach the
 //! API only over the network. Read from `cargo metadata`, so a new dependency that
@@ -42,6 +43,8 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
 const DOORS: [&str; 3] = ["paceline-v1", "paceline-evolution", "paceline-attendant"];
 /// What the HTTP doors share.
 const HTTP_COMMON: &str = "paceline-http";
+/// Evolution's payload shapes (no HTTP), for its door and the dispatcher.
+const EVOLUTION_SHAPE: &str = "paceline-evolution-shape";
 /// The server that mounts the HTTP doors (and MCP over them).
 const SERVER: &str = "paceline-api";
 const ROLES: [&str; 3] = ["paceline-worker", "paceline-dispatcher", "paceline-netsim"];
@@ -65,6 +68,17 @@ fn the_layers_hold() {
         );
         assert!(!HTTP.contains(&d.as_str()), "paceline-core depends on {d}: the core speaks no HTTP");
     }
+
+    // Evolution's shapes of our messages and events: pure, above shared only, so the
+    // dispatcher shapes Evolution's webhooks without reaching Evolution's door.
+    for d in deps(EVOLUTION_SHAPE) {
+        assert!(
+            !workspace.contains(d.as_str()) || d == "paceline-shared",
+            "{EVOLUTION_SHAPE} depends on {d}: only paceline-shared is below it"
+        );
+        assert!(!HTTP.contains(&d.as_str()), "{EVOLUTION_SHAPE} depends on {d}: shapes speak no HTTP");
+    }
+    assert!(deps("paceline-evolution").contains(EVOLUTION_SHAPE), "Evolution's door answers in Evolution's shapes");
 
     // What the HTTP doors share: the core and shared only.
     for d in deps(HTTP_COMMON) {

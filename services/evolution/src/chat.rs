@@ -221,7 +221,7 @@ async fn find_messages(
     let key = w.key.unwrap_or_default();
     let chat = key.remote_jid.as_deref().map(domain::message_in::normalize_jid).transpose()?;
     let kinds =
-        w.message_type.as_deref().map(|t| shared::evolution::our_kinds(t).into_iter().map(String::from).collect());
+        w.message_type.as_deref().map(|t| evolution_shape::our_kinds(t).into_iter().map(String::from).collect());
     let bounds = w.message_timestamp.unwrap_or(Value::Null);
     if !(bounds.is_null() || bounds.is_object()) {
         return Err(bad_time());
@@ -246,7 +246,7 @@ async fn find_messages(
         .map(|r| {
             let content = domain::history::with_media_url(&state, r.content, now);
             let participant = (shared::jid::is_group_jid(&r.chat_jid) && !r.from_me).then_some(r.from_jid.as_str());
-            let mut v = shared::evolution::Record {
+            let mut v = evolution_shape::Record {
                 remote_jid: &r.chat_jid,
                 from_me: r.from_me,
                 id: &r.wa_message_id,
@@ -513,7 +513,7 @@ async fn get_base64_from_media_message(
             "the media is over 16 MB: fetch it from the chat history's signed URL",
         ));
     }
-    let (media_type, _) = shared::evolution::message(&m.kind, &m.content, None);
+    let (media_type, _) = evolution_shape::message(&m.kind, &m.content, None);
     let hole = Hole::default();
     let skeleton = json!({
         "mediaType": media_type.trim_end_matches("Message"),

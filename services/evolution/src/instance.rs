@@ -8,10 +8,10 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
+use evolution_shape::connection_state;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use shared::db::instances::{self, InstanceFields, InstanceRow, ListFilter};
-use shared::evolution::connection_state;
 use shared::ApiError;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;

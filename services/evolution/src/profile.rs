@@ -489,7 +489,7 @@ async fn delete_message_for_everyone(
     ActionJson(b): ActionJson<EvoOwnKey>,
 ) -> Result<Json<Value>, ApiError> {
     let (jid, wa_message_id) = b.checked()?;
-    let key = shared::evolution::key(jid.as_str(), true, &wa_message_id, None);
+    let key = evolution_shape::key(jid.as_str(), true, &wa_message_id, None);
     domain::messages::revoke(a.ctx(&state), jid, &wa_message_id).await?;
     Ok(Json(json!({ "key": key, "revoked": true })))
 }
@@ -520,7 +520,7 @@ async fn update_message(
     let number = b.number.as_deref().map(jid).transpose()?;
     let (key_jid, wa_message_id) = b.key.checked()?;
     let jid = number.unwrap_or(key_jid);
-    let key = shared::evolution::key(jid.as_str(), true, &wa_message_id, None);
+    let key = evolution_shape::key(jid.as_str(), true, &wa_message_id, None);
     domain::messages::edit(a.ctx(&state), jid, &wa_message_id, &b.text).await?;
     Ok(Json(json!({ "key": key, "edited": true })))
 }

@@ -194,7 +194,7 @@ async fn queue(
     let (msg, _) = queued.map_err(|e| as_400(e.into()))?;
     let hex = &msg.id.as_str()[4..];
     let service_id = format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..]);
-    let (message_type, message) = shared::evolution::message(msg.kind.as_str(), &msg.content, None);
+    let (message_type, message) = evolution_shape::message(msg.kind.as_str(), &msg.content, None);
     Ok(Json(SendActionOut {
         service_id,
         key: EvolutionKey { remote_jid: msg.to_jid.clone(), from_me: true, id: msg.wa_message_id.clone() },
@@ -203,7 +203,7 @@ async fn queue(
         message,
         message_type: message_type.to_string(),
         message_timestamp: msg.created_at.timestamp(),
-        status: shared::evolution::status(msg.status.as_str()).to_string(),
+        status: evolution_shape::status(msg.status.as_str()).to_string(),
         instance_id: row.id.to_string(),
         source: "unknown".into(),
     }))

@@ -57,11 +57,8 @@ pub struct EvoWebhookIn {
 }
 
 fn events_schema() -> RefOr<Schema> {
-    let names: Vec<&str> = shared::evolution::EVENTS
-        .iter()
-        .map(|(e, _)| *e)
-        .chain(shared::evolution::SILENT_EVENTS.iter().copied())
-        .collect();
+    let names: Vec<&str> =
+        evolution_shape::EVENTS.iter().map(|(e, _)| *e).chain(evolution_shape::SILENT_EVENTS.iter().copied()).collect();
     super::json_schema(json!({
         "type": ["array", "null"],
         "items": { "type": "string", "enum": names },
@@ -116,7 +113,7 @@ impl EvoWebhookIn {
             }
             Some(_) => return Err(ApiError::validation("headers must be an object (and empty)")),
         }
-        if let Some(bad) = self.events.iter().flatten().find(|n| !shared::evolution::known_event(n)) {
+        if let Some(bad) = self.events.iter().flatten().find(|n| !evolution_shape::known_event(n)) {
             let bad: String = bad.chars().take(40).collect();
             return Err(ApiError::validation(format!("unknown Evolution event {bad:?}")));
         }
@@ -214,7 +211,7 @@ pub(crate) async fn prepare(
     let mut names: Vec<String> = w.events.unwrap_or_default();
     names.sort();
     names.dedup();
-    let events = shared::evolution::our_events(&names);
+    let events = evolution_shape::our_events(&names);
     let url = match (w.url, existing) {
         (Some(u), _) => u,
         (None, Some(e)) => e.url.clone(),

@@ -1,5 +1,5 @@
 //! What a delivery sends, by its webhook's format (docs/evolution.md):
-//! our event envelope as it is, or Evolution API v2's payload (`shared::evolution`) to
+//! our event envelope as it is, or Evolution API v2's payload (`evolution_shape`) to
 //! the URL Evolution would use (`webhook_by_events` appends the event's name). An
 //! Evolution `send.message` carries the message's content, read from the queue; with
 //! `webhook_base64` a received media's bytes come along (up to [`BASE64_LIMIT`], as
@@ -41,11 +41,11 @@ pub enum Body {
 pub fn carries(origin: &Origin, kind: &str, data: &serde_json::Value) -> bool {
     match origin.shape.format {
         WebhookFormat::Paceline => true,
-        WebhookFormat::Evolution => match shared::evolution::event_name(kind, data) {
+        WebhookFormat::Evolution => match evolution_shape::event_name(kind, data) {
             None => false,
             Some(dotted) => {
                 let named = &origin.shape.evolution_events;
-                named.is_empty() || named.contains(&shared::evolution::upper(dotted))
+                named.is_empty() || named.contains(&evolution_shape::upper(dotted))
             }
         },
     }
@@ -58,8 +58,8 @@ pub fn target(url: &str, origin: &Origin, envelope: &serde_json::Value) -> Strin
         return url.to_string();
     }
     let kind = envelope["type"].as_str().unwrap_or_default();
-    match shared::evolution::event_name(kind, &envelope["data"]) {
-        Some(event) => format!("{}/{}", url.trim_end_matches('/'), shared::evolution::by_events_path(event)),
+    match evolution_shape::event_name(kind, &envelope["data"]) {
+        Some(event) => format!("{}/{}", url.trim_end_matches('/'), evolution_shape::by_events_path(event)),
         None => url.to_string(),
     }
 }
@@ -109,7 +109,7 @@ pub async fn build(
         _ => None,
     };
     let sender = origin.phone.as_deref().map(|p| String::from(shared::jid::Jid::user(p)));
-    let o = shared::evolution::Origin {
+    let o = evolution_shape::Origin {
         instance_name: &origin.instance_name,
         sender: sender.as_deref(),
         server_url,
@@ -117,7 +117,7 @@ pub async fn build(
     };
     let sent_ref = sent.as_ref().map(|(k, c)| (k.as_str(), c));
     let payload = |base64: Option<&str>| {
-        shared::evolution::webhook_payload(envelope, &o, sent_ref, base64)
+        evolution_shape::webhook_payload(envelope, &o, sent_ref, base64)
             .map(|(_, body)| serde_json::to_vec(&body).expect("json serializes"))
     };
     let plain = || Built { bytes: Bytes::from(payload(None).unwrap_or_else(|| ours(envelope))), _held: None };

@@ -398,7 +398,7 @@ pub(super) async fn send_status(
     // (The network id shows once sent: `GET /v1/instances/{id}/messages/{serviceId}`.)
     Ok(Json(serde_json::json!({
         "key": { "remoteJid": shared::jid::STATUS_JID, "fromMe": true, "id": m.wa_message_id },
-        "status": shared::evolution::status(m.status.as_str()),
+        "status": evolution_shape::status(m.status.as_str()),
         "serviceId": m.id,
         "messageTimestamp": m.created_at.timestamp(),
     })))

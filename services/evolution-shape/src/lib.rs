@@ -311,7 +311,7 @@ pub fn webhook_payload(
         "message.received" | "status.received" | "channel.post_received" => {
             let chat = str_of(&d["chat_jid"]);
             let from = str_of(&d["from_jid"]);
-            let group = crate::jid::is_group_jid(&chat);
+            let group = shared::jid::is_group_jid(&chat);
             let ts = d["timestamp"].as_str().and_then(|t| t.parse().ok()).unwrap_or(at);
             Record {
                 remote_jid: &chat,
@@ -336,7 +336,7 @@ pub fn webhook_payload(
                 remote_jid: &chat,
                 from_me: false,
                 id: d["wa_message_id"].as_str().unwrap_or_default(),
-                participant: crate::jid::is_group_jid(&chat).then_some(from.as_str()),
+                participant: shared::jid::is_group_jid(&chat).then_some(from.as_str()),
                 kind: "reaction",
                 content: &content,
                 timestamp: at,
@@ -459,7 +459,7 @@ pub fn webhook_payload(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jid::{at, Jid, GROUP_SERVER};
+    use shared::jid::{at, Jid, GROUP_SERVER};
 
     #[test]
     fn messages_take_evolutions_types() {
