@@ -6,7 +6,7 @@ use std::time::Duration;
 use harness::cluster::{wait_for, Cluster};
 use serde_json::json;
 
-use super::{consumer_info, events, inbox, pods, provider, say};
+use super::{consumer_info, events, handled, inbox, pods, provider, say};
 use crate::bin;
 
 /// Two attendants answering each other stop: the chat whose last messages are automatic
@@ -63,15 +63,30 @@ async fn attendants_stop_a_bot_loop_and_keep_to_their_budget() {
     assert_eq!(replies().await, 3, "A answered three times: the sixth message of the chat was the loop");
     let shown = admin.get(&format!("/v1/instances/{a}/attendant")).await.expect(200);
     assert_eq!(shown["paused_chats"][0]["reason"], "bot_loop");
-    // Nothing more goes from A to B (B's attendant has nothing left to answer either).
-    let last = wait_for(Duration::from_secs(30), || async {
-        let texts = inbox(&c, B, A).await;
-        (texts.len() == 3).then_some(texts)
+    // Nothing more goes from A to B. B answered each of A's three answers; once A's
+    // attendant has handled B's last message (the barrier), A has queued nothing more.
+    wait_for(Duration::from_secs(30), || async { (inbox(&c, B, A).await.len() == 3).then_some(()) })
+        .await
+        .expect("B received A's three answers");
+    let from_b = wait_for(Duration::from_secs(30), || async {
+        let texts = inbox(&c, A, B).await;
+        (texts.len() == 4).then_some(texts)
     })
     .await
-    .expect("B received A's three answers");
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    assert_eq!(inbox(&c, B, A).await, last, "the loop stopped");
+    .expect("A received B's opening and its three answers");
+    handled(&c, &pool, &a, from_b.last().unwrap()).await;
+    let sent = |id: String| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>("SELECT count(*) FROM messages WHERE instance_id = $1")
+                .bind(id)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!((sent(a.clone()).await, replies().await), (3, 3), "the loop stopped: A queued nothing more");
+    assert_eq!(inbox(&c, B, A).await.len(), 3, "the loop stopped");
 
     // The budget: a day's replies used up, a new customer goes unanswered.
     admin
