@@ -17,19 +17,19 @@ export BAN=${1:-40} SENDS=${2:-160}
 # shellcheck source=scripts/lib/services.sh
 source scripts/lib/services.sh
 pl_ensure_deps
-export PACELINE_PACING_RAMP_MS=0 PACELINE_PACING_GRACE_MIN_MS=0 PACELINE_PACING_GRACE_MAX_MS=0 PACELINE_RISK_INTERVAL_MS=1000
+export PACELINE_PACING__RAMP_MS=0 PACELINE_PACING__GRACE_MIN_MS=0 PACELINE_PACING__GRACE_MAX_MS=0 PACELINE_RISK__INTERVAL_MS=1000
 for MODE in adaptive off; do
     export MODE
     if [[ $MODE == off ]]; then
-        export PACELINE_RISK_SLOWDOWN=1 PACELINE_RISK_AUTO_PAUSE=false PACELINE_RISK_HOLD_FIRST_CONTACTS=false
+        export PACELINE_RISK__SLOWDOWN=1 PACELINE_RISK__AUTO_PAUSE=false PACELINE_RISK__HOLD_FIRST_CONTACTS=false
     else
-        export PACELINE_RISK_SLOWDOWN=2 PACELINE_RISK_AUTO_PAUSE=true PACELINE_RISK_HOLD_FIRST_CONTACTS=true
+        export PACELINE_RISK__SLOWDOWN=2 PACELINE_RISK__AUTO_PAUSE=true PACELINE_RISK__HOLD_FIRST_CONTACTS=true
     fi
     (
         # shellcheck source=loadtest/lib.sh
         source loadtest/lib.sh
         RUN_TAG=br_$(date +%s)
-        export PACELINE_DATABASE_SCHEMA=$RUN_TAG PACELINE_KEY_PREFIX=$RUN_TAG PACELINE_SUBJECT_PREFIX=$RUN_TAG
+        export PACELINE_NAMESPACE__DATABASE_SCHEMA=$RUN_TAG PACELINE_NAMESPACE__KEY_PREFIX=$RUN_TAG PACELINE_NAMESPACE__SUBJECT_PREFIX=$RUN_TAG
         echo "==> $MODE: starting the local cluster (release build)"
         lt_start_cluster
         python3 loadtest/ban_risk.py

@@ -10,7 +10,7 @@
 # For each it reports, over the instances the stopped worker held: the time until each
 # session is open again on another worker (lease taken, state connected) and the time
 # until it sends again, at p50, p99 and max; and every send received exactly once.
-# PACELINE_LEASE_TTL_MS changes the lease TTL (default 6000). Orchestration:
+# PACELINE_WORKER__LEASE_TTL_MS changes the lease TTL (default 6000). Orchestration:
 # loadtest/failover.py (stdlib Python and psql).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -21,11 +21,11 @@ source scripts/lib/services.sh
 pl_ensure_deps
 # shellcheck source=loadtest/lib.sh
 source loadtest/lib.sh
-export PL_DEV_ARGS=--no-worker PACELINE_PACING_RAMP_MS=0
+export PL_DEV_ARGS=--no-worker PACELINE_PACING__RAMP_MS=0
 RUN_TAG=fo_$(date +%s)
-export PACELINE_DATABASE_SCHEMA=$RUN_TAG PACELINE_KEY_PREFIX=$RUN_TAG PACELINE_SUBJECT_PREFIX=$RUN_TAG
+export PACELINE_NAMESPACE__DATABASE_SCHEMA=$RUN_TAG PACELINE_NAMESPACE__KEY_PREFIX=$RUN_TAG PACELINE_NAMESPACE__SUBJECT_PREFIX=$RUN_TAG
 echo "==> starting the local cluster without a worker (release build)"
 lt_start_cluster
 echo "==> $WORKERS workers, $INSTANCES instances with queued sends; kill -9 one, then SIGTERM one"
 python3 loadtest/failover.py
-echo "repeat: loadtest/failover.sh $INSTANCES $WORKERS (lease TTL ${PACELINE_LEASE_TTL_MS:-6000} ms)"
+echo "repeat: loadtest/failover.sh $INSTANCES $WORKERS (lease TTL ${PACELINE_WORKER__LEASE_TTL_MS:-6000} ms)"

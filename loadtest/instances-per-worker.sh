@@ -23,8 +23,8 @@ export PL_DEV_ARGS=--no-worker
 # A schema and prefixes of its own: instances left by earlier runs in .paceline would be
 # claimed by the worker and counted.
 RUN_TAG=ipw_$(date +%s)
-export PACELINE_DATABASE_SCHEMA=$RUN_TAG PACELINE_KEY_PREFIX=$RUN_TAG PACELINE_SUBJECT_PREFIX=$RUN_TAG
-export PACELINE_PACING_RAMP_MS=0
+export PACELINE_NAMESPACE__DATABASE_SCHEMA=$RUN_TAG PACELINE_NAMESPACE__KEY_PREFIX=$RUN_TAG PACELINE_NAMESPACE__SUBJECT_PREFIX=$RUN_TAG
+export PACELINE_PACING__RAMP_MS=0
 echo "==> starting the local cluster without a worker (release build)"
 lt_start_cluster
 export WORKER_METRICS=127.0.0.1:9470

@@ -27,8 +27,8 @@ def start_worker():
     env = dict(os.environ)
     env.update({
         "PACELINE_METRICS_ADDR": METRICS,
-        "PACELINE_WORKER_MAX_INSTANCES": "20000",
-        "PACELINE_LOG_LEVEL": "warn",
+        "PACELINE_WORKER__MAX_INSTANCES": "20000",
+        "PACELINE_LOG__LEVEL": "warn",
     })
     return subprocess.Popen([env["PACELINE_BIN"], "worker"], env=env, stdout=subprocess.DEVNULL)
 

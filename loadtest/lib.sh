@@ -6,7 +6,7 @@
 
 lt_start_cluster() {
     LOG=$(mktemp)
-    PL_DEV_PROFILE=${LT_PROFILE:-release} PACELINE_LOG_LEVEL=warn setsid scripts/dev --network sim >"$LOG" 2>&1 &
+    PL_DEV_PROFILE=${LT_PROFILE:-release} PACELINE_LOG__LEVEL=warn setsid scripts/dev --network sim >"$LOG" 2>&1 &
     DEV=$!
     trap lt_cleanup EXIT
     # A release build on 2 cores takes a while: wait as long as the cluster lives.
@@ -22,9 +22,9 @@ lt_start_cluster() {
 lt_cleanup() {
     # The run's events stream (its own subject prefix) goes with it: streams left behind
     # keep their reserved bytes until JetStream refuses new ones.
-    if [[ -n ${PACELINE_SUBJECT_PREFIX:-} && -n ${PACELINE_NATS_URL:-} ]]; then
+    if [[ -n ${PACELINE_NAMESPACE__SUBJECT_PREFIX:-} && -n ${PACELINE_NATS_URL:-} ]]; then
         python3 loadtest/ltlib.py delete-stream "$PACELINE_NATS_URL" \
-            "$(tr '[:lower:]-' '[:upper:]_' <<<"$PACELINE_SUBJECT_PREFIX")_EVENTS" || true
+            "$(tr '[:lower:]-' '[:upper:]_' <<<"$PACELINE_NAMESPACE__SUBJECT_PREFIX")_EVENTS" || true
     fi
     kill -TERM "$DEV" 2>/dev/null || true
     wait "$DEV" 2>/dev/null || true

@@ -72,7 +72,7 @@ class Workers:
 
     def start(self, k):
         env = dict(os.environ)
-        env.update({"PACELINE_METRICS_ADDR": f"127.0.0.1:{9480 + k}", "PACELINE_LOG_LEVEL": self.log_level})
+        env.update({"PACELINE_METRICS_ADDR": f"127.0.0.1:{9480 + k}", "PACELINE_LOG__LEVEL": self.log_level})
         log = tempfile.NamedTemporaryFile(prefix=f"paceline-wk{k}-", suffix=".log", delete=False)
         p = subprocess.Popen([env["PACELINE_BIN"], "worker"], env=env, stdout=subprocess.DEVNULL, stderr=log)
         self.procs.append((p, log.name))

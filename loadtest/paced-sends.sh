@@ -23,12 +23,12 @@ source scripts/lib/services.sh
 pl_ensure_deps
 # shellcheck source=loadtest/lib.sh
 source loadtest/lib.sh
-export PACELINE_PACING_JITTER=0 PACELINE_PACING_RAMP_MS=0 PACELINE_WORKER_MAX_INSTANCES=20000
+export PACELINE_PACING__JITTER=0 PACELINE_PACING__RAMP_MS=0 PACELINE_WORKER__MAX_INSTANCES=20000
 # A schema and prefixes of its own: messages and instances left by earlier runs in
 # .paceline would be swept and counted.
 RUN_TAG=ps_$(date +%s)
-export PACELINE_DATABASE_SCHEMA=$RUN_TAG PACELINE_KEY_PREFIX=$RUN_TAG PACELINE_SUBJECT_PREFIX=$RUN_TAG
-export PACELINE_PACING_GRACE_MIN_MS=${PACELINE_PACING_GRACE_MIN_MS:-15000} PACELINE_PACING_GRACE_MAX_MS=${PACELINE_PACING_GRACE_MAX_MS:-15000}
+export PACELINE_NAMESPACE__DATABASE_SCHEMA=$RUN_TAG PACELINE_NAMESPACE__KEY_PREFIX=$RUN_TAG PACELINE_NAMESPACE__SUBJECT_PREFIX=$RUN_TAG
+export PACELINE_PACING__GRACE_MIN_MS=${PACELINE_PACING__GRACE_MIN_MS:-15000} PACELINE_PACING__GRACE_MAX_MS=${PACELINE_PACING__GRACE_MAX_MS:-15000}
 echo "==> starting the local cluster (release build)"
 lt_start_cluster
 echo "==> pairing $INSTANCES instances, then $SENDS sends each"

@@ -17,10 +17,10 @@ source scripts/lib/services.sh
 pl_ensure_deps
 # shellcheck source=loadtest/lib.sh
 source loadtest/lib.sh
-export PL_DEV_ARGS=--no-worker PACELINE_PACING_RAMP_MS=0
-export PACELINE_PACING_GRACE_MIN_MS=0 PACELINE_PACING_GRACE_MAX_MS=0
+export PL_DEV_ARGS=--no-worker PACELINE_PACING__RAMP_MS=0
+export PACELINE_PACING__GRACE_MIN_MS=0 PACELINE_PACING__GRACE_MAX_MS=0
 RUN_TAG=rb_$(date +%s)
-export PACELINE_DATABASE_SCHEMA=$RUN_TAG PACELINE_KEY_PREFIX=$RUN_TAG PACELINE_SUBJECT_PREFIX=$RUN_TAG
+export PACELINE_NAMESPACE__DATABASE_SCHEMA=$RUN_TAG PACELINE_NAMESPACE__KEY_PREFIX=$RUN_TAG PACELINE_NAMESPACE__SUBJECT_PREFIX=$RUN_TAG
 echo "==> starting the local cluster without a worker (release build)"
 lt_start_cluster
 echo "==> $WORKERS workers, $INSTANCES instances, then one more worker"

@@ -105,7 +105,7 @@ def metric(name):
 def main():
     hole = black_hole()
     rec = recorder()
-    env = dict(os.environ, PACELINE_METRICS_ADDR=METRICS, PACELINE_LOG_LEVEL="warn")
+    env = dict(os.environ, PACELINE_METRICS_ADDR=METRICS, PACELINE_LOG__LEVEL="warn")
     log = tempfile.NamedTemporaryFile(prefix="paceline-dsp-", suffix=".log", delete=False)
     dsp = subprocess.Popen([BIN, "dispatcher"], env=env, stdout=subprocess.DEVNULL, stderr=log)
     try:

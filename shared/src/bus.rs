@@ -41,7 +41,7 @@ pub struct Subjects {
 
 impl Subjects {
     pub fn new(config: &Config) -> Self {
-        Subjects { prefix: config.subject_prefix.clone() }
+        Subjects { prefix: config.namespace.subject_prefix.clone() }
     }
 
     /// Liveness announcements of every pod, `<prefix>.pods.<role>`.

@@ -17,7 +17,7 @@ pub struct Keys {
 
 impl Keys {
     pub fn new(config: &Config) -> Self {
-        Keys { prefix: config.key_prefix.clone() }
+        Keys { prefix: config.namespace.key_prefix.clone() }
     }
 
     /// The lease of an instance: held by the worker that runs it (value: worker id).

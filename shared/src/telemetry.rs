@@ -9,9 +9,9 @@ use crate::config::{Config, LogFormat};
 
 /// Installs the global log subscriber (JSON lines by default). Safe to call twice.
 pub fn init_logging(config: &Config) {
-    let filter = EnvFilter::try_new(&config.log_level).unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = EnvFilter::try_new(&config.log.level).unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(|| QuietStderr);
-    let _ = match config.log_format {
+    let _ = match config.log.format {
         LogFormat::Json => builder.json().flatten_event(true).with_current_span(true).with_span_list(false).try_init(),
         LogFormat::Pretty => builder.try_init(),
     };

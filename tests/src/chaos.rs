@@ -168,10 +168,10 @@ pub async fn run(bin: &Path, opts: Options) -> Report {
         c.nats_url = nats_url;
         c.redis_url = redis_url;
         c.allow_private_targets = true;
-        c.webhook_retry_base = Duration::from_millis(200);
-        c.webhook_retry_max = Duration::from_millis(1_000);
-        c.webhook_timeout = Duration::from_millis(2_000);
-        c.events_stream_max_bytes = 64 * 1024 * 1024;
+        c.webhooks.retry_base = Duration::from_millis(200);
+        c.webhooks.retry_max = Duration::from_millis(1_000);
+        c.webhooks.timeout = Duration::from_millis(2_000);
+        c.events.stream_max_bytes = 64 * 1024 * 1024;
     })
     .await;
     cluster.worker_log_dir = Some(logs.clone());

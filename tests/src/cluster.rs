@@ -40,21 +40,21 @@ impl Cluster {
     pub async fn start(bin: &Path, workers: usize, tweak: impl FnOnce(&mut Config)) -> Cluster {
         let mut config = test_config();
         config.network = Network::Sim;
-        config.lease_ttl = std::time::Duration::from_millis(2_000);
-        config.worker_scan = std::time::Duration::from_millis(200);
-        config.connect_qr_wait = std::time::Duration::from_millis(5_000);
+        config.worker.lease_ttl = std::time::Duration::from_millis(2_000);
+        config.worker.scan = std::time::Duration::from_millis(200);
+        config.api.connect_qr_wait = std::time::Duration::from_millis(5_000);
         // No post-connection grace or ramp unless a test asks for them.
-        config.pacing_grace_min = std::time::Duration::from_millis(0);
-        config.pacing_grace_max = std::time::Duration::from_millis(0);
-        config.pacing_ramp = std::time::Duration::from_millis(0);
-        config.queue_retry_base = std::time::Duration::from_millis(50);
-        config.media_retry_base = std::time::Duration::from_millis(200);
+        config.pacing.grace_min = std::time::Duration::from_millis(0);
+        config.pacing.grace_max = std::time::Duration::from_millis(0);
+        config.pacing.ramp = std::time::Duration::from_millis(0);
+        config.worker.queue_retry_base = std::time::Duration::from_millis(50);
+        config.media.retry_base = std::time::Duration::from_millis(200);
         let netsim_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let netsim = netsim_listener.local_addr().unwrap();
-        config.netsim_url = url::Url::parse(&format!("http://{netsim}")).unwrap();
+        config.netsim.url = url::Url::parse(&format!("http://{netsim}")).unwrap();
         tweak(&mut config);
         let netsim_shutdown = Shutdown::new();
-        tokio::spawn(netsim::run(netsim_listener, config.netsim_qr_rotate, netsim_shutdown.clone()));
+        tokio::spawn(netsim::run(netsim_listener, config.netsim.qr_rotate, netsim_shutdown.clone()));
         let api = TestApi::start_with(config.clone()).await;
         let mut c = Cluster {
             api,
@@ -205,7 +205,13 @@ impl Cluster {
     }
 
     pub async fn pool(&self) -> sqlx::PgPool {
-        shared::db::connect(&Config { database_max_connections: 1, ..self.config.clone() }).await.unwrap()
+        shared::db::connect(&{
+            let mut one = self.config.clone();
+            one.database.max_connections = 1;
+            one
+        })
+        .await
+        .unwrap()
     }
 }
 
@@ -228,12 +234,22 @@ pub fn command(bin: &Path, role: &str, c: &Config) -> Command {
             cmd.env_remove(k);
         }
     }
-    // Every setting of `c`, so a process runs exactly the test's configuration.
+    // Every setting of `c`, so a process runs exactly the test's configuration: a
+    // section's keys as `PACELINE_<SECTION>__<KEY>`.
     let fields = serde_json::to_value(c).expect("the config serializes");
+    let mut settings = Vec::new();
     for (key, value) in fields.as_object().expect("an object") {
+        match value {
+            Value::Object(section) => {
+                settings.extend(section.iter().map(|(k, v)| (format!("{key}__{k}"), v.clone())));
+            }
+            v => settings.push((key.clone(), v.clone())),
+        }
+    }
+    for (key, value) in settings {
         let value = match value {
             Value::Null | Value::Object(_) => continue,
-            Value::String(s) => s.clone(),
+            Value::String(s) => s,
             Value::Array(items) => items
                 .iter()
                 .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_string))
@@ -244,9 +260,9 @@ pub fn command(bin: &Path, role: &str, c: &Config) -> Command {
         cmd.env(format!("PACELINE_{}", key.to_ascii_uppercase()), value);
     }
     cmd.arg(role)
-        .env("PACELINE_DATABASE_SCHEMA", c.database_schema.as_deref().unwrap_or("public"))
-        .env("PACELINE_DATABASE_MAX_CONNECTIONS", "5")
-        .env("PACELINE_LOG_LEVEL", "info")
+        .env("PACELINE_NAMESPACE__DATABASE_SCHEMA", c.namespace.database_schema.as_deref().unwrap_or("public"))
+        .env("PACELINE_DATABASE__MAX_CONNECTIONS", "5")
+        .env("PACELINE_LOG__LEVEL", "info")
         .stdin(Stdio::null())
         .stdout(Stdio::null());
     cmd

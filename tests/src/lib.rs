@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use shared::auth::{generate_token, ADMIN_TOKEN_PREFIX};
+use shared::config::section;
 use shared::{Config, Shutdown};
 
 /// The backends' URLs, from the environment `scripts/test` sets.
@@ -62,25 +63,25 @@ pub fn test_node() -> (std::path::PathBuf, std::path::PathBuf) {
 pub fn test_config() -> Config {
     let b = backends();
     let tag = format!("t_{}", uuid::Uuid::new_v4().simple());
-    Config {
+    let mut c = Config {
         database_url: b.database_url,
         redis_url: b.redis_url,
         nats_url: b.nats_url,
-        database_schema: Some(tag.clone()),
-        database_max_connections: 5,
-        key_prefix: tag.clone(),
-        subject_prefix: tag,
         admin_token: Some(generate_token(ADMIN_TOKEN_PREFIX)),
         listen_addr: ([127, 0, 0, 1], 0).into(),
-        drain: std::time::Duration::from_millis(0),
-        shutdown_timeout: std::time::Duration::from_millis(5_000),
-        connect_qr_wait: std::time::Duration::from_millis(0),
-        rpc_timeout: std::time::Duration::from_millis(2_000),
-        // JetStream reserves a stream's max_bytes on the server: every test has its own
-        // events stream, so each keeps a small one.
-        events_stream_max_bytes: 16 * 1024 * 1024,
         ..Config::default()
-    }
+    };
+    c.namespace =
+        section::Namespace { database_schema: Some(tag.clone()), key_prefix: tag.clone(), subject_prefix: tag };
+    c.database.max_connections = 5;
+    c.api.drain = Duration::from_millis(0);
+    c.api.shutdown_timeout = Duration::from_millis(5_000);
+    c.api.connect_qr_wait = Duration::from_millis(0);
+    c.api.rpc_timeout = Duration::from_millis(2_000);
+    // JetStream reserves a stream's max_bytes on the server: every test has its own
+    // events stream, so each keeps a small one.
+    c.events.stream_max_bytes = 16 * 1024 * 1024;
+    c
 }
 
 /// An API server running in this process.

@@ -69,33 +69,36 @@ key: {{ ternary .v.existingSecretKey .key (not (empty .v.existingSecret)) }}
 {{- end -}}
 {{- end -}}
 
-{{/* Milliseconds of a duration key: its value under `config`, or the code's default. */}}
+{{/*
+Seconds of a duration key: `config.<section>.<key>` (milliseconds), else its former flat
+name under `config`, else the code's default.
+*/}}
 {{- define "paceline.seconds" -}}
-{{- $ms := index .ctx.Values.config .key | default .default -}}
+{{- $ms := dig .section .key (index .ctx.Values.config .former | default .default) .ctx.Values.config -}}
 {{- div (int64 $ms) 1000 -}}
 {{- end -}}
 
 {{/*
 Termination grace per role, from the code's shutdown (README, "Install on Kubernetes"):
-- api: preStop pause, then `drain_ms` answering 503 while endpoints drop it, then
-  `shutdown_timeout_ms` for in-flight requests (SSE streams and wait=true calls end at
+- api: preStop pause, then `api.drain_ms` answering 503 while endpoints drop it, then
+  `api.shutdown_timeout_ms` for in-flight requests (SSE streams and wait=true calls end at
   once), plus 5 s of margin (the process's own deadline is drain + timeout + 5 s);
 - worker: at most 10 s to stop its sessions (STOP_GRACE), then it releases its leases and
   wakes the others: 10 s of margin;
-- dispatcher: in-flight attempts get min(shutdown_timeout_ms / 3, webhook_timeout_ms),
+- dispatcher: in-flight attempts get min(api.shutdown_timeout_ms / 3, webhooks.timeout_ms),
   then unfinished deliveries are handed back: 5 s of margin;
 - attendant: answers in flight get 5 s, the rest are redelivered to another pod: 5 s of
   margin.
 */}}
 {{- define "paceline.grace.api" -}}
-{{- $drain := include "paceline.seconds" (dict "ctx" . "key" "drain_ms" "default" 5000) | int -}}
-{{- $timeout := include "paceline.seconds" (dict "ctx" . "key" "shutdown_timeout_ms" "default" 25000) | int -}}
+{{- $drain := include "paceline.seconds" (dict "ctx" . "section" "api" "key" "drain_ms" "former" "drain_ms" "default" 5000) | int -}}
+{{- $timeout := include "paceline.seconds" (dict "ctx" . "section" "api" "key" "shutdown_timeout_ms" "former" "shutdown_timeout_ms" "default" 25000) | int -}}
 {{- add (int .Values.api.preStopSeconds) $drain $timeout 5 -}}
 {{- end -}}
 {{- define "paceline.grace.worker" -}}20{{- end -}}
 {{- define "paceline.grace.attendant" -}}10{{- end -}}
 {{- define "paceline.grace.dispatcher" -}}
-{{- $timeout := include "paceline.seconds" (dict "ctx" . "key" "shutdown_timeout_ms" "default" 25000) | int -}}
-{{- $attempt := include "paceline.seconds" (dict "ctx" . "key" "webhook_timeout_ms" "default" 10000) | int -}}
+{{- $timeout := include "paceline.seconds" (dict "ctx" . "section" "api" "key" "shutdown_timeout_ms" "former" "shutdown_timeout_ms" "default" 25000) | int -}}
+{{- $attempt := include "paceline.seconds" (dict "ctx" . "section" "webhooks" "key" "timeout_ms" "former" "webhook_timeout_ms" "default" 10000) | int -}}
 {{- add (min (div $timeout 3) $attempt) 5 -}}
 {{- end -}}

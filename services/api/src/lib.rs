@@ -89,11 +89,11 @@ pub fn all() -> OpenApiRouter<AppState> {
 }
 
 /// Serves `state` on `listener`. On shutdown: answers 503 `shutting_down` for
-/// `drain_ms`, then stops accepting and gives in-flight requests `shutdown_timeout_ms`.
+/// `api.drain_ms`, then stops accepting and gives in-flight requests `api.shutdown_timeout_ms`.
 pub async fn serve(state: AppState, listener: TcpListener) -> anyhow::Result<()> {
     metrics::describe();
-    let drain = state.config.drain;
-    let grace = state.config.shutdown_timeout;
+    let drain = state.config.api.drain;
+    let grace = state.config.api.shutdown_timeout;
     let shutdown = state.shutdown.clone();
     let addr = listener.local_addr()?;
     tracing::info!(%addr, "api listening");

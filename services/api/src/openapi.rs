@@ -477,7 +477,11 @@ mod tests {
                     }
                     let t = next.trim_start();
                     if let Some(rest) = t.strip_prefix("pub struct ").or_else(|| t.strip_prefix("pub enum ")) {
-                        names.push((name.unwrap_or_else(|| ident(rest)), f.display().to_string()));
+                        // A macro's template (`pub struct $name`) names no type here.
+                        let name = name.unwrap_or_else(|| ident(rest));
+                        if !name.is_empty() {
+                            names.push((name, f.display().to_string()));
+                        }
                         break;
                     }
                 }

@@ -115,7 +115,7 @@ impl From<GroupInfo> for GroupOut {
 pub fn cap_create(core: &Core) -> Cap {
     Cap {
         name: "group_create",
-        limit: core.config.group_creates_per_day,
+        limit: core.config.groups.creates_per_day,
         window: Duration::from_secs(86_400),
         what: "group creations a day",
     }
@@ -125,7 +125,7 @@ pub fn cap_create(core: &Core) -> Cap {
 pub fn cap_participants(core: &Core) -> Cap {
     Cap {
         name: "group_participants",
-        limit: core.config.group_participant_changes_per_minute,
+        limit: core.config.groups.participant_changes_per_minute,
         window: Duration::from_secs(60),
         what: "group member changes a minute",
     }
@@ -135,7 +135,7 @@ pub fn cap_participants(core: &Core) -> Cap {
 pub fn cap_joins(core: &Core) -> Cap {
     Cap {
         name: "group_join",
-        limit: core.config.group_joins_per_day,
+        limit: core.config.groups.joins_per_day,
         window: Duration::from_secs(86_400),
         what: "joins by link a day",
     }

@@ -18,7 +18,7 @@ pub async fn net<O: Operation>(core: &Core, id: &InstanceId, op: O) -> Result<O:
 
 /// Sends `req` to the instance's worker and returns its answer's value.
 pub async fn call(core: &Core, id: &InstanceId, req: RpcRequest) -> Result<serde_json::Value> {
-    match bus::request(&core.nats, &core.subjects, id, &req, core.config.rpc_timeout).await {
+    match bus::request(&core.nats, &core.subjects, id, &req, core.config.api.rpc_timeout).await {
         Ok(reply) => Ok(Result::<_, shared::ApiError>::from(reply)?),
         Err(RpcError::NoResponders) => Err(not_running(core, id).await?),
         Err(RpcError::Timeout) => {

@@ -39,10 +39,10 @@ pub async fn start(core: &Core, id: &InstanceId) -> Result<InstanceState> {
 /// How often [`wait_qr`] looks for the first QR code.
 const QR_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// The QR code on show, waiting up to `connect_qr_wait_ms` for the first one after
+/// The QR code on show, waiting up to `api.connect_qr_wait_ms` for the first one after
 /// pairing started; `None` when there is none (already linked, or none came in time).
 pub async fn wait_qr(core: &Core, id: &InstanceId) -> Result<Option<QrOut>> {
-    let deadline = tokio::time::Instant::now() + core.config.connect_qr_wait;
+    let deadline = tokio::time::Instant::now() + core.config.api.connect_qr_wait;
     loop {
         match current_qr(core, id).await? {
             Ok(qr) => return Ok(Some(qr)),

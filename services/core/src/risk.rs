@@ -1,10 +1,10 @@
-//! Ban risk's evaluator: every paired instance's risk each `risk_interval_ms`
+//! Ban risk's evaluator: every paired instance's risk each `risk.interval_ms`
 //! (docs/ban-risk.md; the scoring itself is `shared::risk`, which the worker's pacing
 //! reads too). The dispatcher role runs it: dispatchers claim due instances with `SKIP LOCKED`, so pods share the work; each evaluation
 //! is stored on the instance, and a change of level writes `instance.risk` in the same
 //! transaction; at a critical risk, or after a temporary ban, the queue is paused
 //! (`instance.paused`) until `POST {inst}/queue/resume`. Metrics: the scores as a histogram
-//! across instances (by instance only with `metrics_per_instance`), and level changes by level.
+//! across instances (by instance only with `metrics.per_instance`), and level changes by level.
 
 use std::time::Duration;
 

@@ -127,7 +127,7 @@ pub async fn store_media(
     holds_slot: bool,
 ) -> Result<(MediaId, serde_json::Value)> {
     let limit = kind.media_limit().expect("media types have limits") as u64;
-    let quota = state.config.media_quota_bytes;
+    let quota = state.config.media.quota_bytes;
     let (url, mime_type, filename) = match src {
         MediaSource::Bytes { data, mime_type, filename } => {
             let stored = media::store(&state.db, id, &mime_type, filename.as_deref(), MediaBody::Data(&data), quota);

@@ -1,14 +1,14 @@
 //! Cluster-wide slots, shared by every pod through Redis: what no tenant may hold all
 //! of. A slot is a member of one or more sorted sets scored by its expiry: the holder
 //! renews it (for at most its `max_hold`), so a slot of a crashed pod frees itself within
-//! `large_body_slot_ttl_ms`. One Lua script takes a place in every set or in none.
+//! `large_body.slot_ttl_ms`. One Lua script takes a place in every set or in none.
 //!
 //! - Large sends: a send whose body is large (the API's gate takes the slot) or whose
-//!   `media.url` is downloaded takes one of `large_body_slots` slots, at most one per
-//!   instance, waiting for a free one up to `large_body_wait_ms` (then 503
+//!   `media.url` is downloaded takes one of `large_body.slots` slots, at most one per
+//!   instance, waiting for a free one up to `large_body.wait_ms` (then 503
 //!   `rate_limited`).
 //! - Event streams: each open SSE stream holds a place among its instance's
-//!   `events_streams_per_instance`.
+//!   `events.streams_per_instance`.
 
 use std::time::Duration;
 
@@ -56,15 +56,15 @@ pub struct Slot {
 
 impl Slot {
     /// One of the cluster's large-body slots, at most one per instance; waits for a free
-    /// one up to `large_body_wait_ms`, then 503 `rate_limited`.
+    /// one up to `large_body.wait_ms`, then 503 `rate_limited`.
     pub async fn large_body(core: &Core, instance: &InstanceId) -> Result<Slot> {
         let sets = [
-            (core.keys.large_body_slots(), core.config.large_body_slots),
+            (core.keys.large_body_slots(), core.config.large_body.slots),
             (core.keys.large_body_instance_slots(instance), 1),
         ];
-        let wait = core.config.large_body_wait;
+        let wait = core.config.large_body.wait;
         // A request may hold its slot while it reads its body and then stores it.
-        let max_hold = 2 * core.config.large_body_read_timeout;
+        let max_hold = 2 * core.config.large_body.read_timeout;
         metrics::gauge!(WAITERS).increment(1.0);
         let _waiting = scopeguard(|| metrics::gauge!(WAITERS).decrement(1.0));
         let deadline = tokio::time::Instant::now() + wait;
@@ -132,7 +132,7 @@ impl Drop for Slot {
 }
 
 async fn try_take(core: &Core, sets: &[(String, u32)], holder: &str) -> Result<bool> {
-    let ttl = core.config.large_body_slot_ttl.as_millis() as i64;
+    let ttl = core.config.large_body.slot_ttl.as_millis() as i64;
     let now = chrono::Utc::now().timestamp_millis();
     static SCRIPT: std::sync::LazyLock<Script> = std::sync::LazyLock::new(|| Script::new(ACQUIRE));
     let mut script = SCRIPT.prepare_invoke();
@@ -161,7 +161,7 @@ async fn remove(core: &Core, keys: &[String], holder: &str) -> Result<()> {
 /// Pushes the slot's expiry forward every third of its TTL while it is held, for at
 /// most `max_hold`; then it lapses within the TTL even if its request is still running.
 async fn renewal(core: Core, keys: Vec<String>, holder: String, stop: CancellationToken, max_hold: Duration) {
-    let ttl = core.config.large_body_slot_ttl;
+    let ttl = core.config.large_body.slot_ttl;
     let ttl_ms = ttl.as_millis() as i64;
     let until = tokio::time::Instant::now().checked_add(max_hold);
     loop {

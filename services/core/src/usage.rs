@@ -1,6 +1,6 @@
 //! What an instance used, per UTC day and in total, from Postgres (`db::usage`).
 //! Messages, media and deliveries are rolled up by the dispatchers every
-//! `usage_rollup_interval_ms` (10 s by default); lookups count as they happen; API
+//! `usage.rollup_interval_ms` (10 s by default); lookups count as they happen; API
 //! requests reach Postgres within a second.
 
 use chrono::{Duration, NaiveDate, Utc};

@@ -135,7 +135,7 @@ fn settings_of(r: &InstanceRow) -> Value {
     })
 }
 
-/// The first QR code after pairing started (waiting up to `connect_qr_wait_ms`), with a
+/// The first QR code after pairing started (waiting up to `api.connect_qr_wait_ms`), with a
 /// phone pairing code when `number` is given.
 async fn first_qr(state: &AppState, row: &InstanceRow, number: Option<&str>) -> Result<Option<EvoQrcodeOut>, ApiError> {
     let phone = number.map(domain::numbers::normalize_phone).transpose()?;
@@ -182,8 +182,8 @@ async fn create(
         tags: vec![],
         ip_allowlist: vec![],
         ip_allowlist_locked: false,
-        min_interval_ms: state.config.default_min_interval_ms as i32,
-        max_per_minute: state.config.default_max_per_minute as i32,
+        min_interval_ms: state.config.pacing.default_min_interval_ms as i32,
+        max_per_minute: state.config.pacing.default_max_per_minute as i32,
         unsafe_pacing: false,
         pacing_locked: false,
         proxy_url: None,

@@ -242,7 +242,7 @@ pub enum EvolutionErrors {
     NotFound(ErrorBody),
     #[response(
         status = 408,
-        description = "`request_timeout`: a body over 1 MB was not received within `large_body_read_timeout_ms`"
+        description = "`request_timeout`: a body over 1 MB was not received within `large_body.read_timeout_ms`"
     )]
     RequestTimeout(ErrorBody),
     #[response(status = 409, description = "`instance_not_connected`, `business_account_required`")]

@@ -30,8 +30,8 @@ pub fn check_scope(principal: &Principal, parts: &Parts) -> Result<(), ApiError>
 pub fn client_ip(parts: &Parts, state: &AppState) -> Option<IpAddr> {
     let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>()?.0.ip();
     let lines: Vec<&[u8]> =
-        parts.headers.get_all(state.config.client_ip_header.as_str()).iter().map(|v| v.as_bytes()).collect();
-    domain::ip::client_ip(peer, &lines, &state.config.trusted_proxies)
+        parts.headers.get_all(state.config.api.client_ip_header.as_str()).iter().map(|v| v.as_bytes()).collect();
+    domain::ip::client_ip(peer, &lines, &state.config.api.trusted_proxies)
 }
 
 /// Resolves a bearer token (from `Authorization` or `X-API-Key`) to a principal.

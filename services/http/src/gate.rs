@@ -1,7 +1,7 @@
 //! The large-body gate: a POST /messages (or another body-heavy route) whose body is over
 //! 1 MB (or of unknown length) takes one of the cluster's large-body slots
 //! (`domain::slots`) before its body is read, and reads it within
-//! `large_body_read_timeout_ms` (then 408 `request_timeout`), so a slow upload cannot keep
+//! `large_body.read_timeout_ms` (then 408 `request_timeout`), so a slow upload cannot keep
 //! a slot. A send's `media.url` download takes its slot in `domain::send`.
 //!
 //! Each door gates its routes with the extractor that names the instance its way:
@@ -91,7 +91,7 @@ pub async fn admit(
         Err(e) => return refuse(e.into()),
     };
     // The body within its deadline, or the slot goes back.
-    let read = state.config.large_body_read_timeout;
+    let read = state.config.large_body.read_timeout;
     let bytes = match tokio::time::timeout(read, axum::body::to_bytes(body, limit)).await {
         Ok(Ok(b)) => b,
         Ok(Err(_)) => {

@@ -1,7 +1,7 @@
 //! The instance worker: claims instance leases in Redis, runs each instance's session
 //! through a network driver, and answers the API's requests for it over NATS.
 //!
-//! Scheduling: every `worker_scan_ms` (or at once when the API publishes a wake-up) the
+//! Scheduling: every `worker.scan_ms` (or at once when the API publishes a wake-up) the
 //! worker lists the instances that should run, finds those nobody holds, and claims up to
 //! its fair share (instances / live workers). Each claim takes a lease (`SET NX PX`) and
 //! a new epoch recorded on the instance row; all later writes are fenced on it. Leases are
@@ -57,7 +57,7 @@ const SWEEP_EVERY: Duration = Duration::from_secs(1);
 const QUEUE_STATS_EVERY: Duration = Duration::from_secs(5);
 
 /// The network drivers a worker opens sessions with; `None` uses the default one
-/// (netsim at `netsim_url`, WhatsApp through whatsapp-rust).
+/// (netsim at `netsim.url`, WhatsApp through whatsapp-rust).
 #[derive(Default, Clone)]
 pub struct Drivers {
     pub sim: Option<Arc<dyn driver::Driver>>,
@@ -83,40 +83,40 @@ pub async fn run_with(config: Config, drivers: Drivers, shutdown: Shutdown) -> a
     );
     let subjects = bus::Subjects::new(&config);
     let worker_id = format!("wk_{}", uuid::Uuid::new_v4().simple());
-    let ttl = config.lease_ttl;
+    let ttl = config.worker.lease_ttl;
     let leases = Leases::new(redis, kv::Keys::new(&config), worker_id.clone(), ttl);
     let (renewer, mut renewals) =
         lease::Renewer::start(&config.redis_url, kv::Keys::new(&config), worker_id.clone(), ttl)
             .context("starting the lease renewal thread")?;
-    let media = receive::MediaPolicy { retry_base: config.media_retry_base, quota: config.media_quota_bytes };
+    let media = receive::MediaPolicy { retry_base: config.media.retry_base, quota: config.media.quota_bytes };
     let ctx = Arc::new(Ctx {
         db: pool.clone(),
         nats: nats.clone(),
         subjects: subjects.clone(),
         // Both drivers, so an instance may run on another network than the deployment's.
         sim: Some(drivers.sim.unwrap_or_else(|| {
-            Arc::new(driver::sim::SimDriver::new(&config.netsim_url, config.netsim_request_timeout))
+            Arc::new(driver::sim::SimDriver::new(&config.netsim.url, config.netsim.request_timeout))
         })),
         whatsapp: drivers.whatsapp.unwrap_or_else(|| {
             Arc::new(
                 driver::whatsapp::WhatsappDriver::new(
                     pool.clone(),
-                    config.whatsapp_ws_url.as_deref(),
-                    config.whatsapp_connect_timeout,
+                    config.whatsapp.ws_url.as_deref(),
+                    config.whatsapp.connect_timeout,
                 )
                 .with_media(media),
             )
         }),
         default_network: config.network,
         pacing: actor::PacingDefaults {
-            grace_min: config.pacing_grace_min,
-            grace_max: config.pacing_grace_max,
-            jitter: config.pacing_jitter,
-            ramp: config.pacing_ramp,
-            ramp_start: config.pacing_ramp_start,
+            grace_min: config.pacing.grace_min,
+            grace_max: config.pacing.grace_max,
+            jitter: config.pacing.jitter,
+            ramp: config.pacing.ramp,
+            ramp_start: config.pacing.ramp_start,
             risk: config.risk_policy(),
         },
-        retry_base: config.queue_retry_base,
+        retry_base: config.worker.queue_retry_base,
         media,
         finisher: batch::finisher(pool.clone()),
         receipts: batch::receipts(pool.clone()),
@@ -127,14 +127,14 @@ pub async fn run_with(config: Config, drivers: Drivers, shutdown: Shutdown) -> a
         leases,
         renewer,
         worker_id,
-        max: config.worker_max_instances,
+        max: config.worker.max_instances,
         held: HashMap::new(),
         actors: JoinSet::new(),
         tasks: HashMap::new(),
         cooldown: HashMap::new(),
         nudges: HashMap::new(),
         stopping: HashSet::new(),
-        per_instance: config.metrics_per_instance,
+        per_instance: config.metrics.per_instance,
         reported: Vec::new(),
         scans: 0,
     };
@@ -142,7 +142,7 @@ pub async fn run_with(config: Config, drivers: Drivers, shutdown: Shutdown) -> a
     let mut sweep = tokio::time::interval(SWEEP_EVERY);
     sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut wake = nats.subscribe(subjects.workers_wake()).await.context("subscribing to wake-ups")?;
-    let mut scan = tokio::time::interval(config.worker_scan);
+    let mut scan = tokio::time::interval(config.worker.scan);
     scan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
@@ -343,7 +343,7 @@ impl Worker {
     }
 
     /// Measures the queues of the held instances: aggregate gauges always, per-instance
-    /// series when `metrics_per_instance` is on.
+    /// series when `metrics.per_instance` is on.
     async fn queue_stats(&mut self) {
         self.unleased().await;
         let ids: Vec<InstanceId> = self.held.keys().cloned().collect();

@@ -1,13 +1,13 @@
 //! The pacer: when an instance's next message may go. Rules, all per instance:
 //!
 //! 1. **Grace.** After each (re)connect, nothing is sent for a random time drawn from
-//!    [`pacing_grace_min_ms`, `pacing_grace_max_ms`] (default 15-30 s).
-//! 2. **Ramp-up.** After the grace the rate rises linearly from `pacing_ramp_start`
-//!    (default 0.25) of the full rate to the full rate over `pacing_ramp_ms` (default
+//!    [`pacing.grace_min_ms`, `pacing.grace_max_ms`] (default 15-30 s).
+//! 2. **Ramp-up.** After the grace the rate rises linearly from `pacing.ramp_start`
+//!    (default 0.25) of the full rate to the full rate over `pacing.ramp_ms` (default
 //!    10 min): at fraction `f` the interval is `min_interval_ms / f` and the per-minute
 //!    cap `max(1, floor(max_per_minute * f))`.
 //! 3. **Interval.** Consecutive sends are at least the (ramped) interval apart, plus a
-//!    random jitter of 0..`pacing_jitter` (default 25%) of it; jitter only lengthens.
+//!    random jitter of 0..`pacing.jitter` (default 25%) of it; jitter only lengthens.
 //! 4. **Per minute.** At most the (ramped) cap of sends in any sliding 60 s.
 //! 5. **Send window.** With a window set (local `start`..`end` in the instance's time zone;
 //!    `end` before `start` spans midnight), nothing is sent outside it.

@@ -42,7 +42,7 @@ impl Fetch for SessionFetch<'_> {
 pub struct MediaPolicy {
     /// The first wait before a failed download is tried again (doubling per try).
     pub retry_base: Duration,
-    /// Bytes of media the instance may store (`media_quota_bytes`).
+    /// Bytes of media the instance may store (`media.quota_bytes`).
     pub quota: u64,
 }
 

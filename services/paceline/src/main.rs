@@ -34,7 +34,7 @@ enum Command {
     Dispatcher,
     /// Run the AI attendant: answers chats of instances that have one configured.
     Attendant,
-    /// Run netsim, the simulated network (listens on PACELINE_NETSIM_LISTEN_ADDR).
+    /// Run netsim, the simulated network (listens on PACELINE_NETSIM__LISTEN_ADDR).
     Netsim,
     /// Apply database migrations and exit.
     Migrate,
@@ -82,8 +82,12 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
     if let Command::Mcp = cli.command {
         // No config file or backends: only where the API is and the token. stdout is the
         // protocol's; logs go to stderr.
-        let log_level = std::env::var("PACELINE_LOG_LEVEL").unwrap_or_else(|_| "warn".into());
-        shared::telemetry::init_logging(&Config { log_level, ..Config::default() });
+        let level = std::env::var("PACELINE_LOG__LEVEL")
+            .or_else(|_| std::env::var("PACELINE_LOG_LEVEL"))
+            .unwrap_or_else(|_| "warn".into());
+        let mut config = Config::default();
+        config.log.level = level;
+        shared::telemetry::init_logging(&config);
         return api::mcp::stdio::run(api::mcp::stdio::Target::from_env()?).await;
     }
     let mut config = Config::load(cli.config.as_deref())?;
@@ -99,7 +103,7 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
     spawn_signal_handler(shutdown.clone());
 
     // Once shutdown starts, the process ends within this time even if a backend hangs.
-    let config_deadline = config.drain + config.shutdown_timeout + std::time::Duration::from_secs(5);
+    let config_deadline = config.api.drain + config.api.shutdown_timeout + std::time::Duration::from_secs(5);
     let mut tasks: Vec<(&str, Task)> = Vec::new();
     // The metrics listener (and its probes) outlives the roles' drain: it stops once
     // every other task has ended.
@@ -148,8 +152,8 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Netsim => {
             config.validate(Role::Netsim)?;
-            let l = bind(config.netsim_listen_addr, "netsim").await?;
-            tasks.push(("netsim", Box::pin(netsim::run(l, config.netsim_qr_rotate, shutdown.clone()))));
+            let l = bind(config.netsim.listen_addr, "netsim").await?;
+            tasks.push(("netsim", Box::pin(netsim::run(l, config.netsim.qr_rotate, shutdown.clone()))));
         }
         Command::Dev { no_worker, no_dispatcher, .. } => {
             for role in [Role::Api, Role::Worker, Role::Dispatcher] {
@@ -160,8 +164,8 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
             shared::db::migrate(&pool).await.context("applying migrations")?;
             pool.close().await;
             if config.network == Network::Sim {
-                let l = bind(config.netsim_listen_addr, "netsim").await?;
-                tasks.push(("netsim", Box::pin(netsim::run(l, config.netsim_qr_rotate, shutdown.clone()))));
+                let l = bind(config.netsim.listen_addr, "netsim").await?;
+                tasks.push(("netsim", Box::pin(netsim::run(l, config.netsim.qr_rotate, shutdown.clone()))));
             }
             let l = bind(config.listen_addr, "api").await?;
             let roles: Vec<&'static str> = ["api", "worker", "dispatcher", "attendant"]

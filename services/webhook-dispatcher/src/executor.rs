@@ -1,7 +1,7 @@
 //! Runs delivery attempts with endpoints isolated from each other, and writes outcomes.
 //!
 //! Every endpoint URL has its own queue and its own task, which runs up to
-//! `webhook_endpoint_concurrency` attempts at once: an endpoint that hangs fills only its
+//! `webhooks.endpoint_concurrency` attempts at once: an endpoint that hangs fills only its
 //! own slots, so others' deliveries never wait behind it. Outcomes go to one writer that
 //! records them in batches (one transaction per batch).
 //!
@@ -86,28 +86,28 @@ pub struct Settings {
     /// Where the API is reached (`public_url`, else the listen address): Evolution-format
     /// payloads say it as `server_url`.
     pub server_url: String,
-    /// Bytes of built bodies held by attempts in flight (`webhook_body_bytes_in_flight`).
+    /// Bytes of built bodies held by attempts in flight (`webhooks.body_bytes_in_flight`).
     pub body_bytes: u64,
 }
 
 impl Settings {
     pub fn from_config(config: &shared::Config, worker_id: String) -> Settings {
-        let timeout = config.webhook_timeout;
+        let timeout = config.webhooks.timeout;
         Settings {
             worker_id,
             timeout,
             lock: timeout * 3 + Duration::from_secs(30),
-            concurrency: config.webhook_endpoint_concurrency,
-            policy: RetryPolicy { base: config.webhook_retry_base, max: config.webhook_retry_max },
+            concurrency: config.webhooks.endpoint_concurrency,
+            policy: RetryPolicy { base: config.webhooks.retry_base, max: config.webhooks.retry_max },
             allow_private: config.allow_private_targets,
-            disable_failures: config.webhook_disable_after_failures,
-            disable_after: config.webhook_disable_after,
-            retry_span: config.webhook_retry_span,
+            disable_failures: config.webhooks.disable_after_failures,
+            disable_after: config.webhooks.disable_after,
+            retry_span: config.webhooks.retry_span,
             server_url: match &config.public_url {
                 Some(u) => u.as_str().trim_end_matches('/').to_string(),
                 None => format!("http://{}", config.listen_addr),
             },
-            body_bytes: config.webhook_body_bytes_in_flight,
+            body_bytes: config.webhooks.body_bytes_in_flight,
         }
     }
 }

@@ -43,23 +43,23 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let (exec, writer) = executor::Executor::start(pool.clone(), settings);
     tracing::info!("dispatcher started");
 
-    let max_bytes = config.events_stream_max_bytes;
+    let max_bytes = config.events.stream_max_bytes;
     let relay = tokio::spawn(relay::run(pool.clone(), js.clone(), subjects.clone(), max_bytes, shutdown.clone()));
     let fanout = tokio::spawn(fanout::run(pool.clone(), js, subjects.clone(), exec.clone(), shutdown.clone()));
     let retry = tokio::spawn(retry::run(pool.clone(), exec.clone(), shutdown.clone()));
-    let retention = tokio::spawn(retention::run(pool.clone(), config.media_retention_days, shutdown.clone()));
-    let usage = tokio::spawn(usage::run(pool.clone(), config.usage_rollup_interval, shutdown.clone()));
+    let retention = tokio::spawn(retention::run(pool.clone(), config.media.retention_days, shutdown.clone()));
+    let usage = tokio::spawn(usage::run(pool.clone(), config.usage.rollup_interval, shutdown.clone()));
     let policy = domain::risk::Policy {
         nats: nats.clone(),
         subjects,
         deployment: config.risk_policy(),
-        per_instance_metrics: config.metrics_per_instance,
+        per_instance_metrics: config.metrics.per_instance,
     };
-    let risk = tokio::spawn(domain::risk::run(pool.clone(), config.risk_interval, policy, shutdown.clone()));
+    let risk = tokio::spawn(domain::risk::run(pool.clone(), config.risk.interval, policy, shutdown.clone()));
     shutdown.cancelled().await;
     let _ = tokio::join!(relay, fanout, retry, retention, usage, risk);
     // Attempts in flight get a short grace; what is left is handed back to other pods.
-    let grace = (config.shutdown_timeout / 3).min(config.webhook_timeout);
+    let grace = (config.api.shutdown_timeout / 3).min(config.webhooks.timeout);
     exec.close(grace).await;
     writer.finish().await;
     match deliveries::release(&pool, &worker_id).await {

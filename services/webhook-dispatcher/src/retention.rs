@@ -1,6 +1,6 @@
 //! Prunes events and deliveries past `bus::EVENTS_RETENTION` (`retention::db`), media
 //! no message took (`db::media::collect_unclaimed`) and the bytes of media past
-//! `media_retention_days` (`db::media::expire_before`), every few minutes, in batches
+//! `media.retention_days` (`db::media::expire_before`), every few minutes, in batches
 //! so no statement holds locks for long; and reports the media stored. Every dispatcher
 //! pod runs it; the deletes are idempotent, so pods overlapping costs only a little work.
 

@@ -185,7 +185,7 @@ async fn stored_media(db: &sqlx::PgPool, instance: &InstanceId, media: &serde_js
 }
 
 /// The bytes of built bodies one dispatcher pod may hold at once
-/// (`webhook_body_bytes_in_flight`), and at most half of them for one instance, so a
+/// (`webhooks.body_bytes_in_flight`), and at most half of them for one instance, so a
 /// tenant whose endpoint never answers holds a bounded part of the pod, and never all
 /// of it. The gauge `paceline_webhook_body_bytes_in_flight` shows what is held.
 #[derive(Clone)]

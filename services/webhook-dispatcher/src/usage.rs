@@ -1,5 +1,5 @@
 //! Rolls finished deliveries up into the daily usage counts (`db::usage`) every
-//! `usage_rollup_interval_ms`, in batches. Every dispatcher pod runs it; rows are claimed
+//! `usage.rollup_interval_ms`, in batches. Every dispatcher pod runs it; rows are claimed
 //! with `SKIP LOCKED` and marked counted in the statement that counts them, so pods share
 //! the work and nothing is counted twice. (Events are counted by the relay as it
 //! publishes them.)

@@ -1,4 +1,7 @@
 use super::*;
+use crate::auth::ADMIN_TOKEN_PREFIX;
+use std::time::Duration;
+
 use figment::Jail;
 
 fn load_in(jail_env: &[(&str, &str)]) -> Result<Config, ConfigError> {
@@ -25,7 +28,7 @@ fn environment_overrides_defaults() {
     .unwrap();
     assert_eq!(c.listen_addr.to_string(), "0.0.0.0:9000");
     assert!(c.allow_private_targets);
-    assert_eq!(c.trusted_proxies.len(), 2);
+    assert_eq!(c.api.trusted_proxies.len(), 2);
     assert_eq!(c.network, Network::Sim);
     assert_eq!(c.metrics_addr.to_string(), "127.0.0.1:9464");
 }
@@ -33,13 +36,63 @@ fn environment_overrides_defaults() {
 #[test]
 fn file_then_environment() {
     Jail::expect_with(|jail| {
-        jail.create_file("p.toml", "log_level = \"debug\"\ndrain_ms = 7\n")?;
-        jail.set_env("PACELINE_DRAIN_MS", "9");
+        jail.create_file("p.toml", "[log]\nlevel = \"debug\"\n[api]\ndrain_ms = 7\nrpc_timeout_ms = 8\n")?;
+        jail.set_env("PACELINE_API__DRAIN_MS", "9");
         let c = Config::load(Some(Path::new("p.toml"))).unwrap();
-        assert_eq!(c.log_level, "debug");
-        assert_eq!(c.drain, Duration::from_millis(9));
+        assert_eq!(c.log.level, "debug");
+        assert_eq!(c.api.drain, Duration::from_millis(9));
+        assert_eq!(c.api.rpc_timeout, Duration::from_millis(8));
         Ok(())
     });
+}
+
+/// Sections nest in the environment with `__`; the flat names of earlier releases still
+/// count (in the environment and in a file), and a sectioned key given too wins.
+#[test]
+fn sections_in_the_environment_and_the_old_flat_names() {
+    let c = load_in(&[
+        ("PACELINE_PACING__JITTER", "0.5"),
+        ("PACELINE_WORKER__LEASE_TTL_MS", "7000"),
+        ("PACELINE_RISK__AUTO_PAUSE", "no"),
+        ("PACELINE_API__TRUSTED_PROXIES", "10.0.0.0/8"),
+        ("PACELINE_WEBHOOK_TIMEOUT_MS", "1234"),
+        ("PACELINE_LOG_LEVEL", "warn"),
+        ("PACELINE_DATABASE_SCHEMA", "t1"),
+        ("PACELINE_DATABASE_MAX_CONNECTIONS", "7"),
+        ("PACELINE_GROUP_JOINS_PER_DAY", "3"),
+        ("PACELINE_GROUPS__JOINS_PER_DAY", "4"),
+    ])
+    .unwrap();
+    assert_eq!(c.pacing.jitter, 0.5);
+    assert_eq!(c.worker.lease_ttl, Duration::from_millis(7000));
+    assert!(!c.risk.auto_pause);
+    assert_eq!(c.api.trusted_proxies.len(), 1);
+    assert_eq!(c.webhooks.timeout, Duration::from_millis(1234));
+    assert_eq!(c.log.level, "warn");
+    assert_eq!(c.namespace.database_schema.as_deref(), Some("t1"));
+    assert_eq!(c.database.max_connections, 7);
+    assert_eq!(c.groups.joins_per_day, 4, "the sectioned key wins over its old name");
+    assert_eq!(c.database_url, "", "a top-level key that starts like a section stays top-level");
+    Jail::expect_with(|jail| {
+        jail.create_file("old.toml", "lease_ttl_ms = 800\npacing_jitter = 0.1\n")?;
+        let c = Config::load(Some(Path::new("old.toml"))).unwrap();
+        assert_eq!((c.worker.lease_ttl, c.pacing.jitter), (Duration::from_millis(800), 0.1));
+        Ok(())
+    });
+}
+
+/// Every old flat name maps to a key that exists: set each to a value of its type and
+/// read it back under its section.
+#[test]
+fn every_alias_reaches_a_sectioned_key() {
+    let defaults = serde_json::to_value(Config::default()).unwrap();
+    for (old, new) in ALIASES {
+        let (section, key) = new.split_once('.').unwrap();
+        assert!(defaults.get(*old).is_none(), "{old} is still a top-level key");
+        assert!(defaults[section].get(key).is_some(), "{old} maps to {new}, which is not a key");
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    assert!(ALIASES.iter().all(|(old, _)| seen.insert(*old)), "an old name appears twice");
 }
 
 #[test]
@@ -55,13 +108,17 @@ fn validation_lists_each_problem_without_secrets() {
     let c = Config {
         database_url: "mysql://user:hunter2@db/x".into(),
         admin_token: Some("pl_admin_short".into()),
-        default_max_per_minute: 0,
+        pacing: section::Pacing { default_max_per_minute: 0, ..Default::default() },
         ..Config::default()
     };
     let e = c.validate(Role::Api).unwrap_err().to_string();
-    for needle in
-        ["database_url", "redis_url is required", "nats_url is required", "admin_token", "default_max_per_minute"]
-    {
+    for needle in [
+        "database_url",
+        "redis_url is required",
+        "nats_url is required",
+        "admin_token",
+        "pacing.default_max_per_minute",
+    ] {
         assert!(e.contains(needle), "{needle} missing from {e}");
     }
     assert!(!e.contains("hunter2"));

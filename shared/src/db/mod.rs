@@ -26,12 +26,12 @@ use crate::Config;
 /// The migrations of `migrations/`, embedded in the binary.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
 
-/// Opens the pool. With `database_schema` set, every connection uses that schema
+/// Opens the pool. With `namespace.database_schema` set, every connection uses that schema
 /// (tests give each test its own); the schema is created if missing.
 pub async fn connect(config: &Config) -> Result<PgPool, sqlx::Error> {
     let mut opts: PgConnectOptions = config.database_url.parse()?;
     opts = opts.application_name("paceline");
-    if let Some(schema) = &config.database_schema {
+    if let Some(schema) = &config.namespace.database_schema {
         // The schema name was validated as [A-Za-z0-9_-]{1,64}; quote it for the '-'.
         let mut conn_opts = opts.clone();
         conn_opts = conn_opts.options([("search_path", schema.as_str())]);
@@ -48,7 +48,7 @@ pub async fn connect(config: &Config) -> Result<PgPool, sqlx::Error> {
         opts = conn_opts;
     }
     PgPoolOptions::new()
-        .max_connections(config.database_max_connections)
+        .max_connections(config.database.max_connections)
         .acquire_timeout(Duration::from_secs(10))
         .connect_with(opts)
         .await

@@ -83,7 +83,7 @@ impl McpServer {
     async fn call(&self, caller: &Caller<'_>, method: &str, uri: &str, body: Option<Value>) -> Answer {
         let mut req = axum::http::Request::builder().method(method.parse::<Method>().unwrap_or(Method::GET)).uri(uri);
         let headers = req.headers_mut().expect("a fresh builder");
-        let client_ip_header = self.state.config.client_ip_header.as_str();
+        let client_ip_header = self.state.config.api.client_ip_header.as_str();
         for (name, value) in &caller.parts.headers {
             let copy =
                 name == header::AUTHORIZATION || name.as_str() == "x-request-id" || name.as_str() == client_ip_header;

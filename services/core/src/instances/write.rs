@@ -160,8 +160,8 @@ pub async fn create_from(core: &Core, body: InstanceIn) -> Result<InstanceCreate
         // The admin's list: the instance's token may only narrow it.
         ip_allowlist_locked: !body.ip_allowlist.is_empty(),
         ip_allowlist: body.ip_allowlist,
-        min_interval_ms: body.min_interval_ms.unwrap_or(core.config.default_min_interval_ms) as i32,
-        max_per_minute: body.max_per_minute.unwrap_or(core.config.default_max_per_minute) as i32,
+        min_interval_ms: body.min_interval_ms.unwrap_or(core.config.pacing.default_min_interval_ms) as i32,
+        max_per_minute: body.max_per_minute.unwrap_or(core.config.pacing.default_max_per_minute) as i32,
         unsafe_pacing: body.unsafe_pacing,
         // What the admin set, the instance's token cannot undo.
         pacing_locked: body.min_interval_ms.is_some() || body.max_per_minute.is_some(),

@@ -81,7 +81,7 @@ async fn a_panicked_actor_releases_its_lease_and_is_counted() {
     .await;
     assert!(released.is_some(), "the lease was released, not renewed forever");
     // This worker leaves it to others for a while rather than crash on it again at once.
-    tokio::time::sleep(c.config.worker_scan * 3).await;
+    tokio::time::sleep(c.config.worker.scan * 3).await;
     let mut conn = redis.get().await.unwrap();
     let holder: Option<String> = deadpool_redis::redis::cmd("GET").arg(&key).query_async(&mut conn).await.unwrap();
     assert!(holder.is_none(), "not claimed again at once by the worker it panicked on");
@@ -141,7 +141,7 @@ impl Session for SlowSession {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_session_operation_does_not_delay_a_queued_send() {
     let c = cluster().await;
-    let sim = worker::driver::sim::SimDriver::new(&c.config.netsim_url, Duration::from_secs(30));
+    let sim = worker::driver::sim::SimDriver::new(&c.config.netsim.url, Duration::from_secs(30));
     let shutdown = start_worker(&c, Arc::new(SlowOperations(sim)));
     c.phone(A, false).await;
     c.phone(B, false).await;

@@ -152,7 +152,7 @@ fn pods(c: &Cluster, n: usize) -> Pods {
         let log = dir.join(format!("attendant-{i}.log"));
         let mut cmd = command(bin(), "attendant", &c.config);
         cmd.env("PACELINE_METRICS_ADDR", harness::cluster::free_addr().to_string())
-            .env("PACELINE_LOG_LEVEL", "debug")
+            .env("PACELINE_LOG__LEVEL", "debug")
             .stderr(log_file(&log));
         kids.push(cmd.spawn().unwrap());
         logs.push(log);

@@ -106,7 +106,7 @@ async fn logout_and_ban_are_reported() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rpc_errors_map_to_not_connected_and_timeout() {
-    let c = Cluster::start(bin(), 1, |cfg| cfg.rpc_timeout = Duration::from_millis(1_000)).await;
+    let c = Cluster::start(bin(), 1, |cfg| cfg.api.rpc_timeout = Duration::from_millis(1_000)).await;
     c.phone(A, false).await;
     let (inst, _) = c.api.create_instance("rpc").await;
     let id = inst["id"].as_str().unwrap().to_string();
@@ -222,7 +222,7 @@ async fn sigkill_moves_instances_within_the_lease_ttl() {
     let (c, id, owner) = owned("kill").await;
     let (epoch, _, _) = c.ownership(&id).await;
     c.signal(owner, "KILL");
-    let ttl = c.config.lease_ttl;
+    let ttl = c.config.worker.lease_ttl;
     let took = wait_takeover(&c, &id, epoch, ttl * 3).await;
     println!("takeover after SIGKILL: {} ms (lease TTL {} ms)", took.as_millis(), ttl.as_millis());
     assert!(took <= ttl + Duration::from_millis(1_500), "takeover took {took:?}");
@@ -237,7 +237,7 @@ async fn sigterm_hands_off_before_the_lease_expires() {
     let (mut c, id, owner) = owned("term").await;
     let (epoch, _, _) = c.ownership(&id).await;
     c.signal(owner, "TERM");
-    let ttl = c.config.lease_ttl;
+    let ttl = c.config.worker.lease_ttl;
     let took = wait_takeover(&c, &id, epoch, ttl * 3).await;
     println!("takeover after SIGTERM: {} ms (lease TTL {} ms)", took.as_millis(), ttl.as_millis());
     assert!(took < ttl, "a graceful handoff beats lease expiry, took {took:?}");
@@ -250,7 +250,7 @@ async fn a_paused_ex_owner_writes_nothing() {
     let (c, id, owner) = owned("pause").await;
     let (epoch, _, _) = c.ownership(&id).await;
     c.signal(owner, "STOP");
-    let ttl = c.config.lease_ttl;
+    let ttl = c.config.worker.lease_ttl;
     let took = wait_takeover(&c, &id, epoch, ttl * 3).await;
     println!("takeover of a paused owner: {} ms", took.as_millis());
     let before = c.ownership(&id).await;
@@ -289,7 +289,8 @@ async fn a_paused_ex_owner_writes_nothing() {
 async fn an_unreachable_whatsapp_network_leaves_the_instance_connecting() {
     let mut c = Cluster::start(bin(), 0, |_| {}).await;
     let mut cmd = harness::cluster::command(bin(), "worker", &c.config);
-    cmd.env("PACELINE_WHATSAPP_WS_URL", "ws://127.0.0.1:9/ws/chat").env("PACELINE_WHATSAPP_CONNECT_TIMEOUT_MS", "500");
+    cmd.env("PACELINE_WHATSAPP__WS_URL", "ws://127.0.0.1:9/ws/chat")
+        .env("PACELINE_WHATSAPP__CONNECT_TIMEOUT_MS", "500");
     let metrics = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     cmd.env("PACELINE_METRICS_ADDR", metrics.to_string());
     c.workers.push(harness::cluster::WorkerProc { child: cmd.spawn().unwrap(), metrics });
@@ -376,7 +377,7 @@ async fn a_late_renewal_keeps_a_lease_nobody_took() {
     let holder = holder.expect("the worker holds the lease");
     // The lease lapses (as when a renewal is late) and nobody takes it meanwhile.
     let _: i64 = deadpool_redis::redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
-    let back = wait_for(c.config.lease_ttl * 2, || {
+    let back = wait_for(c.config.worker.lease_ttl * 2, || {
         let (redis, key) = (redis.clone(), key.clone());
         async move {
             let mut conn = redis.get().await.unwrap();
@@ -402,7 +403,7 @@ async fn a_late_renewal_keeps_a_lease_nobody_took() {
 /// over the worker's capacity), and each backend reachable.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workers_report_unleased_instances_and_their_backends() {
-    let c = Cluster::start(bin(), 1, |cfg| cfg.worker_max_instances = 1).await;
+    let c = Cluster::start(bin(), 1, |cfg| cfg.worker.max_instances = 1).await;
     let admin = c.api.admin();
     for name in ["held", "stranded"] {
         let created = admin.post("/v1/instances", &json!({ "name": name })).await.expect(201);

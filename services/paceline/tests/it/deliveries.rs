@@ -21,9 +21,9 @@ struct Setup {
 pub(crate) fn config() -> Config {
     let mut c = test_config();
     c.allow_private_targets = true;
-    c.webhook_retry_base = std::time::Duration::from_millis(200);
-    c.webhook_retry_max = std::time::Duration::from_millis(1_000);
-    c.webhook_timeout = std::time::Duration::from_millis(2_000);
+    c.webhooks.retry_base = std::time::Duration::from_millis(200);
+    c.webhooks.retry_max = std::time::Duration::from_millis(1_000);
+    c.webhooks.timeout = std::time::Duration::from_millis(2_000);
     c
 }
 
@@ -206,8 +206,8 @@ async fn the_delivery_log_pages_newest_first_and_rejects_foreign_cursors() {
 async fn a_failed_delivery_can_be_resent_and_others_cannot() {
     let mut c = config();
     // No retries: the first failure is final.
-    c.webhook_retry_span = std::time::Duration::from_millis(0);
-    c.drain = std::time::Duration::from_millis(3_000);
+    c.webhooks.retry_span = std::time::Duration::from_millis(0);
+    c.api.drain = std::time::Duration::from_millis(3_000);
     let s = Setup::start(c).await;
     let sink = WebhookSink::start().await;
     sink.plan(&[(500, None)]);
@@ -247,8 +247,8 @@ async fn a_failed_delivery_can_be_resent_and_others_cannot() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gone_disables_at_once_and_repeated_failures_disable_with_an_event() {
     let mut c = config();
-    c.webhook_disable_after_failures = 3;
-    c.webhook_disable_after = std::time::Duration::from_millis(0);
+    c.webhooks.disable_after_failures = 3;
+    c.webhooks.disable_after = std::time::Duration::from_millis(0);
     let s = Setup::start(c).await;
     let gone = WebhookSink::start().await;
     gone.default_status(410);
@@ -300,7 +300,7 @@ async fn gone_disables_at_once_and_repeated_failures_disable_with_an_event() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hanging_endpoint_does_not_delay_another() {
     let mut c = config();
-    c.webhook_timeout = std::time::Duration::from_millis(20_000);
+    c.webhooks.timeout = std::time::Duration::from_millis(20_000);
     let s = Setup::start(c).await;
     let slow = WebhookSink::start().await;
     slow.delay(Duration::from_secs(3600));
@@ -364,8 +364,7 @@ async fn two_dispatchers_deliver_each_event_once() {
 async fn nats_restarting_mid_stream_loses_no_event() {
     // The dispatcher's warnings (on stderr, shown when this test fails).
     let logs = shared::Config {
-        log_format: shared::config::LogFormat::Pretty,
-        log_level: "warn".into(),
+        log: shared::config::section::Log { format: shared::config::LogFormat::Pretty, level: "warn".into() },
         ..Default::default()
     };
     shared::telemetry::init_logging(&logs);
@@ -483,8 +482,8 @@ async fn a_late_outcome_of_a_lapsed_claim_changes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disabling_an_endpoint_fails_its_pending_deliveries() {
     let mut c = config();
-    c.webhook_retry_base = std::time::Duration::from_millis(60_000);
-    c.webhook_retry_max = std::time::Duration::from_millis(60_000);
+    c.webhooks.retry_base = std::time::Duration::from_millis(60_000);
+    c.webhooks.retry_max = std::time::Duration::from_millis(60_000);
     let s = Setup::start(c).await;
     let sink = WebhookSink::start().await;
     sink.default_status(500);

@@ -172,8 +172,8 @@ async fn the_event_stream_resumes_after_last_event_id_without_gaps() {
 async fn event_streams_are_capped_per_instance_and_per_pod() {
     use harness::webhooks::SseReader;
     let mut config = harness::test_config();
-    config.events_streams_per_instance = 2;
-    config.events_streams_per_pod = 3;
+    config.events.streams_per_instance = 2;
+    config.events.streams_per_pod = 3;
     let api = TestApi::start_with(config).await;
     let (a, a_token) = api.create_instance("sse-a").await;
     let (b, b_token) = api.create_instance("sse-b").await;

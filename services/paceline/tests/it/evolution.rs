@@ -26,8 +26,8 @@ async fn evolutions_python_client_runs_unchanged_against_netsim() {
     let c = Cluster::start(bin(), 1, |cfg| {
         cfg.allow_private_targets = true;
         // Instances made through instance/create get the deployment's pacing: a second.
-        cfg.default_min_interval_ms = 1_000;
-        cfg.default_max_per_minute = 60;
+        cfg.pacing.default_min_interval_ms = 1_000;
+        cfg.pacing.default_max_per_minute = 60;
     })
     .await;
     let stop = shared::Shutdown::new();

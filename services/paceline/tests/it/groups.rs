@@ -241,9 +241,9 @@ async fn group_messages_reach_every_member_once_and_come_back_in() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_refusals_and_caps() {
     let (c, id, own) = cluster(|cfg| {
-        cfg.group_creates_per_day = 2;
-        cfg.group_participant_changes_per_minute = 3;
-        cfg.group_joins_per_day = 1;
+        cfg.groups.creates_per_day = 2;
+        cfg.groups.participant_changes_per_minute = 3;
+        cfg.groups.joins_per_day = 1;
     })
     .await;
     let base = format!("/v1/instances/{id}/groups");

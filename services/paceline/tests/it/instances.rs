@@ -229,7 +229,7 @@ async fn ip_allowlist_uses_socket_or_trusted_proxy_header() {
 
     // Behind a trusted proxy (loopback here), the header decides.
     let mut config = harness::test_config();
-    config.trusted_proxies = vec!["127.0.0.0/8".parse().unwrap()];
+    config.api.trusted_proxies = vec!["127.0.0.0/8".parse().unwrap()];
     let api = TestApi::start_with(config).await;
     let b = api
         .admin()

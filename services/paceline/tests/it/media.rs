@@ -87,7 +87,7 @@ async fn stored_media_is_served_in_chunks_and_only_safe_types_inline() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_media_quota_refuses_past_it_and_refusals_and_replays_leave_nothing() {
     let mut config = test_config();
-    config.media_quota_bytes = 1_000;
+    config.media.quota_bytes = 1_000;
     let api = TestApi::start_with(config).await;
     let (inst, token) = api.create_instance("quota").await;
     let inst_id = inst["id"].as_str().unwrap().to_string();
@@ -175,7 +175,7 @@ async fn base64_of_a_logged_media_is_streamed_and_sized_by_what_is_stored() {
     let (inst, token) = api.create_instance("b64-media").await;
     let id = shared::ids::InstanceId::parse(inst["id"].as_str().unwrap()).unwrap();
     let db = shared::db::connect(&api.config).await.unwrap();
-    let quota = api.config.media_quota_bytes;
+    let quota = api.config.media.quota_bytes;
     let photo: Vec<u8> = (0..(3 * shared::db::media::CHUNK + 1)).map(|i| (i * 13 % 256) as u8).collect();
     let (small, _) = store(&db, &id, "image/jpeg", Some("p.jpg"), MediaBody::Data(&photo), quota).await.unwrap();
     let huge = vec![1u8; 16 * 1024 * 1024 + 1];

@@ -29,7 +29,7 @@ async fn health_needs_admin_beyond_loopback() {
 #[tokio::test]
 async fn draining_answers_503_shutting_down() {
     let mut config = test_config();
-    config.drain = std::time::Duration::from_millis(60_000);
+    config.api.drain = std::time::Duration::from_millis(60_000);
     let api = TestApi::start_with(config).await;
     api.admin().get("/v1/me").await.expect(200);
     api.shutdown.cancel();
@@ -132,7 +132,7 @@ async fn probes_on_the_metrics_listener_follow_the_roles_and_shutdown() {
 #[tokio::test]
 async fn roles_wait_for_migrations_they_do_not_run() {
     let mut config = test_config();
-    config.database_schema = Some(format!("wait_{}", uuid::Uuid::new_v4().simple()));
+    config.namespace.database_schema = Some(format!("wait_{}", uuid::Uuid::new_v4().simple()));
     config.migrate_on_start = false;
     let pool = shared::db::connect(&config).await.unwrap();
     assert!(!shared::db::schema_current(&pool).await.unwrap(), "a new schema has nothing applied");
@@ -149,7 +149,7 @@ async fn roles_wait_for_migrations_they_do_not_run() {
     assert!(shared::db::schema_current(&pool).await.unwrap());
     // Shutting down ends the wait with an error, not a hang.
     let mut fresh = config.clone();
-    fresh.database_schema = Some(format!("wait_{}", uuid::Uuid::new_v4().simple()));
+    fresh.namespace.database_schema = Some(format!("wait_{}", uuid::Uuid::new_v4().simple()));
     let pool = shared::db::connect(&fresh).await.unwrap();
     let stop = shared::Shutdown::new();
     stop.cancel();

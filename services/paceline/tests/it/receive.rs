@@ -546,7 +546,7 @@ async fn hostile_media_locators_leave_the_worker_up_and_bounded() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn received_media_past_the_instance_quota_is_logged_unavailable() {
-    let c = Cluster::start(bin(), 1, |cfg| cfg.media_quota_bytes = 1_000).await;
+    let c = Cluster::start(bin(), 1, |cfg| cfg.media.quota_bytes = 1_000).await;
     c.phone(A, false).await;
     c.phone(B, false).await;
     let (inst, token) = c.paired_instance("recv-quota", A).await;

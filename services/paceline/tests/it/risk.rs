@@ -38,7 +38,7 @@ async fn finished(c: &Cluster, id: &str, n: i64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_conversation_stays_low_and_a_spam_burst_raises_the_risk() {
-    let c = Cluster::start(bin(), 1, |cfg| cfg.risk_interval = Duration::from_millis(300)).await;
+    let c = Cluster::start(bin(), 1, |cfg| cfg.risk.interval = Duration::from_millis(300)).await;
     // A dispatcher evaluates every paired instance's risk each 300 ms.
     let stop = shared::Shutdown::new();
     tokio::spawn(dispatcher::run(c.config.clone(), stop.clone()));
@@ -170,12 +170,12 @@ async fn statuses(pool: &sqlx::PgPool, id: &str) -> std::collections::HashMap<St
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_critical_risk_pauses_the_queue_before_the_networks_ban_and_resume_loses_nothing() {
     let c = Cluster::start(bin(), 1, |cfg| {
-        cfg.risk_interval = Duration::from_millis(300);
+        cfg.risk.interval = Duration::from_millis(300);
         // Strict levels, and pacing left alone, so the test is short; first contacts are
         // not held at high (the next test holds them), so the pause alone is seen here.
-        (cfg.risk_elevated, cfg.risk_high, cfg.risk_critical) = (10.0, 20.0, 40.0);
-        cfg.risk_slowdown = 1.0;
-        cfg.risk_hold_first_contacts = false;
+        (cfg.risk.elevated, cfg.risk.high, cfg.risk.critical) = (10.0, 20.0, 40.0);
+        cfg.risk.slowdown = 1.0;
+        cfg.risk.hold_first_contacts = false;
     })
     .await;
     let stop = shared::Shutdown::new();
@@ -322,7 +322,7 @@ async fn sent_to(pool: &sqlx::PgPool, id: &str, to: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_a_high_risk_first_contacts_wait_while_replies_go_under_the_instances_own_policy() {
-    let c = Cluster::start(bin(), 1, |cfg| cfg.risk_interval = Duration::from_millis(300)).await;
+    let c = Cluster::start(bin(), 1, |cfg| cfg.risk.interval = Duration::from_millis(300)).await;
     let stop = shared::Shutdown::new();
     tokio::spawn(dispatcher::run(c.config.clone(), stop.clone()));
     const FRIEND: &str = "5511944445001";

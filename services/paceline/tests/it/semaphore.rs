@@ -34,7 +34,7 @@ async fn post_large(client: &Client, path: &str, secs: f64) -> harness::Resp {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slots_cap_large_sends_across_two_api_processes() {
     let mut config = test_config();
-    config.large_body_slots = 3;
+    config.large_body.slots = 3;
     let a = ApiProc::start(bin(), &config).await;
     let b = ApiProc::start(bin(), &config).await;
     let admin = config.admin_token.clone();
@@ -90,9 +90,9 @@ async fn slots_cap_large_sends_across_two_api_processes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiting_too_long_gives_503_and_a_crashed_pods_slot_expires() {
     let mut config = test_config();
-    config.large_body_slots = 1;
-    config.large_body_wait = std::time::Duration::from_millis(300);
-    config.large_body_slot_ttl = std::time::Duration::from_millis(1_500);
+    config.large_body.slots = 1;
+    config.large_body.wait = std::time::Duration::from_millis(300);
+    config.large_body.slot_ttl = std::time::Duration::from_millis(1_500);
     let api = TestApi::start_with(config.clone()).await;
     let (inst, token) = api.create_instance("wait").await;
     let path = format!("/v1/instances/{}/messages", inst["id"].as_str().unwrap());
@@ -129,7 +129,7 @@ async fn waiting_too_long_gives_503_and_a_crashed_pods_slot_expires() {
     drop(api);
     // ...and once it lapses, a waiting send gets the slot.
     let mut patient = config.clone();
-    patient.large_body_wait = std::time::Duration::from_millis(10_000);
+    patient.large_body.wait = std::time::Duration::from_millis(10_000);
     let api = TestApi::start_with(patient).await;
     let (inst, token) = api.create_instance("after-crash").await;
     let path = format!("/v1/instances/{}/messages", inst["id"].as_str().unwrap());
@@ -140,9 +140,9 @@ async fn waiting_too_long_gives_503_and_a_crashed_pods_slot_expires() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_instance_holds_one_slot_and_a_stalled_body_gives_it_back() {
     let mut config = test_config();
-    config.large_body_slots = 3;
-    config.large_body_wait = std::time::Duration::from_millis(20_000);
-    config.large_body_read_timeout = std::time::Duration::from_millis(1_500);
+    config.large_body.slots = 3;
+    config.large_body.wait = std::time::Duration::from_millis(20_000);
+    config.large_body.read_timeout = std::time::Duration::from_millis(1_500);
     let api = TestApi::start_with(config.clone()).await;
     let (greedy, greedy_token) = api.create_instance("greedy").await;
     let (other, other_token) = api.create_instance("other").await;

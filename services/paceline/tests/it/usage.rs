@@ -20,8 +20,8 @@ const NOBODY: &str = "5511999995009";
 async fn usage_matches_a_known_workload() {
     let c = Cluster::start(bin(), 1, |cfg| {
         cfg.allow_private_targets = true;
-        cfg.usage_rollup_interval = Duration::from_millis(100);
-        cfg.webhook_retry_base = Duration::from_millis(50);
+        cfg.usage.rollup_interval = Duration::from_millis(100);
+        cfg.webhooks.retry_base = Duration::from_millis(50);
     })
     .await;
     let dispatcher = tokio::spawn(dispatcher::run(c.config.clone(), c.api.shutdown.clone()));

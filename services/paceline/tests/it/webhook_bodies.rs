@@ -51,7 +51,7 @@ async fn base64_bodies_follow_the_stored_media_and_the_pods_budget() {
     let (id, own) = instance(&api, "bodies").await;
     let inst = InstanceId::parse(&id).unwrap();
     let db = shared::db::connect(&api.config).await.unwrap();
-    let quota = api.config.media_quota_bytes;
+    let quota = api.config.media.quota_bytes;
     // Bytes whose length is no multiple of 3 and spans chunks.
     let small: Vec<u8> = (0..(media::CHUNK + 1234)).map(|i| (i * 7 % 251) as u8).collect();
     let (small_id, _) = media::store(&db, &inst, "image/jpeg", None, MediaBody::Data(&small), quota).await.unwrap();

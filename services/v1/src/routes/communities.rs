@@ -97,7 +97,7 @@ async fn list(
 }
 
 /// Create a community (and its announcement group); the account owns both. Counts
-/// against `group_creates_per_day`.
+/// against `groups.creates_per_day`.
 #[utoipa::path(post, path = "/v1/instances/{id}/communities", tag = "communities",
     params(("id" = InstanceId, Path, description = "instance id")),
     request_body = CommunityIn,

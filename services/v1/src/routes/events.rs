@@ -153,7 +153,7 @@ struct PodStream(AppState);
 impl PodStream {
     fn take(state: &AppState) -> Option<PodStream> {
         let open = state.event_streams.fetch_add(1, Ordering::SeqCst);
-        if open >= state.config.events_streams_per_pod as usize {
+        if open >= state.config.events.streams_per_pod as usize {
             state.event_streams.fetch_sub(1, Ordering::SeqCst);
             return None;
         }
@@ -232,7 +232,7 @@ async fn open(
     let pod = PodStream::take(&state).ok_or_else(|| too_many("pod", "on this server"))?;
     let slot = match &instance {
         Some(id) => {
-            let set = [(state.keys.event_streams(id), state.config.events_streams_per_instance)];
+            let set = [(state.keys.event_streams(id), state.config.events.streams_per_instance)];
             Some(Slot::try_now(&state, &set).await?.ok_or_else(|| too_many("instance", "for this instance"))?)
         }
         None => None,
@@ -243,7 +243,7 @@ async fn open(
         ApiError::new(ErrorCode::WorkerTimeout, "the event stream is unavailable; retry")
     };
     let js = async_nats::jetstream::new(state.nats.clone());
-    let mut stream = shared::bus::ensure_events_stream(&js, &state.subjects, state.config.events_stream_max_bytes)
+    let mut stream = shared::bus::ensure_events_stream(&js, &state.subjects, state.config.events.stream_max_bytes)
         .await
         .map_err(|e| unavailable(&e))?;
     let inst = instance.as_ref().map(|i| i.as_str());

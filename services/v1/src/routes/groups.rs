@@ -146,7 +146,7 @@ async fn list(
 }
 
 /// Create a group with the account as its owner. Numbers with no account are left out.
-/// At most `group_creates_per_day` (10) a day per instance.
+/// At most `groups.creates_per_day` (10) a day per instance.
 #[utoipa::path(post, path = "/v1/instances/{id}/groups", tag = "groups",
     params(("id" = InstanceId, Path, description = "instance id")),
     request_body = GroupIn,
@@ -220,7 +220,7 @@ async fn edit(
 
 /// Add, remove, promote or demote members (admins only), with a result per member: one
 /// refused member stops none of the others. At most
-/// `group_participant_changes_per_minute` (50) members a minute per instance.
+/// `groups.participant_changes_per_minute` (50) members a minute per instance.
 #[utoipa::path(post, path = "/v1/instances/{id}/groups/{jid}/participants", tag = "groups",
     params(("id" = InstanceId, Path, description = "instance id"), ("jid" = crate::schemas::GroupJid, Path, description = "the group's JID")),
     request_body = ParticipantsIn,
@@ -269,7 +269,7 @@ async fn invite_link(
     Ok(Json(InviteLinkOut { link }))
 }
 
-/// Join a group by its invite link. At most `group_joins_per_day` (20) a day per
+/// Join a group by its invite link. At most `groups.joins_per_day` (20) a day per
 /// instance.
 #[utoipa::path(post, path = "/v1/instances/{id}/groups/join", tag = "groups",
     params(("id" = InstanceId, Path, description = "instance id")),

@@ -130,7 +130,7 @@ pub struct SendQuery {
         (status = 404, description = "`instance_not_found`", body = ErrorBody),
         (status = 409, description = "`conflict`: client_message_id reused with other content; `instance_banned`; with wait=true `instance_not_connected`", body = ErrorBody),
         (status = 410, description = "`message_expired` (wait=true)", body = ErrorBody),
-        (status = 408, description = "`request_timeout`: a body over 1 MB was not received within `large_body_read_timeout_ms`", body = ErrorBody),
+        (status = 408, description = "`request_timeout`: a body over 1 MB was not received within `large_body.read_timeout_ms`", body = ErrorBody),
         (status = 413, description = "`media_too_large`: body over 140 MB or media over its type's limit; `quota_exceeded`: the instance's media storage quota is used up", body = ErrorBody),
         (status = 422, description = "`media_fetch_failed`: media.url could not be downloaded", body = ErrorBody),
         (status = 503, description = "`rate_limited`: a body over 1 MB, or a `media.url` download, waited too long for one of the cluster's large-send slots (one per instance); or `shutting_down`", body = ErrorBody),

@@ -138,7 +138,7 @@ async fn patch_profile(
         (status = 401, description = "`unauthorized`", body = ErrorBody),
         (status = 403, description = "`forbidden`", body = ErrorBody),
         (status = 404, description = "`instance_not_found`", body = ErrorBody),
-        (status = 408, description = "`request_timeout`: a body over 1 MB was not received within `large_body_read_timeout_ms`", body = ErrorBody),
+        (status = 408, description = "`request_timeout`: a body over 1 MB was not received within `large_body.read_timeout_ms`", body = ErrorBody),
         (status = 409, description = "`instance_not_connected`", body = ErrorBody),
         (status = 413, description = "`media_too_large`: over 5 MiB; `quota_exceeded`", body = ErrorBody),
         (status = 422, description = "`media_fetch_failed`: `url` could not be downloaded", body = ErrorBody),

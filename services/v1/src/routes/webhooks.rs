@@ -368,7 +368,7 @@ async fn resend(
 ) -> Result<(StatusCode, Json<DeliveryOut>), ApiError> {
     let hook = webhook_of(&state, &id, &ids.1).await?;
     if hook.enabled {
-        if let Some(row) = dlv::resend(&state.db, &id, &hook.id, &ids.2, state.config.webhook_retry_span).await? {
+        if let Some(row) = dlv::resend(&state.db, &id, &hook.id, &ids.2, state.config.webhooks.retry_span).await? {
             return Ok((StatusCode::ACCEPTED, Json(row.into())));
         }
     }

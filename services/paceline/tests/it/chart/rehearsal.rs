@@ -53,9 +53,9 @@ async fn rehearsal_runs_the_rendered_pods_end_to_end_and_stops_them_within_their
     let netsim_addr = free_addr();
     let api_addr = free_addr();
     let isolation = [
-        ("PACELINE_DATABASE_SCHEMA", t.database_schema.clone().unwrap()),
-        ("PACELINE_KEY_PREFIX", t.key_prefix.clone()),
-        ("PACELINE_SUBJECT_PREFIX", t.subject_prefix.clone()),
+        ("PACELINE_NAMESPACE__DATABASE_SCHEMA", t.namespace.database_schema.clone().unwrap()),
+        ("PACELINE_NAMESPACE__KEY_PREFIX", t.namespace.key_prefix.clone()),
+        ("PACELINE_NAMESPACE__SUBJECT_PREFIX", t.namespace.subject_prefix.clone()),
     ];
     // The pod's spec, run here: its args and its environment, nothing else inherited.
     let start = |name: &str, pod: &Value, listen: Option<std::net::SocketAddr>| -> Rehearsed {
@@ -71,11 +71,11 @@ async fn rehearsal_runs_the_rendered_pods_end_to_end_and_stops_them_within_their
         if let Some(l) = listen {
             env.insert("PACELINE_LISTEN_ADDR".into(), l.to_string());
         }
-        if env.contains_key("PACELINE_NETSIM_URL") {
-            env.insert("PACELINE_NETSIM_URL".into(), format!("http://{netsim_addr}"));
+        if env.contains_key("PACELINE_NETSIM__URL") {
+            env.insert("PACELINE_NETSIM__URL".into(), format!("http://{netsim_addr}"));
         }
-        if env.contains_key("PACELINE_NETSIM_LISTEN_ADDR") {
-            env.insert("PACELINE_NETSIM_LISTEN_ADDR".into(), netsim_addr.to_string());
+        if env.contains_key("PACELINE_NETSIM__LISTEN_ADDR") {
+            env.insert("PACELINE_NETSIM__LISTEN_ADDR".into(), netsim_addr.to_string());
         }
         let args: Vec<String> = c["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect();
         let child = Command::new(crate::bin())

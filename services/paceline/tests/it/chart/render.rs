@@ -95,7 +95,7 @@ fn the_chart_renders_validates_and_runs_the_code_as_configured() {
     ] {
         assert!(everything.contains(k), "everything-on has {k}");
     }
-    assert_eq!(summary["refused"].as_array().unwrap().len(), 6);
+    assert_eq!(summary["refused"].as_array().unwrap().len(), 7);
 
     // Each role as rendered: probes on the metrics port, grace from the shutdown times,
     // and an environment the code loads and validates for its role.
@@ -131,14 +131,15 @@ fn the_chart_renders_validates_and_runs_the_code_as_configured() {
             assert!(!config.migrate_on_start, "pods wait for the migration Job");
             assert_eq!(config.metrics_addr.port(), 9464);
             if scenario == "everything" {
-                assert_eq!(config.default_min_interval_ms, 3000);
-                assert_eq!(config.trusted_proxies.len(), 2);
-                assert_eq!(config.pacing_jitter, 0.5);
-                assert!(config.metrics_per_instance);
-                assert_eq!(config.drain.as_secs(), 10);
+                assert_eq!(config.pacing.default_min_interval_ms, 3000);
+                assert_eq!(config.api.trusted_proxies.len(), 2);
+                assert_eq!(config.pacing.jitter, 0.5);
+                assert!(config.metrics.per_instance);
+                assert_eq!(config.api.drain.as_secs(), 10);
                 assert_eq!(config.public_url.as_ref().map(|u| u.as_str()), Some("https://gw.example.com/"));
                 assert_eq!(config.network, shared::config::Network::Sim);
-                assert_eq!(config.netsim_url.as_str(), "http://paceline-netsim:8790/");
+                assert_eq!(config.netsim.url.as_str(), "http://paceline-netsim:8790/");
+                assert_eq!(config.webhooks.timeout.as_secs(), 20, "a former flat name still reaches its key");
             }
         }
         let api = find(manifests, "Deployment", "paceline-api");

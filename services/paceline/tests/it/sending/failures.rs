@@ -68,7 +68,7 @@ async fn failures_wait_and_expiry() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_remaining_failure_codes() {
-    let c = Cluster::start(bin(), 1, |cfg| cfg.netsim_request_timeout = Duration::from_millis(400)).await;
+    let c = Cluster::start(bin(), 1, |cfg| cfg.netsim.request_timeout = Duration::from_millis(400)).await;
     c.phone(A, false).await;
     c.phone(B, false).await;
     let (inst, token) = c.paired_instance("codes", A).await;

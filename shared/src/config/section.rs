@@ -1,0 +1,352 @@
+//! The configuration's sections: one struct per role or concern, each a TOML table
+//! (`[pacing]`) and an environment prefix (`PACELINE_PACING__JITTER`). A field's doc
+//! comment is its documentation: `docs/configuration.md`'s table is generated from them.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use ipnet::IpNet;
+use serde::{Deserialize, Serialize};
+
+use super::{de, LogFormat};
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// One section: the struct (every field optional in a file, its default beside it) and
+/// its `Default`. Durations keep their unit in their key (`lease_ttl_ms`) and are
+/// milliseconds.
+macro_rules! section {
+    ($(#[$m:meta])* $name:ident { $( $(#[$fm:meta])* $field:ident : $ty:ty = $default:expr ),* $(,)? }) => {
+        $(#[$m])*
+        #[serde_with::serde_as]
+        #[derive(Debug, Clone, Serialize, Deserialize)]
+        #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+        #[serde(default)]
+        pub struct $name {
+            $( $(#[$fm])* pub $field: $ty, )*
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                $name { $( $field: $default, )* }
+            }
+        }
+    };
+}
+
+section! {
+    /// What separates deployments (or tests) that share Postgres, Redis and NATS.
+    Namespace {
+        /// Postgres schema (search_path); tests give each test its own.
+        database_schema: Option<String> = None,
+        /// Prefix of every Redis key.
+        key_prefix: String = "pl".into(),
+        /// Prefix of every NATS subject.
+        subject_prefix: String = "pl".into(),
+    }
+}
+
+section! {
+    /// The Postgres pool.
+    Database {
+        /// Connections per process in the pool.
+        max_connections: u32 = 20,
+    }
+}
+
+section! {
+    /// The API role: client addresses, shutdown and waits on workers.
+    Api {
+        /// Peers whose client-address header is believed (CIDRs, comma-separated in the
+        /// environment).
+        #[serde(deserialize_with = "de::list")]
+        #[cfg_attr(feature = "openapi", schema(value_type = Vec<String>))]
+        trusted_proxies: Vec<IpNet> = Vec::new(),
+        /// The header a trusted proxy puts the client address in.
+        client_ip_header: String = "x-forwarded-for".into(),
+        /// After SIGTERM: how long the listener stays open answering 503 `shutting_down`
+        /// (so load balancers see `/readyz` fail and move traffic) before it closes.
+        #[serde(rename = "drain_ms")]
+        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        drain: Duration = ms(5_000),
+        /// After the drain: how long in-flight requests get to finish.
+        #[serde(rename = "shutdown_timeout_ms")]
+        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        shutdown_timeout: Duration = ms(25_000),
+        /// How long the API waits for a worker's answer before 504 `worker_timeout`.
+        #[serde(rename = "rpc_timeout_ms")]
+        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        rpc_timeout: Duration = ms(10_000),
+        /// How long `GET /instance/connect/{name}` waits for a first QR code.
+        #[serde(rename = "connect_qr_wait_ms")]
+        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        connect_qr_wait: Duration = ms(5_000),
+    }
+}
+
+section! {
+    /// Logs.
+    Log {
+        /// `json` (one object per line) or `pretty` (for terminals).
+        #[cfg_attr(feature = "openapi", schema(inline))]
+        format: LogFormat = LogFormat::Json,
+        /// A tracing filter, e.g. `info` or `info,paceline_api=debug`.
+        level: String = "info".into(),
+    }
+}
+
+section! {
+    /// The simulator and the sim driver's way to it.
+    Netsim {
+        /// Where workers reach netsim.
+        #[cfg_attr(feature = "openapi", schema(value_type = String))]
+        url: url::Url = url::Url::parse("http://127.0.0.1:8790").expect("static url"),
+        /// Where netsim listens (its socket protocol and control API).
+        #[cfg_attr(feature = "openapi", schema(value_type = String))]
+        listen_addr: SocketAddr = ([127, 0, 0, 1], 8790).into(),
+        /// How often a shown QR code is replaced (the network's 20 s).
+        #[serde(rename = "qr_rotate_ms")]
+        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        qr_rotate: Duration = ms(20_000),
+        /// The sim driver: how long a request to netsim may take before `worker_timeout`.
+        #[serde(rename = "request_timeout_ms")]
+        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        request_timeout: Duration = ms(30_000),
+    }
+}
+
+section! {
+    /// Pacing: new instances' rates and how a session warms up after each (re)connect.
+    Pacing {
+        /// Interval given to new instances that do not set `min_interval_ms` (1000-60000).
+        default_min_interval_ms: u32 = 2_000,
+        /// Per-minute cap given to new instances that do not set `max_per_minute` (1-60).
+        default_max_per_minute: u32 = 20,
+        /// The post-connection grace is drawn from [min, max] after each (re)connect.
+        #[serde(rename = "grace_min_ms")]
+        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        grace_min: Duration = ms(15_000),
+        /// The upper end of the post-connection grace.
+        #[serde(rename = "grace_max_ms")]
+        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        grace_max: Duration = ms(30_000),
+        /// Each interval is lengthened by a random 0..jitter fraction of itself (0-1).
+        jitter: f64 = 0.25,
+        /// After the grace, the rate rises linearly from `ramp_start` of the full rate to
+        /// all of it over this long.
+        #[serde(rename = "ramp_ms")]
+        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        ramp: Duration = ms(600_000),
+        /// The fraction of the full rate the ramp starts at, in (0, 1].
+        ramp_start: f64 = 0.25,
+    }
+}
+
+section! {
+    /// Ban risk (docs/ban-risk.md): the deployment's policy, which an instance's
+    /// `risk_policy` overrides.
+    Risk {
+        /// The score (0-100) from which an instance's level is elevated.
+        elevated: f64 = 25.0,
+        /// The score (0-100) from which an instance's level is high.
+        high: f64 = 50.0,
+        /// The score (0-100) from which an instance's level is critical.
+        critical: f64 = 75.0,
+        /// Adaptive pacing: at `elevated` the interval is multiplied and the per-minute cap
+        /// divided by this, at `high` and `critical` by its square; 1 turns it off (1-10).
+        slowdown: f64 = 2.0,
+        /// Pause an instance's queue when its risk is critical or the network paused it.
+        #[serde(deserialize_with = "de::flexible_bool")]
+        auto_pause: bool = true,
+        /// At a high risk (or above), hold sends to chats that never wrote to the account;
+        /// replies still go.
+        #[serde(deserialize_with = "de::flexible_bool")]
+        hold_first_contacts: bool = true,
+        /// How often each paired instance's risk is evaluated (dispatchers share the work).
+        #[serde(rename = "interval_ms")]
+        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        interval: Duration = ms(60_000),
+    }
+}
+
+section! {
+    /// The worker role: leases, placement and the send queue's retries.
+    Worker {
+        /// Time-to-live of an instance lease; a dead worker's instances move within it
+        /// (chosen from `loadtest/failover.sh`: sessions open again about 1.5 s after it).
+        #[serde(rename = "lease_ttl_ms")]
+        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        lease_ttl: Duration = ms(6_000),
+        /// How often a worker looks for instances that should run and nobody holds.
+        #[serde(rename = "scan_ms")]
+        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        scan: Duration = ms(1_000),
+        /// Most instances one worker runs.
+        max_instances: usize = 5_000,
+        /// The first wait after a transient send failure; it doubles per attempt (cap 30 s).
+        #[serde(rename = "queue_retry_base_ms")]
+        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        queue_retry_base: Duration = ms(500),
+    }
+}
+
+section! {
+    /// Stored media: quota, retention and received media's downloads.
+    Media {
+        /// Bytes of media (sent and received) each instance may store; past it, sends with
+        /// media get 413 `quota_exceeded` and received media is logged unavailable.
+        quota_bytes: u64 = 2 * 1024 * 1024 * 1024,
+        /// Days media is kept; older media gives its bytes back (and its quota) and
+        /// answers 410 `media_unavailable`. At least 8, so a queued message's media
+        /// outlives it.
+        retention_days: u32 = 30,
+        /// The first wait before a failed download of received media is tried again; it
+        /// doubles per attempt (cap 1 h), and after 8 tries the media is unavailable.
+        #[serde(rename = "retry_base_ms")]
+        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        retry_base: Duration = ms(30_000),
+    }
+}
+
+section! {
+    /// Request bodies over 1 MB to `POST messages`: cluster-wide slots.
+    LargeBody {
+        /// Cluster-wide slots for such bodies.
+        slots: u32 = 3,
+        /// A slot's lease; its holder renews it, a crashed pod's slot frees itself after it.
+        #[serde(rename = "slot_ttl_ms")]
+        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        slot_ttl: Duration = ms(30_000),
+        /// How long a large request waits for a slot before 503 `rate_limited`.
+        #[serde(rename = "wait_ms")]
+        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        wait: Duration = ms(60_000),
+        /// How long a request holding a slot may take to send its body (then 408
+        /// `request_timeout`): a slow upload cannot keep a slot for long.
+        #[serde(rename = "read_timeout_ms")]
+        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        read_timeout: Duration = ms(120_000),
+    }
+}
+
+section! {
+    /// Per-instance caps on group actions (sliding windows, cluster-wide); past them 429.
+    Groups {
+        /// Groups an instance may create in any 24 hours.
+        creates_per_day: u32 = 10,
+        /// Members an instance may add, remove, promote or demote in any minute (counted
+        /// per member).
+        participant_changes_per_minute: u32 = 50,
+        /// Groups an instance may join by invite link in any 24 hours.
+        joins_per_day: u32 = 20,
+    }
+}
+
+section! {
+    /// Event streams: SSE connections and the JetStream stream behind them.
+    Events {
+        /// Event streams (SSE) open at once per instance, across the cluster; past it 429.
+        streams_per_instance: u32 = 5,
+        /// Event streams open at once on one API pod; past it 429.
+        streams_per_pod: u32 = 1_000,
+        /// The most the JetStream events stream keeps (oldest events go first past it).
+        /// NATS reserves it on the server's JetStream storage when the stream is created.
+        stream_max_bytes: u64 = 2 * 1024 * 1024 * 1024,
+    }
+}
+
+section! {
+    /// What `/metrics` exports beyond the defaults.
+    Metrics {
+        /// Also export queue depth and age per instance (one series per instance: opt in
+        /// only where the instance count keeps Prometheus comfortable).
+        #[serde(deserialize_with = "de::flexible_bool")]
+        per_instance: bool = false,
+    }
+}
+
+section! {
+    /// Webhook deliveries (the dispatcher role).
+    Webhooks {
+        /// One attempt's timeout (connect, send, answer).
+        #[serde(rename = "timeout_ms")]
+        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        timeout: Duration = ms(10_000),
+        /// The wait after the first failed attempt; it doubles per attempt (with jitter) up
+        /// to `retry_max_ms`. A `Retry-After` answer is honoured up to that cap.
+        #[serde(rename = "retry_base_ms")]
+        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        retry_base: Duration = ms(5_000),
+        /// The longest wait between two attempts.
+        #[serde(rename = "retry_max_ms")]
+        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        retry_max: Duration = ms(3_600_000),
+        /// How long a delivery is retried before it is `failed` (3 days).
+        #[serde(rename = "retry_span_ms")]
+        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        retry_span: Duration = ms(3 * 24 * 3_600_000),
+        /// An endpoint is disabled once it has failed this many attempts in a row over at
+        /// least `disable_after_ms`.
+        disable_after_failures: u32 = 50,
+        /// The span those failures must cover (5 days).
+        #[serde(rename = "disable_after_ms")]
+        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        disable_after: Duration = ms(5 * 24 * 3_600_000),
+        /// Attempts in flight at once per endpoint URL (endpoints never wait on each other).
+        endpoint_concurrency: usize = 8,
+        /// Bytes of bodies built with media (Evolution's `webhook_base64`) one dispatcher
+        /// pod holds in attempts at once, at most half of them for one instance; past it an
+        /// attempt waits for room, then goes back to be retried later. A body larger than
+        /// half never carries its media's bytes (64 MiB).
+        body_bytes_in_flight: u64 = 64 * 1024 * 1024,
+    }
+}
+
+section! {
+    /// Usage counting.
+    Usage {
+        /// How often a dispatcher rolls finished deliveries up into the daily usage counts
+        /// (events are counted as the relay publishes them).
+        #[serde(rename = "rollup_interval_ms")]
+        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        rollup_interval: Duration = ms(10_000),
+    }
+}
+
+section! {
+    /// The whatsapp driver.
+    Whatsapp {
+        /// The WebSocket address (unset: WhatsApp Web's servers).
+        ws_url: Option<String> = None,
+        /// How long opening a session waits for the socket before retrying.
+        #[serde(rename = "connect_timeout_ms")]
+        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        connect_timeout: Duration = ms(20_000),
+    }
+}
