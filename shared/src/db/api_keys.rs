@@ -1,5 +1,6 @@
 //! Restricted API keys (`api_keys`): created and revoked by the instance token or the
-//! admin, looked up by the SHA-256 of the token.
+//! admin, looked up by the SHA-256 of the token. Every query here is compile-checked
+//! against the schema (`query!`, descriptions in `shared/.sqlx`: scripts/sqlx-prepare).
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -41,8 +42,6 @@ pub struct KeyRow {
     pub last_used_at: Option<DateTime<Utc>>,
 }
 
-const COLUMNS: &str = "id, instance_id, name, scope, ip_allowlist, created_at, expires_at, last_used_at";
-
 /// What authenticating a key needs: the key, and its instance's name and allow-list.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct KeyAuth {
@@ -75,20 +74,25 @@ pub async fn insert(
 ) -> Result<Option<KeyRow>, sqlx::Error> {
     let mut tx = db.begin().await?;
     // One creation at a time per instance, so the count holds.
-    sqlx::query("SELECT 1 FROM instances WHERE id = $1 FOR UPDATE").bind(instance).execute(&mut *tx).await?;
-    let row = sqlx::query_as(&format!(
-        "INSERT INTO api_keys (id, instance_id, name, scope, token_hash, expires_at, ip_allowlist) \
-         SELECT $1, $2, $3, $4, $5, $6, $7 WHERE (SELECT count(*) FROM api_keys WHERE instance_id = $2) < $8 \
-         RETURNING {COLUMNS}"
-    ))
-    .bind(KeyId::new())
-    .bind(instance)
-    .bind(k.name)
-    .bind(k.scope)
-    .bind(k.token_hash)
-    .bind(k.expires_at)
-    .bind(k.ip_allowlist)
-    .bind(max)
+    sqlx::query!("SELECT 1 AS locked FROM instances WHERE id = $1 FOR UPDATE", instance.as_str())
+        .fetch_optional(&mut *tx)
+        .await?;
+    let id = KeyId::new();
+    let row = sqlx::query_as!(
+        KeyRow,
+        r#"INSERT INTO api_keys (id, instance_id, name, scope, token_hash, expires_at, ip_allowlist)
+           SELECT $1, $2, $3, $4, $5, $6, $7 WHERE (SELECT count(*) FROM api_keys WHERE instance_id = $2) < $8
+           RETURNING id AS "id: KeyId", instance_id AS "instance_id: InstanceId", name, scope AS "scope: KeyScope",
+               ip_allowlist, created_at, expires_at, last_used_at"#,
+        id.as_str(),
+        instance.as_str(),
+        k.name,
+        k.scope.as_str(),
+        k.token_hash,
+        k.expires_at,
+        k.ip_allowlist,
+        max,
+    )
     .fetch_optional(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -102,21 +106,22 @@ pub async fn list(
     after: Option<&KeyId>,
     limit: i64,
 ) -> Result<Vec<KeyRow>, sqlx::Error> {
-    sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM api_keys WHERE instance_id = $1 AND ($2::text IS NULL OR id > $2) ORDER BY id LIMIT $3"
-    ))
-    .bind(instance)
-    .bind(after)
-    .bind(limit)
+    sqlx::query_as!(
+        KeyRow,
+        r#"SELECT id AS "id: KeyId", instance_id AS "instance_id: InstanceId", name, scope AS "scope: KeyScope",
+               ip_allowlist, created_at, expires_at, last_used_at
+           FROM api_keys WHERE instance_id = $1 AND ($2::text IS NULL OR id > $2) ORDER BY id LIMIT $3"#,
+        instance.as_str(),
+        after.map(KeyId::as_str),
+        limit,
+    )
     .fetch_all(db)
     .await
 }
 
 /// Deletes a key; whether it existed.
 pub async fn delete(db: impl PgExecutor<'_>, instance: &InstanceId, id: &KeyId) -> Result<bool, sqlx::Error> {
-    let r = sqlx::query("DELETE FROM api_keys WHERE id = $1 AND instance_id = $2")
-        .bind(id)
-        .bind(instance)
+    let r = sqlx::query!("DELETE FROM api_keys WHERE id = $1 AND instance_id = $2", id.as_str(), instance.as_str())
         .execute(db)
         .await?;
     Ok(r.rows_affected() > 0)
@@ -124,13 +129,16 @@ pub async fn delete(db: impl PgExecutor<'_>, instance: &InstanceId, id: &KeyId) 
 
 /// The key with this token hash, not yet expired, recording its use.
 pub async fn auth_by_token_hash(db: impl PgExecutor<'_>, token_hash: &str) -> Result<Option<KeyAuth>, sqlx::Error> {
-    sqlx::query_as(
-        "UPDATE api_keys k SET last_used_at = now() FROM instances i \
-         WHERE k.token_hash = $1 AND i.id = k.instance_id AND (k.expires_at IS NULL OR k.expires_at > now()) \
-         RETURNING k.id AS key_id, k.instance_id, i.name AS instance_name, k.scope, k.expires_at, \
-                   k.ip_allowlist, i.ip_allowlist AS instance_allowlist",
+    // Columns of a joined UPDATE's RETURNING are described as nullable: `!` says which are not.
+    sqlx::query_as!(
+        KeyAuth,
+        r#"UPDATE api_keys k SET last_used_at = now() FROM instances i
+           WHERE k.token_hash = $1 AND i.id = k.instance_id AND (k.expires_at IS NULL OR k.expires_at > now())
+           RETURNING k.id AS "key_id!: KeyId", k.instance_id AS "instance_id!: InstanceId",
+               i.name AS "instance_name!", k.scope AS "scope!: KeyScope", k.expires_at,
+               k.ip_allowlist AS "ip_allowlist!", i.ip_allowlist AS "instance_allowlist!""#,
+        token_hash,
     )
-    .bind(token_hash)
     .fetch_optional(db)
     .await
 }

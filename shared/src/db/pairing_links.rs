@@ -1,5 +1,6 @@
 //! Hosted pairing links (`pairing_links`), looked up by the SHA-256 of the token in
-//! their URL.
+//! their URL. Every query here is compile-checked against the schema (`query!`, with the
+//! descriptions in `shared/.sqlx`: scripts/sqlx-prepare).
 
 use chrono::{DateTime, Utc};
 use sqlx::PgExecutor;
@@ -38,8 +39,6 @@ impl LinkRow {
     }
 }
 
-const COLUMNS: &str = "id, instance_id, expires_at, used_at, revoked_at";
-
 /// A new link for `instance`, unless it already has `max` active ones (then `None`).
 pub async fn insert(
     db: &sqlx::PgPool,
@@ -49,18 +48,23 @@ pub async fn insert(
     max: i64,
 ) -> Result<Option<LinkRow>, sqlx::Error> {
     let mut tx = db.begin().await?;
-    sqlx::query("SELECT 1 FROM instances WHERE id = $1 FOR UPDATE").bind(instance).execute(&mut *tx).await?;
-    let row = sqlx::query_as(&format!(
-        "INSERT INTO pairing_links (id, instance_id, token_hash, expires_at) \
-         SELECT $1, $2, $3, $4 WHERE (SELECT count(*) FROM pairing_links WHERE instance_id = $2 \
-             AND revoked_at IS NULL AND used_at IS NULL AND expires_at > now()) < $5 \
-         RETURNING {COLUMNS}"
-    ))
-    .bind(PairingLinkId::new())
-    .bind(instance)
-    .bind(token_hash)
-    .bind(expires_at)
-    .bind(max)
+    sqlx::query!("SELECT 1 AS locked FROM instances WHERE id = $1 FOR UPDATE", instance.as_str())
+        .fetch_optional(&mut *tx)
+        .await?;
+    let id = PairingLinkId::new();
+    let row = sqlx::query_as!(
+        LinkRow,
+        r#"INSERT INTO pairing_links (id, instance_id, token_hash, expires_at)
+           SELECT $1, $2, $3, $4 WHERE (SELECT count(*) FROM pairing_links WHERE instance_id = $2
+               AND revoked_at IS NULL AND used_at IS NULL AND expires_at > now()) < $5
+           RETURNING id AS "id: PairingLinkId", instance_id AS "instance_id: InstanceId", expires_at,
+               used_at, revoked_at"#,
+        id.as_str(),
+        instance.as_str(),
+        token_hash,
+        expires_at,
+        max,
+    )
     .fetch_optional(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -68,37 +72,45 @@ pub async fn insert(
 }
 
 pub async fn by_token_hash(db: impl PgExecutor<'_>, token_hash: &str) -> Result<Option<LinkRow>, sqlx::Error> {
-    sqlx::query_as(&format!("SELECT {COLUMNS} FROM pairing_links WHERE token_hash = $1"))
-        .bind(token_hash)
-        .fetch_optional(db)
-        .await
+    sqlx::query_as!(
+        LinkRow,
+        r#"SELECT id AS "id: PairingLinkId", instance_id AS "instance_id: InstanceId", expires_at, used_at, revoked_at
+           FROM pairing_links WHERE token_hash = $1"#,
+        token_hash,
+    )
+    .fetch_optional(db)
+    .await
 }
 
 /// Revokes every link of the instance that is not revoked yet; how many.
 pub async fn revoke_all(db: impl PgExecutor<'_>, instance: &InstanceId) -> Result<u64, sqlx::Error> {
-    let r = sqlx::query("UPDATE pairing_links SET revoked_at = now() WHERE instance_id = $1 AND revoked_at IS NULL")
-        .bind(instance)
-        .execute(db)
-        .await?;
+    let r = sqlx::query!(
+        "UPDATE pairing_links SET revoked_at = now() WHERE instance_id = $1 AND revoked_at IS NULL",
+        instance.as_str(),
+    )
+    .execute(db)
+    .await?;
     Ok(r.rows_affected())
 }
 
 /// Marks an active link used (the instance connected through it).
 pub async fn mark_used(db: impl PgExecutor<'_>, id: &PairingLinkId) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE pairing_links SET used_at = now() WHERE id = $1 AND used_at IS NULL AND revoked_at IS NULL")
-        .bind(id)
-        .execute(db)
-        .await
-        .map(drop)
+    sqlx::query!(
+        "UPDATE pairing_links SET used_at = now() WHERE id = $1 AND used_at IS NULL AND revoked_at IS NULL",
+        id.as_str(),
+    )
+    .execute(db)
+    .await
+    .map(drop)
 }
 
 /// Marks every active link of the instance used: it is connected now.
 pub async fn use_all(db: impl PgExecutor<'_>, instance: &InstanceId) -> Result<u64, sqlx::Error> {
-    let r = sqlx::query(
-        "UPDATE pairing_links SET used_at = now() \
+    let r = sqlx::query!(
+        "UPDATE pairing_links SET used_at = now()
          WHERE instance_id = $1 AND used_at IS NULL AND revoked_at IS NULL AND expires_at > now()",
+        instance.as_str(),
     )
-    .bind(instance)
     .execute(db)
     .await?;
     Ok(r.rows_affected())
