@@ -1,7 +1,10 @@
 //! Lenient deserializers for values that arrive as environment strings.
 
+use std::time::Duration;
+
 use serde::de::{DeserializeOwned, Error};
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serializer};
+use serde_with::{DeserializeAs, SerializeAs};
 
 #[derive(Deserialize)]
 #[serde(untagged)]
@@ -48,5 +51,35 @@ where
             .filter(|p| !p.is_empty())
             .map(|p| p.parse::<T>().map_err(|e| D::Error::custom(format!("invalid list item: {e}"))))
             .collect(),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum MillisLike {
+    Number(u64),
+    Str(String),
+}
+
+/// A duration key (`*_ms`): milliseconds as a number (`5000`, also from the environment),
+/// or a humantime string (`"5s"`, `"1h 30m"`, `"250ms"`); written back as milliseconds.
+pub struct Millis;
+
+impl SerializeAs<Duration> for Millis {
+    fn serialize_as<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+}
+
+impl<'de> DeserializeAs<'de, Duration> for Millis {
+    fn deserialize_as<D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        match MillisLike::deserialize(d)? {
+            MillisLike::Number(ms) => Ok(Duration::from_millis(ms)),
+            MillisLike::Str(s) => match s.trim().parse::<u64>() {
+                Ok(ms) => Ok(Duration::from_millis(ms)),
+                Err(_) => humantime::parse_duration(s.trim())
+                    .map_err(|_| D::Error::custom("expected milliseconds or a duration such as 5s, 1m 30s or 250ms")),
+            },
+        }
     }
 }

@@ -15,8 +15,8 @@ fn ms(n: u64) -> Duration {
 }
 
 /// One section: the struct (every field optional in a file, its default beside it) and
-/// its `Default`. Durations keep their unit in their key (`lease_ttl_ms`) and are
-/// milliseconds.
+/// its `Default`. Durations keep their unit in their key (`lease_ttl_ms`): milliseconds,
+/// or a humantime string (`"30s"`) in a file or the environment.
 macro_rules! section {
     ($(#[$m:meta])* $name:ident { $( $(#[$fm:meta])* $field:ident : $ty:ty = $default:expr ),* $(,)? }) => {
         $(#[$m])*
@@ -69,22 +69,22 @@ section! {
         /// After SIGTERM: how long the listener stays open answering 503 `shutting_down`
         /// (so load balancers see `/readyz` fail and move traffic) before it closes.
         #[serde(rename = "drain_ms")]
-        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[serde_as(as = "de::Millis")]
         #[cfg_attr(feature = "openapi", schema(value_type = u64))]
         drain: Duration = ms(5_000),
         /// After the drain: how long in-flight requests get to finish.
         #[serde(rename = "shutdown_timeout_ms")]
-        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[serde_as(as = "de::Millis")]
         #[cfg_attr(feature = "openapi", schema(value_type = u64))]
         shutdown_timeout: Duration = ms(25_000),
         /// How long the API waits for a worker's answer before 504 `worker_timeout`.
         #[serde(rename = "rpc_timeout_ms")]
-        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[serde_as(as = "de::Millis")]
         #[cfg_attr(feature = "openapi", schema(value_type = u64))]
         rpc_timeout: Duration = ms(10_000),
         /// How long `GET /instance/connect/{name}` waits for a first QR code.
         #[serde(rename = "connect_qr_wait_ms")]
-        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[serde_as(as = "de::Millis")]
         #[cfg_attr(feature = "openapi", schema(value_type = u64))]
         connect_qr_wait: Duration = ms(5_000),
     }
@@ -112,12 +112,12 @@ section! {
         listen_addr: SocketAddr = ([127, 0, 0, 1], 8790).into(),
         /// How often a shown QR code is replaced (the network's 20 s).
         #[serde(rename = "qr_rotate_ms")]
-        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[serde_as(as = "de::Millis")]
         #[cfg_attr(feature = "openapi", schema(value_type = u64))]
         qr_rotate: Duration = ms(20_000),
         /// The sim driver: how long a request to netsim may take before `worker_timeout`.
         #[serde(rename = "request_timeout_ms")]
-        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[serde_as(as = "de::Millis")]
         #[cfg_attr(feature = "openapi", schema(value_type = u64))]
         request_timeout: Duration = ms(30_000),
     }
@@ -132,12 +132,12 @@ section! {
         default_max_per_minute: u32 = 20,
         /// The post-connection grace is drawn from [min, max] after each (re)connect.
         #[serde(rename = "grace_min_ms")]
-        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[serde_as(as = "de::Millis")]
         #[cfg_attr(feature = "openapi", schema(value_type = u64))]
         grace_min: Duration = ms(15_000),
         /// The upper end of the post-connection grace.
         #[serde(rename = "grace_max_ms")]
-        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[serde_as(as = "de::Millis")]
         #[cfg_attr(feature = "openapi", schema(value_type = u64))]
         grace_max: Duration = ms(30_000),
         /// Each interval is lengthened by a random 0..jitter fraction of itself (0-1).
@@ -145,7 +145,7 @@ section! {
         /// After the grace, the rate rises linearly from `ramp_start` of the full rate to
         /// all of it over this long.
         #[serde(rename = "ramp_ms")]
-        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[serde_as(as = "de::Millis")]
         #[cfg_attr(feature = "openapi", schema(value_type = u64))]
         ramp: Duration = ms(600_000),
         /// The fraction of the full rate the ramp starts at, in (0, 1].
@@ -175,7 +175,7 @@ section! {
         hold_first_contacts: bool = true,
         /// How often each paired instance's risk is evaluated (dispatchers share the work).
         #[serde(rename = "interval_ms")]
-        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[serde_as(as = "de::Millis")]
         #[cfg_attr(feature = "openapi", schema(value_type = u64))]
         interval: Duration = ms(60_000),
     }
@@ -187,19 +187,19 @@ section! {
         /// Time-to-live of an instance lease; a dead worker's instances move within it
         /// (chosen from `loadtest/failover.sh`: sessions open again about 1.5 s after it).
         #[serde(rename = "lease_ttl_ms")]
-        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[serde_as(as = "de::Millis")]
         #[cfg_attr(feature = "openapi", schema(value_type = u64))]
         lease_ttl: Duration = ms(6_000),
         /// How often a worker looks for instances that should run and nobody holds.
         #[serde(rename = "scan_ms")]
-        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[serde_as(as = "de::Millis")]
         #[cfg_attr(feature = "openapi", schema(value_type = u64))]
         scan: Duration = ms(1_000),
         /// Most instances one worker runs.
         max_instances: usize = 5_000,
         /// The first wait after a transient send failure; it doubles per attempt (cap 30 s).
         #[serde(rename = "queue_retry_base_ms")]
-        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[serde_as(as = "de::Millis")]
         #[cfg_attr(feature = "openapi", schema(value_type = u64))]
         queue_retry_base: Duration = ms(500),
     }
@@ -218,7 +218,7 @@ section! {
         /// The first wait before a failed download of received media is tried again; it
         /// doubles per attempt (cap 1 h), and after 8 tries the media is unavailable.
         #[serde(rename = "retry_base_ms")]
-        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[serde_as(as = "de::Millis")]
         #[cfg_attr(feature = "openapi", schema(value_type = u64))]
         retry_base: Duration = ms(30_000),
     }
@@ -231,18 +231,18 @@ section! {
         slots: u32 = 3,
         /// A slot's lease; its holder renews it, a crashed pod's slot frees itself after it.
         #[serde(rename = "slot_ttl_ms")]
-        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[serde_as(as = "de::Millis")]
         #[cfg_attr(feature = "openapi", schema(value_type = u64))]
         slot_ttl: Duration = ms(30_000),
         /// How long a large request waits for a slot before 503 `rate_limited`.
         #[serde(rename = "wait_ms")]
-        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[serde_as(as = "de::Millis")]
         #[cfg_attr(feature = "openapi", schema(value_type = u64))]
         wait: Duration = ms(60_000),
         /// How long a request holding a slot may take to send its body (then 408
         /// `request_timeout`): a slow upload cannot keep a slot for long.
         #[serde(rename = "read_timeout_ms")]
-        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[serde_as(as = "de::Millis")]
         #[cfg_attr(feature = "openapi", schema(value_type = u64))]
         read_timeout: Duration = ms(120_000),
     }
@@ -289,23 +289,23 @@ section! {
     Webhooks {
         /// One attempt's timeout (connect, send, answer).
         #[serde(rename = "timeout_ms")]
-        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[serde_as(as = "de::Millis")]
         #[cfg_attr(feature = "openapi", schema(value_type = u64))]
         timeout: Duration = ms(10_000),
         /// The wait after the first failed attempt; it doubles per attempt (with jitter) up
         /// to `retry_max_ms`. A `Retry-After` answer is honoured up to that cap.
         #[serde(rename = "retry_base_ms")]
-        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[serde_as(as = "de::Millis")]
         #[cfg_attr(feature = "openapi", schema(value_type = u64))]
         retry_base: Duration = ms(5_000),
         /// The longest wait between two attempts.
         #[serde(rename = "retry_max_ms")]
-        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[serde_as(as = "de::Millis")]
         #[cfg_attr(feature = "openapi", schema(value_type = u64))]
         retry_max: Duration = ms(3_600_000),
         /// How long a delivery is retried before it is `failed` (3 days).
         #[serde(rename = "retry_span_ms")]
-        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[serde_as(as = "de::Millis")]
         #[cfg_attr(feature = "openapi", schema(value_type = u64))]
         retry_span: Duration = ms(3 * 24 * 3_600_000),
         /// An endpoint is disabled once it has failed this many attempts in a row over at
@@ -313,7 +313,7 @@ section! {
         disable_after_failures: u32 = 50,
         /// The span those failures must cover (5 days).
         #[serde(rename = "disable_after_ms")]
-        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[serde_as(as = "de::Millis")]
         #[cfg_attr(feature = "openapi", schema(value_type = u64))]
         disable_after: Duration = ms(5 * 24 * 3_600_000),
         /// Attempts in flight at once per endpoint URL (endpoints never wait on each other).
@@ -332,7 +332,7 @@ section! {
         /// How often a dispatcher rolls finished deliveries up into the daily usage counts
         /// (events are counted as the relay publishes them).
         #[serde(rename = "rollup_interval_ms")]
-        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[serde_as(as = "de::Millis")]
         #[cfg_attr(feature = "openapi", schema(value_type = u64))]
         rollup_interval: Duration = ms(10_000),
     }
@@ -345,7 +345,7 @@ section! {
         ws_url: Option<String> = None,
         /// How long opening a session waits for the socket before retrying.
         #[serde(rename = "connect_timeout_ms")]
-        #[serde_as(as = "serde_with::DurationMilliSeconds<u64>")]
+        #[serde_as(as = "de::Millis")]
         #[cfg_attr(feature = "openapi", schema(value_type = u64))]
         connect_timeout: Duration = ms(20_000),
     }

@@ -61,6 +61,8 @@ fn sections_in_the_environment_and_the_old_flat_names() {
         ("PACELINE_DATABASE_MAX_CONNECTIONS", "7"),
         ("PACELINE_GROUP_JOINS_PER_DAY", "3"),
         ("PACELINE_GROUPS__JOINS_PER_DAY", "4"),
+        ("PACELINE_WEBHOOKS__RETRY_SPAN_MS", "2h 30m"),
+        ("PACELINE_API__RPC_TIMEOUT_MS", "250ms"),
     ])
     .unwrap();
     assert_eq!(c.pacing.jitter, 0.5);
@@ -72,11 +74,16 @@ fn sections_in_the_environment_and_the_old_flat_names() {
     assert_eq!(c.namespace.database_schema.as_deref(), Some("t1"));
     assert_eq!(c.database.max_connections, 7);
     assert_eq!(c.groups.joins_per_day, 4, "the sectioned key wins over its old name");
+    assert_eq!(c.webhooks.retry_span, Duration::from_secs(9_000), "durations take humantime strings");
+    assert_eq!(c.api.rpc_timeout, Duration::from_millis(250));
+    let e = load_in(&[("PACELINE_WORKER__LEASE_TTL_MS", "soon")]).unwrap_err().to_string().to_lowercase();
+    assert!(e.contains("lease_ttl_ms") && e.contains("5s"), "{e}");
     assert_eq!(c.database_url, "", "a top-level key that starts like a section stays top-level");
     Jail::expect_with(|jail| {
-        jail.create_file("old.toml", "lease_ttl_ms = 800\npacing_jitter = 0.1\n")?;
+        jail.create_file("old.toml", "lease_ttl_ms = 800\npacing_jitter = 0.1\n[api]\ndrain_ms = \"1m\"\n")?;
         let c = Config::load(Some(Path::new("old.toml"))).unwrap();
         assert_eq!((c.worker.lease_ttl, c.pacing.jitter), (Duration::from_millis(800), 0.1));
+        assert_eq!(c.api.drain, Duration::from_secs(60));
         Ok(())
     });
 }
