@@ -195,7 +195,7 @@ pub async fn run(bin: &Path, opts: Options) -> Report {
         let number = format!("55119800{i:05}");
         cluster.phone(&number, false).await;
         let (inst, token) = cluster.paired_instance(&format!("chaos-{i}"), &number).await;
-        let id = inst["id"].as_str().unwrap().to_string();
+        let id = inst.id.to_string();
         cluster.unpaced(&id).await;
         cluster
             .api

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use shared::config::Network;
 use shared::{Config, Shutdown};
 
-use crate::{test_config, Client, TestApi};
+use crate::{test_config, Client, Instance, TestApi};
 
 /// A worker process and where its metrics are served.
 pub struct WorkerProc {
@@ -151,9 +151,9 @@ impl Cluster {
 
     /// Creates an instance, connects it and pairs it by QR with `number`; returns
     /// (instance, token).
-    pub async fn paired_instance(&self, name: &str, number: &str) -> (Value, String) {
+    pub async fn paired_instance(&self, name: &str, number: &str) -> (Instance, String) {
         let (inst, token) = self.api.create_instance(name).await;
-        let id = inst["id"].as_str().unwrap().to_string();
+        let id = inst.id.to_string();
         let admin = self.api.admin();
         admin.post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect(202);
         let qr = wait_for(Duration::from_secs(20), || async {
@@ -168,7 +168,7 @@ impl Cluster {
     }
 
     /// Waits until the instance is in `state`; returns its record.
-    pub async fn wait_state(&self, id: &str, state: &str, within: Duration) -> Value {
+    pub async fn wait_state(&self, id: &str, state: &str, within: Duration) -> Instance {
         let admin = self.api.admin();
         let path = format!("/v1/instances/{id}");
         let got = wait_for(within, || async {
@@ -177,7 +177,7 @@ impl Cluster {
         })
         .await;
         match got {
-            Some(v) => v,
+            Some(v) => crate::record(&v),
             None => panic!("instance did not reach {state}: {}", admin.get(&path).await.text),
         }
     }

@@ -11,9 +11,11 @@ pub mod webhooks;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use shared::auth::{generate_token, ADMIN_TOKEN_PREFIX};
 use shared::config::section;
+use shared::error::ErrorBody;
 use shared::{Config, Shutdown};
 
 /// The backends' URLs, from the environment `scripts/test` sets.
@@ -131,9 +133,9 @@ impl TestApi {
     }
 
     /// Creates an instance with the admin token; returns (instance, token).
-    pub async fn create_instance(&self, name: &str) -> (Value, String) {
+    pub async fn create_instance(&self, name: &str) -> (Instance, String) {
         let body = self.admin().post("/v1/instances", &serde_json::json!({ "name": name })).await.expect(201);
-        (body["instance"].clone(), body["token"].as_str().unwrap().to_string())
+        (record(&body["instance"]), body["token"].as_str().unwrap().to_string())
     }
 
     /// Creates an API key of `scope` (named after it) on instance `id` with `owner`'s
@@ -231,15 +233,32 @@ impl Resp {
         self.body
     }
 
+    /// Asserts the status and reads the body as the API's own record type `T` (so a
+    /// body that drifts from its type fails here, naming the field).
+    #[track_caller]
+    pub fn expect_as<T: DeserializeOwned>(self, status: u16) -> T {
+        assert_eq!(self.status, status, "unexpected status; body: {}", self.text);
+        record(&self.body)
+    }
+
     /// Asserts an error envelope with this status and code; returns the message.
     #[track_caller]
     pub fn expect_error(self, status: u16, code: &str) -> String {
         assert_eq!(self.status, status, "unexpected status; body: {}", self.text);
-        let err = &self.body["error"];
-        assert_eq!(err["code"], code, "unexpected code; body: {}", self.text);
-        assert!(err["retryable"].is_boolean(), "envelope lacks retryable: {}", self.text);
-        err["message"].as_str().expect("envelope lacks message").to_string()
+        let err: ErrorBody = record(&self.body);
+        assert_eq!(err.error.code.as_str(), code, "unexpected code; body: {}", self.text);
+        err.error.message
     }
+}
+
+/// An instance as the API shows it: the API's own type.
+pub type Instance = domain::instances::InstanceOut;
+
+/// `v` read as the record type `T`; a mismatch panics naming the field and the body.
+#[track_caller]
+pub fn record<T: DeserializeOwned>(v: &Value) -> T {
+    serde_path_to_error::deserialize(v)
+        .unwrap_or_else(|e| panic!("the body is not a {}: {e}; body: {v}", std::any::type_name::<T>()))
 }
 
 /// A JPEG's first bytes followed by `n` bytes of `j`.

@@ -332,7 +332,7 @@ impl Queue {
 
     /// Builds what the driver sends, loading media bytes from Postgres.
     async fn outgoing(&mut self, held: &Held<'_>, m: &MessageRow) -> Result<Outgoing, Step> {
-        let message = match Outbound::from_row(m.kind, &m.content) {
+        let message = match m.outbound() {
             Ok(message) => message,
             Err(_) => {
                 return Err(self

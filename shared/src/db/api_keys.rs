@@ -74,9 +74,7 @@ pub async fn insert(
 ) -> Result<Option<KeyRow>, sqlx::Error> {
     let mut tx = db.begin().await?;
     // One creation at a time per instance, so the count holds.
-    sqlx::query!("SELECT 1 AS locked FROM instances WHERE id = $1 FOR UPDATE", instance.as_str())
-        .fetch_optional(&mut *tx)
-        .await?;
+    super::instances::lock(&mut tx, instance).await?;
     let id = KeyId::new();
     let row = sqlx::query_as!(
         KeyRow,

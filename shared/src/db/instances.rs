@@ -331,3 +331,12 @@ pub async fn qr(
         .fetch_optional(db)
         .await
 }
+
+/// Takes the instance's row for update, so what its caller counts and inserts for the
+/// instance (keys, pairing links, webhooks) takes turns with concurrent callers.
+pub(crate) async fn lock(tx: &mut sqlx::PgConnection, instance: &InstanceId) -> Result<(), sqlx::Error> {
+    sqlx::query!("SELECT 1 AS locked FROM instances WHERE id = $1 FOR UPDATE", instance.as_str())
+        .fetch_optional(&mut *tx)
+        .await
+        .map(drop)
+}

@@ -51,6 +51,7 @@ pub struct MessageRow {
     pub to_jid: String,
     #[sqlx(rename = "type")]
     pub kind: MessageType,
+    /// The content as stored; [`MessageRow::outbound`] reads it typed.
     pub content: serde_json::Value,
     pub client_message_id: Option<String>,
     pub content_hash: String,
@@ -93,6 +94,13 @@ pub struct MessageOut {
 }
 
 impl MessageRow {
+    /// The content typed, as the queue sends it. Read per row rather than as a
+    /// `Json<Content>` column: a row that no longer reads fails only its own message (the
+    /// worker fails it `validation_failed`), never the batch it was fetched in.
+    pub fn outbound(&self) -> Result<crate::message::Outbound, serde_json::Error> {
+        crate::message::Outbound::from_row(self.kind, &self.content)
+    }
+
     /// `<code>: <detail>` of a failed message, as events and the API show it.
     pub fn error(&self) -> Option<String> {
         self.error_code.as_ref().map(|code| format!("{code}: {}", self.error_detail.as_deref().unwrap_or_default()))

@@ -48,9 +48,7 @@ pub async fn insert(
     max: i64,
 ) -> Result<Option<LinkRow>, sqlx::Error> {
     let mut tx = db.begin().await?;
-    sqlx::query!("SELECT 1 AS locked FROM instances WHERE id = $1 FOR UPDATE", instance.as_str())
-        .fetch_optional(&mut *tx)
-        .await?;
+    super::instances::lock(&mut tx, instance).await?;
     let id = PairingLinkId::new();
     let row = sqlx::query_as!(
         LinkRow,

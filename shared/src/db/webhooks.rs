@@ -116,7 +116,7 @@ async fn counts_locked(
     instance: &InstanceId,
     except: Option<&WebhookId>,
 ) -> Result<(i64, i64), sqlx::Error> {
-    sqlx::query("SELECT 1 FROM instances WHERE id = $1 FOR UPDATE").bind(instance).execute(&mut *tx).await?;
+    super::instances::lock(tx, instance).await?;
     sqlx::query_as(
         "SELECT count(*), count(*) FILTER (WHERE base64) FROM webhooks \
          WHERE instance_id = $1 AND ($2::text IS NULL OR id <> $2)",

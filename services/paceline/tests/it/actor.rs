@@ -51,7 +51,7 @@ async fn a_panicked_actor_releases_its_lease_and_is_counted() {
     let c = cluster().await;
     let shutdown = start_worker(&c, Arc::new(Panicking));
     let (inst, _) = c.api.create_instance("panics").await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     c.api.admin().post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect(202);
     let redis = shared::kv::connect(&c.config).unwrap();
     let key = shared::kv::Keys::new(&c.config).lease(&shared::ids::InstanceId::parse(&id).unwrap());
@@ -146,7 +146,7 @@ async fn a_slow_session_operation_does_not_delay_a_queued_send() {
     c.phone(A, false).await;
     c.phone(B, false).await;
     let (inst, token) = c.paired_instance("slow-ops", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     c.unpaced(&id).await;
     let own = c.api.client(Some(token));
     // A session operation that takes 20 s (the API gives up on it first: 504).

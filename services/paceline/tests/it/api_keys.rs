@@ -19,7 +19,7 @@ async fn create(owner: &harness::Client, id: &str, body: Value) -> (Value, Strin
 async fn keys_reach_their_scope_and_nothing_else() {
     let api = TestApi::start().await;
     let (inst, token) = api.create_instance("shop-keys").await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let owner = api.client(Some(token));
     let base = format!("/v1/instances/{id}");
 
@@ -98,7 +98,7 @@ async fn keys_reach_their_scope_and_nothing_else() {
     }
     // Another instance's routes: 403.
     let (other, _) = api.create_instance("elsewhere").await;
-    reader.get(&format!("/v1/instances/{}", other["id"].as_str().unwrap())).await.expect_error(403, "forbidden");
+    reader.get(&format!("/v1/instances/{}", other.id.as_str())).await.expect_error(403, "forbidden");
 
     // Bad input: 400, nothing created.
     for bad in [
@@ -132,7 +132,7 @@ async fn keys_reach_their_scope_and_nothing_else() {
 async fn statuses_and_channel_posts_are_the_owners_on_every_door() {
     let api = TestApi::start().await;
     let (inst, token) = api.create_instance("owner-sends").await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let owner = api.client(Some(token));
     let base = format!("/v1/instances/{id}");
     let (_, so_token) = create(&owner, &id, json!({ "name": "crm", "scope": "send_only" })).await;
@@ -169,7 +169,7 @@ async fn statuses_and_channel_posts_are_the_owners_on_every_door() {
 async fn keys_obey_the_instance_allowlist_and_their_own() {
     let api = TestApi::start().await;
     let (inst, token) = api.create_instance("guarded").await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let owner = api.client(Some(token));
     let base = format!("/v1/instances/{id}");
     let (k, elsewhere) =
@@ -193,7 +193,7 @@ async fn revoked_and_expired_keys_are_refused_on_every_pod() {
     config.listen_addr = ([127, 0, 0, 1], 0).into();
     let two = TestApi::start_with(config).await;
     let (inst, token) = one.create_instance("two-pods").await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let owner = one.client(Some(token));
     let (k, key) = create(&owner, &id, json!({ "name": "partner", "scope": "read_only" })).await;
     let path = format!("/v1/instances/{id}");

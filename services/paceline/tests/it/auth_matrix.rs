@@ -41,8 +41,8 @@ struct Target {
 }
 
 impl Target {
-    fn of(inst: &Value) -> Target {
-        Target { id: inst["id"].as_str().unwrap().into(), name: inst["name"].as_str().unwrap().into() }
+    fn of(inst: &harness::Instance) -> Target {
+        Target { id: inst.id.to_string(), name: inst.name.clone() }
     }
 }
 

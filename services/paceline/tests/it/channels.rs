@@ -45,7 +45,7 @@ async fn taken_earlier(c: &Cluster, id: &str, cap: &str, n: usize, ago: Duration
 
 async fn instance(c: &Cluster, name: &str, number: &str) -> (String, Client) {
     let (inst, token) = c.paired_instance(name, number).await;
-    (inst["id"].as_str().unwrap().to_string(), c.api.client(Some(token)))
+    (inst.id.to_string(), c.api.client(Some(token)))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

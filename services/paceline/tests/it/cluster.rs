@@ -21,9 +21,8 @@ async fn pairing_by_qr_and_by_code() {
 
     // By QR.
     let (inst, _) = c.paired_instance("by-qr", A).await;
-    assert_eq!(inst["phone"], A);
-    assert_eq!(inst["account_type"], "personal");
-    let id = inst["id"].as_str().unwrap();
+    assert_eq!((inst.phone.as_deref(), inst.account_type.as_deref()), (Some(A), Some("personal")));
+    let id = inst.id.as_str();
     let msg = admin.get(&format!("/v1/instances/{id}/qr")).await.expect_error(409, "instance_not_pairing");
     assert!(!msg.contains(A));
     let r = admin.post(&format!("/v1/instances/{id}/pairing-code"), &json!({ "phone": B })).await;
@@ -32,7 +31,7 @@ async fn pairing_by_qr_and_by_code() {
 
     // By code.
     let (inst, token) = c.api.create_instance("by-code").await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let own = c.api.client(Some(token));
     own.post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect(202);
     let qr = wait_for(Duration::from_secs(20), || async {
@@ -55,8 +54,7 @@ async fn pairing_by_qr_and_by_code() {
     assert_eq!(code.len(), 8);
     c.netsim().post("/control/enter-code", &json!({ "number": B, "pairing_code": code })).await.expect(200);
     let inst = c.wait_state(&id, "connected", Duration::from_secs(20)).await;
-    assert_eq!(inst["phone"], B);
-    assert_eq!(inst["account_type"], "business");
+    assert_eq!((inst.phone.as_deref(), inst.account_type.as_deref()), (Some(B), Some("business")));
 
     // Connect is idempotent: a linked instance stays linked, no new pairing.
     own.post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect(202);
@@ -74,7 +72,7 @@ async fn logout_and_ban_are_reported() {
 
     // Logged out from the phone.
     let (inst, _) = c.paired_instance("lo", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     c.netsim().post(&format!("/control/phones/{A}/logout"), &json!({})).await.expect(200);
     c.wait_state(&id, "logged_out", Duration::from_secs(10)).await;
     let r = admin.post(&format!("/v1/instances/{id}/logout"), &json!({})).await;
@@ -86,7 +84,7 @@ async fn logout_and_ban_are_reported() {
 
     // Banned.
     let (inst, _) = c.paired_instance("ban", B).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     c.netsim().post(&format!("/control/phones/{B}/ban"), &json!({})).await.expect(200);
     c.wait_state(&id, "banned", Duration::from_secs(10)).await;
     admin.post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect_error(409, "instance_banned");
@@ -97,7 +95,7 @@ async fn logout_and_ban_are_reported() {
 
     // Logged out through the API.
     let (inst, _) = c.paired_instance("api-lo", C).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let out = admin.post(&format!("/v1/instances/{id}/logout"), &json!({})).await.expect(200);
     assert_eq!(out["state"], "logged_out");
     let info = c.netsim().get(&format!("/control/phones/{C}")).await.expect(200);
@@ -109,7 +107,7 @@ async fn rpc_errors_map_to_not_connected_and_timeout() {
     let c = Cluster::start(bin(), 1, |cfg| cfg.api.rpc_timeout = Duration::from_millis(1_000)).await;
     c.phone(A, false).await;
     let (inst, _) = c.api.create_instance("rpc").await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let admin = c.api.admin();
     // Nobody runs it, so it is not in qr_pending: 409, retryable (connecting makes a
     // retry succeed).
@@ -155,7 +153,7 @@ async fn calls_are_rejected_per_settings_and_action_connect_works() {
     c.phone(C, false).await;
     // The action route pairs too: QR and a pairing code for the number asked.
     let (inst, token) = c.api.create_instance("acts").await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let key = c.api.anon().with_header("x-api-key", &token);
     let out = key.get(&format!("/instance/connect/acts?number={A}")).await.expect(200);
     assert!(out["code"].as_str().unwrap().starts_with("2@"), "{out}");
@@ -200,7 +198,7 @@ async fn owned(name: &str) -> (Cluster, String, usize) {
     let c = Cluster::start(bin(), 2, |_| {}).await;
     c.phone(A, false).await;
     let (inst, _) = c.paired_instance(name, A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let owner = wait_for(Duration::from_secs(5), || c.owner()).await.expect("an owner reports its lease");
     (c, id, owner)
 }
@@ -340,15 +338,15 @@ async fn a_temporary_ban_is_visible_and_waited_out() {
     let c = Cluster::start(bin(), 1, |_| {}).await;
     c.phone("5511977770001", false).await;
     let (inst, _) = c.paired_instance("tempban", "5511977770001").await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     c.netsim().post("/control/phones/5511977770001/tempban", &json!({ "seconds": 3 })).await.expect(200);
     let paused = c.wait_state(&id, "disconnected", Duration::from_secs(10)).await;
-    assert!(paused["state_reason"].as_str().unwrap().starts_with("temporarily banned until "), "{paused}");
+    assert!(paused.state_reason.as_deref().unwrap().starts_with("temporarily banned until "), "{paused:?}");
     // Not before the ban ends: still paused a second later.
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(c.api.admin().get(&format!("/v1/instances/{id}")).await.expect(200)["state"], "disconnected");
     let back = c.wait_state(&id, "connected", Duration::from_secs(20)).await;
-    assert!(back.get("state_reason").is_none(), "cleared by the next state change: {back}");
+    assert!(back.state_reason.is_none(), "cleared by the next state change: {back:?}");
     let pool = c.pool().await;
     let reasons: Vec<serde_json::Value> = sqlx::query_scalar(
         "SELECT payload->'data'->'reason' FROM outbox WHERE instance_id = $1 AND type = 'instance.state' AND payload->'data' ? 'reason'",
@@ -367,7 +365,7 @@ async fn a_late_renewal_keeps_a_lease_nobody_took() {
     let c = Cluster::start(bin(), 1, |_| {}).await;
     c.phone(A, false).await;
     let (inst, _) = c.paired_instance("late-renewal", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let (epoch, state, _) = c.ownership(&id).await;
     assert_eq!(state, "connected");
     let redis = shared::kv::connect(&c.config).unwrap();
@@ -433,7 +431,7 @@ async fn a_new_worker_takes_its_share_from_the_others() {
         let number = format!("55119999960{n:02}");
         c.phone(&number, false).await;
         let (inst, _) = c.paired_instance(&format!("share-{n}"), &number).await;
-        ids.push(inst["id"].as_str().unwrap().to_string());
+        ids.push(inst.id.to_string());
     }
     assert_eq!(c.worker_metric(0, "paceline_worker_leases_held", "").await, 6.0);
     c.spawn_worker();

@@ -44,7 +44,7 @@ impl Setup {
 /// An instance with a token client; returns (id, client).
 pub(crate) async fn instance(api: &TestApi, name: &str) -> (String, Client) {
     let (inst, token) = api.create_instance(name).await;
-    (inst["id"].as_str().unwrap().to_string(), api.client(Some(token)))
+    (inst.id.to_string(), api.client(Some(token)))
 }
 
 pub(crate) async fn hook(own: &Client, id: &str, url: &str, events: &[&str]) -> Value {

@@ -63,7 +63,7 @@ async fn body_over_1mb_is_413() {
 async fn messages_route_reads_up_to_140mb() {
     let api = TestApi::start().await;
     let (inst, token) = api.create_instance("big").await;
-    let path = format!("/v1/instances/{}/messages", inst["id"].as_str().unwrap());
+    let path = format!("/v1/instances/{}/messages", inst.id.as_str());
     let own = api.client(Some(token));
     // 2 MB is over the default limit but within this route's: it reaches the handler.
     let two_mb = json!({ "to": "5511999990001", "type": "document", "media": { "data": "A".repeat(2 * 1024 * 1024), "mime_type": "application/pdf" } });
@@ -79,7 +79,7 @@ async fn messages_route_reads_up_to_140mb() {
 async fn every_interface_route_is_built_checks_the_token_first_and_unknown_ones_are_404() {
     let api = TestApi::start().await;
     let (inst, token) = api.create_instance("built").await;
-    let id = inst["id"].as_str().unwrap();
+    let id = inst.id.as_str();
     let own = api.client(Some(token));
     // Tokens are checked first.
     api.anon().get(&format!("/v1/instances/{id}/labels")).await.expect_error(401, "unauthorized");
@@ -128,7 +128,7 @@ async fn the_admin_on_an_unknown_instance_gets_instance_not_found_everywhere() {
 async fn action_routes_answer_bad_bodies_with_400_only() {
     let api = TestApi::start().await;
     let (inst, token) = api.create_instance("act").await;
-    let name = inst["name"].as_str().unwrap();
+    let name = inst.name.as_str();
     let key = api.anon().with_header("x-api-key", &token);
     let path = format!("/message/sendText/{name}");
     // Over the 1 MB body limit: 400 here (413 on the /v1 routes), malformed JSON too.

@@ -13,7 +13,7 @@ async fn events_reach_jetstream_once_under_their_id() {
     let api = TestApi::start().await;
     let dispatcher = tokio::spawn(dispatcher::run(api.config.clone(), api.shutdown.clone()));
     let (inst, token) = api.create_instance("ev").await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let m = api
         .client(Some(token))
         .post(&format!("/v1/instances/{id}/messages"), &json!({ "to": "5511999990001", "type": "text", "text": "x" }))
@@ -64,7 +64,7 @@ async fn the_event_stream_resumes_after_last_event_id_without_gaps() {
     let api = TestApi::start().await;
     let dispatcher = tokio::spawn(dispatcher::run(api.config.clone(), api.shutdown.clone()));
     let (inst, token) = api.create_instance("sse").await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let own = api.client(Some(token));
     let open = |query: &str, last: Option<&str>| {
         let mut rb = own.request(reqwest::Method::GET, &format!("/v1/instances/{id}/events{query}"));
@@ -182,7 +182,7 @@ async fn event_streams_are_capped_per_instance_and_per_pod() {
         let rb = c.request(reqwest::Method::GET, &format!("/v1/instances/{id}/events"));
         async move { rb.send().await.unwrap() }
     };
-    let (a_id, b_id) = (a["id"].as_str().unwrap(), b["id"].as_str().unwrap());
+    let (a_id, b_id) = (a.id.as_str(), b.id.as_str());
     let a1 = stream(&a_token, a_id).await;
     let a2 = stream(&a_token, a_id).await;
     assert_eq!((a1.status().as_u16(), a2.status().as_u16()), (200, 200));
@@ -225,7 +225,7 @@ async fn event_streams_end_when_their_access_ends() {
     };
     // Narrowing the allow-list away from the client ends its stream...
     let (inst, token) = api.create_instance("sse-allow").await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let mut own = open(Some(token.clone()), id.clone()).await;
     let mut admins = open(api.config.admin_token.clone(), id.clone()).await;
     assert!(!own.ends_within(Duration::from_millis(300)).await, "open while allowed");
@@ -234,7 +234,7 @@ async fn event_streams_end_when_their_access_ends() {
     // ...the admin's stream of the instance stays, until the instance is deleted.
     assert!(!admins.ends_within(Duration::from_millis(300)).await);
     let (other, other_token) = api.create_instance("sse-delete").await;
-    let other_id = other["id"].as_str().unwrap().to_string();
+    let other_id = other.id.to_string();
     let mut theirs = open(Some(other_token), other_id.clone()).await;
     api.admin().delete(&format!("/v1/instances/{id}")).await;
     api.admin().delete(&format!("/v1/instances/{other_id}")).await;
@@ -249,7 +249,7 @@ async fn state_changes_write_their_events() {
     use worker::db::sessions;
     let api = TestApi::start().await;
     let (inst, _) = api.create_instance("state-ev").await;
-    let id = shared::ids::InstanceId::parse(inst["id"].as_str().unwrap()).unwrap();
+    let id = shared::ids::InstanceId::parse(inst.id.as_str()).unwrap();
     let db = shared::db::connect(&api.config).await.unwrap();
     shared::db::instances::request_run(&db, &id).await.unwrap();
     let c = sessions::claim(&db, &id, 1, "wk").await.unwrap().unwrap();
@@ -290,7 +290,7 @@ async fn a_keys_event_stream_leaves_out_the_pairing_qr() {
     let api = TestApi::start().await;
     let dispatcher = tokio::spawn(dispatcher::run(api.config.clone(), api.shutdown.clone()));
     let (inst, token) = api.create_instance("sse-qr").await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let own = api.client(Some(token));
     let key = api.create_key(&own, &id, "read_only").await;
     let reader = api.client(Some(key));

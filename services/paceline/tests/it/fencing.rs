@@ -11,7 +11,7 @@ use worker::db::sessions;
 async fn writes_under_an_old_epoch_are_refused() {
     let api = TestApi::start().await;
     let (inst, _) = api.create_instance("fenced").await;
-    let id = InstanceId::parse(inst["id"].as_str().unwrap()).unwrap();
+    let id = InstanceId::parse(inst.id.as_str()).unwrap();
     let db = shared::db::connect(&api.config).await.unwrap();
     // Not wanted to run: nobody may claim it.
     assert!(sessions::claim(&db, &id, 1, "wk_a").await.unwrap().is_none());
@@ -141,7 +141,7 @@ async fn claimed_with_its_send_in_flight(
     name: &str,
 ) -> (InstanceId, shared::ids::MessageId, i64, String) {
     let (inst, token) = api.create_instance(name).await;
-    let id = InstanceId::parse(inst["id"].as_str().unwrap()).unwrap();
+    let id = InstanceId::parse(inst.id.as_str()).unwrap();
     let own = api.client(Some(token));
     own.post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect(202);
     let m = own

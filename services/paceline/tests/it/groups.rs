@@ -48,7 +48,7 @@ async fn cluster(tweak: impl FnOnce(&mut shared::Config)) -> (Cluster, String, C
         c.phone(n, false).await;
     }
     let (inst, token) = c.paired_instance("groups", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     c.unpaced(&id).await;
     let own = c.api.client(Some(token));
     (c, id, own)
@@ -292,7 +292,7 @@ async fn bad_input_refusals_and_caps() {
 
     // Not running: 409, before any cap is taken.
     let (stopped, _) = c.api.create_instance("stopped").await;
-    let sid = stopped["id"].as_str().unwrap();
+    let sid = stopped.id.as_str();
     c.api.admin().get(&format!("/v1/instances/{sid}/groups")).await.expect_error(409, "instance_not_connected");
     // Another instance's token: 403.
     let (_, other_token) = c.api.create_instance("other").await;

@@ -47,9 +47,8 @@ async fn create_returns_instance_and_token_once() {
 async fn defaults_and_duplicate_names() {
     let api = TestApi::start().await;
     let (inst, _) = api.create_instance("dup").await;
-    assert_eq!(inst["min_interval_ms"], 2000);
-    assert_eq!(inst["max_per_minute"], 20);
-    assert_eq!(inst["settings"], json!({ "reject_call": false, "msg_call": "" }));
+    assert_eq!((inst.min_interval_ms, inst.max_per_minute), (2000, 20));
+    assert_eq!(serde_json::to_value(&inst.settings).unwrap(), json!({ "reject_call": false, "msg_call": "" }));
     api.admin().post("/v1/instances", &json!({ "name": "dup" })).await.expect_error(409, "conflict");
 }
 
@@ -127,7 +126,7 @@ async fn list_filters_and_paginates_without_gaps() {
 async fn patch_edits_fields_and_guards_admin_only_ones() {
     let api = TestApi::start().await;
     let (inst, token) = api.create_instance("editable").await;
-    let id = inst["id"].as_str().unwrap();
+    let id = inst.id.as_str();
     let path = format!("/v1/instances/{id}");
     let own = api.client(Some(token));
 
@@ -191,14 +190,14 @@ async fn patch_edits_fields_and_guards_admin_only_ones() {
 async fn delete_revokes_the_token_at_once() {
     let api = TestApi::start().await;
     let (inst, token) = api.create_instance("doomed").await;
-    let id = inst["id"].as_str().unwrap();
+    let id = inst.id.as_str();
     let own = api.client(Some(token));
     own.get("/v1/me").await.expect(200);
     // Another instance's token may not; the admin may (below), and so may its own token.
     let (other, other_token) = api.create_instance("other").await;
     api.client(Some(other_token.clone())).delete(&format!("/v1/instances/{id}")).await.expect_error(403, "forbidden");
     assert_eq!(api.admin().delete(&format!("/v1/instances/{id}")).await.status, 204);
-    let other_id = other["id"].as_str().unwrap();
+    let other_id = other.id.as_str();
     assert_eq!(api.client(Some(other_token.clone())).delete(&format!("/v1/instances/{other_id}")).await.status, 204);
     api.client(Some(other_token)).get("/v1/me").await.expect_error(401, "unauthorized");
     own.get("/v1/me").await.expect_error(401, "unauthorized");
@@ -260,7 +259,7 @@ async fn ip_allowlist_uses_socket_or_trusted_proxy_header() {
     let (inst, token) = api.create_instance("garbled").await;
     let db = shared::db::connect(&api.config).await.unwrap();
     sqlx::query("UPDATE instances SET ip_allowlist = ARRAY['not-a-network'] WHERE id = $1")
-        .bind(inst["id"].as_str())
+        .bind(inst.id.as_str())
         .execute(&db)
         .await
         .unwrap();
@@ -274,7 +273,7 @@ async fn me_tells_who_the_token_is() {
     let (inst, token) = api.create_instance("me").await;
     let me = api.client(Some(token)).get("/v1/me").await.expect(200);
     assert_eq!(me["kind"], "instance");
-    assert_eq!(me["instance_id"], inst["id"]);
+    assert_eq!(me["instance_id"], inst.id.as_str());
     assert_eq!(me["instance_name"], "me");
 }
 
@@ -288,7 +287,7 @@ async fn token_changes_reach_every_api_pod_before_the_cache_expires() {
         harness::TestApi::start_with(shared::Config { listen_addr: ([127, 0, 0, 1], 0).into(), ..a.config.clone() })
             .await;
     let (inst, token) = a.create_instance("cached").await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let on_b = b.client(Some(token.clone()));
     on_b.get("/v1/me").await.expect(200);
     // Narrow the allow-list on A: B refuses the token from this address soon after.
@@ -334,7 +333,7 @@ async fn bulk_applies_one_action_per_instance_by_ids_or_by_tag() {
         tagged.push((i["instance"]["id"].as_str().unwrap().to_string(), i["token"].as_str().unwrap().to_string()));
     }
     let (lone, lone_token) = api.create_instance("lone").await;
-    let lone_id = lone["id"].as_str().unwrap().to_string();
+    let lone_id = lone.id.to_string();
 
     // By tag, two per call: every tagged instance once, in id order, the other untouched.
     let mut seen = Vec::new();

@@ -41,7 +41,7 @@ async fn labels_from_the_api_and_the_phone_reach_chats_messages_and_events_once(
     c.phone(CUSTOMER, false).await;
     c.phone(PERSONAL, false).await;
     let (inst, token) = c.paired_instance("shop", BIZ).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let own = c.api.client(Some(token));
     let base = format!("/v1/instances/{id}/labels");
 
@@ -147,7 +147,7 @@ async fn labels_from_the_api_and_the_phone_reach_chats_messages_and_events_once(
 
     // A personal account: 409 on every label route, and its phone cannot make one either.
     let (p, ptoken) = c.paired_instance("personal", PERSONAL).await;
-    let pid = p["id"].as_str().unwrap();
+    let pid = p.id.as_str();
     let pown = c.api.client(Some(ptoken));
     pown.get(&format!("/v1/instances/{pid}/labels")).await.expect_error(409, "business_account_required");
     pown.post(&format!("/v1/instances/{pid}/labels"), &json!({ "name": "x" }))

@@ -66,7 +66,7 @@ async fn the_official_sdks_operate_the_gateway_over_http_and_stdio() {
     c.phone(A, false).await;
     c.phone(B, false).await;
     let (inst, token) = c.paired_instance("mcp", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     c.unpaced(&id).await;
     let owner = c.api.client(Some(token.clone()));
     let read_only = c.api.create_key(&owner, &id, "read_only").await;

@@ -29,7 +29,7 @@ fn signed(api: &TestApi, media_id: &str) -> String {
 async fn stored_media_is_served_in_chunks_and_only_safe_types_inline() {
     let api = TestApi::start().await;
     let (inst, token) = api.create_instance("serve").await;
-    let path = format!("/v1/instances/{}/messages", inst["id"].as_str().unwrap());
+    let path = format!("/v1/instances/{}/messages", inst.id.as_str());
     let own = api.client(Some(token));
     let db = shared::db::connect(&api.config).await.unwrap();
 
@@ -90,7 +90,7 @@ async fn the_media_quota_refuses_past_it_and_refusals_and_replays_leave_nothing(
     config.media.quota_bytes = 1_000;
     let api = TestApi::start_with(config).await;
     let (inst, token) = api.create_instance("quota").await;
-    let inst_id = inst["id"].as_str().unwrap().to_string();
+    let inst_id = inst.id.to_string();
     let path = format!("/v1/instances/{inst_id}/messages");
     let own = api.client(Some(token));
     let db = shared::db::connect(&api.config).await.unwrap();
@@ -126,7 +126,7 @@ async fn the_media_quota_refuses_past_it_and_refusals_and_replays_leave_nothing(
 async fn unclaimed_media_is_collected_and_old_media_gives_its_bytes_back() {
     let api = TestApi::start().await;
     let (inst, token) = api.create_instance("gc").await;
-    let inst_id = shared::ids::InstanceId::parse(inst["id"].as_str().unwrap()).unwrap();
+    let inst_id = shared::ids::InstanceId::parse(inst.id.as_str()).unwrap();
     let path = format!("/v1/instances/{inst_id}/messages");
     let own = api.client(Some(token));
     let db = shared::db::connect(&api.config).await.unwrap();
@@ -173,7 +173,7 @@ async fn base64_of_a_logged_media_is_streamed_and_sized_by_what_is_stored() {
     use shared::db::media::{store, MediaBody};
     let api = TestApi::start().await;
     let (inst, token) = api.create_instance("b64-media").await;
-    let id = shared::ids::InstanceId::parse(inst["id"].as_str().unwrap()).unwrap();
+    let id = shared::ids::InstanceId::parse(inst.id.as_str()).unwrap();
     let db = shared::db::connect(&api.config).await.unwrap();
     let quota = api.config.media.quota_bytes;
     let photo: Vec<u8> = (0..(3 * shared::db::media::CHUNK + 1)).map(|i| (i * 13 % 256) as u8).collect();

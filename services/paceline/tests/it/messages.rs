@@ -4,6 +4,7 @@
 use base64::Engine;
 use harness::{test_config, TestApi};
 use serde_json::json;
+use shared::db::messages::{MessageOut, MessageStatus};
 
 fn b64(n: usize) -> String {
     base64::engine::general_purpose::STANDARD.encode(vec![7u8; n])
@@ -13,28 +14,28 @@ fn b64(n: usize) -> String {
 async fn queued_messages_have_a_record_and_an_event() {
     let api = TestApi::start().await;
     let (inst, token) = api.create_instance("q").await;
-    let id = inst["id"].as_str().unwrap();
+    let id = inst.id.as_str();
     let own = api.client(Some(token));
-    let m = own
+    let m: MessageOut = own
         .post(
             &format!("/v1/instances/{id}/messages"),
             &json!({ "to": "+55 11 99999-0001", "type": "text", "text": "hello" }),
         )
         .await
-        .expect(202);
-    assert!(m["id"].as_str().unwrap().starts_with("msg_"));
-    assert_eq!(m["status"], "queued");
-    assert_eq!(m["to"], shared::jid::Jid::user("5511999990001").as_str());
-    assert!(m.get("wa_message_id").is_none(), "shown once sent");
-    let got = own.get(&format!("/v1/instances/{id}/messages/{}", m["id"].as_str().unwrap())).await.expect(200);
-    assert_eq!(got["id"], m["id"]);
+        .expect_as(202);
+    assert!(m.id.as_str().starts_with("msg_"));
+    assert_eq!(m.status, MessageStatus::Queued);
+    assert_eq!(m.to, shared::jid::Jid::user("5511999990001").as_str());
+    assert!(m.wa_message_id.is_none(), "shown once sent");
+    let got: MessageOut = own.get(&format!("/v1/instances/{id}/messages/{}", m.id)).await.expect_as(200);
+    assert_eq!(got, m);
     own.get(&format!("/v1/instances/{id}/messages/msg_00000000000000000000000000000000"))
         .await
         .expect_error(404, "not_found");
     // The network id is assigned at once, and the queued event written with the row.
     let db = shared::db::connect(&api.config).await.unwrap();
     let (wa,): (String,) = sqlx::query_as("SELECT wa_message_id FROM messages WHERE id = $1")
-        .bind(m["id"].as_str())
+        .bind(m.id.as_str())
         .fetch_one(&db)
         .await
         .unwrap();
@@ -43,14 +44,14 @@ async fn queued_messages_have_a_record_and_an_event() {
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].0, "message.queued");
     assert!(events[0].1["id"].as_str().unwrap().starts_with("evt_"));
-    assert_eq!(events[0].1["data"]["id"], m["id"]);
+    assert_eq!(events[0].1["data"]["id"], m.id.as_str());
 }
 
 #[tokio::test]
 async fn idempotency_by_client_message_id() {
     let api = TestApi::start().await;
     let (inst, token) = api.create_instance("idem").await;
-    let path = format!("/v1/instances/{}/messages", inst["id"].as_str().unwrap());
+    let path = format!("/v1/instances/{}/messages", inst.id.as_str());
     let own = api.client(Some(token));
     let body = json!({ "to": "5511999990001", "type": "text", "text": "once", "client_message_id": "order-42" });
     let a = own.post(&path, &body).await.expect(202);
@@ -72,7 +73,7 @@ async fn idempotency_by_client_message_id() {
     let (other, other_token) = api.create_instance("idem2").await;
     let c = api
         .client(Some(other_token))
-        .post(&format!("/v1/instances/{}/messages", other["id"].as_str().unwrap()), &body)
+        .post(&format!("/v1/instances/{}/messages", other.id.as_str()), &body)
         .await
         .expect(202);
     assert_ne!(c["id"], a["id"]);
@@ -82,14 +83,14 @@ async fn idempotency_by_client_message_id() {
 async fn wait_times_out_to_202_while_queued() {
     let api = TestApi::start().await;
     let (inst, token) = api.create_instance("w").await;
-    let path = format!("/v1/instances/{}/messages?wait=true&timeout=1s", inst["id"].as_str().unwrap());
+    let path = format!("/v1/instances/{}/messages?wait=true&timeout=1s", inst.id.as_str());
     let m = api
         .client(Some(token.clone()))
         .post(&path, &json!({ "to": "5511999990001", "type": "text", "text": "x" }))
         .await
         .expect(202);
     assert_eq!(m["status"], "queued");
-    let bad = format!("/v1/instances/{}/messages?wait=true&timeout=soon", inst["id"].as_str().unwrap());
+    let bad = format!("/v1/instances/{}/messages?wait=true&timeout=soon", inst.id.as_str());
     api.client(Some(token))
         .post(&bad, &json!({ "to": "5511999990001", "type": "text", "text": "x" }))
         .await
@@ -100,7 +101,7 @@ async fn wait_times_out_to_202_while_queued() {
 async fn limits_give_413_and_bad_types_400() {
     let api = TestApi::start().await;
     let (inst, token) = api.create_instance("lim").await;
-    let path = format!("/v1/instances/{}/messages", inst["id"].as_str().unwrap());
+    let path = format!("/v1/instances/{}/messages", inst.id.as_str());
     let own = api.client(Some(token));
     let over_image = json!({ "to": "5511999990001", "type": "image", "media": { "data": b64(16 * 1024 * 1024 + 1), "mime_type": "image/png" } });
     own.post(&path, &over_image).await.expect_error(413, "media_too_large");
@@ -120,7 +121,7 @@ async fn media_urls_are_guarded_fetched_and_limited() {
     // Without the private-target escape hatch, internal addresses are refused.
     let api = TestApi::start().await;
     let (inst, token) = api.create_instance("ssrf").await;
-    let path = format!("/v1/instances/{}/messages", inst["id"].as_str().unwrap());
+    let path = format!("/v1/instances/{}/messages", inst.id.as_str());
     let own = api.client(Some(token));
     let server = harness::media_server().await;
     // Names that resolve to loopback here go through the guarded resolver.
@@ -150,7 +151,7 @@ async fn media_urls_are_guarded_fetched_and_limited() {
     config.allow_private_targets = true;
     let api = TestApi::start_with(config).await;
     let (inst, token) = api.create_instance("fetch").await;
-    let path = format!("/v1/instances/{}/messages", inst["id"].as_str().unwrap());
+    let path = format!("/v1/instances/{}/messages", inst.id.as_str());
     let own = api.client(Some(token));
     let m = own.post(&path, &json!({ "to": "5511999990001", "type": "image", "media": { "url": format!("http://{server}/file/1000") } })).await.expect(202);
     let db = shared::db::connect(&api.config).await.unwrap();
@@ -186,7 +187,7 @@ async fn media_urls_are_guarded_fetched_and_limited() {
 async fn concurrent_accepts_batch_without_breaking_idempotency() {
     let api = TestApi::start().await;
     let (inst, token) = api.create_instance("batch").await;
-    let path = format!("/v1/instances/{}/messages", inst["id"].as_str().unwrap());
+    let path = format!("/v1/instances/{}/messages", inst.id.as_str());
     let own = api.client(Some(token));
     // Many at once with one key: one message, every answer names it.
     let body = json!({ "to": "5511999990001", "type": "text", "text": "same", "client_message_id": "k-1" });
@@ -218,13 +219,13 @@ async fn concurrent_accepts_batch_without_breaking_idempotency() {
         "SELECT (SELECT count(*) FROM messages WHERE instance_id = $1), \
                 (SELECT count(*) FROM outbox WHERE instance_id = $1 AND type = 'message.queued')",
     )
-    .bind(inst["id"].as_str())
+    .bind(inst.id.as_str())
     .fetch_one(&db)
     .await
     .unwrap();
     assert_eq!((messages, events), (61, 61));
     // A deleted instance takes nothing.
-    api.admin().delete(&format!("/v1/instances/{}", inst["id"].as_str().unwrap())).await;
+    api.admin().delete(&format!("/v1/instances/{}", inst.id.as_str())).await;
     api.admin()
         .post(&path, &json!({ "to": "5511999990001", "type": "text", "text": "gone" }))
         .await
@@ -249,11 +250,11 @@ async fn the_idle_sweeper_fails_expired_and_unpaired_messages_only() {
         }
     };
     let (idle, idle_token) = api.create_instance("idle").await;
-    let idle_id = idle["id"].as_str().unwrap().to_string();
+    let idle_id = idle.id.to_string();
     let (gone, gone_token) = api.create_instance("gone").await;
-    let gone_id = gone["id"].as_str().unwrap().to_string();
+    let gone_id = gone.id.to_string();
     let (running, running_token) = api.create_instance("running").await;
-    let running_id = running["id"].as_str().unwrap().to_string();
+    let running_id = running.id.to_string();
 
     let stale = send(idle_token.clone(), idle_id.clone(), "stale").await;
     let fresh = send(idle_token, idle_id.clone(), "fresh").await;

@@ -12,7 +12,7 @@ async fn check_numbers_and_its_quota_across_two_api_processes() {
     c.phone("5511999990001", false).await;
     c.phone("5511999990002", true).await;
     let (inst, token) = c.paired_instance("nums", "5511999990001").await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let path = format!("/v1/instances/{id}/check-numbers");
     let one = c.api.client(Some(token.clone()));
     let other_api = ApiProc::start(bin(), &c.config).await;
@@ -54,7 +54,7 @@ async fn check_numbers_and_its_quota_across_two_api_processes() {
 
     // An instance no worker runs: 409, and the failed call used no quota.
     let (idle, idle_token) = c.api.create_instance("nums-idle").await;
-    let idle_path = format!("/v1/instances/{}/check-numbers", idle["id"].as_str().unwrap());
+    let idle_path = format!("/v1/instances/{}/check-numbers", idle.id.as_str());
     let idle_client = c.api.client(Some(idle_token));
     for _ in 0..12 {
         idle_client

@@ -45,7 +45,7 @@ async fn draining_answers_503_shutting_down() {
 async fn graceful_stop_ends_what_is_in_flight() {
     let api = TestApi::start().await;
     let (inst, token) = api.create_instance("stopping").await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let res = reqwest::Client::new()
         .get(format!("http://{}/v1/instances/{id}/events", api.addr))
         .bearer_auth(&token)
@@ -84,7 +84,7 @@ async fn openapi_is_served_and_matches_the_committed_copy() {
 async fn metrics_use_route_templates() {
     let api = TestApi::start().await;
     let (inst, _) = api.create_instance("metered").await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     api.admin().get(&format!("/v1/instances/{id}")).await.expect(200);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

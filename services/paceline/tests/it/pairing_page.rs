@@ -36,7 +36,7 @@ async fn a_customer_pairs_through_the_hosted_page() {
     let c = Cluster::start(bin(), 1, |_| {}).await;
     c.phone(A, false).await;
     let (inst, token) = c.api.create_instance("hosted").await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     // Only the admin makes and revokes links.
     let own = c.api.client(Some(token));
     own.post(&format!("/v1/instances/{id}/pairing-links"), &json!({})).await.expect_error(403, "forbidden");
@@ -76,7 +76,7 @@ async fn a_customer_pairs_through_the_hosted_page() {
 
     // An expired link: no QR, and the instance is not started.
     let (other, _) = c.api.create_instance("hosted-2").await;
-    let oid = other["id"].as_str().unwrap().to_string();
+    let oid = other.id.to_string();
     let expired = link(&c, &oid).await;
     sqlx::query("UPDATE pairing_links SET expires_at = now() - interval '1 second' WHERE instance_id = $1")
         .bind(&oid)
@@ -127,7 +127,7 @@ async fn the_hosted_page_pairs_by_phone_number_without_javascript() {
     let c = Cluster::start(bin(), 1, |_| {}).await;
     c.phone(B, false).await;
     let (inst, _) = c.api.create_instance("by-number").await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let url = link(&c, &id).await;
     // Another link, never opened: pairing through the first uses it up too.
     let unopened = link(&c, &id).await;

@@ -16,7 +16,7 @@ async fn profile_and_privacy_are_read_and_changed() {
     let c = Cluster::start(bin(), 1, |_| {}).await;
     c.phone(A, false).await;
     let (inst, token) = c.paired_instance("profile", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let own = c.api.client(Some(token));
 
     let p = own.get(&format!("/v1/instances/{id}/profile")).await.expect(200);
@@ -48,7 +48,7 @@ async fn profile_and_privacy_are_read_and_changed() {
     assert_eq!(own.get(&path).await.expect(200)["profile"], "all");
     // Not running: 409.
     let (other, _) = c.api.create_instance("idle").await;
-    let oid = other["id"].as_str().unwrap();
+    let oid = other.id.as_str();
     c.api.admin().get(&format!("/v1/instances/{oid}/privacy")).await.expect_error(409, "instance_not_connected");
 }
 
@@ -57,7 +57,7 @@ async fn paired(name: &str, tweak: impl FnOnce(&mut shared::Config)) -> (Cluster
     let c = Cluster::start(bin(), 1, tweak).await;
     c.phone(A, false).await;
     let (inst, token) = c.paired_instance(name, A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let own = c.api.client(Some(token));
     (c, id, own)
 }
@@ -114,7 +114,7 @@ async fn the_profile_picture_is_set_from_data_or_a_url_and_removed() {
     assert_eq!(media_rows(&c, &id).await, 0);
     // Not running: 409, before anything is stored.
     let (other, _) = c.api.create_instance("idle").await;
-    let oid = other["id"].as_str().unwrap();
+    let oid = other.id.as_str();
     c.api
         .admin()
         .send(
@@ -174,7 +174,7 @@ async fn the_business_profile_is_a_business_accounts_own() {
         .await
         .expect(200);
     let (biz, token) = c.paired_instance("bakery", BIZ).await;
-    let bid = biz["id"].as_str().unwrap();
+    let bid = biz.id.as_str();
     let p = c.api.client(Some(token)).get(&format!("/v1/instances/{bid}/business/profile")).await.expect(200);
     assert_eq!(p["jid"], format!("{BIZ}@s.whatsapp.net"));
     assert_eq!(p["description"], "Bakery");
@@ -186,7 +186,7 @@ async fn the_business_profile_is_a_business_accounts_own() {
     let (idle, _) = c.api.create_instance("idle").await;
     c.api
         .admin()
-        .get(&format!("/v1/instances/{}/business/profile", idle["id"].as_str().unwrap()))
+        .get(&format!("/v1/instances/{}/business/profile", idle.id.as_str()))
         .await
         .expect_error(409, "instance_not_connected");
 }

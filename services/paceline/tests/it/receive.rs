@@ -65,7 +65,7 @@ async fn received_and_sent_messages_fill_chats_in_order() {
     phone_text(&c, B, A, "old 1").await;
     phone_text(&c, B, A, "old 2").await;
     let (inst, token) = c.paired_instance("recv", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     c.unpaced(&id).await;
     let own = c.api.client(Some(token));
     let synced = wait_count(&own, &id, B, 2).await;
@@ -159,7 +159,7 @@ async fn paging_a_1000_message_chat_while_new_ones_arrive_has_no_gaps_or_repeats
     c.phone(A, false).await;
     c.phone(B, false).await;
     let (inst, token) = c.paired_instance("page", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let own = c.api.client(Some(token));
     let mut sent = Vec::new();
     for i in 0..1000 {
@@ -227,7 +227,7 @@ async fn history_sync_lands_once_across_a_takeover() {
         phone_text(&c, B, A, &format!("h{i}")).await;
     }
     let (inst, token) = c.paired_instance("hist", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let own = c.api.client(Some(token));
     let pool = c.pool().await;
     let count = || async {
@@ -289,7 +289,7 @@ async fn contacts_profiles_and_the_blocklist_round_trip_through_the_network() {
         .expect(200);
     c.netsim().post(&format!("/control/phones/{A}/contacts"), &json!({ "number": B, "name": "Bob" })).await.expect(200);
     let (inst, token) = c.paired_instance("contacts", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let own = c.api.client(Some(token));
     phone_text(&c, C, A, "hi").await;
 
@@ -325,7 +325,7 @@ async fn contacts_profiles_and_the_blocklist_round_trip_through_the_network() {
 
     // Without a running session these need the network: 409.
     let (other, other_token) = c.api.create_instance("offline").await;
-    let oid = other["id"].as_str().unwrap();
+    let oid = other.id.as_str();
     c.api
         .client(Some(other_token))
         .get(&format!("/v1/instances/{oid}/contacts"))
@@ -354,7 +354,7 @@ async fn received_media_is_served_by_signed_urls_that_refuse_tampering_and_expir
         .await
         .expect(200);
     let (inst, token) = c.paired_instance("media", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let own = c.api.client(Some(token));
     c.netsim()
         .post(
@@ -406,7 +406,7 @@ async fn media_that_fails_to_download_is_retried_until_it_arrives() {
     c.phone(A, false).await;
     c.phone(B, false).await;
     let (inst, token) = c.paired_instance("media-retry", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let own = c.api.client(Some(token));
     let photo = b"\x89PNG sent while the media servers were down".to_vec();
     let data = base64::engine::general_purpose::STANDARD.encode(&photo);
@@ -504,7 +504,7 @@ async fn hostile_media_locators_leave_the_worker_up_and_bounded() {
     c.phone(A, false).await;
     c.phone(B, false).await;
     let (inst, token) = c.paired_instance("hostile-media", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let own = c.api.client(Some(token));
     let (evil, hits) = endless_server().await;
     // A stranger writes its own locator: a server of its choosing that streams forever.
@@ -550,7 +550,7 @@ async fn received_media_past_the_instance_quota_is_logged_unavailable() {
     c.phone(A, false).await;
     c.phone(B, false).await;
     let (inst, token) = c.paired_instance("recv-quota", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let own = c.api.client(Some(token));
     let send = |n: usize, caption: &'static str| {
         let data = base64::engine::general_purpose::STANDARD.encode(vec![1u8; n]);

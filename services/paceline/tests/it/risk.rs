@@ -51,7 +51,7 @@ async fn a_conversation_stays_low_and_a_spam_burst_raises_the_risk() {
 
     // A shop answering the people who wrote to it.
     let (inst, token) = c.paired_instance("shop", SHOP).await;
-    let shop = inst["id"].as_str().unwrap().to_string();
+    let shop = inst.id.to_string();
     c.unpaced(&shop).await;
     for n in &contacts {
         c.netsim()
@@ -86,7 +86,7 @@ async fn a_conversation_stays_low_and_a_spam_burst_raises_the_risk() {
 
     // A blast: one text to strangers, half of them without an account.
     let (inst, _) = c.paired_instance("blast", BLAST).await;
-    let blast = inst["id"].as_str().unwrap().to_string();
+    let blast = inst.id.to_string();
     c.unpaced(&blast).await;
     let admin = c.api.admin();
     let targets: Vec<String> =
@@ -193,7 +193,7 @@ async fn a_critical_risk_pauses_the_queue_before_the_networks_ban_and_resume_los
 
     // Paced at 5 a second: half the sends to numbers without an account, half to strangers.
     let (inst, token) = c.paired_instance("paced", PACED).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     admin
         .patch(
             &format!("/v1/instances/{id}"),
@@ -281,7 +281,7 @@ async fn a_critical_risk_pauses_the_queue_before_the_networks_ban_and_resume_los
     // and the reason is the ban's.)
     c.netsim().post("/control/faults", &json!({ "first_contact_ban": 3 })).await.expect(200);
     let (inst, _) = c.paired_instance("reckless", RECKLESS).await;
-    let rid = inst["id"].as_str().unwrap().to_string();
+    let rid = inst.id.to_string();
     c.unpaced(&rid).await;
     for n in strangers.iter().take(5) {
         let m = json!({ "to": n, "type": "text", "text": "hello stranger" });
@@ -331,7 +331,7 @@ async fn at_a_high_risk_first_contacts_wait_while_replies_go_under_the_instances
         c.phone(n, false).await;
     }
     let (inst, token) = c.paired_instance("holder", HOLDER).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     c.unpaced(&id).await;
     let own = c.api.client(Some(token));
     let admin = c.api.admin();

@@ -19,7 +19,7 @@ fn tool(name: &str) -> PathBuf {
 /// tried.
 const NOT_TRIED: &[&str] = &["instances_delete", "evolution_instance_delete"];
 
-async fn schemathesis(api: &TestApi, token: &str, inst: &serde_json::Value, exclude: &[&str]) {
+async fn schemathesis(api: &TestApi, token: &str, inst: &harness::Instance, exclude: &[&str]) {
     let config = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/schemathesis.toml");
     let url = format!("http://{}/v1/openapi.json", api.addr);
     let mut cmd = Command::new(tool("st"));
@@ -30,8 +30,8 @@ async fn schemathesis(api: &TestApi, token: &str, inst: &serde_json::Value, excl
         .args(["--checks", "all", "--max-examples", "15", "--seed", "1", "--workers", "1", "--no-color"])
         // MCP is JSON-RPC behind one route: the MCP SDK's test drives it (tests/it/mcp.rs).
         .args(["--exclude-path", "/mcp"])
-        .env("PACELINE_ST_INSTANCE_ID", inst["id"].as_str().unwrap())
-        .env("PACELINE_ST_INSTANCE_NAME", inst["name"].as_str().unwrap());
+        .env("PACELINE_ST_INSTANCE_ID", inst.id.as_str())
+        .env("PACELINE_ST_INSTANCE_NAME", &inst.name);
     for op in NOT_TRIED.iter().chain(exclude) {
         cmd.args(["--exclude-operation-id", op]);
     }

@@ -95,7 +95,7 @@ async fn waiting_too_long_gives_503_and_a_crashed_pods_slot_expires() {
     config.large_body.slot_ttl = std::time::Duration::from_millis(1_500);
     let api = TestApi::start_with(config.clone()).await;
     let (inst, token) = api.create_instance("wait").await;
-    let path = format!("/v1/instances/{}/messages", inst["id"].as_str().unwrap());
+    let path = format!("/v1/instances/{}/messages", inst.id.as_str());
     let own = api.client(Some(token));
 
     // One slow large send holds the only slot; the next gives up with 503.
@@ -132,7 +132,7 @@ async fn waiting_too_long_gives_503_and_a_crashed_pods_slot_expires() {
     patient.large_body.wait = std::time::Duration::from_millis(10_000);
     let api = TestApi::start_with(patient).await;
     let (inst, token) = api.create_instance("after-crash").await;
-    let path = format!("/v1/instances/{}/messages", inst["id"].as_str().unwrap());
+    let path = format!("/v1/instances/{}/messages", inst.id.as_str());
     let r = post_large(&api.client(Some(token)), &path, 0.0).await;
     assert_eq!(r.status, 202, "{}", r.text);
 }
@@ -146,8 +146,8 @@ async fn one_instance_holds_one_slot_and_a_stalled_body_gives_it_back() {
     let api = TestApi::start_with(config.clone()).await;
     let (greedy, greedy_token) = api.create_instance("greedy").await;
     let (other, other_token) = api.create_instance("other").await;
-    let greedy_path = format!("/v1/instances/{}/messages", greedy["id"].as_str().unwrap());
-    let other_path = format!("/v1/instances/{}/messages", other["id"].as_str().unwrap());
+    let greedy_path = format!("/v1/instances/{}/messages", greedy.id.as_str());
+    let other_path = format!("/v1/instances/{}/messages", other.id.as_str());
     let redis = shared::kv::connect(&config).unwrap();
     let key = shared::kv::Keys::new(&config).large_body_slots();
     let held = || async {

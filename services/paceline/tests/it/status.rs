@@ -22,7 +22,7 @@ async fn statuses_go_out_to_contacts_and_come_in() {
         c.phone(n, false).await;
     }
     let (inst, token) = c.paired_instance("status", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     c.unpaced(&id).await;
     let own = c.api.client(Some(token));
     // B is a contact (A saved it); C is a stranger.

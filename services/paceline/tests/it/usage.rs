@@ -29,7 +29,7 @@ async fn usage_matches_a_known_workload() {
         c.phone(n, false).await;
     }
     let (inst, token) = c.paired_instance("usage", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     c.unpaced(&id).await;
     let own = c.api.client(Some(token));
     let base = format!("/v1/instances/{id}");

@@ -18,7 +18,7 @@ use worker::driver::whatsapp::store::PgStore;
 /// An instance claimed once: (store under its epoch, the pool, the instance).
 async fn claimed(api: &TestApi, name: &str) -> (PgStore, sqlx::PgPool, InstanceId) {
     let (inst, _) = api.create_instance(name).await;
-    let id = InstanceId::parse(inst["id"].as_str().unwrap()).unwrap();
+    let id = InstanceId::parse(inst.id.as_str()).unwrap();
     let db = shared::db::connect(&api.config).await.unwrap();
     api.admin().post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect(202);
     let c = sessions::claim(&db, &id, 1, "wk").await.unwrap().unwrap();
@@ -438,7 +438,7 @@ async fn whatsapp_clients_on_pg_store_each_hold_under_a_megabyte() {
     let mut stores = Vec::with_capacity(max);
     for i in 0..max {
         let (inst, _) = api.create_instance(&format!("wa-mem-{i}")).await;
-        let id = InstanceId::parse(inst["id"].as_str().unwrap()).unwrap();
+        let id = InstanceId::parse(inst.id.as_str()).unwrap();
         admin.post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect(202);
         let c = sessions::claim(&db, &id, 1, "wk").await.unwrap().unwrap();
         stores.push(PgStore::new(db.clone(), id, c.owner_epoch));

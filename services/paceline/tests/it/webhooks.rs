@@ -8,7 +8,7 @@ use serde_json::json;
 async fn internal_urls_and_unknown_events_are_refused() {
     let api = TestApi::start().await;
     let (inst, token) = api.create_instance("wh-guard").await;
-    let path = format!("/v1/instances/{}/webhooks", inst["id"].as_str().unwrap());
+    let path = format!("/v1/instances/{}/webhooks", inst.id.as_str());
     let own = api.client(Some(token));
     for url in [
         "http://127.0.0.1:9/hook",
@@ -29,7 +29,7 @@ async fn webhook_lifecycle() {
     config.allow_private_targets = true;
     let api = TestApi::start_with(config).await;
     let (inst, token) = api.create_instance("wh").await;
-    let path = format!("/v1/instances/{}/webhooks", inst["id"].as_str().unwrap());
+    let path = format!("/v1/instances/{}/webhooks", inst.id.as_str());
     let own = api.client(Some(token));
     own.post(&path, &json!({ "url": "http://127.0.0.1:9/hook", "events": ["message.nope"] }))
         .await
@@ -62,7 +62,7 @@ async fn webhook_lifecycle() {
 
     // Another instance's webhook is not found, even with the admin token on that path.
     let (other, other_token) = api.create_instance("wh-other").await;
-    let other_path = format!("/v1/instances/{}/webhooks", other["id"].as_str().unwrap());
+    let other_path = format!("/v1/instances/{}/webhooks", other.id.as_str());
     api.client(Some(other_token)).get(&format!("{other_path}/{wid}")).await.expect_error(404, "not_found");
     api.admin().delete(&format!("{other_path}/{wid}")).await.expect_error(404, "not_found");
 
@@ -77,7 +77,7 @@ async fn the_webhook_limit_holds_under_concurrent_creation() {
     config.allow_private_targets = true;
     let api = harness::TestApi::start_with(config).await;
     let (inst, token) = api.create_instance("many-hooks").await;
-    let path = format!("/v1/instances/{}/webhooks", inst["id"].as_str().unwrap());
+    let path = format!("/v1/instances/{}/webhooks", inst.id.as_str());
     let own = api.client(Some(token));
     let tasks: Vec<_> = (0..40)
         .map(|i| {
@@ -109,7 +109,7 @@ async fn credentials_in_webhook_urls_are_masked() {
     config.allow_private_targets = true;
     let api = TestApi::start_with(config).await;
     let (inst, token) = api.create_instance("wh-creds").await;
-    let id = inst["id"].as_str().unwrap();
+    let id = inst.id.as_str();
     let path = format!("/v1/instances/{id}/webhooks");
     let own = api.client(Some(token.clone()));
     let w = own.post(&path, &json!({ "url": "http://hook-user:s3cret-pw@127.0.0.1:9/h" })).await.expect(201);

@@ -28,7 +28,7 @@ async fn attendants_stop_a_bot_loop_and_keep_to_their_budget() {
     let mut ids = Vec::new();
     for (name, number, loop_messages) in [("bot-a", A, 6), ("bot-b", B, 0)] {
         let (inst, _) = c.paired_instance(name, number).await;
-        let id = inst["id"].as_str().unwrap().to_string();
+        let id = inst.id.to_string();
         c.unpaced(&id).await;
         let config = json!({
             "provider": { "kind": "openai", "base_url": format!("{base}/v1"), "model": "m" },

@@ -11,7 +11,7 @@ use super::KEY;
 async fn the_key_and_private_targets_stay_with_the_origin_the_admin_gave() {
     let api = harness::TestApi::start().await;
     let (inst, token) = api.create_instance("attendant-origin").await;
-    let id = inst["id"].as_str().unwrap();
+    let id = inst.id.as_str();
     let (own, admin) = (api.client(Some(token)), api.admin());
     let path = format!("/v1/instances/{id}/attendant");
     let provider = |base: &str| json!({ "kind": "openai", "base_url": base, "model": "m" });

@@ -27,7 +27,7 @@ async fn the_attendant_answers_once_hands_over_and_keeps_its_key() {
         c.phone(n, false).await;
     }
     let (inst, token) = c.paired_instance("shop", SHOP).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let own = c.api.client(Some(token));
     let admin = c.api.admin();
     let pool = c.pool().await;

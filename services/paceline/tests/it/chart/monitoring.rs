@@ -127,7 +127,7 @@ async fn promtool_accepts_live_scrapes_of_every_role() {
     tokio::spawn(dispatcher::run(c.config.clone(), stop.clone()));
     c.phone("5511999995001", false).await;
     let (inst, token) = c.paired_instance("scraped", "5511999995001").await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     c.unpaced(&id).await;
     let own = c.api.client(Some(token));
     own.post(

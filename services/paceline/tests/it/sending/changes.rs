@@ -17,7 +17,7 @@ async fn own_messages_are_edited_and_deleted_for_everyone() {
     c.phone(A, false).await;
     c.phone(B, false).await;
     let (inst, token) = c.paired_instance("changes", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     c.unpaced(&id).await;
     let own = c.api.client(Some(token));
     let path = format!("/v1/instances/{id}/messages");

@@ -16,7 +16,7 @@ async fn every_type_is_delivered_once() {
     c.phone(A, false).await;
     c.phone(B, false).await;
     let (inst, token) = c.paired_instance("types", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     c.unpaced(&id).await;
     let own = c.api.client(Some(token));
     let server = harness::media_server().await;
@@ -96,7 +96,7 @@ async fn action_send_routes_go_through_the_same_queue() {
     c.phone(A, false).await;
     c.phone(B, false).await;
     let (inst, token) = c.paired_instance("evo", A).await;
-    c.unpaced(inst["id"].as_str().unwrap()).await;
+    c.unpaced(inst.id.as_str()).await;
     let key = c.api.anon().with_header("x-api-key", &token);
     let server = harness::media_server().await;
     let first = key
@@ -173,7 +173,7 @@ async fn replies_and_reactions_name_messages_by_their_network_id() {
     c.phone(B, false).await;
     c.phone(C, false).await;
     let (inst, token) = c.paired_instance("quotes", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     c.unpaced(&id).await;
     let own = c.api.client(Some(token));
     // B writes in: the log knows it by a msg_ id, the phone by its network id.

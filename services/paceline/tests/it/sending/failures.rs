@@ -14,7 +14,7 @@ async fn failures_wait_and_expiry() {
     c.phone(A, false).await;
     c.phone(B, false).await;
     let (inst, token) = c.paired_instance("fails", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     c.unpaced(&id).await;
     let own = c.api.client(Some(token));
     // No account: 400 invalid_number with wait, the same reason on GET without.
@@ -42,7 +42,7 @@ async fn failures_wait_and_expiry() {
 
     // Expiry: a message whose expiry passes while waiting answers 410.
     let (idle, idle_token) = c.api.create_instance("idle").await;
-    let idle_id = idle["id"].as_str().unwrap().to_string();
+    let idle_id = idle.id.to_string();
     let idle_client = c.api.client(Some(idle_token));
     let db = c.pool().await;
     let waiter = tokio::spawn({
@@ -72,7 +72,7 @@ async fn the_remaining_failure_codes() {
     c.phone(A, false).await;
     c.phone(B, false).await;
     let (inst, token) = c.paired_instance("codes", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     c.unpaced(&id).await;
     let own = c.api.client(Some(token));
     let path = format!("/v1/instances/{id}/messages?wait=true&timeout=60s");

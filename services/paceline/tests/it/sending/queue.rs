@@ -15,7 +15,7 @@ async fn pacing_intervals_are_honoured_at_the_recipient() {
     c.phone(A, false).await;
     c.phone(B, false).await;
     let (inst, token) = c.paired_instance("paced", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     // The floor: 1 s apart (plus up to 25% jitter), in order.
     c.api
         .admin()
@@ -52,7 +52,7 @@ async fn a_draining_pod_ends_wait_calls_with_202() {
     c.phone(A, false).await;
     c.phone(B, false).await;
     let (inst, token) = c.paired_instance("drain-wait", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     let own = c.api.client(Some(token));
     // One send a minute: the second waits for the first's interval.
     own.patch(&format!("/v1/instances/{id}"), &json!({ "min_interval_ms": 60_000, "max_per_minute": 1 }))
@@ -88,7 +88,7 @@ async fn a_message_without_its_wake_up_is_found_by_the_sweep() {
     c.phone(A, false).await;
     c.phone(B, false).await;
     let (inst, token) = c.paired_instance("sweep", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     c.unpaced(&id).await;
     let own = c.api.client(Some(token));
     // The queue has looked and found nothing: it is idle.
@@ -137,7 +137,7 @@ async fn a_network_rate_limit_is_waited_out_never_answered_429() {
         c.phone(n, false).await;
     }
     let (inst, token) = c.paired_instance("limited", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     c.unpaced(&id).await;
     let own = c.api.client(Some(token));
     c.netsim()

@@ -17,7 +17,7 @@ async fn a_worker_killed_mid_send_loses_and_duplicates_nothing() {
     c.phone(A, false).await;
     c.phone(B, false).await;
     let (inst, token) = c.paired_instance("chaos", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     c.api
         .admin()
         .patch(
@@ -85,7 +85,7 @@ async fn an_in_flight_message_is_resent_under_its_id_after_a_crash() {
     c.phone(A, false).await;
     c.phone(B, false).await;
     let (inst, token) = c.paired_instance("inflight", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     c.unpaced(&id).await;
     // A slow network: the send reaches netsim, which delivers it after the sender died.
     c.netsim().post("/control/faults", &json!({ "latency_ms": 1500 })).await.expect(200);
@@ -138,7 +138,7 @@ async fn a_send_whose_read_fails_goes_once_the_database_answers() {
     c.phone(A, false).await;
     c.phone(B, false).await;
     let (inst, token) = c.paired_instance("reads", A).await;
-    let id = inst["id"].as_str().unwrap().to_string();
+    let id = inst.id.to_string();
     // Unpaced but for a 3 s gap: the second message is built 3 s after the first went.
     let gap = json!({ "unsafe_pacing": true, "min_interval_ms": 3000, "max_per_minute": 100000 });
     c.api.admin().patch(&format!("/v1/instances/{id}"), &gap).await.expect(200);
