@@ -59,6 +59,7 @@ fn sections_in_the_environment_and_the_old_flat_names() {
         ("PACELINE_LOG_LEVEL", "warn"),
         ("PACELINE_DATABASE_SCHEMA", "t1"),
         ("PACELINE_DATABASE_MAX_CONNECTIONS", "7"),
+        ("PACELINE_DATABASE_URL", "postgres://u@db.example/x"),
         ("PACELINE_GROUP_JOINS_PER_DAY", "3"),
         ("PACELINE_GROUPS__JOINS_PER_DAY", "4"),
         ("PACELINE_WEBHOOKS__RETRY_SPAN_MS", "2h 30m"),
@@ -78,7 +79,7 @@ fn sections_in_the_environment_and_the_old_flat_names() {
     assert_eq!(c.api.rpc_timeout, Duration::from_millis(250));
     let e = load_in(&[("PACELINE_WORKER__LEASE_TTL_MS", "soon")]).unwrap_err().to_string().to_lowercase();
     assert!(e.contains("lease_ttl_ms") && e.contains("5s"), "{e}");
-    assert_eq!(c.database_url, "", "a top-level key that starts like a section stays top-level");
+    assert_eq!(c.database_url, "postgres://u@db.example/x", "a top-level key that starts like a section stays there");
     Jail::expect_with(|jail| {
         jail.create_file("old.toml", "lease_ttl_ms = 800\npacing_jitter = 0.1\n[api]\ndrain_ms = \"1m\"\n")?;
         let c = Config::load(Some(Path::new("old.toml"))).unwrap();
