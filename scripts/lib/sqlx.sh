@@ -35,7 +35,6 @@ pl_sqlx_queries() {
         rm -rf "$out"
         return 1
     fi
-    [[ ${#files[@]} -gt 0 ]] && touch "${files[@]}"
     case $mode in
         write)
             rm -rf shared/.sqlx

@@ -204,8 +204,13 @@ impl Config {
             }
             fig = fig.merge(Renamed(Toml::file(path)));
         }
-        // `PACELINE_PACING__JITTER` is `[pacing] jitter`; the old flat names still count.
-        Self::from_figment(fig.merge(Renamed(Env::prefixed("PACELINE_").ignore(&["CONFIG", "BIN"]).split("__"))))
+        Self::from_figment(fig.merge(Renamed(env())))
+    }
+
+    /// One key (`log.level`) from the environment alone, its former flat name included,
+    /// without a file or the rest of the configuration: what `paceline mcp` reads.
+    pub fn from_env<T: serde::de::DeserializeOwned>(path: &str) -> Option<T> {
+        Figment::from(Renamed(env())).extract_inner(path).ok()
     }
 
     fn from_figment(fig: Figment) -> Result<Config, ConfigError> {
@@ -213,6 +218,12 @@ impl Config {
         // every secret-bearing key is a plain string, which cannot fail to deserialize.
         fig.extract::<Config>().map_err(|e| ConfigError::Load(e.to_string()))
     }
+}
+
+/// The `PACELINE_*` environment: `PACELINE_PACING__JITTER` is `[pacing] jitter`, and the
+/// old flat names still count (through [`Renamed`]).
+fn env() -> Env {
+    Env::prefixed("PACELINE_").ignore(&["CONFIG", "BIN"]).split("__")
 }
 
 mod aliases;

@@ -40,19 +40,7 @@ for kind, schema, data in given["events"]:
 print("\n".join(bad))
 sys.exit(1 if bad else 0)
 "##;
-    let mut child = std::process::Command::new(crate::test_python())
-        .args(["-c", script])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("python runs");
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().expect("stdin");
-        stdin.write_all(input.to_string().as_bytes()).expect("the events are written");
-    }
-    let out = child.wait_with_output().expect("python ends");
+    let out = crate::run_python(script, &input);
     assert!(
         out.status.success(),
         "emitted events that their schema refuses:\n{}{}",

@@ -53,6 +53,21 @@ pub fn test_python() -> std::path::PathBuf {
 
 /// Node.js and the npm packages `scripts/test` installs for it (the MCP TypeScript SDK):
 /// (node, its `node_modules`).
+/// Runs `script` with the test venv's Python, `input` as JSON on its stdin; its output.
+pub fn run_python(script: &str, input: &Value) -> std::process::Output {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(test_python())
+        .args(["-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python runs");
+    child.stdin.take().expect("stdin").write_all(input.to_string().as_bytes()).expect("the input is written");
+    child.wait_with_output().expect("python ends")
+}
+
 pub fn test_node() -> (std::path::PathBuf, std::path::PathBuf) {
     let var = |k: &str| {
         std::path::PathBuf::from(

@@ -106,8 +106,6 @@ impl WebhookSink {
 /// Verifies a delivery with the `standardwebhooks` reference package under `secret`:
 /// `Ok(())` when it accepts it, else its error.
 pub fn verify_with_standardwebhooks(secret: &str, r: &Received) -> Result<(), String> {
-    let python = std::env::var("PACELINE_TEST_PYTHON")
-        .expect("PACELINE_TEST_PYTHON is not set: run the tests through scripts/test, which installs standardwebhooks");
     let script = r#"
 import json, sys
 from standardwebhooks.webhooks import Webhook
@@ -118,16 +116,7 @@ print("ok")
     let headers: serde_json::Map<String, serde_json::Value> =
         r.headers.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect();
     let input = serde_json::json!({ "secret": secret, "body": r.body, "headers": headers });
-    let mut child = std::process::Command::new(python)
-        .args(["-c", script])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("python runs");
-    use std::io::Write;
-    child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = crate::run_python(script, &input);
     if out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "ok" {
         Ok(())
     } else {

@@ -82,9 +82,7 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
     if let Command::Mcp = cli.command {
         // No config file or backends: only where the API is and the token. stdout is the
         // protocol's; logs go to stderr.
-        let level = std::env::var("PACELINE_LOG__LEVEL")
-            .or_else(|_| std::env::var("PACELINE_LOG_LEVEL"))
-            .unwrap_or_else(|_| "warn".into());
+        let level = Config::from_env::<String>("log.level").unwrap_or_else(|| "warn".into());
         let mut config = Config::default();
         config.log.level = level;
         shared::telemetry::init_logging(&config);

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{de, LogFormat};
 
-fn ms(n: u64) -> Duration {
+pub(super) fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 

@@ -165,3 +165,15 @@ fn placeholder_secrets_are_refused_and_the_attendant_needs_no_admin_token() {
     assert!(e.contains("secrets_key"), "{e}");
     assert!(Config { secrets_key: key, ..base }.validate(Role::Api).is_err(), "the API still needs the admin token");
 }
+
+/// One key from the environment alone: its sectioned name, else its former flat name.
+#[test]
+fn one_key_from_the_environment() {
+    Jail::expect_with(|jail| {
+        jail.set_env("PACELINE_LOG_LEVEL", "debug");
+        assert_eq!(Config::from_env::<String>("log.level").as_deref(), Some("debug"));
+        jail.set_env("PACELINE_LOG__LEVEL", "error");
+        assert_eq!(Config::from_env::<String>("log.level").as_deref(), Some("error"));
+        Ok(())
+    });
+}

@@ -1,14 +1,9 @@
 //! Checks every value a role uses, with one clear message per bad value, naming its key
 //! (`section.key`) and never a secret's value.
 
-use std::time::Duration;
-
+use super::section::ms;
 use super::{placeholder, Config, ConfigError, Role};
 use crate::auth::ADMIN_TOKEN_PREFIX;
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
 
 impl Config {
     /// Checks every value the given role uses, with one clear message per bad value.
