@@ -218,7 +218,14 @@ def main():
 
     # findChats and findContacts with Evolution's filters and windows (the client has no
     # method for them: its post, as n8n's node sends them). No body lists them all.
-    out["chats_none"] = client.post("chat/findChats/evo-shop", None, token)
+    # The phone holding the copy does not mean the log has the group's chat yet: the
+    # worker records the send after the network's ack, so wait for the chat itself.
+    out["chats_none"] = until(
+        "the group's chat in the log",
+        lambda: (cs := client.post("chat/findChats/evo-shop", None, token))
+        and any(c.get("remoteJid") == group["id"] for c in cs)
+        and cs,
+    )
     out["chats_all"] = client.post("chat/findChats/evo-shop", {"where": None}, token)
     out["chats_one"] = client.post("chat/findChats/evo-shop", {"where": {"remoteJid": FRIEND}}, token)
     out["chats_window"] = client.post("chat/findChats/evo-shop", {"take": 1, "skip": 1}, token)
