@@ -39,12 +39,21 @@ pub const USER_JID_OR_PHONE_PATTERN: &str = r"^(\+?[0-9]{7,15}|[0-9][0-9:-]{0,63
 /// A group's JID.
 pub const GROUP_JID_PATTERN: &str = r"^[0-9][0-9:-]{0,63}@g\.us$";
 
+/// A channel's JID (`<id>@newsletter`).
+pub const CHANNEL_JID_PATTERN: &str = r"^[0-9]{1,64}@newsletter$";
+
 /// A phone number with country code, as the API takes it (plain form; see above).
 pub const PHONE_PATTERN: &str = r"^\+?[0-9]{7,15}$";
 
 /// A valid JID, normalized (device suffixes are kept as given).
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+///
+/// Parsed where it comes in (a request, the network); read back from Postgres as it was
+/// stored, unchecked (`text`, transparent): a row holds only what was checked when it was
+/// written or the network's own ids (`status@broadcast`, hidden ids), and one odd row
+/// must never fail the page it is read in.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize, sqlx::Type)]
 #[serde(try_from = "String", into = "String")]
+#[sqlx(transparent)]
 pub struct Jid(String);
 
 /// Why a string is not a JID or a phone number; names no input.
@@ -113,8 +122,30 @@ impl Jid {
         matches!(self.server(), USER_SERVER | LID_SERVER)
     }
 
+    /// The status broadcast (`status@broadcast`), where statuses go.
+    pub fn is_status(&self) -> bool {
+        self.0 == STATUS_JID
+    }
+
+    /// The status broadcast's JID.
+    pub fn status() -> Jid {
+        Jid(STATUS_JID.to_string())
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+impl PartialEq<str> for Jid {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for Jid {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
     }
 }
 

@@ -370,10 +370,18 @@ pub async fn run(bin: &Path, opts: Options) -> Report {
     let types: Vec<String> = EVENTS.iter().map(|s| s.to_string()).collect();
     let inst_ids: Vec<String> = instances.iter().map(|(i, _)| i.clone()).collect();
     let events: Vec<String> = wait_for(settle, || async {
+        // The relay marks an event published before the fan-out has created its
+        // deliveries: an event of ours with no finished delivery is pending too.
         let pending: i64 = sqlx::query_scalar(
             "SELECT (SELECT count(*) FROM outbox WHERE published_at IS NULL) + \
-             (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending')",
+             (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending') + \
+             (SELECT count(*) FROM outbox o WHERE o.instance_id = ANY($1) AND o.type = ANY($2) \
+                AND o.created_at > $3::timestamptz AND NOT EXISTS ( \
+                  SELECT 1 FROM webhook_deliveries d WHERE d.event_id = o.id AND d.state <> 'pending'))",
         )
+        .bind(&inst_ids)
+        .bind(&types)
+        .bind(&since)
         .fetch_one(&pool)
         .await
         .ok()?;

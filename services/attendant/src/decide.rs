@@ -53,7 +53,7 @@ pub fn reply_to(m: &Inbound) -> Option<&str> {
 /// Whether a message mentions the account: `@<number>` in its text, or its JID among
 /// the message's `mentions`.
 fn mentions(m: &Inbound, own_number: &str) -> bool {
-    let jid = format!("{own_number}@{}", shared::jid::USER_SERVER);
+    let jid = shared::jid::Jid::user(own_number);
     text_of(&m.content).is_some_and(|t| t.contains(&format!("@{own_number}")))
         || m.content.get("mentions").and_then(|v| v.as_array()).is_some_and(|a| a.iter().any(|j| j == jid.as_str()))
 }
@@ -275,10 +275,10 @@ mod tests {
     fn row(from_me: bool, kind: &str, content: serde_json::Value) -> LogRow {
         LogRow {
             id: shared::ids::MessageId::new(),
-            chat_jid: dm(),
+            chat_jid: Jid::parse(&dm()).unwrap(),
             wa_message_id: "W".into(),
             ts: Utc::now(),
-            from_jid: dm(),
+            from_jid: Jid::parse(&dm()).unwrap(),
             from_me,
             kind: kind.into(),
             content,

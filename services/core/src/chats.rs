@@ -29,7 +29,7 @@ pub struct ChatOut {
 impl From<ChatRow> for ChatOut {
     fn from(r: ChatRow) -> Self {
         ChatOut {
-            jid: r.jid,
+            jid: r.jid.into(),
             name: r.name,
             last_message_at: r.last_message_at,
             unread_count: r.unread_count,
@@ -43,12 +43,12 @@ impl From<ChatRow> for ChatOut {
 
 /// Chats with their labels.
 pub async fn with_labels(ctx: Ctx<'_>, rows: Vec<ChatRow>) -> Result<Vec<ChatOut>> {
-    let jids: Vec<String> = rows.iter().map(|r| r.jid.clone()).collect();
+    let jids: Vec<String> = rows.iter().map(|r| r.jid.to_string()).collect();
     let mut labels = shared::db::labels::for_chats(&ctx.core.db, ctx.instance, &jids).await?;
     Ok(rows
         .into_iter()
         .map(|r| {
-            let on = labels.remove(&r.jid).unwrap_or_default();
+            let on = labels.remove(r.jid.as_str()).unwrap_or_default();
             ChatOut { labels: on, ..r.into() }
         })
         .collect())

@@ -25,7 +25,7 @@ pub struct LogMessageOut {
     /// `size` and a signed `url` (valid 1 h), or `expired: true`.
     pub content: serde_json::Value,
     /// Outgoing messages: `sent`, `delivered` or `read`.
-    pub status: Option<String>,
+    pub status: Option<shared::db::log::LogStatus>,
     /// `live`, `history` (synced at pairing) or `queue` (sent through `POST messages`).
     pub source: shared::db::log::Source,
     pub timestamp: DateTime<Utc>,
@@ -65,8 +65,8 @@ fn message_out(core: &Core, r: LogRow, now: DateTime<Utc>) -> LogMessageOut {
         content: with_media_url(core, r.content, now),
         id: r.id,
         wa_message_id: r.wa_message_id,
-        chat_jid: r.chat_jid,
-        from_jid: r.from_jid,
+        chat_jid: r.chat_jid.into(),
+        from_jid: r.from_jid.into(),
         from_me: r.from_me,
         kind: r.kind,
         status: r.status,

@@ -91,7 +91,7 @@ pub enum MediaSource {
 /// A message that passed validation; its media (if any) is still to be stored.
 #[derive(Debug, Clone)]
 pub struct Validated {
-    pub to_jid: String,
+    pub to_jid: shared::jid::Jid,
     /// The content, its media a placeholder until stored (`Content::map_media`).
     pub message: Outbound<()>,
     pub media: Option<MediaSource>,
@@ -114,13 +114,11 @@ fn too_large(what: &str) -> Error {
 }
 
 /// A JID from a phone number or a JID (`shared::jid`).
-pub fn normalize_jid(to: &str) -> Result<String> {
+pub fn normalize_jid(to: &str) -> Result<shared::jid::Jid> {
     if to.trim() == shared::jid::STATUS_JID {
-        return Ok(shared::jid::STATUS_JID.to_string());
+        return Ok(shared::jid::Jid::status());
     }
-    shared::jid::Jid::parse(to)
-        .map(String::from)
-        .map_err(|_| bad("`to` must be a phone number with country code or a JID"))
+    shared::jid::Jid::parse(to).map_err(|_| bad("`to` must be a phone number with country code or a JID"))
 }
 
 /// Parses `30s`, `5m`, `24h`, `1h30m`, `90` (seconds).
@@ -372,7 +370,7 @@ fn mentions(given: &[String]) -> Result<Vec<String>> {
 /// the key with other content. Media counts by its bytes' hash or URL.
 pub fn content_hash(v: &Validated, media_sha256: Option<&str>) -> String {
     let mut h = Sha256::new();
-    h.update(v.to_jid.as_bytes());
+    h.update(v.to_jid.as_str().as_bytes());
     h.update(b"\0");
     h.update(v.kind().as_str().as_bytes());
     h.update(b"\0");

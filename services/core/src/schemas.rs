@@ -47,7 +47,7 @@ string_schema!(
 );
 string_schema!(
     /// A channel's JID (`<id>@newsletter`).
-    ChannelJid, pattern = r"^[0-9]{1,64}@newsletter$", min = 12, max = 75
+    ChannelJid, pattern = shared::jid::CHANNEL_JID_PATTERN, min = 12, max = 75
 );
 string_schema!(
     /// A label's id: 1-64 letters, digits, `-` or `_` (WhatsApp's are small integers).

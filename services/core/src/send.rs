@@ -59,15 +59,14 @@ pub async fn queue(
 ) -> Result<(MessageRow, Option<async_nats::Subscriber>)> {
     let (state, id) = (ctx.core, ctx.instance);
     let v = message::validate(body)?;
-    let jid = shared::jid::Jid::parse(&v.to_jid).ok();
-    let channel = jid.as_ref().is_some_and(shared::jid::Jid::is_channel);
+    let channel = v.to_jid.is_channel();
     let owner = matches!(ctx.caller, Caller::Admin | Caller::Owner);
-    if (channel || v.to_jid == shared::jid::STATUS_JID) && !owner {
+    if (channel || v.to_jid.is_status()) && !owner {
         let what = if channel { "post to a channel" } else { "post a status" };
         return Err(Error::Forbidden(format!("only the instance's own token (or the admin) may {what}")));
     }
     if channel {
-        crate::channels::check_publisher(ctx, jid.expect("a channel's JID parsed")).await?;
+        crate::channels::check_publisher(ctx, v.to_jid.clone()).await?;
         let queued = queue_checked(state, id, v, wait, holds_slot);
         return crate::caps::capped_all(state, id, &[crate::channels::PUBLICATIONS], queued).await;
     }

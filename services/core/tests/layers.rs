@@ -126,3 +126,47 @@ fn the_layers_hold() {
         }
     }
 }
+
+/// Only `shared::jid` knows the network's domain suffixes (ARCHITECTURE.md, "Invariants"):
+/// no code outside it writes one as a literal (`"@g.us"`, `format!("{id}@newsletter")`,
+/// `ends_with("@lid")`); it asks `Jid` or names the server's constant. Tests may write
+/// whole JIDs.
+#[test]
+fn only_jid_knows_the_domain_suffixes() {
+    const SUFFIXES: [&str; 5] = ["s.whatsapp.net", "g.us", "lid", "newsletter", "broadcast"];
+    let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let mut found = Vec::new();
+    let mut dirs = vec![root.join("shared/src"), root.join("services")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("a source directory") {
+            let path = entry.expect("an entry").path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            if path.is_dir() {
+                if !matches!(name, "tests" | "target" | "node_modules") {
+                    dirs.push(path);
+                }
+                continue;
+            }
+            if !name.ends_with(".rs") || name == "tests.rs" || path.ends_with("shared/src/jid.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("a source file");
+            // Up to a file's own test module, which may write whole JIDs.
+            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+            for (n, line) in code.lines().enumerate() {
+                if line.trim_start().starts_with("//") {
+                    continue;
+                }
+                let literal = SUFFIXES.iter().any(|s| {
+                    line.contains(&format!("\"@{s}\""))
+                        || line.contains(&format!("}}@{s}\""))
+                        || line.contains("ends_with(\"@")
+                });
+                if literal {
+                    found.push(format!("{}:{}", path.strip_prefix(root).unwrap_or(&path).display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "domain suffixes written outside shared::jid: {found:?}");
+}

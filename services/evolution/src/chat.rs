@@ -245,16 +245,16 @@ async fn find_messages(
         .into_iter()
         .map(|r| {
             let content = domain::history::with_media_url(&state, r.content, now);
-            let participant = (shared::jid::is_group_jid(&r.chat_jid) && !r.from_me).then_some(r.from_jid.as_str());
+            let participant = (r.chat_jid.is_group() && !r.from_me).then_some(r.from_jid.as_str());
             let mut v = evolution_shape::Record {
-                remote_jid: &r.chat_jid,
+                remote_jid: r.chat_jid.as_str(),
                 from_me: r.from_me,
                 id: &r.wa_message_id,
                 participant,
                 kind: &r.kind,
                 content: &content,
                 timestamp: r.ts,
-                status: r.status.as_deref(),
+                status: r.status.map(log::LogStatus::as_str),
                 instance_id: row.id.as_str(),
                 base64: None,
             }
@@ -316,7 +316,7 @@ const CHATS_LIMIT: u32 = 1_000;
 const SKIP_MAX: u32 = 1_000_000;
 
 /// A `where` field that names a chat: a phone number or JID, as our JID.
-fn where_jid(field: &str, v: Option<&str>) -> Result<Option<String>, ApiError> {
+fn where_jid(field: &str, v: Option<&str>) -> Result<Option<shared::jid::Jid>, ApiError> {
     v.map(|v| {
         domain::message_in::normalize_jid(v)
             .map_err(|_| ApiError::validation(format!("where.{field} must be a phone number or a JID")))
@@ -348,12 +348,14 @@ async fn find_chats(
     let jid = where_jid("remoteJid", w.remote_jid.as_deref())?;
     // (`id` names a contact: checked as `findContacts` checks it.)
     where_jid("id", w.id.as_deref())?;
-    let rows = log::chats_window(&state.db, &row.id, jid.as_deref(), i64::from(skip), i64::from(take)).await?;
+    let rows =
+        log::chats_window(&state.db, &row.id, jid.as_ref().map(|j| j.as_str()), i64::from(skip), i64::from(take))
+            .await?;
     Ok(Json(
         rows.into_iter()
             .map(|c| EvoChatOut {
-                id: c.jid.clone(),
-                remote_jid: c.jid,
+                id: c.jid.to_string(),
+                remote_jid: c.jid.into(),
                 push_name: c.name,
                 unread_count: c.unread_count,
                 archived: c.archived,
@@ -412,8 +414,8 @@ async fn find_contacts(
     let id = where_jid("id", w.id.as_deref())?;
     let contacts = domain::contacts::list(a.ctx(&state)).await?;
     let found = contacts.into_iter().filter(|c| {
-        jid.as_ref().is_none_or(|j| *j == c.jid)
-            && id.as_ref().is_none_or(|j| *j == c.jid)
+        jid.as_ref().is_none_or(|j| j.as_str() == c.jid)
+            && id.as_ref().is_none_or(|j| j.as_str() == c.jid)
             && w.push_name.as_ref().is_none_or(|n| c.push_name.as_ref() == Some(n))
     });
     let skip = size.map_or(0, |s| s.saturating_mul(page - 1));

@@ -167,10 +167,9 @@ impl SendOptions {
         let mut mentions = self.mentioned.unwrap_or_default();
         if self.mentions_every_one == Some(true) {
             let jid = domain::message_in::normalize_jid(&m.to)?;
-            if !shared::jid::is_group_jid(&jid) {
+            if !jid.is_group() {
                 return Err(ApiError::validation("mentionsEveryOne needs a group's JID as the number"));
             }
-            let jid = shared::jid::Jid::parse(&jid).map_err(|_| ApiError::validation("not a group's JID"))?;
             let g = domain::groups::get(domain::Ctx::new(state, &row.id, domain::Caller::Owner), jid).await?;
             mentions.extend(g.participants.into_iter().map(|p| p.jid));
         }
@@ -197,7 +196,7 @@ async fn queue(
     let (message_type, message) = evolution_shape::message(msg.kind.as_str(), &msg.content, None);
     Ok(Json(SendActionOut {
         service_id,
-        key: EvolutionKey { remote_jid: msg.to_jid.clone(), from_me: true, id: msg.wa_message_id.clone() },
+        key: EvolutionKey { remote_jid: msg.to_jid.to_string(), from_me: true, id: msg.wa_message_id.clone() },
         message_id: msg.wa_message_id,
         push_name: String::new(),
         message,

@@ -364,7 +364,7 @@ impl Queue {
         };
         let reference = match target {
             None => None,
-            Some(t) => match shared::db::log::referenced(&held.ctx.db, held.id, &m.to_jid, t).await {
+            Some(t) => match shared::db::log::referenced(&held.ctx.db, held.id, m.to_jid.as_str(), t).await {
                 Ok(r) => r.map(crate::driver::Reference::from_row),
                 Err(e) => {
                     tracing::warn!(error = %e, "reading the quoted message failed");

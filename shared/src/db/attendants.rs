@@ -60,7 +60,7 @@ pub async fn delete(db: impl PgExecutor<'_>, id: &InstanceId) -> Result<bool, sq
 /// A chat the attendant leaves to a human until `until`.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Pause {
-    pub chat_jid: String,
+    pub chat_jid: crate::jid::Jid,
     pub until: DateTime<Utc>,
     pub reason: String,
 }

@@ -19,6 +19,7 @@ use crate::events::{
     ChatUpdatedEventData, Event, MediaUpdatedEventData, ReactionEventData, ReceiptEventData, ReceivedMessageEventData,
 };
 use crate::ids::{InstanceId, MessageId};
+use crate::jid::Jid;
 use crate::message::MessageType;
 
 mod chats;
@@ -37,6 +38,8 @@ pub use receipts::*;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Received {
     pub wa_message_id: String,
+    /// As the network gave them (a hidden id, `status@broadcast`; the sender is empty
+    /// when the account's own number is not known yet).
     pub chat_jid: String,
     pub from_jid: String,
     pub from_me: bool,
@@ -65,15 +68,15 @@ pub enum Source {
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct LogRow {
     pub id: MessageId,
-    pub chat_jid: String,
+    pub chat_jid: Jid,
     pub wa_message_id: String,
     pub ts: DateTime<Utc>,
-    pub from_jid: String,
+    pub from_jid: Jid,
     pub from_me: bool,
     #[sqlx(rename = "type")]
     pub kind: String,
     pub content: Value,
-    pub status: Option<String>,
+    pub status: Option<LogStatus>,
     pub source: Source,
 }
 

@@ -10,6 +10,7 @@ use sqlx::{PgExecutor, PgPool};
 use crate::db::outbox;
 use crate::events::Event;
 use crate::ids::{InstanceId, MessageId};
+use crate::jid::Jid;
 use crate::message::MessageType;
 
 /// Where a queued message is: `queued`, `in_flight` (an attempt started; a new owner
@@ -48,7 +49,7 @@ pub struct MessageRow {
     pub instance_id: InstanceId,
     pub seq: i64,
     pub status: MessageStatus,
-    pub to_jid: String,
+    pub to_jid: Jid,
     #[sqlx(rename = "type")]
     pub kind: MessageType,
     /// The content as stored; [`MessageRow::outbound`] reads it typed.
@@ -112,7 +113,7 @@ impl MessageRow {
         MessageOut {
             id: self.id.clone(),
             status: self.status,
-            to: self.to_jid.clone(),
+            to: self.to_jid.to_string(),
             kind: self.kind,
             client_message_id: self.client_message_id.clone(),
             wa_message_id: (self.status == MessageStatus::Sent).then(|| self.wa_message_id.clone()),
@@ -135,7 +136,7 @@ impl From<&MessageRow> for MessageOut {
 pub struct NewMessage {
     pub id: MessageId,
     pub instance_id: InstanceId,
-    pub to_jid: String,
+    pub to_jid: Jid,
     /// What it says (stored as the `content` jsonb; its type also in the `type` column).
     pub message: crate::message::Outbound,
     pub client_message_id: Option<String>,
@@ -166,7 +167,7 @@ pub async fn enqueue(pool: &PgPool, batch: &[NewMessage]) -> Result<Vec<Queued>,
         let view = MessageOut {
             id: m.id.clone(),
             status: MessageStatus::Queued,
-            to: m.to_jid.clone(),
+            to: m.to_jid.to_string(),
             kind: m.message.content.kind(),
             client_message_id: m.client_message_id.clone(),
             wa_message_id: None,
@@ -203,7 +204,7 @@ pub async fn enqueue(pool: &PgPool, batch: &[NewMessage]) -> Result<Vec<Queued>,
     ))
     .bind(col(|m| m.id.to_string()))
     .bind(col(|m| m.instance_id.to_string()))
-    .bind(col(|m| m.to_jid.clone()))
+    .bind(col(|m| m.to_jid.to_string()))
     .bind(col(|m| m.message.content.kind().as_str().to_string()))
     .bind(batch.iter().map(|m| serde_json::to_value(&m.message).expect("content serializes")).collect::<Vec<_>>())
     .bind(batch.iter().map(|m| m.client_message_id.clone()).collect::<Vec<_>>())

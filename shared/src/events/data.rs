@@ -52,7 +52,7 @@ pub struct ReceiptEventData {
     pub wa_message_id: String,
     pub chat_jid: String,
     /// `delivered` or `read`.
-    pub status: String,
+    pub status: crate::db::log::Receipt,
     pub at: DateTime<Utc>,
 }
 

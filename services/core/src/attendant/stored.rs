@@ -93,7 +93,7 @@ impl Stored {
             budget: c.budget,
             paused_chats: pauses
                 .into_iter()
-                .map(|p| PausedChatOut { jid: p.chat_jid, until: p.until, reason: p.reason })
+                .map(|p| PausedChatOut { jid: p.chat_jid.into(), until: p.until, reason: p.reason })
                 .collect(),
             updated_at: self.updated_at,
         }

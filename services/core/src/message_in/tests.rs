@@ -25,10 +25,10 @@ fn every_type_validates() {
     ];
     for c in cases {
         let v = parse(c.clone()).unwrap_or_else(|e| panic!("{c}: {e}"));
-        assert!(v.to_jid.contains('@'));
+        assert!(!v.to_jid.server().is_empty());
     }
     let v = parse(json!({ "to": "+55 11 99999-0001", "type": "text", "text": "hi" })).unwrap();
-    assert_eq!(v.to_jid, shared::jid::Jid::user("5511999990001").as_str());
+    assert_eq!(v.to_jid, shared::jid::Jid::user("5511999990001"));
     assert_eq!(v.expires_after, EXPIRES_DEFAULT);
 }
 

@@ -127,7 +127,7 @@ pub trait Driver: Send + Sync + 'static {
 pub struct Outgoing {
     /// The network id, assigned before the first attempt; a re-send reuses it.
     pub network_id: String,
-    pub to_jid: String,
+    pub to_jid: shared::jid::Jid,
     /// The validated content, its media loaded.
     pub message: shared::message::Outbound<Media>,
     /// The message it quotes (`reply_to`) or reacts to, when the log knows it.
@@ -167,7 +167,7 @@ pub struct Reference {
     pub network_id: String,
     /// Its chat (a quote may come from another chat, e.g. a group's message answered
     /// in private).
-    pub chat_jid: String,
+    pub chat_jid: shared::jid::Jid,
     pub from_me: bool,
     /// Its sender's JID, when known.
     pub sender: Option<String>,

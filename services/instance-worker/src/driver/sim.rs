@@ -293,10 +293,9 @@ impl Session for SimSession {
     async fn send(&self, msg: &super::Outgoing) -> Result<(), DriverError> {
         // A person by number; a group or channel by its JID (netsim hands each member or
         // follower a copy).
-        let to = match shared::jid::Jid::parse(&msg.to_jid) {
-            Ok(j) if j.is_group() || j.server() == shared::jid::NEWSLETTER_SERVER => j.into(),
-            _ if msg.to_jid == shared::jid::STATUS_JID => msg.to_jid.clone(),
-            _ => msg.to_jid.split('@').next().unwrap_or_default().to_string(),
+        let to = match &msg.to_jid {
+            j if j.is_group() || j.is_channel() || j.is_status() => j.to_string(),
+            j => j.user_part().to_string(),
         };
         // The simulator carries the media's description; its bytes' hash proves them.
         let mut body = serde_json::to_value(&msg.message)

@@ -75,7 +75,7 @@ impl Channel {
 
 /// Whether `to` is a channel's JID.
 pub(super) fn is_channel(to: &str) -> bool {
-    to.ends_with("@newsletter")
+    shared::jid::server_of(to) == shared::jid::NEWSLETTER_SERVER
 }
 
 impl State {
@@ -142,7 +142,10 @@ impl State {
             return Err(("validation_failed", "a channel's description is at most 2,048 characters"));
         }
         let mut rng = rand::thread_rng();
-        let jid = format!("1203630{:011}@newsletter", rng.gen_range(0..100_000_000_000u64));
+        let jid = shared::jid::at(
+            &format!("1203630{:011}", rng.gen_range(0..100_000_000_000u64)),
+            shared::jid::NEWSLETTER_SERVER,
+        );
         let channel = Channel {
             name,
             description,

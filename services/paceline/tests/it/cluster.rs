@@ -339,10 +339,11 @@ async fn a_temporary_ban_is_visible_and_waited_out() {
     c.phone("5511977770001", false).await;
     let (inst, _) = c.paired_instance("tempban", "5511977770001").await;
     let id = inst.id.to_string();
-    c.netsim().post("/control/phones/5511977770001/tempban", &json!({ "seconds": 3 })).await.expect(200);
+    c.netsim().post("/control/phones/5511977770001/tempban", &json!({ "seconds": 8 })).await.expect(200);
     let paused = c.wait_state(&id, "disconnected", Duration::from_secs(10)).await;
     assert!(paused.state_reason.as_deref().unwrap().starts_with("temporarily banned until "), "{paused:?}");
-    // Not before the ban ends: still paused a second later.
+    // Not before the ban ends: still paused a second later (the ban is long enough for a
+    // slow machine to see `disconnected` well before it ends).
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(c.api.admin().get(&format!("/v1/instances/{id}")).await.expect(200)["state"], "disconnected");
     let back = c.wait_state(&id, "connected", Duration::from_secs(20)).await;

@@ -87,8 +87,14 @@ async fn deliveries_verify_with_the_standard_webhooks_package_across_a_rotation(
     let other = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
     assert!(verify_with_standardwebhooks(other, &got).is_err(), "and refuses it under another secret");
 
-    // The delivery log shows it succeeded.
-    let entries = log(&own, &id, &wh).await;
+    // The delivery log shows it succeeded (the sink records the request before it
+    // answers, and the outcome is written after the answer).
+    let entries = wait_for(Duration::from_secs(15), || async {
+        let e = log(&own, &id, &wh).await;
+        e.iter().any(|d| d["state"] == "succeeded").then_some(e)
+    })
+    .await
+    .expect("the outcome logged");
     assert_eq!(entries.len(), 1);
     let d = &entries[0];
     assert!(d["id"].as_str().unwrap().starts_with("dlv_"));

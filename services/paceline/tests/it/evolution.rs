@@ -246,6 +246,7 @@ async fn evolutions_python_client_runs_unchanged_against_netsim() {
     assert_eq!(b["data"]["message"]["conversation"], "is my order ready?");
     assert_eq!(b["data"]["messageType"], "conversation");
     assert_eq!(r["webhook_extra"], Value::Null, "only the events asked for");
+    assert_eq!(r["webhook_extra_late"], serde_json::json!([]), "only the events asked for, even late");
     assert_eq!(r["webhook_base64_set"]["webhookBase64"], true, "{}", r["webhook_base64_set"]);
     assert_eq!(r["webhook_base64_set"]["byEvents"], Value::Null);
     assert_eq!(r["webhook_base64_set"]["webhookByEvents"], true, "fields left out keep their value");

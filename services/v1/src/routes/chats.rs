@@ -87,7 +87,7 @@ async fn list(
     shared::db::instances::get(&state.db, id).await?.ok_or_else(ApiError::instance_not_found)?;
     let rows = log::chats(&state.db, id, after.as_ref().map(|(t, j)| (*t, j.as_str())), i64::from(limit) + 1).await?;
     let (rows, next_cursor) =
-        page::page(rows, limit, |r| page::encode(&["c1", id.as_str(), &page::ts(r.last_message_at), &r.jid]));
+        page::page(rows, limit, |r| page::encode(&["c1", id.as_str(), &page::ts(r.last_message_at), r.jid.as_str()]));
     Ok(Json(ChatListOut { chats: core::with_labels(access.ctx(&state), rows).await?, next_cursor }))
 }
 

@@ -7,7 +7,7 @@ use super::*;
 /// A chat row.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ChatRow {
-    pub jid: String,
+    pub jid: Jid,
     pub name: Option<String>,
     pub last_message_at: DateTime<Utc>,
     pub unread_count: i32,
@@ -21,7 +21,7 @@ impl ChatRow {
     /// Its `chat.updated` event.
     pub fn event(&self, deleted: bool) -> Event {
         Event::ChatUpdated(ChatUpdatedEventData {
-            jid: self.jid.clone(),
+            jid: self.jid.to_string(),
             unread_count: i64::from(self.unread_count),
             archived: self.archived,
             pinned: self.pinned,

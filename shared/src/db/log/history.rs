@@ -34,7 +34,7 @@ pub async fn own_network_id(
 /// The message an outgoing one quotes or reacts to, as the log (or the queue) has it.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct Referenced {
-    pub chat_jid: String,
+    pub chat_jid: Jid,
     pub wa_message_id: String,
     pub from_me: bool,
     /// Who wrote it ('' when the account's number is not known yet).
@@ -111,7 +111,7 @@ pub async fn messages(
 /// Filters of [`find`]: each one present narrows the search.
 #[derive(Debug, Default, Clone)]
 pub struct Find {
-    pub chat: Option<String>,
+    pub chat: Option<Jid>,
     pub wa_message_id: Option<String>,
     pub id: Option<MessageId>,
     pub from_me: Option<bool>,

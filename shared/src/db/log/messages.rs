@@ -61,7 +61,7 @@ pub async fn record_received(
         .iter()
         .map(|(_, m)| Touch {
             instance,
-            chat: &m.chat_jid,
+            chat: m.chat_jid.as_str(),
             ts: m.ts,
             from_me: m.from_me,
             counts: source == Source::Live && m.kind != "reaction",
@@ -237,7 +237,13 @@ pub async fn record_sent_many(
     let touched: Vec<Touch> = sent
         .iter()
         .filter(|(r, _)| new.contains(r.id.as_str()) && r.kind != MessageType::Reaction)
-        .map(|(r, at)| Touch { instance: &r.instance_id, chat: &r.to_jid, ts: *at, from_me: true, counts: true })
+        .map(|(r, at)| Touch {
+            instance: &r.instance_id,
+            chat: r.to_jid.as_str(),
+            ts: *at,
+            from_me: true,
+            counts: true,
+        })
         .collect();
     let chats = touch_chats(tx, &touched).await?;
     outbox::insert_many(&mut *tx, chats.iter().map(|(i, c)| (i, c.event(false))).collect()).await

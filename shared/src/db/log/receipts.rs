@@ -3,9 +3,32 @@
 
 use super::*;
 
+/// Where a message the account sent is: `sent`, then `delivered`, then `read` (receipts
+/// only move it forward). Stored as its name in the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize, sqlx::Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum LogStatus {
+    Sent,
+    Delivered,
+    Read,
+}
+
+impl LogStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogStatus::Sent => "sent",
+            LogStatus::Delivered => "delivered",
+            LogStatus::Read => "read",
+        }
+    }
+}
+
 /// A receipt for a message the account sent: it reached the recipient's phone, or was
 /// read (played, for voice).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Receipt {
     Delivered,
@@ -79,12 +102,12 @@ pub async fn apply_receipts(pool: &PgPool, items: &[ReceiptIn]) -> Result<Vec<bo
         for (instance, id, chat, source, wa) in &rows {
             let Some(&k) = index.get(&(instance, wa.as_str())) else { continue };
             changed[k] = true;
-            let (status, at) = (items[k].receipt.as_str(), items[k].at);
+            let at = items[k].at;
             let data = ReceiptEventData {
                 message_id: (source == "queue").then(|| id.clone()),
                 wa_message_id: wa.clone(),
                 chat_jid: chat.clone(),
-                status: status.to_string(),
+                status: items[k].receipt,
                 at,
             };
             let event = match items[k].receipt {

@@ -4,6 +4,7 @@
 
 use base64::Engine;
 use serde_json::{json, Value};
+use shared::jid::Jid;
 use shared::ErrorCode;
 use whatsapp_rust::buffa::{Message as _, MessageField};
 use whatsapp_rust::proto_helpers::MessageExt;
@@ -154,7 +155,7 @@ pub fn outgoing_message(o: &Outgoing, upload: Option<Uploaded>) -> Result<wa::Me
 
 /// Adds whom the text or caption mentions, and the message it quotes (its network id,
 /// sender and text, and its chat when that is another), as the message's context.
-fn with_context(m: &mut wa::Message, mentions: &[String], quote: Option<&Reference>, to_jid: &str) {
+fn with_context(m: &mut wa::Message, mentions: &[String], quote: Option<&Reference>, to_jid: &Jid) {
     if mentions.is_empty() && quote.is_none() {
         return;
     }
@@ -162,7 +163,7 @@ fn with_context(m: &mut wa::Message, mentions: &[String], quote: Option<&Referen
     if let Some(q) = quote {
         ctx.stanza_id = Some(q.network_id.clone());
         ctx.participant = q.sender.clone();
-        ctx.remote_jid = (q.chat_jid != to_jid).then(|| q.chat_jid.clone());
+        ctx.remote_jid = (q.chat_jid != *to_jid).then(|| q.chat_jid.to_string());
         ctx.quoted_message = match &q.text {
             Some(t) => MessageField::some(wa::Message { conversation: Some(t.clone()), ..Default::default() }),
             None => MessageField::none(),
@@ -302,11 +303,11 @@ fn outgoing_body(o: &Outgoing, upload: Option<Uploaded>) -> Result<wa::Message, 
             wa::Message {
                 reaction_message: MessageField::some(wa::message::ReactionMessage {
                     key: MessageField::some(wa::MessageKey {
-                        remote_jid: Some(o.to_jid.clone()),
+                        remote_jid: Some(o.to_jid.to_string()),
                         from_me: Some(target.from_me),
                         id: Some(target.network_id),
                         // In a group, whose message it was.
-                        participant: target.sender.filter(|_| !target.from_me && o.to_jid.ends_with("@g.us")),
+                        participant: target.sender.filter(|_| !target.from_me && o.to_jid.is_group()),
                     }),
                     text: Some(r.emoji.clone()),
                     sender_timestamp_ms: Some(chrono::Utc::now().timestamp_millis()),

@@ -320,10 +320,10 @@ impl Session for WaSession {
     async fn send(&self, o: &Outgoing) -> Result<(), DriverError> {
         // Before anything is uploaded: a status needs its audience (`Err`), a person by
         // number an account (`Ok`).
-        let to = if o.to_jid == shared::jid::STATUS_JID {
+        let to = if o.to_jid.is_status() {
             Err(self.status_audience().await?)
         } else {
-            let to = jid(&o.to_jid)?;
+            let to = jid(o.to_jid.as_str())?;
             self.check_recipient(&to).await?;
             Ok(to)
         };

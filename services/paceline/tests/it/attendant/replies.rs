@@ -275,8 +275,14 @@ async fn the_attendant_answers_once_hands_over_and_keeps_its_key() {
     assert_eq!((kind.as_str(), auth.as_deref()), ("webhook", Some(format!("Bearer {BOT_SECRET}").as_str())));
     assert_eq!(body["chat_jid"], gjid);
 
-    // Usage counts the replies and tokens.
-    let usage = own.get(&format!("/v1/instances/{id}/usage")).await.expect(200);
+    // Usage counts the replies and tokens (recorded once the reply is queued, which may
+    // be just after it went out).
+    let usage = wait_for(Duration::from_secs(20), || async {
+        let u = own.get(&format!("/v1/instances/{id}/usage")).await.expect(200);
+        (u["totals"]["attendant_replies"] == 8).then_some(u)
+    })
+    .await
+    .expect("the eighth reply counted");
     assert_eq!(usage["totals"]["attendant_replies"], 8, "{usage}");
     assert_eq!(usage["totals"]["attendant_tokens"], 6 * 15, "{usage}");
 

@@ -103,7 +103,7 @@ async fn a_message_without_its_wake_up_is_found_by_the_sweep() {
         &[NewMessage {
             id: msg.clone(),
             instance_id: shared::ids::InstanceId::parse(&id).unwrap(),
-            to_jid: format!("{B}@s.whatsapp.net"),
+            to_jid: shared::jid::Jid::user(B),
             message: Outbound {
                 content: Content::Text { text: "no wake-up".into(), link_preview: false },
                 reply_to: None,

@@ -21,7 +21,7 @@ fn out(kind: &str, content: Value) -> Outgoing {
     let c: Content<()> = serde_json::from_value(content).unwrap();
     Outgoing {
         network_id: "3EB0AA".into(),
-        to_jid: shared::jid::Jid::user("5511999990002").as_str().into(),
+        to_jid: shared::jid::Jid::user("5511999990002"),
         message: shared::message::Outbound { content: c.map_media(|()| media()), reply_to: None, mentions: vec![] },
         reference: None,
     }
@@ -471,7 +471,7 @@ fn outgoing_mentions_and_quotes_travel_in_the_context() {
     o.message.reply_to = Some("msg_0123".into());
     o.reference = Some(Reference {
         network_id: "3EB0QUOTED".into(),
-        chat_jid: "120363000000000001@g.us".into(),
+        chat_jid: shared::jid::Jid::parse("120363000000000001@g.us").unwrap(),
         from_me: false,
         sender: Some("5511977770001@s.whatsapp.net".into()),
         text: Some("who is in?".into()),
@@ -536,7 +536,7 @@ fn a_message_label_is_the_app_state_mutation_baileys_and_whatsmeow_send() {
 fn reactions_name_their_target_as_the_network_knows_it() {
     let mut o = out("reaction", json!({ "reaction": { "message_id": "msg_0123", "emoji": "👍" } }));
     assert_eq!(outgoing_message(&o, None).unwrap_err().code, ErrorCode::ValidationFailed, "unknown msg_ id");
-    o.to_jid = "120363000000000001@g.us".into();
+    o.to_jid = shared::jid::Jid::parse("120363000000000001@g.us").unwrap();
     o.reference = Some(Reference {
         network_id: "ABCDEF".into(),
         chat_jid: o.to_jid.clone(),
@@ -555,7 +555,7 @@ fn reactions_name_their_target_as_the_network_knows_it() {
         outgoing_message(&o, None).unwrap().reaction_message.as_option().unwrap().key.as_option().unwrap().clone();
     assert_eq!((key.from_me, key.participant), (Some(true), None));
     // A message of another chat: a reaction cannot name it.
-    o.reference.as_mut().unwrap().chat_jid = "5511977770001@s.whatsapp.net".into();
+    o.reference.as_mut().unwrap().chat_jid = shared::jid::Jid::user("5511977770001");
     assert_eq!(outgoing_message(&o, None).unwrap_err().code, ErrorCode::ValidationFailed);
 }
 

@@ -16,7 +16,7 @@ pub(super) fn channel_error(e: NewsletterError) -> DriverError {
 
 /// A channel JID: `<id>@newsletter`, given whole or as its id.
 pub(super) fn channel_jid(s: &str) -> Result<Jid, DriverError> {
-    let full = if s.contains('@') { s.to_string() } else { format!("{s}@newsletter") };
+    let full = if s.contains('@') { s.to_string() } else { shared::jid::at(s, shared::jid::NEWSLETTER_SERVER) };
     full.parse().map_err(|_| DriverError::new(ErrorCode::ValidationFailed, "not a valid channel JID"))
 }
 

@@ -31,7 +31,7 @@ pub(super) fn community_error(e: whatsapp_rust::CommunityError) -> DriverError {
 
 /// A group JID: `<id>@g.us`, given whole or as its id.
 pub(super) fn group_jid(s: &str) -> Result<Jid, DriverError> {
-    let full = if s.contains('@') { s.to_string() } else { format!("{s}@g.us") };
+    let full = if s.contains('@') { s.to_string() } else { shared::jid::at(s, shared::jid::GROUP_SERVER) };
     full.parse().map_err(|_| DriverError::new(ErrorCode::ValidationFailed, "not a valid group JID"))
 }
 
