@@ -54,6 +54,9 @@ pub enum Role {
     Attendant,
     Netsim,
     Migrate,
+    /// The console: no backends of its own, the API's address and the key that seals its
+    /// sessions.
+    Console,
 }
 
 /// A value copied from an example instead of generated (`k8s/secrets.env.example` says
@@ -134,6 +137,8 @@ pub struct Config {
     pub usage: section::Usage,
     #[cfg_attr(feature = "openapi", schema(inline))]
     pub whatsapp: section::Whatsapp,
+    #[cfg_attr(feature = "openapi", schema(inline))]
+    pub console: section::Console,
 }
 
 impl Default for Config {
@@ -166,6 +171,7 @@ impl Default for Config {
             webhooks: Default::default(),
             usage: Default::default(),
             whatsapp: Default::default(),
+            console: Default::default(),
         }
     }
 }

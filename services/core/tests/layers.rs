@@ -4,8 +4,8 @@
 //! shapes (`paceline-evolution-shape`) beside the core for its door and the dispatcher,
 //! the doors and roles above that, the API server (`paceline-api`: mounts the HTTP doors, MCP over them) above
 //! the doors, and only the `paceline` binary above everything. No door depends on
-//! another, the core speaks no HTTP, and the worker, the dispatcher and netsim reach the
-//! API only over the network. Read from `cargo metadata`, so a new dependency that
+//! another, the core speaks no HTTP, and the worker, the dispatcher, netsim and the console
+//! reach the API only over the network. Read from `cargo metadata`, so a new dependency that
 //! breaks a layer fails here.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -47,7 +47,9 @@ const HTTP_COMMON: &str = "paceline-http";
 const EVOLUTION_SHAPE: &str = "paceline-evolution-shape";
 /// The server that mounts the HTTP doors (and MCP over them).
 const SERVER: &str = "paceline-api";
-const ROLES: [&str; 3] = ["paceline-worker", "paceline-dispatcher", "paceline-netsim"];
+/// Roles reach the API over the network only; the console, a client of `/v1`, among them
+/// (it reads the API's answers as the core's types).
+const ROLES: [&str; 4] = ["paceline-worker", "paceline-dispatcher", "paceline-netsim", "paceline-console"];
 const HTTP: [&str; 4] = ["axum", "utoipa-axum", "rmcp", "tower-http"];
 
 #[test]

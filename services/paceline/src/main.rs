@@ -1,4 +1,4 @@
-//! `paceline`: one binary, every role. `paceline api|worker|dispatcher|attendant|netsim` runs one
+//! `paceline`: one binary, every role. `paceline api|worker|dispatcher|attendant|console|netsim` runs one
 //! role; `paceline dev` runs a whole node in one process; `paceline migrate` applies
 //! migrations; `paceline openapi` prints the OpenAPI description; `paceline mcp` speaks MCP
 //! over stdio to a running API.
@@ -34,11 +34,15 @@ enum Command {
     Dispatcher,
     /// Run the AI attendant: answers chats of instances that have one configured.
     Attendant,
+    /// Run the console, the web UI (listens on PACELINE_CONSOLE__LISTEN_ADDR; calls the
+    /// API at PACELINE_CONSOLE__API_URL).
+    Console,
     /// Run netsim, the simulated network (listens on PACELINE_NETSIM__LISTEN_ADDR).
     Netsim,
     /// Apply database migrations and exit.
     Migrate,
-    /// Run api + worker + dispatcher + attendant (+ netsim with `--network sim`) in one process.
+    /// Run api + worker + dispatcher + attendant + console (+ netsim with `--network sim`)
+    /// in one process.
     Dev {
         /// `sim` (start netsim and use it) or `whatsapp`.
         #[arg(long)]
@@ -148,6 +152,11 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
             metrics(&mut tasks, &config, vec!["attendant"]);
             tasks.push(("attendant", Box::pin(attendant::run(config, shutdown.clone()))));
         }
+        Command::Console => {
+            config.validate(Role::Console)?;
+            let l = bind(config.console.listen_addr, "console").await?;
+            tasks.push(("console", Box::pin(console::run(config, l, shutdown.clone()))));
+        }
         Command::Netsim => {
             config.validate(Role::Netsim)?;
             let l = bind(config.netsim.listen_addr, "netsim").await?;
@@ -166,6 +175,13 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
                 tasks.push(("netsim", Box::pin(netsim::run(l, config.netsim.qr_rotate, shutdown.clone()))));
             }
             let l = bind(config.listen_addr, "api").await?;
+            let console_listener = bind(config.console.listen_addr, "console").await?;
+            // The node's console calls the node's API.
+            let mut api_addr = config.listen_addr;
+            if api_addr.ip().is_unspecified() {
+                api_addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+            }
+            config.console.api_url = url::Url::parse(&format!("http://{api_addr}")).context("the API's address")?;
             let roles: Vec<&'static str> = ["api", "worker", "dispatcher", "attendant"]
                 .into_iter()
                 .filter(|r| match *r {
@@ -176,6 +192,7 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
                 .collect();
             metrics(&mut tasks, &config, roles);
             tasks.push(("api", Box::pin(api::run(config.clone(), l, shutdown.clone()))));
+            tasks.push(("console", Box::pin(console::run(config.clone(), console_listener, shutdown.clone()))));
             if !no_worker {
                 tasks.push(("worker", Box::pin(worker::run(config.clone(), shutdown.clone()))));
             }

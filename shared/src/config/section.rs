@@ -350,3 +350,23 @@ section! {
         connect_timeout: Duration = ms(20_000),
     }
 }
+
+section! {
+    /// The console role: the web UI, a client of `/v1` with the signed-in user's token.
+    Console {
+        /// Where the console listens.
+        #[cfg_attr(feature = "openapi", schema(value_type = String))]
+        listen_addr: SocketAddr = ([127, 0, 0, 1], 8789).into(),
+        /// The API the console calls (from the console's pod: a Service's address).
+        #[cfg_attr(feature = "openapi", schema(value_type = String))]
+        api_url: url::Url = url::Url::parse("http://127.0.0.1:8787").expect("static url"),
+        /// A session unused this long is signed out.
+        #[serde(rename = "idle_timeout_ms")]
+        #[serde_as(as = "de::Millis")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        idle_timeout: Duration = ms(30 * 60_000),
+        /// Mark the session cookie `Secure`: set it when the console is served over TLS.
+        #[serde(deserialize_with = "de::flexible_bool")]
+        secure_cookie: bool = false,
+    }
+}

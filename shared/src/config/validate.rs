@@ -9,7 +9,7 @@ impl Config {
     /// Checks every value the given role uses, with one clear message per bad value.
     pub fn validate(&self, role: Role) -> Result<(), ConfigError> {
         let mut errors = Vec::new();
-        let needs_backends = role != Role::Netsim;
+        let needs_backends = !matches!(role, Role::Netsim | Role::Console);
         if needs_backends {
             check_url(&mut errors, "database_url", &self.database_url, &["postgres", "postgresql"]);
         }
@@ -51,6 +51,17 @@ impl Config {
                 errors.push("secrets_key must be 32 bytes, base64".to_string());
             } else if placeholder(k) {
                 errors.push("secrets_key is the example's placeholder: generate a random one".to_string());
+            }
+        }
+        if role == Role::Console {
+            if self.secrets_key.is_none() && self.admin_token.is_none() {
+                errors.push("the console needs secrets_key (PACELINE_SECRETS_KEY) to seal its sessions".to_string());
+            }
+            if !matches!(self.console.api_url.scheme(), "http" | "https") {
+                errors.push("console.api_url must be an http or https URL".to_string());
+            }
+            if self.console.idle_timeout < ms(60_000) {
+                errors.push("console.idle_timeout_ms must be at least 60000".to_string());
             }
         }
         if role == Role::Attendant && self.secrets_key.is_none() && self.admin_token.is_none() {

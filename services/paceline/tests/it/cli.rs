@@ -52,7 +52,7 @@ fn openapi_subcommand_prints_the_committed_description() {
 #[tokio::test]
 async fn dev_serves_the_api_netsim_and_metrics_then_stops_on_sigterm() {
     let cfg = harness::test_config();
-    let (api, metrics, netsim) = (free_port(), free_port(), free_port());
+    let (api, metrics, netsim, console) = (free_port(), free_port(), free_port(), free_port());
     let admin = cfg.admin_token.clone().unwrap();
     let mut child = bin()
         .args(["dev", "--network", "sim"])
@@ -66,6 +66,7 @@ async fn dev_serves_the_api_netsim_and_metrics_then_stops_on_sigterm() {
         .env("PACELINE_LISTEN_ADDR", format!("127.0.0.1:{api}"))
         .env("PACELINE_METRICS_ADDR", format!("127.0.0.1:{metrics}"))
         .env("PACELINE_NETSIM__LISTEN_ADDR", format!("127.0.0.1:{netsim}"))
+        .env("PACELINE_CONSOLE__LISTEN_ADDR", format!("127.0.0.1:{console}"))
         .env("PACELINE_API__DRAIN_MS", "200")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -101,6 +102,10 @@ async fn dev_serves_the_api_netsim_and_metrics_then_stops_on_sigterm() {
     assert!(body["token"].as_str().unwrap().starts_with("pl_inst_"));
     let ns = http.get(format!("http://127.0.0.1:{netsim}/healthz")).send().await.unwrap();
     assert_eq!(ns.status(), 200);
+    // The node's console signs in against the node's API.
+    let signin = http.get(format!("http://127.0.0.1:{console}/")).send().await.unwrap();
+    assert_eq!(signin.status(), 200);
+    assert!(signin.text().await.unwrap().contains("name=\"token\""));
     let m = http.get(format!("http://127.0.0.1:{metrics}/metrics")).send().await.unwrap().text().await.unwrap();
     assert!(m.contains("paceline_http_requests_total"), "{m}");
     // The probes on the metrics listener: every role of the node started.

@@ -13,6 +13,7 @@ mod chaos;
 mod chart;
 mod cli;
 mod cluster;
+mod console;
 mod deliveries;
 mod errors;
 mod events;

@@ -1,0 +1,104 @@
+//! The console's client of `/v1`: every call carries the signed-in user's own token, so
+//! the API decides what they may see and do; its error envelope comes back as
+//! [`ApiError`], whose message the page shows (it names no token or number).
+
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+
+/// How long one call to the API may take.
+const TIMEOUT: Duration = Duration::from_secs(15);
+/// The most of an answer the console reads.
+const MAX_BODY: usize = 4 << 20;
+
+#[derive(Clone)]
+pub struct Api {
+    http: reqwest::Client,
+    base: url::Url,
+}
+
+/// The API's refusal (its status, code and message), or that it did not answer.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    pub status: u16,
+    pub code: String,
+    pub message: String,
+}
+
+impl ApiError {
+    fn unavailable() -> ApiError {
+        ApiError { status: 502, code: "unavailable".into(), message: "The API did not answer; try again.".into() }
+    }
+
+    /// The token is no longer accepted (revoked, deleted, rotated).
+    pub fn signed_out(&self) -> bool {
+        self.status == 401
+    }
+}
+
+#[derive(Deserialize)]
+struct Envelope {
+    error: Body,
+}
+
+#[derive(Deserialize)]
+struct Body {
+    code: String,
+    message: String,
+}
+
+impl Api {
+    pub fn new(base: url::Url) -> anyhow::Result<Api> {
+        let http = reqwest::Client::builder().timeout(TIMEOUT).redirect(reqwest::redirect::Policy::none()).build()?;
+        Ok(Api { http, base })
+    }
+
+    /// `path` (with its query) under the API's base URL.
+    fn url(&self, path: &str, query: &[(&str, &str)]) -> url::Url {
+        let mut u = self.base.clone();
+        u.set_path(path);
+        if !query.is_empty() {
+            u.query_pairs_mut().extend_pairs(query.iter().filter(|(_, v)| !v.is_empty()));
+        }
+        u
+    }
+
+    pub async fn get<T: DeserializeOwned>(
+        &self,
+        token: &str,
+        path: &str,
+        query: &[(&str, &str)],
+    ) -> Result<T, ApiError> {
+        self.send(self.http.get(self.url(path, query)).bearer_auth(token)).await
+    }
+
+    pub async fn post<T: DeserializeOwned>(&self, token: &str, path: &str) -> Result<T, ApiError> {
+        self.send(self.http.post(self.url(path, &[])).bearer_auth(token).json(&serde_json::json!({}))).await
+    }
+
+    async fn send<T: DeserializeOwned>(&self, req: reqwest::RequestBuilder) -> Result<T, ApiError> {
+        let res = req.send().await.map_err(|e| {
+            tracing::warn!(error = %e.without_url(), "the API did not answer");
+            ApiError::unavailable()
+        })?;
+        let status = res.status().as_u16();
+        if res.content_length().is_some_and(|n| n > MAX_BODY as u64) {
+            return Err(ApiError::unavailable());
+        }
+        let bytes = res.bytes().await.map_err(|_| ApiError::unavailable())?;
+        if bytes.len() > MAX_BODY {
+            return Err(ApiError::unavailable());
+        }
+        if (200..300).contains(&status) {
+            return serde_json::from_slice(&bytes).map_err(|e| {
+                tracing::warn!(error = %e, "an answer of the API did not read");
+                ApiError::unavailable()
+            });
+        }
+        Err(match serde_json::from_slice::<Envelope>(&bytes) {
+            Ok(e) => ApiError { status, code: e.error.code, message: e.error.message },
+            Err(_) => ApiError { status, ..ApiError::unavailable() },
+        })
+    }
+}

@@ -1,0 +1,95 @@
+//! The console: a web UI for operators and tenants, a role of its own (`paceline
+//! console`, and inside `paceline dev`). It is a client of `/v1` with the signed-in
+//! user's own token, so every access rule stays in the API: the admin token sees the
+//! fleet, an instance token or an API key its own instance, with what its scope allows.
+//!
+//! Pages are rendered on the server (maud, compile-checked); a small script served from
+//! here refreshes the QR code, and every page works without it by reloading. The session
+//! is a cookie sealed by the console (HttpOnly, SameSite=Strict) holding the token, so
+//! no token is ever in a page or a URL; every form carries the session's CSRF token; every
+//! answer carries a strict CSP; a session idle for `console.idle_timeout_ms` is over.
+
+use std::time::Duration;
+
+use axum::extract::Request;
+use axum::http::{header, HeaderValue};
+use axum::middleware::Next;
+use axum::response::Response;
+use axum::routing::{get, post};
+use axum::Router;
+use shared::{Config, Shutdown};
+use tokio::net::TcpListener;
+
+mod api;
+mod pages;
+mod routes;
+mod session;
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct Console {
+    api: api::Api,
+    sessions: session::Sessions,
+}
+
+impl Console {
+    pub fn new(config: &Config) -> anyhow::Result<Console> {
+        let sealer = shared::sealed::Sealer::from_config(config)
+            .ok_or_else(|| anyhow::anyhow!("the console needs secrets_key (or admin_token) to seal its sessions"))?;
+        Ok(Console {
+            api: api::Api::new(config.console.api_url.clone())?,
+            sessions: session::Sessions::new(sealer, config.console.idle_timeout, config.console.secure_cookie),
+        })
+    }
+}
+
+/// The console's routes, with the headers every answer carries.
+pub fn router(console: Console) -> Router {
+    Router::new()
+        .route("/", get(routes::home).post(routes::sign_in))
+        .route("/sign-out", post(routes::sign_out))
+        .route("/fleet", get(routes::fleet))
+        .route("/i/{id}", get(routes::instance))
+        .route("/i/{id}/connect", post(routes::connect))
+        .route("/i/{id}/logout", post(routes::logout))
+        .route("/i/{id}/qr.json", get(routes::qr))
+        .route("/assets/console.css", get(routes::css))
+        .route("/assets/console.js", get(routes::js))
+        .fallback(routes::not_found)
+        .layer(axum::extract::DefaultBodyLimit::max(16 * 1024))
+        .layer(axum::middleware::from_fn(security_headers))
+        .with_state(console)
+}
+
+/// The policy every answer carries: scripts, styles and images from the console only
+/// (the QR code is a `data:` image), no framing, forms only to the console.
+pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+    connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+async fn security_headers(req: Request, next: Next) -> Response {
+    let mut res = next.run(req).await;
+    let h = res.headers_mut();
+    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.entry(header::CACHE_CONTROL).or_insert(HeaderValue::from_static("no-store"));
+    res
+}
+
+/// Serves the console on `listener` until `shutdown`.
+pub async fn run(config: Config, listener: TcpListener, shutdown: Shutdown) -> anyhow::Result<()> {
+    let console = Console::new(&config)?;
+    tracing::info!(addr = %listener.local_addr()?, "console listening");
+    let drain = config.api.shutdown_timeout;
+    let serve = axum::serve(listener, router(console)).with_graceful_shutdown({
+        let shutdown = shutdown.clone();
+        async move { shutdown.cancelled().await }
+    });
+    // Pages are short requests: once shutdown starts they get the API's timeout to end.
+    tokio::select! {
+        r = serve => r?,
+        _ = async { shutdown.cancelled().await; tokio::time::sleep(drain + Duration::from_secs(1)).await } => {}
+    }
+    Ok(())
+}

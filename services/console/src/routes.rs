@@ -1,0 +1,244 @@
+//! The console's handlers: each reads the session, calls `/v1` with its token, and
+//! renders a page; each form checks its CSRF token first. A token the API no longer
+//! accepts ends the session.
+
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::{Form, Json};
+use domain::instances::{InstanceListOut, InstanceOut};
+use domain::pairing::QrOut;
+use maud::Markup;
+use serde::Deserialize;
+use shared::db::instances::InstanceState;
+use shared::ids::InstanceId;
+
+use crate::api::ApiError;
+use crate::pages;
+use crate::session::{csrf_ok, Session, Who, COOKIE, SIGN_IN_COOKIE};
+use crate::Console;
+
+/// A page with the session's cookie renewed (its idle time starts again).
+fn page(c: &Console, s: &Session, status: StatusCode, m: Markup) -> Response {
+    (status, [(header::SET_COOKIE, c.sessions.set_cookie(s))], axum::response::Html(m.into_string())).into_response()
+}
+
+/// Back to the sign-in page, the session (if any) ended.
+fn signed_out(c: &Console) -> Response {
+    ([(header::SET_COOKIE, c.sessions.clear(COOKIE))], Redirect::to("/")).into_response()
+}
+
+/// An API refusal as a page (its own message), or the end of a session whose token no
+/// longer works.
+fn refused(c: &Console, s: &Session, e: ApiError) -> Response {
+    if e.signed_out() {
+        return signed_out(c);
+    }
+    let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_GATEWAY);
+    tracing::debug!(status = e.status, code = %e.code, "the API refused a console request");
+    let title = if status == StatusCode::FORBIDDEN { "Not allowed" } else { "Something went wrong" };
+    page(c, s, status, pages::problem(Some((&s.who, &s.csrf)), title, &e.message))
+}
+
+/// The page of an instance id that is none (checked before it goes into an API path).
+fn no_instance(c: &Console, s: &Session) -> Response {
+    page(c, s, StatusCode::NOT_FOUND, pages::not_found())
+}
+
+#[derive(Deserialize)]
+pub struct CsrfForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+#[derive(Deserialize)]
+pub struct SignInForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    token: String,
+}
+
+/// `/`: the sign-in form, or the signed-in user's first page.
+pub async fn home(State(c): State<Console>, headers: HeaderMap) -> Response {
+    if let Some(s) = c.sessions.read(&headers) {
+        return ([(header::SET_COOKIE, c.sessions.set_cookie(&s))], Redirect::to(&s.who.home())).into_response();
+    }
+    sign_in_page(&c, StatusCode::OK, None)
+}
+
+fn sign_in_page(c: &Console, status: StatusCode, error: Option<&str>) -> Response {
+    let (csrf, cookie) = c.sessions.sign_in_form();
+    let clear = c.sessions.clear(COOKIE);
+    let mut res = (status, axum::response::Html(pages::sign_in(&csrf, error).into_string())).into_response();
+    let h = res.headers_mut();
+    for v in [cookie, clear] {
+        h.append(header::SET_COOKIE, v.parse().expect("a cookie is a header value"));
+    }
+    res
+}
+
+/// Signs in with a token `GET /v1/me` accepts.
+pub async fn sign_in(State(c): State<Console>, headers: HeaderMap, Form(f): Form<SignInForm>) -> Response {
+    if !c.sessions.sign_in_ok(&headers, &f.csrf) {
+        return sign_in_page(&c, StatusCode::FORBIDDEN, Some("The form expired; sign in again."));
+    }
+    let token = f.token.trim().to_string();
+    if token.is_empty() || token.len() > 512 {
+        return sign_in_page(&c, StatusCode::UNAUTHORIZED, Some("That token was not accepted."));
+    }
+    match c.api.get::<Who>(&token, "/v1/me", &[]).await {
+        Ok(who) => {
+            let s = c.sessions.start(token, who);
+            let mut res = Redirect::to(&s.who.home()).into_response();
+            let h = res.headers_mut();
+            for v in [c.sessions.set_cookie(&s), c.sessions.clear(SIGN_IN_COOKIE)] {
+                h.append(header::SET_COOKIE, v.parse().expect("a cookie is a header value"));
+            }
+            res
+        }
+        Err(e) if e.status == 401 || e.status == 403 => {
+            sign_in_page(&c, StatusCode::UNAUTHORIZED, Some("That token was not accepted."))
+        }
+        Err(e) => sign_in_page(&c, StatusCode::BAD_GATEWAY, Some(&e.message)),
+    }
+}
+
+/// Ends the session.
+pub async fn sign_out(State(c): State<Console>, headers: HeaderMap, Form(f): Form<CsrfForm>) -> Response {
+    match c.sessions.read(&headers) {
+        Some(s) if !csrf_ok(&s.csrf, &f.csrf) => forged(&c, &s),
+        _ => signed_out(&c),
+    }
+}
+
+fn forged(c: &Console, s: &Session) -> Response {
+    page(
+        c,
+        s,
+        StatusCode::FORBIDDEN,
+        pages::problem(Some((&s.who, &s.csrf)), "Not allowed", "The form expired; try again."),
+    )
+}
+
+#[derive(Deserialize)]
+pub struct FleetQuery {
+    #[serde(default)]
+    state: String,
+    #[serde(default)]
+    tag: String,
+    #[serde(default)]
+    cursor: String,
+}
+
+/// The fleet (the admin's).
+pub async fn fleet(State(c): State<Console>, headers: HeaderMap, Query(q): Query<FleetQuery>) -> Response {
+    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
+    if !s.who.is_admin() {
+        return page(
+            &c,
+            &s,
+            StatusCode::FORBIDDEN,
+            pages::problem(Some((&s.who, &s.csrf)), "Not allowed", "Only the admin sees the fleet."),
+        );
+    }
+    let query = [("state", q.state.as_str()), ("tag", q.tag.as_str()), ("cursor", q.cursor.as_str()), ("limit", "50")];
+    match c.api.get::<InstanceListOut>(&s.token, "/v1/instances", &query).await {
+        Ok(list) => {
+            let f = pages::FleetFilter { state: &q.state, tag: &q.tag };
+            page(&c, &s, StatusCode::OK, pages::fleet((&s.who, &s.csrf), &f, &list))
+        }
+        Err(e) => refused(&c, &s, e),
+    }
+}
+
+/// One instance.
+pub async fn instance(State(c): State<Console>, headers: HeaderMap, Path(raw): Path<String>) -> Response {
+    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
+    let Ok(id) = InstanceId::parse(&raw) else { return no_instance(&c, &s) };
+    show(&c, &s, &id, None).await
+}
+
+async fn show(c: &Console, s: &Session, id: &InstanceId, error: Option<&str>) -> Response {
+    let i = match c.api.get::<InstanceOut>(&s.token, &format!("/v1/instances/{id}"), &[]).await {
+        Ok(i) => i,
+        Err(e) => return refused(c, s, e),
+    };
+    let qr = if i.state == InstanceState::QrPending {
+        c.api.get::<QrOut>(&s.token, &format!("/v1/instances/{id}/qr"), &[]).await.ok()
+    } else {
+        None
+    };
+    let status = if error.is_some() { StatusCode::CONFLICT } else { StatusCode::OK };
+    page(c, s, status, pages::instance((&s.who, &s.csrf), &i, qr.as_ref(), error))
+}
+
+/// `POST /i/{id}/connect` and `/logout`: the action, then the instance's page.
+async fn act(c: Console, headers: HeaderMap, raw: String, f: CsrfForm, what: &str) -> Response {
+    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
+    if !csrf_ok(&s.csrf, &f.csrf) {
+        return forged(&c, &s);
+    }
+    let Ok(id) = InstanceId::parse(&raw) else { return no_instance(&c, &s) };
+    match c.api.post::<serde_json::Value>(&s.token, &format!("/v1/instances/{id}/{what}")).await {
+        Ok(_) => ([(header::SET_COOKIE, c.sessions.set_cookie(&s))], Redirect::to(&format!("/i/{id}"))).into_response(),
+        Err(e) if e.signed_out() || e.status == 403 || e.status == 404 => refused(&c, &s, e),
+        Err(e) => show(&c, &s, &id, Some(&e.message)).await,
+    }
+}
+
+pub async fn connect(
+    State(c): State<Console>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+    Form(f): Form<CsrfForm>,
+) -> Response {
+    act(c, headers, raw, f, "connect").await
+}
+
+pub async fn logout(
+    State(c): State<Console>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+    Form(f): Form<CsrfForm>,
+) -> Response {
+    act(c, headers, raw, f, "logout").await
+}
+
+/// What the page's script polls while pairing: the state and the current QR code.
+pub async fn qr(State(c): State<Console>, headers: HeaderMap, Path(raw): Path<String>) -> Response {
+    let Some(s) = c.sessions.read(&headers) else { return StatusCode::UNAUTHORIZED.into_response() };
+    let Ok(id) = InstanceId::parse(&raw) else { return StatusCode::NOT_FOUND.into_response() };
+    let i = match c.api.get::<InstanceOut>(&s.token, &format!("/v1/instances/{id}"), &[]).await {
+        Ok(i) => i,
+        Err(e) => return StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_GATEWAY).into_response(),
+    };
+    let qr = if i.state == InstanceState::QrPending {
+        c.api.get::<QrOut>(&s.token, &format!("/v1/instances/{id}/qr"), &[]).await.ok()
+    } else {
+        None
+    };
+    Json(serde_json::json!({
+        "state": i.state,
+        "qr": qr.as_ref().map(|q| &q.base64),
+        "code": qr.as_ref().map(|q| &q.code),
+    }))
+    .into_response()
+}
+
+pub async fn css() -> Response {
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8"), (header::CACHE_CONTROL, "public, max-age=300")], pages::CSS)
+        .into_response()
+}
+
+pub async fn js() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8"), (header::CACHE_CONTROL, "public, max-age=300")],
+        pages::JS,
+    )
+        .into_response()
+}
+
+pub async fn not_found() -> Response {
+    (StatusCode::NOT_FOUND, axum::response::Html(pages::not_found().into_string())).into_response()
+}

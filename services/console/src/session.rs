@@ -1,0 +1,246 @@
+//! The console's session: a cookie sealed with the deployment's key (AES-256-GCM, the
+//! same `shared::sealed` that keeps stored secrets), holding the token, who it is, a CSRF
+//! token and when it was last used. HttpOnly and SameSite=Strict; a session idle for the
+//! configured time, or older than [`ABSOLUTE`], reads as none. Before sign-in, a second
+//! sealed cookie carries the sign-in form's CSRF token (double submit).
+
+use std::time::Duration;
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use cookie::{Cookie, SameSite};
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+use shared::sealed::Sealer;
+use subtle::ConstantTimeEq;
+
+/// The session cookie.
+pub const COOKIE: &str = "pl_console";
+/// The sign-in form's cookie.
+pub const SIGN_IN_COOKIE: &str = "pl_console_signin";
+/// No session lasts longer than this, however busy.
+pub const ABSOLUTE: Duration = Duration::from_secs(12 * 3600);
+/// The associated data each cookie is sealed under: one kind never opens as the other.
+const SESSION_AAD: &str = "console-session";
+const SIGN_IN_AAD: &str = "console-sign-in";
+/// The most of a cookie the console reads.
+const MAX_COOKIE: usize = 4096;
+
+/// Who signed in, as `GET /v1/me` said.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Who {
+    /// `admin`, `instance` or `api_key`.
+    pub kind: String,
+    #[serde(default)]
+    pub instance_id: Option<String>,
+    #[serde(default)]
+    pub instance_name: Option<String>,
+    /// An API key's scope: `read_only` or `send_only`.
+    #[serde(default)]
+    pub scope: Option<String>,
+}
+
+impl Who {
+    pub fn is_admin(&self) -> bool {
+        self.kind == "admin"
+    }
+
+    /// May start, stop and pair sessions: the admin and an instance's own token (a key
+    /// only reads or sends).
+    pub fn can_operate(&self) -> bool {
+        matches!(self.kind.as_str(), "admin" | "instance")
+    }
+
+    /// Where this token's pages start.
+    pub fn home(&self) -> String {
+        match &self.instance_id {
+            Some(id) if !self.is_admin() => format!("/i/{id}"),
+            _ => "/fleet".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Session {
+    pub token: String,
+    pub who: Who,
+    pub csrf: String,
+    /// Unix seconds: signed in, last used.
+    pub since: i64,
+    pub seen: i64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct SignIn {
+    csrf: String,
+    at: i64,
+}
+
+#[derive(Clone)]
+pub struct Sessions {
+    sealer: Sealer,
+    idle: Duration,
+    secure: bool,
+}
+
+fn now() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+/// 256 random bits, URL-safe.
+pub fn random_token() -> String {
+    let mut b = [0u8; 32];
+    rand::thread_rng().fill_bytes(&mut b);
+    URL_SAFE_NO_PAD.encode(b)
+}
+
+/// Whether a form's CSRF token is the expected one (in constant time).
+pub fn csrf_ok(expected: &str, given: &str) -> bool {
+    !expected.is_empty() && bool::from(expected.as_bytes().ct_eq(given.as_bytes()))
+}
+
+/// The value of cookie `name` in a request's `Cookie` headers.
+fn cookie_value(headers: &axum::http::HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|h| h.to_str().ok())
+        .filter(|h| h.len() <= 4 * MAX_COOKIE)
+        .flat_map(|h| Cookie::split_parse(h).filter_map(Result::ok).collect::<Vec<_>>())
+        .find(|c| c.name() == name)
+        .map(|c| c.value().to_string())
+        .filter(|v| v.len() <= MAX_COOKIE)
+}
+
+impl Sessions {
+    pub fn new(sealer: Sealer, idle: Duration, secure: bool) -> Sessions {
+        Sessions { sealer, idle, secure }
+    }
+
+    fn seal<T: Serialize>(&self, aad: &str, v: &T) -> String {
+        let plain = serde_json::to_vec(v).expect("a session serializes");
+        URL_SAFE_NO_PAD.encode(self.sealer.seal(aad, &plain))
+    }
+
+    fn open<T: for<'de> Deserialize<'de>>(&self, aad: &str, value: &str) -> Option<T> {
+        let sealed = URL_SAFE_NO_PAD.decode(value).ok()?;
+        serde_json::from_slice(&self.sealer.open(aad, &sealed)?).ok()
+    }
+
+    fn cookie(&self, name: &'static str, value: String, max_age: Duration) -> String {
+        Cookie::build((name, value))
+            .http_only(true)
+            .same_site(SameSite::Strict)
+            .secure(self.secure)
+            .path("/")
+            .max_age(cookie::time::Duration::seconds(max_age.as_secs() as i64))
+            .build()
+            .to_string()
+    }
+
+    /// The request's session, if it has one that is neither idle too long nor too old.
+    pub fn read(&self, headers: &axum::http::HeaderMap) -> Option<Session> {
+        let s: Session = self.open(SESSION_AAD, &cookie_value(headers, COOKIE)?)?;
+        let t = now();
+        let fresh = t - s.seen <= self.idle.as_secs() as i64 && t - s.since <= ABSOLUTE.as_secs() as i64;
+        fresh.then_some(s)
+    }
+
+    /// A new session for a token `GET /v1/me` accepted.
+    pub fn start(&self, token: String, who: Who) -> Session {
+        let t = now();
+        Session { token, who, csrf: random_token(), since: t, seen: t }
+    }
+
+    /// The `Set-Cookie` of `s`, marked used now: each page keeps its session alive.
+    pub fn set_cookie(&self, s: &Session) -> String {
+        let s = Session { seen: now(), ..s.clone() };
+        self.cookie(COOKIE, self.seal(SESSION_AAD, &s), self.idle)
+    }
+
+    /// The `Set-Cookie` that ends the session (and the sign-in form's).
+    pub fn clear(&self, name: &'static str) -> String {
+        self.cookie(name, String::new(), Duration::ZERO)
+    }
+
+    /// The sign-in form's CSRF token and its cookie.
+    pub fn sign_in_form(&self) -> (String, String) {
+        let csrf = random_token();
+        let cookie =
+            self.cookie(SIGN_IN_COOKIE, self.seal(SIGN_IN_AAD, &SignIn { csrf: csrf.clone(), at: now() }), self.idle);
+        (csrf, cookie)
+    }
+
+    /// Whether a sign-in form's CSRF token is the one its cookie carries.
+    pub fn sign_in_ok(&self, headers: &axum::http::HeaderMap, given: &str) -> bool {
+        let Some(s) = cookie_value(headers, SIGN_IN_COOKIE).and_then(|v| self.open::<SignIn>(SIGN_IN_AAD, &v)) else {
+            return false;
+        };
+        now() - s.at <= self.idle.as_secs() as i64 && csrf_ok(&s.csrf, given)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::{header, HeaderMap, HeaderValue};
+
+    fn sessions() -> Sessions {
+        Sessions::new(Sealer::new([3; 32]), Duration::from_secs(600), false)
+    }
+
+    fn with_cookie(set_cookie: &str) -> HeaderMap {
+        let pair = set_cookie.split(';').next().unwrap();
+        let mut h = HeaderMap::new();
+        h.insert(header::COOKIE, HeaderValue::from_str(pair).unwrap());
+        h
+    }
+
+    fn who() -> Who {
+        Who { kind: "instance".into(), instance_id: Some("inst_x".into()), instance_name: None, scope: None }
+    }
+
+    #[test]
+    fn a_session_reads_back_only_sealed_with_its_key_and_kind() {
+        let s = sessions();
+        let set = s.set_cookie(&s.start("pl_inst_secret".into(), who()));
+        assert!(set.contains("HttpOnly") && set.contains("SameSite=Strict") && set.contains("Path=/"), "{set}");
+        assert!(!set.contains("pl_inst_secret"), "the token is sealed: {set}");
+        let back = s.read(&with_cookie(&set)).expect("reads back");
+        assert_eq!((back.token.as_str(), &back.who), ("pl_inst_secret", &who()));
+        // Another key, a tampered value, or the sign-in cookie's value: no session.
+        let other = Sessions::new(Sealer::new([4; 32]), Duration::from_secs(600), false);
+        assert!(other.read(&with_cookie(&set)).is_none());
+        let tampered = set.replacen("pl_console=", "pl_console=A", 1);
+        assert!(s.read(&with_cookie(&tampered)).is_none());
+        let (_, form) = s.sign_in_form();
+        assert!(s.read(&with_cookie(&form.replacen(SIGN_IN_COOKIE, COOKIE, 1))).is_none());
+    }
+
+    #[test]
+    fn an_idle_or_old_session_is_over() {
+        let s = sessions();
+        let mut idle = s.start("t".into(), who());
+        idle.seen -= 601;
+        let set = s.cookie(COOKIE, s.seal(SESSION_AAD, &idle), s.idle);
+        assert!(s.read(&with_cookie(&set)).is_none(), "idle past the timeout");
+        let mut old = s.start("t".into(), who());
+        old.since -= ABSOLUTE.as_secs() as i64 + 1;
+        let set = s.cookie(COOKIE, s.seal(SESSION_AAD, &old), s.idle);
+        assert!(s.read(&with_cookie(&set)).is_none(), "older than the absolute limit");
+        // set_cookie renews `seen`.
+        let set = s.set_cookie(&idle);
+        assert!(s.read(&with_cookie(&set)).is_some());
+    }
+
+    #[test]
+    fn the_sign_in_form_checks_its_cookie() {
+        let s = sessions();
+        let (csrf, set) = s.sign_in_form();
+        let h = with_cookie(&set);
+        assert!(s.sign_in_ok(&h, &csrf));
+        assert!(!s.sign_in_ok(&h, "forged"));
+        assert!(!s.sign_in_ok(&HeaderMap::new(), &csrf), "no cookie");
+        assert!(!csrf_ok("", ""), "an empty token never matches");
+    }
+}

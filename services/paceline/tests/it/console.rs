@@ -1,0 +1,247 @@
+//! The console (`paceline console`), a client of `/v1` with the signed-in user's token:
+//! over plain HTTP, its sign-in, sealed session cookie, CSRF checks, CSP and what each
+//! kind of token may see and do; in a real browser (headless Chromium), an admin signs in,
+//! finds an instance in the fleet, connects it and pairs it by scanning the QR code the
+//! page shows with a netsim phone.
+
+use std::time::Duration;
+
+use harness::browser::{Browser, Locator};
+use harness::cluster::{wait_for, Cluster};
+use reqwest::header::{CONTENT_SECURITY_POLICY, COOKIE, LOCATION, SET_COOKIE};
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::bin;
+
+const PHONE: &str = "5511999995001";
+
+/// The console of `c`, in process, on a free port.
+async fn console(c: &Cluster) -> String {
+    let mut config = c.config.clone();
+    config.console.api_url = url::Url::parse(&format!("http://{}", c.api.addr)).unwrap();
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(console::run(config, l, shared::Shutdown::new()));
+    format!("http://{addr}")
+}
+
+/// A client that follows no redirect (the test reads each one).
+fn http() -> reqwest::Client {
+    reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap()
+}
+
+/// `name=value` of the `Set-Cookie` named `name`, with its attributes.
+fn set_cookie(res: &reqwest::Response, name: &str) -> Option<String> {
+    res.headers()
+        .get_all(SET_COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with(&format!("{name}=")))
+        .map(str::to_string)
+}
+
+fn pair_of(set_cookie: &str) -> String {
+    set_cookie.split(';').next().unwrap().to_string()
+}
+
+/// The hidden CSRF field of the page's first form.
+fn csrf_of(html: &str) -> String {
+    html.split("name=\"csrf\" value=\"").nth(1).and_then(|s| s.split('"').next()).expect("a csrf field").to_string()
+}
+
+/// Signs in with `token`: the session cookie (`pl_console=...`) and where it went.
+async fn sign_in(base: &str, token: &str) -> (String, String) {
+    let h = http();
+    let form = h.get(format!("{base}/")).send().await.unwrap();
+    let pre = pair_of(&set_cookie(&form, "pl_console_signin").expect("the sign-in form's cookie"));
+    let csrf = csrf_of(&form.text().await.unwrap());
+    let res = h
+        .post(format!("{base}/"))
+        .header(COOKIE, pre)
+        .form(&[("csrf", csrf.as_str()), ("token", token)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER, "signed in");
+    let set = set_cookie(&res, "pl_console").expect("a session cookie");
+    for attr in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+        assert!(set.contains(attr), "{attr} in {set}");
+    }
+    assert!(!set.contains(token), "the cookie is sealed");
+    let to = res.headers()[LOCATION].to_str().unwrap().to_string();
+    (pair_of(&set), to)
+}
+
+/// A page as the session `cookie` sees it: its status and HTML.
+async fn get(base: &str, cookie: &str, path: &str) -> (StatusCode, String) {
+    let res = http().get(format!("{base}{path}")).header(COOKIE, cookie).send().await.unwrap();
+    assert!(res.headers().get(CONTENT_SECURITY_POLICY).is_some(), "every page sends the CSP");
+    let status = res.status();
+    let html = res.text().await.unwrap();
+    for secret in ["pl_admin_", "pl_inst_", "pl_key_"] {
+        assert!(!html.contains(secret), "a page never contains a token ({secret} on {path})");
+    }
+    (status, html)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_signs_in_and_each_token_sees_and_does_only_what_it_may() {
+    let c = Cluster::start(bin(), 1, |_| {}).await;
+    let base = console(&c).await;
+    let (shop, shop_token) = c.api.create_instance("console-shop").await;
+    let (other, _) = c.api.create_instance("console-other").await;
+    let (shop_id, other_id) = (shop.id.to_string(), other.id.to_string());
+    let admin_token = c.config.admin_token.clone().unwrap();
+
+    // The sign-in page: one token field, the CSP, a sign-in cookie for its CSRF token.
+    let h = http();
+    let form = h.get(format!("{base}/")).send().await.unwrap();
+    assert_eq!(form.status(), 200);
+    assert_eq!(form.headers()[CONTENT_SECURITY_POLICY], console::CSP);
+    assert!(console::CSP.contains("script-src 'self'") && !console::CSP.contains("unsafe"));
+    let pre = pair_of(&set_cookie(&form, "pl_console_signin").unwrap());
+    let html = form.text().await.unwrap();
+    assert_eq!(html.matches("<input").count(), 2, "the token and the CSRF field: {html}");
+    // Without the form's CSRF token, or with a token the API refuses: no session.
+    let forged =
+        h.post(format!("{base}/")).form(&[("csrf", "x"), ("token", admin_token.as_str())]).send().await.unwrap();
+    assert_eq!(forged.status(), StatusCode::FORBIDDEN);
+    assert!(set_cookie(&forged, "pl_console").is_none_or(|c| c.starts_with("pl_console=;")));
+    let csrf = csrf_of(&html);
+    let wrong = h
+        .post(format!("{base}/"))
+        .header(COOKIE, &pre)
+        .form(&[("csrf", csrf.as_str()), ("token", "pl_admin_notthetokenatallnotthetoken")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
+    assert!(wrong.text().await.unwrap().contains("not accepted"));
+
+    // The admin: the fleet, filtered by state; every instance's page.
+    let (admin, home) = sign_in(&base, &admin_token).await;
+    assert_eq!(home, "/fleet");
+    let (st, fleet) = get(&base, &admin, "/fleet").await;
+    assert_eq!(st, 200);
+    assert!(fleet.contains("console-shop") && fleet.contains("console-other"), "{fleet}");
+    let (_, connected) = get(&base, &admin, "/fleet?state=connected").await;
+    assert!(!connected.contains("console-shop"), "the filter reaches the API");
+    let (st, page) = get(&base, &admin, &format!("/i/{other_id}")).await;
+    assert_eq!(st, 200);
+    assert!(page.contains("action=\"/i/") && page.contains("/connect\""), "the admin may connect: {page}");
+    // A form without the session's CSRF token changes nothing.
+    let res = h
+        .post(format!("{base}/i/{other_id}/connect"))
+        .header(COOKIE, &admin)
+        .form(&[("csrf", "x")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    let o = c.api.admin().get(&format!("/v1/instances/{other_id}")).await.expect(200);
+    assert_eq!(o["state"], "disconnected", "a forged form connects nothing");
+    // No session, or a tampered one: back to signing in.
+    let res = h.get(format!("{base}/fleet")).send().await.unwrap();
+    assert_eq!((res.status(), res.headers()[LOCATION].to_str().unwrap()), (StatusCode::SEE_OTHER, "/"));
+    let tampered = admin.replacen("pl_console=", "pl_console=AA", 1);
+    let res = h.get(format!("{base}/fleet")).header(COOKIE, tampered).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+
+    // An instance token: its own instance, not the fleet, not another instance.
+    let (own, home) = sign_in(&base, &shop_token).await;
+    assert_eq!(home, format!("/i/{shop_id}"));
+    assert_eq!(get(&base, &own, "/fleet").await.0, StatusCode::FORBIDDEN);
+    let (st, page) = get(&base, &own, &format!("/i/{other_id}")).await;
+    assert_eq!(st, StatusCode::FORBIDDEN, "the API refuses another instance: {page}");
+    let (st, page) = get(&base, &own, &format!("/i/{shop_id}")).await;
+    assert_eq!(st, 200);
+    assert!(page.contains("/connect\""), "its own token may connect");
+
+    // A read_only key: its instance, and no button but signing out.
+    let key = c
+        .api
+        .client(Some(shop_token.clone()))
+        .post(&format!("/v1/instances/{shop_id}/api-keys"), &json!({ "name": "viewer", "scope": "read_only" }))
+        .await
+        .expect(201);
+    let (ro, _) = sign_in(&base, key["token"].as_str().unwrap()).await;
+    let (st, page) = get(&base, &ro, &format!("/i/{shop_id}")).await;
+    assert_eq!(st, 200);
+    assert_eq!(page.matches("<button").count(), 1, "only sign-out: {page}");
+    assert!(page.contains("API key (read only)"));
+
+    // Signing out clears the cookie; it needs the session's CSRF token.
+    let csrf = csrf_of(&page);
+    let res = h.post(format!("{base}/sign-out")).header(COOKIE, &ro).form(&[("csrf", "x")]).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    let res =
+        h.post(format!("{base}/sign-out")).header(COOKIE, &ro).form(&[("csrf", csrf.as_str())]).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert!(set_cookie(&res, "pl_console").unwrap().contains("Max-Age=0"));
+
+    // A revoked token ends its session at the next page.
+    c.api
+        .client(Some(shop_token))
+        .delete(&format!("/v1/instances/{shop_id}/api-keys/{}", key["key"]["id"].as_str().unwrap()))
+        .await
+        .expect(204);
+    let res = wait_for(Duration::from_secs(10), || async {
+        let r = h.get(format!("{base}/i/{shop_id}")).header(COOKIE, &ro).send().await.ok()?;
+        (r.status() == StatusCode::SEE_OTHER).then_some(r)
+    })
+    .await
+    .expect("the revoked key's session ends (the API's token cache lasts 5 s)");
+    assert_eq!(res.headers()[LOCATION], "/");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_pairs_an_instance_from_the_console_in_a_browser() {
+    let c = Cluster::start(bin(), 1, |_| {}).await;
+    c.phone(PHONE, false).await;
+    let base = console(&c).await;
+    let (inst, _) = c.api.create_instance("console-pairing").await;
+    let id = inst.id.to_string();
+
+    let b = Browser::start().await;
+    b.client.goto(&format!("{base}/")).await.unwrap();
+    b.screenshot("console-sign-in").await;
+    b.client
+        .find(Locator::Css("#token"))
+        .await
+        .unwrap()
+        .send_keys(c.config.admin_token.as_deref().unwrap())
+        .await
+        .unwrap();
+    b.client.find(Locator::Css("main form button")).await.unwrap().click().await.unwrap();
+    // The fleet lists it; its link opens its page.
+    let link =
+        b.wait_for_element(&format!("a[href='/i/{id}']"), Duration::from_secs(10)).await.expect("the fleet lists it");
+    b.screenshot("console-fleet").await;
+    link.click().await.unwrap();
+    let connect =
+        b.wait_for_element("form[action$='/connect'] button", Duration::from_secs(10)).await.expect("Connect");
+    connect.click().await.unwrap();
+    // The page shows the network's QR code (refreshed by its script); a phone scans it.
+    let code = wait_for(Duration::from_secs(30), || async {
+        let qr = b.client.find(Locator::Css("img#qr")).await.ok()?;
+        qr.attr("data-code").await.ok().flatten().filter(|c| !c.is_empty())
+    })
+    .await
+    .expect("the page shows a QR code");
+    b.screenshot("console-pairing").await;
+    let source = b.client.source().await.unwrap();
+    assert!(!source.contains("pl_admin_") && !source.contains("pl_inst_"), "no token in the page");
+    c.netsim().post("/control/scan", &json!({ "code": code, "number": PHONE })).await.expect(200);
+    // The page turns to the paired instance, with its number, by itself.
+    let paired = wait_for(Duration::from_secs(30), || async {
+        let s = b.client.find(Locator::Css("#state")).await.ok()?;
+        s.attr("data-state").await.ok().flatten().filter(|s| s == "connected")?;
+        let text = b.client.find(Locator::Css("main")).await.ok()?.text().await.ok()?;
+        text.contains(PHONE).then_some(())
+    })
+    .await;
+    assert!(paired.is_some(), "the page shows the instance connected with its number");
+    b.screenshot("console-connected").await;
+    b.close().await;
+}
