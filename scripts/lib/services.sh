@@ -427,31 +427,33 @@ _pl_pip_install() {
     fi
 }
 
-# Node.js (Debian's, when the machine has none) and the npm packages the tests drive as
-# clients: the official MCP TypeScript SDK. Installed into $cache/npm; exports
-# PL_NODE and PL_TEST_NODE_MODULES.
+# Node.js (Debian's, when the machine has none) and the npm packages the tests use: the
+# official MCP TypeScript SDK as a client, and axe-core (run in the browser on the
+# console's pages). Installed into $cache/npm; exports PL_NODE and PL_TEST_NODE_MODULES.
 pl_ensure_test_node() {
     if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
         _pl_log "installing nodejs + npm (apt) ..."
         _pl_apt_install nodejs npm || return 1
     fi
     PL_NODE=$(command -v node)
-    local prefix log spec want
+    local prefix log spec want name
     prefix=$(pl_cache_dir)/npm
     log=$(pl_cache_dir)/npm.log
     mkdir -p "$prefix"
-    spec=${PL_MCP_TS_SPEC:-@modelcontextprotocol/sdk@1.32.2}
-    want=${spec##*@}
-    if [[ ! -f $prefix/node_modules/@modelcontextprotocol/sdk/package.json ]] ||
-        ! grep -q "\"version\": \"$want\"" "$prefix/node_modules/@modelcontextprotocol/sdk/package.json"; then
-        _pl_log "installing $spec (npm) ..."
-        [[ -f $prefix/package.json ]] || printf '{"name": "paceline-test-clients", "private": true}\n' >"$prefix/package.json"
-        if ! npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error "$spec" >>"$log" 2>&1; then
-            _pl_err "npm install $spec failed; see $log"
-            _pl_tail_log "$log" 20
-            return 1
+    for spec in "${PL_MCP_TS_SPEC:-@modelcontextprotocol/sdk@1.32.2}" "${PL_AXE_SPEC:-axe-core@4.14.1}"; do
+        want=${spec##*@}
+        name=${spec%@*}
+        if [[ ! -f $prefix/node_modules/$name/package.json ]] ||
+            ! grep -q "\"version\": \"$want\"" "$prefix/node_modules/$name/package.json"; then
+            _pl_log "installing $spec (npm) ..."
+            [[ -f $prefix/package.json ]] || printf '{"name": "paceline-test-clients", "private": true}\n' >"$prefix/package.json"
+            if ! npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error "$spec" >>"$log" 2>&1; then
+                _pl_err "npm install $spec failed; see $log"
+                _pl_tail_log "$log" 20
+                return 1
+            fi
         fi
-    fi
+    done
     PL_TEST_NODE_MODULES=$prefix/node_modules
     export PL_NODE PL_TEST_NODE_MODULES
 }

@@ -80,6 +80,24 @@ impl Browser {
         let _ = self.client.clone().close().await;
     }
 
+    /// axe-core (npm, installed by `scripts/test`) run in the current page: its
+    /// violations of impact `serious` or `critical`, each with the rule, its help and
+    /// the elements it found.
+    pub async fn serious_accessibility_violations(&self) -> Vec<serde_json::Value> {
+        let (_, modules) = crate::test_node();
+        let axe = std::fs::read_to_string(modules.join("axe-core/axe.min.js"))
+            .expect("axe-core is installed: run the tests through scripts/test");
+        self.client.execute(&axe, vec![]).await.expect("axe-core loads in the page");
+        let run = "const done = arguments[arguments.length - 1];
+            axe.run(document, { resultTypes: ['violations'] })
+              .then(r => done(r.violations
+                .filter(v => v.impact === 'serious' || v.impact === 'critical')
+                .map(v => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(n => n.target) }))))
+              .catch(e => done([{ id: 'axe-error', help: String(e) }]));";
+        let found = self.client.execute_async(run, vec![]).await.expect("axe-core runs");
+        found.as_array().cloned().unwrap_or_default()
+    }
+
     /// Saves a screenshot under the test artifacts directory; returns its path.
     pub async fn screenshot(&self, name: &str) -> PathBuf {
         let png = self.client.screenshot().await.expect("a screenshot");

@@ -53,6 +53,8 @@ pub fn router(console: Console) -> Router {
         .route("/i/{id}/connect", post(routes::connect))
         .route("/i/{id}/logout", post(routes::logout))
         .route("/i/{id}/qr.json", get(routes::qr))
+        .route("/i/{id}/chats", get(routes::chats))
+        .route("/i/{id}/chats/{jid}", get(routes::chat))
         .route("/assets/console.css", get(routes::css))
         .route("/assets/console.js", get(routes::js))
         .fallback(routes::not_found)

@@ -6,12 +6,15 @@ use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Form, Json};
+use domain::chats::ChatListOut;
+use domain::history::MessagePageOut;
 use domain::instances::{InstanceListOut, InstanceOut};
 use domain::pairing::QrOut;
 use maud::Markup;
 use serde::Deserialize;
 use shared::db::instances::InstanceState;
 use shared::ids::InstanceId;
+use shared::jid::Jid;
 
 use crate::api::ApiError;
 use crate::pages;
@@ -241,4 +244,47 @@ pub async fn js() -> Response {
 
 pub async fn not_found() -> Response {
     (StatusCode::NOT_FOUND, axum::response::Html(pages::not_found().into_string())).into_response()
+}
+
+#[derive(Deserialize)]
+pub struct CursorQuery {
+    #[serde(default)]
+    cursor: String,
+}
+
+/// An instance's chats.
+pub async fn chats(
+    State(c): State<Console>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+    Query(q): Query<CursorQuery>,
+) -> Response {
+    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
+    let Ok(id) = InstanceId::parse(&raw) else { return no_instance(&c, &s) };
+    let i = match c.api.get::<InstanceOut>(&s.token, &format!("/v1/instances/{id}"), &[]).await {
+        Ok(i) => i,
+        Err(e) => return refused(&c, &s, e),
+    };
+    let query = [("cursor", q.cursor.as_str()), ("limit", "50")];
+    match c.api.get::<ChatListOut>(&s.token, &format!("/v1/instances/{id}/chats"), &query).await {
+        Ok(list) => page(&c, &s, StatusCode::OK, pages::chats((&s.who, &s.csrf), id.as_str(), &i.name, &list)),
+        Err(e) => refused(&c, &s, e),
+    }
+}
+
+/// A chat's history.
+pub async fn chat(
+    State(c): State<Console>,
+    headers: HeaderMap,
+    Path((raw, raw_jid)): Path<(String, String)>,
+    Query(q): Query<CursorQuery>,
+) -> Response {
+    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
+    let (Ok(id), Ok(jid)) = (InstanceId::parse(&raw), Jid::parse(&raw_jid)) else { return no_instance(&c, &s) };
+    let query = [("cursor", q.cursor.as_str()), ("limit", "50")];
+    let path = format!("/v1/instances/{id}/chats/{jid}/messages");
+    match c.api.get::<MessagePageOut>(&s.token, &path, &query).await {
+        Ok(p) => page(&c, &s, StatusCode::OK, pages::chat((&s.who, &s.csrf), id.as_str(), jid.as_str(), &p)),
+        Err(e) => refused(&c, &s, e),
+    }
 }

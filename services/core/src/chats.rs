@@ -26,6 +26,15 @@ pub struct ChatOut {
     pub labels: Vec<String>,
 }
 
+/// A page of chats.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ChatListOut {
+    pub chats: Vec<ChatOut>,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
 impl From<ChatRow> for ChatOut {
     fn from(r: ChatRow) -> Self {
         ChatOut {

@@ -2,7 +2,8 @@
 //! over plain HTTP, its sign-in, sealed session cookie, CSRF checks, CSP and what each
 //! kind of token may see and do; in a real browser (headless Chromium), an admin signs in,
 //! finds an instance in the fleet, connects it and pairs it by scanning the QR code the
-//! page shows with a netsim phone.
+//! page shows with a netsim phone, then reads a received message on the Chats tab;
+//! axe-core (npm) finds no serious or critical violation on any page it passes.
 
 use std::time::Duration;
 
@@ -15,6 +16,13 @@ use serde_json::json;
 use crate::bin;
 
 const PHONE: &str = "5511999995001";
+const FRIEND: &str = "5511999995002";
+
+/// Runs axe-core in the page: no serious or critical violation.
+async fn accessible(b: &Browser, page: &str) {
+    let found = b.serious_accessibility_violations().await;
+    assert!(found.is_empty(), "axe-core on the {page} page: {found:#?}");
+}
 
 /// The console of `c`, in process, on a free port.
 async fn console(c: &Cluster) -> String {
@@ -199,6 +207,7 @@ async fn the_console_signs_in_and_each_token_sees_and_does_only_what_it_may() {
 async fn an_admin_pairs_an_instance_from_the_console_in_a_browser() {
     let c = Cluster::start(bin(), 1, |_| {}).await;
     c.phone(PHONE, false).await;
+    c.phone(FRIEND, false).await;
     let base = console(&c).await;
     let (inst, _) = c.api.create_instance("console-pairing").await;
     let id = inst.id.to_string();
@@ -206,6 +215,7 @@ async fn an_admin_pairs_an_instance_from_the_console_in_a_browser() {
     let b = Browser::start().await;
     b.client.goto(&format!("{base}/")).await.unwrap();
     b.screenshot("console-sign-in").await;
+    accessible(&b, "sign-in").await;
     b.client
         .find(Locator::Css("#token"))
         .await
@@ -218,6 +228,7 @@ async fn an_admin_pairs_an_instance_from_the_console_in_a_browser() {
     let link =
         b.wait_for_element(&format!("a[href='/i/{id}']"), Duration::from_secs(10)).await.expect("the fleet lists it");
     b.screenshot("console-fleet").await;
+    accessible(&b, "fleet").await;
     link.click().await.unwrap();
     let connect =
         b.wait_for_element("form[action$='/connect'] button", Duration::from_secs(10)).await.expect("Connect");
@@ -230,6 +241,7 @@ async fn an_admin_pairs_an_instance_from_the_console_in_a_browser() {
     .await
     .expect("the page shows a QR code");
     b.screenshot("console-pairing").await;
+    accessible(&b, "pairing").await;
     let source = b.client.source().await.unwrap();
     assert!(!source.contains("pl_admin_") && !source.contains("pl_inst_"), "no token in the page");
     c.netsim().post("/control/scan", &json!({ "code": code, "number": PHONE })).await.expect(200);
@@ -243,5 +255,32 @@ async fn an_admin_pairs_an_instance_from_the_console_in_a_browser() {
     .await;
     assert!(paired.is_some(), "the page shows the instance connected with its number");
     b.screenshot("console-connected").await;
+    accessible(&b, "instance").await;
+
+    // A friend writes; the chat and its message are on the Chats tab.
+    c.netsim()
+        .post(&format!("/control/phones/{FRIEND}/messages"), &json!({ "to": PHONE, "text": "hello <console>" }))
+        .await
+        .expect(201);
+    let chats = format!("{base}/i/{id}/chats");
+    let link = wait_for(Duration::from_secs(30), || async {
+        b.client.goto(&chats).await.ok()?;
+        b.client.find(Locator::Css(&format!("a[href='/i/{id}/chats/{FRIEND}%40s.whatsapp.net']"))).await.ok()
+    })
+    .await
+    .expect("the chat is listed");
+    b.screenshot("console-chats").await;
+    accessible(&b, "chats").await;
+    link.click().await.unwrap();
+    let text = b
+        .wait_for_element("ol.messages .text", Duration::from_secs(10))
+        .await
+        .expect("a message")
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(text, "hello <console>", "shown as text, escaped");
+    b.screenshot("console-chat").await;
+    accessible(&b, "chat").await;
     b.close().await;
 }

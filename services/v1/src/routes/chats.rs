@@ -7,8 +7,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, Utc};
-use domain::chats::{self as core, ChatOut};
-use serde::{Deserialize, Serialize};
+use domain::chats::{self as core, ChatListOut, ChatOut};
+use serde::Deserialize;
 use shared::db::log::{self, ChatChange};
 use shared::error::ErrorBody;
 use shared::ids::InstanceId;
@@ -29,15 +29,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_one, patch, delete))
         .routes(routes!(history))
         .routes(routes!(read))
-}
-
-/// A page of chats.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct ChatListOut {
-    pub chats: Vec<ChatOut>,
-    /// Pass as `cursor` for the next page; absent on the last page.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
 }
 
 /// Body of `PATCH {inst}/chats/{jid}`: absent fields stay.

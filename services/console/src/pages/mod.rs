@@ -1,0 +1,127 @@
+//! The pages, rendered on the server (maud: the templates are Rust, checked by the
+//! compiler, and every value is escaped). Each takes what it shows; the routes fetch it.
+
+use maud::{html, Markup, DOCTYPE};
+use shared::db::instances::InstanceState;
+
+use crate::session::Who;
+
+mod chats;
+mod fleet;
+mod instance;
+
+pub use chats::{chat, chats};
+pub use fleet::{fleet, FleetFilter};
+pub use instance::instance;
+
+/// Every page: the header (who is signed in, sign-out) and `body`.
+pub fn layout(title: &str, who: Option<(&Who, &str)>, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · paceline console" }
+                link rel="stylesheet" href="/assets/console.css";
+                script src="/assets/console.js" defer {}
+            }
+            body {
+                header {
+                    a.brand href="/" { "paceline" }
+                    @if let Some((who, csrf)) = who {
+                        nav aria-label="main" {
+                            @if who.is_admin() { a href="/fleet" { "Fleet" } }
+                            @else if let Some(id) = &who.instance_id {
+                                a href={ "/i/" (id) } { (who.instance_name.as_deref().unwrap_or("Instance")) }
+                            }
+                        }
+                        span.who { (signed_in_as(who)) }
+                        form.inline method="post" action="/sign-out" {
+                            input type="hidden" name="csrf" value=(csrf);
+                            button type="submit" { "Sign out" }
+                        }
+                    }
+                }
+                main { (body) }
+            }
+        }
+    }
+}
+
+fn signed_in_as(who: &Who) -> String {
+    match (who.kind.as_str(), who.scope.as_deref()) {
+        ("admin", _) => "admin".into(),
+        ("api_key", Some(scope)) => format!("API key ({})", scope.replace('_', " ")),
+        _ => "instance token".into(),
+    }
+}
+
+/// The sign-in form: one token field.
+pub fn sign_in(csrf: &str, error: Option<&str>) -> Markup {
+    layout(
+        "Sign in",
+        None,
+        html! {
+            h1 { "Sign in" }
+            p { "Sign in with the admin token, an instance's token or an API key. It stays in a sealed cookie and is never shown again." }
+            @if let Some(e) = error { p.error role="alert" { (e) } }
+            form method="post" action="/" autocomplete="off" {
+                input type="hidden" name="csrf" value=(csrf);
+                label for="token" { "Token" }
+                input #token type="password" name="token" required maxlength="512" autocomplete="off";
+                button type="submit" { "Sign in" }
+            }
+        },
+    )
+}
+
+/// A refusal or an error, with the API's own message.
+pub fn problem(who: Option<(&Who, &str)>, title: &str, message: &str) -> Markup {
+    layout(
+        title,
+        who,
+        html! {
+            h1 { (title) }
+            p.error role="alert" { (message) }
+            p { a href="/" { "Back" } }
+        },
+    )
+}
+
+pub(crate) fn state_name(s: InstanceState) -> String {
+    serde_json::to_value(s).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
+pub(crate) fn state_badge(s: InstanceState) -> Markup {
+    let name = state_name(s);
+    html! { span class={ "state state-" (name) } { (name.replace('_', " ")) } }
+}
+
+/// An instance's pages.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Tab {
+    Overview,
+    Chats,
+}
+
+/// The links between an instance's pages.
+pub fn tabs(id: &str, on: Tab) -> Markup {
+    html! {
+        nav.tabs aria-label="instance" {
+            @for (tab, path, label) in [(Tab::Overview, "", "Overview"), (Tab::Chats, "/chats", "Chats")] {
+                a href={ "/i/" (id) (path) } aria-current=[(tab == on).then_some("page")] { (label) }
+            }
+        }
+    }
+}
+
+/// A page that is not there.
+pub fn not_found() -> Markup {
+    layout("Not found", None, html! { h1 { "Not found" } p { a href="/" { "Back" } } })
+}
+
+/// The stylesheet.
+pub const CSS: &str = include_str!("../assets/console.css");
+/// The script: refreshes the QR code while pairing.
+pub const JS: &str = include_str!("../assets/console.js");
