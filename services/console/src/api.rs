@@ -74,7 +74,21 @@ impl Api {
     }
 
     pub async fn post<T: DeserializeOwned>(&self, token: &str, path: &str) -> Result<T, ApiError> {
-        self.send(self.http.post(self.url(path, &[])).bearer_auth(token).json(&serde_json::json!({}))).await
+        self.post_json(token, path, &serde_json::json!({})).await
+    }
+
+    pub async fn post_json<T: DeserializeOwned>(
+        &self,
+        token: &str,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> Result<T, ApiError> {
+        self.send(self.http.post(self.url(path, &[])).bearer_auth(token).json(body)).await
+    }
+
+    /// A DELETE; its answer (204, no body) reads as `()`.
+    pub async fn delete(&self, token: &str, path: &str) -> Result<(), ApiError> {
+        self.send::<serde_json::Value>(self.http.delete(self.url(path, &[])).bearer_auth(token)).await.map(drop)
     }
 
     async fn send<T: DeserializeOwned>(&self, req: reqwest::RequestBuilder) -> Result<T, ApiError> {
@@ -91,7 +105,8 @@ impl Api {
             return Err(ApiError::unavailable());
         }
         if (200..300).contains(&status) {
-            return serde_json::from_slice(&bytes).map_err(|e| {
+            let body = if bytes.is_empty() { &b"null"[..] } else { &bytes[..] };
+            return serde_json::from_slice(body).map_err(|e| {
                 tracing::warn!(error = %e, "an answer of the API did not read");
                 ApiError::unavailable()
             });

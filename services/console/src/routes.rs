@@ -9,11 +9,13 @@ use axum::{Form, Json};
 use domain::chats::ChatListOut;
 use domain::history::MessagePageOut;
 use domain::instances::{InstanceListOut, InstanceOut};
+use domain::keys::{KeyCreatedOut, KeyListOut};
 use domain::pairing::QrOut;
+use domain::webhooks::{DeliveryListOut, WebhookListOut};
 use maud::Markup;
 use serde::Deserialize;
 use shared::db::instances::InstanceState;
-use shared::ids::InstanceId;
+use shared::ids::{DeliveryId, InstanceId, KeyId, WebhookId};
 use shared::jid::Jid;
 
 use crate::api::ApiError;
@@ -285,6 +287,148 @@ pub async fn chat(
     let path = format!("/v1/instances/{id}/chats/{jid}/messages");
     match c.api.get::<MessagePageOut>(&s.token, &path, &query).await {
         Ok(p) => page(&c, &s, StatusCode::OK, pages::chat((&s.who, &s.csrf), id.as_str(), jid.as_str(), &p)),
+        Err(e) => refused(&c, &s, e),
+    }
+}
+
+/// An instance's webhook endpoints.
+pub async fn webhooks(State(c): State<Console>, headers: HeaderMap, Path(raw): Path<String>) -> Response {
+    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
+    let Ok(id) = InstanceId::parse(&raw) else { return no_instance(&c, &s) };
+    let i = match c.api.get::<InstanceOut>(&s.token, &format!("/v1/instances/{id}"), &[]).await {
+        Ok(i) => i,
+        Err(e) => return refused(&c, &s, e),
+    };
+    match c.api.get::<WebhookListOut>(&s.token, &format!("/v1/instances/{id}/webhooks"), &[]).await {
+        Ok(list) => page(&c, &s, StatusCode::OK, pages::webhooks((&s.who, &s.csrf), id.as_str(), &i.name, &list)),
+        Err(e) => refused(&c, &s, e),
+    }
+}
+
+/// An endpoint's delivery log.
+pub async fn deliveries(
+    State(c): State<Console>,
+    headers: HeaderMap,
+    Path((raw, raw_wh)): Path<(String, String)>,
+    Query(q): Query<CursorQuery>,
+) -> Response {
+    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
+    let (Ok(id), Ok(wh)) = (InstanceId::parse(&raw), WebhookId::parse(&raw_wh)) else { return no_instance(&c, &s) };
+    let query = [("cursor", q.cursor.as_str()), ("limit", "50")];
+    let path = format!("/v1/instances/{id}/webhooks/{wh}/deliveries");
+    match c.api.get::<DeliveryListOut>(&s.token, &path, &query).await {
+        Ok(p) => {
+            let m = pages::deliveries((&s.who, &s.csrf), id.as_str(), wh.as_str(), &p, s.who.can_operate());
+            page(&c, &s, StatusCode::OK, m)
+        }
+        Err(e) => refused(&c, &s, e),
+    }
+}
+
+/// Resends a failed delivery, then shows the log again.
+pub async fn resend(
+    State(c): State<Console>,
+    headers: HeaderMap,
+    Path((raw, raw_wh, raw_dlv)): Path<(String, String, String)>,
+    Form(f): Form<CsrfForm>,
+) -> Response {
+    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
+    if !csrf_ok(&s.csrf, &f.csrf) {
+        return forged(&c, &s);
+    }
+    let (Ok(id), Ok(wh), Ok(dlv)) = (InstanceId::parse(&raw), WebhookId::parse(&raw_wh), DeliveryId::parse(&raw_dlv))
+    else {
+        return no_instance(&c, &s);
+    };
+    let path = format!("/v1/instances/{id}/webhooks/{wh}/deliveries/{dlv}/resend");
+    match c.api.post::<serde_json::Value>(&s.token, &path).await {
+        Ok(_) => ([(header::SET_COOKIE, c.sessions.set_cookie(&s))], Redirect::to(&format!("/i/{id}/webhooks/{wh}")))
+            .into_response(),
+        Err(e) => refused(&c, &s, e),
+    }
+}
+
+/// The instance's name and its keys, for the keys page.
+async fn keys_of(c: &Console, s: &Session, id: &InstanceId) -> Result<(String, KeyListOut), ApiError> {
+    let i = c.api.get::<InstanceOut>(&s.token, &format!("/v1/instances/{id}"), &[]).await?;
+    let list = c.api.get::<KeyListOut>(&s.token, &format!("/v1/instances/{id}/api-keys"), &[("limit", "100")]).await?;
+    Ok((i.name, list))
+}
+
+/// An instance's API keys.
+pub async fn keys(State(c): State<Console>, headers: HeaderMap, Path(raw): Path<String>) -> Response {
+    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
+    let Ok(id) = InstanceId::parse(&raw) else { return no_instance(&c, &s) };
+    match keys_of(&c, &s, &id).await {
+        Ok((name, list)) => page(
+            &c,
+            &s,
+            StatusCode::OK,
+            pages::keys((&s.who, &s.csrf), id.as_str(), &name, &list, pages::KeysNote::None),
+        ),
+        Err(e) => refused(&c, &s, e),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct KeyForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    scope: String,
+}
+
+/// Creates a key: the answer shows its token, once.
+pub async fn create_key(
+    State(c): State<Console>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+    Form(f): Form<KeyForm>,
+) -> Response {
+    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
+    if !csrf_ok(&s.csrf, &f.csrf) {
+        return forged(&c, &s);
+    }
+    let Ok(id) = InstanceId::parse(&raw) else { return no_instance(&c, &s) };
+    let body = serde_json::json!({ "name": f.name, "scope": f.scope });
+    let created = c.api.post_json::<KeyCreatedOut>(&s.token, &format!("/v1/instances/{id}/api-keys"), &body).await;
+    let (name, list) = match keys_of(&c, &s, &id).await {
+        Ok(k) => k,
+        Err(e) => return refused(&c, &s, e),
+    };
+    let who = (&s.who, s.csrf.as_str());
+    match created {
+        Ok(k) => {
+            page(&c, &s, StatusCode::CREATED, pages::keys(who, id.as_str(), &name, &list, pages::KeysNote::Created(&k)))
+        }
+        Err(e) if e.status == 400 => page(
+            &c,
+            &s,
+            StatusCode::BAD_REQUEST,
+            pages::keys(who, id.as_str(), &name, &list, pages::KeysNote::Refused(&e.message)),
+        ),
+        Err(e) => refused(&c, &s, e),
+    }
+}
+
+/// Revokes a key.
+pub async fn revoke_key(
+    State(c): State<Console>,
+    headers: HeaderMap,
+    Path((raw, raw_key)): Path<(String, String)>,
+    Form(f): Form<CsrfForm>,
+) -> Response {
+    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
+    if !csrf_ok(&s.csrf, &f.csrf) {
+        return forged(&c, &s);
+    }
+    let (Ok(id), Ok(key)) = (InstanceId::parse(&raw), KeyId::parse(&raw_key)) else { return no_instance(&c, &s) };
+    match c.api.delete(&s.token, &format!("/v1/instances/{id}/api-keys/{key}")).await {
+        Ok(()) => {
+            ([(header::SET_COOKIE, c.sessions.set_cookie(&s))], Redirect::to(&format!("/i/{id}/keys"))).into_response()
+        }
         Err(e) => refused(&c, &s, e),
     }
 }

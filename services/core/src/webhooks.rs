@@ -1,10 +1,14 @@
 //! Webhook registration's rules: the URL a tenant may register, the event types, the
 //! payload format, and the limits per instance. The delivery itself is the dispatcher's.
 
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use shared::db::deliveries::{DeliveryRow, DeliveryState};
 pub use shared::db::webhooks::WebhookFormat;
 use shared::db::webhooks::{self, WebhookRow};
 use shared::fetch::FetchError;
-use shared::ids::{InstanceId, WebhookId};
+use shared::ids::{DeliveryId, EventId, InstanceId, WebhookId};
+use utoipa::ToSchema;
 
 use crate::{Core, Error, Result};
 
@@ -77,4 +81,110 @@ pub fn shape(
         return Err(Error::invalid("by_events and base64 need format evolution"));
     }
     Ok(webhooks::Shape { format, by_events, base64, evolution_events })
+}
+
+/// A webhook endpoint.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct WebhookOut {
+    pub id: WebhookId,
+    /// Credentials in it are shown masked: the password as `***` (to the admin, who sees
+    /// the user name), the whole user info as `***` to anyone else.
+    pub url: String,
+    /// Event types delivered; empty means every type.
+    pub events: Vec<String>,
+    /// False once disabled (by the owner, or after failing for too long).
+    pub enabled: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disabled_reason: Option<String>,
+    /// `whsec_...`: only in the answers to create and to a rotation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+    /// `paceline` (our envelope) or `evolution` (Evolution API v2's payloads).
+    pub format: WebhookFormat,
+    /// Evolution format: the event's name is appended to the URL (`/messages-upsert`).
+    pub by_events: bool,
+    /// Evolution format: received media's bytes come in the payload (`message.base64`).
+    pub base64: bool,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl WebhookOut {
+    /// As `admin` or not sees it: the URL's password never shown, its user name only to
+    /// the admin.
+    pub fn of(r: WebhookRow, show_secret: bool, admin: bool) -> WebhookOut {
+        WebhookOut {
+            secret: show_secret.then_some(r.secret),
+            id: r.id,
+            url: crate::instances::masked_url(&r.url, admin),
+            events: r.events,
+            enabled: r.enabled,
+            disabled_reason: r.disabled_reason,
+            format: r.shape.format,
+            by_events: r.shape.by_events,
+            base64: r.shape.base64,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        }
+    }
+}
+
+/// The webhooks of an instance.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct WebhookListOut {
+    pub webhooks: Vec<WebhookOut>,
+}
+
+/// One delivery of an event to a webhook.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct DeliveryOut {
+    pub id: DeliveryId,
+    pub event_id: EventId,
+    pub event_type: String,
+    /// `pending` (attempt due or in progress, or a retry scheduled), `succeeded`, or
+    /// `failed` (retries exhausted, 410 Gone, or the endpoint was disabled): only a failed
+    /// delivery can be resent.
+    pub state: DeliveryState,
+    /// Attempts made so far.
+    pub attempts: i32,
+    /// The HTTP status of the last attempt (none when the endpoint did not answer).
+    pub response_status: Option<i32>,
+    /// How long the last attempt took.
+    pub latency_ms: Option<i32>,
+    /// Why the last attempt failed.
+    pub last_error: Option<String>,
+    /// When the next attempt is due (pending only).
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// When an attempt succeeded.
+    pub delivered_at: Option<DateTime<Utc>>,
+}
+
+impl From<DeliveryRow> for DeliveryOut {
+    fn from(r: DeliveryRow) -> Self {
+        DeliveryOut {
+            id: r.id,
+            event_id: r.event_id,
+            event_type: r.event_type,
+            state: r.state,
+            attempts: r.attempts,
+            response_status: r.response_status,
+            latency_ms: r.latency_ms,
+            last_error: r.last_error,
+            next_attempt_at: r.next_attempt_at,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+            delivered_at: r.delivered_at,
+        }
+    }
+}
+
+/// A page of the delivery log.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct DeliveryListOut {
+    pub deliveries: Vec<DeliveryOut>,
+    /// Pass as `cursor` for the next (older) page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }

@@ -109,7 +109,7 @@ pub(crate) fn chat_href(id: &str, jid: &str) -> String {
     format!("/i/{id}/chats/{jid}")
 }
 
-fn with_cursor(path: &str, cursor: &str) -> String {
+pub(crate) fn with_cursor(path: &str, cursor: &str) -> String {
     let c: String = url::form_urlencoded::byte_serialize(cursor.as_bytes()).collect();
     format!("{path}?cursor={c}")
 }

@@ -9,10 +9,14 @@ use crate::session::Who;
 mod chats;
 mod fleet;
 mod instance;
+mod keys;
+mod webhooks;
 
 pub use chats::{chat, chats};
 pub use fleet::{fleet, FleetFilter};
 pub use instance::instance;
+pub use keys::{keys, KeysNote};
+pub use webhooks::{deliveries, webhooks};
 
 /// Every page: the header (who is signed in, sign-out) and `body`.
 pub fn layout(title: &str, who: Option<(&Who, &str)>, body: Markup) -> Markup {
@@ -103,13 +107,15 @@ pub(crate) fn state_badge(s: InstanceState) -> Markup {
 pub enum Tab {
     Overview,
     Chats,
+    Webhooks,
+    Keys,
 }
 
 /// The links between an instance's pages.
 pub fn tabs(id: &str, on: Tab) -> Markup {
     html! {
         nav.tabs aria-label="instance" {
-            @for (tab, path, label) in [(Tab::Overview, "", "Overview"), (Tab::Chats, "/chats", "Chats")] {
+            @for (tab, path, label) in [(Tab::Overview, "", "Overview"), (Tab::Chats, "/chats", "Chats"), (Tab::Webhooks, "/webhooks", "Webhooks"), (Tab::Keys, "/keys", "API keys")] {
                 a href={ "/i/" (id) (path) } aria-current=[(tab == on).then_some("page")] { (label) }
             }
         }

@@ -26,8 +26,13 @@ async fn accessible(b: &Browser, page: &str) {
 
 /// The console of `c`, in process, on a free port.
 async fn console(c: &Cluster) -> String {
-    let mut config = c.config.clone();
-    config.console.api_url = url::Url::parse(&format!("http://{}", c.api.addr)).unwrap();
+    console_of(&c.config, c.api.addr).await
+}
+
+/// A console for the API at `api`, in process, on a free port.
+async fn console_of(config: &shared::Config, api: std::net::SocketAddr) -> String {
+    let mut config = config.clone();
+    config.console.api_url = url::Url::parse(&format!("http://{api}")).unwrap();
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
     tokio::spawn(console::run(config, l, shared::Shutdown::new()));
@@ -166,14 +171,34 @@ async fn the_console_signs_in_and_each_token_sees_and_does_only_what_it_may() {
     assert_eq!(st, 200);
     assert!(page.contains("/connect\""), "its own token may connect");
 
+    // The instance's token makes a read_only key on the API keys tab: its token is shown
+    // on the answer to the form, once, and never on the list.
+    let (_, keys) = get(&base, &own, &format!("/i/{shop_id}/keys")).await;
+    assert!(keys.contains("No API keys."), "{keys}");
+    let form = [("csrf", csrf_of(&keys)), ("name", "viewer".into()), ("scope", "read_only".into())];
+    let res = h.post(format!("{base}/i/{shop_id}/keys")).header(COOKIE, &own).form(&form).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let created = res.text().await.unwrap();
+    let key_token = created
+        .split("id=\"new-token\" type=\"text\" readonly value=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap();
+    assert!(key_token.starts_with("pl_key_"), "{created}");
+    let (_, keys) = get(&base, &own, &format!("/i/{shop_id}/keys")).await;
+    assert!(keys.contains("viewer") && keys.contains("read only"), "{keys}");
+    // The API's own validation, shown on the page: a name it refuses creates nothing.
+    let bad = [("csrf", csrf_of(&keys)), ("name", " ".into()), ("scope", "read_only".into())];
+    let res = h.post(format!("{base}/i/{shop_id}/keys")).header(COOKIE, &own).form(&bad).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+    assert!(res.text().await.unwrap().contains("name must be"), "the API's message");
+    let listed =
+        c.api.client(Some(shop_token.clone())).get(&format!("/v1/instances/{shop_id}/api-keys")).await.expect(200);
+    assert_eq!(listed["keys"].as_array().unwrap().len(), 1);
+    let key = listed["keys"][0].clone();
+
     // A read_only key: its instance, and no button but signing out.
-    let key = c
-        .api
-        .client(Some(shop_token.clone()))
-        .post(&format!("/v1/instances/{shop_id}/api-keys"), &json!({ "name": "viewer", "scope": "read_only" }))
-        .await
-        .expect(201);
-    let (ro, _) = sign_in(&base, key["token"].as_str().unwrap()).await;
+    let (ro, _) = sign_in(&base, key_token).await;
     let (st, page) = get(&base, &ro, &format!("/i/{shop_id}")).await;
     assert_eq!(st, 200);
     assert_eq!(page.matches("<button").count(), 1, "only sign-out: {page}");
@@ -188,12 +213,13 @@ async fn the_console_signs_in_and_each_token_sees_and_does_only_what_it_may() {
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
     assert!(set_cookie(&res, "pl_console").unwrap().contains("Max-Age=0"));
 
-    // A revoked token ends its session at the next page.
-    c.api
-        .client(Some(shop_token))
-        .delete(&format!("/v1/instances/{shop_id}/api-keys/{}", key["key"]["id"].as_str().unwrap()))
-        .await
-        .expect(204);
+    // Revoked on the keys tab, the key's session ends at its next page.
+    let (_, keys) = get(&base, &own, &format!("/i/{shop_id}/keys")).await;
+    let revoke = format!("/i/{shop_id}/keys/{}/revoke", key["id"].as_str().unwrap());
+    assert!(keys.contains(&format!("action=\"{revoke}\"")), "{keys}");
+    let res =
+        h.post(format!("{base}{revoke}")).header(COOKIE, &own).form(&[("csrf", csrf_of(&keys))]).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
     let res = wait_for(Duration::from_secs(10), || async {
         let r = h.get(format!("{base}/i/{shop_id}")).header(COOKIE, &ro).send().await.ok()?;
         (r.status() == StatusCode::SEE_OTHER).then_some(r)
@@ -282,5 +308,90 @@ async fn an_admin_pairs_an_instance_from_the_console_in_a_browser() {
     assert_eq!(text, "hello <console>", "shown as text, escaped");
     b.screenshot("console-chat").await;
     accessible(&b, "chat").await;
+
+    // The Webhooks and API keys tabs; a key made in the browser shows its token once.
+    b.client.goto(&format!("{base}/i/{id}/webhooks")).await.unwrap();
+    accessible(&b, "webhooks").await;
+    b.client.goto(&format!("{base}/i/{id}/keys")).await.unwrap();
+    accessible(&b, "keys").await;
+    b.client.find(Locator::Css("#key-name")).await.unwrap().send_keys("crm").await.unwrap();
+    b.client.find(Locator::Css("form[action$='/keys'] button")).await.unwrap().click().await.unwrap();
+    let token = b.wait_for_element("#new-token", Duration::from_secs(10)).await.expect("the new key's token");
+    assert!(token.prop("value").await.unwrap().unwrap_or_default().starts_with("pl_key_"));
+    b.screenshot("console-key-created").await;
+    accessible(&b, "key created").await;
     b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_delivery_is_resent_from_the_console() {
+    let mut cfg = crate::deliveries::config();
+    // No retries: the first failure is final.
+    cfg.webhooks.retry_span = Duration::from_millis(0);
+    let api = harness::TestApi::start_with(cfg.clone()).await;
+    let stop = shared::Shutdown::new();
+    let dispatcher = tokio::spawn(dispatcher::run(cfg.clone(), stop.clone()));
+    let base = console_of(&cfg, api.addr).await;
+    let sink = harness::webhooks::WebhookSink::start().await;
+    sink.plan(&[(500, None)]);
+    let (inst, token) = api.create_instance("console-hooks").await;
+    let id = inst.id.to_string();
+    let own = api.client(Some(token.clone()));
+    let wh =
+        crate::deliveries::hook(&own, &id, &sink.url(), &["message.queued"]).await["id"].as_str().unwrap().to_string();
+    own.post(&format!("/v1/instances/{id}/messages"), &json!({ "to": "5511999990001", "type": "text", "text": "x" }))
+        .await
+        .expect(202);
+    let deliveries = format!("/v1/instances/{id}/webhooks/{wh}/deliveries");
+    let state_is = |want: &'static str| {
+        let (own, deliveries) = (own.clone(), deliveries.clone());
+        async move {
+            let d = own.get(&deliveries).await.expect(200)["deliveries"][0].clone();
+            (d["state"] == want).then_some(d)
+        }
+    };
+    let failed = wait_for(Duration::from_secs(15), || state_is("failed")).await.expect("fails after one attempt");
+
+    // The endpoint and its log, with a Resend on the failed delivery.
+    let (session, _) = sign_in(&base, &token).await;
+    let (st, page) = get(&base, &session, &format!("/i/{id}/webhooks")).await;
+    assert_eq!(st, 200);
+    assert!(page.contains(&sink.url()) && page.contains(&format!("href=\"/i/{id}/webhooks/{wh}\"")), "{page}");
+    let (st, page) = get(&base, &session, &format!("/i/{id}/webhooks/{wh}")).await;
+    assert_eq!(st, 200);
+    let action = format!("/i/{id}/webhooks/{wh}/deliveries/{}/resend", failed["id"].as_str().unwrap());
+    assert!(page.contains("message.queued") && page.contains(&format!("action=\"{action}\"")), "{page}");
+    // Without the session's CSRF token nothing is resent; with it, the delivery goes again.
+    let h = http();
+    let res = h.post(format!("{base}{action}")).header(COOKIE, &session).form(&[("csrf", "x")]).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    let res = h
+        .post(format!("{base}{action}"))
+        .header(COOKIE, &session)
+        .form(&[("csrf", csrf_of(&page))])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let done = wait_for(Duration::from_secs(15), || state_is("succeeded")).await.expect("the resend succeeds");
+    assert_eq!(done["attempts"], 2);
+    let (_, page) = get(&base, &session, &format!("/i/{id}/webhooks/{wh}")).await;
+    assert!(page.contains("succeeded") && !page.contains("/resend\""), "nothing left to resend: {page}");
+
+    // A read_only key sees the log and no Resend.
+    let key = own
+        .post(&format!("/v1/instances/{id}/api-keys"), &json!({ "name": "viewer", "scope": "read_only" }))
+        .await
+        .expect(201);
+    sink.plan(&[(500, None)]);
+    own.post(&format!("/v1/instances/{id}/messages"), &json!({ "to": "5511999990001", "type": "text", "text": "y" }))
+        .await
+        .expect(202);
+    wait_for(Duration::from_secs(15), || state_is("failed")).await.expect("the second fails");
+    let (ro, _) = sign_in(&base, key["token"].as_str().unwrap()).await;
+    let (st, page) = get(&base, &ro, &format!("/i/{id}/webhooks/{wh}")).await;
+    assert_eq!(st, 200);
+    assert!(page.contains("failed") && !page.contains("/resend\""), "{page}");
+    stop.cancel();
+    dispatcher.await.unwrap().unwrap();
 }

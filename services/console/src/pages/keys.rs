@@ -1,0 +1,84 @@
+//! An instance's API keys: listed (never their tokens), created (the token shown once,
+//! on the answer to the form), revoked.
+
+use domain::keys::{KeyCreatedOut, KeyListOut};
+use maud::{html, Markup};
+
+use super::{layout, tabs, Tab};
+use crate::session::Who;
+
+/// What the keys page shows beside the list: a key just created, or the API's refusal
+/// of the form.
+pub enum KeysNote<'a> {
+    None,
+    Created(&'a KeyCreatedOut),
+    Refused(&'a str),
+}
+
+pub fn keys(who: (&Who, &str), id: &str, name: &str, list: &KeyListOut, note: KeysNote<'_>) -> Markup {
+    let (w, csrf) = who;
+    layout(
+        &format!("{name}: API keys"),
+        Some(who),
+        html! {
+            h1 { (name) }
+            (tabs(id, Tab::Keys))
+            @match note {
+                KeysNote::Created(k) => {
+                    section.created aria-labelledby="created-h" role="status" {
+                        h2 #created-h { "Key “" (k.key.name) "” created" }
+                        p { "Copy its token now: it is not shown again." }
+                        input #new-token type="text" readonly value=(k.token) aria-label="the new key's token" size="60";
+                    }
+                }
+                KeysNote::Refused(msg) => { p.error role="alert" { (msg) } }
+                KeysNote::None => {}
+            }
+            @if list.keys.is_empty() {
+                p { "No API keys." }
+            } @else {
+                div.scroll {
+                    table {
+                        caption { "API keys" }
+                        thead { tr { th scope="col" { "Name" } th scope="col" { "Scope" } th scope="col" { "Created" } th scope="col" { "Last used" } th scope="col" { "Expires" } th scope="col" { span.visually-hidden { "Actions" } } } }
+                        tbody {
+                            @for k in &list.keys {
+                                tr {
+                                    td { (k.name) }
+                                    td { (serde_json::to_value(k.scope).ok().and_then(|v| v.as_str().map(|s| s.replace('_', " "))).unwrap_or_default()) }
+                                    td { (k.created_at.format("%Y-%m-%d %H:%M UTC")) }
+                                    td { (k.last_used_at.map_or("never".to_string(), |t| t.format("%Y-%m-%d %H:%M UTC").to_string())) }
+                                    td { (k.expires_at.map_or("never".to_string(), |t| t.format("%Y-%m-%d %H:%M UTC").to_string())) }
+                                    td {
+                                        @if w.can_operate() {
+                                            form.inline method="post" action={ "/i/" (id) "/keys/" (k.id) "/revoke" } {
+                                                input type="hidden" name="csrf" value=(csrf);
+                                                button type="submit" aria-label={ "Revoke " (k.name) } { "Revoke" }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            @if w.can_operate() {
+                section aria-labelledby="new-h" {
+                    h2 #new-h { "New key" }
+                    form method="post" action={ "/i/" (id) "/keys" } {
+                        input type="hidden" name="csrf" value=(csrf);
+                        label for="key-name" { "Name" }
+                        input #key-name name="name" required maxlength="64";
+                        label for="key-scope" { "Scope" }
+                        select #key-scope name="scope" {
+                            option value="read_only" { "read only" }
+                            option value="send_only" { "send only" }
+                        }
+                        button type="submit" { "Create" }
+                    }
+                }
+            }
+        },
+    )
+}
