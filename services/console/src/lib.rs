@@ -55,6 +55,7 @@ pub fn router(console: Console) -> Router {
         .route("/i/{id}/qr.json", get(routes::qr))
         .route("/i/{id}/chats", get(routes::chats))
         .route("/i/{id}/chats/{jid}", get(routes::chat))
+        .route("/i/{id}/usage", get(routes::usage))
         .route("/i/{id}/keys", get(routes::keys).post(routes::create_key))
         .route("/i/{id}/keys/{key}/revoke", post(routes::revoke_key))
         .route("/i/{id}/webhooks", get(routes::webhooks))

@@ -11,6 +11,7 @@ use domain::history::MessagePageOut;
 use domain::instances::{InstanceListOut, InstanceOut};
 use domain::keys::{KeyCreatedOut, KeyListOut};
 use domain::pairing::QrOut;
+use domain::usage::UsageOut;
 use domain::webhooks::{DeliveryListOut, WebhookListOut};
 use maud::Markup;
 use serde::Deserialize;
@@ -248,6 +249,18 @@ pub async fn not_found() -> Response {
     (StatusCode::NOT_FOUND, axum::response::Html(pages::not_found().into_string())).into_response()
 }
 
+/// The instance's name (its tabs' heading) and what `path` answers.
+async fn tab<T: serde::de::DeserializeOwned>(
+    c: &Console,
+    s: &Session,
+    id: &InstanceId,
+    path: &str,
+    query: &[(&str, &str)],
+) -> Result<(String, T), ApiError> {
+    let i = c.api.get::<InstanceOut>(&s.token, &format!("/v1/instances/{id}"), &[]).await?;
+    Ok((i.name, c.api.get::<T>(&s.token, path, query).await?))
+}
+
 #[derive(Deserialize)]
 pub struct CursorQuery {
     #[serde(default)]
@@ -263,13 +276,9 @@ pub async fn chats(
 ) -> Response {
     let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
     let Ok(id) = InstanceId::parse(&raw) else { return no_instance(&c, &s) };
-    let i = match c.api.get::<InstanceOut>(&s.token, &format!("/v1/instances/{id}"), &[]).await {
-        Ok(i) => i,
-        Err(e) => return refused(&c, &s, e),
-    };
     let query = [("cursor", q.cursor.as_str()), ("limit", "50")];
-    match c.api.get::<ChatListOut>(&s.token, &format!("/v1/instances/{id}/chats"), &query).await {
-        Ok(list) => page(&c, &s, StatusCode::OK, pages::chats((&s.who, &s.csrf), id.as_str(), &i.name, &list)),
+    match tab::<ChatListOut>(&c, &s, &id, &format!("/v1/instances/{id}/chats"), &query).await {
+        Ok((name, list)) => page(&c, &s, StatusCode::OK, pages::chats((&s.who, &s.csrf), id.as_str(), &name, &list)),
         Err(e) => refused(&c, &s, e),
     }
 }
@@ -295,12 +304,8 @@ pub async fn chat(
 pub async fn webhooks(State(c): State<Console>, headers: HeaderMap, Path(raw): Path<String>) -> Response {
     let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
     let Ok(id) = InstanceId::parse(&raw) else { return no_instance(&c, &s) };
-    let i = match c.api.get::<InstanceOut>(&s.token, &format!("/v1/instances/{id}"), &[]).await {
-        Ok(i) => i,
-        Err(e) => return refused(&c, &s, e),
-    };
-    match c.api.get::<WebhookListOut>(&s.token, &format!("/v1/instances/{id}/webhooks"), &[]).await {
-        Ok(list) => page(&c, &s, StatusCode::OK, pages::webhooks((&s.who, &s.csrf), id.as_str(), &i.name, &list)),
+    match tab::<WebhookListOut>(&c, &s, &id, &format!("/v1/instances/{id}/webhooks"), &[]).await {
+        Ok((name, list)) => page(&c, &s, StatusCode::OK, pages::webhooks((&s.who, &s.csrf), id.as_str(), &name, &list)),
         Err(e) => refused(&c, &s, e),
     }
 }
@@ -350,9 +355,7 @@ pub async fn resend(
 
 /// The instance's name and its keys, for the keys page.
 async fn keys_of(c: &Console, s: &Session, id: &InstanceId) -> Result<(String, KeyListOut), ApiError> {
-    let i = c.api.get::<InstanceOut>(&s.token, &format!("/v1/instances/{id}"), &[]).await?;
-    let list = c.api.get::<KeyListOut>(&s.token, &format!("/v1/instances/{id}/api-keys"), &[("limit", "100")]).await?;
-    Ok((i.name, list))
+    tab(c, s, id, &format!("/v1/instances/{id}/api-keys"), &[("limit", "100")]).await
 }
 
 /// An instance's API keys.
@@ -429,6 +432,16 @@ pub async fn revoke_key(
         Ok(()) => {
             ([(header::SET_COOKIE, c.sessions.set_cookie(&s))], Redirect::to(&format!("/i/{id}/keys"))).into_response()
         }
+        Err(e) => refused(&c, &s, e),
+    }
+}
+
+/// What an instance used over the last 30 days.
+pub async fn usage(State(c): State<Console>, headers: HeaderMap, Path(raw): Path<String>) -> Response {
+    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
+    let Ok(id) = InstanceId::parse(&raw) else { return no_instance(&c, &s) };
+    match tab::<UsageOut>(&c, &s, &id, &format!("/v1/instances/{id}/usage"), &[]).await {
+        Ok((name, u)) => page(&c, &s, StatusCode::OK, pages::usage((&s.who, &s.csrf), id.as_str(), &name, &u)),
         Err(e) => refused(&c, &s, e),
     }
 }

@@ -29,7 +29,7 @@ pub struct UsageQuery {
 }
 
 /// One day's usage.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct UsageDay {
     #[schema(value_type = String, format = Date)]
     pub date: NaiveDate,
@@ -38,7 +38,7 @@ pub struct UsageDay {
 }
 
 /// Usage per day (every day of the span, oldest first) and in total.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct UsageOut {
     #[schema(value_type = String, format = Date)]
     pub from: NaiveDate,

@@ -12,7 +12,7 @@ use sqlx::PgExecutor;
 use crate::ids::InstanceId;
 
 /// One day's counts (or a total).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize, sqlx::FromRow)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Counts {
     pub messages_queued: i64,

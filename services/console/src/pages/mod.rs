@@ -10,12 +10,14 @@ mod chats;
 mod fleet;
 mod instance;
 mod keys;
+mod usage;
 mod webhooks;
 
 pub use chats::{chat, chats};
 pub use fleet::{fleet, FleetFilter};
 pub use instance::instance;
 pub use keys::{keys, KeysNote};
+pub use usage::usage;
 pub use webhooks::{deliveries, webhooks};
 
 /// Every page: the header (who is signed in, sign-out) and `body`.
@@ -109,13 +111,14 @@ pub enum Tab {
     Chats,
     Webhooks,
     Keys,
+    Usage,
 }
 
 /// The links between an instance's pages.
 pub fn tabs(id: &str, on: Tab) -> Markup {
     html! {
         nav.tabs aria-label="instance" {
-            @for (tab, path, label) in [(Tab::Overview, "", "Overview"), (Tab::Chats, "/chats", "Chats"), (Tab::Webhooks, "/webhooks", "Webhooks"), (Tab::Keys, "/keys", "API keys")] {
+            @for (tab, path, label) in [(Tab::Overview, "", "Overview"), (Tab::Chats, "/chats", "Chats"), (Tab::Webhooks, "/webhooks", "Webhooks"), (Tab::Keys, "/keys", "API keys"), (Tab::Usage, "/usage", "Usage")] {
                 a href={ "/i/" (id) (path) } aria-current=[(tab == on).then_some("page")] { (label) }
             }
         }

@@ -320,6 +320,12 @@ async fn an_admin_pairs_an_instance_from_the_console_in_a_browser() {
     assert!(token.prop("value").await.unwrap().unwrap_or_default().starts_with("pl_key_"));
     b.screenshot("console-key-created").await;
     accessible(&b, "key created").await;
+    // Usage: a chart drawn on the server, one pair of bars a day, and the totals.
+    b.client.goto(&format!("{base}/i/{id}/usage")).await.unwrap();
+    let bars = b.client.find_all(Locator::Css("svg.chart > g > rect")).await.unwrap().len();
+    assert_eq!(bars, 60, "30 days of sent and received");
+    b.screenshot("console-usage").await;
+    accessible(&b, "usage").await;
     b.close().await;
 }
 
