@@ -97,12 +97,17 @@ impl Api {
             ApiError::unavailable()
         })?;
         let status = res.status().as_u16();
+        let mut res = res;
         if res.content_length().is_some_and(|n| n > MAX_BODY as u64) {
             return Err(ApiError::unavailable());
         }
-        let bytes = res.bytes().await.map_err(|_| ApiError::unavailable())?;
-        if bytes.len() > MAX_BODY {
-            return Err(ApiError::unavailable());
+        // Read a chunk at a time, and stop past the cap: a chunked answer has no length.
+        let mut bytes = Vec::new();
+        while let Some(chunk) = res.chunk().await.map_err(|_| ApiError::unavailable())? {
+            if bytes.len() + chunk.len() > MAX_BODY {
+                return Err(ApiError::unavailable());
+            }
+            bytes.extend_from_slice(&chunk);
         }
         if (200..300).contains(&status) {
             let body = if bytes.is_empty() { &b"null"[..] } else { &bytes[..] };

@@ -87,10 +87,15 @@ fn message(m: &LogMessageOut) -> Markup {
     }
 }
 
-/// What a message says, in one line, and its media's signed URL when it has one.
+/// What a message says, in one line, and its media's signed URL when it has one: only
+/// an http(s) URL is ever a link (a stranger's message could carry `javascript:`).
 fn summary(kind: &str, c: &Value) -> (String, Option<String>) {
     let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
-    let media = c["media"]["url"].as_str().map(str::to_string);
+    let media = c["media"]["url"]
+        .as_str()
+        .and_then(|u| url::Url::parse(u).ok())
+        .filter(|u| matches!(u.scheme(), "http" | "https"))
+        .map(String::from);
     let text = match kind {
         "text" => s("text"),
         "location" => format!("location {}, {}", c["location"]["latitude"], c["location"]["longitude"]),
@@ -112,4 +117,20 @@ pub(crate) fn chat_href(id: &str, jid: &str) -> String {
 pub(crate) fn with_cursor(path: &str, cursor: &str) -> String {
     let c: String = url::form_urlencoded::byte_serialize(cursor.as_bytes()).collect();
     format!("{path}?cursor={c}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_http_media_urls_are_links() {
+        let signed = json!({ "caption": "c", "media": { "url": "https://api.example/media/med_1?sig=x" } });
+        assert_eq!(summary("image", &signed), ("c".into(), Some("https://api.example/media/med_1?sig=x".into())));
+        for bad in ["javascript:alert(1)", "data:text/html,<script>x</script>", "//evil.example/x", "not a url"] {
+            let m = json!({ "caption": "c", "media": { "url": bad } });
+            assert_eq!(summary("image", &m).1, None, "{bad}");
+        }
+    }
 }
