@@ -68,7 +68,7 @@ pub struct SignInForm {
 /// `/`: the sign-in form, or the signed-in user's first page.
 pub async fn home(State(c): State<Console>, headers: HeaderMap) -> Response {
     if let Some(s) = c.sessions.read(&headers) {
-        return ([(header::SET_COOKIE, c.sessions.set_cookie(&s))], Redirect::to(&s.who.home())).into_response();
+        return back(&c, &s, &s.who.home());
     }
     sign_in_page(&c, StatusCode::OK, None)
 }
@@ -165,15 +165,26 @@ pub async fn instance(State(c): State<Console>, headers: HeaderMap, Path(raw): P
     show(&c, &s, &id, None).await
 }
 
-async fn show(c: &Console, s: &Session, id: &InstanceId, error: Option<&str>) -> Response {
-    let i = match c.api.get::<InstanceOut>(&s.token, &format!("/v1/instances/{id}"), &[]).await {
-        Ok(i) => i,
-        Err(e) => return refused(c, s, e),
-    };
+/// The instance, and its QR code while it waits for a scan.
+async fn with_qr(c: &Console, s: &Session, id: &InstanceId) -> Result<(InstanceOut, Option<QrOut>), ApiError> {
+    let i = c.api.get::<InstanceOut>(&s.token, &format!("/v1/instances/{id}"), &[]).await?;
     let qr = if i.state == InstanceState::QrPending {
         c.api.get::<QrOut>(&s.token, &format!("/v1/instances/{id}/qr"), &[]).await.ok()
     } else {
         None
+    };
+    Ok((i, qr))
+}
+
+/// A redirect to `to` with the session's cookie renewed: where a form's action ends.
+fn back(c: &Console, s: &Session, to: &str) -> Response {
+    ([(header::SET_COOKIE, c.sessions.set_cookie(s))], Redirect::to(to)).into_response()
+}
+
+async fn show(c: &Console, s: &Session, id: &InstanceId, error: Option<&str>) -> Response {
+    let (i, qr) = match with_qr(c, s, id).await {
+        Ok(found) => found,
+        Err(e) => return refused(c, s, e),
     };
     let status = if error.is_some() { StatusCode::CONFLICT } else { StatusCode::OK };
     page(c, s, status, pages::instance((&s.who, &s.csrf), &i, qr.as_ref(), error))
@@ -187,7 +198,7 @@ async fn act(c: Console, headers: HeaderMap, raw: String, f: CsrfForm, what: &st
     }
     let Ok(id) = InstanceId::parse(&raw) else { return no_instance(&c, &s) };
     match c.api.post::<serde_json::Value>(&s.token, &format!("/v1/instances/{id}/{what}")).await {
-        Ok(_) => ([(header::SET_COOKIE, c.sessions.set_cookie(&s))], Redirect::to(&format!("/i/{id}"))).into_response(),
+        Ok(_) => back(&c, &s, &format!("/i/{id}")),
         Err(e) if e.signed_out() || e.status == 403 || e.status == 404 => refused(&c, &s, e),
         Err(e) => show(&c, &s, &id, Some(&e.message)).await,
     }
@@ -215,14 +226,9 @@ pub async fn logout(
 pub async fn qr(State(c): State<Console>, headers: HeaderMap, Path(raw): Path<String>) -> Response {
     let Some(s) = c.sessions.read(&headers) else { return StatusCode::UNAUTHORIZED.into_response() };
     let Ok(id) = InstanceId::parse(&raw) else { return StatusCode::NOT_FOUND.into_response() };
-    let i = match c.api.get::<InstanceOut>(&s.token, &format!("/v1/instances/{id}"), &[]).await {
-        Ok(i) => i,
+    let (i, qr) = match with_qr(&c, &s, &id).await {
+        Ok(found) => found,
         Err(e) => return StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_GATEWAY).into_response(),
-    };
-    let qr = if i.state == InstanceState::QrPending {
-        c.api.get::<QrOut>(&s.token, &format!("/v1/instances/{id}/qr"), &[]).await.ok()
-    } else {
-        None
     };
     Json(serde_json::json!({
         "state": i.state,
@@ -347,8 +353,7 @@ pub async fn resend(
     };
     let path = format!("/v1/instances/{id}/webhooks/{wh}/deliveries/{dlv}/resend");
     match c.api.post::<serde_json::Value>(&s.token, &path).await {
-        Ok(_) => ([(header::SET_COOKIE, c.sessions.set_cookie(&s))], Redirect::to(&format!("/i/{id}/webhooks/{wh}")))
-            .into_response(),
+        Ok(_) => back(&c, &s, &format!("/i/{id}/webhooks/{wh}")),
         Err(e) => refused(&c, &s, e),
     }
 }
@@ -429,9 +434,7 @@ pub async fn revoke_key(
     }
     let (Ok(id), Ok(key)) = (InstanceId::parse(&raw), KeyId::parse(&raw_key)) else { return no_instance(&c, &s) };
     match c.api.delete(&s.token, &format!("/v1/instances/{id}/api-keys/{key}")).await {
-        Ok(()) => {
-            ([(header::SET_COOKIE, c.sessions.set_cookie(&s))], Redirect::to(&format!("/i/{id}/keys"))).into_response()
-        }
+        Ok(()) => back(&c, &s, &format!("/i/{id}/keys")),
         Err(e) => refused(&c, &s, e),
     }
 }

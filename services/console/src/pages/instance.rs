@@ -5,7 +5,7 @@ use domain::pairing::QrOut;
 use maud::{html, Markup};
 use shared::db::instances::InstanceState;
 
-use super::{layout, state_badge, state_name, tabs, Tab};
+use super::{layout, state_badge, tabs, Tab};
 use crate::session::Who;
 
 /// One instance: its state, pairing while it shows a QR code, and what the token may do.
@@ -20,7 +20,7 @@ pub fn instance(who: (&Who, &str), i: &InstanceOut, qr: Option<&QrOut>, error: O
             (tabs(&id, Tab::Overview))
             @if let Some(e) = error { p.error role="alert" { (e) } }
             dl.facts {
-                dt { "State" } dd #state data-state=(state_name(i.state)) data-poll={ "/i/" (id) "/qr.json" } aria-live="polite" { (state_badge(i.state)) }
+                dt { "State" } dd #state data-state=(i.state.as_str()) data-poll={ "/i/" (id) "/qr.json" } aria-live="polite" { (state_badge(i.state)) }
                 @if let Some(r) = &i.state_reason { dt { "Why" } dd { (r) } }
                 dt { "Phone" } dd { (i.phone.as_deref().unwrap_or("not paired")) }
                 dt { "Network" } dd { (i.network.as_deref().unwrap_or("default")) }

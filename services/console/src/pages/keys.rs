@@ -45,7 +45,7 @@ pub fn keys(who: (&Who, &str), id: &str, name: &str, list: &KeyListOut, note: Ke
                             @for k in &list.keys {
                                 tr {
                                     td { (k.name) }
-                                    td { (serde_json::to_value(k.scope).ok().and_then(|v| v.as_str().map(|s| s.replace('_', " "))).unwrap_or_default()) }
+                                    td { (k.scope.as_str().replace('_', " ")) }
                                     td { (k.created_at.format("%Y-%m-%d %H:%M UTC")) }
                                     td { (k.last_used_at.map_or("never".to_string(), |t| t.format("%Y-%m-%d %H:%M UTC").to_string())) }
                                     td { (k.expires_at.map_or("never".to_string(), |t| t.format("%Y-%m-%d %H:%M UTC").to_string())) }

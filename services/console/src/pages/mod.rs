@@ -95,12 +95,8 @@ pub fn problem(who: Option<(&Who, &str)>, title: &str, message: &str) -> Markup 
     )
 }
 
-pub(crate) fn state_name(s: InstanceState) -> String {
-    serde_json::to_value(s).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
-}
-
 pub(crate) fn state_badge(s: InstanceState) -> Markup {
-    let name = state_name(s);
+    let name = s.as_str();
     html! { span class={ "state state-" (name) } { (name.replace('_', " ")) } }
 }
 
