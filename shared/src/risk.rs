@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 /// What the risk is read from. Ratios are 0-1; counts are over the window in the name.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Signals {
     /// Sends the network answered or finished in the last hour and 24 hours (sent or failed).
@@ -37,11 +37,11 @@ pub struct Signals {
 }
 
 /// One signal's part of the score.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Contribution {
     /// The signal's name, as in docs/ban-risk.md.
-    pub signal: &'static str,
+    pub signal: std::borrow::Cow<'static, str>,
     /// Its value (a ratio, a count, or a multiple).
     pub value: f64,
     /// Points added to the score.
@@ -138,33 +138,33 @@ pub fn assess(s: &Signals, t: &Thresholds) -> Assessment {
     let gate = |on: bool, p: f64| if on { p } else { 0.0 };
     let mut c = vec![
         Contribution {
-            signal: "invalid_number_ratio",
+            signal: "invalid_number_ratio".into(),
             value: invalid,
             points: gate(enough, (150.0 * invalid).min(30.0)),
         },
         Contribution {
-            signal: "failure_ratio",
+            signal: "failure_ratio".into(),
             value: other_failures,
             points: gate(enough, (40.0 * other_failures).min(10.0)),
         },
         Contribution {
-            signal: "rate_limited",
+            signal: "rate_limited".into(),
             value: s.rate_limited_24h as f64,
             points: (5.0 * s.rate_limited_24h as f64).min(20.0),
         },
-        Contribution { signal: "first_contact_ratio", value: first, points: gate(enough, 25.0 * first) },
+        Contribution { signal: "first_contact_ratio".into(), value: first, points: gate(enough, 25.0 * first) },
         Contribution {
-            signal: "unanswered_ratio",
+            signal: "unanswered_ratio".into(),
             value: if s.chats_messaged_7d > 0 { unanswered } else { 0.0 },
             points: gate(s.chats_messaged_7d >= MIN_SENDS, 15.0 * unanswered),
         },
         Contribution {
-            signal: "undelivered_ratio",
+            signal: "undelivered_ratio".into(),
             value: undelivered,
             points: gate(s.deliverable_24h >= MIN_SENDS, 25.0 * undelivered),
         },
         Contribution {
-            signal: "duplicate_content_chats",
+            signal: "duplicate_content_chats".into(),
             value: s.max_chats_per_content_24h as f64,
             points: if s.max_chats_per_content_24h >= 10 {
                 ((s.max_chats_per_content_24h - 8) as f64 / 2.0).min(15.0)
@@ -173,21 +173,25 @@ pub fn assess(s: &Signals, t: &Thresholds) -> Assessment {
             },
         },
         Contribution {
-            signal: "volume_multiple",
+            signal: "volume_multiple".into(),
             value: multiple,
             points: gate(enough && multiple > 3.0, (3.0 * (multiple - 3.0)).min(15.0)),
         },
         Contribution {
-            signal: "young_account",
+            signal: "young_account".into(),
             value: s.age_days.unwrap_or(0.0),
             points: match s.age_days {
                 Some(d) if d < 7.0 && s.sends_24h >= 20 => 10.0 * (1.0 - d / 7.0),
                 _ => 0.0,
             },
         },
-        Contribution { signal: "temporary_bans", value: s.temp_bans_7d as f64, points: 35.0 * s.temp_bans_7d as f64 },
         Contribution {
-            signal: "forced_logouts",
+            signal: "temporary_bans".into(),
+            value: s.temp_bans_7d as f64,
+            points: 35.0 * s.temp_bans_7d as f64,
+        },
+        Contribution {
+            signal: "forced_logouts".into(),
             value: s.logouts_7d as f64,
             points: (10.0 * s.logouts_7d as f64).min(20.0),
         },
@@ -340,7 +344,7 @@ pub fn level(score: f64, t: &Thresholds) -> Level {
 }
 
 fn recommend(level: Level, c: &[Contribution]) -> String {
-    let top = c.first().filter(|x| x.points > 0.0).map(|x| match x.signal {
+    let top = c.first().filter(|x| x.points > 0.0).map(|x| match x.signal.as_ref() {
         "invalid_number_ratio" => "check numbers before sending (POST {inst}/numbers/check)",
         "failure_ratio" => "look at why sends fail",
         "rate_limited" => "send slower: the network is capping this account",

@@ -12,9 +12,14 @@ const TIMEOUT: Duration = Duration::from_secs(15);
 /// The most of an answer the console reads.
 const MAX_BODY: usize = 4 << 20;
 
+/// How long an event stream may stay silent: the API sends a keep-alive every 15 s.
+const STREAM_SILENCE: Duration = Duration::from_secs(45);
+
 #[derive(Clone)]
 pub struct Api {
     http: reqwest::Client,
+    /// For event streams: no deadline on the whole answer, one on each silence.
+    streams: reqwest::Client,
     base: url::Url,
 }
 
@@ -51,7 +56,12 @@ struct Body {
 impl Api {
     pub fn new(base: url::Url) -> anyhow::Result<Api> {
         let http = reqwest::Client::builder().timeout(TIMEOUT).redirect(reqwest::redirect::Policy::none()).build()?;
-        Ok(Api { http, base })
+        let streams = reqwest::Client::builder()
+            .connect_timeout(TIMEOUT)
+            .read_timeout(STREAM_SILENCE)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()?;
+        Ok(Api { http, streams, base })
     }
 
     /// `path` (with its query) under the API's base URL.
@@ -89,6 +99,29 @@ impl Api {
     /// A DELETE; its answer (204, no body) reads as `()`.
     pub async fn delete(&self, token: &str, path: &str) -> Result<(), ApiError> {
         self.send::<serde_json::Value>(self.http.delete(self.url(path, &[])).bearer_auth(token)).await.map(drop)
+    }
+
+    /// An event stream (SSE) of the API, resuming after `last_event_id`: the open answer
+    /// to pass on, or the API's refusal.
+    pub async fn stream(
+        &self,
+        token: &str,
+        path: &str,
+        query: &[(&str, &str)],
+        last_event_id: Option<&str>,
+    ) -> Result<reqwest::Response, ApiError> {
+        let mut req = self.streams.get(self.url(path, query)).bearer_auth(token).header("accept", "text/event-stream");
+        if let Some(id) = last_event_id {
+            req = req.header("last-event-id", id);
+        }
+        let res = req.send().await.map_err(|e| {
+            tracing::warn!(error = %e.without_url(), "the API did not answer");
+            ApiError::unavailable()
+        })?;
+        if res.status().is_success() {
+            return Ok(res);
+        }
+        Err(ApiError { status: res.status().as_u16(), ..ApiError::unavailable() })
     }
 
     async fn send<T: DeserializeOwned>(&self, req: reqwest::RequestBuilder) -> Result<T, ApiError> {

@@ -24,6 +24,12 @@ use crate::pages;
 use crate::session::{csrf_ok, Session, Who, COOKIE, SIGN_IN_COOKIE};
 use crate::Console;
 
+mod events;
+mod queue;
+
+pub use events::{events, stream as events_stream};
+pub use queue::{pause, queue, resume, risk, send};
+
 /// A page with the session's cookie renewed (its idle time starts again).
 fn page(c: &Console, s: &Session, status: StatusCode, m: Markup) -> Response {
     (status, [(header::SET_COOKIE, c.sessions.set_cookie(s))], axum::response::Html(m.into_string())).into_response()

@@ -51,9 +51,20 @@ impl Who {
         matches!(self.kind.as_str(), "admin" | "instance")
     }
 
+    /// May read the instance: all but a `send_only` key.
+    pub fn can_read(&self) -> bool {
+        self.scope.as_deref() != Some("send_only")
+    }
+
+    /// May queue messages: all but a `read_only` key.
+    pub fn can_send(&self) -> bool {
+        self.scope.as_deref() != Some("read_only")
+    }
+
     /// Where this token's pages start.
     pub fn home(&self) -> String {
         match &self.instance_id {
+            Some(id) if !self.is_admin() && !self.can_read() => format!("/i/{id}/queue"),
             Some(id) if !self.is_admin() => format!("/i/{id}"),
             _ => "/fleet".into(),
         }

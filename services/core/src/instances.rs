@@ -108,7 +108,7 @@ pub struct InstanceOut {
 /// Why and since when a policy holds the queue.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct QueuePausedOut {
-    /// `risk_critical` or `temporary_ban`.
+    /// `risk_critical`, `temporary_ban` or `manual` (`POST {inst}/queue/pause`).
     pub reason: String,
     pub since: DateTime<Utc>,
 }

@@ -33,6 +33,7 @@ pub mod pairing;
 pub mod pictures;
 pub mod profile;
 pub mod qr;
+pub mod queue;
 pub mod risk;
 pub mod schemas;
 pub mod send;

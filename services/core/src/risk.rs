@@ -86,3 +86,65 @@ async fn round(db: &sqlx::PgPool, every: Duration, p: &Policy) -> Result<usize, 
     }
     Ok(due.len())
 }
+
+/// An instance's ban risk now.
+#[derive(Debug, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct RiskOut {
+    /// 0-100.
+    pub score: f64,
+    pub level: shared::risk::Level,
+    /// What to do, in words.
+    pub recommendation: String,
+    /// Every signal's part of the score, largest first.
+    pub contributions: Vec<shared::risk::Contribution>,
+    pub signals: shared::risk::Signals,
+    /// The levels in force (`policy.thresholds`).
+    pub thresholds: shared::risk::Thresholds,
+    /// The policies in force: the deployment's, with the instance's `risk_policy` applied.
+    pub policy: shared::risk::Policy,
+    pub computed_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// The instance's ban risk now, computed from Postgres under the policies in force.
+pub async fn assess(ctx: crate::Ctx<'_>) -> crate::Result<RiskOut> {
+    let db = &ctx.core.db;
+    let own = shared::db::instances::get(db, ctx.instance).await?.ok_or(crate::Error::InstanceNotFound)?.risk_policy;
+    let policy = ctx.core.config.risk_policy().with(own.as_ref().map(|p| &p.0));
+    let signals = shared::db::risk::signals(db, ctx.instance).await?;
+    let a = shared::risk::assess(&signals, &policy.thresholds);
+    Ok(RiskOut {
+        score: a.score,
+        level: a.level,
+        recommendation: a.recommendation,
+        contributions: a.contributions,
+        signals,
+        thresholds: policy.thresholds,
+        policy,
+        computed_at: chrono::Utc::now(),
+    })
+}
+
+/// Pauses the instance's queue by hand (`manual`): nothing is sent until a resume; 409
+/// `conflict` when it is paused already.
+pub async fn pause(ctx: crate::Ctx<'_>) -> crate::Result<()> {
+    if !shared::db::instances::exists(&ctx.core.db, ctx.instance).await? {
+        return Err(crate::Error::InstanceNotFound);
+    }
+    if !shared::db::risk::pause_by_hand(&ctx.core.db, ctx.instance).await? {
+        return Err(crate::Error::refused(shared::ErrorCode::Conflict, "the queue is paused already"));
+    }
+    crate::instances::rules_changed(ctx.core, ctx.instance).await;
+    Ok(())
+}
+
+/// Resumes a paused queue; 409 `conflict` when it is not paused.
+pub async fn resume(ctx: crate::Ctx<'_>) -> crate::Result<()> {
+    if !shared::db::instances::exists(&ctx.core.db, ctx.instance).await? {
+        return Err(crate::Error::InstanceNotFound);
+    }
+    if shared::db::risk::resume(&ctx.core.db, ctx.instance).await?.is_none() {
+        return Err(crate::Error::refused(shared::ErrorCode::Conflict, "the queue is not paused"));
+    }
+    crate::instances::rules_changed(ctx.core, ctx.instance).await;
+    Ok(())
+}

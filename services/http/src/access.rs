@@ -125,6 +125,8 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("POST", "/v1/instances/{id}/status", Owner),
     // Labels and the business profile.
     ("GET", "/v1/instances/{id}/risk", Read),
+    ("GET", "/v1/instances/{id}/queue", Read),
+    ("POST", "/v1/instances/{id}/queue/pause", Owner),
     ("POST", "/v1/instances/{id}/queue/resume", Owner),
     ("GET", "/v1/instances/{id}/attendant", Owner),
     ("PUT", "/v1/instances/{id}/attendant", Owner),

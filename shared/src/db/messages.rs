@@ -13,6 +13,8 @@ use crate::ids::{InstanceId, MessageId};
 use crate::jid::Jid;
 use crate::message::MessageType;
 
+pub mod listing;
+
 /// Where a queued message is: `queued`, `in_flight` (an attempt started; a new owner
 /// sends it again under the same network id), then `sent` or `failed`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize, sqlx::Type)]

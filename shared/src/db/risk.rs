@@ -189,6 +189,29 @@ pub async fn auto_pause(
     Ok(reason)
 }
 
+/// Pauses the queue by hand (`manual`) unless it is paused already, with its
+/// `instance.paused` event (the last evaluation's score and level) in the same
+/// transaction; false when it was paused already.
+pub async fn pause_by_hand(db: &sqlx::PgPool, instance: &InstanceId) -> Result<bool, sqlx::Error> {
+    let mut tx = db.begin().await?;
+    let paused: Option<(Option<f32>, Option<String>)> = sqlx::query_as(
+        "UPDATE instances SET queue_paused_reason = 'manual', queue_paused_at = now() \
+         WHERE id = $1 AND queue_paused_reason IS NULL RETURNING risk_score, risk_level",
+    )
+    .bind(instance)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((score, level)) = paused else { return Ok(false) };
+    let event = Event::Paused(InstancePausedEventData {
+        reason: "manual".into(),
+        score: f64::from(score.unwrap_or(0.0)),
+        level: level.unwrap_or_else(|| crate::risk::Level::Low.as_str().into()),
+    });
+    crate::db::outbox::insert(&mut *tx, instance, &event).await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
 /// Resumes a paused queue (holding off the next automatic pause for an hour), with its
 /// `instance.resumed` event; returns the reason it was paused for, or `None` when it was not.
 pub async fn resume(db: &sqlx::PgPool, instance: &InstanceId) -> Result<Option<String>, sqlx::Error> {

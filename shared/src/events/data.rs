@@ -177,7 +177,7 @@ pub struct InstanceRiskEventData {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct InstancePausedEventData {
-    /// `risk_critical` or `temporary_ban`.
+    /// `risk_critical`, `temporary_ban` or `manual` (`POST {inst}/queue/pause`).
     pub reason: String,
     pub score: f64,
     pub level: String,

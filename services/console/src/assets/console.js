@@ -29,3 +29,37 @@
   }
   next();
 })();
+
+// The live events page: follows /i/{id}/events/stream (the API's event stream through
+// the console) with an EventSource, which reconnects by itself and resumes after the
+// last event it saw (Last-Event-ID). The newest event is on top; 200 are kept.
+(function () {
+  "use strict";
+  var state = document.getElementById("stream-state");
+  var list = document.getElementById("events");
+  if (!state || !list || !window.EventSource) return;
+  var source = new EventSource(state.dataset.stream);
+  function show(e) {
+    var li = document.createElement("li");
+    var head = document.createElement("div");
+    head.className = "meta";
+    var data = e.data;
+    var at = "";
+    try { var parsed = JSON.parse(e.data); data = JSON.stringify(parsed.data, null, 2); at = parsed.created_at || ""; } catch (x) {}
+    head.textContent = e.type + " · " + at + " · " + e.lastEventId;
+    var body = document.createElement("pre");
+    body.className = "text";
+    body.textContent = data;
+    li.appendChild(head);
+    li.appendChild(body);
+    list.insertBefore(li, list.firstChild);
+    while (list.children.length > 200) list.removeChild(list.lastChild);
+  }
+  state.dataset.types.split(",").forEach(function (t) { source.addEventListener(t, show); });
+  source.onopen = function () { state.textContent = "Connected: new events appear at the top."; };
+  source.onerror = function () {
+    state.textContent = source.readyState === EventSource.CLOSED
+      ? "The stream ended (signed out, or not allowed); reload the page."
+      : "Reconnecting…";
+  };
+})();

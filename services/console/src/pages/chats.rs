@@ -16,7 +16,7 @@ pub fn chats(who: (&Who, &str), id: &str, name: &str, page: &ChatListOut) -> Mar
         Some(who),
         html! {
             h1 { (name) }
-            (tabs(id, Tab::Chats))
+            (tabs(who.0, id, Tab::Chats))
             @if page.chats.is_empty() {
                 p { "No chats yet: they appear as messages are sent and received." }
             } @else {
@@ -55,7 +55,7 @@ pub fn chat(who: (&Who, &str), id: &str, jid: &str, page: &MessagePageOut) -> Ma
         Some(who),
         html! {
             h1 { (jid) }
-            (tabs(id, Tab::Chats))
+            (tabs(who.0, id, Tab::Chats))
             @if page.messages.is_empty() {
                 p { "No messages in this chat." }
             } @else {

@@ -17,7 +17,7 @@ pub fn instance(who: (&Who, &str), i: &InstanceOut, qr: Option<&QrOut>, error: O
         Some(who),
         html! {
             h1 { (i.name) }
-            (tabs(&id, Tab::Overview))
+            (tabs(who.0, &id, Tab::Overview))
             @if let Some(e) = error { p.error role="alert" { (e) } }
             dl.facts {
                 dt { "State" } dd #state data-state=(i.state.as_str()) data-poll={ "/i/" (id) "/qr.json" } aria-live="polite" { (state_badge(i.state)) }

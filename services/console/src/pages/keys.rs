@@ -22,7 +22,7 @@ pub fn keys(who: (&Who, &str), id: &str, name: &str, list: &KeyListOut, note: Ke
         Some(who),
         html! {
             h1 { (name) }
-            (tabs(id, Tab::Keys))
+            (tabs(who.0, id, Tab::Keys))
             @match note {
                 KeysNote::Created(k) => {
                     section.created aria-labelledby="created-h" role="status" {

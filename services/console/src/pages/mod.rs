@@ -7,16 +7,22 @@ use shared::db::instances::InstanceState;
 use crate::session::Who;
 
 mod chats;
+mod events;
 mod fleet;
 mod instance;
 mod keys;
+mod queue;
+mod risk;
 mod usage;
 mod webhooks;
 
 pub use chats::{chat, chats};
+pub use events::events;
 pub use fleet::{fleet, FleetFilter};
 pub use instance::instance;
 pub use keys::{keys, KeysNote};
+pub use queue::{queue, SendForm};
+pub use risk::risk;
 pub use usage::usage;
 pub use webhooks::{deliveries, webhooks};
 
@@ -38,8 +44,8 @@ pub fn layout(title: &str, who: Option<(&Who, &str)>, body: Markup) -> Markup {
                     @if let Some((who, csrf)) = who {
                         nav aria-label="main" {
                             @if who.is_admin() { a href="/fleet" { "Fleet" } }
-                            @else if let Some(id) = &who.instance_id {
-                                a href={ "/i/" (id) } { (who.instance_name.as_deref().unwrap_or("Instance")) }
+                            @else if who.instance_id.is_some() {
+                                a href=(who.home()) { (who.instance_name.as_deref().unwrap_or("Instance")) }
                             }
                         }
                         span.who { (signed_in_as(who)) }
@@ -104,18 +110,43 @@ pub(crate) fn state_badge(s: InstanceState) -> Markup {
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Tab {
     Overview,
+    Queue,
     Chats,
     Webhooks,
+    Events,
     Keys,
     Usage,
+    Risk,
 }
 
-/// The links between an instance's pages.
-pub fn tabs(id: &str, on: Tab) -> Markup {
+/// Who may open a tab: the owner's (API keys) only to the admin and the instance's token;
+/// the queue to everyone (a `send_only` key sends from it); the rest to those who read.
+fn tab_for(who: &Who, tab: Tab) -> bool {
+    match tab {
+        Tab::Keys => who.can_operate(),
+        Tab::Queue => true,
+        _ => who.can_read(),
+    }
+}
+
+/// The links between an instance's pages that the token may open.
+pub fn tabs(who: &Who, id: &str, on: Tab) -> Markup {
+    const ALL: [(Tab, &str, &str); 8] = [
+        (Tab::Overview, "", "Overview"),
+        (Tab::Queue, "/queue", "Queue"),
+        (Tab::Chats, "/chats", "Chats"),
+        (Tab::Webhooks, "/webhooks", "Webhooks"),
+        (Tab::Events, "/events", "Live events"),
+        (Tab::Keys, "/keys", "API keys"),
+        (Tab::Usage, "/usage", "Usage"),
+        (Tab::Risk, "/risk", "Risk"),
+    ];
     html! {
         nav.tabs aria-label="instance" {
-            @for (tab, path, label) in [(Tab::Overview, "", "Overview"), (Tab::Chats, "/chats", "Chats"), (Tab::Webhooks, "/webhooks", "Webhooks"), (Tab::Keys, "/keys", "API keys"), (Tab::Usage, "/usage", "Usage")] {
-                a href={ "/i/" (id) (path) } aria-current=[(tab == on).then_some("page")] { (label) }
+            @for (tab, path, label) in ALL {
+                @if tab_for(who, tab) {
+                    a href={ "/i/" (id) (path) } aria-current=[(tab == on).then_some("page")] { (label) }
+                }
             }
         }
     }

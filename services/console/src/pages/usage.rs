@@ -18,7 +18,7 @@ pub fn usage(who: (&Who, &str), id: &str, name: &str, u: &UsageOut) -> Markup {
         Some(who),
         html! {
             h1 { (name) }
-            (tabs(id, Tab::Usage))
+            (tabs(who.0, id, Tab::Usage))
             h2 { "Messages per day, " (u.from) " to " (u.to) " (UTC)" }
             (chart(u))
             p.legend { span.key-sent { "■" } " sent  " span.key-received { "■" } " received" }

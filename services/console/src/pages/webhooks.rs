@@ -15,7 +15,7 @@ pub fn webhooks(who: (&Who, &str), id: &str, name: &str, list: &WebhookListOut) 
         Some(who),
         html! {
             h1 { (name) }
-            (tabs(id, Tab::Webhooks))
+            (tabs(who.0, id, Tab::Webhooks))
             @if list.webhooks.is_empty() {
                 p { "No webhook endpoints: register one with " code { "POST /v1/instances/" (id) "/webhooks" } "." }
             } @else {
@@ -51,7 +51,7 @@ pub fn deliveries(who: (&Who, &str), id: &str, webhook: &str, page: &DeliveryLis
         Some(who),
         html! {
             h1 { "Delivery log" }
-            (tabs(id, Tab::Webhooks))
+            (tabs(who.0, id, Tab::Webhooks))
             @if page.deliveries.is_empty() {
                 p { "Nothing delivered yet." }
             } @else {

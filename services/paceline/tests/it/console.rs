@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use harness::browser::{Browser, Locator};
 use harness::cluster::{wait_for, Cluster};
-use reqwest::header::{CONTENT_SECURITY_POLICY, COOKIE, LOCATION, SET_COOKIE};
+use reqwest::header::{CONTENT_SECURITY_POLICY, CONTENT_TYPE, COOKIE, LOCATION, SET_COOKIE};
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -203,6 +203,13 @@ async fn the_console_signs_in_and_each_token_sees_and_does_only_what_it_may() {
     assert_eq!(st, 200);
     assert_eq!(page.matches("<button").count(), 1, "only sign-out: {page}");
     assert!(page.contains("API key (read only)"));
+    // It reads the queue and the risk, with no send form and no pause.
+    let (st, q) = get(&base, &ro, &format!("/i/{shop_id}/queue")).await;
+    assert_eq!(st, 200);
+    assert!(q.contains("Nothing waiting") && !q.contains("/queue/send"), "{q}");
+    let (st, r) = get(&base, &ro, &format!("/i/{shop_id}/risk")).await;
+    assert_eq!(st, 200);
+    assert!(!r.contains("/risk/pause") && !r.contains("/keys\""), "no pause, no keys tab: {r}");
 
     // Signing out clears the cookie; it needs the session's CSRF token.
     let csrf = csrf_of(&page);
@@ -212,6 +219,42 @@ async fn the_console_signs_in_and_each_token_sees_and_does_only_what_it_may() {
         h.post(format!("{base}/sign-out")).header(COOKIE, &ro).form(&[("csrf", csrf.as_str())]).send().await.unwrap();
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
     assert!(set_cookie(&res, "pl_console").unwrap().contains("Max-Age=0"));
+
+    // A send_only key starts on the queue's send form: the only tab it may open.
+    let send_only = c.api.create_key(&c.api.client(Some(shop_token.clone())), &shop_id, "send_only").await;
+    let (so, home) = sign_in(&base, &send_only).await;
+    assert_eq!(home, format!("/i/{shop_id}/queue"));
+    let (st, q) = get(&base, &so, &home).await;
+    assert_eq!(st, 200);
+    assert!(q.contains(&format!("action=\"/i/{shop_id}/queue/send\"")) && !q.contains("Overview"), "{q}");
+    assert_eq!(get(&base, &so, &format!("/i/{shop_id}")).await.0, StatusCode::FORBIDDEN);
+    // The API's refusal shows at the form, with what was typed; a good one is queued.
+    let send = format!("{base}/i/{shop_id}/queue/send");
+    let bad = [("csrf", csrf_of(&q)), ("to", "5511900000001".into()), ("body", r#"{"type": "text"}"#.into())];
+    let res = h.post(&send).header(COOKIE, &so).form(&bad).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+    let page = res.text().await.unwrap();
+    assert!(page.contains("id=\"send-error\"") && page.contains("5511900000001"), "{page}");
+    let not_json = [("csrf", csrf_of(&q)), ("to", "5511900000001".into()), ("body", "hello".into())];
+    let res = h.post(&send).header(COOKIE, &so).form(&not_json).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+    assert!(res.text().await.unwrap().contains("must be a JSON object"));
+    let good =
+        [("csrf", csrf_of(&q)), ("to", "5511900000001".into()), ("body", r#"{"type": "text", "text": "hi"}"#.into())];
+    let res = h.post(&send).header(COOKIE, &so).form(&good).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let depth = c.api.admin().get(&format!("/v1/instances/{shop_id}")).await.expect(200)["queue_depth"].clone();
+    assert_eq!(depth, 1, "queued once");
+
+    // The live events stream: an instance's own, through its session; not another's.
+    let res = h.get(format!("{base}/i/{other_id}/events/stream")).header(COOKIE, &own).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    let res = h.get(format!("{base}/i/{shop_id}/events/stream")).header(COOKIE, &own).send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.headers()[CONTENT_TYPE], "text/event-stream");
+    drop(res);
+    let res = h.get(format!("{base}/i/{shop_id}/events/stream")).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "no session, no stream");
 
     // Revoked on the keys tab, the key's session ends at its next page.
     let (_, keys) = get(&base, &own, &format!("/i/{shop_id}/keys")).await;
@@ -232,6 +275,9 @@ async fn the_console_signs_in_and_each_token_sees_and_does_only_what_it_may() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_admin_pairs_an_instance_from_the_console_in_a_browser() {
     let c = Cluster::start(bin(), 1, |_| {}).await;
+    // The relay publishes events to the stream the live events page follows.
+    let stop = shared::Shutdown::new();
+    let dispatcher = tokio::spawn(dispatcher::run(c.config.clone(), stop.clone()));
     c.phone(PHONE, false).await;
     c.phone(FRIEND, false).await;
     let base = console(&c).await;
@@ -283,11 +329,27 @@ async fn an_admin_pairs_an_instance_from_the_console_in_a_browser() {
     b.screenshot("console-connected").await;
     accessible(&b, "instance").await;
 
+    // The live events page follows the stream: a friend writes, and the event appears.
+    b.client.goto(&format!("{base}/i/{id}/events")).await.unwrap();
+    wait_for(Duration::from_secs(10), || async {
+        let t = b.client.find(Locator::Css("#stream-state")).await.ok()?.text().await.ok()?;
+        t.starts_with("Connected").then_some(())
+    })
+    .await
+    .expect("the page connects to the stream");
     // A friend writes; the chat and its message are on the Chats tab.
     c.netsim()
         .post(&format!("/control/phones/{FRIEND}/messages"), &json!({ "to": PHONE, "text": "hello <console>" }))
         .await
         .expect(201);
+    wait_for(Duration::from_secs(20), || async {
+        let t = b.client.find(Locator::Css("#events")).await.ok()?.text().await.ok()?;
+        (t.contains("message.received") && t.contains("hello <console>")).then_some(())
+    })
+    .await
+    .expect("the event appears live");
+    b.screenshot("console-events").await;
+    accessible(&b, "live events").await;
     let chats = format!("{base}/i/{id}/chats");
     let link = wait_for(Duration::from_secs(30), || async {
         b.client.goto(&chats).await.ok()?;
@@ -309,6 +371,32 @@ async fn an_admin_pairs_an_instance_from_the_console_in_a_browser() {
     b.screenshot("console-chat").await;
     accessible(&b, "chat").await;
 
+    // The queue's form sends a message; it reaches the friend's chat.
+    b.client.goto(&format!("{base}/i/{id}/queue")).await.unwrap();
+    accessible(&b, "queue").await;
+    b.client.find(Locator::Css("#to")).await.unwrap().send_keys(FRIEND).await.unwrap();
+    b.client.find(Locator::Css("form[action$='/queue/send'] button")).await.unwrap().click().await.unwrap();
+    b.wait_for_element("#queued", Duration::from_secs(10)).await.expect("back on the queue");
+    b.screenshot("console-queue").await;
+    let chat = format!("{base}/i/{id}/chats/{FRIEND}%40s.whatsapp.net");
+    wait_for(Duration::from_secs(30), || async {
+        b.client.goto(&chat).await.ok()?;
+        let t = b.client.find(Locator::Css("ol.messages")).await.ok()?.text().await.ok()?;
+        t.contains("hello from the console").then_some(())
+    })
+    .await
+    .expect("the message is in the chat");
+    // Risk: the queue paused and resumed by hand.
+    b.client.goto(&format!("{base}/i/{id}/risk")).await.unwrap();
+    accessible(&b, "risk").await;
+    b.client.find(Locator::Css("form[action$='/risk/pause'] button")).await.unwrap().click().await.unwrap();
+    let paused = b.wait_for_element("#queue-state", Duration::from_secs(10)).await.unwrap().text().await.unwrap();
+    assert!(paused.starts_with("paused (manual)"), "{paused}");
+    b.screenshot("console-risk").await;
+    b.client.find(Locator::Css("form[action$='/risk/resume'] button")).await.unwrap().click().await.unwrap();
+    let resumed = b.wait_for_element("#queue-state", Duration::from_secs(10)).await.unwrap().text().await.unwrap();
+    assert_eq!(resumed, "sending");
+
     // The Webhooks and API keys tabs; a key made in the browser shows its token once.
     b.client.goto(&format!("{base}/i/{id}/webhooks")).await.unwrap();
     accessible(&b, "webhooks").await;
@@ -327,6 +415,8 @@ async fn an_admin_pairs_an_instance_from_the_console_in_a_browser() {
     b.screenshot("console-usage").await;
     accessible(&b, "usage").await;
     b.close().await;
+    stop.cancel();
+    dispatcher.await.unwrap().unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

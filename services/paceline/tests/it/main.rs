@@ -31,6 +31,7 @@ mod operation;
 mod pairing_page;
 mod profile;
 mod proxy;
+mod queue;
 mod receive;
 mod retention;
 mod risk;
