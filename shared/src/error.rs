@@ -162,6 +162,10 @@ pub struct ErrorDetail {
     pub message: String,
     /// True when retrying later, with a wait, may succeed.
     pub retryable: bool,
+    /// The request field at fault, when a `validation_failed` is about one: its name in
+    /// the body or query, dotted inside objects (`settings.msg_call`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub field: Option<String>,
 }
 
 /// An error answered to a client. Build it from a code and a message that is safe to show.
@@ -175,6 +179,8 @@ pub struct ApiError {
     pub retry_after: Option<u64>,
     /// Methods for an `Allow` header (405).
     pub allow: Option<String>,
+    /// The request field at fault (`error.field`).
+    pub field: Option<String>,
 }
 
 impl ApiError {
@@ -186,6 +192,7 @@ impl ApiError {
             status: code.status(),
             retry_after: None,
             allow: None,
+            field: None,
         }
     }
 
@@ -231,13 +238,26 @@ impl ApiError {
         self
     }
 
+    /// Names the request field at fault.
+    pub fn with_field(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
+        self
+    }
+
     pub fn with_retry_after(mut self, seconds: u64) -> Self {
         self.retry_after = Some(seconds);
         self
     }
 
     pub fn body(&self) -> ErrorBody {
-        ErrorBody { error: ErrorDetail { code: self.code, message: self.message.clone(), retryable: self.retryable } }
+        ErrorBody {
+            error: ErrorDetail {
+                code: self.code,
+                message: self.message.clone(),
+                retryable: self.retryable,
+                field: self.field.clone(),
+            },
+        }
     }
 }
 

@@ -59,7 +59,7 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
                 None => format!("invalid request body: {reason}"),
             },
             _ if path == "." || path.is_empty() => format!("invalid request body: {reason}"),
-            _ => format!("invalid field `{path}`: {reason}"),
+            _ => return ApiError::validation(format!("invalid field `{path}`: {reason}")).with_field(path),
         };
         ApiError::validation(msg)
     })

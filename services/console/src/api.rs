@@ -29,11 +29,18 @@ pub struct ApiError {
     pub status: u16,
     pub code: String,
     pub message: String,
+    /// The request field at fault (`error.field`), when the API names one.
+    pub field: Option<String>,
 }
 
 impl ApiError {
     fn unavailable() -> ApiError {
-        ApiError { status: 502, code: "unavailable".into(), message: "The API did not answer; try again.".into() }
+        ApiError {
+            status: 502,
+            code: "unavailable".into(),
+            message: "The API did not answer; try again.".into(),
+            field: None,
+        }
     }
 
     /// The token is no longer accepted (revoked, deleted, rotated).
@@ -51,6 +58,8 @@ struct Envelope {
 struct Body {
     code: String,
     message: String,
+    #[serde(default)]
+    field: Option<String>,
 }
 
 impl Api {
@@ -94,6 +103,15 @@ impl Api {
         body: &serde_json::Value,
     ) -> Result<T, ApiError> {
         self.send(self.http.post(self.url(path, &[])).bearer_auth(token).json(body)).await
+    }
+
+    pub async fn patch_json<T: DeserializeOwned>(
+        &self,
+        token: &str,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> Result<T, ApiError> {
+        self.send(self.http.patch(self.url(path, &[])).bearer_auth(token).json(body)).await
     }
 
     /// A DELETE; its answer (204, no body) reads as `()`.
@@ -150,7 +168,7 @@ impl Api {
             });
         }
         Err(match serde_json::from_slice::<Envelope>(&bytes) {
-            Ok(e) => ApiError { status, code: e.error.code, message: e.error.message },
+            Ok(e) => ApiError { status, code: e.error.code, message: e.error.message, field: e.error.field },
             Err(_) => ApiError { status, ..ApiError::unavailable() },
         })
     }

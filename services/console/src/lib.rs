@@ -24,6 +24,7 @@ mod api;
 mod pages;
 mod routes;
 mod session;
+mod settings;
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -53,6 +54,9 @@ pub fn router(console: Console) -> Router {
         .route("/i/{id}/connect", post(routes::connect))
         .route("/i/{id}/logout", post(routes::logout))
         .route("/i/{id}/qr.json", get(routes::qr))
+        .route("/i/{id}/pairing-code", post(routes::pairing_code))
+        .route("/i/{id}/settings", post(routes::settings))
+        .route("/i/{id}/delete", post(routes::delete))
         .route("/i/{id}/chats", get(routes::chats))
         .route("/i/{id}/chats/{jid}", get(routes::chat))
         .route("/i/{id}/queue", get(routes::queue))

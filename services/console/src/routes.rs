@@ -5,17 +5,15 @@
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::{Form, Json};
+use axum::Form;
 use domain::chats::ChatListOut;
 use domain::history::MessagePageOut;
 use domain::instances::{InstanceListOut, InstanceOut};
 use domain::keys::{KeyCreatedOut, KeyListOut};
-use domain::pairing::QrOut;
 use domain::usage::UsageOut;
 use domain::webhooks::{DeliveryListOut, WebhookListOut};
 use maud::Markup;
 use serde::Deserialize;
-use shared::db::instances::InstanceState;
 use shared::ids::{DeliveryId, InstanceId, KeyId, WebhookId};
 use shared::jid::Jid;
 
@@ -25,9 +23,11 @@ use crate::session::{csrf_ok, Session, Who, COOKIE, SIGN_IN_COOKIE};
 use crate::Console;
 
 mod events;
+mod instance;
 mod queue;
 
 pub use events::{events, stream as events_stream};
+pub use instance::{connect, delete, instance, logout, pairing_code, qr, settings};
 pub use queue::{pause, queue, resume, risk, send};
 
 /// A page with the session's cookie renewed (its idle time starts again).
@@ -50,6 +50,29 @@ fn refused(c: &Console, s: &Session, e: ApiError) -> Response {
     tracing::debug!(status = e.status, code = %e.code, "the API refused a console request");
     let title = if status == StatusCode::FORBIDDEN { "Not allowed" } else { "Something went wrong" };
     page(c, s, status, pages::problem(Some((&s.who, &s.csrf)), title, &e.message))
+}
+
+/// A redirect to `to` with the session's cookie renewed: where a form's action ends.
+fn back(c: &Console, s: &Session, to: &str) -> Response {
+    ([(header::SET_COOKIE, c.sessions.set_cookie(s))], Redirect::to(to)).into_response()
+}
+
+/// The session of a form: read, its CSRF token checked, its instance id parsed; or the
+/// answer that ends the request.
+fn form_session(
+    c: &Console,
+    headers: &HeaderMap,
+    raw: &str,
+    csrf: &str,
+) -> Result<(Session, InstanceId), Box<Response>> {
+    let Some(s) = c.sessions.read(headers) else { return Err(Box::new(signed_out(c))) };
+    if !csrf_ok(&s.csrf, csrf) {
+        return Err(Box::new(forged(c, &s)));
+    }
+    match InstanceId::parse(raw) {
+        Ok(id) => Ok((s, id)),
+        Err(_) => Err(Box::new(no_instance(c, &s))),
+    }
 }
 
 /// The page of an instance id that is none (checked before it goes into an API path).
@@ -164,86 +187,6 @@ pub async fn fleet(State(c): State<Console>, headers: HeaderMap, Query(q): Query
     }
 }
 
-/// One instance.
-pub async fn instance(State(c): State<Console>, headers: HeaderMap, Path(raw): Path<String>) -> Response {
-    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
-    let Ok(id) = InstanceId::parse(&raw) else { return no_instance(&c, &s) };
-    show(&c, &s, &id, None).await
-}
-
-/// The instance, and its QR code while it waits for a scan.
-async fn with_qr(c: &Console, s: &Session, id: &InstanceId) -> Result<(InstanceOut, Option<QrOut>), ApiError> {
-    let i = c.api.get::<InstanceOut>(&s.token, &format!("/v1/instances/{id}"), &[]).await?;
-    let qr = if i.state == InstanceState::QrPending {
-        c.api.get::<QrOut>(&s.token, &format!("/v1/instances/{id}/qr"), &[]).await.ok()
-    } else {
-        None
-    };
-    Ok((i, qr))
-}
-
-/// A redirect to `to` with the session's cookie renewed: where a form's action ends.
-fn back(c: &Console, s: &Session, to: &str) -> Response {
-    ([(header::SET_COOKIE, c.sessions.set_cookie(s))], Redirect::to(to)).into_response()
-}
-
-async fn show(c: &Console, s: &Session, id: &InstanceId, error: Option<&str>) -> Response {
-    let (i, qr) = match with_qr(c, s, id).await {
-        Ok(found) => found,
-        Err(e) => return refused(c, s, e),
-    };
-    let status = if error.is_some() { StatusCode::CONFLICT } else { StatusCode::OK };
-    page(c, s, status, pages::instance((&s.who, &s.csrf), &i, qr.as_ref(), error))
-}
-
-/// `POST /i/{id}/connect` and `/logout`: the action, then the instance's page.
-async fn act(c: Console, headers: HeaderMap, raw: String, f: CsrfForm, what: &str) -> Response {
-    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
-    if !csrf_ok(&s.csrf, &f.csrf) {
-        return forged(&c, &s);
-    }
-    let Ok(id) = InstanceId::parse(&raw) else { return no_instance(&c, &s) };
-    match c.api.post::<serde_json::Value>(&s.token, &format!("/v1/instances/{id}/{what}")).await {
-        Ok(_) => back(&c, &s, &format!("/i/{id}")),
-        Err(e) if e.signed_out() || e.status == 403 || e.status == 404 => refused(&c, &s, e),
-        Err(e) => show(&c, &s, &id, Some(&e.message)).await,
-    }
-}
-
-pub async fn connect(
-    State(c): State<Console>,
-    headers: HeaderMap,
-    Path(raw): Path<String>,
-    Form(f): Form<CsrfForm>,
-) -> Response {
-    act(c, headers, raw, f, "connect").await
-}
-
-pub async fn logout(
-    State(c): State<Console>,
-    headers: HeaderMap,
-    Path(raw): Path<String>,
-    Form(f): Form<CsrfForm>,
-) -> Response {
-    act(c, headers, raw, f, "logout").await
-}
-
-/// What the page's script polls while pairing: the state and the current QR code.
-pub async fn qr(State(c): State<Console>, headers: HeaderMap, Path(raw): Path<String>) -> Response {
-    let Some(s) = c.sessions.read(&headers) else { return StatusCode::UNAUTHORIZED.into_response() };
-    let Ok(id) = InstanceId::parse(&raw) else { return StatusCode::NOT_FOUND.into_response() };
-    let (i, qr) = match with_qr(&c, &s, &id).await {
-        Ok(found) => found,
-        Err(e) => return StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_GATEWAY).into_response(),
-    };
-    Json(serde_json::json!({
-        "state": i.state,
-        "qr": qr.as_ref().map(|q| &q.base64),
-        "code": qr.as_ref().map(|q| &q.code),
-    }))
-    .into_response()
-}
-
 pub async fn css() -> Response {
     ([(header::CONTENT_TYPE, "text/css; charset=utf-8"), (header::CACHE_CONTROL, "public, max-age=300")], pages::CSS)
         .into_response()
@@ -349,12 +292,11 @@ pub async fn resend(
     Path((raw, raw_wh, raw_dlv)): Path<(String, String, String)>,
     Form(f): Form<CsrfForm>,
 ) -> Response {
-    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
-    if !csrf_ok(&s.csrf, &f.csrf) {
-        return forged(&c, &s);
-    }
-    let (Ok(id), Ok(wh), Ok(dlv)) = (InstanceId::parse(&raw), WebhookId::parse(&raw_wh), DeliveryId::parse(&raw_dlv))
-    else {
+    let (s, id) = match form_session(&c, &headers, &raw, &f.csrf) {
+        Ok(found) => found,
+        Err(res) => return *res,
+    };
+    let (Ok(wh), Ok(dlv)) = (WebhookId::parse(&raw_wh), DeliveryId::parse(&raw_dlv)) else {
         return no_instance(&c, &s);
     };
     let path = format!("/v1/instances/{id}/webhooks/{wh}/deliveries/{dlv}/resend");
@@ -401,11 +343,10 @@ pub async fn create_key(
     Path(raw): Path<String>,
     Form(f): Form<KeyForm>,
 ) -> Response {
-    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
-    if !csrf_ok(&s.csrf, &f.csrf) {
-        return forged(&c, &s);
-    }
-    let Ok(id) = InstanceId::parse(&raw) else { return no_instance(&c, &s) };
+    let (s, id) = match form_session(&c, &headers, &raw, &f.csrf) {
+        Ok(found) => found,
+        Err(res) => return *res,
+    };
     let body = serde_json::json!({ "name": f.name, "scope": f.scope });
     let created = c.api.post_json::<KeyCreatedOut>(&s.token, &format!("/v1/instances/{id}/api-keys"), &body).await;
     let (name, list) = match keys_of(&c, &s, &id).await {
@@ -434,11 +375,11 @@ pub async fn revoke_key(
     Path((raw, raw_key)): Path<(String, String)>,
     Form(f): Form<CsrfForm>,
 ) -> Response {
-    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
-    if !csrf_ok(&s.csrf, &f.csrf) {
-        return forged(&c, &s);
-    }
-    let (Ok(id), Ok(key)) = (InstanceId::parse(&raw), KeyId::parse(&raw_key)) else { return no_instance(&c, &s) };
+    let (s, id) = match form_session(&c, &headers, &raw, &f.csrf) {
+        Ok(found) => found,
+        Err(res) => return *res,
+    };
+    let Ok(key) = KeyId::parse(&raw_key) else { return no_instance(&c, &s) };
     match c.api.delete(&s.token, &format!("/v1/instances/{id}/api-keys/{key}")).await {
         Ok(()) => back(&c, &s, &format!("/i/{id}/keys")),
         Err(e) => refused(&c, &s, e),

@@ -119,7 +119,7 @@ pub async fn link(ctx: Ctx<'_>, jid: Jid, list: &[String]) -> Result<Vec<LinkRes
         LinkResult {
             jid: f.jid.into(),
             ok: None,
-            error: Some(ErrorDetail { code, message: message.into(), retryable: false }),
+            error: Some(ErrorDetail { code, message: message.into(), retryable: false, field: None }),
         }
     }));
     Ok(results)

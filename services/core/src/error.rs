@@ -13,6 +13,9 @@ pub enum Error {
     /// The input breaks an operation's rule (`validation_failed`).
     #[error("{0}")]
     Invalid(String),
+    /// One field of the input breaks its rule (`validation_failed` naming `field`).
+    #[error("{message}")]
+    InvalidField { field: String, message: String },
     /// The caller may not do this (`forbidden`).
     #[error("{0}")]
     Forbidden(String),
@@ -49,6 +52,11 @@ impl Error {
         Error::Invalid(message.into())
     }
 
+    /// `field` of the request breaks its rule.
+    pub fn field(field: &str, message: impl Into<String>) -> Error {
+        Error::InvalidField { field: field.into(), message: message.into() }
+    }
+
     pub fn forbidden(message: impl Into<String>) -> Error {
         Error::Forbidden(message.into())
     }
@@ -66,6 +74,7 @@ impl From<Error> for ApiError {
     fn from(e: Error) -> ApiError {
         match e {
             Error::Invalid(m) => ApiError::validation(m),
+            Error::InvalidField { field, message } => ApiError::validation(message).with_field(field),
             Error::Forbidden(m) => ApiError::forbidden(m),
             Error::InstanceNotFound => ApiError::instance_not_found(),
             Error::NotFound(what) => ApiError::not_found(what),
@@ -86,7 +95,10 @@ impl From<Error> for ApiError {
 impl From<ApiError> for Error {
     fn from(e: ApiError) -> Error {
         match e.code {
-            ErrorCode::ValidationFailed => Error::Invalid(e.message),
+            ErrorCode::ValidationFailed => match e.field {
+                Some(field) => Error::InvalidField { field, message: e.message },
+                None => Error::Invalid(e.message),
+            },
             ErrorCode::Forbidden => Error::Forbidden(e.message),
             ErrorCode::InstanceNotFound => Error::InstanceNotFound,
             ErrorCode::RateLimited if e.status == ErrorCode::ShuttingDown.status() => {

@@ -206,7 +206,7 @@ fn member_result(jid: Jid, status: u16) -> ParticipantResult {
     let error = |code: ErrorCode, message: &str| ParticipantResult {
         jid: jid.clone(),
         ok: None,
-        error: Some(ErrorDetail { code, message: message.into(), retryable: false }),
+        error: Some(ErrorDetail { code, message: message.into(), retryable: false, field: None }),
     };
     match status {
         200 => ParticipantResult { jid: jid.clone(), ok: Some(true), error: None },

@@ -22,6 +22,21 @@ pub struct QrOut {
     pub expires_at: DateTime<Utc>,
 }
 
+/// Body of `POST {inst}/pairing-code`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PairingCodeIn {
+    /// The number to link, with country code, digits only.
+    #[schema(pattern = r"^\+?[0-9]{7,15}$")]
+    pub phone: String,
+}
+
+/// A phone pairing code: enter it on the phone under "Link with phone number".
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct PairingCodeOut {
+    pub pairing_code: String,
+}
+
 /// Marks the instance to run and wakes the workers.
 pub async fn start(core: &Core, id: &InstanceId) -> Result<InstanceState> {
     let st = instances::request_run(&core.db, id).await?.ok_or(Error::InstanceNotFound)?;

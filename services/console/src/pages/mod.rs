@@ -19,7 +19,7 @@ mod webhooks;
 pub use chats::{chat, chats};
 pub use events::events;
 pub use fleet::{fleet, FleetFilter};
-pub use instance::instance;
+pub use instance::{instance, InstanceNote};
 pub use keys::{keys, KeysNote};
 pub use queue::{queue, SendForm};
 pub use risk::risk;

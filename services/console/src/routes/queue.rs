@@ -10,9 +10,9 @@ use domain::risk::RiskOut;
 use serde::Deserialize;
 use shared::ids::InstanceId;
 
-use super::{back, forged, no_instance, page, refused, signed_out, tab, CsrfForm};
+use super::{back, form_session, no_instance, page, refused, signed_out, tab, CsrfForm};
 use crate::pages::{self, SendForm};
-use crate::session::{csrf_ok, Session};
+use crate::session::Session;
 use crate::Console;
 
 #[derive(Deserialize)]
@@ -74,11 +74,10 @@ pub async fn send(
     Path(raw): Path<String>,
     Form(f): Form<SendMessageForm>,
 ) -> Response {
-    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
-    if !csrf_ok(&s.csrf, &f.csrf) {
-        return forged(&c, &s);
-    }
-    let Ok(id) = InstanceId::parse(&raw) else { return no_instance(&c, &s) };
+    let (s, id) = match form_session(&c, &headers, &raw, &f.csrf) {
+        Ok(found) => found,
+        Err(res) => return *res,
+    };
     let again = |error| SendForm { to: &f.to, body: &f.body, error: Some(error) };
     let mut body = match serde_json::from_str::<serde_json::Value>(&f.body) {
         Ok(v @ serde_json::Value::Object(_)) => v,
@@ -126,11 +125,10 @@ async fn show_risk(c: &Console, s: &Session, id: &InstanceId, error: Option<&str
 
 /// `POST /i/{id}/risk/pause` and `/resume`: the queue held or released.
 async fn hold(c: Console, headers: HeaderMap, raw: String, f: CsrfForm, what: &str) -> Response {
-    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
-    if !csrf_ok(&s.csrf, &f.csrf) {
-        return forged(&c, &s);
-    }
-    let Ok(id) = InstanceId::parse(&raw) else { return no_instance(&c, &s) };
+    let (s, id) = match form_session(&c, &headers, &raw, &f.csrf) {
+        Ok(found) => found,
+        Err(res) => return *res,
+    };
     match c.api.post::<serde_json::Value>(&s.token, &format!("/v1/instances/{id}/queue/{what}")).await {
         Ok(_) => back(&c, &s, &format!("/i/{id}/risk")),
         Err(e) if e.status == 409 => show_risk(&c, &s, &id, Some(&e.message)).await,

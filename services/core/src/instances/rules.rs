@@ -24,16 +24,16 @@ pub fn narrows(new: &[String], current: &[String]) -> bool {
 /// policies it overrides). Messages name the field, not its value.
 pub fn validate(mut f: InstanceFields, deployment: &shared::risk::Policy) -> Result<InstanceFields> {
     if !valid_name(&f.name) {
-        return Err(Error::invalid("name must be 1-64 characters of [A-Za-z0-9_-]"));
+        return Err(Error::field("name", "name must be 1-64 characters of [A-Za-z0-9_-]"));
     }
     if f.network.as_deref().is_some_and(|n| !matches!(n, "sim" | "whatsapp")) {
-        return Err(Error::invalid("network must be sim or whatsapp"));
+        return Err(Error::field("network", "network must be sim or whatsapp"));
     }
     if f.tags.len() > MAX_TAGS {
-        return Err(Error::invalid(format!("at most {MAX_TAGS} tags")));
+        return Err(Error::field("tags", format!("at most {MAX_TAGS} tags")));
     }
     if !f.tags.iter().all(|t| valid_tag(t)) {
-        return Err(Error::invalid("each tag must be 1-64 printable characters"));
+        return Err(Error::field("tags", "each tag must be 1-64 printable characters"));
     }
     f.tags.sort();
     f.tags.dedup();
@@ -42,33 +42,49 @@ pub fn validate(mut f: InstanceFields, deployment: &shared::risk::Policy) -> Res
     let max = f.max_per_minute.max(0) as u32;
     if f.unsafe_pacing {
         if min > MAX_INTERVAL_MS || !(1..=MAX_PER_MINUTE_UNSAFE).contains(&max) {
-            return Err(Error::invalid(format!(
-                "min_interval_ms must be at most {MAX_INTERVAL_MS} and max_per_minute 1-{MAX_PER_MINUTE_UNSAFE}"
-            )));
+            let field = if min > MAX_INTERVAL_MS { "min_interval_ms" } else { "max_per_minute" };
+            return Err(Error::field(
+                field,
+                format!(
+                    "min_interval_ms must be at most {MAX_INTERVAL_MS} and max_per_minute 1-{MAX_PER_MINUTE_UNSAFE}"
+                ),
+            ));
         }
     } else {
         if !(MIN_INTERVAL_FLOOR_MS..=MAX_INTERVAL_MS).contains(&min) {
-            return Err(Error::invalid(format!(
-                "min_interval_ms must be at least {MIN_INTERVAL_FLOOR_MS} (lower needs unsafe_pacing, set by the admin)"
-            )));
+            return Err(Error::field(
+                "min_interval_ms",
+                format!(
+                    "min_interval_ms must be {MIN_INTERVAL_FLOOR_MS}-{MAX_INTERVAL_MS} (lower needs unsafe_pacing, set by the admin)"
+                ),
+            ));
         }
         if !(1..=MAX_PER_MINUTE_CEILING).contains(&max) {
-            return Err(Error::invalid(format!(
-                "max_per_minute must be 1-{MAX_PER_MINUTE_CEILING} (higher needs unsafe_pacing, set by the admin)"
-            )));
+            return Err(Error::field(
+                "max_per_minute",
+                format!(
+                    "max_per_minute must be 1-{MAX_PER_MINUTE_CEILING} (higher needs unsafe_pacing, set by the admin)"
+                ),
+            ));
         }
     }
     if let Some(p) = &f.proxy_url {
         validate_proxy(p)?;
     }
     if f.time_zone.parse::<chrono_tz::Tz>().is_err() {
-        return Err(Error::invalid("time_zone must be an IANA time zone such as America/Sao_Paulo"));
+        return Err(Error::field("time_zone", "time_zone must be an IANA time zone such as America/Sao_Paulo"));
     }
     if f.msg_call.chars().count() > MAX_MSG_CALL {
-        return Err(Error::invalid(format!("settings.msg_call must be at most {MAX_MSG_CALL} characters")));
+        return Err(Error::field(
+            "settings.msg_call",
+            format!("settings.msg_call must be at most {MAX_MSG_CALL} characters"),
+        ));
     }
     if let Some(why) = f.risk_policy.as_ref().and_then(|p| deployment.with(Some(p)).invalid()) {
-        return Err(Error::invalid(format!("risk_policy: {why} (with the deployment's values for fields left out)")));
+        return Err(Error::field(
+            "risk_policy",
+            format!("risk_policy: {why} (with the deployment's values for fields left out)"),
+        ));
     }
     Ok(f)
 }
@@ -91,7 +107,8 @@ pub fn parse_net(s: &str) -> Option<ipnet::IpNet> {
 }
 
 fn validate_proxy(p: &str) -> Result<()> {
-    let err = || Error::invalid("proxy_url must be an http, https, socks5 or socks5h URL with a host and port");
+    let err =
+        || Error::field("proxy_url", "proxy_url must be an http, https, socks5 or socks5h URL with a host and port");
     let u = url::Url::parse(p).map_err(|_| err())?;
     if !matches!(u.scheme(), "http" | "https" | "socks5" | "socks5h") || u.host_str().is_none() || p.len() > 2048 {
         return Err(err());
@@ -147,12 +164,12 @@ pub fn decode_cursor(c: &str) -> Result<InstanceId> {
 /// /128), at most 100, sorted and without repeats; 400 `validation_failed` otherwise.
 pub fn normalize_allowlist(entries: &[String]) -> Result<Vec<String>> {
     if entries.len() > MAX_ALLOWLIST {
-        return Err(Error::invalid(format!("at most {MAX_ALLOWLIST} ip_allowlist entries")));
+        return Err(Error::field("ip_allowlist", format!("at most {MAX_ALLOWLIST} ip_allowlist entries")));
     }
     let mut nets = Vec::with_capacity(entries.len());
     for entry in entries {
         nets.push(parse_net(entry).ok_or_else(|| {
-            Error::invalid("ip_allowlist entries must be IP addresses or CIDRs (e.g. 203.0.113.0/24)")
+            Error::field("ip_allowlist", "ip_allowlist entries must be IP addresses or CIDRs (e.g. 203.0.113.0/24)")
         })?);
     }
     nets.sort();

@@ -119,7 +119,7 @@ fn parse_window(w: &SendWindowIo) -> Result<(chrono::NaiveTime, chrono::NaiveTim
     let t = |s: &str| chrono::NaiveTime::parse_from_str(s, "%H:%M");
     match (t(&w.start), t(&w.end)) {
         (Ok(a), Ok(b)) if a != b => Ok((a, b)),
-        _ => Err(Error::invalid("send_window start and end must be different HH:MM times")),
+        _ => Err(Error::field("send_window", "send_window start and end must be different HH:MM times")),
     }
 }
 
@@ -183,7 +183,7 @@ pub async fn list(core: &Core, q: ListQuery) -> Result<InstanceListOut> {
     let limit = crate::page::limit(q.limit, 50, 200)?;
     let after = q.cursor.as_deref().map(decode_cursor).transpose()?;
     if q.tag.as_deref().is_some_and(|t| !valid_tag(t)) {
-        return Err(Error::invalid("tag must be 1-64 printable characters"));
+        return Err(Error::field("tag", "tag must be 1-64 printable characters"));
     }
     let rows =
         instances::list(&core.db, &ListFilter { tag: q.tag, state: q.state, after, limit: i64::from(limit) + 1 })
@@ -223,9 +223,17 @@ pub async fn patch(ctx: Ctx<'_>, p: InstancePatch) -> Result<InstanceOut> {
     // Past the floors says so in the same patch (as the description declares), so an
     // edit never leans on what is stored.
     if admin && past_floors && p.unsafe_pacing != Some(true) {
-        return Err(Error::invalid(format!(
-            "min_interval_ms below {MIN_INTERVAL_FLOOR_MS} or max_per_minute above {MAX_PER_MINUTE_CEILING} needs \"unsafe_pacing\": true in the same patch"
-        )));
+        let field = if p.min_interval_ms.is_some_and(|v| v < MIN_INTERVAL_FLOOR_MS) {
+            "min_interval_ms"
+        } else {
+            "max_per_minute"
+        };
+        return Err(Error::field(
+            field,
+            format!(
+                "min_interval_ms below {MIN_INTERVAL_FLOOR_MS} or max_per_minute above {MAX_PER_MINUTE_CEILING} needs \"unsafe_pacing\": true in the same patch"
+            ),
+        ));
     }
     let row = edit(core, id, |f| {
         if !admin {

@@ -5,18 +5,16 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use serde::{Deserialize, Serialize};
 use shared::db::instances::{self};
 use shared::error::ErrorBody;
 use shared::ids::InstanceId;
 use shared::ApiError;
-use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use domain::instances::InstanceOut;
 use domain::numbers::normalize_phone;
-use domain::pairing::{current_qr, logout_one, restart_one, start, QrOut};
+use domain::pairing::{current_qr, logout_one, restart_one, start, PairingCodeIn, PairingCodeOut, QrOut};
 use door::extract::{InstanceAccess, ValidatedJson};
 use door::AppState;
 
@@ -27,21 +25,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(pairing_code))
         .routes(routes!(logout))
         .routes(routes!(restart))
-}
-
-/// Body of `POST {inst}/pairing-code`.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PairingCodeIn {
-    /// The number to link, with country code, digits only.
-    #[schema(pattern = r"^\+?[0-9]{7,15}$")]
-    pub phone: String,
-}
-
-/// A phone pairing code: enter it on the phone under "Link with phone number".
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct PairingCodeOut {
-    pub pairing_code: String,
 }
 
 /// Start the session on some worker (idempotent). A new or logged-out instance starts
