@@ -50,6 +50,8 @@ pub fn router(console: Console) -> Router {
         .route("/", get(routes::home).post(routes::sign_in))
         .route("/sign-out", post(routes::sign_out))
         .route("/fleet", get(routes::fleet))
+        .route("/fleet/bulk", post(routes::bulk))
+        .route("/cluster", get(routes::cluster))
         .route("/i/{id}", get(routes::instance))
         .route("/i/{id}/connect", post(routes::connect))
         .route("/i/{id}/logout", post(routes::logout))

@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use domain::chats::ChatListOut;
 use domain::history::MessagePageOut;
-use domain::instances::{InstanceListOut, InstanceOut};
+use domain::instances::InstanceOut;
 use domain::keys::{KeyCreatedOut, KeyListOut};
 use domain::usage::UsageOut;
 use domain::webhooks::{DeliveryListOut, WebhookListOut};
@@ -23,10 +23,12 @@ use crate::session::{csrf_ok, Session, Who, COOKIE, SIGN_IN_COOKIE};
 use crate::Console;
 
 mod events;
+mod fleet;
 mod instance;
 mod queue;
 
 pub use events::{events, stream as events_stream};
+pub use fleet::{bulk, cluster, fleet};
 pub use instance::{connect, delete, instance, logout, pairing_code, qr, settings};
 pub use queue::{pause, queue, resume, risk, send};
 
@@ -154,37 +156,6 @@ fn forged(c: &Console, s: &Session) -> Response {
         StatusCode::FORBIDDEN,
         pages::problem(Some((&s.who, &s.csrf)), "Not allowed", "The form expired; try again."),
     )
-}
-
-#[derive(Deserialize)]
-pub struct FleetQuery {
-    #[serde(default)]
-    state: String,
-    #[serde(default)]
-    tag: String,
-    #[serde(default)]
-    cursor: String,
-}
-
-/// The fleet (the admin's).
-pub async fn fleet(State(c): State<Console>, headers: HeaderMap, Query(q): Query<FleetQuery>) -> Response {
-    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
-    if !s.who.is_admin() {
-        return page(
-            &c,
-            &s,
-            StatusCode::FORBIDDEN,
-            pages::problem(Some((&s.who, &s.csrf)), "Not allowed", "Only the admin sees the fleet."),
-        );
-    }
-    let query = [("state", q.state.as_str()), ("tag", q.tag.as_str()), ("cursor", q.cursor.as_str()), ("limit", "50")];
-    match c.api.get::<InstanceListOut>(&s.token, "/v1/instances", &query).await {
-        Ok(list) => {
-            let f = pages::FleetFilter { state: &q.state, tag: &q.tag };
-            page(&c, &s, StatusCode::OK, pages::fleet((&s.who, &s.csrf), &f, &list))
-        }
-        Err(e) => refused(&c, &s, e),
-    }
 }
 
 pub async fn css() -> Response {

@@ -97,10 +97,14 @@ pub struct InstanceOut {
     /// `GET /v1/instances/{id}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub effective_pacing: Option<EffectivePacingOut>,
-    /// Messages accepted and not yet sent (queued or in flight). Only on
-    /// `GET /v1/instances/{id}`.
+    /// Messages accepted and not yet sent (queued or in flight). On
+    /// `GET /v1/instances/{id}` and in the admin's list.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue_depth: Option<i64>,
+    /// The worker holding the instance's lease now (`wk_...`), when one does: to the admin
+    /// only, on `GET /v1/instances/{id}` and in the list.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub worker: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -192,6 +196,7 @@ impl From<InstanceRow> for InstanceOut {
                 .map(|(reason, since)| QueuePausedOut { reason, since }),
             effective_pacing: None,
             queue_depth: None,
+            worker: None,
             created_at: r.created_at,
             updated_at: r.updated_at,
         }

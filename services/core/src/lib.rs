@@ -8,11 +8,13 @@
 
 pub mod attendant;
 pub mod auth;
+pub mod bulk;
 pub mod business;
 pub mod caps;
 pub mod catalog;
 pub mod channels;
 pub mod chats;
+pub mod cluster;
 pub mod communities;
 pub mod contacts;
 pub mod enqueue;

@@ -59,6 +59,7 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("POST", "/v1/instances", Admin),
     ("POST", "/v1/instances/bulk", Admin),
     ("GET", "/v1/events", Admin),
+    ("GET", "/v1/cluster", Admin),
     // An instance's record, pairing and session.
     ("GET", "/v1/instances/{id}", Read),
     ("PATCH", "/v1/instances/{id}", Owner),

@@ -369,6 +369,18 @@ pub async fn resend(
     .await
 }
 
+/// The webhook backlog: deliveries pending, those due now, those waiting for a retry,
+/// and when the oldest pending one was made (`webhook_deliveries_due_idx`).
+pub async fn backlog(db: impl PgExecutor<'_>) -> Result<(i64, i64, i64, Option<DateTime<Utc>>), sqlx::Error> {
+    sqlx::query_as(
+        "SELECT count(*), count(*) FILTER (WHERE next_attempt_at <= now()), count(*) FILTER (WHERE attempts > 0), \
+                min(created_at) \
+         FROM webhook_deliveries WHERE state = 'pending'",
+    )
+    .fetch_one(db)
+    .await
+}
+
 /// Gauges: deliveries waiting for a retry (pending after at least one attempt), and
 /// disabled endpoints.
 pub async fn gauges(db: impl PgExecutor<'_>) -> Result<(i64, i64), sqlx::Error> {

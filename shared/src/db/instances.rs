@@ -266,6 +266,10 @@ pub async fn auth_by_token_hash(
 pub struct ListFilter {
     pub tag: Option<String>,
     pub state: Option<InstanceState>,
+    /// Only names containing this, in any case.
+    pub name: Option<String>,
+    /// Only instances last evaluated at this ban-risk level.
+    pub risk: Option<String>,
     /// Keyset cursor: only ids after this one.
     pub after: Option<InstanceId>,
     pub limit: i64,
@@ -278,14 +282,28 @@ pub async fn list(db: impl PgExecutor<'_>, f: &ListFilter) -> Result<Vec<Instanc
          WHERE ($1::text IS NULL OR tags @> ARRAY[$1::text]) \
            AND ($2::text IS NULL OR state = $2) \
            AND ($3::text IS NULL OR id > $3) \
+           AND ($5::text IS NULL OR strpos(lower(name), lower($5)) > 0) \
+           AND ($6::text IS NULL OR risk_level = $6) \
          ORDER BY id LIMIT $4"
     ))
     .bind(&f.tag)
     .bind(f.state.map(InstanceState::as_str))
     .bind(&f.after)
     .bind(f.limit)
+    .bind(&f.name)
+    .bind(&f.risk)
     .fetch_all(db)
     .await
+}
+
+/// How many instances are in each state.
+pub async fn count_by_state(db: impl PgExecutor<'_>) -> Result<Vec<(InstanceState, i64)>, sqlx::Error> {
+    sqlx::query_as("SELECT state, count(*) FROM instances GROUP BY state ORDER BY state").fetch_all(db).await
+}
+
+/// The ids of instances whose session should run (`instances_desired_idx`).
+pub async fn desired_ids(db: impl PgExecutor<'_>) -> Result<Vec<InstanceId>, sqlx::Error> {
+    sqlx::query_scalar("SELECT id FROM instances WHERE desired ORDER BY id").fetch_all(db).await
 }
 
 /// Writes every settable field; returns the new row.

@@ -20,7 +20,7 @@ pub fn chats(who: (&Who, &str), id: &str, name: &str, page: &ChatListOut) -> Mar
             @if page.chats.is_empty() {
                 p { "No chats yet: they appear as messages are sent and received." }
             } @else {
-                div.scroll {
+                div.scroll tabindex="0" {
                     table {
                         caption { "Chats, most recent first" }
                         thead { tr { th scope="col" { "Chat" } th scope="col" { "Last message" } th scope="col" { "Unread" } th scope="col" { "Labels" } } }

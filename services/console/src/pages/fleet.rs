@@ -1,56 +1,107 @@
-//! The fleet: every instance (the admin's), filtered, a page at a time.
+//! The fleet (the admin's): counts by state, every instance filtered a page at a time with
+//! its queue depth and the worker holding it, and bulk actions over the ones ticked; the
+//! cluster page: the workers, the unleased, the webhook backlog and the slots.
 
+use domain::bulk::BulkOut;
+use domain::cluster::ClusterOut;
 use domain::instances::InstanceListOut;
 use maud::{html, Markup};
+use shared::db::instances::InstanceState;
 
 use super::{layout, state_badge};
 use crate::session::Who;
 
-/// The states the fleet filters by.
-const STATES: [&str; 6] = ["disconnected", "connecting", "qr_pending", "connected", "logged_out", "banned"];
+const RISKS: [&str; 4] = ["low", "elevated", "high", "critical"];
 
 /// The filters a fleet page was asked for.
 pub struct FleetFilter<'a> {
     pub state: &'a str,
     pub tag: &'a str,
+    pub name: &'a str,
+    pub risk: &'a str,
 }
 
-/// The fleet: every instance, filtered, a page at a time.
-pub fn fleet(who: (&Who, &str), f: &FleetFilter<'_>, page: &InstanceListOut) -> Markup {
+/// The actions the fleet applies to the instances ticked, with their labels.
+pub const BULK: [(&str, &str); 3] =
+    [("connect", "Connect"), ("restart", "Restart (disconnect and connect again)"), ("logout", "Log out")];
+
+/// The fleet: counts by state, every instance, filtered, a page at a time.
+pub fn fleet(who: (&Who, &str), f: &FleetFilter<'_>, page: &InstanceListOut, cluster: Option<&ClusterOut>) -> Markup {
+    let (_, csrf) = who;
     layout(
         "Fleet",
         Some(who),
         html! {
             h1 { "Fleet" }
-            form.filters method="get" action="/fleet" role="search" {
-                label for="state" { "State" }
-                select #state name="state" {
-                    option value="" selected[f.state.is_empty()] { "any" }
-                    @for s in STATES { option value=(s) selected[f.state == s] { (s.replace('_', " ")) } }
+            @if let Some(c) = cluster {
+                ul.counts aria-label="instances by state" {
+                    li { a href="/fleet" { strong { (c.instances.total) } " in all" } }
+                    @for (state, n) in &c.instances.by_state {
+                        li { a href={ "/fleet?state=" (state) } { strong { (n) } " " (state.replace('_', " ")) } }
+                    }
+                    li { a href="/cluster" { strong { (c.instances.unleased) } " waiting for a worker" } }
                 }
-                label for="tag" { "Tag" }
-                input #tag name="tag" value=(f.tag) maxlength="64";
+            }
+            form.filters method="get" action="/fleet" role="search" {
+                div { label for="name" { "Name" } input #name name="name" value=(f.name) maxlength="64"; }
+                div {
+                    label for="state" { "State" }
+                    select #state name="state" {
+                        option value="" selected[f.state.is_empty()] { "any" }
+                        @for s in InstanceState::ALL { option value=(s.as_str()) selected[f.state == s.as_str()] { (s.as_str().replace('_', " ")) } }
+                    }
+                }
+                div { label for="tag" { "Tag" } input #tag name="tag" value=(f.tag) maxlength="64"; }
+                div {
+                    label for="risk" { "Risk" }
+                    select #risk name="risk" {
+                        option value="" selected[f.risk.is_empty()] { "any" }
+                        @for r in RISKS { option value=(r) selected[f.risk == r] { (r) } }
+                    }
+                }
                 button type="submit" { "Filter" }
             }
             @if page.instances.is_empty() {
                 p { "No instance matches." }
             } @else {
-                div.scroll {
-                    table {
-                        caption { "Instances" }
-                        thead { tr { th scope="col" { "Name" } th scope="col" { "State" } th scope="col" { "Network" } th scope="col" { "Tags" } th scope="col" { "Risk" } th scope="col" { "Updated" } } }
-                        tbody {
-                            @for i in &page.instances {
-                                tr {
-                                    td { a href={ "/i/" (i.id) } { (i.name) } }
-                                    td { (state_badge(i.state)) }
-                                    td { (i.network.as_deref().unwrap_or("default")) }
-                                    td { (i.tags.join(", ")) }
-                                    td { (i.risk.as_ref().map_or("—", |r| r.level.as_str())) }
-                                    td { (i.updated_at.format("%Y-%m-%d %H:%M UTC")) }
+                form #bulk method="post" action="/fleet/bulk" {
+                    input type="hidden" name="csrf" value=(csrf);
+                    div.scroll tabindex="0" {
+                        table {
+                            caption { "Instances" }
+                            thead { tr {
+                                th scope="col" { span.visually-hidden { "Select" } }
+                                th scope="col" { "Name" } th scope="col" { "State" } th scope="col" { "Network" } th scope="col" { "Tags" }
+                                th scope="col" { "Risk" } th scope="col" { "Queue" } th scope="col" { "Worker" } th scope="col" { "Last change" }
+                            } }
+                            tbody {
+                                @for i in &page.instances {
+                                    tr {
+                                        td {
+                                            input type="checkbox" name="id" value=(i.id) aria-label={ "Select " (i.name) };
+                                            input type="hidden" name="label" value={ (i.id) ":" (i.name) };
+                                        }
+                                        td { a href={ "/i/" (i.id) } { (i.name) } }
+                                        td { (state_badge(i.state)) }
+                                        td { (i.network.as_deref().unwrap_or("default")) }
+                                        td { (i.tags.join(", ")) }
+                                        td { (i.risk.as_ref().map_or("—", |r| r.level.as_str())) }
+                                        td { (i.queue_depth.unwrap_or(0)) }
+                                        td { code { (i.worker.as_deref().unwrap_or("—")) } }
+                                        td { (i.updated_at.format("%Y-%m-%d %H:%M UTC")) }
+                                    }
                                 }
                             }
                         }
+                    }
+                    fieldset.bulk {
+                        legend { "With the instances ticked" }
+                        label for="bulk-action" { "Action" }
+                        select #bulk-action name="action" {
+                            @for (value, label) in BULK { option value=(value) { (label) } }
+                        }
+                        label.check { input type="checkbox" name="confirm" value="yes" required; " I confirm: this acts on every instance ticked" }
+                        button type="submit" { "Apply" }
                     }
                 }
             }
@@ -63,10 +114,81 @@ pub fn fleet(who: (&Who, &str), f: &FleetFilter<'_>, page: &InstanceListOut) -> 
 
 fn next_page(f: &FleetFilter<'_>, cursor: &str) -> String {
     let mut u = url::form_urlencoded::Serializer::new(String::new());
-    for (k, v) in [("state", f.state), ("tag", f.tag), ("cursor", cursor)] {
+    for (k, v) in [("name", f.name), ("state", f.state), ("tag", f.tag), ("risk", f.risk), ("cursor", cursor)] {
         if !v.is_empty() {
             u.append_pair(k, v);
         }
     }
     format!("/fleet?{}", u.finish())
+}
+
+/// The answer to a bulk action: each instance's result.
+pub fn bulk_results(who: (&Who, &str), out: &BulkOut, names: &[(String, String)]) -> Markup {
+    let name = |id: &str| names.iter().find(|(i, _)| i == id).map_or(id.to_string(), |(_, n)| n.clone());
+    layout(
+        "Bulk action",
+        Some(who),
+        html! {
+            h1 { "Bulk action" }
+            p #bulk-summary role="status" { (out.succeeded) " succeeded, " (out.failed) " failed." }
+            div.scroll tabindex="0" {
+                table {
+                    caption { "Each instance's result" }
+                    thead { tr { th scope="col" { "Instance" } th scope="col" { "Result" } } }
+                    tbody {
+                        @for r in &out.results {
+                            tr {
+                                td { a href={ "/i/" (r.id) } { (name(&r.id)) } }
+                                td {
+                                    @match &r.error {
+                                        None => span.state.state-succeeded { "done" },
+                                        Some(e) => { span.state.state-failed { "failed" } " " (e.message) },
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            p { a href="/fleet" { "Back to the fleet" } }
+        },
+    )
+}
+
+/// The cluster: workers and what they hold, the instances no worker holds, the webhook
+/// backlog, the large-body slots.
+pub fn cluster(who: (&Who, &str), c: &ClusterOut) -> Markup {
+    let i = &c.instances;
+    let w = &c.webhooks;
+    layout(
+        "Cluster",
+        Some(who),
+        html! {
+            h1 { "Cluster" }
+            dl.facts {
+                dt { "Instances" } dd { (i.total) " in all, " (i.running) " running, " strong #unleased { (i.unleased) } " held by no worker" }
+                dt { "Webhook backlog" } dd #backlog {
+                    (w.pending) " pending (" (w.due) " due now, " (w.retrying) " retrying)"
+                    @if let Some(at) = w.oldest_pending_at { ", the oldest from " (at.format("%Y-%m-%d %H:%M:%S UTC")) }
+                }
+                dt { "Large-body slots" } dd { (c.large_body_slots.in_use) " of " (c.large_body_slots.capacity) " in use" }
+            }
+            @if c.workers.is_empty() {
+                p.notice role="status" { "No live worker: no session runs." }
+            } @else {
+                div.scroll tabindex="0" {
+                    table #workers {
+                        caption { "Live workers, the most loaded first" }
+                        thead { tr { th scope="col" { "Worker" } th scope="col" { "Instances held" } th scope="col" { "Last seen" } } }
+                        tbody {
+                            @for wk in &c.workers {
+                                tr { td { code { (wk.id) } } td { (wk.instances) } td { (wk.last_seen_at.format("%H:%M:%S UTC")) } }
+                            }
+                        }
+                    }
+                }
+            }
+            p.hint { "Read " (c.computed_at.format("%Y-%m-%d %H:%M:%S UTC")) "; reload for the latest." }
+        },
+    )
 }

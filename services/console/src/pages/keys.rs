@@ -37,7 +37,7 @@ pub fn keys(who: (&Who, &str), id: &str, name: &str, list: &KeyListOut, note: Ke
             @if list.keys.is_empty() {
                 p { "No API keys." }
             } @else {
-                div.scroll {
+                div.scroll tabindex="0" {
                     table {
                         caption { "API keys" }
                         thead { tr { th scope="col" { "Name" } th scope="col" { "Scope" } th scope="col" { "Created" } th scope="col" { "Last used" } th scope="col" { "Expires" } th scope="col" { span.visually-hidden { "Actions" } } } }

@@ -18,7 +18,7 @@ mod webhooks;
 
 pub use chats::{chat, chats};
 pub use events::events;
-pub use fleet::{fleet, FleetFilter};
+pub use fleet::{bulk_results, cluster, fleet, FleetFilter, BULK};
 pub use instance::{instance, InstanceNote};
 pub use keys::{keys, KeysNote};
 pub use queue::{queue, SendForm};
@@ -43,7 +43,7 @@ pub fn layout(title: &str, who: Option<(&Who, &str)>, body: Markup) -> Markup {
                     a.brand href="/" { "paceline" }
                     @if let Some((who, csrf)) = who {
                         nav aria-label="main" {
-                            @if who.is_admin() { a href="/fleet" { "Fleet" } }
+                            @if who.is_admin() { a href="/fleet" { "Fleet" } a href="/cluster" { "Cluster" } }
                             @else if who.instance_id.is_some() {
                                 a href=(who.home()) { (who.instance_name.as_deref().unwrap_or("Instance")) }
                             }

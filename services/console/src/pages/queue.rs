@@ -60,7 +60,7 @@ fn listing(id: &str, q: &QueueOut) -> Markup {
         @if q.data.is_empty() {
             p { @if q.list == QueueList::Pending { "Nothing waiting." } @else { "No failed messages." } }
         } @else {
-            div.scroll {
+            div.scroll tabindex="0" {
                 table #queue {
                     caption { @if q.list == QueueList::Pending { "Pending messages, in the order they go" } @else { "Failed messages, latest first" } }
                     thead { tr {

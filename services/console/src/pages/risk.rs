@@ -42,7 +42,7 @@ pub fn risk(who: (&Who, &str), i: &InstanceOut, r: &RiskOut, error: Option<&str>
                     }
                 }
             }
-            div.scroll {
+            div.scroll tabindex="0" {
                 table {
                     caption { "Signals, largest part first" }
                     thead { tr { th scope="col" { "Signal" } th scope="col" { "Value" } th scope="col" { "Points" } } }

@@ -22,7 +22,7 @@ pub fn usage(who: (&Who, &str), id: &str, name: &str, u: &UsageOut) -> Markup {
             h2 { "Messages per day, " (u.from) " to " (u.to) " (UTC)" }
             (chart(u))
             p.legend { span.key-sent { "■" } " sent  " span.key-received { "■" } " received" }
-            div.scroll {
+            div.scroll tabindex="0" {
                 table {
                     caption { "Totals over these days" }
                     tbody {

@@ -19,7 +19,7 @@ pub fn webhooks(who: (&Who, &str), id: &str, name: &str, list: &WebhookListOut) 
             @if list.webhooks.is_empty() {
                 p { "No webhook endpoints: register one with " code { "POST /v1/instances/" (id) "/webhooks" } "." }
             } @else {
-                div.scroll {
+                div.scroll tabindex="0" {
                     table {
                         caption { "Webhook endpoints" }
                         thead { tr { th scope="col" { "URL" } th scope="col" { "Events" } th scope="col" { "Format" } th scope="col" { "Enabled" } th scope="col" { "Deliveries" } } }
@@ -55,7 +55,7 @@ pub fn deliveries(who: (&Who, &str), id: &str, webhook: &str, page: &DeliveryLis
             @if page.deliveries.is_empty() {
                 p { "Nothing delivered yet." }
             } @else {
-                div.scroll {
+                div.scroll tabindex="0" {
                     table {
                         caption { "Deliveries, newest first" }
                         thead { tr { th scope="col" { "Created" } th scope="col" { "Event" } th scope="col" { "State" } th scope="col" { "Attempts" } th scope="col" { "Answer" } th scope="col" { "Last error" } th scope="col" { span.visually-hidden { "Actions" } } } }

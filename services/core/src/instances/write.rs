@@ -133,6 +133,11 @@ pub struct ListQuery {
     pub tag: Option<String>,
     /// Only instances in this state.
     pub state: Option<InstanceState>,
+    /// Only instances whose name contains this, in any case.
+    #[param(min_length = 1, max_length = 64)]
+    pub name: Option<String>,
+    /// Only instances last evaluated at this ban-risk level.
+    pub risk: Option<shared::risk::Level>,
     /// Page size, 1-200 (default 50).
     #[param(minimum = 1, maximum = 200)]
     pub limit: Option<u32>,
@@ -185,11 +190,31 @@ pub async fn list(core: &Core, q: ListQuery) -> Result<InstanceListOut> {
     if q.tag.as_deref().is_some_and(|t| !valid_tag(t)) {
         return Err(Error::field("tag", "tag must be 1-64 printable characters"));
     }
-    let rows =
-        instances::list(&core.db, &ListFilter { tag: q.tag, state: q.state, after, limit: i64::from(limit) + 1 })
-            .await?;
+    if q.name.as_deref().is_some_and(|n| n.is_empty() || n.chars().count() > 64) {
+        return Err(Error::field("name", "name must be 1-64 characters"));
+    }
+    let filter = ListFilter {
+        tag: q.tag,
+        state: q.state,
+        name: q.name,
+        risk: q.risk.map(|l| l.as_str().to_string()),
+        after,
+        limit: i64::from(limit) + 1,
+    };
+    let rows = instances::list(&core.db, &filter).await?;
     let (rows, next_cursor) = crate::page::page(rows, limit, |r| crate::page::encode(&["i1", r.id.as_str()]));
-    let instances = rows.into_iter().map(|r| InstanceOut::shown_to(r, true)).collect();
+    // The page's queue depths and lease holders: one statement and one round trip.
+    let ids: Vec<shared::ids::InstanceId> = rows.iter().map(|r| r.id.clone()).collect();
+    let depths = shared::db::messages::queue_stats(&core.db, &ids).await?;
+    let holders = crate::cluster::holders(core, &ids).await?;
+    let instances = rows
+        .into_iter()
+        .zip(holders)
+        .map(|(r, worker)| {
+            let depth = depths.iter().find(|(id, _, _)| *id == r.id).map_or(0, |(_, n, _)| *n);
+            InstanceOut { queue_depth: Some(depth), worker, ..InstanceOut::shown_to(r, true) }
+        })
+        .collect();
     Ok(InstanceListOut { instances, next_cursor })
 }
 
@@ -197,9 +222,14 @@ pub async fn list(core: &Core, q: ListQuery) -> Result<InstanceListOut> {
 pub async fn get(ctx: Ctx<'_>) -> Result<InstanceOut> {
     let row = instances::get(&ctx.core.db, ctx.instance).await?.ok_or(Error::InstanceNotFound)?;
     let depth = shared::db::messages::depth(&ctx.core.db, ctx.instance).await?;
-    let out = InstanceOut::shown_to(row, ctx.caller == Caller::Admin);
+    let admin = ctx.caller == Caller::Admin;
+    let out = InstanceOut::shown_to(row, admin);
     let pacing = super::EffectivePacingOut::of(&out, &ctx.core.config.risk_policy());
-    Ok(InstanceOut { queue_depth: Some(depth), effective_pacing: Some(pacing), ..out })
+    let worker = match admin {
+        true => crate::cluster::holders(ctx.core, std::slice::from_ref(ctx.instance)).await?.pop().flatten(),
+        false => None,
+    };
+    Ok(InstanceOut { queue_depth: Some(depth), effective_pacing: Some(pacing), worker, ..out })
 }
 
 /// Edits the instance as `PATCH /v1/instances/{id}` asks: `proxy_url`, `unsafe_pacing`

@@ -15,8 +15,7 @@ use serde_json::json;
 
 use crate::bin;
 
-/// A phone that asks for a pairing code.
-const PAIR_BY_CODE: &str = "5511977770009";
+mod admin;
 
 const PHONE: &str = "5511999995001";
 const FRIEND: &str = "5511999995002";
@@ -157,87 +156,6 @@ async fn the_console_signs_in_and_each_token_sees_and_does_only_what_it_may() {
     assert_eq!(res.status(), StatusCode::FORBIDDEN);
     let o = c.api.admin().get(&format!("/v1/instances/{other_id}")).await.expect(200);
     assert_eq!(o["state"], "disconnected", "a forged form connects nothing");
-    // Settings: the API's refusal shows at its field, with what was typed; nothing changes.
-    let settings = format!("{base}/i/{other_id}/settings");
-    let (_, page) = get(&base, &admin, &format!("/i/{other_id}")).await;
-    let csrf = csrf_of(&page);
-    let typed = |min: &str, per_minute: &str| {
-        vec![
-            ("csrf", csrf.clone()),
-            ("name", "console-other".to_string()),
-            ("tags", "vip, blue".to_string()),
-            ("ip_allowlist", String::new()),
-            ("min_interval_ms", min.to_string()),
-            ("max_per_minute", per_minute.to_string()),
-            ("time_zone", "UTC".to_string()),
-            ("window_start", "09:00".to_string()),
-            ("window_end", "18:00".to_string()),
-            ("proxy_url", String::new()),
-        ]
-    };
-    let res = h.post(&settings).header(COOKIE, &admin).form(&typed("10", "20")).send().await.unwrap();
-    assert_eq!(res.status(), StatusCode::BAD_REQUEST);
-    let page = res.text().await.unwrap();
-    assert!(page.contains("id=\"set-min_interval_ms-error\"") && page.contains("unsafe_pacing"), "{page}");
-    assert!(page.contains("value=\"vip, blue\""), "what was typed stays: {page}");
-    let res = h.post(&settings).header(COOKIE, &admin).form(&typed("2000", "lots")).send().await.unwrap();
-    assert_eq!(res.status(), StatusCode::BAD_REQUEST);
-    assert!(res.text().await.unwrap().contains("id=\"set-max_per_minute-error\""));
-    let o = c.api.admin().get(&format!("/v1/instances/{other_id}")).await.expect(200);
-    assert_eq!(o["tags"], json!([]), "a refused form changes nothing");
-    // The API names the field in its envelope, for any client.
-    let r = c.api.admin().patch(&format!("/v1/instances/{other_id}"), &json!({ "min_interval_ms": 10 })).await;
-    assert_eq!((r.status, r.body["error"]["field"].clone()), (400, json!("min_interval_ms")), "{}", r.body);
-    let res = h.post(&settings).header(COOKIE, &admin).form(&typed("3000", "20")).send().await.unwrap();
-    assert_eq!(res.status(), StatusCode::SEE_OTHER);
-    let o = c.api.admin().get(&format!("/v1/instances/{other_id}")).await.expect(200);
-    assert_eq!(o["tags"], json!(["blue", "vip"]));
-    assert_eq!(
-        (o["min_interval_ms"].clone(), o["send_window"].clone()),
-        (json!(3000), json!({ "start": "09:00", "end": "18:00" }))
-    );
-
-    // A phone pairing code while the instance waits for a scan.
-    c.phone(PAIR_BY_CODE, false).await;
-    let (waiting, _) = c.api.create_instance("console-code").await;
-    let waiting = waiting.id.to_string();
-    c.api.admin().post(&format!("/v1/instances/{waiting}/connect"), &json!({})).await.expect(202);
-    wait_for(Duration::from_secs(20), || async {
-        let i = c.api.admin().get(&format!("/v1/instances/{waiting}")).await.body;
-        (i["state"] == "qr_pending").then_some(())
-    })
-    .await
-    .expect("it waits for a scan");
-    let (_, page) = get(&base, &admin, &format!("/i/{waiting}")).await;
-    let form = [("csrf", csrf_of(&page)), ("phone", PAIR_BY_CODE.to_string())];
-    let res =
-        h.post(format!("{base}/i/{waiting}/pairing-code")).header(COOKIE, &admin).form(&form).send().await.unwrap();
-    assert_eq!(res.status(), 200);
-    let page = res.text().await.unwrap();
-    assert!(page.contains("id=\"pairing-code\""), "{page}");
-
-    // Deleting needs the instance's name typed: a wrong one deletes nothing.
-    let delete = format!("{base}/i/{waiting}/delete");
-    let res = h
-        .post(&delete)
-        .header(COOKIE, &admin)
-        .form(&[("csrf", csrf.as_str()), ("confirm", "console")])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::BAD_REQUEST);
-    assert!(res.text().await.unwrap().contains("nothing was deleted"));
-    c.api.admin().get(&format!("/v1/instances/{waiting}")).await.expect(200);
-    let res = h
-        .post(&delete)
-        .header(COOKIE, &admin)
-        .form(&[("csrf", csrf.as_str()), ("confirm", "console-code")])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!((res.status(), res.headers()[LOCATION].to_str().unwrap()), (StatusCode::SEE_OTHER, "/fleet"));
-    c.api.admin().get(&format!("/v1/instances/{waiting}")).await.expect_error(404, "instance_not_found");
-
     // No session, or a tampered one: back to signing in.
     let res = h.get(format!("{base}/fleet")).send().await.unwrap();
     assert_eq!((res.status(), res.headers()[LOCATION].to_str().unwrap()), (StatusCode::SEE_OTHER, "/"));
@@ -498,6 +416,13 @@ async fn an_admin_pairs_an_instance_from_the_console_in_a_browser() {
     assert_eq!(bars, 60, "30 days of sent and received");
     b.screenshot("console-usage").await;
     accessible(&b, "usage").await;
+    // The cluster: the one worker, holding this instance.
+    b.client.goto(&format!("{base}/cluster")).await.unwrap();
+    let workers =
+        b.wait_for_element("#workers", Duration::from_secs(10)).await.expect("the workers").text().await.unwrap();
+    assert!(workers.contains("wk_"), "{workers}");
+    b.screenshot("console-cluster").await;
+    accessible(&b, "cluster").await;
     b.close().await;
     stop.cancel();
     dispatcher.await.unwrap().unwrap();

@@ -7,6 +7,7 @@ pub mod bulk;
 pub mod business;
 pub mod channels;
 pub mod chats;
+pub mod cluster;
 pub mod communities;
 pub mod contacts;
 pub mod events;
@@ -35,6 +36,7 @@ use utoipa_axum::router::OpenApiRouter;
 pub fn all() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(me::router())
+        .merge(cluster::router())
         .merge(instances::router())
         .merge(bulk::router())
         .merge(pairing::router())
