@@ -21,6 +21,7 @@ use shared::{Config, Shutdown};
 use tokio::net::TcpListener;
 
 mod api;
+mod limit;
 mod pages;
 mod routes;
 mod session;
@@ -31,15 +32,24 @@ mod settings;
 pub struct Console {
     api: api::Api,
     sessions: session::Sessions,
+    /// Failed sign-ins per client address.
+    sign_ins: std::sync::Arc<limit::SignIns>,
 }
 
 impl Console {
-    pub fn new(config: &Config) -> anyhow::Result<Console> {
+    /// The console for `config`; `loopback`: it listens on a loopback address only (its
+    /// cookies are `Secure` otherwise, or with `console.secure_cookie`).
+    pub fn new(config: &Config, loopback: bool) -> anyhow::Result<Console> {
         let sealer = shared::sealed::Sealer::from_config(config)
             .ok_or_else(|| anyhow::anyhow!("the console needs secrets_key (or admin_token) to seal its sessions"))?;
         Ok(Console {
             api: api::Api::new(config.console.api_url.clone())?,
-            sessions: session::Sessions::new(sealer, config.console.idle_timeout, config.console.secure_cookie),
+            sessions: session::Sessions::new(
+                sealer,
+                config.console.idle_timeout,
+                config.console.secure_cookie || !loopback,
+            ),
+            sign_ins: std::sync::Arc::new(limit::SignIns::default()),
         })
     }
 }
@@ -71,8 +81,12 @@ pub fn router(console: Console) -> Router {
         .route("/i/{id}/usage", get(routes::usage))
         .route("/i/{id}/keys", get(routes::keys).post(routes::create_key))
         .route("/i/{id}/keys/{key}/revoke", post(routes::revoke_key))
-        .route("/i/{id}/webhooks", get(routes::webhooks))
+        .route("/i/{id}/webhooks", get(routes::webhooks).post(routes::create_webhook))
         .route("/i/{id}/webhooks/{webhook}", get(routes::deliveries))
+        .route("/i/{id}/webhooks/{webhook}/enable", post(routes::enable_webhook))
+        .route("/i/{id}/webhooks/{webhook}/disable", post(routes::disable_webhook))
+        .route("/i/{id}/webhooks/{webhook}/rotate", post(routes::rotate_webhook))
+        .route("/i/{id}/webhooks/{webhook}/delete", post(routes::delete_webhook))
         .route("/i/{id}/webhooks/{webhook}/deliveries/{delivery}/resend", post(routes::resend))
         .route("/assets/console.css", get(routes::css))
         .route("/assets/console.js", get(routes::js))
@@ -100,10 +114,12 @@ async fn security_headers(req: Request, next: Next) -> Response {
 
 /// Serves the console on `listener` until `shutdown`.
 pub async fn run(config: Config, listener: TcpListener, shutdown: Shutdown) -> anyhow::Result<()> {
-    let console = Console::new(&config)?;
-    tracing::info!(addr = %listener.local_addr()?, "console listening");
+    let addr = listener.local_addr()?;
+    let console = Console::new(&config, addr.ip().is_loopback())?;
+    tracing::info!(%addr, "console listening");
     let drain = config.api.shutdown_timeout;
-    let serve = axum::serve(listener, router(console)).with_graceful_shutdown({
+    let app = router(console).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    let serve = axum::serve(listener, app).with_graceful_shutdown({
         let shutdown = shutdown.clone();
         async move { shutdown.cancelled().await }
     });

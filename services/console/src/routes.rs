@@ -11,26 +11,30 @@ use domain::history::MessagePageOut;
 use domain::instances::InstanceOut;
 use domain::keys::{KeyCreatedOut, KeyListOut};
 use domain::usage::UsageOut;
-use domain::webhooks::{DeliveryListOut, WebhookListOut};
 use maud::Markup;
 use serde::Deserialize;
-use shared::ids::{DeliveryId, InstanceId, KeyId, WebhookId};
+use shared::ids::{InstanceId, KeyId};
 use shared::jid::Jid;
 
 use crate::api::ApiError;
+use crate::limit::ClientIp;
 use crate::pages;
-use crate::session::{csrf_ok, Session, Who, COOKIE, SIGN_IN_COOKIE};
+use crate::session::{csrf_ok, Jar, Session, Who};
 use crate::Console;
 
 mod events;
 mod fleet;
 mod instance;
 mod queue;
+mod webhooks;
 
 pub use events::{events, stream as events_stream};
 pub use fleet::{bulk, cluster, fleet};
 pub use instance::{connect, delete, instance, logout, pairing_code, qr, settings};
 pub use queue::{pause, queue, resume, risk, send};
+pub use webhooks::{
+    create_webhook, delete_webhook, deliveries, disable_webhook, enable_webhook, resend, rotate_webhook, webhooks,
+};
 
 /// A page with the session's cookie renewed (its idle time starts again).
 fn page(c: &Console, s: &Session, status: StatusCode, m: Markup) -> Response {
@@ -39,7 +43,7 @@ fn page(c: &Console, s: &Session, status: StatusCode, m: Markup) -> Response {
 
 /// Back to the sign-in page, the session (if any) ended.
 fn signed_out(c: &Console) -> Response {
-    ([(header::SET_COOKIE, c.sessions.clear(COOKIE))], Redirect::to("/")).into_response()
+    ([(header::SET_COOKIE, c.sessions.clear(Jar::Session))], Redirect::to("/")).into_response()
 }
 
 /// An API refusal as a page (its own message), or the end of a session whose token no
@@ -106,7 +110,7 @@ pub async fn home(State(c): State<Console>, headers: HeaderMap) -> Response {
 
 fn sign_in_page(c: &Console, status: StatusCode, error: Option<&str>) -> Response {
     let (csrf, cookie) = c.sessions.sign_in_form();
-    let clear = c.sessions.clear(COOKIE);
+    let clear = c.sessions.clear(Jar::Session);
     let mut res = (status, axum::response::Html(pages::sign_in(&csrf, error).into_string())).into_response();
     let h = res.headers_mut();
     for v in [cookie, clear] {
@@ -116,27 +120,46 @@ fn sign_in_page(c: &Console, status: StatusCode, error: Option<&str>) -> Respons
 }
 
 /// Signs in with a token `GET /v1/me` accepts.
-pub async fn sign_in(State(c): State<Console>, headers: HeaderMap, Form(f): Form<SignInForm>) -> Response {
+pub async fn sign_in(
+    State(c): State<Console>,
+    ClientIp(ip): ClientIp,
+    headers: HeaderMap,
+    Form(f): Form<SignInForm>,
+) -> Response {
     if !c.sessions.sign_in_ok(&headers, &f.csrf) {
         return sign_in_page(&c, StatusCode::FORBIDDEN, Some("The form expired; sign in again."));
     }
+    let now = std::time::Instant::now();
+    if let Some(wait) = ip.and_then(|ip| c.sign_ins.wait(ip, now)) {
+        let mut res =
+            sign_in_page(&c, StatusCode::TOO_MANY_REQUESTS, Some("Too many tokens were refused; wait a minute."));
+        res.headers_mut().insert(header::RETRY_AFTER, wait.as_secs().max(1).into());
+        return res;
+    }
+    let refused = |c: &Console| {
+        if let Some(ip) = ip {
+            c.sign_ins.failed(ip, now);
+        }
+        sign_in_page(c, StatusCode::UNAUTHORIZED, Some("That token was not accepted."))
+    };
     let token = f.token.trim().to_string();
     if token.is_empty() || token.len() > 512 {
-        return sign_in_page(&c, StatusCode::UNAUTHORIZED, Some("That token was not accepted."));
+        return refused(&c);
     }
     match c.api.get::<Who>(&token, "/v1/me", &[]).await {
         Ok(who) => {
+            if let Some(ip) = ip {
+                c.sign_ins.succeeded(ip);
+            }
             let s = c.sessions.start(token, who);
             let mut res = Redirect::to(&s.who.home()).into_response();
             let h = res.headers_mut();
-            for v in [c.sessions.set_cookie(&s), c.sessions.clear(SIGN_IN_COOKIE)] {
+            for v in [c.sessions.set_cookie(&s), c.sessions.clear(Jar::SignIn)] {
                 h.append(header::SET_COOKIE, v.parse().expect("a cookie is a header value"));
             }
             res
         }
-        Err(e) if e.status == 401 || e.status == 403 => {
-            sign_in_page(&c, StatusCode::UNAUTHORIZED, Some("That token was not accepted."))
-        }
+        Err(e) if e.status == 401 || e.status == 403 => refused(&c),
         Err(e) => sign_in_page(&c, StatusCode::BAD_GATEWAY, Some(&e.message)),
     }
 }
@@ -222,57 +245,6 @@ pub async fn chat(
     let path = format!("/v1/instances/{id}/chats/{jid}/messages");
     match c.api.get::<MessagePageOut>(&s.token, &path, &query).await {
         Ok(p) => page(&c, &s, StatusCode::OK, pages::chat((&s.who, &s.csrf), id.as_str(), jid.as_str(), &p)),
-        Err(e) => refused(&c, &s, e),
-    }
-}
-
-/// An instance's webhook endpoints.
-pub async fn webhooks(State(c): State<Console>, headers: HeaderMap, Path(raw): Path<String>) -> Response {
-    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
-    let Ok(id) = InstanceId::parse(&raw) else { return no_instance(&c, &s) };
-    match tab::<WebhookListOut>(&c, &s, &id, &format!("/v1/instances/{id}/webhooks"), &[]).await {
-        Ok((name, list)) => page(&c, &s, StatusCode::OK, pages::webhooks((&s.who, &s.csrf), id.as_str(), &name, &list)),
-        Err(e) => refused(&c, &s, e),
-    }
-}
-
-/// An endpoint's delivery log.
-pub async fn deliveries(
-    State(c): State<Console>,
-    headers: HeaderMap,
-    Path((raw, raw_wh)): Path<(String, String)>,
-    Query(q): Query<CursorQuery>,
-) -> Response {
-    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
-    let (Ok(id), Ok(wh)) = (InstanceId::parse(&raw), WebhookId::parse(&raw_wh)) else { return no_instance(&c, &s) };
-    let query = [("cursor", q.cursor.as_str()), ("limit", "50")];
-    let path = format!("/v1/instances/{id}/webhooks/{wh}/deliveries");
-    match c.api.get::<DeliveryListOut>(&s.token, &path, &query).await {
-        Ok(p) => {
-            let m = pages::deliveries((&s.who, &s.csrf), id.as_str(), wh.as_str(), &p, s.who.can_operate());
-            page(&c, &s, StatusCode::OK, m)
-        }
-        Err(e) => refused(&c, &s, e),
-    }
-}
-
-/// Resends a failed delivery, then shows the log again.
-pub async fn resend(
-    State(c): State<Console>,
-    headers: HeaderMap,
-    Path((raw, raw_wh, raw_dlv)): Path<(String, String, String)>,
-    Form(f): Form<CsrfForm>,
-) -> Response {
-    let (s, id) = match form_session(&c, &headers, &raw, &f.csrf) {
-        Ok(found) => found,
-        Err(res) => return *res,
-    };
-    let (Ok(wh), Ok(dlv)) = (WebhookId::parse(&raw_wh), DeliveryId::parse(&raw_dlv)) else {
-        return no_instance(&c, &s);
-    };
-    let path = format!("/v1/instances/{id}/webhooks/{wh}/deliveries/{dlv}/resend");
-    match c.api.post::<serde_json::Value>(&s.token, &path).await {
-        Ok(_) => back(&c, &s, &format!("/i/{id}/webhooks/{wh}")),
         Err(e) => refused(&c, &s, e),
     }
 }

@@ -2,7 +2,9 @@
 //! same `shared::sealed` that keeps stored secrets), holding the token, who it is, a CSRF
 //! token and when it was last used. HttpOnly and SameSite=Strict; a session idle for the
 //! configured time, or older than [`ABSOLUTE`], reads as none. Before sign-in, a second
-//! sealed cookie carries the sign-in form's CSRF token (double submit).
+//! sealed cookie carries the sign-in form's CSRF token (double submit). Served anywhere
+//! but on loopback (or with `console.secure_cookie`), both are `Secure` and named with the
+//! `__Host-` prefix, so no plain-HTTP page and no other host or path can set them.
 
 use std::time::Duration;
 
@@ -14,10 +16,14 @@ use serde::{Deserialize, Serialize};
 use shared::sealed::Sealer;
 use subtle::ConstantTimeEq;
 
-/// The session cookie.
-pub const COOKIE: &str = "pl_console";
-/// The sign-in form's cookie.
-pub const SIGN_IN_COOKIE: &str = "pl_console_signin";
+/// The console's two cookies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Jar {
+    /// The session.
+    Session,
+    /// The sign-in form's CSRF token.
+    SignIn,
+}
 /// No session lasts longer than this, however busy.
 pub const ABSOLUTE: Duration = Duration::from_secs(12 * 3600);
 /// The associated data each cookie is sealed under: one kind never opens as the other.
@@ -138,7 +144,18 @@ impl Sessions {
         serde_json::from_slice(&self.sealer.open(aad, &sealed)?).ok()
     }
 
-    fn cookie(&self, name: &'static str, value: String, max_age: Duration) -> String {
+    /// The name of a cookie: `__Host-` prefixed when `Secure`.
+    pub fn name(&self, jar: Jar) -> &'static str {
+        match (jar, self.secure) {
+            (Jar::Session, false) => "pl_console",
+            (Jar::Session, true) => "__Host-pl_console",
+            (Jar::SignIn, false) => "pl_console_signin",
+            (Jar::SignIn, true) => "__Host-pl_console_signin",
+        }
+    }
+
+    fn cookie(&self, jar: Jar, value: String, max_age: Duration) -> String {
+        let name = self.name(jar);
         Cookie::build((name, value))
             .http_only(true)
             .same_site(SameSite::Strict)
@@ -151,7 +168,7 @@ impl Sessions {
 
     /// The request's session, if it has one that is neither idle too long nor too old.
     pub fn read(&self, headers: &axum::http::HeaderMap) -> Option<Session> {
-        let s: Session = self.open(SESSION_AAD, &cookie_value(headers, COOKIE)?)?;
+        let s: Session = self.open(SESSION_AAD, &cookie_value(headers, self.name(Jar::Session))?)?;
         let t = now();
         let fresh = t - s.seen <= self.idle.as_secs() as i64 && t - s.since <= ABSOLUTE.as_secs() as i64;
         fresh.then_some(s)
@@ -166,25 +183,26 @@ impl Sessions {
     /// The `Set-Cookie` of `s`, marked used now: each page keeps its session alive.
     pub fn set_cookie(&self, s: &Session) -> String {
         let s = Session { seen: now(), ..s.clone() };
-        self.cookie(COOKIE, self.seal(SESSION_AAD, &s), self.idle)
+        self.cookie(Jar::Session, self.seal(SESSION_AAD, &s), self.idle)
     }
 
     /// The `Set-Cookie` that ends the session (and the sign-in form's).
-    pub fn clear(&self, name: &'static str) -> String {
-        self.cookie(name, String::new(), Duration::ZERO)
+    pub fn clear(&self, jar: Jar) -> String {
+        self.cookie(jar, String::new(), Duration::ZERO)
     }
 
     /// The sign-in form's CSRF token and its cookie.
     pub fn sign_in_form(&self) -> (String, String) {
         let csrf = random_token();
         let cookie =
-            self.cookie(SIGN_IN_COOKIE, self.seal(SIGN_IN_AAD, &SignIn { csrf: csrf.clone(), at: now() }), self.idle);
+            self.cookie(Jar::SignIn, self.seal(SIGN_IN_AAD, &SignIn { csrf: csrf.clone(), at: now() }), self.idle);
         (csrf, cookie)
     }
 
     /// Whether a sign-in form's CSRF token is the one its cookie carries.
     pub fn sign_in_ok(&self, headers: &axum::http::HeaderMap, given: &str) -> bool {
-        let Some(s) = cookie_value(headers, SIGN_IN_COOKIE).and_then(|v| self.open::<SignIn>(SIGN_IN_AAD, &v)) else {
+        let cookie = cookie_value(headers, self.name(Jar::SignIn));
+        let Some(s) = cookie.and_then(|v| self.open::<SignIn>(SIGN_IN_AAD, &v)) else {
             return false;
         };
         now() - s.at <= self.idle.as_secs() as i64 && csrf_ok(&s.csrf, given)
@@ -225,7 +243,7 @@ mod tests {
         let tampered = set.replacen("pl_console=", "pl_console=A", 1);
         assert!(s.read(&with_cookie(&tampered)).is_none());
         let (_, form) = s.sign_in_form();
-        assert!(s.read(&with_cookie(&form.replacen(SIGN_IN_COOKIE, COOKIE, 1))).is_none());
+        assert!(s.read(&with_cookie(&form.replacen("pl_console_signin", "pl_console", 1))).is_none());
     }
 
     #[test]
@@ -233,15 +251,27 @@ mod tests {
         let s = sessions();
         let mut idle = s.start("t".into(), who());
         idle.seen -= 601;
-        let set = s.cookie(COOKIE, s.seal(SESSION_AAD, &idle), s.idle);
+        let set = s.cookie(Jar::Session, s.seal(SESSION_AAD, &idle), s.idle);
         assert!(s.read(&with_cookie(&set)).is_none(), "idle past the timeout");
         let mut old = s.start("t".into(), who());
         old.since -= ABSOLUTE.as_secs() as i64 + 1;
-        let set = s.cookie(COOKIE, s.seal(SESSION_AAD, &old), s.idle);
+        let set = s.cookie(Jar::Session, s.seal(SESSION_AAD, &old), s.idle);
         assert!(s.read(&with_cookie(&set)).is_none(), "older than the absolute limit");
         // set_cookie renews `seen`.
         let set = s.set_cookie(&idle);
         assert!(s.read(&with_cookie(&set)).is_some());
+    }
+
+    #[test]
+    fn secure_cookies_are_host_only() {
+        let s = Sessions::new(Sealer::new([3; 32]), Duration::from_secs(600), true);
+        let set = s.set_cookie(&s.start("t".into(), who()));
+        assert!(set.starts_with("__Host-pl_console=") && set.contains("Secure") && set.contains("Path=/"), "{set}");
+        assert!(!set.contains("Domain"), "{set}");
+        assert!(s.read(&with_cookie(&set)).is_some());
+        let plain = sessions().set_cookie(&sessions().start("t".into(), who()));
+        assert!(s.read(&with_cookie(&plain)).is_none(), "a cookie without the prefix is not read");
+        assert!(s.clear(Jar::SignIn).starts_with("__Host-pl_console_signin=;"));
     }
 
     #[test]

@@ -365,7 +365,8 @@ section! {
         #[serde_as(as = "de::Millis")]
         #[cfg_attr(feature = "openapi", schema(value_type = u64))]
         idle_timeout: Duration = ms(30 * 60_000),
-        /// Mark the session cookie `Secure`: set it when the console is served over TLS.
+        /// Mark the console's cookies `Secure` (named `__Host-...`) even when it listens on
+        /// loopback (behind a local TLS proxy); on any other address they always are.
         #[serde(deserialize_with = "de::flexible_bool")]
         secure_cookie: bool = false,
     }

@@ -36,6 +36,15 @@ pub enum WebhookFormat {
     Evolution,
 }
 
+impl WebhookFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WebhookFormat::Paceline => "paceline",
+            WebhookFormat::Evolution => "evolution",
+        }
+    }
+}
+
 /// How a webhook's deliveries are shaped (docs/evolution.md).
 #[derive(Debug, Clone, PartialEq, Default, sqlx::FromRow)]
 pub struct Shape {

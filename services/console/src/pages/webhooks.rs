@@ -1,46 +1,105 @@
 //! An instance's webhook endpoints and an endpoint's delivery log, with a resend for a
 //! failed delivery.
 
-use domain::webhooks::{DeliveryListOut, WebhookListOut};
+use domain::webhooks::{DeliveryListOut, WebhookListOut, WebhookOut};
 use maud::{html, Markup};
 use shared::db::deliveries::DeliveryState;
 
 use super::{layout, tabs, Tab};
 use crate::session::Who;
 
-/// The endpoints.
-pub fn webhooks(who: (&Who, &str), id: &str, name: &str, list: &WebhookListOut) -> Markup {
+/// What the endpoints page shows beside the list: an endpoint's new secret (created or
+/// rotated, shown once), or the API's refusal of a form.
+pub enum WebhooksNote<'a> {
+    None,
+    Secret(&'a WebhookOut),
+    Refused(&'a str),
+}
+
+/// The endpoints, with their forms for a token that may manage them.
+pub fn webhooks(who: (&Who, &str), id: &str, name: &str, list: &WebhookListOut, note: WebhooksNote<'_>) -> Markup {
+    let (w, csrf) = who;
     layout(
         &format!("{name}: webhooks"),
         Some(who),
         html! {
             h1 { (name) }
             (tabs(who.0, id, Tab::Webhooks))
+            @match note {
+                WebhooksNote::Secret(wh) => {
+                    section.created aria-labelledby="secret-h" role="status" {
+                        h2 #secret-h { "The signing secret of " (wh.url) }
+                        p { "Copy it now: it is not shown again. Deliveries are signed with it (Standard Webhooks)." }
+                        input #new-secret type="text" readonly value=(wh.secret.as_deref().unwrap_or_default()) aria-label="the endpoint's signing secret" size="60";
+                    }
+                }
+                WebhooksNote::Refused(msg) => { p.error #webhook-error role="alert" { (msg) } }
+                WebhooksNote::None => {}
+            }
             @if list.webhooks.is_empty() {
-                p { "No webhook endpoints: register one with " code { "POST /v1/instances/" (id) "/webhooks" } "." }
+                p { "No webhook endpoints." }
             } @else {
                 div.scroll tabindex="0" {
                     table {
                         caption { "Webhook endpoints" }
-                        thead { tr { th scope="col" { "URL" } th scope="col" { "Events" } th scope="col" { "Format" } th scope="col" { "Enabled" } th scope="col" { "Deliveries" } } }
+                        thead { tr {
+                            th scope="col" { "URL" } th scope="col" { "Events" } th scope="col" { "Format" } th scope="col" { "Enabled" } th scope="col" { "Deliveries" }
+                            @if w.can_operate() { th scope="col" { span.visually-hidden { "Actions" } } }
+                        } }
                         tbody {
-                            @for w in &list.webhooks {
+                            @for wh in &list.webhooks {
                                 tr {
-                                    td.text { (w.url) }
-                                    td { @if w.events.is_empty() { "all" } @else { (w.events.join(", ")) } }
-                                    td { (serde_json::to_value(w.format).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()) }
+                                    td.text { (wh.url) }
+                                    td { @if wh.events.is_empty() { "all" } @else { (wh.events.join(", ")) } }
+                                    td { (wh.format.as_str()) }
                                     td {
-                                        @if w.enabled { "yes" } @else { "no" @if let Some(r) = &w.disabled_reason { " (" (r) ")" } }
+                                        @if wh.enabled { "yes" } @else { "no" @if let Some(r) = &wh.disabled_reason { " (" (r) ")" } }
                                     }
-                                    td { a href={ "/i/" (id) "/webhooks/" (w.id) } { "Delivery log" } }
+                                    td { a href={ "/i/" (id) "/webhooks/" (wh.id) } { "Delivery log" } }
+                                    @if w.can_operate() {
+                                        td.row-actions {
+                                            (post(&format!("/i/{id}/webhooks/{}/{}", wh.id, if wh.enabled { "disable" } else { "enable" }), if wh.enabled { "Disable" } else { "Enable" }, csrf))
+                                            (post(&format!("/i/{id}/webhooks/{}/rotate", wh.id), "Rotate secret", csrf))
+                                            (post(&format!("/i/{id}/webhooks/{}/delete", wh.id), "Delete", csrf))
+                                        }
+                                    }
                                 }
                             }
                         }
                     }
                 }
             }
+            @if w.can_operate() {
+                details.settings open[matches!(note, WebhooksNote::Refused(_))] {
+                    summary { "Add an endpoint" }
+                    form method="post" action={ "/i/" (id) "/webhooks" } {
+                        input type="hidden" name="csrf" value=(csrf);
+                        label for="wh-url" { "URL (http or https, a public address)" }
+                        input #wh-url type="url" name="url" required maxlength="2048" autocomplete="off";
+                        label for="wh-events" { "Event types, comma-separated (empty: all)" }
+                        input #wh-events type="text" name="events" maxlength="2048" list="event-types" autocomplete="off";
+                        datalist #event-types { @for t in shared::events::EVENT_TYPES { option value=(t) {} } }
+                        label for="wh-format" { "Payloads" }
+                        select #wh-format name="format" {
+                            option value="paceline" { "paceline (signed envelope)" }
+                            option value="evolution" { "evolution (Evolution API v2's)" }
+                        }
+                        button type="submit" { "Add" }
+                    }
+                }
+            }
         },
     )
+}
+
+/// A one-button form.
+fn post(action: &str, label: &str, csrf: &str) -> Markup {
+    html! {
+        form.inline method="post" action=(action) {
+            input type="hidden" name="csrf" value=(csrf);
+            button type="submit" { (label) }
+        }
+    }
 }
 
 /// An endpoint's delivery log, newest first.

@@ -15,7 +15,7 @@ use shared::ids::InstanceId;
 use super::{form_session, no_instance, page, refused, signed_out, CsrfForm};
 use crate::api::ApiError;
 use crate::pages::{self, InstanceNote};
-use crate::session::{Session, COOKIE};
+use crate::session::{Jar, Session};
 use crate::settings::SettingsForm;
 use crate::Console;
 
@@ -203,7 +203,7 @@ pub async fn delete(
     }
     match c.api.delete(&s.token, &format!("/v1/instances/{id}")).await {
         Ok(()) if s.who.is_admin() => super::back(&c, &s, "/fleet"),
-        Ok(()) => ([(header::SET_COOKIE, c.sessions.clear(COOKIE))], Redirect::to("/")).into_response(),
+        Ok(()) => ([(header::SET_COOKIE, c.sessions.clear(Jar::Session))], Redirect::to("/")).into_response(),
         Err(e) => refused(&c, &s, e),
     }
 }

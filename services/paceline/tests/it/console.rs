@@ -429,6 +429,37 @@ async fn an_admin_pairs_an_instance_from_the_console_in_a_browser() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guessing_tokens_is_held_after_ten_refusals() {
+    let api = harness::TestApi::start().await;
+    let base = console_of(&api.config, api.addr).await;
+    let h = http();
+    let form = h.get(format!("{base}/")).send().await.unwrap();
+    let pre = pair_of(&set_cookie(&form, "pl_console_signin").unwrap());
+    let csrf = csrf_of(&form.text().await.unwrap());
+    let try_token = |token: String| {
+        let (h, pre, csrf, base) = (h.clone(), pre.clone(), csrf.clone(), base.clone());
+        async move {
+            h.post(format!("{base}/"))
+                .header(COOKIE, pre)
+                .form(&[("csrf", csrf), ("token", token)])
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    for i in 0..10 {
+        let res = try_token(format!("pl_admin_guess{i:032}")).await;
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    }
+    // The eleventh attempt within the minute is held, even with the right token.
+    let res = try_token(api.config.admin_token.clone().unwrap()).await;
+    assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+    let wait: u64 = res.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&wait), "{wait}");
+    assert!(set_cookie(&res, "pl_console").is_none_or(|c| c.starts_with("pl_console=;")), "no session");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_delivery_is_resent_from_the_console() {
     let mut cfg = crate::deliveries::config();
     // No retries: the first failure is final.
@@ -497,6 +528,60 @@ async fn a_failed_delivery_is_resent_from_the_console() {
     let (st, page) = get(&base, &ro, &format!("/i/{id}/webhooks/{wh}")).await;
     assert_eq!(st, 200);
     assert!(page.contains("failed") && !page.contains("/resend\""), "{page}");
+    let (_, page) = get(&base, &ro, &format!("/i/{id}/webhooks")).await;
+    assert!(!page.contains("/rotate\"") && !page.contains("Add an endpoint"), "no forms for a key: {page}");
+
+    // The owner manages endpoints: added (the secret shown once), refused with the API's
+    // message, disabled and enabled, the secret rotated, deleted.
+    let (_, page) = get(&base, &session, &format!("/i/{id}/webhooks")).await;
+    let csrf = csrf_of(&page);
+    let add = format!("{base}/i/{id}/webhooks");
+    let form = [("csrf", csrf.as_str()), ("url", "ftp://example.com/"), ("events", ""), ("format", "paceline")];
+    let res = h.post(&add).header(COOKIE, &session).form(&form).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+    assert!(res.text().await.unwrap().contains("id=\"webhook-error\""));
+    let url = format!("{}/second", sink.url());
+    let form = [
+        ("csrf", csrf.as_str()),
+        ("url", url.as_str()),
+        ("events", "message.sent, message.queued"),
+        ("format", "evolution"),
+    ];
+    let res = h.post(&add).header(COOKIE, &session).form(&form).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let page = res.text().await.unwrap();
+    let secret =
+        page.split("id=\"new-secret\" type=\"text\" readonly value=\"").nth(1).and_then(|s| s.split('"').next());
+    assert!(secret.is_some_and(|s| s.starts_with("whsec_")), "{page}");
+    let hooks = own.get(&format!("/v1/instances/{id}/webhooks")).await.expect(200);
+    let second = hooks["webhooks"].as_array().unwrap().iter().find(|w| w["url"] == url.as_str()).unwrap().clone();
+    assert_eq!(
+        (second["format"].clone(), second["events"].clone()),
+        (json!("evolution"), json!(["message.queued", "message.sent"]))
+    );
+    assert!(second.get("secret").is_none(), "never listed");
+    let hook = |what: &str| format!("{base}/i/{id}/webhooks/{}/{what}", second["id"].as_str().unwrap());
+    let enabled = || async {
+        own.get(&format!("/v1/instances/{id}/webhooks/{}", second["id"].as_str().unwrap())).await.expect(200)["enabled"]
+            .clone()
+    };
+    let res = h.post(hook("disable")).header(COOKIE, &session).form(&[("csrf", csrf.as_str())]).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert_eq!(enabled().await, json!(false));
+    h.post(hook("enable")).header(COOKIE, &session).form(&[("csrf", csrf.as_str())]).send().await.unwrap();
+    assert_eq!(enabled().await, json!(true));
+    let res = h.post(hook("rotate")).header(COOKIE, &session).form(&[("csrf", csrf.as_str())]).send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    let page = res.text().await.unwrap();
+    let rotated =
+        page.split("id=\"new-secret\" type=\"text\" readonly value=\"").nth(1).and_then(|s| s.split('"').next());
+    assert!(rotated.is_some_and(|r| r.starts_with("whsec_") && Some(r) != secret), "a new secret: {page}");
+    let res = h.post(hook("delete")).header(COOKIE, &session).form(&[("csrf", "x")]).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::FORBIDDEN, "not without the CSRF token");
+    let res = h.post(hook("delete")).header(COOKIE, &session).form(&[("csrf", csrf.as_str())]).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let hooks = own.get(&format!("/v1/instances/{id}/webhooks")).await.expect(200);
+    assert_eq!(hooks["webhooks"].as_array().unwrap().len(), 1, "deleted");
     stop.cancel();
     dispatcher.await.unwrap().unwrap();
 }
