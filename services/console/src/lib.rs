@@ -88,6 +88,7 @@ pub fn router(console: Console) -> Router {
         .route("/i/{id}/webhooks/{webhook}/rotate", post(routes::rotate_webhook))
         .route("/i/{id}/webhooks/{webhook}/delete", post(routes::delete_webhook))
         .route("/i/{id}/webhooks/{webhook}/deliveries/{delivery}/resend", post(routes::resend))
+        .route("/healthz", get(|| async { "ok" }))
         .route("/assets/console.css", get(routes::css))
         .route("/assets/console.js", get(routes::js))
         .fallback(routes::not_found)

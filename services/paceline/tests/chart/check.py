@@ -51,8 +51,9 @@ SCENARIOS = {
         **URLS,
         "network": "sim",
         "netsim": {"enabled": True},
+        "console": {"enabled": True, "ingress": {"enabled": True, "className": "nginx", "host": "console.example.com"}},
         "ingress": {"enabled": True, "className": "nginx", "host": "gw.example.com"},
-        "networkPolicy": {"enabled": True, "apiFrom": [{"namespaceSelector": {}}]},
+        "networkPolicy": {"enabled": True, "apiFrom": [{"namespaceSelector": {}}], "consoleFrom": [{"namespaceSelector": {}}]},
         "metrics": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}},
         "config": {
             "pacing": {"default_min_interval_ms": 3000, "jitter": 0.5},

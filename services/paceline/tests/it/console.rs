@@ -111,6 +111,8 @@ async fn the_console_signs_in_and_each_token_sees_and_does_only_what_it_may() {
 
     // The sign-in page: one token field, the CSP, a sign-in cookie for its CSRF token.
     let h = http();
+    let health = h.get(format!("{base}/healthz")).send().await.unwrap();
+    assert_eq!(health.status(), 200, "the chart's probes");
     let form = h.get(format!("{base}/")).send().await.unwrap();
     assert_eq!(form.status(), 200);
     assert_eq!(form.headers()[CONTENT_SECURITY_POLICY], console::CSP);

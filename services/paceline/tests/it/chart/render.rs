@@ -92,9 +92,14 @@ fn the_chart_renders_validates_and_runs_the_code_as_configured() {
         "NetworkPolicy/paceline-netsim",
         "ServiceMonitor/paceline",
         "PrometheusRule/paceline",
+        "Deployment/paceline-console",
+        "Service/paceline-console",
+        "Ingress/paceline-console",
+        "NetworkPolicy/paceline-console",
     ] {
         assert!(everything.contains(k), "everything-on has {k}");
     }
+    assert!(!default.contains("Deployment/paceline-console"), "the console is optional");
     assert_eq!(summary["refused"].as_array().unwrap().len(), 7);
 
     // Each role as rendered: probes on the metrics port, grace from the shutdown times,
@@ -141,6 +146,21 @@ fn the_chart_renders_validates_and_runs_the_code_as_configured() {
                 assert_eq!(config.netsim.url.as_str(), "http://paceline-netsim:8790/");
                 assert_eq!(config.webhooks.timeout.as_secs(), 20, "a former flat name still reaches its key");
             }
+        }
+        if scenario == "everything" {
+            // The console: the API's Service as its API, sealed sessions, no admin token.
+            let pod = &find(manifests, "Deployment", "paceline-console")["spec"]["template"]["spec"];
+            let c = &pod["containers"][0];
+            assert_eq!(c["args"], json!(["console"]));
+            assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/healthz");
+            let env = container_env(manifests, c, &secrets);
+            assert!(!env.contains_key("PACELINE_ADMIN_TOKEN"), "{env:?}");
+            let config = load_config(&env);
+            config.validate(Role::Console).unwrap_or_else(|e| panic!("console: {e}"));
+            assert_eq!(config.console.api_url.as_str(), "http://paceline/");
+            assert_eq!(config.console.listen_addr.to_string(), "0.0.0.0:8789");
+            let api_policy = &find(manifests, "NetworkPolicy", "paceline-api")["spec"]["ingress"];
+            assert!(api_policy.to_string().contains("\"console\""), "the console reaches the API: {api_policy}");
         }
         let api = find(manifests, "Deployment", "paceline-api");
         let pre_stop = &api["spec"]["template"]["spec"]["containers"][0]["lifecycle"]["preStop"]["exec"]["command"];
