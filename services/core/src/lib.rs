@@ -40,6 +40,7 @@ pub mod risk;
 pub mod schemas;
 pub mod send;
 pub mod slots;
+pub mod states;
 pub mod text;
 pub mod usage;
 pub mod webhooks;

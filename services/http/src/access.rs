@@ -77,6 +77,7 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("POST", "/v1/instances/{id}/pairing-links", Admin),
     ("DELETE", "/v1/instances/{id}/pairing-links", Admin),
     ("GET", "/v1/instances/{id}/usage", Read),
+    ("GET", "/v1/instances/{id}/states", Read),
     // Messages and number checks.
     ("POST", "/v1/instances/{id}/messages", Send),
     ("GET", "/v1/instances/{id}/messages/{msg_id}", ReadSend),

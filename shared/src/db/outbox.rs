@@ -67,6 +67,31 @@ pub async fn types_for(
         .await
 }
 
+/// An instance's `instance.state` events, newest first, before `(created_at, id)`
+/// (`outbox_states_idx`): (id, when, payload).
+pub async fn states(
+    db: impl PgExecutor<'_>,
+    instance: &InstanceId,
+    before: Option<(DateTime<Utc>, EventId)>,
+    limit: i64,
+) -> Result<Vec<(EventId, DateTime<Utc>, serde_json::Value)>, sqlx::Error> {
+    let (at, id) = match before {
+        Some((at, id)) => (Some(at), Some(id)),
+        None => (None, None),
+    };
+    sqlx::query_as(
+        "SELECT id, created_at, payload FROM outbox WHERE instance_id = $1 AND type = 'instance.state' \
+           AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3)) \
+         ORDER BY created_at DESC, id DESC LIMIT $4",
+    )
+    .bind(instance)
+    .bind(at)
+    .bind(id)
+    .bind(limit)
+    .fetch_all(db)
+    .await
+}
+
 /// An event waiting to be published.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Pending {

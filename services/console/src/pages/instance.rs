@@ -4,6 +4,7 @@
 
 use domain::instances::InstanceOut;
 use domain::pairing::QrOut;
+use domain::states::StateHistoryOut;
 use maud::{html, Markup};
 use shared::db::instances::InstanceState;
 
@@ -24,7 +25,13 @@ pub struct InstanceNote<'a> {
     pub delete_error: Option<&'a str>,
 }
 
-pub fn instance(who: (&Who, &str), i: &InstanceOut, qr: Option<&QrOut>, note: &InstanceNote<'_>) -> Markup {
+pub fn instance(
+    who: (&Who, &str),
+    i: &InstanceOut,
+    qr: Option<&QrOut>,
+    states: Option<&StateHistoryOut>,
+    note: &InstanceNote<'_>,
+) -> Markup {
     let (w, csrf) = who;
     let id = i.id.to_string();
     let pairing = matches!(i.state, InstanceState::QrPending | InstanceState::Connecting) || qr.is_some();
@@ -55,6 +62,19 @@ pub fn instance(who: (&Who, &str), i: &InstanceOut, qr: Option<&QrOut>, note: &I
                         None => p #qr data-code="" { "Waiting for the network's code…" },
                     }
                     @if w.can_operate() { (pairing_code_form(&id, csrf, note.pairing_code)) }
+                }
+            }
+            @if let Some(h) = states.filter(|h| !h.changes.is_empty()) {
+                details.history {
+                    summary { "State history (latest " (h.changes.len()) ")" }
+                    ol #state-history {
+                        @for ch in &h.changes {
+                            li {
+                                (ch.at.format("%Y-%m-%d %H:%M:%S UTC")) ": " (ch.previous_state.replace('_', " ")) " → " strong { (ch.state.replace('_', " ")) }
+                                @if let Some(r) = &ch.reason { " (" (r) ")" }
+                            }
+                        }
+                    }
                 }
             }
             @if w.can_operate() {

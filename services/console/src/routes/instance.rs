@@ -8,6 +8,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Form, Json};
 use domain::instances::InstanceOut;
 use domain::pairing::{PairingCodeOut, QrOut};
+use domain::states::StateHistoryOut;
 use serde::Deserialize;
 use shared::db::instances::InstanceState;
 use shared::ids::InstanceId;
@@ -39,8 +40,14 @@ async fn with_qr(c: &Console, s: &Session, id: &InstanceId) -> Result<(InstanceO
 
 /// The instance's page with the answer to a form.
 async fn show(c: &Console, s: &Session, id: &InstanceId, status: StatusCode, note: &InstanceNote<'_>) -> Response {
-    match with_qr(c, s, id).await {
-        Ok((i, qr)) => page(c, s, status, pages::instance((&s.who, &s.csrf), &i, qr.as_ref(), note)),
+    let states_path = format!("/v1/instances/{id}/states");
+    let (found, states) =
+        tokio::join!(with_qr(c, s, id), c.api.get::<StateHistoryOut>(&s.token, &states_path, &[("limit", "10")]));
+    match found {
+        Ok((i, qr)) => {
+            let m = pages::instance((&s.who, &s.csrf), &i, qr.as_ref(), states.ok().as_ref(), note);
+            page(c, s, status, m)
+        }
         Err(e) => refused(c, s, e),
     }
 }

@@ -332,6 +332,10 @@ async fn an_admin_pairs_an_instance_from_the_console_in_a_browser() {
     assert!(paired.is_some(), "the page shows the instance connected with its number");
     b.screenshot("console-connected").await;
     accessible(&b, "instance").await;
+    // Its state history, newest first.
+    let history = b.client.find(Locator::Css("#state-history")).await.unwrap().prop("textContent").await.unwrap();
+    let history = history.unwrap_or_default();
+    assert!(history.contains("→ connected") && history.contains("qr pending"), "{history}");
 
     // The live events page follows the stream: a friend writes, and the event appears.
     b.client.goto(&format!("{base}/i/{id}/events")).await.unwrap();

@@ -1,6 +1,7 @@
 //! `GET {inst}/queue`: counts, the hold, pending messages with the earliest time each can
 //! go under the pacing in force (from the sends Postgres recorded), failed ones with their
-//! reasons, cursors per list; `POST {inst}/queue/pause` and `/resume`.
+//! reasons, cursors per list; `POST {inst}/queue/pause` and `/resume`; and the
+//! instance's state history (`GET {inst}/states`).
 
 use std::time::Duration;
 
@@ -90,6 +91,19 @@ async fn the_queue_shows_when_each_message_can_go_and_why_others_failed() {
     reader.post(&format!("/v1/instances/{id}/queue/pause"), &json!({})).await.expect_error(403, "forbidden");
     let sender = c.api.client(Some(c.api.create_key(&own, &id, "send_only").await));
     sender.get(&format!("/v1/instances/{id}/queue")).await.expect_error(403, "forbidden");
+
+    // The instance's state history (GET {inst}/states), newest first, a page at a time.
+    let h = reader.get(&format!("/v1/instances/{id}/states")).await.expect(200);
+    let changes = h["changes"].as_array().unwrap().clone();
+    assert_eq!(changes[0]["state"], "connected", "{h}");
+    assert_eq!(changes[0]["previous_state"], changes[1]["state"], "each change starts where the one before ended: {h}");
+    assert!(changes.iter().any(|c| c["state"] == "qr_pending"), "{h}");
+    assert_eq!(changes.last().unwrap()["previous_state"], "disconnected", "{h}");
+    let p1 = own.get(&format!("/v1/instances/{id}/states?limit=1")).await.expect(200);
+    let next = p1["next_cursor"].as_str().expect("more than one change").to_string();
+    let p2 = own.get(&format!("/v1/instances/{id}/states?limit=1&cursor={next}")).await.expect(200);
+    assert_eq!(p2["changes"][0], changes[1]);
+    own.get(&format!("/v1/instances/{id}/states?cursor={cursor}")).await.expect_error(400, "validation_failed");
 
     // Failed messages, the latest first, with their reasons (and no number in them).
     let (fast, fast_token) = c.paired_instance("fast", C).await;
