@@ -81,6 +81,8 @@ pub fn router(console: Console) -> Router {
         .route("/i/{id}/usage", get(routes::usage))
         .route("/i/{id}/keys", get(routes::keys).post(routes::create_key))
         .route("/i/{id}/keys/{key}/revoke", post(routes::revoke_key))
+        .route("/i/{id}/links", post(routes::create_link))
+        .route("/i/{id}/links/revoke", post(routes::revoke_links))
         .route("/i/{id}/webhooks", get(routes::webhooks).post(routes::create_webhook))
         .route("/i/{id}/webhooks/{webhook}", get(routes::deliveries))
         .route("/i/{id}/webhooks/{webhook}/enable", post(routes::enable_webhook))

@@ -10,6 +10,7 @@ use domain::chats::ChatListOut;
 use domain::history::MessagePageOut;
 use domain::instances::InstanceOut;
 use domain::keys::{KeyCreatedOut, KeyListOut};
+use domain::pairing::LinkOut;
 use domain::usage::UsageOut;
 use maud::Markup;
 use serde::Deserialize;
@@ -307,6 +308,67 @@ pub async fn create_key(
             StatusCode::BAD_REQUEST,
             pages::keys(who, id.as_str(), &name, &list, pages::KeysNote::Refused(&e.message)),
         ),
+        Err(e) => refused(&c, &s, e),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct LinkForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    expires_in: String,
+}
+
+/// Makes a hosted pairing link (the admin's): the answer shows it.
+pub async fn create_link(
+    State(c): State<Console>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+    Form(f): Form<LinkForm>,
+) -> Response {
+    let (s, id) = match form_session(&c, &headers, &raw, &f.csrf) {
+        Ok(found) => found,
+        Err(res) => return *res,
+    };
+    let body = serde_json::json!({ "expires_in": f.expires_in });
+    let made = c.api.post_json::<LinkOut>(&s.token, &format!("/v1/instances/{id}/pairing-links"), &body).await;
+    let (name, list) = match keys_of(&c, &s, &id).await {
+        Ok(k) => k,
+        Err(e) => return refused(&c, &s, e),
+    };
+    let who = (&s.who, s.csrf.as_str());
+    match made {
+        Ok(l) => {
+            page(&c, &s, StatusCode::CREATED, pages::keys(who, id.as_str(), &name, &list, pages::KeysNote::Link(&l)))
+        }
+        Err(e) if matches!(e.status, 400 | 409 | 429) => {
+            let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST);
+            page(&c, &s, status, pages::keys(who, id.as_str(), &name, &list, pages::KeysNote::Refused(&e.message)))
+        }
+        Err(e) => refused(&c, &s, e),
+    }
+}
+
+/// Revokes every pairing link of the instance (the admin's).
+pub async fn revoke_links(
+    State(c): State<Console>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+    Form(f): Form<CsrfForm>,
+) -> Response {
+    let (s, id) = match form_session(&c, &headers, &raw, &f.csrf) {
+        Ok(found) => found,
+        Err(res) => return *res,
+    };
+    if let Err(e) = c.api.delete(&s.token, &format!("/v1/instances/{id}/pairing-links")).await {
+        return refused(&c, &s, e);
+    }
+    match keys_of(&c, &s, &id).await {
+        Ok((name, list)) => {
+            let m = pages::keys((&s.who, &s.csrf), id.as_str(), &name, &list, pages::KeysNote::LinksRevoked);
+            page(&c, &s, StatusCode::OK, m)
+        }
         Err(e) => refused(&c, &s, e),
     }
 }

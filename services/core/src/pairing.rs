@@ -37,6 +37,24 @@ pub struct PairingCodeOut {
     pub pairing_code: String,
 }
 
+/// Body of `POST {inst}/pairing-links`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LinkIn {
+    /// How long the link works: a duration such as `30m`, `1h` or `7d` (1 minute to 7
+    /// days; default 1 hour).
+    #[schema(pattern = r"^[0-9]+[smhd]?([0-9]+[smhd])*$", example = "1h")]
+    pub expires_in: Option<String>,
+}
+
+/// A new link.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct LinkOut {
+    /// The page to send the customer to (it carries the link's token).
+    pub url: String,
+    pub expires_at: DateTime<Utc>,
+}
+
 /// Marks the instance to run and wakes the workers.
 pub async fn start(core: &Core, id: &InstanceId) -> Result<InstanceState> {
     let st = instances::request_run(&core.db, id).await?.ok_or(Error::InstanceNotFound)?;

@@ -2,6 +2,7 @@
 //! on the answer to the form), revoked.
 
 use domain::keys::{KeyCreatedOut, KeyListOut};
+use domain::pairing::LinkOut;
 use maud::{html, Markup};
 
 use super::{layout, tabs, Tab};
@@ -13,6 +14,10 @@ pub enum KeysNote<'a> {
     None,
     Created(&'a KeyCreatedOut),
     Refused(&'a str),
+    /// A hosted pairing link just made (the admin's).
+    Link(&'a LinkOut),
+    /// The instance's pairing links were revoked.
+    LinksRevoked,
 }
 
 pub fn keys(who: (&Who, &str), id: &str, name: &str, list: &KeyListOut, note: KeysNote<'_>) -> Markup {
@@ -32,6 +37,14 @@ pub fn keys(who: (&Who, &str), id: &str, name: &str, list: &KeyListOut, note: Ke
                     }
                 }
                 KeysNote::Refused(msg) => { p.error role="alert" { (msg) } }
+                KeysNote::Link(l) => {
+                    section.created aria-labelledby="link-h" role="status" {
+                        h2 #link-h { "Pairing link made" }
+                        p { "Send it to whoever pairs the phone: the page behind it shows the QR code, and no token. It works once, until " (l.expires_at.format("%Y-%m-%d %H:%M UTC")) "." }
+                        input #new-link type="text" readonly value=(l.url) aria-label="the pairing link" size="60";
+                    }
+                }
+                KeysNote::LinksRevoked => { p #links-revoked role="status" { "Every pairing link of this instance is revoked." } }
                 KeysNote::None => {}
             }
             @if list.keys.is_empty() {
@@ -76,6 +89,26 @@ pub fn keys(who: (&Who, &str), id: &str, name: &str, list: &KeyListOut, note: Ke
                             option value="send_only" { "send only" }
                         }
                         button type="submit" { "Create" }
+                    }
+                }
+            }
+            @if w.is_admin() {
+                section aria-labelledby="links-h" {
+                    h2 #links-h { "Hosted pairing links" }
+                    p { "A link to a page of this server where a customer pairs the phone without any token." }
+                    form.inline method="post" action={ "/i/" (id) "/links" } {
+                        input type="hidden" name="csrf" value=(csrf);
+                        label for="link-ttl" { "Works for" }
+                        select #link-ttl name="expires_in" {
+                            option value="1h" { "1 hour" }
+                            option value="24h" { "1 day" }
+                            option value="7d" { "7 days" }
+                        }
+                        button type="submit" { "Make a link" }
+                    }
+                    form.inline method="post" action={ "/i/" (id) "/links/revoke" } {
+                        input type="hidden" name="csrf" value=(csrf);
+                        button type="submit" { "Revoke every link" }
                     }
                 }
             }

@@ -7,17 +7,16 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use chrono::Utc;
 use shared::auth::{generate_token, hash_token};
 use shared::db::pairing_links;
 use shared::error::ErrorBody;
 use shared::ids::InstanceId;
 use shared::{ApiError, ErrorCode};
-use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use domain::pairing::{LinkIn, LinkOut};
 use door::extract::InstanceAccess;
 use door::AppState;
 
@@ -35,24 +34,6 @@ const MIN_TTL: std::time::Duration = std::time::Duration::from_secs(60);
 const MAX_ACTIVE: i64 = 20;
 /// The link token's prefix (never a bearer token: it opens only the page).
 pub const LINK_TOKEN_PREFIX: &str = "pl_pair_";
-
-/// Body of `POST {inst}/pairing-links`.
-#[derive(Debug, Default, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct LinkIn {
-    /// How long the link works: a duration such as `30m`, `1h` or `7d` (1 minute to 7
-    /// days; default 1 hour).
-    #[schema(pattern = r"^[0-9]+[smhd]?([0-9]+[smhd])*$", example = "1h")]
-    pub expires_in: Option<String>,
-}
-
-/// A new link.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct LinkOut {
-    /// The page to send the customer to (it carries the link's token).
-    pub url: String,
-    pub expires_at: DateTime<Utc>,
-}
 
 /// Make a hosted pairing link for the instance.
 #[utoipa::path(post, path = "/v1/instances/{id}/pairing-links", tag = "platform",

@@ -65,6 +65,28 @@ async fn the_admin_edits_deletes_and_acts_on_many_instances() {
         (json!(3000), json!({ "start": "09:00", "end": "18:00" }))
     );
 
+    // Hosted pairing links (the admin's, on the API keys tab): made, shown, revoked.
+    let (_, keys) = get(&base, &admin, &format!("/i/{other_id}/keys")).await;
+    assert!(keys.contains("Hosted pairing links"), "{keys}");
+    let form = [("csrf", csrf_of(&keys)), ("expires_in", "24h".to_string())];
+    let res = h.post(format!("{base}/i/{other_id}/links")).header(COOKIE, &admin).form(&form).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let page = res.text().await.unwrap();
+    let link = page.split("id=\"new-link\" type=\"text\" readonly value=\"").nth(1).and_then(|s| s.split('"').next());
+    let link = link.expect("the link is shown").to_string();
+    assert!(link.contains("/pair/pl_pair_"), "{link}");
+    assert_eq!(reqwest::get(&link).await.unwrap().status(), 200, "the link's page opens");
+    let res = h
+        .post(format!("{base}/i/{other_id}/links/revoke"))
+        .header(COOKIE, &admin)
+        .form(&[("csrf", csrf_of(&keys))])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert!(res.text().await.unwrap().contains("id=\"links-revoked\""));
+    assert_ne!(reqwest::get(&link).await.unwrap().status(), 200, "a revoked link opens nothing");
+
     // A phone pairing code while the instance waits for a scan.
     c.phone(PAIR_BY_CODE, false).await;
     let (waiting, _) = c.api.create_instance("console-code").await;
