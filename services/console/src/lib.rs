@@ -32,8 +32,11 @@ mod settings;
 pub struct Console {
     api: api::Api,
     sessions: session::Sessions,
-    /// Failed sign-ins per client address.
+    /// Sign-in attempts per client address.
     sign_ins: std::sync::Arc<limit::SignIns>,
+    /// How the client's address is told behind a proxy (the API's own settings).
+    client_ip_header: String,
+    trusted_proxies: Vec<ipnet::IpNet>,
 }
 
 impl Console {
@@ -50,6 +53,8 @@ impl Console {
                 config.console.secure_cookie || !loopback,
             ),
             sign_ins: std::sync::Arc::new(limit::SignIns::default()),
+            client_ip_header: config.api.client_ip_header.clone(),
+            trusted_proxies: config.api.trusted_proxies.clone(),
         })
     }
 }

@@ -47,6 +47,17 @@ fn signed_out(c: &Console) -> Response {
     ([(header::SET_COOKIE, c.sessions.clear(Jar::Session))], Redirect::to("/")).into_response()
 }
 
+/// Back to the sign-in page for a request without a session. The cookie is cleared only
+/// when the request carried one (expired, tampered): a link from another site arrives
+/// without the SameSite=Strict cookie, and must not sign the user out.
+fn to_sign_in(c: &Console, headers: &HeaderMap) -> Response {
+    if c.sessions.carries(headers, Jar::Session) {
+        signed_out(c)
+    } else {
+        Redirect::to("/").into_response()
+    }
+}
+
 /// An API refusal as a page (its own message), or the end of a session whose token no
 /// longer works.
 fn refused(c: &Console, s: &Session, e: ApiError) -> Response {
@@ -72,7 +83,7 @@ fn form_session(
     raw: &str,
     csrf: &str,
 ) -> Result<(Session, InstanceId), Box<Response>> {
-    let Some(s) = c.sessions.read(headers) else { return Err(Box::new(signed_out(c))) };
+    let Some(s) = c.sessions.read(headers) else { return Err(Box::new(to_sign_in(c, headers))) };
     if !csrf_ok(&s.csrf, csrf) {
         return Err(Box::new(forged(c, &s)));
     }
@@ -130,28 +141,26 @@ pub async fn sign_in(
     if !c.sessions.sign_in_ok(&headers, &f.csrf) {
         return sign_in_page(&c, StatusCode::FORBIDDEN, Some("The form expired; sign in again."));
     }
-    let now = std::time::Instant::now();
-    if let Some(wait) = ip.and_then(|ip| c.sign_ins.wait(ip, now)) {
+    // The attempt counts now, before the API is asked; an accepted token forgives it.
+    if let Some(Err(wait)) = ip.map(|ip| c.sign_ins.attempt(ip, std::time::Instant::now())) {
         let mut res =
             sign_in_page(&c, StatusCode::TOO_MANY_REQUESTS, Some("Too many tokens were refused; wait a minute."));
         res.headers_mut().insert(header::RETRY_AFTER, wait.as_secs().max(1).into());
         return res;
     }
-    let refused = |c: &Console| {
+    let forgive = |c: &Console| {
         if let Some(ip) = ip {
-            c.sign_ins.failed(ip, now);
+            c.sign_ins.accepted(ip);
         }
-        sign_in_page(c, StatusCode::UNAUTHORIZED, Some("That token was not accepted."))
     };
+    let refused = |c: &Console| sign_in_page(c, StatusCode::UNAUTHORIZED, Some("That token was not accepted."));
     let token = f.token.trim().to_string();
     if token.is_empty() || token.len() > 512 {
         return refused(&c);
     }
     match c.api.get::<Who>(&token, "/v1/me", &[]).await {
         Ok(who) => {
-            if let Some(ip) = ip {
-                c.sign_ins.succeeded(ip);
-            }
+            forgive(&c);
             let s = c.sessions.start(token, who);
             let mut res = Redirect::to(&s.who.home()).into_response();
             let h = res.headers_mut();
@@ -161,7 +170,11 @@ pub async fn sign_in(
             res
         }
         Err(e) if e.status == 401 || e.status == 403 => refused(&c),
-        Err(e) => sign_in_page(&c, StatusCode::BAD_GATEWAY, Some(&e.message)),
+        Err(e) => {
+            // The token was not tried: the API did not answer.
+            forgive(&c);
+            sign_in_page(&c, StatusCode::BAD_GATEWAY, Some(&e.message))
+        }
     }
 }
 
@@ -224,7 +237,7 @@ pub async fn chats(
     Path(raw): Path<String>,
     Query(q): Query<CursorQuery>,
 ) -> Response {
-    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
+    let Some(s) = c.sessions.read(&headers) else { return to_sign_in(&c, &headers) };
     let Ok(id) = InstanceId::parse(&raw) else { return no_instance(&c, &s) };
     let query = [("cursor", q.cursor.as_str()), ("limit", "50")];
     match tab::<ChatListOut>(&c, &s, &id, &format!("/v1/instances/{id}/chats"), &query).await {
@@ -240,7 +253,7 @@ pub async fn chat(
     Path((raw, raw_jid)): Path<(String, String)>,
     Query(q): Query<CursorQuery>,
 ) -> Response {
-    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
+    let Some(s) = c.sessions.read(&headers) else { return to_sign_in(&c, &headers) };
     let (Ok(id), Ok(jid)) = (InstanceId::parse(&raw), Jid::parse(&raw_jid)) else { return no_instance(&c, &s) };
     let query = [("cursor", q.cursor.as_str()), ("limit", "50")];
     let path = format!("/v1/instances/{id}/chats/{jid}/messages");
@@ -257,7 +270,7 @@ async fn keys_of(c: &Console, s: &Session, id: &InstanceId) -> Result<(String, K
 
 /// An instance's API keys.
 pub async fn keys(State(c): State<Console>, headers: HeaderMap, Path(raw): Path<String>) -> Response {
-    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
+    let Some(s) = c.sessions.read(&headers) else { return to_sign_in(&c, &headers) };
     let Ok(id) = InstanceId::parse(&raw) else { return no_instance(&c, &s) };
     match keys_of(&c, &s, &id).await {
         Ok((name, list)) => page(
@@ -393,7 +406,7 @@ pub async fn revoke_key(
 
 /// What an instance used over the last 30 days.
 pub async fn usage(State(c): State<Console>, headers: HeaderMap, Path(raw): Path<String>) -> Response {
-    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
+    let Some(s) = c.sessions.read(&headers) else { return to_sign_in(&c, &headers) };
     let Ok(id) = InstanceId::parse(&raw) else { return no_instance(&c, &s) };
     match tab::<UsageOut>(&c, &s, &id, &format!("/v1/instances/{id}/usage"), &[]).await {
         Ok((name, u)) => page(&c, &s, StatusCode::OK, pages::usage((&s.who, &s.csrf), id.as_str(), &name, &u)),

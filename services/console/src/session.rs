@@ -166,6 +166,16 @@ impl Sessions {
             .to_string()
     }
 
+    /// How long `s` has left before its absolute limit (an open event stream ends then).
+    pub fn remaining(&self, s: &Session) -> Duration {
+        Duration::from_secs((s.since + ABSOLUTE.as_secs() as i64 - now()).max(0) as u64)
+    }
+
+    /// Whether the request carries the cookie `jar` (whatever its value).
+    pub fn carries(&self, headers: &axum::http::HeaderMap, jar: Jar) -> bool {
+        cookie_value(headers, self.name(jar)).is_some()
+    }
+
     /// The request's session, if it has one that is neither idle too long nor too old.
     pub fn read(&self, headers: &axum::http::HeaderMap) -> Option<Session> {
         let s: Session = self.open(SESSION_AAD, &cookie_value(headers, self.name(Jar::Session))?)?;

@@ -116,13 +116,20 @@ pub(crate) fn chat_href(id: &str, jid: &str) -> String {
 
 pub(crate) fn with_cursor(path: &str, cursor: &str) -> String {
     let c: String = url::form_urlencoded::byte_serialize(cursor.as_bytes()).collect();
-    format!("{path}?cursor={c}")
+    let sep = if path.contains('?') { '&' } else { '?' };
+    format!("{path}{sep}cursor={c}")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_cursor_is_encoded_after_the_query_it_joins() {
+        assert_eq!(with_cursor("/i/x/chats", "a+b/c"), "/i/x/chats?cursor=a%2Bb%2Fc");
+        assert_eq!(with_cursor("/i/x/queue?list=failed", "a&b=c"), "/i/x/queue?list=failed&cursor=a%26b%3Dc");
+    }
 
     #[test]
     fn only_http_media_urls_are_links() {

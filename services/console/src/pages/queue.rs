@@ -89,7 +89,7 @@ fn listing(id: &str, q: &QueueOut) -> Markup {
         }
         @if let Some(next) = &q.next_cursor {
             @let base = if q.list == QueueList::Failed { format!("/i/{id}/queue?list=failed") } else { format!("/i/{id}/queue?list=pending") };
-            p { a rel="next" href={ (base) "&cursor=" (next) } { "Next page" } }
+            p { a rel="next" href=(super::chats::with_cursor(&base, next)) { "Next page" } }
         }
     }
 }

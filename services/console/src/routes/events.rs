@@ -1,6 +1,6 @@
 //! The live events page, and its stream: the API's SSE of the instance passed through
 //! with the session's token (never in the page), resuming after the browser's
-//! `Last-Event-ID`.
+//! `Last-Event-ID`; a stream ends at the session's absolute limit.
 
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
@@ -10,7 +10,7 @@ use domain::instances::InstanceOut;
 use serde::Deserialize;
 use shared::ids::InstanceId;
 
-use super::{no_instance, page, refused, signed_out};
+use super::{no_instance, page, refused, to_sign_in};
 use crate::pages;
 use crate::Console;
 
@@ -37,7 +37,7 @@ pub async fn events(
     Path(raw): Path<String>,
     Query(q): Query<TypesQuery>,
 ) -> Response {
-    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
+    let Some(s) = c.sessions.read(&headers) else { return to_sign_in(&c, &headers) };
     let Ok(id) = InstanceId::parse(&raw) else { return no_instance(&c, &s) };
     let types = if valid_types(q.types.trim()) { q.types.trim() } else { "" };
     match c.api.get::<InstanceOut>(&s.token, &format!("/v1/instances/{id}"), &[]).await {
@@ -62,11 +62,17 @@ pub async fn stream(
     let last = headers.get("last-event-id").and_then(|v| v.to_str().ok()).filter(|v| valid_event_id(v));
     let path = format!("/v1/instances/{id}/events");
     match c.api.stream(&s.token, &path, &[("types", q.types.as_str())], last).await {
-        Ok(res) => (
-            [(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-store")],
-            Body::from_stream(res.bytes_stream()),
-        )
-            .into_response(),
+        Ok(res) => {
+            // The stream ends with the session: at its absolute limit (the browser's
+            // reconnect then finds no session).
+            let end = tokio::time::sleep(c.sessions.remaining(&s));
+            let body = futures::StreamExt::take_until(res.bytes_stream(), end);
+            (
+                [(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-store")],
+                Body::from_stream(body),
+            )
+                .into_response()
+        }
         Err(e) => StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_GATEWAY).into_response(),
     }
 }

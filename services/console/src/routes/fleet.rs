@@ -11,7 +11,7 @@ use domain::instances::InstanceListOut;
 use serde::Deserialize;
 use shared::ids::InstanceId;
 
-use super::{forged, page, refused, signed_out};
+use super::{forged, page, refused, to_sign_in};
 use crate::pages::{self, FleetFilter, BULK};
 use crate::session::{csrf_ok, Session};
 use crate::Console;
@@ -21,7 +21,7 @@ const BULK_MAX: usize = 200;
 
 /// The admin's session, or the answer for anyone else.
 fn admin(c: &Console, headers: &HeaderMap) -> Result<Session, Box<Response>> {
-    let Some(s) = c.sessions.read(headers) else { return Err(Box::new(signed_out(c))) };
+    let Some(s) = c.sessions.read(headers) else { return Err(Box::new(to_sign_in(c, headers))) };
     if !s.who.is_admin() {
         let m =
             pages::problem(Some((&s.who, &s.csrf)), "Not allowed", "Only the admin sees the fleet and the cluster.");

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use shared::db::instances::InstanceState;
 use shared::ids::InstanceId;
 
-use super::{form_session, no_instance, page, refused, signed_out, CsrfForm};
+use super::{form_session, no_instance, page, refused, to_sign_in, CsrfForm};
 use crate::api::ApiError;
 use crate::pages::{self, InstanceNote};
 use crate::session::{Jar, Session};
@@ -22,7 +22,7 @@ use crate::Console;
 
 /// One instance.
 pub async fn instance(State(c): State<Console>, headers: HeaderMap, Path(raw): Path<String>) -> Response {
-    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
+    let Some(s) = c.sessions.read(&headers) else { return to_sign_in(&c, &headers) };
     let Ok(id) = InstanceId::parse(&raw) else { return no_instance(&c, &s) };
     show(&c, &s, &id, StatusCode::OK, &InstanceNote::default()).await
 }

@@ -10,7 +10,7 @@ use domain::risk::RiskOut;
 use serde::Deserialize;
 use shared::ids::InstanceId;
 
-use super::{back, form_session, no_instance, page, refused, signed_out, tab, CsrfForm};
+use super::{back, form_session, no_instance, page, refused, tab, to_sign_in, CsrfForm};
 use crate::pages::{self, SendForm};
 use crate::session::Session;
 use crate::Console;
@@ -30,7 +30,7 @@ pub async fn queue(
     Path(raw): Path<String>,
     Query(q): Query<QueueQuery>,
 ) -> Response {
-    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
+    let Some(s) = c.sessions.read(&headers) else { return to_sign_in(&c, &headers) };
     let Ok(id) = InstanceId::parse(&raw) else { return no_instance(&c, &s) };
     show(&c, &s, &id, &q, &SendForm::default(), StatusCode::OK).await
 }
@@ -103,7 +103,7 @@ fn pending() -> QueueQuery {
 
 /// The risk page.
 pub async fn risk(State(c): State<Console>, headers: HeaderMap, Path(raw): Path<String>) -> Response {
-    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
+    let Some(s) = c.sessions.read(&headers) else { return to_sign_in(&c, &headers) };
     let Ok(id) = InstanceId::parse(&raw) else { return no_instance(&c, &s) };
     show_risk(&c, &s, &id, None).await
 }

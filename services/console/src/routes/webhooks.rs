@@ -10,14 +10,14 @@ use domain::webhooks::{DeliveryListOut, WebhookListOut, WebhookOut};
 use serde::Deserialize;
 use shared::ids::{DeliveryId, InstanceId, WebhookId};
 
-use super::{back, form_session, no_instance, page, refused, signed_out, tab, CsrfForm, CursorQuery};
+use super::{back, form_session, no_instance, page, refused, tab, to_sign_in, CsrfForm, CursorQuery};
 use crate::pages::{self, WebhooksNote};
 use crate::session::Session;
 use crate::Console;
 
 /// An instance's webhook endpoints.
 pub async fn webhooks(State(c): State<Console>, headers: HeaderMap, Path(raw): Path<String>) -> Response {
-    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
+    let Some(s) = c.sessions.read(&headers) else { return to_sign_in(&c, &headers) };
     let Ok(id) = InstanceId::parse(&raw) else { return no_instance(&c, &s) };
     show(&c, &s, &id, StatusCode::OK, WebhooksNote::None).await
 }
@@ -37,7 +37,7 @@ pub async fn deliveries(
     Path((raw, raw_wh)): Path<(String, String)>,
     Query(q): Query<CursorQuery>,
 ) -> Response {
-    let Some(s) = c.sessions.read(&headers) else { return signed_out(&c) };
+    let Some(s) = c.sessions.read(&headers) else { return to_sign_in(&c, &headers) };
     let (Ok(id), Ok(wh)) = (InstanceId::parse(&raw), WebhookId::parse(&raw_wh)) else { return no_instance(&c, &s) };
     let query = [("cursor", q.cursor.as_str()), ("limit", "50")];
     let path = format!("/v1/instances/{id}/webhooks/{wh}/deliveries");
