@@ -180,6 +180,40 @@ impl From<DeliveryRow> for DeliveryOut {
     }
 }
 
+/// A page of the delivery log, narrowed.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct DeliveryQuery {
+    /// Page size, 1-100 (default 50).
+    #[param(minimum = 1, maximum = 100)]
+    pub limit: Option<u32>,
+    /// `next_cursor` of the previous page.
+    #[param(min_length = 1, max_length = 1024, pattern = "^[A-Za-z0-9_-]+$")]
+    pub cursor: Option<String>,
+    /// Only deliveries in this state.
+    pub state: Option<DeliveryState>,
+    /// Only deliveries of this event type.
+    #[param(value_type = Option<crate::catalog::EventType>)]
+    pub event: Option<String>,
+    /// Only deliveries made at or after this time (RFC 3339).
+    #[param(value_type = Option<String>, format = DateTime)]
+    pub since: Option<DateTime<Utc>>,
+}
+
+impl DeliveryQuery {
+    /// The filter it asks for; 400 `validation_failed` naming `event` for a type the
+    /// catalog does not have.
+    pub fn filter(&self) -> Result<shared::db::deliveries::LogFilter> {
+        if let Some(e) = &self.event {
+            if !shared::events::EVENT_TYPES.contains(&e.as_str()) {
+                return Err(Error::field("event", "event must be a type of the event catalog"));
+            }
+        }
+        Ok(shared::db::deliveries::LogFilter { state: self.state, event_type: self.event.clone(), since: self.since })
+    }
+}
+
 /// A page of the delivery log.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct DeliveryListOut {

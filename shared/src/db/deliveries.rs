@@ -310,21 +310,38 @@ pub async fn release(db: impl PgExecutor<'_>, worker: &str) -> Result<u64, sqlx:
 }
 
 /// A page of a webhook's delivery log, newest first, after `before` (a delivery id).
+/// What the delivery log is narrowed to.
+#[derive(Debug, Clone, Default)]
+pub struct LogFilter {
+    pub state: Option<DeliveryState>,
+    pub event_type: Option<String>,
+    /// Made at or after this time.
+    pub since: Option<DateTime<Utc>>,
+}
+
+/// A page of a webhook's delivery log, newest first, before `before`, narrowed by `f`
+/// (`webhook_deliveries_log_idx`).
 pub async fn list(
     db: impl PgExecutor<'_>,
     instance: &InstanceId,
     webhook: &WebhookId,
     before: Option<&DeliveryId>,
+    f: &LogFilter,
     limit: i64,
 ) -> Result<Vec<DeliveryRow>, sqlx::Error> {
     sqlx::query_as(&format!(
         "SELECT {LOG_COLUMNS} FROM webhook_deliveries WHERE webhook_id = $1 AND instance_id = $2 \
-         AND ($3::text IS NULL OR id < $3) ORDER BY id DESC LIMIT $4"
+         AND ($3::text IS NULL OR id < $3) AND ($5::text IS NULL OR state = $5) \
+         AND ($6::text IS NULL OR event_type = $6) AND ($7::timestamptz IS NULL OR created_at >= $7) \
+         ORDER BY id DESC LIMIT $4"
     ))
     .bind(webhook)
     .bind(instance)
     .bind(before)
     .bind(limit)
+    .bind(f.state)
+    .bind(&f.event_type)
+    .bind(f.since)
     .fetch_all(db)
     .await
 }

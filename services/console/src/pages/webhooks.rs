@@ -103,16 +103,56 @@ fn post(action: &str, label: &str, csrf: &str) -> Markup {
 }
 
 /// An endpoint's delivery log, newest first.
-pub fn deliveries(who: (&Who, &str), id: &str, webhook: &str, page: &DeliveryListOut, can_resend: bool) -> Markup {
+/// What a delivery log page was narrowed to (as the form names them).
+pub struct LogFilter<'a> {
+    pub state: &'a str,
+    pub event: &'a str,
+    /// `hour`, `day`, `week` or empty.
+    pub since: &'a str,
+}
+
+pub fn deliveries(
+    who: (&Who, &str),
+    id: &str,
+    webhook: &str,
+    page: &DeliveryListOut,
+    f: &LogFilter<'_>,
+    can_resend: bool,
+) -> Markup {
     let (_, csrf) = who;
+    let here = format!("/i/{id}/webhooks/{webhook}");
     layout(
         "Delivery log",
         Some(who),
         html! {
             h1 { "Delivery log" }
             (tabs(who.0, id, Tab::Webhooks))
+            form.filters method="get" action=(here) role="search" {
+                div {
+                    label for="log-state" { "State" }
+                    select #log-state name="state" {
+                        @for (v, label) in [("", "any"), ("pending", "pending"), ("succeeded", "succeeded"), ("failed", "failed")] {
+                            option value=(v) selected[f.state == v] { (label) }
+                        }
+                    }
+                }
+                div {
+                    label for="log-event" { "Event type" }
+                    input #log-event name="event" value=(f.event) maxlength="64" list="event-types" autocomplete="off";
+                    datalist #event-types { @for t in shared::events::EVENT_TYPES { option value=(t) {} } }
+                }
+                div {
+                    label for="log-since" { "Made in" }
+                    select #log-since name="since" {
+                        @for (v, label) in [("", "any time"), ("hour", "the last hour"), ("day", "the last day"), ("week", "the last 7 days")] {
+                            option value=(v) selected[f.since == v] { (label) }
+                        }
+                    }
+                }
+                button type="submit" { "Filter" }
+            }
             @if page.deliveries.is_empty() {
-                p { "Nothing delivered yet." }
+                p { "No delivery matches." }
             } @else {
                 div.scroll tabindex="0" {
                     table {
@@ -145,8 +185,24 @@ pub fn deliveries(who: (&Who, &str), id: &str, webhook: &str, page: &DeliveryLis
                 }
             }
             @if let Some(next) = &page.next_cursor {
-                p { a rel="next" href=(super::chats::with_cursor(&format!("/i/{id}/webhooks/{webhook}"), next)) { "Older deliveries" } }
+                p { a rel="next" href=(super::chats::with_cursor(&narrowed(&here, f), next)) { "Older deliveries" } }
             }
         },
     )
+}
+
+/// The log's address with its filters (the next page keeps them).
+fn narrowed(here: &str, f: &LogFilter<'_>) -> String {
+    let mut u = url::form_urlencoded::Serializer::new(String::new());
+    for (k, v) in [("state", f.state), ("event", f.event), ("since", f.since)] {
+        if !v.is_empty() {
+            u.append_pair(k, v);
+        }
+    }
+    let q = u.finish();
+    if q.is_empty() {
+        here.to_string()
+    } else {
+        format!("{here}?{q}")
+    }
 }

@@ -10,7 +10,7 @@ use domain::webhooks::{DeliveryListOut, WebhookListOut, WebhookOut};
 use serde::Deserialize;
 use shared::ids::{DeliveryId, InstanceId, WebhookId};
 
-use super::{back, form_session, no_instance, page, refused, tab, to_sign_in, CsrfForm, CursorQuery};
+use super::{back, form_session, no_instance, page, refused, tab, to_sign_in, CsrfForm};
 use crate::pages::{self, WebhooksNote};
 use crate::session::Session;
 use crate::Console;
@@ -35,19 +35,48 @@ pub async fn deliveries(
     State(c): State<Console>,
     headers: HeaderMap,
     Path((raw, raw_wh)): Path<(String, String)>,
-    Query(q): Query<CursorQuery>,
+    Query(q): Query<LogQuery>,
 ) -> Response {
     let Some(s) = c.sessions.read(&headers) else { return to_sign_in(&c, &headers) };
     let (Ok(id), Ok(wh)) = (InstanceId::parse(&raw), WebhookId::parse(&raw_wh)) else { return no_instance(&c, &s) };
-    let query = [("cursor", q.cursor.as_str()), ("limit", "50")];
+    // `since` is offered as a span back from now; the API takes the time.
+    let since = match q.since.as_str() {
+        "hour" => Some(chrono::Duration::hours(1)),
+        "day" => Some(chrono::Duration::days(1)),
+        "week" => Some(chrono::Duration::days(7)),
+        _ => None,
+    }
+    .map(|d| (chrono::Utc::now() - d).to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+    .unwrap_or_default();
+    let query = [
+        ("cursor", q.cursor.as_str()),
+        ("state", q.state.as_str()),
+        ("event", q.event.trim()),
+        ("since", since.as_str()),
+        ("limit", "50"),
+    ];
     let path = format!("/v1/instances/{id}/webhooks/{wh}/deliveries");
+    let filter = pages::LogFilter { state: &q.state, event: q.event.trim(), since: &q.since };
     match c.api.get::<DeliveryListOut>(&s.token, &path, &query).await {
         Ok(p) => {
-            let m = pages::deliveries((&s.who, &s.csrf), id.as_str(), wh.as_str(), &p, s.who.can_operate());
+            let m = pages::deliveries((&s.who, &s.csrf), id.as_str(), wh.as_str(), &p, &filter, s.who.can_operate());
             page(&c, &s, StatusCode::OK, m)
         }
         Err(e) => refused(&c, &s, e),
     }
+}
+
+#[derive(Deserialize)]
+pub struct LogQuery {
+    #[serde(default)]
+    cursor: String,
+    #[serde(default)]
+    state: String,
+    #[serde(default)]
+    event: String,
+    /// `hour`, `day` or `week` back from now; empty: any time.
+    #[serde(default)]
+    since: String,
 }
 
 /// Resends a failed delivery, then shows the log again.

@@ -517,6 +517,21 @@ async fn a_failed_delivery_is_resent_from_the_console() {
     assert!(page.contains("failed") && !page.contains("/resend\""), "{page}");
     let (_, page) = get(&base, &ro, &format!("/i/{id}/webhooks")).await;
     assert!(!page.contains("/rotate\"") && !page.contains("Add an endpoint"), "no forms for a key: {page}");
+    // The log narrowed by state, event type and time, on the page and in the API.
+    let (_, page) = get(&base, &ro, &format!("/i/{id}/webhooks/{wh}?state=failed&since=hour")).await;
+    assert!(page.contains("state-failed") && !page.contains("state-succeeded"), "{page}");
+    let (_, page) = get(&base, &ro, &format!("/i/{id}/webhooks/{wh}?event=message.sent")).await;
+    assert!(page.contains("No delivery matches."), "{page}");
+    let log = |q: &str| {
+        let (own, path) = (own.clone(), format!("{deliveries}?{q}"));
+        async move { own.get(&path).await }
+    };
+    assert_eq!(log("state=succeeded").await.expect(200)["deliveries"].as_array().unwrap().len(), 1);
+    assert_eq!(log("event=message.queued").await.expect(200)["deliveries"].as_array().unwrap().len(), 2);
+    assert_eq!(log("since=2999-01-01T00:00:00Z").await.expect(200)["deliveries"], json!([]));
+    let bad = log("event=message.nope").await;
+    assert_eq!((bad.status, bad.body["error"]["field"].clone()), (400, json!("event")), "{}", bad.body);
+    log("state=lost").await.expect_error(400, "validation_failed");
 
     // The owner manages endpoints: added (the secret shown once), refused with the API's
     // message, disabled and enabled, the secret rotated, deleted.

@@ -16,9 +16,9 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use domain::page::SmallPageQuery;
 use domain::webhooks::{
-    check, check_base64_room, insert, shape, DeliveryListOut, DeliveryOut, WebhookFormat, WebhookListOut, WebhookOut,
+    check, check_base64_room, insert, shape, DeliveryListOut, DeliveryOut, DeliveryQuery, WebhookFormat,
+    WebhookListOut, WebhookOut,
 };
 use door::extract::{Path, ValidatedJson, ValidatedQuery, WebhookAccess};
 use door::AppState;
@@ -212,12 +212,13 @@ async fn webhook_of(state: &AppState, instance: &InstanceId, webhook: &WebhookId
     webhooks::get(&state.db, instance, webhook).await?.ok_or_else(|| ApiError::not_found("webhook"))
 }
 
-/// The delivery log of a webhook, newest first, with cursor pagination.
+/// The delivery log of a webhook, newest first, with cursor pagination; narrowed by
+/// `state`, `event` (a type) and `since` (made at or after).
 #[utoipa::path(get, path = "/v1/instances/{id}/webhooks/{webhook_id}/deliveries", tag = "webhooks",
-    params(("id" = InstanceId, Path, description = "instance id"), ("webhook_id" = WebhookId, Path, description = "webhook id"), SmallPageQuery),
+    params(("id" = InstanceId, Path, description = "instance id"), ("webhook_id" = WebhookId, Path, description = "webhook id"), DeliveryQuery),
     responses(
         (status = 200, description = "a page of deliveries, newest first", body = DeliveryListOut),
-        (status = 400, description = "`validation_failed`: bad limit or cursor", body = ErrorBody),
+        (status = 400, description = "`validation_failed`: bad limit, cursor, state, event type or time", body = ErrorBody),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
         (status = 403, description = "`forbidden`: the token may not be used from this address", body = ErrorBody),
         (status = 404, description = "`instance_not_found`; `not_found`: no such webhook on this instance, or another instance's token", body = ErrorBody),
@@ -227,12 +228,13 @@ async fn deliveries(
     State(state): State<AppState>,
     WebhookAccess { id, .. }: WebhookAccess,
     Path(ids): Path<(InstanceId, WebhookId)>,
-    ValidatedQuery(q): ValidatedQuery<SmallPageQuery>,
+    ValidatedQuery(q): ValidatedQuery<DeliveryQuery>,
 ) -> Result<Json<DeliveryListOut>, ApiError> {
     let limit = domain::page::limit(q.limit, 50, 100)?;
+    let filter = q.filter()?;
     let hook = webhook_of(&state, &id, &ids.1).await?;
     let before = q.cursor.as_deref().map(|c| decode_cursor(c, &hook.id)).transpose()?;
-    let rows = dlv::list(&state.db, &id, &hook.id, before.as_ref(), i64::from(limit) + 1).await?;
+    let rows = dlv::list(&state.db, &id, &hook.id, before.as_ref(), &filter, i64::from(limit) + 1).await?;
     let (rows, next_cursor) =
         domain::page::page(rows, limit, |r| domain::page::encode(&["d1", hook.id.as_str(), r.id.as_str()]));
     Ok(Json(DeliveryListOut { deliveries: rows.into_iter().map(Into::into).collect(), next_cursor }))
