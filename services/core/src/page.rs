@@ -60,6 +60,16 @@ pub fn decode(c: &str, prefix: &[&str], n: usize) -> Result<Vec<String>> {
     Ok(fields)
 }
 
+/// A time as a cursor field (RFC 3339 to the microsecond, as Postgres keeps it).
+pub fn time_field(at: chrono::DateTime<chrono::Utc>) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
+
+/// A cursor field written by [`time_field`]; 400 `validation_failed` otherwise.
+pub fn parse_time_field(f: &str) -> Result<chrono::DateTime<chrono::Utc>> {
+    chrono::DateTime::parse_from_rfc3339(f).map(|t| t.to_utc()).map_err(|_| Error::invalid("invalid cursor"))
+}
+
 /// A page from `limit + 1` rows: the first `limit`, and the cursor of the last of them
 /// when there were more.
 pub fn page<T>(mut rows: Vec<T>, limit: u32, cursor: impl Fn(&T) -> String) -> (Vec<T>, Option<String>) {

@@ -176,14 +176,14 @@ pub async fn get(ctx: Ctx<'_>, q: &QueueQuery) -> Result<QueueOut> {
             let after = match &q.cursor {
                 Some(c) => {
                     let f = crate::page::decode(c, &tag, 5)?;
-                    let at = DateTime::parse_from_rfc3339(&f[3]).map_err(|_| bad_cursor())?.with_timezone(&Utc);
+                    let at = crate::page::parse_time_field(&f[3])?;
                     Some((at, MessageId::parse(&f[4]).map_err(|_| bad_cursor())?))
                 }
                 None => None,
             };
             let rows = listing::failed(db, ctx.instance, after, i64::from(limit) + 1).await?;
             crate::page::page(rows, limit, |r| {
-                let at = r.updated_at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+                let at = crate::page::time_field(r.updated_at);
                 crate::page::encode(&[&tag[..], &[at.as_str(), r.id.as_str()]].concat())
             })
         }

@@ -43,14 +43,14 @@ pub async fn history(ctx: Ctx<'_>, q: &PageQuery) -> Result<StateHistoryOut> {
         Some(c) => {
             let f = crate::page::decode(c, &tag, 4)?;
             let bad = || Error::invalid("invalid cursor");
-            let at = DateTime::parse_from_rfc3339(&f[2]).map_err(|_| bad())?.with_timezone(&Utc);
+            let at = crate::page::parse_time_field(&f[2])?;
             Some((at, EventId::parse(&f[3]).map_err(|_| bad())?))
         }
         None => None,
     };
     let rows = shared::db::outbox::states(&ctx.core.db, ctx.instance, before, i64::from(limit) + 1).await?;
     let (rows, next_cursor) = crate::page::page(rows, limit, |(id, at, _)| {
-        let at = at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+        let at = crate::page::time_field(*at);
         crate::page::encode(&[tag[0], tag[1], at.as_str(), id.as_str()])
     });
     let changes = rows

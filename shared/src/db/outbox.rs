@@ -75,10 +75,7 @@ pub async fn states(
     before: Option<(DateTime<Utc>, EventId)>,
     limit: i64,
 ) -> Result<Vec<(EventId, DateTime<Utc>, serde_json::Value)>, sqlx::Error> {
-    let (at, id) = match before {
-        Some((at, id)) => (Some(at), Some(id)),
-        None => (None, None),
-    };
+    let (at, id) = before.unzip();
     sqlx::query_as(
         "SELECT id, created_at, payload FROM outbox WHERE instance_id = $1 AND type = 'instance.state' \
            AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3)) \

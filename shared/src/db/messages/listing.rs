@@ -46,10 +46,7 @@ pub async fn failed(
     after: Option<(DateTime<Utc>, MessageId)>,
     limit: i64,
 ) -> Result<Vec<MessageRow>, sqlx::Error> {
-    let (at, id) = match after {
-        Some((at, id)) => (Some(at), Some(id)),
-        None => (None, None),
-    };
+    let (at, id) = after.unzip();
     sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM messages WHERE instance_id = $1 AND status = 'failed' \
            AND ($2::timestamptz IS NULL OR (updated_at, id) < ($2, $3)) \
