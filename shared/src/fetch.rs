@@ -173,13 +173,15 @@ impl GuardedClient {
         GuardedClient { http, allow_private }
     }
 
-    /// POSTs `body` to `url` with `headers`; the answer's status and its `Retry-After`.
+    /// POSTs `body` to `url` with `headers`: the answer's status, its `Retry-After` and
+    /// the first `keep` bytes of its body.
     pub async fn post(
         &self,
         url: &url::Url,
         headers: reqwest::header::HeaderMap,
         body: bytes::Bytes,
-    ) -> Result<(u16, Option<String>), FetchError> {
+        keep: usize,
+    ) -> Result<Posted, FetchError> {
         if !matches!(url.scheme(), "http" | "https") || !literal_ok(url, self.allow_private) {
             return Err(FetchError::Refused);
         }
@@ -187,16 +189,19 @@ impl GuardedClient {
         let retry_after =
             res.headers().get(reqwest::header::RETRY_AFTER).and_then(|v| v.to_str().ok()).map(str::to_string);
         let status = res.status().as_u16();
-        // Read (a bounded part of) the body so the connection can be reused.
+        // Read (a bounded part of) the body so the connection can be reused; keep its start.
         let mut stream = res.bytes_stream();
         let mut read = 0usize;
+        let mut head = Vec::with_capacity(keep.min(4096));
         while let Some(Ok(chunk)) = stream.next().await {
+            let room = keep.saturating_sub(head.len());
+            head.extend_from_slice(&chunk[..chunk.len().min(room)]);
             read += chunk.len();
             if read > 64 * 1024 {
                 break;
             }
         }
-        Ok((status, retry_after))
+        Ok(Posted { status, retry_after, head })
     }
 
     /// POSTs a JSON body to `url` and reads the answer: its status and at most `limit`
@@ -262,6 +267,15 @@ impl GuardedClient {
         let (res, content_type) = self.open(url, limit).await?;
         Ok((read_capped(res, limit).await?, content_type))
     }
+}
+
+/// The answer to [`GuardedClient::post`].
+#[derive(Debug, Clone)]
+pub struct Posted {
+    pub status: u16,
+    pub retry_after: Option<String>,
+    /// The start of the body (as many bytes as asked for, at most).
+    pub head: Vec<u8>,
 }
 
 /// A reqwest client builder with the address guard: names resolve to public addresses

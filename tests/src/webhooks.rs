@@ -36,6 +36,7 @@ struct SinkState {
     plan: VecDeque<(u16, Option<String>)>,
     default: Option<u16>,
     delay: Duration,
+    body: String,
     received: Vec<Received>,
 }
 
@@ -53,10 +54,10 @@ impl WebhookSink {
         let app = axum::Router::new().fallback(move |headers: HeaderMap, body: String| {
             let st = st.clone();
             async move {
-                let (answer, delay) = {
+                let (answer, delay, text) = {
                     let mut s = st.lock().unwrap();
                     let answer = s.plan.pop_front().unwrap_or((s.default.unwrap_or(200), None));
-                    (answer, s.delay)
+                    (answer, s.delay, s.body.clone())
                 };
                 if !delay.is_zero() {
                     tokio::time::sleep(delay).await;
@@ -66,7 +67,7 @@ impl WebhookSink {
                     .map(|(k, v)| (k.as_str().to_string(), v.to_str().unwrap_or("").to_string()))
                     .collect();
                 st.lock().unwrap().received.push(Received { headers, body, status: answer.0 });
-                let mut res = StatusCode::from_u16(answer.0).unwrap().into_response();
+                let mut res = (StatusCode::from_u16(answer.0).unwrap(), text).into_response();
                 if let Some(ra) = answer.1 {
                     res.headers_mut().insert("retry-after", ra.parse().unwrap());
                 }
@@ -91,6 +92,11 @@ impl WebhookSink {
     /// The status once the plan ran out (200 unless set).
     pub fn default_status(&self, status: u16) {
         self.state.lock().unwrap().default = Some(status);
+    }
+
+    /// The body of every answer (empty unless set).
+    pub fn answer_body(&self, body: &str) {
+        self.state.lock().unwrap().body = body.to_string();
     }
 
     /// Waits this long before answering each request.

@@ -33,9 +33,7 @@ pub use events::{events, stream as events_stream};
 pub use fleet::{bulk, cluster, fleet};
 pub use instance::{connect, delete, instance, logout, pairing_code, qr, settings};
 pub use queue::{pause, queue, resume, risk, send};
-pub use webhooks::{
-    create_webhook, delete_webhook, deliveries, disable_webhook, enable_webhook, resend, rotate_webhook, webhooks,
-};
+pub use webhooks::{create_webhook, deliveries, delivery, endpoint, resend, webhooks};
 
 /// A page with the session's cookie renewed (its idle time starts again).
 fn page(c: &Console, s: &Session, status: StatusCode, m: Markup) -> Response {

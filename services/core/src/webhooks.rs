@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use shared::db::deliveries::{DeliveryRow, DeliveryState};
+use shared::db::deliveries::{Attempt, DeliveryDetail, DeliveryRow, DeliveryState};
 pub use shared::db::webhooks::WebhookFormat;
 use shared::db::webhooks::{self, WebhookRow};
 use shared::fetch::FetchError;
@@ -177,6 +177,59 @@ impl From<DeliveryRow> for DeliveryOut {
             updated_at: r.updated_at,
             delivered_at: r.delivered_at,
         }
+    }
+}
+
+/// One delivery with its attempts (the latest 10, oldest first) and the request its
+/// latest attempt made. Deliveries made before this was kept have neither.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct DeliveryDetailOut {
+    #[serde(flatten)]
+    pub delivery: DeliveryOut,
+    /// The latest attempt's request (none before the first attempt).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request: Option<DeliveryRequestOut>,
+    /// The attempts kept (the latest 10), oldest first; `attempts` counts them all.
+    pub attempt_log: Vec<Attempt>,
+}
+
+/// The request an attempt made. Its `webhook-signature` header is not kept.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct DeliveryRequestOut {
+    pub method: String,
+    pub url: String,
+    /// `content-type`, `webhook-id` and `webhook-timestamp`.
+    pub headers: std::collections::BTreeMap<String, String>,
+    /// The body's first 4 KiB as text.
+    pub body: String,
+    /// The whole body's size.
+    pub bytes: u64,
+    /// True when `body` is only the start of it.
+    pub truncated: bool,
+}
+
+impl From<DeliveryDetail> for DeliveryDetailOut {
+    fn from(d: DeliveryDetail) -> Self {
+        let attempt_log = d.attempt_log.0;
+        let request = match (attempt_log.last(), d.last_request) {
+            (Some(last), Some(body)) => Some(DeliveryRequestOut {
+                method: "POST".into(),
+                url: last.url.clone(),
+                headers: [
+                    ("content-type", "application/json".to_string()),
+                    ("webhook-id", d.row.event_id.to_string()),
+                    ("webhook-timestamp", last.at.timestamp().to_string()),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+                truncated: last.request_bytes > shared::db::deliveries::REQUEST_EXCERPT as u64,
+                bytes: last.request_bytes,
+                body,
+            }),
+            _ => None,
+        };
+        DeliveryDetailOut { delivery: d.row.into(), request, attempt_log }
     }
 }
 

@@ -160,6 +160,7 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("PATCH", "/v1/instances/{id}/webhooks/{webhook_id}", Owner),
     ("DELETE", "/v1/instances/{id}/webhooks/{webhook_id}", Owner),
     ("GET", "/v1/instances/{id}/webhooks/{webhook_id}/deliveries", Read),
+    ("GET", "/v1/instances/{id}/webhooks/{webhook_id}/deliveries/{delivery_id}", Read),
     ("POST", "/v1/instances/{id}/webhooks/{webhook_id}/deliveries/{delivery_id}/resend", Owner),
     ("GET", "/v1/instances/{id}/events", Read),
     // The hosted pairing page (its link's token is in the path).

@@ -213,6 +213,8 @@ impl Executor {
             error: None,
             next_attempt_at: Some(later),
             gone: false,
+            logged: None,
+            request_excerpt: None,
         };
         let _ = self.0.results.send(outcome).await;
     }
@@ -244,7 +246,8 @@ impl Executor {
         let secrets: Vec<&str> = job.secrets.iter().map(String::as_str).collect();
         let Some(signature) = signing::signature_header(&secrets, &job.event_id, ts, &built.bytes) else {
             tracing::error!(webhook = %job.webhook_id, "the webhook's secret is malformed; not delivering");
-            return self.finish(&job, Answer::NoAnswer("the webhook secret is malformed".into()), None).await;
+            let answer = Answer::NoAnswer("the webhook secret is malformed".into());
+            return self.finish(&job, answer, Sent::new(now, &built.bytes), None).await;
         };
         let mut headers = reqwest::header::HeaderMap::new();
         headers.insert(reqwest::header::CONTENT_TYPE, reqwest::header::HeaderValue::from_static("application/json"));
@@ -256,23 +259,33 @@ impl Executor {
         put("webhook-id", &job.event_id);
         put("webhook-timestamp", &ts.to_string());
         put("webhook-signature", &signature);
+        let sent = Sent::new(now, &built.bytes);
         let started = Instant::now();
-        let answer = match url::Url::parse(&job.url) {
-            Err(_) => Answer::NoAnswer("the URL is invalid".into()),
-            Ok(url) => match self.0.client.post(&url, headers, built.bytes.clone()).await {
-                Ok((status, retry_after)) => Answer::of(status, retry_after.as_deref(), Utc::now()),
-                Err(FetchError::Refused) => Answer::NoAnswer("the URL resolves to a private or local address".into()),
-                Err(FetchError::Failed(kind)) => Answer::NoAnswer(kind),
-                Err(FetchError::TooLarge) => Answer::NoAnswer("request failed".into()),
+        let (answer, head) = match url::Url::parse(&job.url) {
+            Err(_) => (Answer::NoAnswer("the URL is invalid".into()), None),
+            Ok(url) => match self.0.client.post(&url, headers, built.bytes.clone(), deliveries::RESPONSE_EXCERPT).await
+            {
+                Ok(p) => (Answer::of(p.status, p.retry_after.as_deref(), Utc::now()), Some(p.head)),
+                Err(FetchError::Refused) => {
+                    (Answer::NoAnswer("the URL resolves to a private or local address".into()), None)
+                }
+                Err(FetchError::Failed(kind)) => (Answer::NoAnswer(kind), None),
+                Err(FetchError::TooLarge) => (Answer::NoAnswer("request failed".into()), None),
             },
         };
         let latency = started.elapsed();
         drop(built);
         metrics::histogram!(m::ATTEMPT_SECONDS).record(latency.as_secs_f64());
-        self.finish(&job, answer, Some(latency)).await;
+        self.finish(&job, answer, sent, Some((latency, head))).await;
     }
 
-    async fn finish(&self, job: &Job, answer: Answer, latency: Option<Duration>) {
+    /// Records an attempt's outcome: `answered` is how long it took and the start of the
+    /// endpoint's answer (none when no request was made).
+    async fn finish(&self, job: &Job, answer: Answer, sent: Sent, answered: Option<(Duration, Option<Vec<u8>>)>) {
+        let (latency, head) = match answered {
+            Some((l, h)) => (Some(l), h),
+            None => (None, None),
+        };
         let s = &self.0.settings;
         let now = Utc::now();
         let attempts = job.attempts + 1;
@@ -297,9 +310,19 @@ impl Executor {
             attempted: true,
             response_status: answer.status().map(i32::from),
             latency_ms: latency.map(|l| l.as_millis().min(i32::MAX as u128) as i32),
-            error,
+            error: error.clone(),
             next_attempt_at: next,
             gone: answer == Answer::Gone,
+            logged: Some(deliveries::Attempt {
+                at: sent.at,
+                url: job.url.clone(),
+                status: answer.status().map(i32::from),
+                latency_ms: latency.map(|l| l.as_millis().min(i32::MAX as u128) as i32),
+                error,
+                request_bytes: sent.bytes,
+                response: head.map(|h| deliveries::excerpt(&h, deliveries::RESPONSE_EXCERPT)).filter(|r| !r.is_empty()),
+            }),
+            request_excerpt: Some(sent.excerpt),
         };
         let _ = self.0.results.send(outcome).await;
     }
@@ -319,6 +342,19 @@ impl Executor {
             self.0.stop.cancel();
             self.0.tasks.wait().await;
         }
+    }
+}
+
+/// What an attempt sent, as its delivery's log keeps it.
+struct Sent {
+    at: DateTime<Utc>,
+    bytes: u64,
+    excerpt: String,
+}
+
+impl Sent {
+    fn new(at: DateTime<Utc>, body: &[u8]) -> Sent {
+        Sent { at, bytes: body.len() as u64, excerpt: deliveries::excerpt(body, deliveries::REQUEST_EXCERPT) }
     }
 }
 

@@ -175,6 +175,58 @@ pub struct Outcome {
     pub next_attempt_at: Option<DateTime<Utc>>,
     /// The endpoint answered 410 Gone: disable it.
     pub gone: bool,
+    /// The attempt as the log keeps it (none when not attempted).
+    pub logged: Option<Attempt>,
+    /// The start of the body the attempt sent ([`REQUEST_EXCERPT`] bytes at most).
+    pub request_excerpt: Option<String>,
+}
+
+/// Most attempts a delivery's log keeps (the latest).
+pub const ATTEMPTS_KEPT: usize = 10;
+/// Most bytes of the sent body a delivery keeps (its latest attempt's).
+pub const REQUEST_EXCERPT: usize = 4096;
+/// Most bytes of an endpoint's answer an attempt keeps.
+pub const RESPONSE_EXCERPT: usize = 1024;
+
+/// One attempt of a delivery, as its log keeps it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Attempt {
+    /// When it started.
+    pub at: DateTime<Utc>,
+    /// Where it went.
+    pub url: String,
+    /// The endpoint's HTTP status (none when it did not answer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<i32>,
+    pub latency_ms: Option<i32>,
+    /// Why it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The size of the body sent.
+    pub request_bytes: u64,
+    /// The start of the endpoint's answer ([`RESPONSE_EXCERPT`] bytes at most, invalid
+    /// UTF-8 replaced).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response: Option<String>,
+}
+
+/// The start of `bytes` as text: at most `max` bytes, cut at a character boundary,
+/// invalid UTF-8 and NULs replaced (Postgres text refuses NUL).
+pub fn excerpt(bytes: &[u8], max: usize) -> String {
+    let head = &bytes[..bytes.len().min(max)];
+    let cut = head.len() < bytes.len();
+    let mut s = String::with_capacity(head.len());
+    let mut chunks = head.utf8_chunks().peekable();
+    while let Some(c) = chunks.next() {
+        s.push_str(c.valid());
+        // Bytes left over at the cut are a character cut in two, not bad input.
+        let split_at_cut = cut && chunks.peek().is_none();
+        if !c.invalid().is_empty() && !split_at_cut {
+            s.push('\u{fffd}');
+        }
+    }
+    s.replace('\0', "\u{fffd}")
 }
 
 /// What the endpoint rules decided after a batch of outcomes.
@@ -205,15 +257,23 @@ pub async fn record(
     let latency: Vec<Option<i32>> = outcomes.iter().map(|o| o.latency_ms).collect();
     let errors: Vec<Option<&str>> = outcomes.iter().map(|o| o.error.as_deref()).collect();
     let next: Vec<Option<DateTime<Utc>>> = outcomes.iter().map(|o| o.next_attempt_at).collect();
+    let logged: Vec<Option<serde_json::Value>> =
+        outcomes.iter().map(|o| o.logged.as_ref().map(|a| serde_json::to_value(a).expect("json"))).collect();
+    let sent: Vec<Option<&str>> = outcomes.iter().map(|o| o.request_excerpt.as_deref()).collect();
     let applied: Vec<(DeliveryId,)> = sqlx::query_as(
         "UPDATE webhook_deliveries d SET state = v.state, attempts = d.attempts + v.inc, \
              response_status = CASE WHEN v.inc = 1 THEN v.status ELSE d.response_status END, \
              latency_ms = CASE WHEN v.inc = 1 THEN v.latency ELSE d.latency_ms END, \
              last_error = CASE WHEN v.inc = 1 THEN v.err ELSE d.last_error END, \
              next_attempt_at = v.next, locked_by = NULL, locked_until = NULL, claim_id = NULL, updated_at = now(), \
-             delivered_at = CASE WHEN v.state = 'succeeded' THEN now() ELSE d.delivered_at END \
-         FROM UNNEST($1::text[], $2::text[], $3::int[], $4::int[], $5::int[], $6::text[], $7::timestamptz[], $9::text[]) \
-             AS v(id, state, inc, status, latency, err, next, claim) \
+             delivered_at = CASE WHEN v.state = 'succeeded' THEN now() ELSE d.delivered_at END, \
+             attempt_log = CASE WHEN v.logged IS NULL THEN d.attempt_log ELSE \
+                 (SELECT jsonb_agg(e ORDER BY n) FROM jsonb_array_elements(d.attempt_log || jsonb_build_array(v.logged)) \
+                      WITH ORDINALITY AS t(e, n) WHERE n > jsonb_array_length(d.attempt_log) + 1 - $10) END, \
+             last_request = CASE WHEN v.logged IS NULL THEN d.last_request ELSE v.sent END \
+         FROM UNNEST($1::text[], $2::text[], $3::int[], $4::int[], $5::int[], $6::text[], $7::timestamptz[], $9::text[], \
+                 $11::jsonb[], $12::text[]) \
+             AS v(id, state, inc, status, latency, err, next, claim, logged, sent) \
          WHERE d.id = v.id AND d.locked_by = $8 AND d.claim_id = v.claim AND d.state = 'pending' RETURNING d.id",
     )
     .bind(&ids)
@@ -225,6 +285,9 @@ pub async fn record(
     .bind(&next)
     .bind(worker)
     .bind(&claims)
+    .bind(ATTEMPTS_KEPT as i32)
+    .bind(&logged)
+    .bind(&sent)
     .fetch_all(&mut *tx)
     .await?;
     let applied: std::collections::HashSet<&str> = applied.iter().map(|a| a.0.as_str()).collect();
@@ -362,6 +425,33 @@ pub async fn get(
     .await
 }
 
+/// A delivery with its attempts and the start of what its latest attempt sent.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct DeliveryDetail {
+    #[sqlx(flatten)]
+    pub row: DeliveryRow,
+    /// Oldest first, the latest [`ATTEMPTS_KEPT`].
+    pub attempt_log: sqlx::types::Json<Vec<Attempt>>,
+    pub last_request: Option<String>,
+}
+
+pub async fn detail(
+    db: impl PgExecutor<'_>,
+    instance: &InstanceId,
+    webhook: &WebhookId,
+    id: &DeliveryId,
+) -> Result<Option<DeliveryDetail>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "SELECT {LOG_COLUMNS}, attempt_log, last_request FROM webhook_deliveries \
+         WHERE id = $1 AND webhook_id = $2 AND instance_id = $3"
+    ))
+    .bind(id)
+    .bind(webhook)
+    .bind(instance)
+    .fetch_optional(db)
+    .await
+}
+
 /// Queues a `failed` delivery again, due now, with a fresh retry span. `None` when it is
 /// not failed (the caller tells a missing delivery from a wrong state with `get`).
 pub async fn resend(
@@ -407,4 +497,18 @@ pub async fn gauges(db: impl PgExecutor<'_>) -> Result<(i64, i64), sqlx::Error> 
     )
     .fetch_one(db)
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::excerpt;
+
+    #[test]
+    fn excerpts_are_text_cut_at_a_character() {
+        assert_eq!(excerpt(b"hello", 10), "hello");
+        assert_eq!(excerpt(b"hello", 3), "hel");
+        assert_eq!(excerpt("aé".as_bytes(), 2), "a", "é is two bytes: not cut in two");
+        assert_eq!(excerpt(b"a\xffb", 10), "a\u{fffd}b");
+        assert_eq!(excerpt(b"a\0b", 10), "a\u{fffd}b");
+    }
 }

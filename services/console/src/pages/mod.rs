@@ -24,7 +24,7 @@ pub use keys::{keys, KeysNote};
 pub use queue::{queue, SendForm};
 pub use risk::risk;
 pub use usage::usage;
-pub use webhooks::{deliveries, webhooks, LogFilter, WebhooksNote};
+pub use webhooks::{delivery, endpoint, webhooks, EndpointPage, LogFilter, WebhooksNote};
 
 /// Every page: the header (who is signed in, sign-out) and `body`.
 pub fn layout(title: &str, who: Option<(&Who, &str)>, body: Markup) -> Markup {

@@ -1,12 +1,13 @@
 //! An instance's webhook endpoints: listed, added (the signing secret shown once),
-//! enabled and disabled, their secret rotated (shown once), deleted; an endpoint's
-//! delivery log with a resend of a failed delivery.
+//! edited, enabled and disabled, their secret rotated (shown once), deleted; an
+//! endpoint's page with its delivery log, a delivery's request, answers and attempts, and
+//! a resend of a failed delivery.
 
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::Form;
-use domain::webhooks::{DeliveryListOut, WebhookListOut, WebhookOut};
+use domain::webhooks::{DeliveryDetailOut, DeliveryListOut, WebhookListOut, WebhookOut};
 use serde::Deserialize;
 use shared::ids::{DeliveryId, InstanceId, WebhookId};
 
@@ -30,7 +31,7 @@ async fn show(c: &Console, s: &Session, id: &InstanceId, status: StatusCode, not
     }
 }
 
-/// An endpoint's delivery log.
+/// An endpoint's page: the endpoint (with its edit form) and its delivery log.
 pub async fn deliveries(
     State(c): State<Console>,
     headers: HeaderMap,
@@ -39,6 +40,18 @@ pub async fn deliveries(
 ) -> Response {
     let Some(s) = c.sessions.read(&headers) else { return to_sign_in(&c, &headers) };
     let (Ok(id), Ok(wh)) = (InstanceId::parse(&raw), WebhookId::parse(&raw_wh)) else { return no_instance(&c, &s) };
+    endpoint_page(&c, &s, (&id, &wh), &q, StatusCode::OK, None).await
+}
+
+/// The endpoint's page for `q`, with the API's refusal of its edit form if any.
+async fn endpoint_page(
+    c: &Console,
+    s: &Session,
+    (id, wh): (&InstanceId, &WebhookId),
+    q: &LogQuery,
+    status: StatusCode,
+    refusal: Option<&str>,
+) -> Response {
     // `since` is offered as a span back from now; the API takes the time.
     let since = match q.since.as_str() {
         "hour" => Some(chrono::Duration::hours(1)),
@@ -55,18 +68,41 @@ pub async fn deliveries(
         ("since", since.as_str()),
         ("limit", "50"),
     ];
-    let path = format!("/v1/instances/{id}/webhooks/{wh}/deliveries");
-    let filter = pages::LogFilter { state: &q.state, event: q.event.trim(), since: &q.since };
-    match c.api.get::<DeliveryListOut>(&s.token, &path, &query).await {
-        Ok(p) => {
-            let m = pages::deliveries((&s.who, &s.csrf), id.as_str(), wh.as_str(), &p, &filter, s.who.can_operate());
-            page(&c, &s, StatusCode::OK, m)
+    let hook = format!("/v1/instances/{id}/webhooks/{wh}");
+    let log = format!("{hook}/deliveries");
+    let (hook, log) = tokio::join!(
+        c.api.get::<WebhookOut>(&s.token, &hook, &[]),
+        c.api.get::<DeliveryListOut>(&s.token, &log, &query)
+    );
+    match (hook, log) {
+        (Ok(hook), Ok(log)) => {
+            let filter = pages::LogFilter { state: &q.state, event: q.event.trim(), since: &q.since };
+            let p = pages::EndpointPage { id: id.as_str(), hook: &hook, log: &log, filter: &filter, refusal };
+            page(c, s, status, pages::endpoint((&s.who, &s.csrf), &p))
         }
+        (Err(e), _) | (_, Err(e)) => refused(c, s, e),
+    }
+}
+
+/// A delivery: its request, its attempts with the endpoint's answers, and a resend.
+pub async fn delivery(
+    State(c): State<Console>,
+    headers: HeaderMap,
+    Path((raw, raw_wh, raw_dlv)): Path<(String, String, String)>,
+) -> Response {
+    let Some(s) = c.sessions.read(&headers) else { return to_sign_in(&c, &headers) };
+    let (Ok(id), Ok(wh), Ok(dlv)) = (InstanceId::parse(&raw), WebhookId::parse(&raw_wh), DeliveryId::parse(&raw_dlv))
+    else {
+        return no_instance(&c, &s);
+    };
+    let path = format!("/v1/instances/{id}/webhooks/{wh}/deliveries/{dlv}");
+    match c.api.get::<DeliveryDetailOut>(&s.token, &path, &[]).await {
+        Ok(d) => page(&c, &s, StatusCode::OK, pages::delivery((&s.who, &s.csrf), (id.as_str(), wh.as_str()), &d)),
         Err(e) => refused(&c, &s, e),
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 pub struct LogQuery {
     #[serde(default)]
     cursor: String,
@@ -124,9 +160,8 @@ pub async fn create_webhook(
         Ok(found) => found,
         Err(res) => return *res,
     };
-    let events: Vec<&str> = f.events.split(',').map(str::trim).filter(|e| !e.is_empty()).collect();
-    let format = if f.format.is_empty() { "paceline" } else { f.format.as_str() };
-    let body = serde_json::json!({ "url": f.url.trim(), "events": events, "format": format });
+    let body =
+        serde_json::json!({ "url": f.url.trim(), "events": events_of(&f.events), "format": format_of(&f.format) });
     match c.api.post_json::<WebhookOut>(&s.token, &format!("/v1/instances/{id}/webhooks"), &body).await {
         Ok(wh) => show(&c, &s, &id, StatusCode::CREATED, WebhooksNote::Secret(&wh)).await,
         Err(e) if e.status == 400 => {
@@ -136,35 +171,42 @@ pub async fn create_webhook(
     }
 }
 
-/// The session, instance and endpoint of an endpoint's form.
-fn endpoint_form(
-    c: &Console,
-    headers: &HeaderMap,
-    (raw, raw_wh): &(String, String),
-    csrf: &str,
-) -> Result<(Session, InstanceId, WebhookId), Box<Response>> {
-    let (s, id) = form_session(c, headers, raw, csrf)?;
-    match WebhookId::parse(raw_wh) {
-        Ok(wh) => Ok((s, id, wh)),
-        Err(_) => Err(Box::new(no_instance(c, &s))),
-    }
-}
-
-/// `PATCH` an endpoint with `patch`; a new secret (a rotation) is shown once.
-async fn edit(
-    c: Console,
+/// An endpoint's form, the action named by the path: `edit` (URL, event types, format),
+/// `enable`, `disable`, `rotate` (the new secret shown once) or `delete`.
+pub async fn endpoint(
+    State(c): State<Console>,
     headers: HeaderMap,
-    ids: (String, String),
-    f: CsrfForm,
-    patch: serde_json::Value,
+    Path((raw, raw_wh, action)): Path<(String, String, String)>,
+    Form(f): Form<WebhookForm>,
 ) -> Response {
-    let (s, id, wh) = match endpoint_form(&c, &headers, &ids, &f.csrf) {
+    let (s, id) = match form_session(&c, &headers, &raw, &f.csrf) {
         Ok(found) => found,
         Err(res) => return *res,
     };
-    match c.api.patch_json::<WebhookOut>(&s.token, &format!("/v1/instances/{id}/webhooks/{wh}"), &patch).await {
+    let Ok(wh) = WebhookId::parse(&raw_wh) else { return no_instance(&c, &s) };
+    let path = format!("/v1/instances/{id}/webhooks/{wh}");
+    let patch = match action.as_str() {
+        "delete" => {
+            return match c.api.delete(&s.token, &path).await {
+                Ok(()) => back(&c, &s, &format!("/i/{id}/webhooks")),
+                Err(e) => refused(&c, &s, e),
+            }
+        }
+        "enable" => serde_json::json!({ "enabled": true }),
+        "disable" => serde_json::json!({ "enabled": false }),
+        "rotate" => serde_json::json!({ "rotate_secret": true }),
+        "edit" => {
+            serde_json::json!({ "url": f.url.trim(), "events": events_of(&f.events), "format": format_of(&f.format) })
+        }
+        _ => return page(&c, &s, StatusCode::NOT_FOUND, pages::not_found()),
+    };
+    match c.api.patch_json::<WebhookOut>(&s.token, &path, &patch).await {
         Ok(out) if out.secret.is_some() => show(&c, &s, &id, StatusCode::OK, WebhooksNote::Secret(&out)).await,
+        Ok(_) if action == "edit" => back(&c, &s, &format!("/i/{id}/webhooks/{wh}")),
         Ok(_) => back(&c, &s, &format!("/i/{id}/webhooks")),
+        Err(e) if e.status == 400 && action == "edit" => {
+            endpoint_page(&c, &s, (&id, &wh), &LogQuery::default(), StatusCode::BAD_REQUEST, Some(&e.message)).await
+        }
         Err(e) if e.status == 400 => {
             show(&c, &s, &id, StatusCode::BAD_REQUEST, WebhooksNote::Refused(&e.message)).await
         }
@@ -172,46 +214,15 @@ async fn edit(
     }
 }
 
-pub async fn enable_webhook(
-    State(c): State<Console>,
-    headers: HeaderMap,
-    Path(ids): Path<(String, String)>,
-    Form(f): Form<CsrfForm>,
-) -> Response {
-    edit(c, headers, ids, f, serde_json::json!({ "enabled": true })).await
+/// The event types a form lists, comma-separated.
+fn events_of(raw: &str) -> Vec<&str> {
+    raw.split(',').map(str::trim).filter(|e| !e.is_empty()).collect()
 }
 
-pub async fn disable_webhook(
-    State(c): State<Console>,
-    headers: HeaderMap,
-    Path(ids): Path<(String, String)>,
-    Form(f): Form<CsrfForm>,
-) -> Response {
-    edit(c, headers, ids, f, serde_json::json!({ "enabled": false })).await
-}
-
-pub async fn rotate_webhook(
-    State(c): State<Console>,
-    headers: HeaderMap,
-    Path(ids): Path<(String, String)>,
-    Form(f): Form<CsrfForm>,
-) -> Response {
-    edit(c, headers, ids, f, serde_json::json!({ "rotate_secret": true })).await
-}
-
-/// Deletes an endpoint (its delivery log goes with it).
-pub async fn delete_webhook(
-    State(c): State<Console>,
-    headers: HeaderMap,
-    Path(ids): Path<(String, String)>,
-    Form(f): Form<CsrfForm>,
-) -> Response {
-    let (s, id, wh) = match endpoint_form(&c, &headers, &ids, &f.csrf) {
-        Ok(found) => found,
-        Err(res) => return *res,
-    };
-    match c.api.delete(&s.token, &format!("/v1/instances/{id}/webhooks/{wh}")).await {
-        Ok(()) => back(&c, &s, &format!("/i/{id}/webhooks")),
-        Err(e) => refused(&c, &s, e),
+fn format_of(raw: &str) -> &str {
+    if raw.is_empty() {
+        "paceline"
+    } else {
+        raw
     }
 }

@@ -464,6 +464,8 @@ async fn a_late_outcome_of_a_lapsed_claim_changes_nothing() {
         error: None,
         next_attempt_at: None,
         gone: false,
+        logged: None,
+        request_excerpt: None,
     };
     deliveries::record(&db, "pod-a", &[outcome(&old_claim, DeliveryState::Failed)], 1, Duration::ZERO).await.unwrap();
     let (state, attempts): (String, i32) =

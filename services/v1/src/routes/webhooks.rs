@@ -17,8 +17,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use domain::webhooks::{
-    check, check_base64_room, insert, shape, DeliveryListOut, DeliveryOut, DeliveryQuery, WebhookFormat,
-    WebhookListOut, WebhookOut,
+    check, check_base64_room, insert, shape, DeliveryDetailOut, DeliveryListOut, DeliveryOut, DeliveryQuery,
+    WebhookFormat, WebhookListOut, WebhookOut,
 };
 use door::extract::{Path, ValidatedJson, ValidatedQuery, WebhookAccess};
 use door::AppState;
@@ -28,6 +28,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(create, list))
         .routes(routes!(get_one, patch, delete))
         .routes(routes!(deliveries))
+        .routes(routes!(delivery))
         .routes(routes!(resend))
 }
 
@@ -238,6 +239,31 @@ async fn deliveries(
     let (rows, next_cursor) =
         domain::page::page(rows, limit, |r| domain::page::encode(&["d1", hook.id.as_str(), r.id.as_str()]));
     Ok(Json(DeliveryListOut { deliveries: rows.into_iter().map(Into::into).collect(), next_cursor }))
+}
+
+/// One delivery with its attempts (the latest 10: time, URL, status, latency, error, the
+/// start of the endpoint's answer) and the request its latest attempt made.
+#[utoipa::path(get, path = "/v1/instances/{id}/webhooks/{webhook_id}/deliveries/{delivery_id}", tag = "webhooks",
+    params(
+        ("id" = InstanceId, Path, description = "instance id"),
+        ("webhook_id" = WebhookId, Path, description = "webhook id"),
+        ("delivery_id" = DeliveryId, Path, description = "delivery id"),
+    ),
+    responses(
+        (status = 200, description = "the delivery, its request and its attempts", body = DeliveryDetailOut),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token may not be used from this address", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`; `not_found`: no such webhook or delivery, or another instance's token", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn delivery(
+    State(state): State<AppState>,
+    WebhookAccess { id, .. }: WebhookAccess,
+    Path(ids): Path<(InstanceId, WebhookId, DeliveryId)>,
+) -> Result<Json<DeliveryDetailOut>, ApiError> {
+    let hook = webhook_of(&state, &id, &ids.1).await?;
+    let d = dlv::detail(&state.db, &id, &hook.id, &ids.2).await?.ok_or_else(|| ApiError::not_found("delivery"))?;
+    Ok(Json(d.into()))
 }
 
 /// Resend a failed delivery: it is queued again, due now, with a fresh retry span.
