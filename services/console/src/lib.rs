@@ -66,6 +66,7 @@ pub fn router(console: Console) -> Router {
         .route("/sign-out", post(routes::sign_out))
         .route("/fleet", get(routes::fleet))
         .route("/fleet/bulk", post(routes::bulk))
+        .route("/fleet/bulk/tag", post(routes::bulk_tag))
         .route("/cluster", get(routes::cluster))
         .route("/i/{id}", get(routes::instance))
         .route("/i/{id}/connect", post(routes::connect))

@@ -30,7 +30,7 @@ mod queue;
 mod webhooks;
 
 pub use events::{events, stream as events_stream};
-pub use fleet::{bulk, cluster, fleet};
+pub use fleet::{bulk, bulk_tag, cluster, fleet, TagProgress};
 pub use instance::{connect, delete, instance, logout, pairing_code, qr, settings};
 pub use queue::{pause, queue, resume, risk, send};
 pub use webhooks::{create_webhook, deliveries, delivery, endpoint, resend, webhooks};

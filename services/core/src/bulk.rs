@@ -18,6 +18,17 @@ pub enum BulkAction {
     Logout,
     /// As `DELETE {inst}`.
     Delete,
+    /// Adds the tag `value` (no change when the instance has it).
+    AddTag,
+    /// Removes the tag `value` (no change when the instance lacks it).
+    RemoveTag,
+}
+
+impl BulkAction {
+    /// Whether it takes the tag in `value`.
+    pub fn takes_value(self) -> bool {
+        matches!(self, BulkAction::AddTag | BulkAction::RemoveTag)
+    }
 }
 
 /// The action and the instances: `ids`, or every instance with `tag` (then `cursor` and
@@ -37,6 +48,10 @@ pub struct BulkByIds {
     /// Instance ids (1 to 500).
     #[schema(min_items = 1, max_items = 500, value_type = Vec<InstanceId>)]
     pub ids: Vec<String>,
+    /// The tag `add_tag` adds or `remove_tag` removes (those actions only).
+    #[serde(default)]
+    #[schema(value_type = Option<crate::schemas::Tag>)]
+    pub value: Option<String>,
 }
 
 /// Every instance with a tag, 500 per call in id order.
@@ -54,6 +69,10 @@ pub struct BulkByTag {
     #[serde(default)]
     #[schema(minimum = 1, maximum = 500)]
     pub limit: Option<u32>,
+    /// The tag `add_tag` adds or `remove_tag` removes (those actions only).
+    #[serde(default)]
+    #[schema(value_type = Option<crate::schemas::Tag>)]
+    pub value: Option<String>,
 }
 
 /// One instance's outcome.

@@ -275,25 +275,36 @@ pub struct ListFilter {
     pub limit: i64,
 }
 
+/// What [`ListFilter`] matches (`$1` tag, `$2` state, `$3` name, `$4` risk level).
+const LIST_WHERE: &str = "($1::text IS NULL OR tags @> ARRAY[$1::text]) \
+       AND ($2::text IS NULL OR state = $2) \
+       AND ($3::text IS NULL OR strpos(lower(name), lower($3)) > 0) \
+       AND ($4::text IS NULL OR risk_level = $4)";
+
 /// Instances in id (creation) order.
 pub async fn list(db: impl PgExecutor<'_>, f: &ListFilter) -> Result<Vec<InstanceRow>, sqlx::Error> {
     sqlx::query_as::<_, InstanceRow>(&format!(
-        "SELECT {COLUMNS} FROM instances \
-         WHERE ($1::text IS NULL OR tags @> ARRAY[$1::text]) \
-           AND ($2::text IS NULL OR state = $2) \
-           AND ($3::text IS NULL OR id > $3) \
-           AND ($5::text IS NULL OR strpos(lower(name), lower($5)) > 0) \
-           AND ($6::text IS NULL OR risk_level = $6) \
-         ORDER BY id LIMIT $4"
+        "SELECT {COLUMNS} FROM instances WHERE {LIST_WHERE} AND ($5::text IS NULL OR id > $5) ORDER BY id LIMIT $6"
     ))
     .bind(&f.tag)
     .bind(f.state.map(InstanceState::as_str))
-    .bind(&f.after)
-    .bind(f.limit)
     .bind(&f.name)
     .bind(&f.risk)
+    .bind(&f.after)
+    .bind(f.limit)
     .fetch_all(db)
     .await
+}
+
+/// How many instances the filter matches (its cursor and limit aside).
+pub async fn count(db: impl PgExecutor<'_>, f: &ListFilter) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar(&format!("SELECT count(*) FROM instances WHERE {LIST_WHERE}"))
+        .bind(&f.tag)
+        .bind(f.state.map(InstanceState::as_str))
+        .bind(&f.name)
+        .bind(&f.risk)
+        .fetch_one(db)
+        .await
 }
 
 /// How many instances are in each state.

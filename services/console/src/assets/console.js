@@ -63,3 +63,68 @@
       : "Reconnecting…";
   };
 })();
+
+// A run over every instance with a tag: the page shows the first step's progress and a
+// form for the next; this sends that form by itself (asking for JSON), step after step,
+// updating the progress and listing failures, until the run is done or Stop is pressed.
+// Without this script each step is a click on Continue.
+(function () {
+  "use strict";
+  var form = document.getElementById("run-next");
+  if (!form || !window.fetch) return;
+  var stop = document.getElementById("run-stop");
+  var stopped = false;
+  stop.hidden = false;
+  stop.addEventListener("click", function () {
+    stopped = true;
+    stop.hidden = true;
+  });
+  function set(id, v) { document.getElementById(id).textContent = String(v); }
+  function field(name, v) { form.elements[name].value = String(v); }
+  function step() {
+    if (stopped) return;
+    // (`form.action` is the input named "action", not the address.)
+    fetch(form.getAttribute("action"), {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams(new FormData(form)).toString()
+    })
+      .then(function (r) { return r.ok ? r.json() : Promise.reject(r.status); })
+      .then(function (p) {
+        var done = p.succeeded + p.failed;
+        var bar = document.getElementById("run-progress");
+        bar.max = Math.max(p.total, done);
+        bar.value = done;
+        bar.textContent = done + " of " + p.total;
+        set("run-done", done);
+        set("run-succeeded", p.succeeded);
+        set("run-failed", p.failed);
+        var list = document.getElementById("run-failures");
+        p.failures.forEach(function (f) {
+          var li = document.createElement("li");
+          var a = document.createElement("a");
+          a.href = "/i/" + encodeURIComponent(f[0]);
+          a.textContent = f[0];
+          li.appendChild(a);
+          li.appendChild(document.createTextNode(": " + f[1]));
+          list.appendChild(li);
+        });
+        if (!p.next_cursor) {
+          form.parentNode.removeChild(form);
+          document.getElementById("run-summary").appendChild(document.createTextNode(" Finished."));
+          return;
+        }
+        field("cursor", p.next_cursor);
+        field("succeeded", p.succeeded);
+        field("failed", p.failed);
+        field("total", p.total);
+        step();
+      })
+      .catch(function () {
+        stop.hidden = true;
+        document.getElementById("run-summary").appendChild(document.createTextNode(" Paused: the last step failed; Continue retries it."));
+      });
+  }
+  step();
+})();

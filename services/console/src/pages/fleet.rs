@@ -21,9 +21,26 @@ pub struct FleetFilter<'a> {
     pub risk: &'a str,
 }
 
-/// The actions the fleet applies to the instances ticked, with their labels.
-pub const BULK: [(&str, &str); 3] =
-    [("connect", "Connect"), ("restart", "Restart (disconnect and connect again)"), ("logout", "Log out")];
+/// The actions the fleet applies to many instances, with their labels.
+pub const BULK: [(&str, &str); 5] = [
+    ("connect", "Connect"),
+    ("restart", "Restart (disconnect and connect again)"),
+    ("logout", "Log out"),
+    ("add_tag", "Add the tag below"),
+    ("remove_tag", "Remove the tag below"),
+];
+
+/// A bulk form's action and the tag its tag actions take; `prefix` keeps ids apart.
+fn bulk_fields(prefix: &str) -> Markup {
+    html! {
+        label for={ (prefix) "-action" } { "Action" }
+        select id={ (prefix) "-action" } name="action" {
+            @for (value, label) in BULK { option value=(value) { (label) } }
+        }
+        label for={ (prefix) "-value" } { "Tag (to add or remove)" }
+        input id={ (prefix) "-value" } name="value" maxlength="64" autocomplete="off";
+    }
+}
 
 /// The fleet: counts by state, every instance, filtered, a page at a time.
 pub fn fleet(who: (&Who, &str), f: &FleetFilter<'_>, page: &InstanceListOut, cluster: Option<&ClusterOut>) -> Markup {
@@ -96,10 +113,7 @@ pub fn fleet(who: (&Who, &str), f: &FleetFilter<'_>, page: &InstanceListOut, clu
                     }
                     fieldset.bulk {
                         legend { "With the instances ticked" }
-                        label for="bulk-action" { "Action" }
-                        select #bulk-action name="action" {
-                            @for (value, label) in BULK { option value=(value) { (label) } }
-                        }
+                        (bulk_fields("bulk"))
                         label.check { input type="checkbox" name="confirm" value="yes" required; " I confirm: this acts on every instance ticked" }
                         button type="submit" { "Apply" }
                     }
@@ -108,6 +122,59 @@ pub fn fleet(who: (&Who, &str), f: &FleetFilter<'_>, page: &InstanceListOut, clu
             @if let Some(next) = &page.next_cursor {
                 p { a rel="next" href=(next_page(f, next)) { "Next page" } }
             }
+            @if !f.tag.is_empty() {
+                form #bulk-tag method="post" action="/fleet/bulk/tag" {
+                    input type="hidden" name="csrf" value=(csrf);
+                    input type="hidden" name="tag" value=(f.tag);
+                    fieldset.bulk {
+                        legend { "With every instance tagged “" (f.tag) "”, on every page (100 at a time, with progress)" }
+                        (bulk_fields("tag-run"))
+                        label.check { input type="checkbox" name="confirm" value="yes" required; " I confirm: this acts on every instance with the tag" }
+                        button type="submit" { "Start" }
+                    }
+                }
+            }
+        },
+    )
+}
+
+/// A run over every instance with a tag, after a step: its progress, the step's
+/// failures, and the form for the next step (sent by the page's script by itself).
+pub fn tag_run(who: (&Who, &str), p: &crate::routes::TagProgress) -> Markup {
+    let (_, csrf) = who;
+    let done = p.succeeded + p.failed;
+    let label =
+        BULK.iter().find(|(a, _)| *a == p.action).map_or(p.action.as_str(), |(_, l)| l.trim_end_matches(" below"));
+    layout(
+        "Bulk action",
+        Some(who),
+        html! {
+            h1 { "Every instance tagged “" (p.tag) "”" }
+            p { "Action: " (label) @if !p.value.is_empty() { ": “" (p.value) "”" } }
+            label for="run-progress" { "Instances done" }
+            progress #run-progress max=(p.total.max(done)) value=(done) { (done) " of " (p.total) }
+            p #run-summary role="status" {
+                span #run-done { (done) } " of " (p.total) " done: " span #run-succeeded { (p.succeeded) } " succeeded, "
+                span #run-failed { (p.failed) } " failed."
+                @if p.next_cursor.is_none() { " Finished." }
+            }
+            h2 { "Failures" }
+            ul #run-failures {
+                @for (id, why) in &p.failures { li { a href={ "/i/" (id) } { (id) } ": " (why) } }
+            }
+            @if let Some(next) = &p.next_cursor {
+                form #run-next method="post" action="/fleet/bulk/tag" {
+                    @for (k, v) in [("csrf", csrf), ("action", p.action.as_str()), ("tag", p.tag.as_str()), ("value", p.value.as_str()), ("confirm", "yes"), ("cursor", next.as_str())] {
+                        input type="hidden" name=(k) value=(v);
+                    }
+                    input type="hidden" name="total" value=(p.total);
+                    input type="hidden" name="succeeded" value=(p.succeeded);
+                    input type="hidden" name="failed" value=(p.failed);
+                    button #run-continue type="submit" { "Continue with the next 100" }
+                    button #run-stop type="button" hidden { "Stop" }
+                }
+            }
+            p { a href={ "/fleet?tag=" (url::form_urlencoded::byte_serialize(p.tag.as_bytes()).collect::<String>()) } { "Back to the fleet" } }
         },
     )
 }

@@ -18,7 +18,7 @@ mod webhooks;
 
 pub use chats::{chat, chats};
 pub use events::events;
-pub use fleet::{bulk_results, cluster, fleet, FleetFilter, BULK};
+pub use fleet::{bulk_results, cluster, fleet, tag_run, FleetFilter, BULK};
 pub use instance::{instance, InstanceNote};
 pub use keys::{keys, KeysNote};
 pub use queue::{queue, SendForm};

@@ -144,6 +144,9 @@ pub struct ListQuery {
     /// `next_cursor` of the previous page.
     #[param(min_length = 1, max_length = 1024, pattern = "^[A-Za-z0-9_-]+$")]
     pub cursor: Option<String>,
+    /// `true`: the answer's `total` counts every instance the filters match.
+    #[serde(default)]
+    pub count: bool,
 }
 
 /// A page of instances.
@@ -153,6 +156,9 @@ pub struct InstanceListOut {
     /// Absent on the last page.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// With `count=true`: how many instances the filters match, on every page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<i64>,
 }
 
 /// Creates an instance from `POST /v1/instances`'s body (the admin's: what it sets, it
@@ -202,6 +208,10 @@ pub async fn list(core: &Core, q: ListQuery) -> Result<InstanceListOut> {
         limit: i64::from(limit) + 1,
     };
     let rows = instances::list(&core.db, &filter).await?;
+    let total = match q.count {
+        true => Some(instances::count(&core.db, &filter).await?),
+        false => None,
+    };
     let (rows, next_cursor) = crate::page::page(rows, limit, |r| crate::page::encode(&["i1", r.id.as_str()]));
     // The page's queue depths and lease holders: one statement and one round trip.
     let ids: Vec<shared::ids::InstanceId> = rows.iter().map(|r| r.id.clone()).collect();
@@ -215,7 +225,7 @@ pub async fn list(core: &Core, q: ListQuery) -> Result<InstanceListOut> {
             InstanceOut { queue_depth: Some(depth), worker, ..InstanceOut::shown_to(r, true) }
         })
         .collect();
-    Ok(InstanceListOut { instances, next_cursor })
+    Ok(InstanceListOut { instances, next_cursor, total })
 }
 
 /// The instance as the caller sees it, with its queue depth and the pacing in force.

@@ -16,6 +16,7 @@ use serde_json::json;
 use crate::bin;
 
 mod admin;
+mod bulk;
 mod sign_in;
 mod webhooks;
 

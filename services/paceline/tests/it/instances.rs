@@ -334,6 +334,11 @@ async fn bulk_applies_one_action_per_instance_by_ids_or_by_tag() {
     }
     let (lone, lone_token) = api.create_instance("lone").await;
     let lone_id = lone.id.to_string();
+    // `count=true` counts what the filters match, whatever the page.
+    let page = admin.get("/v1/instances?tag=fleet&limit=1&count=true").await.expect(200);
+    assert_eq!((page["total"].clone(), page["instances"].as_array().unwrap().len()), (serde_json::json!(3), 1));
+    let page = admin.get("/v1/instances?tag=fleet&limit=1").await.expect(200);
+    assert!(page.get("total").is_none(), "counted only when asked");
 
     // By tag, two per call: every tagged instance once, in id order, the other untouched.
     let mut seen = Vec::new();
@@ -381,8 +386,50 @@ async fn bulk_applies_one_action_per_instance_by_ids_or_by_tag() {
     assert_eq!(out["results"].as_array().unwrap().len(), 1, "each instance once: {out}");
     assert_eq!(out["results"][0]["error"]["code"], "instance_not_connected");
 
+    // Tags added and removed: by ids, and by tag (the instances with one get another).
+    let out = admin
+        .post("/v1/instances/bulk", &serde_json::json!({ "action": "add_tag", "value": "vip", "ids": [tagged[1].0] }))
+        .await
+        .expect(200);
+    assert_eq!(out["succeeded"], 1, "{out}");
+    let out = admin
+        .post("/v1/instances/bulk", &serde_json::json!({ "action": "add_tag", "value": "vip", "tag": "fleet" }))
+        .await
+        .expect(200);
+    assert_eq!((out["succeeded"].as_u64(), out["failed"].as_u64()), (Some(2), Some(0)), "{out}");
+    let tags = |id: String| {
+        let admin = admin.clone();
+        async move { admin.get(&format!("/v1/instances/{id}")).await.expect(200)["tags"].clone() }
+    };
+    assert_eq!(tags(tagged[1].0.clone()).await, serde_json::json!(["fleet", "vip"]), "added once");
+    assert_eq!(tags(tagged[2].0.clone()).await, serde_json::json!(["fleet", "vip"]));
+    let out = admin
+        .post("/v1/instances/bulk", &serde_json::json!({ "action": "remove_tag", "value": "fleet", "tag": "vip" }))
+        .await
+        .expect(200);
+    assert_eq!(out["succeeded"], 2, "{out}");
+    assert_eq!(tags(tagged[2].0.clone()).await, serde_json::json!(["vip"]));
+    // Too many tags fails that instance alone, with the rule's error.
+    let many: Vec<String> = (0..32).map(|n| format!("t{n}")).collect();
+    admin.patch(&format!("/v1/instances/{}", tagged[2].0), &serde_json::json!({ "tags": many })).await.expect(200);
+    let out = admin
+        .post(
+            "/v1/instances/bulk",
+            &serde_json::json!({ "action": "add_tag", "value": "one-more", "ids": [tagged[2].0, tagged[1].0] }),
+        )
+        .await
+        .expect(200);
+    assert_eq!(
+        (out["results"][0]["error"]["code"].clone(), out["results"][1]["ok"].clone()),
+        (serde_json::json!("validation_failed"), serde_json::json!(true)),
+        "{out}"
+    );
+
     // Bad requests change nothing; instance tokens may not.
     for bad in [
+        serde_json::json!({ "action": "add_tag", "ids": [tagged[1].0] }),
+        serde_json::json!({ "action": "add_tag", "value": "", "ids": [tagged[1].0] }),
+        serde_json::json!({ "action": "connect", "value": "vip", "ids": [tagged[1].0] }),
         serde_json::json!({ "action": "connect" }),
         serde_json::json!({ "action": "connect", "ids": [], }),
         serde_json::json!({ "action": "connect", "ids": ["nope"] }),

@@ -1,6 +1,6 @@
 //! `POST /v1/instances/bulk` (admin): one action over many instances, named by id or
 //! by tag. Each instance gets the same treatment as its own route (connect, restart,
-//! logout, delete) and its own result; one failing does not stop the others. A tag
+//! logout, delete, a tag added or removed) and its own result; one failing does not stop the others. A tag
 //! that matches more than a page is worked through page by page with `cursor`.
 
 use axum::extract::State;
@@ -34,7 +34,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     request_body = BulkIn,
     responses(
         (status = 200, description = "each instance's result (a failed one does not stop the others)", body = BulkOut),
-        (status = 400, description = "`validation_failed`: no action, both or neither of ids and tag, over 500 ids, a malformed id, a bad cursor", body = ErrorBody),
+        (status = 400, description = "`validation_failed`: no action, both or neither of ids and tag, over 500 ids, a malformed id, a bad cursor, `value` missing or bad for add_tag and remove_tag or given with another action", body = ErrorBody),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
         (status = 403, description = "`forbidden`: not the admin token", body = ErrorBody),
     ),
@@ -44,6 +44,10 @@ async fn bulk(
     _admin: Admin,
     ValidatedJson(b): ValidatedJson<BulkIn>,
 ) -> Result<Json<BulkOut>, ApiError> {
+    let value = match &b {
+        BulkIn::Ids(b) => b.value.clone(),
+        BulkIn::Tag(b) => b.value.clone(),
+    };
     let (action, targets, next_cursor): (BulkAction, Vec<String>, Option<String>) = match b {
         BulkIn::Ids(b) => {
             let ids = b.ids;
@@ -73,9 +77,18 @@ async fn bulk(
             (b.action, rows.into_iter().map(|r| r.id.to_string()).collect(), next)
         }
     };
+    let value = match (action.takes_value(), value) {
+        (true, Some(v)) if inst_service::valid_tag(&v) => v,
+        (true, _) => {
+            return Err(ApiError::validation("value must be the tag to add or remove (1-64 printable characters)"))
+        }
+        (false, Some(_)) => return Err(ApiError::validation("value goes only with add_tag and remove_tag")),
+        (false, None) => String::new(),
+    };
     let results: Vec<BulkResult> = futures::stream::iter(targets)
         .map(|raw| {
             let state = state.clone();
+            let value = value.clone();
             async move {
                 let id = InstanceId::parse(&raw).expect("checked above");
                 let outcome = match action {
@@ -83,6 +96,20 @@ async fn bulk(
                     BulkAction::Restart => pairing::restart_one(&state, &id).await.map_err(ApiError::from),
                     BulkAction::Logout => pairing::logout_one(&state, &id).await.map_err(ApiError::from),
                     BulkAction::Delete => inst_service::delete_one(&state, &id).await.map_err(ApiError::from),
+                    BulkAction::AddTag | BulkAction::RemoveTag => {
+                        let add = action == BulkAction::AddTag;
+                        inst_service::edit(&state, &id, |f| {
+                            if !add {
+                                f.tags.retain(|t| *t != value);
+                            } else if !f.tags.contains(&value) {
+                                f.tags.push(value);
+                            }
+                            Ok(())
+                        })
+                        .await
+                        .map(drop)
+                        .map_err(ApiError::from)
+                    }
                 };
                 match outcome {
                     Ok(()) => BulkResult { id: raw, ok: true, error: None },
