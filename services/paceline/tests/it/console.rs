@@ -18,6 +18,7 @@ use crate::bin;
 mod admin;
 mod bulk;
 mod sign_in;
+mod walk;
 mod webhooks;
 
 const PHONE: &str = "5511999995001";

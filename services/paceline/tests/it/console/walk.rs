@@ -1,0 +1,130 @@
+//! Every page an instance's own token, a `read_only` key and a `send_only` key can open,
+//! walked in headless Chromium: each tab (and an endpoint's page and a chat), with
+//! axe-core and a screenshot each, and no form on any of them that the token may not
+//! send. The admin's walk is the pairing test's.
+
+use std::time::Duration;
+
+use harness::browser::{Browser, Locator};
+use serde_json::json;
+
+use super::{accessible, console_of};
+
+/// Who walks, and which forms (by their action) each may be offered.
+#[derive(Clone, Copy, Debug)]
+enum Walker {
+    Instance,
+    ReadOnly,
+    SendOnly,
+}
+
+impl Walker {
+    fn may(self, id: &str, action: &str) -> bool {
+        match self {
+            // Everything on its own instance, except the admin's hosted links.
+            Walker::Instance => {
+                action == "/sign-out" || (action.starts_with(&format!("/i/{id}/")) && !action.contains("/links"))
+            }
+            Walker::ReadOnly => action == "/sign-out",
+            Walker::SendOnly => action == "/sign-out" || action == format!("/i/{id}/queue/send"),
+        }
+    }
+
+    fn tabs(self) -> usize {
+        match self {
+            Walker::Instance => 8,
+            Walker::ReadOnly => 7,
+            Walker::SendOnly => 1,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_kind_of_token_walks_its_pages_and_is_offered_only_what_it_may_do() {
+    let api = harness::TestApi::start_with(crate::deliveries::config()).await;
+    let base = console_of(&api.config, api.addr).await;
+    let (inst, token) = api.create_instance("console-walk").await;
+    let id = inst.id.to_string();
+    let own = api.client(Some(token.clone()));
+    // Something on each page: an endpoint, a queued message, a chat in the local log.
+    let hook = own
+        .post(&format!("/v1/instances/{id}/webhooks"), &json!({ "url": "http://127.0.0.1:9/hook" }))
+        .await
+        .expect(201)["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    own.post(&format!("/v1/instances/{id}/messages"), &json!({ "to": "5511999990001", "type": "text", "text": "x" }))
+        .await
+        .expect(202);
+    let db = shared::db::connect(&api.config).await.unwrap();
+    sqlx::query(
+        "INSERT INTO chats (instance_id, jid, name, last_message_at) VALUES ($1, '5511900000001@s.whatsapp.net', 'A chat', now())",
+    )
+    .bind(&id)
+    .execute(&db)
+    .await
+    .unwrap();
+    let read_only = api.create_key(&own, &id, "read_only").await;
+    let send_only = api.create_key(&own, &id, "send_only").await;
+
+    let b = Browser::start().await;
+    for (walker, token) in [(Walker::Instance, &token), (Walker::ReadOnly, &read_only), (Walker::SendOnly, &send_only)]
+    {
+        b.client.goto(&format!("{base}/")).await.unwrap();
+        b.client.find(Locator::Css("#token")).await.unwrap().send_keys(token).await.unwrap();
+        b.client.find(Locator::Css("main form button")).await.unwrap().click().await.unwrap();
+        b.wait_for_element("nav.tabs", Duration::from_secs(10)).await.expect("an instance's page");
+        let tabs: Vec<String> = b
+            .client
+            .execute("return [...document.querySelectorAll('nav.tabs a')].map(a => a.getAttribute('href'))", vec![])
+            .await
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h.as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(tabs.len(), walker.tabs(), "{walker:?}: {tabs:?}");
+        let mut pages = tabs.clone();
+        if tabs.iter().any(|t| t.ends_with("/webhooks")) {
+            pages.push(format!("/i/{id}/webhooks/{hook}"));
+        }
+        if tabs.iter().any(|t| t.ends_with("/chats")) {
+            pages.push(format!("/i/{id}/chats/5511900000001%40s.whatsapp.net"));
+        }
+        for path in &pages {
+            b.client.goto(&format!("{base}{path}")).await.unwrap();
+            let h1 =
+                b.wait_for_element("main h1", Duration::from_secs(10)).await.expect("a page").text().await.unwrap();
+            assert!(
+                !["Not allowed", "Not found", "Something went wrong"].contains(&h1.as_str()),
+                "{walker:?} {path}: {h1}"
+            );
+            let actions = b
+                .client
+                .execute(
+                    "return [...document.querySelectorAll('form[method=post]')].map(f => f.getAttribute('action'))",
+                    vec![],
+                )
+                .await
+                .unwrap();
+            for a in actions.as_array().unwrap() {
+                let a = a.as_str().unwrap();
+                assert!(walker.may(&id, a), "{walker:?} is offered {a} on {path}");
+            }
+            let proxy = b.client.find(Locator::Css("[name=proxy_url]")).await;
+            assert!(proxy.is_err(), "the proxy is the admin's ({walker:?} on {path})");
+            let source = b.client.source().await.unwrap();
+            assert!(["pl_admin_", "pl_inst_", "pl_key_"].iter().all(|t| !source.contains(t)), "no token in {path}");
+            let name = path.trim_start_matches(&format!("/i/{id}")).trim_start_matches('/');
+            let name = name.split('/').next().filter(|n| !n.is_empty()).unwrap_or("overview");
+            let more = if path.matches('/').count() > 3 { "-one" } else { "" };
+            b.screenshot(&format!("console-{}-{name}{more}", format!("{walker:?}").to_lowercase())).await;
+            accessible(&b, &format!("{walker:?} {path}")).await;
+        }
+        b.client.find(Locator::Css("form[action='/sign-out'] button")).await.unwrap().click().await.unwrap();
+        b.wait_for_element("#token", Duration::from_secs(10)).await.expect("signed out");
+    }
+    b.close().await;
+}
