@@ -15,12 +15,23 @@ const MAX_BODY: usize = 4 << 20;
 /// How long an event stream may stay silent: the API sends a keep-alive every 15 s.
 const STREAM_SILENCE: Duration = Duration::from_secs(45);
 
+tokio::task_local! {
+    /// The signed-in user's address, as the console tells it, while a request of theirs
+    /// is served: every call to the API made for it carries the address in the API's
+    /// client address header (`api.client_ip_header`). The API believes it only from a
+    /// peer in its `api.trusted_proxies`, so an IP allow-list sees the user, not the
+    /// console, once the operator lists the console there.
+    pub static USER_IP: Option<std::net::IpAddr>;
+}
+
 #[derive(Clone)]
 pub struct Api {
     http: reqwest::Client,
     /// For event streams: no deadline on the whole answer, one on each silence.
     streams: reqwest::Client,
     base: url::Url,
+    /// Where the user's address goes (the API's `api.client_ip_header`).
+    ip_header: reqwest::header::HeaderName,
 }
 
 /// The API's refusal (its status, code and message), or that it did not answer.
@@ -63,14 +74,23 @@ struct Body {
 }
 
 impl Api {
-    pub fn new(base: url::Url) -> anyhow::Result<Api> {
+    pub fn new(base: url::Url, ip_header: &str) -> anyhow::Result<Api> {
+        let ip_header = reqwest::header::HeaderName::from_bytes(ip_header.as_bytes())?;
         let http = reqwest::Client::builder().timeout(TIMEOUT).redirect(reqwest::redirect::Policy::none()).build()?;
         let streams = reqwest::Client::builder()
             .connect_timeout(TIMEOUT)
             .read_timeout(STREAM_SILENCE)
             .redirect(reqwest::redirect::Policy::none())
             .build()?;
-        Ok(Api { http, streams, base })
+        Ok(Api { http, streams, base, ip_header })
+    }
+
+    /// `req` with the user's address, when a user's request is being served.
+    fn with_user_ip(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match USER_IP.try_with(|ip| *ip).ok().flatten() {
+            Some(ip) => req.header(self.ip_header.clone(), ip.to_string()),
+            None => req,
+        }
     }
 
     /// `path` (with its query) under the API's base URL.
@@ -132,7 +152,7 @@ impl Api {
         if let Some(id) = last_event_id {
             req = req.header("last-event-id", id);
         }
-        let res = req.send().await.map_err(|e| {
+        let res = self.with_user_ip(req).send().await.map_err(|e| {
             tracing::warn!(error = %e.without_url(), "the API did not answer");
             ApiError::unavailable()
         })?;
@@ -143,7 +163,7 @@ impl Api {
     }
 
     async fn send<T: DeserializeOwned>(&self, req: reqwest::RequestBuilder) -> Result<T, ApiError> {
-        let res = req.send().await.map_err(|e| {
+        let res = self.with_user_ip(req).send().await.map_err(|e| {
             tracing::warn!(error = %e.without_url(), "the API did not answer");
             ApiError::unavailable()
         })?;

@@ -46,7 +46,7 @@ impl Console {
         let sealer = shared::sealed::Sealer::from_config(config)
             .ok_or_else(|| anyhow::anyhow!("the console needs secrets_key (or admin_token) to seal its sessions"))?;
         Ok(Console {
-            api: api::Api::new(config.console.api_url.clone())?,
+            api: api::Api::new(config.console.api_url.clone(), &config.api.client_ip_header)?,
             sessions: session::Sessions::new(
                 sealer,
                 config.console.idle_timeout,
@@ -100,7 +100,18 @@ pub fn router(console: Console) -> Router {
         .fallback(routes::not_found)
         .layer(axum::extract::DefaultBodyLimit::max(16 * 1024))
         .layer(axum::middleware::from_fn(security_headers))
+        .layer(axum::middleware::from_fn_with_state(console.clone(), from_user))
         .with_state(console)
+}
+
+/// Serves the request with the user's address at hand for the calls it makes to the API
+/// ([`api::USER_IP`]).
+async fn from_user(
+    limit::ClientIp(ip): limit::ClientIp,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    api::USER_IP.scope(ip, next.run(req)).await
 }
 
 /// The policy every answer carries: scripts, styles and images from the console only
