@@ -20,6 +20,12 @@ impl Keys {
         Keys { prefix: config.namespace.key_prefix.clone() }
     }
 
+    /// A console session signed out before its time (by a digest of its id), kept until
+    /// the session could have ended anyway.
+    pub fn console_ended(&self, session_digest: &str) -> String {
+        format!("{}:console:ended:{session_digest}", self.prefix)
+    }
+
     /// The lease of an instance: held by the worker that runs it (value: worker id).
     pub fn lease(&self, instance: &crate::ids::InstanceId) -> String {
         format!("{}:lease:{instance}", self.prefix)

@@ -21,6 +21,7 @@ use shared::{Config, Shutdown};
 use tokio::net::TcpListener;
 
 mod api;
+mod ended;
 mod limit;
 mod pages;
 mod routes;
@@ -37,6 +38,8 @@ pub struct Console {
     /// How the client's address is told behind a proxy (the API's own settings).
     client_ip_header: String,
     trusted_proxies: Vec<ipnet::IpNet>,
+    /// Sessions signed out before their time.
+    ended: ended::Ended,
 }
 
 impl Console {
@@ -55,6 +58,7 @@ impl Console {
             sign_ins: std::sync::Arc::new(limit::SignIns::default()),
             client_ip_header: config.api.client_ip_header.clone(),
             trusted_proxies: config.api.trusted_proxies.clone(),
+            ended: ended::Ended::new(shared::kv::connect(config)?, shared::kv::Keys::new(config)),
         })
     }
 }
@@ -100,17 +104,29 @@ pub fn router(console: Console) -> Router {
         .fallback(routes::not_found)
         .layer(axum::extract::DefaultBodyLimit::max(16 * 1024))
         .layer(axum::middleware::from_fn(security_headers))
-        .layer(axum::middleware::from_fn_with_state(console.clone(), from_user))
+        .layer(axum::middleware::from_fn_with_state(console.clone(), per_request))
         .with_state(console)
 }
 
-/// Serves the request with the user's address at hand for the calls it makes to the API
-/// ([`api::USER_IP`]).
-async fn from_user(
+/// Before a request with a session is served: the session was not signed out elsewhere
+/// ([`ended`]). Then serves it with the user's address at hand for the calls it makes to
+/// the API ([`api::USER_IP`]).
+async fn per_request(
+    axum::extract::State(c): axum::extract::State<Console>,
     limit::ClientIp(ip): limit::ClientIp,
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
+    let path = req.uri().path();
+    if !(path.starts_with("/assets/") || path == "/healthz") {
+        if let Some(s) = c.sessions.read(req.headers()) {
+            match c.ended.is_ended(&s).await {
+                Ok(false) => {}
+                Ok(true) => return routes::signed_out(&c),
+                Err(ended::Unavailable) => return routes::unavailable(),
+            }
+        }
+    }
     api::USER_IP.scope(ip, next.run(req)).await
 }
 

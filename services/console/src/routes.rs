@@ -41,7 +41,7 @@ fn page(c: &Console, s: &Session, status: StatusCode, m: Markup) -> Response {
 }
 
 /// Back to the sign-in page, the session (if any) ended.
-fn signed_out(c: &Console) -> Response {
+pub(crate) fn signed_out(c: &Console) -> Response {
     ([(header::SET_COOKIE, c.sessions.clear(Jar::Session))], Redirect::to("/")).into_response()
 }
 
@@ -180,8 +180,29 @@ pub async fn sign_in(
 pub async fn sign_out(State(c): State<Console>, headers: HeaderMap, Form(f): Form<CsrfForm>) -> Response {
     match c.sessions.read(&headers) {
         Some(s) if !csrf_ok(&s.csrf, &f.csrf) => forged(&c, &s),
-        _ => signed_out(&c),
+        Some(s) => match c.ended.end(&s).await {
+            Ok(()) => signed_out(&c),
+            // Not listed: cleared here, but a copy of the cookie would still open pages
+            // until it lapses; say so.
+            Err(_) => {
+                let m = pages::problem(
+                    None,
+                    "Signed out in this browser only",
+                    "The session's cookie is cleared here, but the console could not end the session for any copy of it, which lapses at its idle timeout.",
+                );
+                let clear = [(header::SET_COOKIE, c.sessions.clear(Jar::Session))];
+                (StatusCode::SERVICE_UNAVAILABLE, clear, axum::response::Html(m.into_string())).into_response()
+            }
+        },
+        None => signed_out(&c),
     }
+}
+
+/// The answer while sessions cannot be checked (Redis does not answer).
+pub(crate) fn unavailable() -> Response {
+    let m = pages::problem(None, "Try again", "The console cannot check sessions right now; try again in a moment.");
+    (StatusCode::SERVICE_UNAVAILABLE, [(header::RETRY_AFTER, "5")], axum::response::Html(m.into_string()))
+        .into_response()
 }
 
 fn forged(c: &Console, s: &Session) -> Response {

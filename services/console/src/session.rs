@@ -87,6 +87,20 @@ pub struct Session {
     pub seen: i64,
 }
 
+impl Session {
+    /// The session's id as the list of ended sessions keeps it: a digest of its CSRF token
+    /// (random, one per sign-in), so Redis never holds a value a form would take.
+    pub fn digest(&self) -> String {
+        use sha2::Digest;
+        hex::encode(&sha2::Sha256::digest(format!("console-session:{}", self.csrf).as_bytes())[..16])
+    }
+
+    /// How long the session could still last (what the ended-sessions list keeps it for).
+    pub fn remaining(&self) -> Duration {
+        Duration::from_secs((self.since + ABSOLUTE.as_secs() as i64 - now()).max(1) as u64)
+    }
+}
+
 #[derive(Serialize, Deserialize)]
 struct SignIn {
     csrf: String,

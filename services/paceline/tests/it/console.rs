@@ -232,6 +232,15 @@ async fn the_console_signs_in_and_each_token_sees_and_does_only_what_it_may() {
         h.post(format!("{base}/sign-out")).header(COOKIE, &ro).form(&[("csrf", csrf.as_str())]).send().await.unwrap();
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
     assert!(set_cookie(&res, "pl_console").unwrap().contains("Max-Age=0"));
+    // A copy of the cookie opens nothing after signing out (on any console pod).
+    let other_pod = console(&c).await;
+    for console in [&base, &other_pod] {
+        let res = h.get(format!("{console}/i/{shop_id}")).header(COOKIE, &ro).send().await.unwrap();
+        assert_eq!((res.status(), res.headers()[LOCATION].to_str().unwrap()), (StatusCode::SEE_OTHER, "/"));
+    }
+    let (ro, _) = sign_in(&base, key_token).await;
+    let (st, _) = get(&base, &ro, &format!("/i/{shop_id}")).await;
+    assert_eq!(st, 200, "signing in again is a new session");
 
     // A send_only key starts on the queue's send form: the only tab it may open.
     let send_only = c.api.create_key(&c.api.client(Some(shop_token.clone())), &shop_id, "send_only").await;

@@ -155,7 +155,7 @@ async fn the_admin_edits_deletes_and_acts_on_many_instances() {
     let page = res.text().await.unwrap();
     assert!(page.contains("2 succeeded, 0 failed") && page.contains(">console-bulk-a<"), "{page}");
     // The cluster: the worker holds both once it takes them.
-    let cluster = wait_for(Duration::from_secs(20), || async {
+    let cluster = wait_for(Duration::from_secs(45), || async {
         let c = c.api.admin().get("/v1/cluster").await.expect(200);
         (c["workers"].as_array()?.first()?["instances"].as_i64()? >= 2).then_some(c)
     })
