@@ -13,6 +13,8 @@ use crate::session::Session;
 
 /// The longest a check or a listing may wait for Redis.
 const DEADLINE: Duration = Duration::from_secs(2);
+/// Kept this much longer than the session could last.
+const MARGIN: Duration = Duration::from_secs(300);
 
 #[derive(Clone)]
 pub struct Ended {
@@ -29,10 +31,11 @@ impl Ended {
         Ended { redis, keys }
     }
 
-    /// Lists `s` as ended until it could have ended anyway.
-    pub async fn end(&self, s: &Session) -> Result<(), Unavailable> {
+    /// Lists `s` as ended for `lasts` (until it could have ended anyway, and a margin for
+    /// clocks that differ between pods).
+    pub async fn end(&self, s: &Session, lasts: Duration) -> Result<(), Unavailable> {
         let key = self.keys.console_ended(&s.digest());
-        let ttl = s.remaining().as_secs();
+        let ttl = (lasts + MARGIN).as_secs();
         self.run(redis::cmd("SET").arg(&key).arg(1).arg("EX").arg(ttl)).await.map(drop)
     }
 

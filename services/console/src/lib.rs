@@ -103,22 +103,24 @@ pub fn router(console: Console) -> Router {
         .route("/assets/console.js", get(routes::js))
         .fallback(routes::not_found)
         .layer(axum::extract::DefaultBodyLimit::max(16 * 1024))
-        .layer(axum::middleware::from_fn(security_headers))
         .layer(axum::middleware::from_fn_with_state(console.clone(), per_request))
+        .layer(axum::middleware::from_fn(security_headers))
         .with_state(console)
 }
 
 /// Before a request with a session is served: the session was not signed out elsewhere
-/// ([`ended`]). Then serves it with the user's address at hand for the calls it makes to
-/// the API ([`api::USER_IP`]).
+/// ([`ended`]; signing out itself is not held up, it only ends sessions). Then serves it
+/// with the user's address at hand for the calls it makes to the API ([`api::USER_IP`]):
+/// as the API's own rule tells it, and none when a trusted proxy's header is missing or
+/// unreadable (the API then refuses a token it trusts the console for, as it would).
 async fn per_request(
     axum::extract::State(c): axum::extract::State<Console>,
-    limit::ClientIp(ip): limit::ClientIp,
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     let path = req.uri().path();
-    if !(path.starts_with("/assets/") || path == "/healthz") {
+    let checked = !(path.starts_with("/assets/") || path == "/healthz" || path == "/sign-out");
+    if checked {
         if let Some(s) = c.sessions.read(req.headers()) {
             match c.ended.is_ended(&s).await {
                 Ok(false) => {}
@@ -127,6 +129,11 @@ async fn per_request(
             }
         }
     }
+    let ip = req.extensions().get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().and_then(|peer| {
+        let lines: Vec<&[u8]> =
+            req.headers().get_all(c.client_ip_header.as_str()).iter().map(|v| v.as_bytes()).collect();
+        domain::ip::client_ip(peer.0.ip(), &lines, &c.trusted_proxies)
+    });
     api::USER_IP.scope(ip, next.run(req)).await
 }
 

@@ -30,7 +30,7 @@ mod queue;
 mod webhooks;
 
 pub use events::{events, stream as events_stream};
-pub use fleet::{bulk, bulk_tag, cluster, fleet, TagProgress};
+pub use fleet::{bulk, bulk_tag, cluster, fleet, step, TagProgress};
 pub use instance::{connect, delete, instance, logout, pairing_code, qr, settings};
 pub use queue::{pause, queue, resume, risk, send};
 pub use webhooks::{create_webhook, deliveries, delivery, endpoint, resend, webhooks};
@@ -178,9 +178,9 @@ pub async fn sign_in(
 
 /// Ends the session.
 pub async fn sign_out(State(c): State<Console>, headers: HeaderMap, Form(f): Form<CsrfForm>) -> Response {
-    match c.sessions.read(&headers) {
+    match c.sessions.read_unexpired(&headers) {
         Some(s) if !csrf_ok(&s.csrf, &f.csrf) => forged(&c, &s),
-        Some(s) => match c.ended.end(&s).await {
+        Some(s) => match c.ended.end(&s, c.sessions.remaining(&s)).await {
             Ok(()) => signed_out(&c),
             // Not listed: cleared here, but a copy of the cookie would still open pages
             // until it lapses; say so.

@@ -94,11 +94,6 @@ impl Session {
         use sha2::Digest;
         hex::encode(&sha2::Sha256::digest(format!("console-session:{}", self.csrf).as_bytes())[..16])
     }
-
-    /// How long the session could still last (what the ended-sessions list keeps it for).
-    pub fn remaining(&self) -> Duration {
-        Duration::from_secs((self.since + ABSOLUTE.as_secs() as i64 - now()).max(1) as u64)
-    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -192,10 +187,15 @@ impl Sessions {
 
     /// The request's session, if it has one that is neither idle too long nor too old.
     pub fn read(&self, headers: &axum::http::HeaderMap) -> Option<Session> {
+        let s = self.read_unexpired(headers)?;
+        (now() - s.seen <= self.idle.as_secs() as i64).then_some(s)
+    }
+
+    /// The request's session if it is not past its absolute limit, idle or not: signing
+    /// out ends even an idle session (a copy of its cookie may be in use elsewhere).
+    pub fn read_unexpired(&self, headers: &axum::http::HeaderMap) -> Option<Session> {
         let s: Session = self.open(SESSION_AAD, &cookie_value(headers, self.name(Jar::Session))?)?;
-        let t = now();
-        let fresh = t - s.seen <= self.idle.as_secs() as i64 && t - s.since <= ABSOLUTE.as_secs() as i64;
-        fresh.then_some(s)
+        (now() - s.since <= ABSOLUTE.as_secs() as i64).then_some(s)
     }
 
     /// A new session for a token `GET /v1/me` accepted.

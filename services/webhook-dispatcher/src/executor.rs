@@ -247,7 +247,7 @@ impl Executor {
         let Some(signature) = signing::signature_header(&secrets, &job.event_id, ts, &built.bytes) else {
             tracing::error!(webhook = %job.webhook_id, "the webhook's secret is malformed; not delivering");
             let answer = Answer::NoAnswer("the webhook secret is malformed".into());
-            return self.finish(&job, answer, Sent::new(now, &built.bytes), None).await;
+            return self.finish(&job, answer, Sent::nothing(now), None).await;
         };
         let mut headers = reqwest::header::HeaderMap::new();
         headers.insert(reqwest::header::CONTENT_TYPE, reqwest::header::HeaderValue::from_static("application/json"));
@@ -259,7 +259,7 @@ impl Executor {
         put("webhook-id", &job.event_id);
         put("webhook-timestamp", &ts.to_string());
         put("webhook-signature", &signature);
-        let sent = Sent::new(now, &built.bytes);
+        let sent = Sent::new(now, &job.url, &built.bytes);
         let started = Instant::now();
         let (answer, head) = match url::Url::parse(&job.url) {
             Err(_) => (Answer::NoAnswer("the URL is invalid".into()), None),
@@ -315,14 +315,14 @@ impl Executor {
             gone: answer == Answer::Gone,
             logged: Some(deliveries::Attempt {
                 at: sent.at,
-                url: job.url.clone(),
+                url: domain::instances::hide_credentials(&job.url),
                 status: answer.status().map(i32::from),
                 latency_ms: latency.map(|l| l.as_millis().min(i32::MAX as u128) as i32),
                 error,
                 request_bytes: sent.bytes,
                 response: head.map(|h| deliveries::excerpt(&h, deliveries::RESPONSE_EXCERPT)).filter(|r| !r.is_empty()),
             }),
-            request_excerpt: Some(sent.excerpt),
+            request_excerpt: sent.excerpt,
         };
         let _ = self.0.results.send(outcome).await;
     }
@@ -349,13 +349,38 @@ impl Executor {
 struct Sent {
     at: DateTime<Utc>,
     bytes: u64,
-    excerpt: String,
+    /// The body's start, the URL's credentials hidden (an Evolution payload names its
+    /// destination); none when nothing was sent.
+    excerpt: Option<String>,
 }
 
 impl Sent {
-    fn new(at: DateTime<Utc>, body: &[u8]) -> Sent {
-        Sent { at, bytes: body.len() as u64, excerpt: deliveries::excerpt(body, deliveries::REQUEST_EXCERPT) }
+    fn new(at: DateTime<Utc>, url: &str, body: &[u8]) -> Sent {
+        let excerpt = hide_user_info(deliveries::excerpt(body, deliveries::REQUEST_EXCERPT), url);
+        Sent { at, bytes: body.len() as u64, excerpt: Some(excerpt) }
     }
+
+    fn nothing(at: DateTime<Utc>) -> Sent {
+        Sent { at, bytes: 0, excerpt: None }
+    }
+}
+
+/// `text` with the user info of `url` (`user:password@`), wherever it appears, as `***@`;
+/// a start of it cut off at the end of `text` goes too.
+fn hide_user_info(mut text: String, url: &str) -> String {
+    let Ok(u) = url::Url::parse(url) else { return text };
+    let info = &u[url::Position::BeforeUsername..url::Position::BeforeHost];
+    if info.is_empty() {
+        return text;
+    }
+    text = text.replace(info, "***@");
+    for cut in (1..info.len()).rev() {
+        if info.is_char_boundary(cut) && text.ends_with(&info[..cut]) {
+            text.truncate(text.len() - cut);
+            break;
+        }
+    }
+    text
 }
 
 /// Writes outcomes in batches until `done`, then what is left.
@@ -399,5 +424,19 @@ async fn write_batch(db: &sqlx::PgPool, s: &Settings, batch: &[Outcome]) {
                 tracing::error!(error = %e, n = batch.len(), "recording delivery outcomes failed; they will be retried");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod hide_tests {
+    use super::hide_user_info;
+
+    #[test]
+    fn a_url_s_credentials_never_reach_the_log() {
+        let url = "https://shop:s3cret@hooks.example.com/in";
+        let body = r#"{"destination":"https://shop:s3cret@hooks.example.com/in","x":1}"#.to_string();
+        assert_eq!(hide_user_info(body, url), r#"{"destination":"https://***@hooks.example.com/in","x":1}"#);
+        assert_eq!(hide_user_info("tail https://shop:s3c".into(), url), "tail https://", "cut at the end");
+        assert_eq!(hide_user_info("plain".into(), "https://hooks.example.com/in"), "plain");
     }
 }

@@ -226,7 +226,16 @@ pub fn excerpt(bytes: &[u8], max: usize) -> String {
             s.push('\u{fffd}');
         }
     }
-    s.replace('\0', "\u{fffd}")
+    let mut s = s.replace('\0', "\u{fffd}");
+    // A replacement is 3 bytes where the bad byte was 1: still at most `max`.
+    if s.len() > max {
+        let mut end = max;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+    }
+    s
 }
 
 /// What the endpoint rules decided after a batch of outcomes.
@@ -510,5 +519,6 @@ mod tests {
         assert_eq!(excerpt("aé".as_bytes(), 2), "a", "é is two bytes: not cut in two");
         assert_eq!(excerpt(b"a\xffb", 10), "a\u{fffd}b");
         assert_eq!(excerpt(b"a\0b", 10), "a\u{fffd}b");
+        assert_eq!(excerpt(b"\xff\xff\xff\xff", 4), "\u{fffd}", "never longer than asked");
     }
 }

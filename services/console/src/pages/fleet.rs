@@ -127,7 +127,7 @@ pub fn fleet(who: (&Who, &str), f: &FleetFilter<'_>, page: &InstanceListOut, clu
                     input type="hidden" name="csrf" value=(csrf);
                     input type="hidden" name="tag" value=(f.tag);
                     fieldset.bulk {
-                        legend { "With every instance tagged “" (f.tag) "”, on every page (100 at a time, with progress)" }
+                        legend { "With every instance tagged “" (f.tag) "”, on every page (in steps, with progress)" }
                         (bulk_fields("tag-run"))
                         label.check { input type="checkbox" name="confirm" value="yes" required; " I confirm: this acts on every instance with the tag" }
                         button type="submit" { "Start" }
@@ -170,7 +170,7 @@ pub fn tag_run(who: (&Who, &str), p: &crate::routes::TagProgress) -> Markup {
                     input type="hidden" name="total" value=(p.total);
                     input type="hidden" name="succeeded" value=(p.succeeded);
                     input type="hidden" name="failed" value=(p.failed);
-                    button #run-continue type="submit" { "Continue with the next 100" }
+                    button #run-continue type="submit" { "Continue with the next " (crate::routes::step(&p.action)) }
                     button #run-stop type="button" hidden { "Stop" }
                 }
             }

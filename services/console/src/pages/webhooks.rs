@@ -89,6 +89,9 @@ fn endpoint_fields(hook: Option<&WebhookOut>) -> Markup {
     html! {
         label for="wh-url" { "URL (http or https, a public address)" }
         input #wh-url type="url" name="url" required maxlength="2048" autocomplete="off" value=(hook.map_or("", |h| h.url.as_str()));
+        // The URL as shown (its credentials masked): sent back unchanged, it is left out of
+        // the edit, so saving other fields keeps the credentials.
+        @if let Some(h) = hook { input type="hidden" name="url_shown" value=(h.url); }
         label for="wh-events" { "Event types, comma-separated (empty: all)" }
         input #wh-events type="text" name="events" maxlength="2048" list="event-types" autocomplete="off" value=(hook.map(|h| h.events.join(", ")).unwrap_or_default());
         datalist #event-types { @for t in shared::events::EVENT_TYPES { option value=(t) {} } }

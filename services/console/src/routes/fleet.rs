@@ -19,8 +19,16 @@ use crate::Console;
 
 /// The most instances one bulk form acts on (a fleet page shows 50).
 const BULK_MAX: usize = 200;
-/// Instances one step of a run over a tag acts on.
-pub const STEP: u32 = 100;
+/// Instances one step of a run over a tag acts on: 100 for tags (written at once); 16 for
+/// actions that wait on workers (the API runs 16 at once, each within its RPC timeout),
+/// so a step ends well inside the console's deadline on an API call.
+pub fn step(action: &str) -> u32 {
+    if matches!(action, "add_tag" | "remove_tag") {
+        100
+    } else {
+        16
+    }
+}
 
 /// The admin's session, or the answer for anyone else.
 fn admin(c: &Console, headers: &HeaderMap) -> Result<Session, Box<Response>> {
@@ -212,7 +220,7 @@ pub async fn bulk_tag(State(c): State<Console>, headers: HeaderMap, Form(f): For
             }
         }
     };
-    let mut body = serde_json::json!({ "action": f.action, "tag": tag, "limit": STEP });
+    let mut body = serde_json::json!({ "action": f.action, "tag": tag, "limit": step(&f.action) });
     if !f.cursor.is_empty() {
         body["cursor"] = f.cursor.clone().into();
     }

@@ -142,6 +142,9 @@ pub struct WebhookForm {
     csrf: String,
     #[serde(default)]
     url: String,
+    /// The edit form's URL as it was shown (masked): unchanged, it is not sent.
+    #[serde(default)]
+    url_shown: String,
     #[serde(default)]
     events: String,
     #[serde(default)]
@@ -196,7 +199,11 @@ pub async fn endpoint(
         "disable" => serde_json::json!({ "enabled": false }),
         "rotate" => serde_json::json!({ "rotate_secret": true }),
         "edit" => {
-            serde_json::json!({ "url": f.url.trim(), "events": events_of(&f.events), "format": format_of(&f.format) })
+            let mut p = serde_json::json!({ "events": events_of(&f.events), "format": format_of(&f.format) });
+            if f.url.trim() != f.url_shown {
+                p["url"] = f.url.trim().into();
+            }
+            p
         }
         _ => return page(&c, &s, StatusCode::NOT_FOUND, pages::not_found()),
     };

@@ -98,6 +98,13 @@ async fn bulk(
                     BulkAction::Delete => inst_service::delete_one(&state, &id).await.map_err(ApiError::from),
                     BulkAction::AddTag | BulkAction::RemoveTag => {
                         let add = action == BulkAction::AddTag;
+                        // Already so: nothing to write (nor to tell the worker).
+                        match instances::get(&state.db, &id).await {
+                            Ok(Some(r)) if r.tags.contains(&value) == add => {
+                                return BulkResult { id: raw, ok: true, error: None };
+                            }
+                            _ => {}
+                        }
                         inst_service::edit(&state, &id, |f| {
                             if !add {
                                 f.tags.retain(|t| *t != value);

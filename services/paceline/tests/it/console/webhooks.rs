@@ -26,8 +26,13 @@ async fn a_failed_delivery_is_resent_from_the_console() {
     let (inst, token) = api.create_instance("console-hooks").await;
     let id = inst.id.to_string();
     let own = api.client(Some(token.clone()));
-    let wh =
-        crate::deliveries::hook(&own, &id, &sink.url(), &["message.queued"]).await["id"].as_str().unwrap().to_string();
+    // The endpoint's URL carries credentials: no log or page ever shows them.
+    let with_credentials = sink.url().replace("http://", "http://shop:s3cret@");
+    let masked = sink.url().replace("http://", "http://***@");
+    let wh = crate::deliveries::hook(&own, &id, &with_credentials, &["message.queued"]).await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     own.post(&format!("/v1/instances/{id}/messages"), &json!({ "to": "5511999990001", "type": "text", "text": "x" }))
         .await
         .expect(202);
@@ -43,7 +48,8 @@ async fn a_failed_delivery_is_resent_from_the_console() {
     // The delivery in the API: the request its attempt made and the endpoint's answer.
     let detail = own.get(&format!("{deliveries}/{}", failed["id"].as_str().unwrap())).await.expect(200);
     let sent = &sink.received()[0];
-    assert_eq!(detail["request"]["url"], sink.url().as_str());
+    assert_eq!(detail["request"]["url"], masked.as_str());
+    assert!(!detail.to_string().contains("s3cret"), "{detail}");
     assert_eq!(detail["request"]["headers"]["webhook-id"], failed["event_id"]);
     assert_eq!(
         detail["request"]["headers"]["webhook-timestamp"].as_str(),
@@ -67,7 +73,7 @@ async fn a_failed_delivery_is_resent_from_the_console() {
     let (session, _) = sign_in(&base, &token).await;
     let (st, page) = get(&base, &session, &format!("/i/{id}/webhooks")).await;
     assert_eq!(st, 200);
-    assert!(page.contains(&sink.url()) && page.contains(&format!("href=\"/i/{id}/webhooks/{wh}\"")), "{page}");
+    assert!(page.contains(&masked) && page.contains(&format!("href=\"/i/{id}/webhooks/{wh}\"")), "{page}");
     let (st, page) = get(&base, &session, &format!("/i/{id}/webhooks/{wh}")).await;
     assert_eq!(st, 200);
     let action = format!("/i/{id}/webhooks/{wh}/deliveries/{}/resend", failed["id"].as_str().unwrap());
@@ -196,6 +202,23 @@ async fn a_failed_delivery_is_resent_from_the_console() {
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
     let hooks = own.get(&format!("/v1/instances/{id}/webhooks")).await.expect(200);
     assert_eq!(hooks["webhooks"].as_array().unwrap().len(), 1, "deleted");
+    // Saving the edit form with the URL as shown (masked) keeps the stored credentials.
+    let (_, page) = get(&base, &session, &format!("/i/{id}/webhooks/{wh}")).await;
+    assert!(page.contains(&format!("name=\"url_shown\" value=\"{masked}\"")), "{page}");
+    let form = [
+        ("csrf", csrf.as_str()),
+        ("url", masked.as_str()),
+        ("url_shown", masked.as_str()),
+        ("events", "message.queued, message.sent"),
+        ("format", "paceline"),
+    ];
+    let edit = format!("{base}/i/{id}/webhooks/{wh}/edit");
+    let res = h.post(&edit).header(COOKIE, &session).form(&form).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let db = shared::db::connect(&cfg).await.unwrap();
+    let stored: (String, Vec<String>) =
+        sqlx::query_as("SELECT url, events FROM webhooks WHERE id = $1").bind(&wh).fetch_one(&db).await.unwrap();
+    assert_eq!(stored, (with_credentials.clone(), vec!["message.queued".to_string(), "message.sent".to_string()]));
     stop.cancel();
     dispatcher.await.unwrap().unwrap();
 }
