@@ -63,6 +63,9 @@ wait_count() {
     done
 }
 
+echo "==> pgbench on this cluster's Postgres (single-row 1 KB inserts, 64 clients, 10 s)"
+TPS=$(lt_pgbench_tps 64 10)
+echo "    pgbench: $TPS tps"
 echo "==> 1. throughput: $N events committed at once, one fast endpoint"
 curl -sf -X POST "$SINK_URL/reset" >/dev/null
 START=$(date +%s.%N)

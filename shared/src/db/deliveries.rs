@@ -276,7 +276,8 @@ pub async fn record(
              last_error = CASE WHEN v.inc = 1 THEN v.err ELSE d.last_error END, \
              next_attempt_at = v.next, locked_by = NULL, locked_until = NULL, claim_id = NULL, updated_at = now(), \
              delivered_at = CASE WHEN v.state = 'succeeded' THEN now() ELSE d.delivered_at END, \
-             attempt_log = CASE WHEN v.logged IS NULL THEN d.attempt_log ELSE \
+             attempt_log = CASE WHEN v.logged IS NULL THEN d.attempt_log \
+                 WHEN jsonb_array_length(d.attempt_log) < $10 THEN d.attempt_log || jsonb_build_array(v.logged) ELSE \
                  (SELECT jsonb_agg(e ORDER BY n) FROM jsonb_array_elements(d.attempt_log || jsonb_build_array(v.logged)) \
                       WITH ORDINALITY AS t(e, n) WHERE n > jsonb_array_length(d.attempt_log) + 1 - $10) END, \
              last_request = CASE WHEN v.logged IS NULL THEN d.last_request ELSE v.sent END \

@@ -45,6 +45,33 @@ async fn console_of(config: &shared::Config, api: std::net::SocketAddr) -> Strin
     format!("http://{addr}")
 }
 
+/// An API whose webhook deliveries fail for good at the first refusal (no retries), its
+/// dispatcher, and a console for it.
+struct NoRetries {
+    api: harness::TestApi,
+    cfg: shared::Config,
+    base: String,
+    stop: shared::Shutdown,
+    dispatcher: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl NoRetries {
+    async fn start() -> NoRetries {
+        let mut cfg = crate::deliveries::config();
+        cfg.webhooks.retry_span = Duration::from_millis(0);
+        let api = harness::TestApi::start_with(cfg.clone()).await;
+        let stop = shared::Shutdown::new();
+        let dispatcher = tokio::spawn(dispatcher::run(cfg.clone(), stop.clone()));
+        let base = console_of(&cfg, api.addr).await;
+        NoRetries { api, cfg, base, stop, dispatcher }
+    }
+
+    async fn stop(self) {
+        self.stop.cancel();
+        self.dispatcher.await.unwrap().unwrap();
+    }
+}
+
 /// A client that follows no redirect (the test reads each one).
 fn http() -> reqwest::Client {
     reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap()

@@ -486,6 +486,68 @@ async fn a_late_outcome_of_a_lapsed_claim_changes_nothing() {
     assert_eq!(state, "succeeded");
 }
 
+/// A delivery's log keeps its latest ten attempts, oldest first, and the latest one's
+/// request; an outcome without an attempt (put back) changes neither.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_attempt_log_keeps_the_latest_ten() {
+    use shared::db::deliveries::{self, Attempt, DeliveryState, NewDelivery, Outcome};
+    let c = config();
+    let api = TestApi::start_with(c.clone()).await;
+    let (id, own) = instance(&api, "dl-log").await;
+    let wh = hook(&own, &id, "http://127.0.0.1:9/hook", &[]).await["id"].as_str().unwrap().to_string();
+    queue(&own, &id, "x").await;
+    let db = shared::db::connect(&c).await.unwrap();
+    let (event,): (String,) =
+        sqlx::query_as("SELECT id FROM outbox WHERE instance_id = $1").bind(&id).fetch_one(&db).await.unwrap();
+    let row = NewDelivery {
+        webhook_id: shared::ids::WebhookId::parse(&wh).unwrap(),
+        instance_id: shared::ids::InstanceId::parse(&id).unwrap(),
+        event_id: shared::ids::EventId::parse(&event).unwrap(),
+        event_type: "message.queued".into(),
+    };
+    let created = deliveries::insert_claimed(
+        &db,
+        std::slice::from_ref(&row),
+        "pod-l",
+        Duration::from_secs(60),
+        Duration::from_secs(600),
+    )
+    .await
+    .unwrap();
+    let (dlv, hook_id, _, _, mut claim) = created[0].clone();
+    for n in 1..=13 {
+        let attempted = n != 7;
+        let o = Outcome {
+            id: dlv.clone(),
+            claim_id: claim.clone(),
+            webhook_id: hook_id.clone(),
+            state: DeliveryState::Pending,
+            attempted,
+            response_status: Some(500),
+            latency_ms: Some(1),
+            error: None,
+            next_attempt_at: Some(chrono::Utc::now() - chrono::Duration::seconds(1)),
+            gone: false,
+            logged: attempted.then(|| Attempt {
+                at: chrono::Utc::now(),
+                url: "http://127.0.0.1:9/hook".into(),
+                status: Some(500 + n),
+                latency_ms: Some(1),
+                error: None,
+                request_bytes: 2,
+                response: None,
+            }),
+            request_excerpt: attempted.then(|| format!("{{\"n\":{n}}}")),
+        };
+        deliveries::record(&db, "pod-l", &[o], 1000, Duration::from_secs(3600)).await.unwrap();
+        claim = deliveries::claim_due(&db, "pod-l", 60_000, 10).await.unwrap().pop().expect("due again").claim_id;
+    }
+    let d = deliveries::detail(&db, &row.instance_id, &row.webhook_id, &dlv).await.unwrap().unwrap();
+    let statuses: Vec<i32> = d.attempt_log.0.iter().map(|a| a.status.unwrap()).collect();
+    assert_eq!(statuses, vec![503, 504, 505, 506, 508, 509, 510, 511, 512, 513], "the latest ten, oldest first");
+    assert_eq!((d.row.attempts, d.last_request.as_deref()), (12, Some("{\"n\":13}")));
+}
+
 /// Disabling an endpoint by hand fails what it had pending (so it can be resent later).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disabling_an_endpoint_fails_its_pending_deliveries() {

@@ -11,7 +11,7 @@ use harness::browser::{Browser, Locator};
 use harness::cluster::wait_for;
 use serde_json::json;
 
-use super::{accessible, console_of};
+use super::{accessible, NoRetries};
 
 /// Who walks, and which forms (by their action) each may be offered.
 #[derive(Clone, Copy, Debug)]
@@ -44,13 +44,9 @@ impl Walker {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_kind_of_token_walks_its_pages_and_is_offered_only_what_it_may_do() {
-    let mut cfg = crate::deliveries::config();
-    // No retries: the first failure is final (the endpoint refuses connections).
-    cfg.webhooks.retry_span = Duration::from_millis(0);
-    let api = harness::TestApi::start_with(cfg.clone()).await;
-    let stop = shared::Shutdown::new();
-    let dispatcher = tokio::spawn(dispatcher::run(cfg, stop.clone()));
-    let base = console_of(&api.config, api.addr).await;
+    // The first failure is final (the endpoint refuses connections).
+    let env = NoRetries::start().await;
+    let (api, base) = (&env.api, env.base.clone());
     let (inst, token) = api.create_instance("console-walk").await;
     let id = inst.id.to_string();
     let own = api.client(Some(token.clone()));
@@ -174,6 +170,5 @@ async fn each_kind_of_token_walks_its_pages_and_is_offered_only_what_it_may_do()
         b.wait_for_element("#token", Duration::from_secs(10)).await.expect("signed out");
     }
     b.close().await;
-    stop.cancel();
-    dispatcher.await.unwrap().unwrap();
+    env.stop().await;
 }

@@ -9,17 +9,13 @@ use reqwest::header::COOKIE;
 use reqwest::StatusCode;
 use serde_json::json;
 
-use super::{console_of, csrf_of, get, http, sign_in};
+use super::{csrf_of, get, http, sign_in, NoRetries};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_delivery_is_resent_from_the_console() {
-    let mut cfg = crate::deliveries::config();
-    // No retries: the first failure is final.
-    cfg.webhooks.retry_span = Duration::from_millis(0);
-    let api = harness::TestApi::start_with(cfg.clone()).await;
-    let stop = shared::Shutdown::new();
-    let dispatcher = tokio::spawn(dispatcher::run(cfg.clone(), stop.clone()));
-    let base = console_of(&cfg, api.addr).await;
+    // The first failure is final.
+    let env = NoRetries::start().await;
+    let (api, cfg, base) = (&env.api, env.cfg.clone(), env.base.clone());
     let sink = harness::webhooks::WebhookSink::start().await;
     sink.plan(&[(500, None)]);
     sink.answer_body("busy \u{1}<b>now</b> ");
@@ -219,6 +215,5 @@ async fn a_failed_delivery_is_resent_from_the_console() {
     let stored: (String, Vec<String>) =
         sqlx::query_as("SELECT url, events FROM webhooks WHERE id = $1").bind(&wh).fetch_one(&db).await.unwrap();
     assert_eq!(stored, (with_credentials.clone(), vec!["message.queued".to_string(), "message.sent".to_string()]));
-    stop.cancel();
-    dispatcher.await.unwrap().unwrap();
+    env.stop().await;
 }
