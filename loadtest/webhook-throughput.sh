@@ -17,6 +17,8 @@ N=${1:-20000}
 # shellcheck source=scripts/lib/services.sh
 source scripts/lib/services.sh
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$(pl_cache_dir)/target}
+pl_ensure_deps
+export PATH=$PL_PG_BIN:$PATH
 
 echo "==> building the sink"
 cargo build --release --manifest-path loadtest/Cargo.toml --target-dir "$CARGO_TARGET_DIR/loadtest" --bin webhook-sink >/dev/null
