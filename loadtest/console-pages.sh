@@ -37,6 +37,10 @@ CONSOLE=http://127.0.0.1:8789
 echo "==> seeding $INSTANCES instances and a chat of $MESSAGES messages"
 SEED_START=$(date +%s.%N)
 psql -q -v ON_ERROR_STOP=1 "$PACELINE_DATABASE_URL" <<SQL
+-- An earlier run's seed (the cluster's data directory is kept between runs).
+DELETE FROM log_messages WHERE instance_id IN (SELECT id FROM instances WHERE token_hash LIKE 'seeded-%');
+DELETE FROM chats WHERE instance_id IN (SELECT id FROM instances WHERE token_hash LIKE 'seeded-%');
+DELETE FROM instances WHERE token_hash LIKE 'seeded-%';
 INSERT INTO instances (id, name, token_hash, min_interval_ms, max_per_minute, tags)
 SELECT 'inst_' || lpad(to_hex(g), 32, '0'), 'fleet-' || lpad(g::text, 5, '0'),
        'seeded-' || g, 2000, 20, ARRAY['fleet', 'group-' || (g % 10)]
@@ -68,7 +72,9 @@ COOKIE=$(awk '$6 ~ /pl_console$/ {print $6 "=" $7}' "$JAR")
 [[ -n $COOKIE ]] || { echo "no session cookie" >&2; exit 1; }
 # Each page once, checked: the seeded data is there.
 check() { curl -sf -H "Cookie: $COOKIE" "$CONSOLE$1" | grep -q "$2" || { echo "$1 does not show $2" >&2; exit 1; }; }
-check "/fleet" "$INSTANCES</strong> in all"
+# Every instance of the cluster (the seed and any an earlier benchmark left).
+TOTAL=$(psql -tA "$PACELINE_DATABASE_URL" -c "SELECT count(*) FROM instances")
+check "/fleet" "$TOTAL</strong> in all"
 check "/fleet?cursor=$LATER" "fleet-$(printf '%05d' $((INSTANCES / 2 + 1)))"
 check "/i/$FIRST/chats/5511900000001%40s.whatsapp.net" "message number 1 "
 
