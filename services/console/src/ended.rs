@@ -36,28 +36,22 @@ impl Ended {
     pub async fn end(&self, s: &Session, lasts: Duration) -> Result<(), Unavailable> {
         let key = self.keys.console_ended(&s.digest());
         let ttl = (lasts + MARGIN).as_secs();
-        self.run(redis::cmd("SET").arg(&key).arg(1).arg("EX").arg(ttl)).await.map(drop)
+        self.run::<()>(redis::cmd("SET").arg(&key).arg(1).arg("EX").arg(ttl)).await
     }
 
     /// Whether `s` was signed out.
     pub async fn is_ended(&self, s: &Session) -> Result<bool, Unavailable> {
         let key = self.keys.console_ended(&s.digest());
-        self.run(redis::cmd("EXISTS").arg(&key)).await.map(|n| n > 0)
+        self.run::<bool>(redis::cmd("EXISTS").arg(&key)).await
     }
 
-    async fn run(&self, cmd: &mut redis::Cmd) -> Result<i64, Unavailable> {
+    async fn run<T: redis::FromRedisValue>(&self, cmd: &mut redis::Cmd) -> Result<T, Unavailable> {
         let call = async {
             let mut conn = self.redis.get().await.map_err(|e| tracing::warn!(error = %e, "redis pool"))?;
-            cmd.query_async::<redis::Value>(&mut conn)
-                .await
-                .map(|v| match v {
-                    redis::Value::Int(n) => n,
-                    _ => 1,
-                })
-                .map_err(|e| tracing::warn!(error = %e, "redis"))
+            cmd.query_async::<T>(&mut conn).await.map_err(|e| tracing::warn!(error = %e, "redis"))
         };
         match tokio::time::timeout(DEADLINE, call).await {
-            Ok(Ok(n)) => Ok(n),
+            Ok(Ok(v)) => Ok(v),
             _ => Err(Unavailable),
         }
     }

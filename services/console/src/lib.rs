@@ -129,11 +129,7 @@ async fn per_request(
             }
         }
     }
-    let ip = req.extensions().get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().and_then(|peer| {
-        let lines: Vec<&[u8]> =
-            req.headers().get_all(c.client_ip_header.as_str()).iter().map(|v| v.as_bytes()).collect();
-        domain::ip::client_ip(peer.0.ip(), &lines, &c.trusted_proxies)
-    });
+    let ip = limit::told(&c, req.extensions(), req.headers());
     api::USER_IP.scope(ip, next.run(req)).await
 }
 

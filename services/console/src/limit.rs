@@ -66,8 +66,21 @@ impl SignIns {
     }
 }
 
-/// The client's address: the TCP peer, or what a trusted proxy's header says (the API's
-/// rule, `domain::ip::client_ip`); `None` when the server records no peer.
+/// The client's address as the API's rule tells it (`domain::ip::client_ip`): the TCP
+/// peer, or what a trusted proxy's header says; `None` when the server records no peer,
+/// or a trusted proxy's header is missing or unreadable.
+pub fn told(
+    c: &crate::Console,
+    extensions: &axum::http::Extensions,
+    headers: &axum::http::HeaderMap,
+) -> Option<IpAddr> {
+    let peer = extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()?.0.ip();
+    let lines: Vec<&[u8]> = headers.get_all(c.client_ip_header.as_str()).iter().map(|v| v.as_bytes()).collect();
+    domain::ip::client_ip(peer, &lines, &c.trusted_proxies)
+}
+
+/// The client's address for counting sign-in attempts: as [`told`], or else the TCP peer;
+/// `None` when the server records no peer.
 pub struct ClientIp(pub Option<IpAddr>);
 
 impl axum::extract::FromRequestParts<crate::Console> for ClientIp {
@@ -77,12 +90,8 @@ impl axum::extract::FromRequestParts<crate::Console> for ClientIp {
         parts: &mut axum::http::request::Parts,
         c: &crate::Console,
     ) -> Result<Self, Self::Rejection> {
-        let Some(peer) = parts.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>() else {
-            return Ok(ClientIp(None));
-        };
-        let lines: Vec<&[u8]> =
-            parts.headers.get_all(c.client_ip_header.as_str()).iter().map(|v| v.as_bytes()).collect();
-        Ok(ClientIp(domain::ip::client_ip(peer.0.ip(), &lines, &c.trusted_proxies).or(Some(peer.0.ip()))))
+        let peer = parts.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|p| p.0.ip());
+        Ok(ClientIp(told(c, &parts.extensions, &parts.headers).or(peer)))
     }
 }
 

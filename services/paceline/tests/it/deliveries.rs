@@ -52,7 +52,7 @@ pub(crate) async fn hook(own: &Client, id: &str, url: &str, events: &[&str]) -> 
 }
 
 /// Queues a text message: its `message.queued` event is what gets delivered.
-async fn queue(own: &Client, id: &str, text: &str) -> Value {
+pub(crate) async fn queue(own: &Client, id: &str, text: &str) -> Value {
     own.post(&format!("/v1/instances/{id}/messages"), &json!({ "to": "5511999990001", "type": "text", "text": text }))
         .await
         .expect(202)
@@ -424,25 +424,32 @@ async fn nats_restarting_mid_stream_loses_no_event() {
     s.dispatcher.await.unwrap().unwrap();
 }
 
-/// A claim that lapsed and was taken again (even by the same pod) no longer applies: its
-/// late outcome changes nothing; the new claim's does.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_late_outcome_of_a_lapsed_claim_changes_nothing() {
-    use shared::db::deliveries::{self, DeliveryState, NewDelivery, Outcome};
+/// An API with one instance, a webhook to nowhere and one queued message's event: the
+/// delivery to create for it (claim-level tests drive the rows by hand), and the webhook.
+async fn one_event(name: &str) -> (TestApi, sqlx::PgPool, shared::db::deliveries::NewDelivery, String) {
     let c = config();
     let api = TestApi::start_with(c.clone()).await;
-    let (id, own) = instance(&api, "dl-claims").await;
+    let (id, own) = instance(&api, name).await;
     let wh = hook(&own, &id, "http://127.0.0.1:9/hook", &[]).await["id"].as_str().unwrap().to_string();
     queue(&own, &id, "x").await;
     let db = shared::db::connect(&c).await.unwrap();
     let (event,): (String,) =
         sqlx::query_as("SELECT id FROM outbox WHERE instance_id = $1").bind(&id).fetch_one(&db).await.unwrap();
-    let row = NewDelivery {
+    let row = shared::db::deliveries::NewDelivery {
         webhook_id: shared::ids::WebhookId::parse(&wh).unwrap(),
         instance_id: shared::ids::InstanceId::parse(&id).unwrap(),
         event_id: shared::ids::EventId::parse(&event).unwrap(),
         event_type: "message.queued".into(),
     };
+    (api, db, row, wh)
+}
+
+/// A claim that lapsed and was taken again (even by the same pod) no longer applies: its
+/// late outcome changes nothing; the new claim's does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_outcome_of_a_lapsed_claim_changes_nothing() {
+    use shared::db::deliveries::{self, DeliveryState, Outcome};
+    let (_api, db, row, wh) = one_event("dl-claims").await;
     // Claimed for 0 ms: lapsed at once; the same pod's scanner claims it again.
     let created =
         deliveries::insert_claimed(&db, std::slice::from_ref(&row), "pod-a", Duration::ZERO, Duration::from_secs(60))
@@ -490,21 +497,8 @@ async fn a_late_outcome_of_a_lapsed_claim_changes_nothing() {
 /// request; an outcome without an attempt (put back) changes neither.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_attempt_log_keeps_the_latest_ten() {
-    use shared::db::deliveries::{self, Attempt, DeliveryState, NewDelivery, Outcome};
-    let c = config();
-    let api = TestApi::start_with(c.clone()).await;
-    let (id, own) = instance(&api, "dl-log").await;
-    let wh = hook(&own, &id, "http://127.0.0.1:9/hook", &[]).await["id"].as_str().unwrap().to_string();
-    queue(&own, &id, "x").await;
-    let db = shared::db::connect(&c).await.unwrap();
-    let (event,): (String,) =
-        sqlx::query_as("SELECT id FROM outbox WHERE instance_id = $1").bind(&id).fetch_one(&db).await.unwrap();
-    let row = NewDelivery {
-        webhook_id: shared::ids::WebhookId::parse(&wh).unwrap(),
-        instance_id: shared::ids::InstanceId::parse(&id).unwrap(),
-        event_id: shared::ids::EventId::parse(&event).unwrap(),
-        event_type: "message.queued".into(),
-    };
+    use shared::db::deliveries::{self, Attempt, DeliveryState, Outcome};
+    let (_api, db, row, _) = one_event("dl-log").await;
     let created = deliveries::insert_claimed(
         &db,
         std::slice::from_ref(&row),

@@ -51,16 +51,9 @@ async fn each_kind_of_token_walks_its_pages_and_is_offered_only_what_it_may_do()
     let id = inst.id.to_string();
     let own = api.client(Some(token.clone()));
     // Something on each page: an endpoint, a queued message, a chat in the local log.
-    let hook = own
-        .post(&format!("/v1/instances/{id}/webhooks"), &json!({ "url": "http://127.0.0.1:9/hook" }))
-        .await
-        .expect(201)["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    own.post(&format!("/v1/instances/{id}/messages"), &json!({ "to": "5511999990001", "type": "text", "text": "x" }))
-        .await
-        .expect(202);
+    let hook =
+        crate::deliveries::hook(&own, &id, "http://127.0.0.1:9/hook", &[]).await["id"].as_str().unwrap().to_string();
+    crate::deliveries::queue(&own, &id, "x").await;
     let db = shared::db::connect(&api.config).await.unwrap();
     sqlx::query(
         "INSERT INTO chats (instance_id, jid, name, last_message_at) VALUES ($1, '5511900000001@s.whatsapp.net', 'A chat', now())",

@@ -29,9 +29,7 @@ async fn a_failed_delivery_is_resent_from_the_console() {
         .as_str()
         .unwrap()
         .to_string();
-    own.post(&format!("/v1/instances/{id}/messages"), &json!({ "to": "5511999990001", "type": "text", "text": "x" }))
-        .await
-        .expect(202);
+    crate::deliveries::queue(&own, &id, "x").await;
     let deliveries = format!("/v1/instances/{id}/webhooks/{wh}/deliveries");
     let state_is = |want: &'static str| {
         let (own, deliveries) = (own.clone(), deliveries.clone());
@@ -104,9 +102,7 @@ async fn a_failed_delivery_is_resent_from_the_console() {
         .await
         .expect(201);
     sink.plan(&[(500, None)]);
-    own.post(&format!("/v1/instances/{id}/messages"), &json!({ "to": "5511999990001", "type": "text", "text": "y" }))
-        .await
-        .expect(202);
+    crate::deliveries::queue(&own, &id, "y").await;
     wait_for(Duration::from_secs(15), || state_is("failed")).await.expect("the second fails");
     let (ro, _) = sign_in(&base, key["token"].as_str().unwrap()).await;
     let (st, page) = get(&base, &ro, &format!("/i/{id}/webhooks/{wh}")).await;
