@@ -11,6 +11,8 @@ pub const ADMIN_TOKEN_PREFIX: &str = "pl_admin_";
 pub const INSTANCE_TOKEN_PREFIX: &str = "pl_inst_";
 /// Prefix of restricted API keys.
 pub const API_KEY_PREFIX: &str = "pl_key_";
+/// Prefix of account tokens.
+pub const ACCOUNT_TOKEN_PREFIX: &str = "pl_acct_";
 /// Prefix of webhook signing secrets (Standard Webhooks form: the rest is base64).
 pub const WEBHOOK_SECRET_PREFIX: &str = "whsec_";
 
@@ -28,6 +30,7 @@ pub enum TokenKind {
     Admin,
     Instance,
     ApiKey,
+    Account,
 }
 
 impl TokenKind {
@@ -38,6 +41,8 @@ impl TokenKind {
             Some(TokenKind::Instance)
         } else if token.starts_with(API_KEY_PREFIX) {
             Some(TokenKind::ApiKey)
+        } else if token.starts_with(ACCOUNT_TOKEN_PREFIX) {
+            Some(TokenKind::Account)
         } else {
             None
         }

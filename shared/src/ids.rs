@@ -134,6 +134,14 @@ prefixed_id!(
     /// A hosted pairing link of an instance.
     PairingLinkId, "plk_"
 );
+prefixed_id!(
+    /// An account: a provider's customer, holding instances.
+    AccountId, "acct_"
+);
+prefixed_id!(
+    /// One of an account's tokens.
+    AccountTokenId, "atok_"
+);
 
 #[cfg(test)]
 mod tests {

@@ -61,6 +61,12 @@ impl Keys {
         format!("{}:quota:lookups:{instance}:day:{day}", self.prefix)
     }
 
+    /// What an account's instances took of one of its daily quotas (`what`) on `day`
+    /// (UTC): a counter.
+    pub fn account_daily(&self, account: &crate::ids::AccountId, what: &str, day: &str) -> String {
+        format!("{}:quota:account:{account}:{what}:{day}", self.prefix)
+    }
+
     /// A cap on an instance's network actions (`name`): a sorted set of takes by time.
     pub fn cap(&self, name: &str, instance: &crate::ids::InstanceId) -> String {
         format!("{}:quota:{name}:{instance}", self.prefix)

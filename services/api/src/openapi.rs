@@ -49,6 +49,7 @@ use utoipa::{Modify, OpenApi};
         (name = "labels", description = "Labels and the business profile (business accounts only)"),
         (name = "channels", description = "Channels: follow, read, react, and publish through the send queue"),
         (name = "platform", description = "Restricted API keys, hosted pairing links, usage"),
+        (name = "accounts", description = "A provider's customers as tenants: their tokens, quotas, usage and billing export"),
         (name = "pairing page", description = "The hosted pairing page behind a pairing link: HTML for the customer, no bearer token"),
         (name = "communities", description = "Communities"),
         (name = "operation", description = "Health, identity and this description"),
@@ -73,6 +74,10 @@ impl Modify for Security {
         components.add_security_scheme(
             "restricted_key",
             bearer("A restricted API key of an instance, `pl_key_...`: an operation that admits one lists `restricted_key` with the scopes it admits (`read_only`, `send_only`); any other operation answers 403 to a key. On the action-style routes it goes in `X-API-Key`."),
+        );
+        components.add_security_scheme(
+            "account",
+            bearer("An account token, `pl_acct_...`: the account itself (`/v1/accounts/{id}`, read, and its tokens and usage), creating and listing the account's instances, and every instance route of its instances as their owner (another instance: 403). A suspended account's token may only read. On the action-style routes it goes in `X-API-Key` (or `apikey`) and is the global key of its own instances. An operation that admits one lists `account`."),
         );
         components.add_security_scheme(
             "signed_url",
@@ -113,7 +118,8 @@ pub fn spec() -> &'static Doc {
 }
 
 /// Adds `restricted_key` (with the scopes it admits) to the security of every operation
-/// `routes::access` opens to keys, so the description says what the API checks.
+/// `routes::access` opens to keys, and `account` to every one it opens to account
+/// tokens, so the description says what the API checks.
 fn with_key_scopes(doc: &mut Doc) {
     use utoipa::openapi::security::SecurityRequirement;
     for (path, item) in doc.paths.paths.iter_mut() {
@@ -128,6 +134,9 @@ fn with_key_scopes(doc: &mut Doc) {
             let scopes: Vec<&str> = access.scopes().into_iter().map(|s| s.as_str()).collect();
             if !scopes.is_empty() {
                 op.security.get_or_insert_with(Vec::new).push(SecurityRequirement::new("restricted_key", scopes));
+            }
+            if access.admits_account() {
+                op.security.get_or_insert_with(Vec::new).push(SecurityRequirement::new("account", Vec::<&str>::new()));
             }
         }
     }

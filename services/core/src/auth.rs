@@ -18,9 +18,10 @@ use std::net::IpAddr;
 
 use futures::StreamExt;
 use shared::auth::{self, TokenKind};
+use shared::db::accounts::{self, AccountAuth, AccountState};
 use shared::db::api_keys::{self, KeyAuth, KeyScope};
 use shared::db::instances::{self, InstanceAuth};
-use shared::ids::{InstanceId, KeyId};
+use shared::ids::{AccountId, InstanceId, KeyId};
 
 use crate::{Caller, Core, Error, Result};
 
@@ -34,6 +35,10 @@ pub enum Principal {
     /// A restricted API key of an instance: its instance's routes of its scope
     /// (`api::access`).
     Key { id: InstanceId, name: String, key_id: KeyId, scope: KeyScope },
+    /// An account token: the account itself (read), creating instances in it, and every
+    /// instance route of its instances, as their owner. A suspended account's token
+    /// may only read.
+    Account { id: AccountId, name: String, suspended: bool },
 }
 
 impl Principal {
@@ -41,7 +46,7 @@ impl Principal {
     pub fn caller(&self) -> Caller {
         match self {
             Principal::Admin => Caller::Admin,
-            Principal::Instance { .. } => Caller::Owner,
+            Principal::Instance { .. } | Principal::Account { .. } => Caller::Owner,
             Principal::Key { .. } => Caller::Key,
         }
     }
@@ -60,23 +65,61 @@ impl Principal {
     }
 
     /// Checks access to the instance named in the path and parses its id. An instance
-    /// token naming any other instance gets 403 (whether or not that instance exists);
-    /// the admin gets 404 for an id that cannot exist.
-    pub fn instance(&self, raw_id: &str) -> Result<InstanceId> {
+    /// token naming any other instance gets 403 (whether or not that instance exists),
+    /// and so does an account token naming one outside its account; the admin gets 404
+    /// for an id that cannot exist.
+    pub async fn instance(&self, core: &Core, raw_id: &str) -> Result<InstanceId> {
         match self {
             Principal::Admin => InstanceId::parse(raw_id).map_err(|_| Error::InstanceNotFound),
             Principal::Instance { id, .. } | Principal::Key { id, .. } if id.as_str() == raw_id => Ok(id.clone()),
             Principal::Instance { .. } | Principal::Key { .. } => {
                 Err(Error::Forbidden("this token belongs to another instance".into()))
             }
+            Principal::Account { id: account, .. } => {
+                let other = || Error::Forbidden("this instance is not in the token's account".into());
+                let id = InstanceId::parse(raw_id).map_err(|_| other())?;
+                match accounts::of_instance(&core.db, &id).await? {
+                    Some(Some(a)) if &a == account => Ok(id),
+                    _ => Err(other()),
+                }
+            }
         }
     }
 
-    /// The instance a token belongs to (none for the admin).
+    /// Whether the token reaches the instance `id`, held by `account`.
+    pub fn reaches(&self, id: &InstanceId, account: Option<&AccountId>) -> bool {
+        match self {
+            Principal::Admin => true,
+            Principal::Instance { id: own, .. } | Principal::Key { id: own, .. } => own == id,
+            Principal::Account { id: own, .. } => account == Some(own),
+        }
+    }
+
+    /// The instance a token belongs to (none for the admin and account tokens).
     pub fn own_instance(&self) -> Option<&InstanceId> {
         match self {
-            Principal::Admin => None,
+            Principal::Admin | Principal::Account { .. } => None,
             Principal::Instance { id, .. } | Principal::Key { id, .. } => Some(id),
+        }
+    }
+
+    /// The account of an account token.
+    pub fn account(&self) -> Option<&AccountId> {
+        match self {
+            Principal::Account { id, .. } => Some(id),
+            _ => None,
+        }
+    }
+
+    /// Checks access to the account named in the path: the admin reaches every one (404
+    /// for an id that cannot exist), an account token only its own (403 otherwise);
+    /// other tokens none.
+    pub fn account_in_path(&self, raw_id: &str) -> Result<AccountId> {
+        match self {
+            Principal::Admin => AccountId::parse(raw_id).map_err(|_| Error::NotFound("account")),
+            Principal::Account { id, .. } if id.as_str() == raw_id => Ok(id.clone()),
+            Principal::Account { .. } => Err(Error::Forbidden("this token belongs to another account".into())),
+            _ => Err(Error::Forbidden("this operation needs the admin token or an account token".into())),
         }
     }
 }
@@ -92,15 +135,17 @@ pub async fn authenticate(core: &Core, token: &str, ip: impl FnOnce() -> Option<
         {
             return Ok(Principal::Admin)
         }
-        Some(kind @ (TokenKind::Instance | TokenKind::ApiKey)) => {
+        Some(kind @ (TokenKind::Instance | TokenKind::ApiKey | TokenKind::Account)) => {
             let hash = auth::hash_token(token);
             match core.tokens.get(&hash) {
                 Some(found) => found,
                 None => {
-                    let found = if kind == TokenKind::Instance {
-                        instances::auth_by_token_hash(&core.db, &hash).await?.map(Cached::Instance)
-                    } else {
-                        api_keys::auth_by_token_hash(&core.db, &hash).await?.map(Cached::Key)
+                    let found = match kind {
+                        TokenKind::Instance => {
+                            instances::auth_by_token_hash(&core.db, &hash).await?.map(Cached::Instance)
+                        }
+                        TokenKind::ApiKey => api_keys::auth_by_token_hash(&core.db, &hash).await?.map(Cached::Key),
+                        _ => accounts::auth_by_token_hash(&core.db, &hash).await?.map(Cached::Account),
                     };
                     let found = found.ok_or_else(unauthorized)?;
                     core.tokens.put(hash, found.clone());
@@ -131,6 +176,9 @@ pub async fn authenticate(core: &Core, token: &str, ip: impl FnOnce() -> Option<
             }
             Ok(Principal::Key { id: k.instance_id, name: k.instance_name, key_id: k.key_id, scope: k.scope })
         }
+        Cached::Account(a) => {
+            Ok(Principal::Account { id: a.account_id, name: a.name, suspended: a.state == AccountState::Suspended })
+        }
     }
 }
 
@@ -139,13 +187,22 @@ pub async fn authenticate(core: &Core, token: &str, ip: impl FnOnce() -> Option<
 pub enum Cached {
     Instance(InstanceAuth),
     Key(KeyAuth),
+    Account(AccountAuth),
 }
 
 impl Cached {
-    fn instance(&self) -> &InstanceId {
+    fn instance(&self) -> Option<&InstanceId> {
         match self {
-            Cached::Instance(a) => &a.id,
-            Cached::Key(k) => &k.instance_id,
+            Cached::Instance(a) => Some(&a.id),
+            Cached::Key(k) => Some(&k.instance_id),
+            Cached::Account(_) => None,
+        }
+    }
+
+    fn account(&self) -> Option<&AccountId> {
+        match self {
+            Cached::Account(a) => Some(&a.account_id),
+            _ => None,
         }
     }
 }
@@ -177,16 +234,33 @@ impl TokenCache {
 
     /// Drops every entry of an instance.
     pub fn forget(&self, instance: &InstanceId) {
-        self.entries.lock().unwrap_or_else(|p| p.into_inner()).retain(|_, (a, _)| a.instance() != instance);
+        self.entries.lock().unwrap_or_else(|p| p.into_inner()).retain(|_, (a, _)| a.instance() != Some(instance));
+    }
+
+    /// Drops every token of an account.
+    pub fn forget_account(&self, account: &AccountId) {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner()).retain(|_, (a, _)| a.account() != Some(account));
     }
 }
 
 /// Drops an instance's entries here and tells the other API pods to.
 pub async fn invalidate(core: &crate::Core, instance: &InstanceId) {
     core.tokens.forget(instance);
+    core.limits.forget_instance(instance);
     let _ = core.auth_changes.send(instance.clone());
     if let Err(e) = core.nats.publish(core.subjects.auth_changed(), instance.as_str().to_string().into()).await {
         tracing::warn!(error = %e, "telling other pods of a token change failed; their entries expire within the TTL");
+    }
+}
+
+/// Drops an account's tokens here and tells the other API pods to (its state, quotas or
+/// tokens changed, or it was deleted); open account event streams check theirs again.
+pub async fn invalidate_account(core: &crate::Core, account: &AccountId) {
+    core.tokens.forget_account(account);
+    core.limits.forget_account(account);
+    let _ = core.account_changes.send(account.clone());
+    if let Err(e) = core.nats.publish(core.subjects.auth_changed(), account.as_str().to_string().into()).await {
+        tracing::warn!(error = %e, "telling other pods of an account change failed; their entries expire within the TTL");
     }
 }
 
@@ -195,7 +269,9 @@ pub async fn listen(
     nats: async_nats::Client,
     subject: String,
     cache: std::sync::Arc<TokenCache>,
+    limits: std::sync::Arc<crate::accounts::quota::LimitsCache>,
     changes: tokio::sync::broadcast::Sender<InstanceId>,
+    account_changes: tokio::sync::broadcast::Sender<AccountId>,
 ) {
     let mut sub = match nats.subscribe(subject).await {
         Ok(s) => s,
@@ -205,9 +281,15 @@ pub async fn listen(
         }
     };
     while let Some(msg) = sub.next().await {
-        if let Some(id) = std::str::from_utf8(&msg.payload).ok().and_then(|s| InstanceId::parse(s).ok()) {
+        let Ok(text) = std::str::from_utf8(&msg.payload) else { continue };
+        if let Ok(id) = InstanceId::parse(text) {
             cache.forget(&id);
+            limits.forget_instance(&id);
             let _ = changes.send(id);
+        } else if let Ok(id) = AccountId::parse(text) {
+            cache.forget_account(&id);
+            limits.forget_account(&id);
+            let _ = account_changes.send(id);
         }
     }
 }
@@ -239,7 +321,7 @@ mod tests {
         c.put("ha".into(), auth(&a));
         c.put("ka".into(), key(&a));
         c.put("hb".into(), auth(&b));
-        assert_eq!(c.get("ha").unwrap().instance(), &a);
+        assert_eq!(c.get("ha").unwrap().instance(), Some(&a));
         c.forget(&a);
         assert!(c.get("ha").is_none());
         assert!(c.get("ka").is_none(), "an instance's keys go with it");

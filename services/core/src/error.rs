@@ -28,6 +28,10 @@ pub enum Error {
     /// A per-instance cap is used up; it frees in `retry_after` seconds (`rate_limited`).
     #[error("{message}")]
     RateLimited { message: String, retry_after: u64 },
+    /// An account's quota is used up (`quota_exceeded`): 403 for what it holds, 429 with
+    /// `Retry-After` (seconds to midnight UTC) for a daily one.
+    #[error("{message}")]
+    Quota { message: String, retry_after: Option<u64> },
     /// What all tenants share is busy for now; try again in `retry_after` seconds (503
     /// `rate_limited`).
     #[error("{message}")]
@@ -81,6 +85,13 @@ impl From<Error> for ApiError {
             Error::RateLimited { message, retry_after } => {
                 ApiError::new(ErrorCode::RateLimited, message).with_retry_after(retry_after)
             }
+            Error::Quota { message, retry_after: None } => {
+                ApiError::new(ErrorCode::QuotaExceeded, message).with_status(ErrorCode::Forbidden.status())
+            }
+            Error::Quota { message, retry_after: Some(s) } => ApiError::new(ErrorCode::QuotaExceeded, message)
+                .with_status(ErrorCode::RateLimited.status())
+                .with_retryable(true)
+                .with_retry_after(s),
             Error::Busy { message, retry_after } => ApiError::new(ErrorCode::RateLimited, message)
                 .with_status(ErrorCode::ShuttingDown.status())
                 .with_retry_after(retry_after),
@@ -106,6 +117,12 @@ impl From<ApiError> for Error {
             }
             ErrorCode::RateLimited => {
                 Error::RateLimited { message: e.message, retry_after: e.retry_after.unwrap_or(1) }
+            }
+            ErrorCode::QuotaExceeded if e.status == ErrorCode::Forbidden.status() => {
+                Error::Quota { message: e.message, retry_after: None }
+            }
+            ErrorCode::QuotaExceeded if e.status == ErrorCode::RateLimited.status() => {
+                Error::Quota { message: e.message, retry_after: Some(e.retry_after.unwrap_or(1)) }
             }
             // Already logged where it was made.
             ErrorCode::Internal => Error::Internal,

@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shared::db::instances::{self, InstanceFields, InstanceRow, InstanceState, WriteError};
-use shared::ids::InstanceId;
+use shared::ids::{AccountId, InstanceId};
 use utoipa::ToSchema;
 
 use crate::{Core, Error, Result};
@@ -105,6 +105,9 @@ pub struct InstanceOut {
     /// only, on `GET /v1/instances/{id}` and in the list.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub worker: Option<String>,
+    /// The account holding the instance; absent when none does.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub account_id: Option<AccountId>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -197,6 +200,7 @@ impl From<InstanceRow> for InstanceOut {
             effective_pacing: None,
             queue_depth: None,
             worker: None,
+            account_id: r.account_id,
             created_at: r.created_at,
             updated_at: r.updated_at,
         }
@@ -255,14 +259,23 @@ pub async fn rules_changed(core: &Core, id: &InstanceId) {
     }
 }
 
-/// Creates an instance from `fields` (validated here); returns it and its token, which
-/// is shown only now. Shared by `POST /v1/instances` and Evolution's `instance/create`.
-pub async fn create(core: &Core, fields: InstanceFields) -> Result<(InstanceRow, String)> {
+/// Creates an instance from `fields` (validated here), inside `account` when one is
+/// given (within its instance quota, counted under its row lock so concurrent creations
+/// take turns); returns it and its token, which is shown only now. Shared by
+/// `POST /v1/instances` and Evolution's `instance/create`.
+pub async fn create(core: &Core, fields: InstanceFields, account: Option<&AccountId>) -> Result<(InstanceRow, String)> {
     let fields = validate(fields, &core.config.risk_policy())?;
     let token = shared::auth::generate_token(shared::auth::INSTANCE_TOKEN_PREFIX);
     let id = InstanceId::new();
-    let row =
-        instances::insert(&core.db, &id, &shared::auth::hash_token(&token), &fields).await.map_err(write_error)?;
+    let mut tx = core.db.begin().await?;
+    if let Some(account) = account {
+        let row = shared::db::accounts::get_for_update(&mut tx, account).await?.ok_or(Error::NotFound("account"))?;
+        crate::accounts::quota::room_for_instance(&mut tx, &row).await?;
+    }
+    let row = instances::insert(&mut *tx, &id, &shared::auth::hash_token(&token), &fields, account)
+        .await
+        .map_err(write_error)?;
+    tx.commit().await?;
     tracing::info!(instance_id = %row.id, "instance created");
     Ok((row, token))
 }

@@ -6,6 +6,7 @@
 //! One module per area. The core depends on `shared` (storage, the bus, config) and on
 //! nothing that speaks HTTP.
 
+pub mod accounts;
 pub mod attendant;
 pub mod auth;
 pub mod bulk;
@@ -69,9 +70,13 @@ pub struct Core {
     pub media_urls: std::sync::Arc<media_urls::MediaUrls>,
     /// Instance tokens and API keys recently looked up.
     pub tokens: std::sync::Arc<auth::TokenCache>,
+    /// Instances' accounts and their quotas recently looked up.
+    pub limits: std::sync::Arc<accounts::quota::LimitsCache>,
     /// Instances whose tokens' access changed (here or, told over NATS, in another
     /// process): open event streams check theirs again.
     pub auth_changes: tokio::sync::broadcast::Sender<InstanceId>,
+    /// Accounts whose tokens' access changed (suspended, deleted, a token revoked).
+    pub account_changes: tokio::sync::broadcast::Sender<shared::ids::AccountId>,
 }
 
 impl Core {
@@ -111,7 +116,9 @@ impl Core {
             wakes: Default::default(),
             media_urls: std::sync::Arc::new(media_urls::MediaUrls::new(&config, config.admin_token.as_deref())),
             tokens: Default::default(),
+            limits: Default::default(),
             auth_changes: tokio::sync::broadcast::channel(1024).0,
+            account_changes: tokio::sync::broadcast::channel(1024).0,
             config,
             db,
             redis,

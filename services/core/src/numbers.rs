@@ -10,6 +10,7 @@ use shared::db::number_checks::{self, Known};
 use shared::ids::InstanceId;
 use utoipa::ToSchema;
 
+use crate::accounts::quota::Daily;
 use crate::net::call;
 use crate::{Core, Ctx, Error, Result};
 
@@ -77,7 +78,33 @@ pub async fn check(ctx: Ctx<'_>, numbers: &[String]) -> Result<Vec<NumberResult>
     let mut digits: Vec<String> = asked.iter().map(|a| a.1.clone()).collect();
     digits.sort();
     digits.dedup();
-    let mut answers: Vec<Known> = number_checks::known(&core.db, id, &digits).await?;
+    // The account's daily quota counts every number asked, answered from the cache or not.
+    let account = crate::accounts::quota::take_daily(core, id, Daily::Lookups, digits.len() as u64).await?;
+    let answered = lookup(core, id, &digits).await;
+    match &answered {
+        Ok(_) => account.keep(),
+        Err(_) => account.give_back(core).await,
+    }
+    let (answers, new) = answered?;
+    // Usage: numbers the network was asked about, and those the cache answered.
+    let cached = (digits.len() - new) as i64;
+    if let Err(e) = shared::db::usage::add_lookups(&core.db, id, new as i64, cached).await {
+        tracing::warn!(error = %e, "counting lookups failed");
+    }
+    let results: Vec<NumberResult> = asked
+        .into_iter()
+        .map(|(number, d)| {
+            let a = answers.iter().find(|a| a.0 == d);
+            NumberResult { number, exists: a.is_some_and(|a| a.1), jid: a.and_then(|a| a.2.clone()) }
+        })
+        .collect();
+    Ok(results)
+}
+
+/// The answers for `digits`: those this instance already checked, and the rest from the
+/// network within the instance's quotas; and how many the network was asked.
+async fn lookup(core: &Core, id: &InstanceId, digits: &[String]) -> Result<(Vec<Known>, usize)> {
+    let mut answers: Vec<Known> = number_checks::known(&core.db, id, digits).await?;
     let new: Vec<String> = digits.iter().filter(|d| !answers.iter().any(|a| &a.0 == *d)).cloned().collect();
     if !new.is_empty() {
         let taken = take_quota(core, id, new.len()).await?;
@@ -101,19 +128,7 @@ pub async fn check(ctx: Ctx<'_>, numbers: &[String]) -> Result<Vec<NumberResult>
         number_checks::record(&core.db, id, &fresh).await?;
         answers.extend(fresh);
     }
-    // Usage: numbers the network was asked about, and those the cache answered.
-    let cached = (digits.len() - new.len()) as i64;
-    if let Err(e) = shared::db::usage::add_lookups(&core.db, id, new.len() as i64, cached).await {
-        tracing::warn!(error = %e, "counting lookups failed");
-    }
-    let results: Vec<NumberResult> = asked
-        .into_iter()
-        .map(|(number, d)| {
-            let a = answers.iter().find(|a| a.0 == d);
-            NumberResult { number, exists: a.is_some_and(|a| a.1), jid: a.and_then(|a| a.2.clone()) }
-        })
-        .collect();
-    Ok(results)
+    Ok((answers, new.len()))
 }
 
 /// Lookups taken from the quotas: the members added and the day they counted on.

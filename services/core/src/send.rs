@@ -16,6 +16,7 @@ use shared::ids::{InstanceId, MediaId, MessageId};
 use shared::message::{MediaRef, MessageType, Outbound};
 use shared::ErrorCode;
 
+use crate::accounts::quota::Daily;
 use crate::message_in::{self as message, MediaSource, MessageIn};
 use crate::slots::Slot;
 use crate::{Caller, Core, Ctx, Error, Result};
@@ -126,7 +127,7 @@ pub async fn store_media(
     holds_slot: bool,
 ) -> Result<(MediaId, serde_json::Value)> {
     let limit = kind.media_limit().expect("media types have limits") as u64;
-    let quota = state.config.media.quota_bytes;
+    let quota = media_quota(state, id).await?;
     let (url, mime_type, filename) = match src {
         MediaSource::Bytes { data, mime_type, filename } => {
             let stored = media::store(&state.db, id, &mime_type, filename.as_deref(), MediaBody::Data(&data), quota);
@@ -164,6 +165,19 @@ pub async fn store_media(
         slot.release().await;
     }
     stored
+}
+
+/// The instance's media quota for a write now: the deployment's per instance, less what
+/// its account's quota leaves (its usage plus the account's room).
+async fn media_quota(state: &Core, id: &InstanceId) -> Result<u64> {
+    let own = state.config.media.quota_bytes;
+    match crate::accounts::quota::media_room(state, id).await? {
+        None => Ok(own),
+        Some(room) => {
+            let used = media::usage(&state.db, id).await?.max(0) as u64;
+            Ok(own.min(used.saturating_add(room)))
+        }
+    }
 }
 
 fn fetch_error(e: FetchError) -> Error {
@@ -210,6 +224,9 @@ async fn queue_validated(
         None => None,
     };
     let network_id = message::new_network_id();
+    // The account's messages a day: taken before the insert, given back unless a new
+    // message came of it (a replay, a refusal, a failure).
+    let daily = crate::accounts::quota::take_daily(state, id, Daily::Messages, 1).await?;
     let queued = state
         .enqueuer()
         .enqueue(NewMessage {
@@ -222,8 +239,12 @@ async fn queue_validated(
             wa_message_id: network_id,
             expires_at: Utc::now() + chrono::Duration::from_std(v.expires_after).expect("bounded"),
         })
-        .await?;
-    let row = match queued {
+        .await;
+    match &queued {
+        Ok(Queued::New(_)) => daily.keep(),
+        _ => daily.give_back(state).await,
+    }
+    let row = match queued? {
         Queued::New(row) => row,
         Queued::Existing(row) => {
             drop(sub);

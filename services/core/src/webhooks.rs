@@ -31,6 +31,10 @@ pub async fn insert(
         webhooks::Inserted::Row(row) => Ok(*row),
         webhooks::Inserted::Full => Err(Error::invalid(format!("an instance has at most {MAX_WEBHOOKS} webhooks"))),
         webhooks::Inserted::Base64Full => Err(base64_full()),
+        webhooks::Inserted::AccountFull(limit) => Err(Error::Quota {
+            message: format!("the account's quota of {limit} webhooks is used up"),
+            retry_after: None,
+        }),
     }
 }
 

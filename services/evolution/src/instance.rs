@@ -112,19 +112,23 @@ pub struct EvoCreateOut {
 
 const INTEGRATION: &str = "WHATSAPP-BAILEYS";
 
-/// Evolution's global key (our admin token) in `apikey` or `X-API-Key`, checked before
-/// any body is read.
-pub struct GlobalKey;
+/// Evolution's global key in `apikey` or `X-API-Key`, checked before any body is read:
+/// our admin token, or an account token, the global key of its own instances (its
+/// account the one they are created in).
+pub struct GlobalKey(pub Option<shared::ids::AccountId>);
 
 impl axum::extract::FromRequestParts<AppState> for GlobalKey {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &AppState) -> Result<Self, ApiError> {
         let ActionKey(key) = ActionKey::from_request_parts(parts, state).await?;
-        if !key.is_admin() {
-            return Err(ApiError::forbidden("creating instances needs the global key (the admin token)"));
+        match key {
+            Principal::Admin => Ok(GlobalKey(None)),
+            Principal::Account { id, .. } => Ok(GlobalKey(Some(id))),
+            _ => Err(ApiError::forbidden(
+                "creating instances needs the global key (the admin token or an account token)",
+            )),
         }
-        Ok(GlobalKey)
     }
 }
 
@@ -167,7 +171,7 @@ async fn first_qr(state: &AppState, row: &InstanceRow, number: Option<&str>) -> 
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn create(
     State(state): State<AppState>,
-    _global: GlobalKey,
+    GlobalKey(account): GlobalKey,
     ActionJson(b): ActionJson<EvoCreateIn>,
 ) -> Result<(StatusCode, Json<EvoCreateOut>), ApiError> {
     if b.integration.as_deref().is_some_and(|i| i != INTEGRATION) {
@@ -200,7 +204,7 @@ async fn create(
         Some(w) => Some(super::webhook::prepare(&state, w, None).await?),
         None => None,
     };
-    let (row, token) = domain::instances::create(&state, fields).await?;
+    let (row, token) = domain::instances::create(&state, fields, account.as_ref()).await?;
     let webhook = match hook {
         Some(p) => Some(super::webhook::store(&state, &row, p, None, true).await?),
         None => None,
@@ -281,7 +285,8 @@ impl From<InstanceRow> for EvoFetchedInstance {
 const FETCH_LIMIT: i64 = 1_000;
 
 /// List instances: every one with the global key (up to 1,000, oldest first; any one
-/// by `instanceName` or `instanceId`), only its own with an instance token.
+/// by `instanceName` or `instanceId`), an account's with its token (up to 1,000), only
+/// its own with an instance token.
 #[utoipa::path(get, path = "/instance/fetchInstances", tag = "evolution", operation_id = "evolution_instance_fetchInstances",
     params(EvoFetchQuery),
     responses(
@@ -313,6 +318,10 @@ async fn fetch_instances(
             .await?
             .into_iter()
             .collect(),
+        Principal::Account { id, .. } => {
+            let filter = ListFilter { account: Some(id.clone()), limit: FETCH_LIMIT, ..ListFilter::default() };
+            instances::list(&state.db, &filter).await?
+        }
         p => match p.own_instance() {
             Some(id) => instances::get(&state.db, id).await?.into_iter().collect(),
             None => vec![],

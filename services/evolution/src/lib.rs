@@ -65,6 +65,7 @@ impl FromRequestParts<AppState> for ActionKey {
             })?;
         let principal = authenticate(key, parts, state).await?;
         door::extract::check_scope(&principal, parts)?;
+        door::extract::check_account(&principal, parts)?;
         Ok(ActionKey(principal))
     }
 }
@@ -121,10 +122,9 @@ pub(crate) async fn named(state: &AppState, key: &ActionKey, name: &str) -> Resu
         return Err(ApiError::instance_not_found());
     }
     let row = instances::get_by_name(&state.db, name).await?.ok_or_else(ApiError::instance_not_found)?;
-    match &key.0 {
-        Principal::Admin => Ok(row),
-        p if p.own_instance() == Some(&row.id) => Ok(row),
-        _ => Err(ApiError::instance_not_found()),
+    match key.0.reaches(&row.id, row.account_id.as_ref()) {
+        true => Ok(row),
+        false => Err(ApiError::instance_not_found()),
     }
 }
 

@@ -16,6 +16,9 @@ pub enum Access {
     AnyToken,
     /// The admin token only.
     Admin,
+    /// The admin or an account token (on `/v1/accounts/{id}` routes, its own account's
+    /// only; on the instance list and creation, its own instances).
+    Account,
     /// The admin or the instance's own token; no key.
     Owner,
     /// Also `read_only` keys of the instance.
@@ -33,8 +36,20 @@ impl Access {
             Access::AnyToken | Access::ReadSend => true,
             Access::Read => scope == KeyScope::ReadOnly,
             Access::Send => scope == KeyScope::SendOnly,
-            Access::Open | Access::Admin | Access::Owner => false,
+            Access::Open | Access::Admin | Access::Account | Access::Owner => false,
         }
+    }
+
+    /// Whether an account token reaches a route of this kind (on an instance route, the
+    /// instance must be in its account).
+    pub fn admits_account(self) -> bool {
+        !matches!(self, Access::Open | Access::Admin)
+    }
+
+    /// Whether a call of `method` to a route of this kind only reads (what a suspended
+    /// account's token may still do).
+    pub fn reads(self, method: &Method) -> bool {
+        matches!(*method, Method::GET | Method::HEAD) || self == Access::Read
     }
 
     /// The key scopes it admits.
@@ -55,11 +70,23 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("GET", "/v1/openapi.json", AnyToken),
     ("GET", "/media/{media_id}", Open),
     // The instance list and the whole cluster's events.
-    ("GET", "/v1/instances", Admin),
-    ("POST", "/v1/instances", Admin),
+    ("GET", "/v1/instances", Account),
+    ("POST", "/v1/instances", Account),
     ("POST", "/v1/instances/bulk", Admin),
     ("GET", "/v1/events", Admin),
     ("GET", "/v1/cluster", Admin),
+    // Accounts: the admin's, read (and their tokens rotated) by their own tokens too.
+    ("GET", "/v1/accounts", Admin),
+    ("POST", "/v1/accounts", Admin),
+    ("GET", "/v1/accounts/{id}", Account),
+    ("PATCH", "/v1/accounts/{id}", Admin),
+    ("DELETE", "/v1/accounts/{id}", Admin),
+    ("GET", "/v1/accounts/{id}/usage", Account),
+    ("GET", "/v1/accounts/{id}/usage/export", Account),
+    ("GET", "/v1/accounts/{id}/tokens", Account),
+    ("POST", "/v1/accounts/{id}/tokens", Account),
+    ("DELETE", "/v1/accounts/{id}/tokens/{token_id}", Account),
+    ("PUT", "/v1/instances/{id}/account", Admin),
     // An instance's record, pairing and session.
     ("GET", "/v1/instances/{id}", Read),
     ("PATCH", "/v1/instances/{id}", Owner),
@@ -185,7 +212,7 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("POST", "/message/sendButtons/{instanceName}", Send),
     // Evolution v2's routes (`apikey`; docs/evolution.md): each as
     // strict as the `/v1` operation it maps onto.
-    ("POST", "/instance/create", Admin),
+    ("POST", "/instance/create", Account),
     ("GET", "/instance/fetchInstances", Owner),
     ("GET", "/instance/connectionState/{instanceName}", Read),
     ("POST", "/instance/restart/{instanceName}", Owner),

@@ -25,6 +25,22 @@ pub fn check_scope(principal: &Principal, parts: &Parts) -> Result<(), ApiError>
     }
 }
 
+/// 403 when an account token calls a route it does not reach (the admin's), or, while
+/// its account is suspended, anything but a read; other principals pass.
+pub fn check_account(principal: &Principal, parts: &Parts) -> Result<(), ApiError> {
+    let Principal::Account { suspended, .. } = principal else { return Ok(()) };
+    let path = parts.extensions.get::<axum::extract::MatchedPath>().map(|p| p.as_str());
+    match path.and_then(|p| crate::access::of(&parts.method, p)) {
+        Some(access) if access.admits_account() => {
+            if *suspended && !access.reads(&parts.method) {
+                return Err(ApiError::forbidden("the account is suspended: its tokens may only read"));
+            }
+            Ok(())
+        }
+        _ => Err(ApiError::forbidden("an account token does not reach this route")),
+    }
+}
+
 /// The client's address, from the socket or a trusted proxy's header (every line of
 /// it); `None` when it cannot be told.
 pub fn client_ip(parts: &Parts, state: &AppState) -> Option<IpAddr> {
@@ -68,6 +84,7 @@ impl FromRequestParts<AppState> for Principal {
         let token = bearer(parts).ok_or_else(ApiError::unauthorized)?;
         let principal = authenticate(token, parts, state).await?;
         check_scope(&principal, parts)?;
+        check_account(&principal, parts)?;
         Ok(principal)
     }
 }
@@ -125,7 +142,7 @@ async fn instance_access(
         .await
         .map_err(|_| ApiError::instance_not_found())?;
     let raw = params.iter().find(|(k, _)| *k == "id").map(|(_, v)| v).ok_or_else(ApiError::instance_not_found)?;
-    let id = principal.instance(raw).map_err(|e| other(e.into()))?;
+    let id = principal.instance(state, raw).await.map_err(|e| other(e.into()))?;
     // An instance token's instance exists (its lookup found it); the admin's may not,
     // and every route answers that the same way, before its own work.
     if matches!(principal, Principal::Admin) && !shared::db::instances::exists(&state.db, &id).await? {
@@ -143,6 +160,33 @@ async fn instance_access(
 #[derive(Clone, Copy)]
 struct Counted;
 
+/// The caller and the account named by the path's `{id}` on `/v1/accounts/{id}`
+/// routes: the admin reaches every account (404 `not_found` for one that does not
+/// exist), an account token only its own (403 otherwise), checked before any body is
+/// read.
+pub struct AccountAccess {
+    pub principal: Principal,
+    pub id: shared::ids::AccountId,
+}
+
+impl FromRequestParts<AppState> for AccountAccess {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let principal = Principal::from_request_parts(parts, state).await?;
+        let params = axum::extract::RawPathParams::from_request_parts(parts, state)
+            .await
+            .map_err(|_| ApiError::not_found("account"))?;
+        let raw =
+            params.iter().find(|(k, _)| *k == "id").map(|(_, v)| v).ok_or_else(|| ApiError::not_found("account"))?;
+        let id = principal.account_in_path(raw)?;
+        if principal.is_admin() && shared::db::accounts::get(&state.db, &id).await?.is_none() {
+            return Err(ApiError::not_found("account"));
+        }
+        Ok(AccountAccess { principal, id })
+    }
+}
+
 /// The admin principal: any other valid token gets 403 before the body is read.
 pub struct Admin;
 
@@ -151,6 +195,25 @@ impl FromRequestParts<AppState> for Admin {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         Ok(Principal::from_request_parts(parts, state).await?.require_admin().map(|()| Admin)?)
+    }
+}
+
+/// The admin or an account token, on the routes of a whole fleet (the instance list and
+/// creation): `account` is the token's account (none for the admin), whose instances
+/// alone it reaches. Instance tokens and keys get 403 before the body is read.
+pub struct Fleet {
+    pub account: Option<shared::ids::AccountId>,
+}
+
+impl FromRequestParts<AppState> for Fleet {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        match Principal::from_request_parts(parts, state).await? {
+            Principal::Admin => Ok(Fleet { account: None }),
+            Principal::Account { id, .. } => Ok(Fleet { account: Some(id) }),
+            _ => Err(ApiError::forbidden("this operation needs the admin token or an account token")),
+        }
     }
 }
 

@@ -58,7 +58,9 @@ impl AppState {
             core.nats.clone(),
             core.subjects.auth_changed(),
             core.tokens.clone(),
+            core.limits.clone(),
             core.auth_changes.clone(),
+            core.account_changes.clone(),
         ));
         Ok(AppState(Arc::new(Inner {
             health_public: core.config.listen_addr.ip().is_loopback(),

@@ -15,7 +15,7 @@ pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
 
 #[derive(Default)]
 pub struct RequestCounts {
-    counts: Mutex<HashMap<InstanceId, [i64; 3]>>,
+    counts: Mutex<HashMap<InstanceId, [i64; 4]>>,
 }
 
 impl RequestCounts {
@@ -25,6 +25,7 @@ impl RequestCounts {
             Principal::Admin => 0,
             Principal::Instance { .. } => 1,
             Principal::Key { .. } => 2,
+            Principal::Account { .. } => 3,
         };
         let mut map = self.counts.lock().unwrap_or_else(|p| p.into_inner());
         map.entry(instance.clone()).or_default()[slot] += 1;
@@ -32,18 +33,17 @@ impl RequestCounts {
 
     /// Writes what was counted since the last flush; on failure it is kept for the next.
     pub async fn flush(&self, db: &sqlx::PgPool) {
-        let taken: Vec<(InstanceId, [i64; 3])> =
+        let taken: Vec<(InstanceId, [i64; 4])> =
             std::mem::take(&mut *self.counts.lock().unwrap_or_else(|p| p.into_inner())).into_iter().collect();
         if taken.is_empty() {
             return;
         }
-        let rows: Vec<(InstanceId, i64, i64, i64)> = taken.iter().map(|(i, c)| (i.clone(), c[0], c[1], c[2])).collect();
-        if let Err(e) = shared::db::usage::add_requests(db, &rows).await {
+        if let Err(e) = shared::db::usage::add_requests(db, &taken).await {
             tracing::warn!(error = %e, "writing request counts failed; kept for the next flush");
             let mut map = self.counts.lock().unwrap_or_else(|p| p.into_inner());
             for (i, c) in taken {
                 let e = map.entry(i).or_default();
-                for k in 0..3 {
+                for k in 0..4 {
                     e[k] += c[k];
                 }
             }
@@ -74,8 +74,9 @@ mod tests {
         c.record(&a, &Principal::Instance { id: a.clone(), name: "a".into() });
         c.record(&a, &Principal::Instance { id: a.clone(), name: "a".into() });
         c.record(&b, &Principal::Admin);
+        c.record(&b, &Principal::Account { id: shared::ids::AccountId::new(), name: "c".into(), suspended: false });
         let map = c.counts.lock().unwrap();
-        assert_eq!(map[&a], [1, 2, 0]);
-        assert_eq!(map[&b], [1, 0, 0]);
+        assert_eq!(map[&a], [1, 2, 0, 0]);
+        assert_eq!(map[&b], [1, 0, 0, 1]);
     }
 }

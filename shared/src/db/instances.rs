@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sqlx::PgExecutor;
 
-use crate::ids::InstanceId;
+use crate::ids::{AccountId, InstanceId};
 
 /// An instance's connection state (the `state` column, text).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, sqlx::Type)]
@@ -94,6 +94,8 @@ pub struct InstanceRow {
     pub risk_policy: Option<sqlx::types::Json<crate::risk::PolicyOverrides>>,
     /// The admin set `risk_policy`: the instance's token may only make it stricter.
     pub risk_policy_locked: bool,
+    /// The account holding the instance, if any.
+    pub account_id: Option<AccountId>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -175,7 +177,7 @@ fn map_write(e: sqlx::Error) -> WriteError {
 
 const COLUMNS: &str = "id, name, state, tags, ip_allowlist, ip_allowlist_locked, min_interval_ms, max_per_minute, \
     unsafe_pacing, pacing_locked, proxy_url, reject_call, msg_call, phone, account_type, owner_epoch, desired, network, state_reason, time_zone, send_window_start, send_window_end, \
-    risk_score, risk_level, risk_at, queue_paused_reason, queue_paused_at, risk_policy, risk_policy_locked, created_at, updated_at";
+    risk_score, risk_level, risk_at, queue_paused_reason, queue_paused_at, risk_policy, risk_policy_locked, account_id, created_at, updated_at";
 
 /// The settable columns, bound by [`bind_fields`] as `$2` to `$18` (`$1` is the id).
 const FIELD_COLUMNS: &str =
@@ -206,19 +208,24 @@ fn bind_fields<'q>(q: RowQuery<'q>, f: &'q InstanceFields) -> RowQuery<'q> {
         .bind(f.risk_policy_locked)
 }
 
+/// A new instance, inside `account` when one is given (its usage the account's from
+/// today).
 pub async fn insert(
     db: impl PgExecutor<'_>,
     id: &InstanceId,
     token_hash: &str,
     f: &InstanceFields,
+    account: Option<&AccountId>,
 ) -> Result<InstanceRow, WriteError> {
     let sql = format!(
-        "INSERT INTO instances (id, {FIELD_COLUMNS}, token_hash) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) \
+        "INSERT INTO instances (id, {FIELD_COLUMNS}, token_hash, account_id, account_since) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, \
+             CASE WHEN $20::text IS NULL THEN NULL ELSE (now() AT TIME ZONE 'UTC')::date END) \
          RETURNING {COLUMNS}"
     );
     bind_fields(sqlx::query_as::<_, InstanceRow>(&sql).bind(id), f)
         .bind(token_hash)
+        .bind(account)
         .fetch_one(db)
         .await
         .map_err(map_write)
@@ -270,26 +277,31 @@ pub struct ListFilter {
     pub name: Option<String>,
     /// Only instances last evaluated at this ban-risk level.
     pub risk: Option<String>,
+    /// Only instances of this account.
+    pub account: Option<AccountId>,
     /// Keyset cursor: only ids after this one.
     pub after: Option<InstanceId>,
     pub limit: i64,
 }
 
-/// What [`ListFilter`] matches (`$1` tag, `$2` state, `$3` name, `$4` risk level).
+/// What [`ListFilter`] matches (`$1` tag, `$2` state, `$3` name, `$4` risk level, `$5`
+/// account).
 const LIST_WHERE: &str = "($1::text IS NULL OR tags @> ARRAY[$1::text]) \
        AND ($2::text IS NULL OR state = $2) \
        AND ($3::text IS NULL OR strpos(lower(name), lower($3)) > 0) \
-       AND ($4::text IS NULL OR risk_level = $4)";
+       AND ($4::text IS NULL OR risk_level = $4) \
+       AND ($5::text IS NULL OR account_id = $5)";
 
 /// Instances in id (creation) order.
 pub async fn list(db: impl PgExecutor<'_>, f: &ListFilter) -> Result<Vec<InstanceRow>, sqlx::Error> {
     sqlx::query_as::<_, InstanceRow>(&format!(
-        "SELECT {COLUMNS} FROM instances WHERE {LIST_WHERE} AND ($5::text IS NULL OR id > $5) ORDER BY id LIMIT $6"
+        "SELECT {COLUMNS} FROM instances WHERE {LIST_WHERE} AND ($6::text IS NULL OR id > $6) ORDER BY id LIMIT $7"
     ))
     .bind(&f.tag)
     .bind(f.state.map(InstanceState::as_str))
     .bind(&f.name)
     .bind(&f.risk)
+    .bind(&f.account)
     .bind(&f.after)
     .bind(f.limit)
     .fetch_all(db)
@@ -303,6 +315,7 @@ pub async fn count(db: impl PgExecutor<'_>, f: &ListFilter) -> Result<i64, sqlx:
         .bind(f.state.map(InstanceState::as_str))
         .bind(&f.name)
         .bind(&f.risk)
+        .bind(&f.account)
         .fetch_one(db)
         .await
 }
@@ -331,9 +344,23 @@ pub async fn update(
     bind_fields(sqlx::query_as::<_, InstanceRow>(&sql).bind(id), f).fetch_optional(db).await.map_err(map_write)
 }
 
-/// Deletes the instance; its token stops working with the commit.
-pub async fn delete(db: impl PgExecutor<'_>, id: &InstanceId) -> Result<bool, sqlx::Error> {
-    Ok(sqlx::query("DELETE FROM instances WHERE id = $1").bind(id).execute(db).await?.rows_affected() == 1)
+/// Deletes the instance; its token stops working with the commit. The usage it made in
+/// its account stays with the account.
+pub async fn delete(db: &sqlx::PgPool, id: &InstanceId) -> Result<bool, sqlx::Error> {
+    let mut tx = db.begin().await?;
+    let held: Option<(Option<String>, Option<chrono::NaiveDate>)> =
+        sqlx::query_as("SELECT account_id, account_since FROM instances WHERE id = $1 FOR UPDATE")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let Some((account, since)) = held else { return Ok(false) };
+    if let (Some(account), Some(since)) = (account, since) {
+        let through = Utc::now().date_naive() + chrono::Duration::days(1);
+        super::accounts::fold_usage(&mut *tx, id, &account, since, through).await?;
+    }
+    let gone = sqlx::query("DELETE FROM instances WHERE id = $1").bind(id).execute(&mut *tx).await?.rows_affected();
+    tx.commit().await?;
+    Ok(gone == 1)
 }
 
 /// API side: ask for the session to run. After a logout or a forgotten session this means

@@ -1,6 +1,7 @@
 //! Postgres: the pool, migrations, and one repository module per table.
 //! All SQL lives in these modules; handlers call functions taking `impl PgExecutor`.
 
+pub mod accounts;
 pub mod api_keys;
 pub mod attendants;
 pub mod deliveries;

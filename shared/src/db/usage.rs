@@ -33,6 +33,9 @@ pub struct Counts {
     pub requests_admin: i64,
     pub requests_instance: i64,
     pub requests_api_key: i64,
+    /// Requests made with an account token.
+    #[serde(default)]
+    pub requests_account: i64,
     /// Replies the AI attendant queued.
     pub attendant_replies: i64,
     /// Tokens the attendant's provider reported using (prompt and completion).
@@ -55,9 +58,26 @@ impl Counts {
         self.requests_admin += o.requests_admin;
         self.requests_instance += o.requests_instance;
         self.requests_api_key += o.requests_api_key;
+        self.requests_account += o.requests_account;
         self.attendant_replies += o.attendant_replies;
         self.attendant_tokens += o.attendant_tokens;
     }
+}
+
+/// The count columns of `usage_daily` (and `account_usage_retired`), in [`Counts`]
+/// order.
+pub const COLUMNS: &str = "messages_queued, messages_sent, messages_failed, messages_expired, messages_received, \
+    media_bytes_sent, media_bytes_received, lookups_new, lookups_cached, deliveries_succeeded, deliveries_failed, \
+    requests_admin, requests_instance, requests_api_key, requests_account, attendant_replies, attendant_tokens";
+
+/// [`COLUMNS`], each summed under its own name.
+pub static SUMS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    COLUMNS.split(", ").map(|c| format!("sum({c})::bigint AS {c}")).collect::<Vec<_>>().join(", ")
+});
+
+/// [`COLUMNS`] of the table aliased `alias`.
+pub fn qualified(alias: &str) -> String {
+    COLUMNS.split(", ").map(|c| format!("{alias}.{c}")).collect::<Vec<_>>().join(", ")
 }
 
 /// A day's row.
@@ -75,13 +95,9 @@ pub async fn days(
     from: NaiveDate,
     to: NaiveDate,
 ) -> Result<Vec<DayRow>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT day, messages_queued, messages_sent, messages_failed, messages_expired, messages_received, \
-                media_bytes_sent, media_bytes_received, lookups_new, lookups_cached, deliveries_succeeded, \
-                deliveries_failed, requests_admin, requests_instance, requests_api_key, attendant_replies, \
-                attendant_tokens \
-         FROM usage_daily WHERE instance_id = $1 AND day BETWEEN $2 AND $3 ORDER BY day",
-    )
+    sqlx::query_as(&format!(
+        "SELECT day, {COLUMNS} FROM usage_daily WHERE instance_id = $1 AND day BETWEEN $2 AND $3 ORDER BY day"
+    ))
     .bind(instance)
     .bind(from)
     .bind(to)
@@ -110,9 +126,9 @@ pub async fn add_lookups(
     .map(drop)
 }
 
-/// Adds today's API requests of instances, by token kind: `(instance, admin, instance
-/// token, api key)`.
-pub async fn add_requests(db: impl PgExecutor<'_>, rows: &[(InstanceId, i64, i64, i64)]) -> Result<(), sqlx::Error> {
+/// Adds today's API requests of instances, by token kind: `(instance, [admin, instance
+/// token, api key, account token])`.
+pub async fn add_requests(db: impl PgExecutor<'_>, rows: &[(InstanceId, [i64; 4])]) -> Result<(), sqlx::Error> {
     if rows.is_empty() {
         return Ok(());
     }
@@ -120,23 +136,24 @@ pub async fn add_requests(db: impl PgExecutor<'_>, rows: &[(InstanceId, i64, i64
     let mut rows = rows.to_vec();
     rows.sort_by(|a, b| a.0.cmp(&b.0));
     let ids: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
-    let admin: Vec<i64> = rows.iter().map(|r| r.1).collect();
-    let inst: Vec<i64> = rows.iter().map(|r| r.2).collect();
-    let key: Vec<i64> = rows.iter().map(|r| r.3).collect();
+    let kind = |k: usize| rows.iter().map(|r| r.1[k]).collect::<Vec<i64>>();
     sqlx::query(
-        "INSERT INTO usage_daily (instance_id, day, requests_admin, requests_instance, requests_api_key) \
-         SELECT r.id, (now() AT TIME ZONE 'UTC')::date, r.a, r.i, r.k \
-         FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[]) AS r(id, a, i, k) \
+        "INSERT INTO usage_daily (instance_id, day, requests_admin, requests_instance, requests_api_key, \
+             requests_account) \
+         SELECT r.id, (now() AT TIME ZONE 'UTC')::date, r.a, r.i, r.k, r.c \
+         FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[]) AS r(id, a, i, k, c) \
          WHERE EXISTS (SELECT 1 FROM instances WHERE id = r.id) \
          ON CONFLICT (instance_id, day) DO UPDATE SET \
              requests_admin = usage_daily.requests_admin + EXCLUDED.requests_admin, \
              requests_instance = usage_daily.requests_instance + EXCLUDED.requests_instance, \
-             requests_api_key = usage_daily.requests_api_key + EXCLUDED.requests_api_key",
+             requests_api_key = usage_daily.requests_api_key + EXCLUDED.requests_api_key, \
+             requests_account = usage_daily.requests_account + EXCLUDED.requests_account",
     )
     .bind(&ids)
-    .bind(&admin)
-    .bind(&inst)
-    .bind(&key)
+    .bind(kind(0))
+    .bind(kind(1))
+    .bind(kind(2))
+    .bind(kind(3))
     .execute(db)
     .await
     .map(drop)

@@ -74,6 +74,8 @@ pub enum Inserted {
     Full,
     /// The new one carries media in base64, and the instance has `max_base64` such already.
     Base64Full,
+    /// The instance's account holds its quota of webhooks (this many).
+    AccountFull(i32),
 }
 
 /// Registers a webhook unless the instance has `max` already (or `max_base64` carrying
@@ -92,6 +94,12 @@ pub async fn insert(
     max_base64: i64,
 ) -> Result<Inserted, sqlx::Error> {
     let mut tx = db.begin().await?;
+    // The account's quota first, under its row lock (accounts lock before instances).
+    if let Some((account, Some(limit))) = super::accounts::locked_of_instance(&mut tx, instance).await? {
+        if super::accounts::webhook_count(&mut *tx, &account).await? >= i64::from(limit) {
+            return Ok(Inserted::AccountFull(limit));
+        }
+    }
     let (all, base64) = counts_locked(&mut tx, instance, None).await?;
     if all >= max {
         return Ok(Inserted::Full);

@@ -152,9 +152,9 @@ pub const TOOLS: &[ToolDef] = &[
 ];
 
 /// The operation a tool calls for `principal` (`list_instances` differs for a token of
-/// one instance).
+/// one instance; an account token lists its account's, as the admin lists all).
 pub fn route_for(def: &ToolDef, principal: &Principal) -> (&'static str, &'static str) {
-    if def.name == "list_instances" && !principal.is_admin() {
+    if def.name == "list_instances" && principal.own_instance().is_some() {
         ("GET", OWN_INSTANCE_PATH)
     } else {
         (def.method, def.path)
@@ -169,6 +169,7 @@ pub fn reaches(principal: &Principal, method: &str, path: &str) -> bool {
         Principal::Admin => access != Access::Open,
         Principal::Instance { .. } => !matches!(access, Access::Admin | Access::Open),
         Principal::Key { scope, .. } => access.admits(*scope),
+        Principal::Account { .. } => access.admits_account(),
     }
 }
 

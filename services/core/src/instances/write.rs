@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use shared::db::instances::{self, InstanceFields, InstanceState, ListFilter};
+use shared::ids::AccountId;
 use shared::risk::PolicyOverrides;
 use utoipa::{IntoParams, ToSchema};
 
@@ -147,6 +148,9 @@ pub struct ListQuery {
     /// `true`: the answer's `total` counts every instance the filters match.
     #[serde(default)]
     pub count: bool,
+    /// Only instances of this account (the admin's filter; an account token lists only
+    /// its own anyway).
+    pub account_id: Option<AccountId>,
 }
 
 /// A page of instances.
@@ -161,36 +165,52 @@ pub struct InstanceListOut {
     pub total: Option<i64>,
 }
 
-/// Creates an instance from `POST /v1/instances`'s body (the admin's: what it sets, it
-/// locks); returns it with its token, shown only now.
-pub async fn create_from(core: &Core, body: InstanceIn) -> Result<InstanceCreatedOut> {
+/// Creates an instance from `POST /v1/instances`'s body; returns it with its token,
+/// shown only now. The admin's creation locks what it sets (outside every account); an
+/// account token's creates inside its account, may not set what only the admin sets
+/// (`proxy_url`, `unsafe_pacing`, a risk policy looser than the deployment's), and
+/// locks nothing.
+pub async fn create_from(core: &Core, body: InstanceIn, account: Option<&AccountId>) -> Result<InstanceCreatedOut> {
+    let admin = account.is_none();
+    if !admin {
+        if body.proxy_url.is_some() || body.unsafe_pacing {
+            return Err(Error::forbidden("proxy_url and unsafe_pacing can only be set with the admin token"));
+        }
+        let deployment = core.config.risk_policy();
+        if body.risk_policy.as_ref().is_some_and(|p| deployment.looser(&deployment.with(Some(p)))) {
+            return Err(Error::forbidden(
+                "a risk_policy looser than the deployment's (a higher threshold, a smaller slowdown, a policy off) can only be set with the admin token",
+            ));
+        }
+    }
     let settings = body.settings.unwrap_or_default();
     let fields = InstanceFields {
         name: body.name,
         tags: body.tags,
         // The admin's list: the instance's token may only narrow it.
-        ip_allowlist_locked: !body.ip_allowlist.is_empty(),
+        ip_allowlist_locked: admin && !body.ip_allowlist.is_empty(),
         ip_allowlist: body.ip_allowlist,
         min_interval_ms: body.min_interval_ms.unwrap_or(core.config.pacing.default_min_interval_ms) as i32,
         max_per_minute: body.max_per_minute.unwrap_or(core.config.pacing.default_max_per_minute) as i32,
         unsafe_pacing: body.unsafe_pacing,
         // What the admin set, the instance's token cannot undo.
-        pacing_locked: body.min_interval_ms.is_some() || body.max_per_minute.is_some(),
+        pacing_locked: admin && (body.min_interval_ms.is_some() || body.max_per_minute.is_some()),
         proxy_url: body.proxy_url,
         reject_call: settings.reject_call.unwrap_or(false),
         msg_call: settings.msg_call.unwrap_or_default(),
         time_zone: body.time_zone.unwrap_or_else(|| "UTC".into()),
         send_window: body.send_window.as_ref().map(parse_window).transpose()?,
         network: body.network,
-        risk_policy_locked: body.risk_policy.is_some(),
+        risk_policy_locked: admin && body.risk_policy.is_some(),
         risk_policy: body.risk_policy,
     };
-    let (row, token) = create(core, fields).await?;
-    Ok(InstanceCreatedOut { instance: InstanceOut::shown_to(row, true), token })
+    let (row, token) = create(core, fields, account).await?;
+    Ok(InstanceCreatedOut { instance: InstanceOut::shown_to(row, admin), token })
 }
 
-/// A page of instances (the admin's list), oldest first, filtered by tag and state.
-pub async fn list(core: &Core, q: ListQuery) -> Result<InstanceListOut> {
+/// A page of instances, oldest first, filtered by tag and state: every instance for the
+/// admin, only `account`'s for an account token (which sees no lease holder).
+pub async fn list(core: &Core, q: ListQuery, account: Option<&AccountId>) -> Result<InstanceListOut> {
     let limit = crate::page::limit(q.limit, 50, 200)?;
     let after = q.cursor.as_deref().map(decode_cursor).transpose()?;
     if q.tag.as_deref().is_some_and(|t| !valid_tag(t)) {
@@ -204,6 +224,7 @@ pub async fn list(core: &Core, q: ListQuery) -> Result<InstanceListOut> {
         state: q.state,
         name: q.name,
         risk: q.risk.map(|l| l.as_str().to_string()),
+        account: account.cloned().or(q.account_id),
         after,
         limit: i64::from(limit) + 1,
     };
@@ -216,13 +237,16 @@ pub async fn list(core: &Core, q: ListQuery) -> Result<InstanceListOut> {
     // The page's queue depths and lease holders: one statement and one round trip.
     let ids: Vec<shared::ids::InstanceId> = rows.iter().map(|r| r.id.clone()).collect();
     let depths = shared::db::messages::queue_stats(&core.db, &ids).await?;
-    let holders = crate::cluster::holders(core, &ids).await?;
+    let holders = match account {
+        None => crate::cluster::holders(core, &ids).await?,
+        Some(_) => vec![None; ids.len()],
+    };
     let instances = rows
         .into_iter()
         .zip(holders)
         .map(|(r, worker)| {
             let depth = depths.iter().find(|(id, _, _)| *id == r.id).map_or(0, |(_, n, _)| *n);
-            InstanceOut { queue_depth: Some(depth), worker, ..InstanceOut::shown_to(r, true) }
+            InstanceOut { queue_depth: Some(depth), worker, ..InstanceOut::shown_to(r, account.is_none()) }
         })
         .collect();
     Ok(InstanceListOut { instances, next_cursor, total })

@@ -260,7 +260,8 @@ pub struct PacingRow {
     pub send_window_end: Option<chrono::NaiveTime>,
     /// The last ban-risk level (adaptive pacing).
     pub risk_level: Option<String>,
-    /// Set while a policy holds the queue.
+    /// Set while a policy holds the queue, or (`account_suspended`) its account is
+    /// suspended.
     pub queue_paused_reason: Option<String>,
     /// The instance's own ban-risk policies.
     pub risk_policy: Option<sqlx::types::Json<shared::risk::PolicyOverrides>>,
@@ -269,7 +270,9 @@ pub struct PacingRow {
 pub async fn pacing(db: impl PgExecutor<'_>, id: &InstanceId) -> Result<Option<PacingRow>, sqlx::Error> {
     sqlx::query_as(
         "SELECT min_interval_ms, max_per_minute, time_zone, send_window_start, send_window_end, risk_level, \
-                queue_paused_reason, risk_policy FROM instances WHERE id = $1",
+                coalesce(queue_paused_reason, (SELECT 'account_suspended' FROM accounts a \
+                    WHERE a.id = instances.account_id AND a.state = 'suspended')) AS queue_paused_reason, \
+                risk_policy FROM instances WHERE id = $1",
     )
     .bind(id)
     .fetch_optional(db)

@@ -1,9 +1,10 @@
 //! The auth matrix: every operation of the OpenAPI description, called with every kind
 //! of token (none, invalid, a wrong admin token, another instance's token, the
 //! instance's token, a `read_only` and a `send_only` key, a revoked and an expired key,
-//! the admin token), answers as its row of `api::access::ROUTES` says: 401, 403,
-//! 404 (another instance's webhooks, deliveries and action routes are not told of), or
-//! through auth. An operation without a row fails the test.
+//! the account token of the instance's account, another account's token, a suspended
+//! account's token, the admin token), answers as its row of `api::access::ROUTES` says:
+//! 401, 403, 404 (another instance's webhooks, deliveries and action routes are not told
+//! of), or through auth. An operation without a row fails the test.
 
 use std::time::Duration;
 
@@ -34,19 +35,25 @@ fn operations() -> Vec<Op> {
     ops
 }
 
-/// An instance as the routes name it: by id (`/v1`) or by name (action routes).
+/// An instance as the routes name it: by id (`/v1`) or by name (action routes); and
+/// its account, as the account routes name it.
 struct Target {
     id: String,
     name: String,
+    account: String,
 }
 
 impl Target {
-    fn of(inst: &harness::Instance) -> Target {
-        Target { id: inst.id.to_string(), name: inst.name.clone() }
+    fn of(inst: &harness::Instance, account: &str) -> Target {
+        Target { id: inst.id.to_string(), name: inst.name.clone(), account: account.to_string() }
     }
 }
 
 fn fill(path: &str, t: &Target) -> String {
+    let path = match path.strip_prefix("/v1/accounts/{id}") {
+        Some(rest) => format!("/v1/accounts/{}{rest}", t.account),
+        None => path.to_string(),
+    };
     path.replace("{id}", &t.id)
         .replace("{instanceName}", &t.name)
         .replace("{msg_id}", "msg_00000000000000000000000000000000")
@@ -58,6 +65,7 @@ fn fill(path: &str, t: &Target) -> String {
         .replace("{key_id}", "key_00000000000000000000000000000000")
         .replace("{group}", "120363000000000001@g.us")
         .replace("{action}", "follow")
+        .replace("{token_id}", "atok_00000000000000000000000000000000")
 }
 
 async fn call(client: &Client, op: &Op, t: &Target) -> harness::Resp {
@@ -90,6 +98,12 @@ enum Kind {
     SendOnly,
     Revoked,
     Expired,
+    /// The token of the account holding the instance.
+    Account,
+    /// Another account's token.
+    OtherAccount,
+    /// The token of a suspended account holding the instance (`Target::suspended`).
+    Suspended,
     Admin,
 }
 
@@ -102,11 +116,23 @@ enum Expect {
 }
 
 fn expect(kind: Kind, access: Access, op: &Op) -> Expect {
-    let per_instance = op.path.contains("{id}") || op.path.contains("{instanceName}");
+    let per_account = op.path.starts_with("/v1/accounts/{id}");
+    let per_instance = !per_account && (op.path.contains("{id}") || op.path.contains("{instanceName}"));
     // Another instance's action routes, webhooks and deliveries are not told of.
     let hidden = op.path.contains("{instanceName}") || op.path.starts_with("/v1/instances/{id}/webhooks");
+    // MCP's tools are checked one by one, each as the route it calls.
+    let reads = access.reads(&op.method.as_str().parse().unwrap()) || op.path == "/mcp";
     match (kind, access) {
         (Kind::Invalid | Kind::WrongAdmin | Kind::Revoked | Kind::Expired, _) => Expect::Status(401),
+        (Kind::Account | Kind::OtherAccount | Kind::Suspended, a) if !a.admits_account() => Expect::Status(403),
+        (Kind::OtherAccount, _) if per_instance => Expect::Status(if hidden { 404 } else { 403 }),
+        (Kind::OtherAccount, _) if per_account => Expect::Status(403),
+        (Kind::Suspended, _) if !reads => Expect::Status(403),
+        (Kind::Account | Kind::OtherAccount | Kind::Suspended, _) => Expect::Allowed,
+        (_, Access::Account) if per_account && kind != Kind::Admin => Expect::Status(403),
+        (Kind::OtherInstance | Kind::Instance | Kind::ReadOnly | Kind::SendOnly, Access::Account) => {
+            Expect::Status(403)
+        }
         (Kind::Admin, _) | (_, Access::AnyToken) => Expect::Allowed,
         (Kind::OtherInstance, _) if per_instance => Expect::Status(if hidden { 404 } else { 403 }),
         (Kind::OtherInstance | Kind::Instance, Access::Admin) => Expect::Status(403),
@@ -126,9 +152,29 @@ async fn key(owner: &Client, id: &str, scope: &str, expires_at: Option<String>) 
 #[tokio::test]
 async fn every_route_answers_every_kind_of_token_as_its_row_says() {
     let api = TestApi::start().await;
+    let admin = api.admin();
+    let made = |name: &str| {
+        let (admin, body) = (admin.clone(), json!({ "name": name }));
+        async move { admin.post("/v1/accounts", &body).await }
+    };
+    let acct = made("holder").await.expect(201);
+    let other_acct = made("stranger").await.expect(201);
+    let suspended = made("paused").await.expect(201);
+    let token_of = |a: &Value| a["token"].as_str().unwrap().to_string();
+    let id_of = |a: &Value| a["account"]["id"].as_str().unwrap().to_string();
     let (own, own_token) = api.create_instance("owner").await;
     let (_, other_token) = api.create_instance("other").await;
-    let t = Target::of(&own);
+    admin.put(&format!("/v1/instances/{}/account", own.id), &json!({ "account_id": id_of(&acct) })).await.expect(204);
+    // The suspended account holds an instance of the same name's twin: it is checked on
+    // its own target.
+    let (held, _) = api.create_instance("held").await;
+    admin
+        .put(&format!("/v1/instances/{}/account", held.id), &json!({ "account_id": id_of(&suspended) }))
+        .await
+        .expect(204);
+    admin.patch(&format!("/v1/accounts/{}", id_of(&suspended)), &json!({ "state": "suspended" })).await.expect(200);
+    let t = Target::of(&own, &id_of(&acct));
+    let held_target = Target::of(&held, &id_of(&suspended));
     let owner = api.client(Some(own_token.clone()));
     let (_, read_only) = key(&owner, &t.id, "read_only", None).await;
     let (_, send_only) = key(&owner, &t.id, "send_only", None).await;
@@ -152,6 +198,9 @@ async fn every_route_answers_every_kind_of_token_as_its_row_says() {
             Kind::SendOnly => send_only.clone(),
             Kind::Revoked => revoked.clone(),
             Kind::Expired => expired.clone(),
+            Kind::Account => token_of(&acct),
+            Kind::OtherAccount => token_of(&other_acct),
+            Kind::Suspended => token_of(&suspended),
             Kind::Admin => api.config.admin_token.clone().unwrap(),
         }))
     };
@@ -163,7 +212,10 @@ async fn every_route_answers_every_kind_of_token_as_its_row_says() {
         Kind::SendOnly,
         Kind::Revoked,
         Kind::Expired,
+        Kind::OtherAccount,
+        Kind::Suspended,
         Kind::Instance,
+        Kind::Account,
         Kind::Admin,
     ];
     let mut checked = 0;
@@ -186,12 +238,28 @@ async fn every_route_answers_every_kind_of_token_as_its_row_says() {
             // Deleting an instance is real: the kinds that may do it delete a throwaway.
             let deletes = op.method == reqwest::Method::DELETE
                 && ["/v1/instances/{id}", "/instance/delete/{instanceName}"].contains(&op.path.as_str());
+            // Deleting an account is real too: the admin deletes a throwaway.
+            let deletes_account = op.method == reqwest::Method::DELETE && op.path == "/v1/accounts/{id}";
             let r = match kind {
-                Kind::Instance | Kind::Admin if deletes => {
+                Kind::Instance | Kind::Admin | Kind::Account if deletes => {
                     let (spare, spare_token) = api.create_instance(&format!("spare-{}", suffix())).await;
-                    let c = if kind == Kind::Admin { client(kind) } else { api.client(Some(spare_token)) };
-                    call(&c, &op, &Target::of(&spare)).await
+                    let spare_target = Target::of(&spare, &t.account);
+                    let c = match kind {
+                        Kind::Admin => client(kind),
+                        Kind::Account => {
+                            let to = json!({ "account_id": t.account });
+                            admin.put(&format!("/v1/instances/{}/account", spare.id), &to).await.expect(204);
+                            client(kind)
+                        }
+                        _ => api.client(Some(spare_token)),
+                    };
+                    call(&c, &op, &spare_target).await
                 }
+                Kind::Admin if deletes_account => {
+                    let spare = made(&format!("spare-{}", suffix())).await.expect(201);
+                    call(&client(kind), &op, &Target { account: id_of(&spare), ..Target::of(&own, "") }).await
+                }
+                Kind::Suspended => call(&client(kind), &op, &held_target).await,
                 _ => call(&client(kind), &op, &t).await,
             };
             match expect(kind, access, &op) {
@@ -210,7 +278,7 @@ async fn every_route_answers_every_kind_of_token_as_its_row_says() {
             checked += 1;
         }
     }
-    assert!(checked > 800, "{checked} calls");
+    assert!(checked > 1100, "{checked} calls");
 }
 
 fn suffix() -> String {

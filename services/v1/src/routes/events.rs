@@ -131,7 +131,7 @@ impl Access {
             Access::AdminOn(id) => shared::db::instances::exists(&state.db, id).await.unwrap_or(true),
             Access::Token { token, instance, ip } => {
                 match door::extract::authenticate_from(token, || *ip, state).await {
-                    Ok(p) => p.own_instance() == Some(instance),
+                    Ok(p) => p.instance(state, instance.as_str()).await.is_ok(),
                     Err(e) => !matches!(e.code, ErrorCode::Unauthorized | ErrorCode::Forbidden),
                 }
             }
@@ -324,7 +324,7 @@ async fn instance_events(
     let owner = !matches!(principal, Principal::Key { .. });
     let access = match principal {
         Principal::Admin => Access::AdminOn(id),
-        Principal::Instance { .. } | Principal::Key { .. } => {
+        Principal::Instance { .. } | Principal::Key { .. } | Principal::Account { .. } => {
             let token = door::extract::bearer_of(&headers).unwrap_or_default().to_string();
             Access::Token { token, instance: id, ip }
         }

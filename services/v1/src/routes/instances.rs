@@ -10,48 +10,78 @@ use shared::ApiError;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use door::extract::{Admin, InstanceAccess, ValidatedJson, ValidatedQuery};
+use door::extract::{Admin, Fleet, InstanceAccess, Path, ValidatedJson, ValidatedQuery};
 use door::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(create, list)).routes(routes!(get_one, patch, delete))
+    OpenApiRouter::new()
+        .routes(routes!(create, list))
+        .routes(routes!(get_one, patch, delete))
+        .routes(routes!(move_to_account))
 }
 
-/// Create an instance (admin). The answer carries its token, shown only here.
+/// Create an instance: the admin's (outside every account), or an account token's
+/// (inside its account, within its instance quota). The answer carries its token, shown
+/// only here.
 #[utoipa::path(post, path = "/v1/instances", tag = "instances",
     request_body = InstanceIn,
     responses(
         (status = 201, description = "created", body = InstanceCreatedOut),
         (status = 400, description = "`validation_failed`", body = ErrorBody),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
-        (status = 403, description = "`forbidden`: not the admin token", body = ErrorBody),
+        (status = 403, description = "`forbidden`: neither the admin token nor an account token, a suspended account, or a field only the admin sets; `quota_exceeded`: the account holds its quota of instances", body = ErrorBody),
         (status = 409, description = "`conflict`: the name is taken", body = ErrorBody),
     ),
     security(("admin" = [])))]
 async fn create(
     State(state): State<AppState>,
-    _admin: Admin,
+    Fleet { account }: Fleet,
     ValidatedJson(body): ValidatedJson<InstanceIn>,
 ) -> Result<(StatusCode, Json<InstanceCreatedOut>), ApiError> {
-    Ok((StatusCode::CREATED, Json(domain::instances::create_from(&state, body).await?)))
+    Ok((StatusCode::CREATED, Json(domain::instances::create_from(&state, body, account.as_ref()).await?)))
 }
 
-/// List instances (admin), oldest first, with filters and cursor pagination.
+/// List instances, oldest first, with filters and cursor pagination: every one for the
+/// admin, the account's own for an account token.
 #[utoipa::path(get, path = "/v1/instances", tag = "instances",
     params(ListQuery),
     responses(
         (status = 200, description = "a page", body = InstanceListOut),
         (status = 400, description = "`validation_failed`: bad filter, limit or cursor", body = ErrorBody),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
-        (status = 403, description = "`forbidden`: not the admin token", body = ErrorBody),
+        (status = 403, description = "`forbidden`: neither the admin token nor an account token", body = ErrorBody),
     ),
     security(("admin" = [])))]
 async fn list(
     State(state): State<AppState>,
-    _admin: Admin,
+    Fleet { account }: Fleet,
     ValidatedQuery(q): ValidatedQuery<ListQuery>,
 ) -> Result<Json<InstanceListOut>, ApiError> {
-    Ok(Json(domain::instances::list(&state, q).await?))
+    Ok(Json(domain::instances::list(&state, q, account.as_ref()).await?))
+}
+
+/// Move an instance into an account, or (`null`) out of every account (admin). Its
+/// tokens, keys and session are untouched; the target account's instance quota holds.
+/// The usage it made in the account it leaves stays with that account through today.
+#[utoipa::path(put, path = "/v1/instances/{id}/account", tag = "accounts",
+    params(("id" = InstanceId, Path, description = "instance id")),
+    request_body = domain::accounts::MoveIn,
+    responses(
+        (status = 204, description = "moved"),
+        (status = 400, description = "`validation_failed`", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: not the admin token; `quota_exceeded`: the account holds its quota of instances", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`, or `not_found`: no such account", body = ErrorBody),
+    ),
+    security(("admin" = [])))]
+async fn move_to_account(
+    State(state): State<AppState>,
+    _admin: Admin,
+    Path(id): Path<InstanceId>,
+    ValidatedJson(body): ValidatedJson<domain::accounts::MoveIn>,
+) -> Result<StatusCode, ApiError> {
+    domain::accounts::move_instance(&state, &id, body.account_id.as_ref()).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// Read an instance, its state and its queue depth.

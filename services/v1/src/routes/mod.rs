@@ -1,6 +1,7 @@
 //! Every `/v1` route, merged in one place. One module per resource, each exporting
 //! `router()`.
 
+pub mod accounts;
 pub mod api_keys;
 pub mod attendant;
 pub mod bulk;
@@ -38,6 +39,7 @@ pub fn all() -> OpenApiRouter<AppState> {
         .merge(me::router())
         .merge(cluster::router())
         .merge(instances::router())
+        .merge(accounts::router())
         .merge(bulk::router())
         .merge(pairing::router())
         .merge(messages::router())
