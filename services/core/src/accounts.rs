@@ -242,8 +242,10 @@ pub struct TokenListOut {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MoveIn {
-    /// The account to hold the instance; `null` takes it out of every account.
-    pub account_id: Option<AccountId>,
+    /// The account to hold the instance; `null` takes it out of every account. Required.
+    #[serde(deserialize_with = "some")]
+    #[schema(value_type = Option<AccountId>, required = true)]
+    pub account_id: Option<Option<AccountId>>,
 }
 
 /// A name of 1-100 characters, trimmed.

@@ -108,7 +108,7 @@ pub async fn export(core: &Core, id: &AccountId, q: &ExportQuery) -> Result<Expo
         return Err(Error::invalid(format!("at most {EXPORT_MAX_DAYS} days an export")));
     }
     let limit = page::limit(q.limit, 1000, 5000)?;
-    let span = format!("{}|{}", q.from, q.to);
+    let span = format!("{}~{}", q.from, q.to);
     let after = match q.cursor.as_deref() {
         Some(c) => {
             let f = page::decode(c, &["usage", id.as_str(), &span], 5)?;

@@ -80,7 +80,7 @@ async fn move_to_account(
     Path(id): Path<InstanceId>,
     ValidatedJson(body): ValidatedJson<domain::accounts::MoveIn>,
 ) -> Result<StatusCode, ApiError> {
-    domain::accounts::move_instance(&state, &id, body.account_id.as_ref()).await?;
+    domain::accounts::move_instance(&state, &id, body.account_id.flatten().as_ref()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
