@@ -60,6 +60,8 @@ events! {
     "reaction.received" => ReactionReceived(ReactionEventData),
     "status.received" => StatusReceived(ReceivedMessageEventData),
     "channel.post_received" => ChannelPostReceived(ReceivedMessageEventData),
+    "instance.created" => InstanceCreated(InstanceLifecycleEventData),
+    "instance.deleted" => InstanceDeleted(InstanceLifecycleEventData),
     "instance.state" => InstanceState(InstanceStateEventData),
     "instance.qr_updated" => QrUpdated(QrUpdatedEventData),
     "instance.connected" => Connected(ConnectedEventData),

@@ -51,6 +51,11 @@ impl Keys {
         format!("{}:sem:events:{instance}", self.prefix)
     }
 
+    /// Open event streams of an account, across API pods (as [`Keys::event_streams`]).
+    pub fn account_event_streams(&self, account: &crate::ids::AccountId) -> String {
+        format!("{}:sem:events:{account}", self.prefix)
+    }
+
     /// New number lookups of an instance in the last minute (sorted set by time).
     pub fn lookups_minute(&self, instance: &crate::ids::InstanceId) -> String {
         format!("{}:quota:lookups:{instance}:minute", self.prefix)

@@ -61,6 +61,12 @@ pub const CATALOG: &[(&str, &str, &str)] = &[
         "A channel the account follows published a post (its chat is the channel's JID).",
         "ReceivedMessageEventData",
     ),
+    ("instance.created", "An instance was created (in its account, if any).", "InstanceLifecycleEventData"),
+    (
+        "instance.deleted",
+        "An instance was deleted; it reaches its account's webhooks and stream too.",
+        "InstanceLifecycleEventData",
+    ),
     ("instance.state", "The instance's connection state moved.", "InstanceStateEventData"),
     ("instance.qr_updated", "A new QR code is on show for pairing.", "QrUpdatedEventData"),
     ("instance.connected", "The instance is linked and online.", "ConnectedEventData"),

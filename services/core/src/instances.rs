@@ -6,6 +6,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shared::db::instances::{self, InstanceFields, InstanceRow, InstanceState, WriteError};
+use shared::events::{Event, InstanceLifecycleEventData};
 use shared::ids::{AccountId, InstanceId};
 use utoipa::ToSchema;
 
@@ -275,6 +276,9 @@ pub async fn create(core: &Core, fields: InstanceFields, account: Option<&Accoun
     let row = instances::insert(&mut *tx, &id, &shared::auth::hash_token(&token), &fields, account)
         .await
         .map_err(write_error)?;
+    let event =
+        Event::InstanceCreated(InstanceLifecycleEventData { name: row.name.clone(), account_id: account.cloned() });
+    shared::db::outbox::insert(&mut *tx, &row.id, &event).await?;
     tx.commit().await?;
     tracing::info!(instance_id = %row.id, "instance created");
     Ok((row, token))

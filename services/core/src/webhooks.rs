@@ -1,27 +1,32 @@
 //! Webhook registration's rules: the URL a tenant may register, the event types, the
-//! payload format, and the limits per instance. The delivery itself is the dispatcher's.
+//! payload format, and the limits per owner (an instance, or an account receiving the
+//! events of all its instances); and (`ops`) the operations every door performs on an
+//! owner's webhooks and their delivery log. The delivery itself is the dispatcher's.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shared::db::deliveries::{Attempt, DeliveryDetail, DeliveryRow, DeliveryState};
 pub use shared::db::webhooks::WebhookFormat;
-use shared::db::webhooks::{self, WebhookRow};
+use shared::db::webhooks::{self, Owner, WebhookRow};
 use shared::fetch::FetchError;
-use shared::ids::{DeliveryId, EventId, InstanceId, WebhookId};
+use shared::ids::{DeliveryId, EventId, WebhookId};
 use utoipa::ToSchema;
 
 use crate::{Core, Error, Result};
 
-/// Most endpoints per instance.
+mod ops;
+pub use ops::*;
+
+/// Most endpoints per instance (or account).
 pub const MAX_WEBHOOKS: i64 = 20;
 /// Most endpoints per instance that carry received media in base64 (each delivery of
 /// a media message then holds up to 14 MB in a dispatcher).
 pub const MAX_BASE64_WEBHOOKS: i64 = 2;
 
-/// Registers a webhook within the instance's limits.
+/// Registers a webhook within its owner's limits (and its account's quota).
 pub async fn insert(
     core: &Core,
-    id: &InstanceId,
+    id: &Owner,
     url: &str,
     events: &[String],
     shape: &webhooks::Shape,
@@ -29,7 +34,9 @@ pub async fn insert(
 ) -> Result<WebhookRow> {
     match webhooks::insert(&core.db, id, url, events, shape, secret, MAX_WEBHOOKS, MAX_BASE64_WEBHOOKS).await? {
         webhooks::Inserted::Row(row) => Ok(*row),
-        webhooks::Inserted::Full => Err(Error::invalid(format!("an instance has at most {MAX_WEBHOOKS} webhooks"))),
+        webhooks::Inserted::Full => {
+            Err(Error::invalid(format!("an instance (or account) has at most {MAX_WEBHOOKS} webhooks of its own")))
+        }
         webhooks::Inserted::Base64Full => Err(base64_full()),
         webhooks::Inserted::AccountFull(limit) => Err(Error::Quota {
             message: format!("the account's quota of {limit} webhooks is used up"),
@@ -47,7 +54,7 @@ pub fn base64_full() -> Error {
 /// many.
 pub async fn check_base64_room(
     tx: &mut sqlx::PgConnection,
-    id: &InstanceId,
+    id: &Owner,
     webhook: &WebhookId,
     shape: &webhooks::Shape,
 ) -> Result<()> {
@@ -133,7 +140,7 @@ impl WebhookOut {
     }
 }
 
-/// The webhooks of an instance.
+/// The webhooks of an instance (or an account).
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct WebhookListOut {
     pub webhooks: Vec<WebhookOut>,

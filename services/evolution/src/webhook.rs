@@ -159,7 +159,7 @@ impl EvoWebhookOut {
             events: r.shape.evolution_events,
             webhook_by_events: r.shape.by_events,
             webhook_base64: r.shape.base64,
-            instance_id: r.instance_id.to_string(),
+            instance_id: r.instance_id.map(|i| i.to_string()).unwrap_or_default(),
             secret,
             created_at: r.created_at,
             updated_at: r.updated_at,
@@ -169,7 +169,8 @@ impl EvoWebhookOut {
 
 /// The instance's Evolution webhook (its oldest in that format).
 async fn current(state: &AppState, row: &shared::db::instances::InstanceRow) -> Result<Option<WebhookRow>, ApiError> {
-    Ok(webhooks::list(&state.db, &row.id).await?.into_iter().find(|w| w.shape.is_evolution()))
+    let owner = webhooks::Owner::Instance(row.id.clone());
+    Ok(webhooks::list(&state.db, &owner).await?.into_iter().find(|w| w.shape.is_evolution()))
 }
 
 /// Set the instance's Evolution-format webhook (created on first use, replaced after).
@@ -235,12 +236,13 @@ pub(crate) async fn store(
     admin: bool,
 ) -> Result<EvoWebhookOut, ApiError> {
     let Prepared { url, events, shape, enabled } = p;
+    let owner = webhooks::Owner::Instance(row.id.clone());
     match existing {
         Some(e) => {
             let mut tx = state.db.begin().await?;
-            check_base64_room(&mut tx, &row.id, &e.id, &shape).await?;
+            check_base64_room(&mut tx, &owner, &e.id, &shape).await?;
             let edit = webhooks::Edit { url: &url, events: &events, shape: &shape, enabled, new_secret: None };
-            let updated = webhooks::update(&mut *tx, &row.id, &e.id, &edit)
+            let updated = webhooks::update(&mut *tx, &owner, &e.id, &edit)
                 .await?
                 .ok_or_else(|| ApiError::not_found("webhook"))?;
             if e.enabled && !enabled {
@@ -251,11 +253,11 @@ pub(crate) async fn store(
         }
         None => {
             let secret = shared::auth::generate_webhook_secret();
-            let mut created = insert(state, &row.id, &url, &events, &shape, &secret).await?;
+            let mut created = insert(state, &owner, &url, &events, &shape, &secret).await?;
             if !enabled {
                 let edit =
                     webhooks::Edit { url: &url, events: &events, shape: &shape, enabled: false, new_secret: None };
-                created = webhooks::update(&state.db, &row.id, &created.id, &edit)
+                created = webhooks::update(&state.db, &owner, &created.id, &edit)
                     .await?
                     .ok_or_else(|| ApiError::not_found("webhook"))?;
             }

@@ -1,6 +1,7 @@
 //! Fan-out: drains the events stream (a durable JetStream consumer shared by every
 //! dispatcher pod, so each event goes to one of them) and turns each event into one
-//! delivery per enabled webhook of its instance that wants its type. Deliveries are
+//! delivery per enabled webhook of its instance, or of the instance's account, that
+//! wants its type. Deliveries are
 //! created claimed by this pod and attempted at once; the JetStream messages are acked
 //! only after the deliveries are committed, so an event is never dropped, and one that
 //! comes again (a lost ack) finds its deliveries already there and adds nothing.
@@ -167,7 +168,19 @@ async fn fan_out_once(
         v.dedup();
         v
     };
-    let hooks = webhooks::active_for(db, &instances).await?;
+    let mut hooks = webhooks::active_for(db, &instances).await?;
+    // A deleted instance's last event still reaches its account's webhooks: it names the
+    // account it was in.
+    let gone: Vec<(String, String, String)> = batch
+        .iter()
+        .filter(|e| e.kind == "instance.deleted")
+        .filter_map(|e| {
+            let account = e.body["data"]["account_id"].as_str()?;
+            let name = e.body["data"]["name"].as_str().unwrap_or_default();
+            Some((e.instance.to_string(), account.to_string(), name.to_string()))
+        })
+        .collect();
+    hooks.extend(webhooks::active_for_gone(db, &gone).await?);
     let mut by_instance: HashMap<&str, Vec<&webhooks::ActiveHook>> = HashMap::new();
     for h in &hooks {
         by_instance.entry(h.instance_id.as_str()).or_default().push(h);
@@ -179,7 +192,7 @@ async fn fan_out_once(
             .get(ev.instance.as_str())
             .into_iter()
             .flatten()
-            .filter(|h| h.wants(&ev.kind) && crate::shape::carries(&h.origin, &ev.kind, data))
+            .filter(|h| h.wants(&ev.kind, ev.created) && crate::shape::carries(&h.origin, &ev.kind, data))
         {
             rows.push(NewDelivery {
                 webhook_id: h.id.clone(),
@@ -191,20 +204,23 @@ async fn fan_out_once(
     }
     let s = exec.settings();
     let created = deliveries::insert_claimed(db, &rows, &s.worker_id, s.lock, s.retry_span).await?;
-    let hook_of: HashMap<&str, &webhooks::ActiveHook> = hooks.iter().map(|h| (h.id.as_str(), h)).collect();
-    let origins: HashMap<&str, Arc<webhooks::Origin>> =
-        hooks.iter().map(|h| (h.id.as_str(), Arc::new(h.origin.clone()))).collect();
+    // An account's webhook comes once per instance of the account: each with its origin.
+    let hook_of: HashMap<(String, String), (&webhooks::ActiveHook, Arc<webhooks::Origin>)> = hooks
+        .iter()
+        .map(|h| ((h.id.to_string(), h.instance_id.to_string()), (h, Arc::new(h.origin.clone()))))
+        .collect();
     let event_of: HashMap<&str, &Incoming> = batch.iter().map(|e| (e.id.as_str(), e)).collect();
     for (id, webhook_id, event_id, retry_until, claim_id) in created {
-        let (Some(h), Some(ev)) = (hook_of.get(webhook_id.as_str()), event_of.get(event_id.as_str())) else { continue };
+        let Some(ev) = event_of.get(event_id.as_str()) else { continue };
+        let Some((h, origin)) = hook_of.get(&(webhook_id.to_string(), ev.instance.to_string())) else { continue };
         let job = Job {
             id,
             claim_id,
-            webhook_id,
-            event_id: event_id.to_string(),
             url: shape::target(&h.url, &h.origin, &ev.body),
             secrets: secrets_of(h.secret.clone(), h.previous_secret.clone(), h.secret_rotated_at),
-            body: shape::body(&h.url, &origins[h.id.as_str()], &ev.body, Some(&ev.msg.payload)),
+            webhook_id,
+            event_id: event_id.to_string(),
+            body: shape::body(&h.url, origin, &ev.body, Some(&ev.msg.payload)),
             attempts: 0,
             retry_until,
             event_created: ev.created,

@@ -518,10 +518,11 @@ pub async fn auth_by_token_hash(db: impl PgExecutor<'_>, token_hash: &str) -> Re
     .await
 }
 
-/// Webhooks registered on the account's instances.
+/// Webhooks registered on the account and on its instances.
 pub async fn webhook_count(db: impl PgExecutor<'_>, id: &AccountId) -> Result<i64, sqlx::Error> {
     sqlx::query_scalar!(
-        r#"SELECT count(*) AS "n!" FROM webhooks w JOIN instances i ON i.id = w.instance_id WHERE i.account_id = $1"#,
+        r#"SELECT count(*) AS "n!" FROM webhooks w
+           WHERE w.account_id = $1 OR w.instance_id IN (SELECT i.id FROM instances i WHERE i.account_id = $1)"#,
         id.as_str()
     )
     .fetch_one(db)

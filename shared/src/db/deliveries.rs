@@ -124,9 +124,10 @@ pub async fn claim_due(
              RETURNING d.id, d.webhook_id, d.instance_id, d.event_id, d.attempts, d.retry_until, d.claim_id) \
          SELECT c.id, c.webhook_id, c.instance_id, c.event_id, c.attempts, c.retry_until, c.claim_id, \
              w.url, w.secret, w.previous_secret, w.secret_rotated_at, o.payload, \
-             w.format, w.by_events, w.base64, w.evolution_events, i.name AS instance_name, i.phone \
+             w.format, w.by_events, w.base64, w.evolution_events, \
+             coalesce(i.name, o.payload->'data'->>'name', '') AS instance_name, i.phone \
          FROM c JOIN webhooks w ON w.id = c.webhook_id JOIN outbox o ON o.id = c.event_id \
-             JOIN instances i ON i.id = c.instance_id",
+             LEFT JOIN instances i ON i.id = c.instance_id",
     )
     .bind(worker)
     .bind(lock_ms as f64)
@@ -393,23 +394,23 @@ pub struct LogFilter {
 }
 
 /// A page of a webhook's delivery log, newest first, before `before`, narrowed by `f`
-/// (`webhook_deliveries_log_idx`).
+/// (`webhook_deliveries_log_idx`). The log functions take the webhook alone: their
+/// callers found it among the caller's own first (an account's webhook logs the
+/// deliveries of all its instances' events).
 pub async fn list(
     db: impl PgExecutor<'_>,
-    instance: &InstanceId,
     webhook: &WebhookId,
     before: Option<&DeliveryId>,
     f: &LogFilter,
     limit: i64,
 ) -> Result<Vec<DeliveryRow>, sqlx::Error> {
     sqlx::query_as(&format!(
-        "SELECT {LOG_COLUMNS} FROM webhook_deliveries WHERE webhook_id = $1 AND instance_id = $2 \
-         AND ($3::text IS NULL OR id < $3) AND ($5::text IS NULL OR state = $5) \
-         AND ($6::text IS NULL OR event_type = $6) AND ($7::timestamptz IS NULL OR created_at >= $7) \
-         ORDER BY id DESC LIMIT $4"
+        "SELECT {LOG_COLUMNS} FROM webhook_deliveries WHERE webhook_id = $1 \
+         AND ($2::text IS NULL OR id < $2) AND ($4::text IS NULL OR state = $4) \
+         AND ($5::text IS NULL OR event_type = $5) AND ($6::timestamptz IS NULL OR created_at >= $6) \
+         ORDER BY id DESC LIMIT $3"
     ))
     .bind(webhook)
-    .bind(instance)
     .bind(before)
     .bind(limit)
     .bind(f.state)
@@ -421,18 +422,14 @@ pub async fn list(
 
 pub async fn get(
     db: impl PgExecutor<'_>,
-    instance: &InstanceId,
     webhook: &WebhookId,
     id: &DeliveryId,
 ) -> Result<Option<DeliveryRow>, sqlx::Error> {
-    sqlx::query_as(&format!(
-        "SELECT {LOG_COLUMNS} FROM webhook_deliveries WHERE id = $1 AND webhook_id = $2 AND instance_id = $3"
-    ))
-    .bind(id)
-    .bind(webhook)
-    .bind(instance)
-    .fetch_optional(db)
-    .await
+    sqlx::query_as(&format!("SELECT {LOG_COLUMNS} FROM webhook_deliveries WHERE id = $1 AND webhook_id = $2"))
+        .bind(id)
+        .bind(webhook)
+        .fetch_optional(db)
+        .await
 }
 
 /// A delivery with its attempts and the start of what its latest attempt sent.
@@ -447,17 +444,14 @@ pub struct DeliveryDetail {
 
 pub async fn detail(
     db: impl PgExecutor<'_>,
-    instance: &InstanceId,
     webhook: &WebhookId,
     id: &DeliveryId,
 ) -> Result<Option<DeliveryDetail>, sqlx::Error> {
     sqlx::query_as(&format!(
-        "SELECT {LOG_COLUMNS}, attempt_log, last_request FROM webhook_deliveries \
-         WHERE id = $1 AND webhook_id = $2 AND instance_id = $3"
+        "SELECT {LOG_COLUMNS}, attempt_log, last_request FROM webhook_deliveries WHERE id = $1 AND webhook_id = $2"
     ))
     .bind(id)
     .bind(webhook)
-    .bind(instance)
     .fetch_optional(db)
     .await
 }
@@ -466,7 +460,6 @@ pub async fn detail(
 /// not failed (the caller tells a missing delivery from a wrong state with `get`).
 pub async fn resend(
     db: impl PgExecutor<'_>,
-    instance: &InstanceId,
     webhook: &WebhookId,
     id: &DeliveryId,
     retry_span: std::time::Duration,
@@ -474,13 +467,12 @@ pub async fn resend(
     let retry_span_ms = retry_span.as_millis() as u64;
     sqlx::query_as(&format!(
         "UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = now(), \
-             retry_until = now() + $4 * interval '1 millisecond', locked_by = NULL, locked_until = NULL, claim_id = NULL, updated_at = now(), \
+             retry_until = now() + $3 * interval '1 millisecond', locked_by = NULL, locked_until = NULL, claim_id = NULL, updated_at = now(), \
              usage_counted = false \
-         WHERE id = $1 AND webhook_id = $2 AND instance_id = $3 AND state = 'failed' RETURNING {LOG_COLUMNS}"
+         WHERE id = $1 AND webhook_id = $2 AND state = 'failed' RETURNING {LOG_COLUMNS}"
     ))
     .bind(id)
     .bind(webhook)
-    .bind(instance)
     .bind(retry_span_ms as f64)
     .fetch_optional(db)
     .await

@@ -345,19 +345,23 @@ pub async fn update(
 }
 
 /// Deletes the instance; its token stops working with the commit. The usage it made in
-/// its account stays with the account.
+/// its account stays with the account, and its `instance.deleted` event (naming the
+/// account) is written with the deletion.
 pub async fn delete(db: &sqlx::PgPool, id: &InstanceId) -> Result<bool, sqlx::Error> {
     let mut tx = db.begin().await?;
-    let held: Option<(Option<String>, Option<chrono::NaiveDate>)> =
-        sqlx::query_as("SELECT account_id, account_since FROM instances WHERE id = $1 FOR UPDATE")
+    let held: Option<(String, Option<AccountId>, Option<chrono::NaiveDate>)> =
+        sqlx::query_as("SELECT name, account_id, account_since FROM instances WHERE id = $1 FOR UPDATE")
             .bind(id)
             .fetch_optional(&mut *tx)
             .await?;
-    let Some((account, since)) = held else { return Ok(false) };
-    if let (Some(account), Some(since)) = (account, since) {
+    let Some((name, account, since)) = held else { return Ok(false) };
+    if let (Some(account), Some(since)) = (&account, since) {
         let through = Utc::now().date_naive() + chrono::Duration::days(1);
-        super::accounts::fold_usage(&mut *tx, id, &account, since, through).await?;
+        super::accounts::fold_usage(&mut *tx, id, account.as_str(), since, through).await?;
     }
+    let event =
+        crate::events::Event::InstanceDeleted(crate::events::InstanceLifecycleEventData { name, account_id: account });
+    super::outbox::insert(&mut *tx, id, &event).await?;
     let gone = sqlx::query("DELETE FROM instances WHERE id = $1").bind(id).execute(&mut *tx).await?.rows_affected();
     tx.commit().await?;
     Ok(gone == 1)

@@ -1,15 +1,39 @@
-//! The `webhooks` table: endpoints of an instance. Every query is scoped by instance, so
-//! another instance's webhook is simply not found.
+//! The `webhooks` table: endpoints of an instance, or of an account (receiving the
+//! events of all its instances). Every query is scoped by its owner, so another
+//! owner's webhook is simply not found.
 
 use chrono::{DateTime, Utc};
 use sqlx::PgExecutor;
 
-use crate::ids::{InstanceId, WebhookId};
+use crate::ids::{AccountId, InstanceId, WebhookId};
+
+/// Who a webhook belongs to. Instance and account ids never look alike, so one value
+/// matches one column: `(instance_id = $1 OR account_id = $1)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Owner {
+    Instance(InstanceId),
+    Account(AccountId),
+}
+
+impl Owner {
+    pub fn as_str(&self) -> &str {
+        match self {
+            Owner::Instance(i) => i.as_str(),
+            Owner::Account(a) => a.as_str(),
+        }
+    }
+}
+
+/// The owner condition on `webhooks`, its id as `$1`.
+const OWNED: &str = "(instance_id = $1 OR account_id = $1)";
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct WebhookRow {
     pub id: WebhookId,
-    pub instance_id: InstanceId,
+    /// The instance it belongs to (none for an account's).
+    pub instance_id: Option<InstanceId>,
+    /// The account it belongs to (none for an instance's).
+    pub account_id: Option<AccountId>,
     pub url: String,
     pub events: Vec<String>,
     pub secret: String,
@@ -63,7 +87,8 @@ impl Shape {
     }
 }
 
-const COLUMNS: &str = "id, instance_id, url, events, secret, enabled, disabled_reason, format, by_events, base64, \
+const COLUMNS: &str =
+    "id, instance_id, account_id, url, events, secret, enabled, disabled_reason, format, by_events, base64, \
     evolution_events, created_at, updated_at";
 
 /// What [`insert`] did.
@@ -78,14 +103,13 @@ pub enum Inserted {
     AccountFull(i32),
 }
 
-/// Registers a webhook unless the instance has `max` already (or `max_base64` carrying
-/// media, when this one would). Concurrent registrations take turns on the instance's
-/// row, so the counts each one checks include every one committed before it: the limits
-/// hold however many race.
+/// Registers a webhook unless its owner has `max` already (or `max_base64` carrying
+/// media, when this one would), or the account it counts against holds its quota of
+/// webhooks. Concurrent registrations take turns on the owner's row.
 #[allow(clippy::too_many_arguments)]
 pub async fn insert(
     db: &sqlx::PgPool,
-    instance: &InstanceId,
+    owner: &Owner,
     url: &str,
     events: &[String],
     shape: &Shape,
@@ -95,24 +119,34 @@ pub async fn insert(
 ) -> Result<Inserted, sqlx::Error> {
     let mut tx = db.begin().await?;
     // The account's quota first, under its row lock (accounts lock before instances).
-    if let Some((account, Some(limit))) = super::accounts::locked_of_instance(&mut tx, instance).await? {
+    let account = match owner {
+        Owner::Instance(i) => super::accounts::locked_of_instance(&mut tx, i).await?,
+        Owner::Account(a) => super::accounts::get_for_update(&mut tx, a).await?.map(|r| (r.id, r.quotas.webhooks)),
+    };
+    if let Some((account, Some(limit))) = account {
         if super::accounts::webhook_count(&mut *tx, &account).await? >= i64::from(limit) {
             return Ok(Inserted::AccountFull(limit));
         }
     }
-    let (all, base64) = counts_locked(&mut tx, instance, None).await?;
+    let (all, base64) = counts_locked(&mut tx, owner, None).await?;
     if all >= max {
         return Ok(Inserted::Full);
     }
     if shape.base64 && base64 >= max_base64 {
         return Ok(Inserted::Base64Full);
     }
+    let (instance, account) = match owner {
+        Owner::Instance(i) => (Some(i.as_str()), None),
+        Owner::Account(a) => (None, Some(a.as_str())),
+    };
     let row = sqlx::query_as(&format!(
-        "INSERT INTO webhooks (id, instance_id, url, events, secret, format, by_events, base64, evolution_events) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING {COLUMNS}"
+        "INSERT INTO webhooks (id, instance_id, account_id, url, events, secret, format, by_events, base64, \
+             evolution_events) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING {COLUMNS}"
     ))
     .bind(WebhookId::new())
     .bind(instance)
+    .bind(account)
     .bind(url)
     .bind(events)
     .bind(secret)
@@ -126,51 +160,50 @@ pub async fn insert(
     Ok(Inserted::Row(Box::new(row)))
 }
 
-/// Takes the instance's row (so concurrent registrations and edits take turns) and
-/// counts its webhooks, and those carrying media in base64, leaving `except` out.
+/// Takes the owner's row (so concurrent registrations and edits take turns) and counts
+/// its webhooks, and those carrying media in base64, leaving `except` out.
 async fn counts_locked(
     tx: &mut sqlx::PgConnection,
-    instance: &InstanceId,
+    owner: &Owner,
     except: Option<&WebhookId>,
 ) -> Result<(i64, i64), sqlx::Error> {
-    super::instances::lock(tx, instance).await?;
-    sqlx::query_as(
+    match owner {
+        Owner::Instance(i) => super::instances::lock(tx, i).await?,
+        Owner::Account(a) => super::accounts::get_for_update(tx, a).await.map(drop)?,
+    }
+    sqlx::query_as(&format!(
         "SELECT count(*), count(*) FILTER (WHERE base64) FROM webhooks \
-         WHERE instance_id = $1 AND ($2::text IS NULL OR id <> $2)",
-    )
-    .bind(instance)
+         WHERE {OWNED} AND ($2::text IS NULL OR id <> $2)"
+    ))
+    .bind(owner.as_str())
     .bind(except)
     .fetch_one(&mut *tx)
     .await
 }
 
-/// Whether webhook `id` may carry media in base64: the instance's others that do are
-/// fewer than `max_base64`. Takes the instance's row until `tx` ends, so call it in the
+/// Whether webhook `id` may carry media in base64: its owner's others that do are
+/// fewer than `max_base64`. Takes the owner's row until `tx` ends, so call it in the
 /// transaction of the [`update`] it guards.
 pub async fn base64_room(
     tx: &mut sqlx::PgConnection,
-    instance: &InstanceId,
+    owner: &Owner,
     id: &WebhookId,
     max_base64: i64,
 ) -> Result<bool, sqlx::Error> {
-    Ok(counts_locked(tx, instance, Some(id)).await?.1 < max_base64)
+    Ok(counts_locked(tx, owner, Some(id)).await?.1 < max_base64)
 }
 
-pub async fn get(
-    db: impl PgExecutor<'_>,
-    instance: &InstanceId,
-    id: &WebhookId,
-) -> Result<Option<WebhookRow>, sqlx::Error> {
-    sqlx::query_as(&format!("SELECT {COLUMNS} FROM webhooks WHERE instance_id = $1 AND id = $2"))
-        .bind(instance)
+pub async fn get(db: impl PgExecutor<'_>, owner: &Owner, id: &WebhookId) -> Result<Option<WebhookRow>, sqlx::Error> {
+    sqlx::query_as(&format!("SELECT {COLUMNS} FROM webhooks WHERE {OWNED} AND id = $2"))
+        .bind(owner.as_str())
         .bind(id)
         .fetch_optional(db)
         .await
 }
 
-pub async fn list(db: impl PgExecutor<'_>, instance: &InstanceId) -> Result<Vec<WebhookRow>, sqlx::Error> {
-    sqlx::query_as(&format!("SELECT {COLUMNS} FROM webhooks WHERE instance_id = $1 ORDER BY id"))
-        .bind(instance)
+pub async fn list(db: impl PgExecutor<'_>, owner: &Owner) -> Result<Vec<WebhookRow>, sqlx::Error> {
+    sqlx::query_as(&format!("SELECT {COLUMNS} FROM webhooks WHERE {OWNED} ORDER BY id"))
+        .bind(owner.as_str())
         .fetch_all(db)
         .await
 }
@@ -188,7 +221,7 @@ pub struct Edit<'a> {
 /// Sets the editable fields.
 pub async fn update(
     db: impl PgExecutor<'_>,
-    instance: &InstanceId,
+    owner: &Owner,
     id: &WebhookId,
     e: &Edit<'_>,
 ) -> Result<Option<WebhookRow>, sqlx::Error> {
@@ -202,9 +235,9 @@ pub async fn update(
          previous_secret = CASE WHEN $6::text IS NULL THEN previous_secret ELSE secret END, \
          secret_rotated_at = CASE WHEN $6::text IS NULL THEN secret_rotated_at ELSE now() END, \
          secret = COALESCE($6, secret), updated_at = now() \
-         WHERE instance_id = $1 AND id = $2 RETURNING {COLUMNS}"
+         WHERE {OWNED} AND id = $2 RETURNING {COLUMNS}"
     ))
-    .bind(instance)
+    .bind(owner.as_str())
     .bind(id)
     .bind(e.url)
     .bind(e.events)
@@ -218,25 +251,30 @@ pub async fn update(
     .await
 }
 
-pub async fn delete(db: impl PgExecutor<'_>, instance: &InstanceId, id: &WebhookId) -> Result<bool, sqlx::Error> {
-    let r = sqlx::query("DELETE FROM webhooks WHERE instance_id = $1 AND id = $2")
-        .bind(instance)
+pub async fn delete(db: impl PgExecutor<'_>, owner: &Owner, id: &WebhookId) -> Result<bool, sqlx::Error> {
+    let r = sqlx::query(&format!("DELETE FROM webhooks WHERE {OWNED} AND id = $2"))
+        .bind(owner.as_str())
         .bind(id)
         .execute(db)
         .await?;
     Ok(r.rows_affected() == 1)
 }
 
-/// An enabled endpoint with what signing a delivery needs (the dispatcher's view).
+/// An enabled endpoint with what signing a delivery needs (the dispatcher's view), as it
+/// applies to one instance's events: its own, or its account's.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ActiveHook {
     pub id: WebhookId,
+    /// The instance whose events it receives (the webhook's own, or one of its
+    /// account's).
     pub instance_id: InstanceId,
     pub url: String,
     pub events: Vec<String>,
     pub secret: String,
     pub previous_secret: Option<String>,
     pub secret_rotated_at: Option<DateTime<Utc>>,
+    /// When it was registered: it receives the events made from then on.
+    pub created_at: DateTime<Utc>,
     #[sqlx(flatten)]
     pub origin: Origin,
 }
@@ -252,22 +290,51 @@ pub struct Origin {
 }
 
 impl ActiveHook {
-    /// Whether the endpoint's event filter takes this type (an empty filter takes all).
-    /// (What a payload format can carry is the dispatcher's to say.)
-    pub fn wants(&self, kind: &str) -> bool {
-        self.events.is_empty() || self.events.iter().any(|e| e == kind)
+    /// Whether the endpoint's event filter takes this type (an empty filter takes all),
+    /// for an event made at `made` (an event made before the endpoint was registered is
+    /// not its). (What a payload format can carry is the dispatcher's to say.)
+    pub fn wants(&self, kind: &str, made: Option<DateTime<Utc>>) -> bool {
+        made.is_none_or(|at| at >= self.created_at) && (self.events.is_empty() || self.events.iter().any(|e| e == kind))
     }
 }
 
-/// The enabled endpoints of these instances.
+/// The enabled endpoints receiving these instances' events: each instance's own and
+/// its account's, one row per instance and endpoint.
 pub async fn active_for(db: impl PgExecutor<'_>, instances: &[&str]) -> Result<Vec<ActiveHook>, sqlx::Error> {
     sqlx::query_as(
-        "SELECT w.id, w.instance_id, w.url, w.events, w.secret, w.previous_secret, w.secret_rotated_at, \
-                w.format, w.by_events, w.base64, w.evolution_events, i.name AS instance_name, i.phone \
-         FROM webhooks w JOIN instances i ON i.id = w.instance_id \
-         WHERE w.instance_id = ANY($1) AND w.enabled",
+        "SELECT w.id, i.id AS instance_id, w.url, w.events, w.secret, w.previous_secret, w.secret_rotated_at, \
+                w.created_at, w.format, w.by_events, w.base64, w.evolution_events, i.name AS instance_name, i.phone \
+         FROM instances i JOIN webhooks w ON w.instance_id = i.id OR w.account_id = i.account_id \
+         WHERE i.id = ANY($1) AND w.enabled",
     )
     .bind(instances)
+    .fetch_all(db)
+    .await
+}
+
+/// The enabled endpoints of an account for the events of an instance it no longer
+/// holds (deleted, with its last event naming the account): `(instance, account, name)`.
+pub async fn active_for_gone(
+    db: impl PgExecutor<'_>,
+    gone: &[(String, String, String)],
+) -> Result<Vec<ActiveHook>, sqlx::Error> {
+    if gone.is_empty() {
+        return Ok(Vec::new());
+    }
+    let instances: Vec<&str> = gone.iter().map(|g| g.0.as_str()).collect();
+    let accounts: Vec<&str> = gone.iter().map(|g| g.1.as_str()).collect();
+    let names: Vec<&str> = gone.iter().map(|g| g.2.as_str()).collect();
+    sqlx::query_as(
+        "SELECT w.id, g.instance_id, w.url, w.events, w.secret, w.previous_secret, w.secret_rotated_at, \
+                w.created_at, w.format, w.by_events, w.base64, w.evolution_events, g.name AS instance_name, \
+                NULL::text AS phone \
+         FROM unnest($1::text[], $2::text[], $3::text[]) AS g(instance_id, account_id, name) \
+         JOIN webhooks w ON w.account_id = g.account_id \
+         WHERE w.enabled AND NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = g.instance_id)",
+    )
+    .bind(&instances)
+    .bind(&accounts)
+    .bind(&names)
     .fetch_all(db)
     .await
 }

@@ -28,6 +28,18 @@ pub struct QrUpdatedEventData {
     pub expires_at: DateTime<Utc>,
 }
 
+/// `instance.created`, `instance.deleted`: an instance came or went (an account's
+/// webhooks and stream hear of its own instances').
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct InstanceLifecycleEventData {
+    /// The instance's name.
+    pub name: String,
+    /// The account holding it, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account_id: Option<crate::ids::AccountId>,
+}
+
 /// `instance.connected`: linked and online.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

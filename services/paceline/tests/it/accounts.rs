@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use crate::bin;
 
 /// Creates an account; returns its id and token.
-async fn account(api: &TestApi, name: &str, quotas: Value) -> (String, Client) {
+pub(crate) async fn account(api: &TestApi, name: &str, quotas: Value) -> (String, Client) {
     let body = json!({ "name": name, "metadata": { "customer": name }, "quotas": quotas });
     let a = api.admin().post("/v1/accounts", &body).await.expect(201);
     assert!(a["token"].as_str().unwrap().starts_with("pl_acct_"));
@@ -24,7 +24,7 @@ async fn account(api: &TestApi, name: &str, quotas: Value) -> (String, Client) {
 }
 
 /// Creates an instance with `by`'s token; returns its id.
-async fn instance(by: &Client, name: &str) -> String {
+pub(crate) async fn instance(by: &Client, name: &str) -> String {
     let body = by.post("/v1/instances", &json!({ "name": name })).await.expect(201);
     assert!(body["token"].as_str().unwrap().starts_with("pl_inst_"));
     body["instance"]["id"].as_str().unwrap().to_string()

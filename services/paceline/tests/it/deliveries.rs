@@ -536,7 +536,7 @@ async fn the_attempt_log_keeps_the_latest_ten() {
         deliveries::record(&db, "pod-l", &[o], 1000, Duration::from_secs(3600)).await.unwrap();
         claim = deliveries::claim_due(&db, "pod-l", 60_000, 10).await.unwrap().pop().expect("due again").claim_id;
     }
-    let d = deliveries::detail(&db, &row.instance_id, &row.webhook_id, &dlv).await.unwrap().unwrap();
+    let d = deliveries::detail(&db, &row.webhook_id, &dlv).await.unwrap().unwrap();
     let statuses: Vec<i32> = d.attempt_log.0.iter().map(|a| a.status.unwrap()).collect();
     assert_eq!(statuses, vec![503, 504, 505, 506, 508, 509, 510, 511, 512, 513], "the latest ten, oldest first");
     assert_eq!((d.row.attempts, d.last_request.as_deref()), (12, Some("{\"n\":13}")));

@@ -27,17 +27,21 @@ async fn events_reach_jetstream_once_under_their_id() {
                 .fetch_one(&db)
                 .await
                 .unwrap();
-        (n == 1).then_some(())
+        // The instance's creation and the message's queueing.
+        (n == 2).then_some(())
     };
-    wait_for(Duration::from_secs(10), published).await.expect("the relay publishes the event");
+    wait_for(Duration::from_secs(10), published).await.expect("the relay publishes the events");
 
     let nats = shared::bus::connect(&api.config, "test").await.unwrap();
     let js = async_nats::jetstream::new(nats);
     let subjects = shared::bus::Subjects::new(&api.config);
     let mut stream = js.get_stream(subjects.events_stream()).await.unwrap();
-    assert_eq!(stream.info().await.unwrap().state.messages, 1);
+    assert_eq!(stream.info().await.unwrap().state.messages, 2);
     let consumer = stream.create_consumer(async_nats::jetstream::consumer::pull::Config::default()).await.unwrap();
     let mut msgs = consumer.fetch().max_messages(10).expires(Duration::from_secs(2)).messages().await.unwrap();
+    let created = msgs.next().await.unwrap().unwrap();
+    let body: serde_json::Value = serde_json::from_slice(&created.payload).unwrap();
+    assert_eq!((body["type"].as_str(), body["data"]["name"].as_str()), (Some("instance.created"), Some("ev")));
     let msg = msgs.next().await.unwrap().unwrap();
     let body: serde_json::Value = serde_json::from_slice(&msg.payload).unwrap();
     assert_eq!(body["type"], "message.queued");
@@ -51,9 +55,25 @@ async fn events_reach_jetstream_once_under_their_id() {
     // the stream keeps one copy.
     sqlx::query("UPDATE outbox SET published_at = NULL WHERE instance_id = $1").bind(&id).execute(&db).await.unwrap();
     wait_for(Duration::from_secs(10), published).await.expect("published again");
-    assert_eq!(stream.info().await.unwrap().state.messages, 1, "de-duplicated by Nats-Msg-Id");
+    assert_eq!(stream.info().await.unwrap().state.messages, 2, "de-duplicated by Nats-Msg-Id");
     api.shutdown.cancel();
     dispatcher.await.unwrap().unwrap();
+}
+
+/// Waits until the instance's events so far (its `instance.created`) are published, so a
+/// stream opened now starts after them.
+pub(crate) async fn settled(api: &TestApi, id: &str) {
+    let db = shared::db::connect(&api.config).await.unwrap();
+    let done = wait_for(Duration::from_secs(10), || async {
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox WHERE instance_id = $1 AND published_at IS NULL")
+            .bind(id)
+            .fetch_one(&db)
+            .await
+            .unwrap();
+        (n == 0).then_some(())
+    })
+    .await;
+    assert!(done.is_some(), "the instance's events so far are published");
 }
 
 /// The real-time stream: items in order as they happen, filtered by type, and a
@@ -65,6 +85,7 @@ async fn the_event_stream_resumes_after_last_event_id_without_gaps() {
     let dispatcher = tokio::spawn(dispatcher::run(api.config.clone(), api.shutdown.clone()));
     let (inst, token) = api.create_instance("sse").await;
     let id = inst.id.to_string();
+    settled(&api, &id).await;
     let own = api.client(Some(token));
     let open = |query: &str, last: Option<&str>| {
         let mut rb = own.request(reqwest::Method::GET, &format!("/v1/instances/{id}/events{query}"));
@@ -265,6 +286,7 @@ async fn state_changes_write_their_events() {
     assert_eq!(
         kinds,
         [
+            "instance.created",
             "instance.state",
             "instance.state",
             "instance.qr_updated",
@@ -275,6 +297,7 @@ async fn state_changes_write_their_events() {
             "instance.logged_out"
         ]
     );
+    let events = &events[1..];
     assert_eq!(events[0].1["data"], json!({ "state": "connecting", "previous_state": "disconnected" }));
     assert_eq!(events[1].1["data"], json!({ "state": "qr_pending", "previous_state": "connecting" }));
     assert_eq!(events[3].1["data"]["qr"], "QR2");
@@ -291,6 +314,7 @@ async fn a_keys_event_stream_leaves_out_the_pairing_qr() {
     let dispatcher = tokio::spawn(dispatcher::run(api.config.clone(), api.shutdown.clone()));
     let (inst, token) = api.create_instance("sse-qr").await;
     let id = inst.id.to_string();
+    settled(&api, &id).await;
     let own = api.client(Some(token));
     let key = api.create_key(&own, &id, "read_only").await;
     let reader = api.client(Some(key));

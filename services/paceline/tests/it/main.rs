@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+mod account_events;
 mod accounts;
 mod actor;
 mod api_keys;

@@ -1,6 +1,6 @@
-//! The real-time event stream: Server-Sent Events of one instance (`{inst}/events`) or of
-//! all (`/v1/events`, admin), read from the JetStream events stream by an ordered
-//! consumer. Each item's `id` is its event id; a client that reconnects with
+//! The real-time event stream: Server-Sent Events of one instance (`{inst}/events`), of
+//! an account's instances (`/v1/accounts/{id}/events`), or of all (`/v1/events`, admin),
+//! read from the JetStream events stream by an ordered consumer. Each item's `id` is its event id; a client that reconnects with
 //! `Last-Event-ID` resumes right after that event (its stream sequence is recorded in
 //! the outbox when published), with no gap and no repeat, for as long as the stream keeps
 //! events (`shared::bus::EVENTS_RETENTION`, 7 days).
@@ -18,7 +18,7 @@ use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use shared::db::outbox;
 use shared::error::ErrorBody;
-use shared::ids::{EventId, InstanceId};
+use shared::ids::{AccountId, EventId, InstanceId};
 use shared::{ApiError, ErrorCode};
 use tokio_util::sync::CancellationToken;
 use utoipa_axum::router::OpenApiRouter;
@@ -26,7 +26,7 @@ use utoipa_axum::routes;
 
 use domain::catalog::Event;
 use domain::slots::Slot;
-use door::extract::{Admin, ClientIp, InstanceAccess, Principal, ValidatedQuery};
+use door::extract::{AccountAccess, Admin, ClientIp, InstanceAccess, Principal, ValidatedQuery};
 use door::AppState;
 
 /// Event streams (SSE) open on this pod (a gauge).
@@ -35,7 +35,7 @@ pub const EVENT_STREAMS: &str = "paceline_event_streams";
 pub const EVENT_STREAMS_REFUSED: &str = "paceline_event_streams_refused_total";
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(instance_events)).routes(routes!(all_events))
+    OpenApiRouter::new().routes(routes!(instance_events)).routes(routes!(all_events)).routes(routes!(account_events))
 }
 
 /// How long a resume waits for the relay to publish the `Last-Event-ID` event (it can
@@ -114,13 +114,24 @@ enum Access {
     /// An instance token (from `ip`): ends when the token no longer reaches the instance
     /// (deleted, its allow-list changed).
     Token { token: String, instance: InstanceId, ip: Option<IpAddr> },
+    /// The admin on one account: ends when the account is deleted.
+    AdminOnAccount(AccountId),
+    /// An account's token (from `ip`): ends when it no longer works.
+    AccountToken { token: String, account: AccountId, ip: Option<IpAddr> },
 }
 
 impl Access {
     fn instance(&self) -> Option<&InstanceId> {
         match self {
-            Access::Admin => None,
+            Access::Admin | Access::AdminOnAccount(_) | Access::AccountToken { .. } => None,
             Access::AdminOn(i) | Access::Token { instance: i, .. } => Some(i),
+        }
+    }
+
+    fn account(&self) -> Option<&AccountId> {
+        match self {
+            Access::AdminOnAccount(a) | Access::AccountToken { account: a, .. } => Some(a),
+            _ => None,
         }
     }
 
@@ -135,6 +146,55 @@ impl Access {
                     Err(e) => !matches!(e.code, ErrorCode::Unauthorized | ErrorCode::Forbidden),
                 }
             }
+            Access::AdminOnAccount(id) => shared::db::accounts::get(&state.db, id).await.map_or(true, |a| a.is_some()),
+            Access::AccountToken { token, account, ip } => {
+                match door::extract::authenticate_from(token, || *ip, state).await {
+                    Ok(p) => p.account() == Some(account),
+                    Err(e) => !matches!(e.code, ErrorCode::Unauthorized | ErrorCode::Forbidden),
+                }
+            }
+        }
+    }
+}
+
+/// The instances an account's stream lets through: its instances when the stream
+/// opened, kept current every few seconds (an instance moved in or out by the admin)
+/// and at once by the stream's own `instance.created` and `instance.deleted` events.
+#[derive(Clone)]
+struct Members {
+    account: AccountId,
+    ids: std::sync::Arc<std::sync::RwLock<std::collections::HashSet<String>>>,
+}
+
+impl Members {
+    async fn load(state: &AppState, account: &AccountId) -> Result<Members, ApiError> {
+        let m = Members { account: account.clone(), ids: Default::default() };
+        m.refresh(state).await?;
+        Ok(m)
+    }
+
+    async fn refresh(&self, state: &AppState) -> Result<(), ApiError> {
+        let ids = shared::db::accounts::instance_ids(&state.db, &self.account).await?;
+        *self.ids.write().unwrap_or_else(|p| p.into_inner()) = ids.into_iter().map(|i| i.to_string()).collect();
+        Ok(())
+    }
+
+    /// Whether the event `v` (an envelope) is one of the account's, keeping the set
+    /// current with the instances it creates and deletes.
+    fn admits(&self, v: &serde_json::Value) -> bool {
+        let Some(instance) = v["instance_id"].as_str() else { return false };
+        let named = v["data"]["account_id"].as_str() == Some(self.account.as_str());
+        let mut ids = self.ids.write().unwrap_or_else(|p| p.into_inner());
+        match v["type"].as_str() {
+            Some("instance.created") if named => {
+                ids.insert(instance.to_string());
+                true
+            }
+            Some("instance.deleted") if named => {
+                ids.remove(instance);
+                true
+            }
+            _ => ids.contains(instance),
         }
     }
 }
@@ -198,6 +258,21 @@ fn watch(state: AppState, access: Access, end: CancellationToken) {
     });
 }
 
+/// Reads an account stream's instances again every `auth::TTL` until the stream ends.
+fn keep_current(state: AppState, members: Members, end: CancellationToken) {
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = end.cancelled() => return,
+                _ = tokio::time::sleep(domain::auth::TTL) => {}
+            }
+            if let Err(e) = members.refresh(&state).await {
+                tracing::debug!(error = %e.message, "reading an account's instances failed; kept as they were");
+            }
+        }
+    });
+}
+
 /// A resume after an event the stream no longer keeps starts at that event's own time
 /// (its id's), never at the start of the whole stream.
 fn from_its_time(id: &EventId) -> Option<DeliverPolicy> {
@@ -230,11 +305,20 @@ async fn open(
         return Err(ApiError::forbidden("a restricted API key does not receive the pairing QR"));
     }
     let pod = PodStream::take(&state).ok_or_else(|| too_many("pod", "on this server"))?;
-    let slot = match &instance {
-        Some(id) => {
+    let account = access.account().cloned();
+    let slot = match (&instance, &account) {
+        (Some(id), _) => {
             let set = [(state.keys.event_streams(id), state.config.events.streams_per_instance)];
             Some(Slot::try_now(&state, &set).await?.ok_or_else(|| too_many("instance", "for this instance"))?)
         }
+        (None, Some(a)) => {
+            let set = [(state.keys.account_event_streams(a), state.config.events.streams_per_instance)];
+            Some(Slot::try_now(&state, &set).await?.ok_or_else(|| too_many("account", "for this account"))?)
+        }
+        (None, None) => None,
+    };
+    let members = match &account {
+        Some(a) => Some(Members::load(&state, a).await?),
         None => None,
     };
     let (policy, resume_at) = start_policy(&state, &headers, q.last_event_id.as_deref(), instance.as_ref()).await?;
@@ -270,15 +354,22 @@ async fn open(
         .map_err(|e| unavailable(&e))?;
     let messages = consumer.messages().await.map_err(|e| unavailable(&e))?;
     let end = CancellationToken::new();
+    if let Some(m) = &members {
+        keep_current(state.clone(), m.clone(), end.clone());
+    }
     watch(state.clone(), access, end.clone());
     let hold = Hold { _slot: slot, _pod: pod, _watch: end.clone().drop_guard() };
     let first = gap.then(|| Ok(SseEvent::default().comment("some events after Last-Event-ID are no longer retained")));
     let items = messages.take_while(|m| std::future::ready(m.is_ok())).filter_map(move |m| {
         // The hold lives as long as the stream.
         let _ = &hold;
+        let members = members.clone();
         async move {
             let m = m.ok()?;
             let v: serde_json::Value = serde_json::from_slice(&m.payload).ok()?;
+            if members.as_ref().is_some_and(|m| !m.admits(&v)) {
+                return None;
+            }
             let id = v.get("id")?.as_str()?.to_string();
             let kind = v.get("type")?.as_str()?.to_string();
             if !owner && kind == OWNER_ONLY {
@@ -352,6 +443,40 @@ async fn all_events(
     ValidatedQuery(q): ValidatedQuery<StreamQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     open(state, headers, q, Access::Admin, true).await
+}
+
+/// The events of every instance of the account as they happen: the admin, or the
+/// account's own token. Same format and resume as the instance stream; an instance the
+/// account creates comes in with its `instance.created`, and one it deletes leaves after
+/// its `instance.deleted`.
+#[utoipa::path(get, path = "/v1/accounts/{id}/events", tag = "events",
+    params(("id" = AccountId, Path, description = "account id"), StreamQuery,
+        ("Last-Event-ID" = Option<EventId>, Header, description = "resume after this event")),
+    responses(
+        (status = 200, description = "an endless `text/event-stream`; each item's data is an event", content_type = "text/event-stream", body = Event),
+        (status = 400, description = "`validation_failed`: an unknown type, or a Last-Event-ID that is no event id", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: another account's token, or neither the admin nor an account token", body = ErrorBody),
+        (status = 404, description = "`not_found`", body = ErrorBody),
+        (status = 429, description = "`rate_limited`: too many event streams open for this account or on this server; `Retry-After`", body = ErrorBody),
+        (status = 504, description = "`worker_timeout`: the event stream is unavailable for now; retry", body = ErrorBody),
+    ),
+    security(("admin" = [])))]
+async fn account_events(
+    State(state): State<AppState>,
+    AccountAccess { id, principal }: AccountAccess,
+    ClientIp(ip): ClientIp,
+    headers: HeaderMap,
+    ValidatedQuery(q): ValidatedQuery<StreamQuery>,
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    let access = match principal {
+        Principal::Admin => Access::AdminOnAccount(id),
+        _ => {
+            let token = door::extract::bearer_of(&headers).unwrap_or_default().to_string();
+            Access::AccountToken { token, account: id, ip }
+        }
+    };
+    open(state, headers, q, access, true).await
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Every `/v1` route, merged in one place. One module per resource, each exporting
 //! `router()`.
 
+pub mod account_webhooks;
 pub mod accounts;
 pub mod api_keys;
 pub mod attendant;
@@ -40,6 +41,7 @@ pub fn all() -> OpenApiRouter<AppState> {
         .merge(cluster::router())
         .merge(instances::router())
         .merge(accounts::router())
+        .merge(account_webhooks::router())
         .merge(bulk::router())
         .merge(pairing::router())
         .merge(messages::router())
