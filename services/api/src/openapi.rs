@@ -26,7 +26,7 @@ use utoipa::{Modify, OpenApi};
         shared::ids::InstanceId, shared::ids::MessageId, shared::ids::MediaId, shared::ids::WebhookId,
         shared::ids::DeliveryId, shared::ids::EventId, shared::ids::KeyId,
         catalog::Event, catalog::InstanceStateEventData, catalog::QrUpdatedEventData, catalog::ConnectedEventData,
-        catalog::InstanceLifecycleEventData,
+        catalog::InstanceLifecycleEventData, domain::accounts::usage::ExportFormat,
         catalog::EmptyEventData, catalog::ReceiptEventData, catalog::ReceivedMessageEventData, catalog::MediaUpdatedEventData,
         catalog::ReactionEventData, catalog::ChatUpdatedEventData, catalog::ContactUpdatedEventData,
         catalog::LabelUpdatedEventData, catalog::LabelEventLabel, catalog::ChannelUpdatedEventData, catalog::InstanceRiskEventData, catalog::InstancePausedEventData, catalog::InstanceResumedEventData, catalog::AttendantRepliedEventData, catalog::AttendantTokens, catalog::AttendantHandoffEventData, catalog::AttendantFailedEventData, catalog::GroupUpdatedEventData, catalog::GroupParticipantsEventData,

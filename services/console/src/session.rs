@@ -35,10 +35,15 @@ const MAX_COOKIE: usize = 4096;
 /// Who signed in, as `GET /v1/me` said.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Who {
-    /// `admin`, `instance` or `api_key`.
+    /// `admin`, `instance`, `api_key` or `account`.
     pub kind: String,
     #[serde(default)]
     pub instance_id: Option<String>,
+    /// An account token's account.
+    #[serde(default)]
+    pub account_id: Option<String>,
+    #[serde(default)]
+    pub account_name: Option<String>,
     #[serde(default)]
     pub instance_name: Option<String>,
     /// An API key's scope: `read_only` or `send_only`.
@@ -51,10 +56,20 @@ impl Who {
         self.kind == "admin"
     }
 
-    /// May start, stop and pair sessions: the admin and an instance's own token (a key
-    /// only reads or sends).
+    /// An account token: its account's fleet.
+    pub fn is_account(&self) -> bool {
+        self.kind == "account"
+    }
+
+    /// Sees a fleet: the admin (every instance) and an account token (its own).
+    pub fn sees_fleet(&self) -> bool {
+        self.is_admin() || self.is_account()
+    }
+
+    /// May start, stop and pair sessions: the admin, an account's token on its instances
+    /// and an instance's own token (a key only reads or sends).
     pub fn can_operate(&self) -> bool {
-        matches!(self.kind.as_str(), "admin" | "instance")
+        matches!(self.kind.as_str(), "admin" | "instance" | "account")
     }
 
     /// May read the instance: all but a `send_only` key.
@@ -250,7 +265,14 @@ mod tests {
     }
 
     fn who() -> Who {
-        Who { kind: "instance".into(), instance_id: Some("inst_x".into()), instance_name: None, scope: None }
+        Who {
+            kind: "instance".into(),
+            instance_id: Some("inst_x".into()),
+            account_id: None,
+            account_name: None,
+            instance_name: None,
+            scope: None,
+        }
     }
 
     #[test]

@@ -25,16 +25,38 @@ pub mod usage;
 pub const MAX_TOKENS: i64 = 10;
 /// The longest account or token name (characters).
 const NAME_LIMIT: usize = 100;
-/// The largest `metadata`, as compact JSON.
-const METADATA_LIMIT: usize = 16 * 1024;
+/// `metadata`'s bounds: keys, a key's length and pattern, a value's length.
+const METADATA_KEYS: usize = 50;
+const METADATA_KEY_PATTERN: &str = "^[A-Za-z0-9_.:-]{1,40}$";
+const METADATA_VALUE_LIMIT: usize = 500;
+
+/// The schema of `metadata`: an object of up to 50 string values (up to 500 characters)
+/// under keys of 1-40 of `[A-Za-z0-9_.:-]`.
+pub struct Metadata;
+
+impl utoipa::PartialSchema for Metadata {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        let key = ObjectBuilder::new().schema_type(Type::String).pattern(Some(METADATA_KEY_PATTERN));
+        let value = ObjectBuilder::new().schema_type(Type::String).max_length(Some(METADATA_VALUE_LIMIT));
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .max_properties(Some(METADATA_KEYS))
+            .property_names(Some(key))
+            .additional_properties(Some(value))
+            .description(Some("The provider's own data (its customer id, a plan): up to 50 string values of up to 500 characters, under keys of 1-40 of `[A-Za-z0-9_.:-]`."))
+            .into()
+    }
+}
+
+impl ToSchema for Metadata {}
 
 /// An account.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct AccountOut {
     pub id: AccountId,
     pub name: String,
-    /// The provider's own data (its customer id, plan): a JSON object, up to 16 KiB.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Metadata)]
     pub metadata: serde_json::Value,
     pub quotas: Quotas,
     pub state: AccountState,
@@ -68,13 +90,17 @@ impl From<AccountRow> for AccountOut {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AccountIn {
-    /// 1-100 characters.
-    #[schema(min_length = 1, max_length = 100, pattern = r"\S")]
+    /// 1-100 characters, not only whitespace, no control character.
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+    )]
     pub name: String,
-    /// A JSON object of the provider's own (up to 16 KiB).
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<Metadata>)]
     pub metadata: Option<serde_json::Value>,
     /// Absent ones: no limit.
+    #[serde(default, deserialize_with = "object_only")]
     pub quotas: Option<QuotasPatch>,
 }
 
@@ -97,6 +123,19 @@ pub struct QuotasPatch {
     #[serde(default, deserialize_with = "some")]
     #[schema(value_type = Option<u32>, maximum = 2_147_483_647)]
     pub webhooks: Option<Option<i64>>,
+}
+
+/// An optional JSON object read as `T`; anything but an object or `null` is refused (a
+/// derived struct would also take an array of its fields in order).
+fn object_only<'de, D: serde::Deserializer<'de>, T: serde::de::DeserializeOwned>(
+    d: D,
+) -> std::result::Result<Option<T>, D::Error> {
+    use serde::de::Error as _;
+    match Option::<serde_json::Value>::deserialize(d)? {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(v @ serde_json::Value::Object(_)) => serde_json::from_value(v).map(Some).map_err(D::Error::custom),
+        Some(_) => Err(D::Error::custom("expected an object")),
+    }
 }
 
 /// Distinguishes an absent field (`None`) from an explicit `null` (`Some(None)`).
@@ -149,12 +188,17 @@ pub struct AccountCreatedOut {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AccountPatch {
-    #[schema(min_length = 1, max_length = 100, pattern = r"\S")]
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+    )]
     pub name: Option<String>,
     /// Replaces the whole object.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<Metadata>)]
     pub metadata: Option<serde_json::Value>,
     /// Only the quotas named change.
+    #[serde(default, deserialize_with = "object_only")]
     pub quotas: Option<QuotasPatch>,
     /// `suspended` stops its instances' sends (queued messages wait) and its tokens'
     /// writes; `active` resumes both.
@@ -202,8 +246,12 @@ pub struct DeleteQuery {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TokenIn {
-    /// What the token is for, 1-100 characters.
-    #[schema(min_length = 1, max_length = 100, pattern = r"\S")]
+    /// What the token is for, 1-100 characters, not only whitespace, no control character.
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+    )]
     pub name: String,
 }
 
@@ -248,25 +296,32 @@ pub struct MoveIn {
     pub account_id: Option<Option<AccountId>>,
 }
 
-/// A name of 1-100 characters, trimmed.
+/// A name: 1-100 characters, not only whitespace, no control character; stored trimmed.
 fn name(raw: &str, field: &str) -> Result<String> {
     let name = crate::text::trim_ecma(raw).to_string();
-    if name.is_empty() || name.chars().count() > NAME_LIMIT || name.chars().any(char::is_control) {
+    if name.is_empty() || raw.chars().count() > NAME_LIMIT || raw.chars().any(char::is_control) {
         return Err(Error::field(field, format!("{field} must be 1-{NAME_LIMIT} characters, none of them control")));
     }
     Ok(name)
 }
 
-/// Metadata: a JSON object of at most 16 KiB.
+/// Metadata as [`Metadata`] describes it; 400 naming `metadata` otherwise.
 fn metadata(v: serde_json::Value) -> Result<serde_json::Value> {
-    if !v.is_object() {
-        return Err(Error::field("metadata", "metadata must be a JSON object"));
+    let bad = |m: &str| Error::field("metadata", m.to_string());
+    let Some(map) = v.as_object() else { return Err(bad("metadata must be a JSON object")) };
+    if map.len() > METADATA_KEYS {
+        return Err(bad("metadata holds at most 50 keys"));
     }
-    if serde_json::to_vec(&v).map_or(usize::MAX, |b| b.len()) > METADATA_LIMIT {
-        return Err(Error::field("metadata", "metadata must be at most 16 KiB as JSON"));
-    }
-    if v.to_string().contains('\0') {
-        return Err(Error::field("metadata", "metadata must not contain the NUL character"));
+    let key_ok =
+        |k: &str| (1..=40).contains(&k.len()) && k.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.:-".contains(&b));
+    for (k, val) in map {
+        if !key_ok(k) {
+            return Err(bad("metadata keys must be 1-40 of A-Z, a-z, 0-9, `_`, `.`, `:` and `-`"));
+        }
+        match val.as_str() {
+            Some(s) if s.chars().count() <= METADATA_VALUE_LIMIT && !s.contains('\0') => {}
+            _ => return Err(bad("metadata values must be strings of at most 500 characters, without NUL")),
+        }
     }
     Ok(v)
 }

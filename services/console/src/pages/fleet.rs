@@ -42,7 +42,9 @@ fn bulk_fields(prefix: &str) -> Markup {
     }
 }
 
-/// The fleet: counts by state, every instance, filtered, a page at a time.
+/// The fleet, filtered, a page at a time: every instance for the admin (with bulk actions and the cluster's
+/// counts), an account's own for its token (no bulk action: the bulk route is the
+/// admin's).
 pub fn fleet(who: (&Who, &str), f: &FleetFilter<'_>, page: &InstanceListOut, cluster: Option<&ClusterOut>) -> Markup {
     let (_, csrf) = who;
     layout(
@@ -83,20 +85,23 @@ pub fn fleet(who: (&Who, &str), f: &FleetFilter<'_>, page: &InstanceListOut, clu
             } @else {
                 form #bulk method="post" action="/fleet/bulk" {
                     input type="hidden" name="csrf" value=(csrf);
+                    @let admin = who.0.is_admin();
                     div.scroll tabindex="0" {
                         table {
                             caption { "Instances" }
                             thead { tr {
-                                th scope="col" { span.visually-hidden { "Select" } }
+                                @if admin { th scope="col" { span.visually-hidden { "Select" } } }
                                 th scope="col" { "Name" } th scope="col" { "State" } th scope="col" { "Network" } th scope="col" { "Tags" }
                                 th scope="col" { "Risk" } th scope="col" { "Queue" } th scope="col" { "Worker" } th scope="col" { "Last change" }
                             } }
                             tbody {
                                 @for i in &page.instances {
                                     tr {
-                                        td {
-                                            input type="checkbox" name="id" value=(i.id) aria-label={ "Select " (i.name) };
-                                            input type="hidden" name="label" value={ (i.id) ":" (i.name) };
+                                        @if admin {
+                                            td {
+                                                input type="checkbox" name="id" value=(i.id) aria-label={ "Select " (i.name) };
+                                                input type="hidden" name="label" value={ (i.id) ":" (i.name) };
+                                            }
                                         }
                                         td { a href={ "/i/" (i.id) } { (i.name) } }
                                         td { (state_badge(i.state)) }
@@ -111,18 +116,18 @@ pub fn fleet(who: (&Who, &str), f: &FleetFilter<'_>, page: &InstanceListOut, clu
                             }
                         }
                     }
-                    fieldset.bulk {
+                    @if admin { fieldset.bulk {
                         legend { "With the instances ticked" }
                         (bulk_fields("bulk"))
                         label.check { input type="checkbox" name="confirm" value="yes" required; " I confirm: this acts on every instance ticked" }
                         button type="submit" { "Apply" }
-                    }
+                    } }
                 }
             }
             @if let Some(next) = &page.next_cursor {
                 p { a rel="next" href=(next_page(f, next)) { "Next page" } }
             }
-            @if !f.tag.is_empty() {
+            @if !f.tag.is_empty() && who.0.is_admin() {
                 form #bulk-tag method="post" action="/fleet/bulk/tag" {
                     input type="hidden" name="csrf" value=(csrf);
                     input type="hidden" name="tag" value=(f.tag);

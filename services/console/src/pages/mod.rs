@@ -44,6 +44,7 @@ pub fn layout(title: &str, who: Option<(&Who, &str)>, body: Markup) -> Markup {
                     @if let Some((who, csrf)) = who {
                         nav aria-label="main" {
                             @if who.is_admin() { a href="/fleet" { "Fleet" } a href="/cluster" { "Cluster" } }
+                            @else if who.is_account() { a href="/fleet" { "Fleet" } }
                             @else if who.instance_id.is_some() {
                                 a href=(who.home()) { (who.instance_name.as_deref().unwrap_or("Instance")) }
                             }
@@ -65,6 +66,7 @@ fn signed_in_as(who: &Who) -> String {
     match (who.kind.as_str(), who.scope.as_deref()) {
         ("admin", _) => "admin".into(),
         ("api_key", Some(scope)) => format!("API key ({})", scope.replace('_', " ")),
+        ("account", _) => format!("account {}", who.account_name.as_deref().unwrap_or_default()),
         _ => "instance token".into(),
     }
 }
@@ -76,7 +78,7 @@ pub fn sign_in(csrf: &str, error: Option<&str>) -> Markup {
         None,
         html! {
             h1 { "Sign in" }
-            p { "Sign in with the admin token, an instance's token or an API key. It stays in a sealed cookie and is never shown again." }
+            p { "Sign in with the admin token, an account's token, an instance's token or an API key. It stays in a sealed cookie and is never shown again." }
             @if let Some(e) = error { p.error role="alert" { (e) } }
             form method="post" action="/" autocomplete="off" {
                 input type="hidden" name="csrf" value=(csrf);

@@ -55,9 +55,25 @@ pub struct FleetQuery {
     cursor: String,
 }
 
-/// The fleet, with the cluster's counts by state at the top.
+/// The session of a token that sees a fleet (the admin, an account's), or the answer
+/// for anyone else.
+fn fleet_session(c: &Console, headers: &HeaderMap) -> Result<Session, Box<Response>> {
+    let Some(s) = c.sessions.read(headers) else { return Err(Box::new(to_sign_in(c, headers))) };
+    if !s.who.sees_fleet() {
+        let m = pages::problem(
+            Some((&s.who, &s.csrf)),
+            "Not allowed",
+            "Only the admin and account tokens see a fleet; an instance's token sees its instance.",
+        );
+        return Err(Box::new(page(c, &s, StatusCode::FORBIDDEN, m)));
+    }
+    Ok(s)
+}
+
+/// The fleet (an account token's: its own instances), with the cluster's counts by
+/// state at the top for the admin.
 pub async fn fleet(State(c): State<Console>, headers: HeaderMap, Query(q): Query<FleetQuery>) -> Response {
-    let s = match admin(&c, &headers) {
+    let s = match fleet_session(&c, &headers) {
         Ok(s) => s,
         Err(res) => return *res,
     };
@@ -69,14 +85,17 @@ pub async fn fleet(State(c): State<Console>, headers: HeaderMap, Query(q): Query
         ("cursor", q.cursor.as_str()),
         ("limit", "50"),
     ];
-    let (list, cluster) = tokio::join!(
-        c.api.get::<InstanceListOut>(&s.token, "/v1/instances", &query),
-        c.api.get::<ClusterOut>(&s.token, "/v1/cluster", &[]),
-    );
+    let cluster = async {
+        match s.who.is_admin() {
+            true => c.api.get::<ClusterOut>(&s.token, "/v1/cluster", &[]).await.ok(),
+            false => None,
+        }
+    };
+    let (list, cluster) = tokio::join!(c.api.get::<InstanceListOut>(&s.token, "/v1/instances", &query), cluster);
     match list {
         Ok(list) => {
             let f = FleetFilter { state: &q.state, tag: &q.tag, name: q.name.trim(), risk: &q.risk };
-            page(&c, &s, StatusCode::OK, pages::fleet((&s.who, &s.csrf), &f, &list, cluster.ok().as_ref()))
+            page(&c, &s, StatusCode::OK, pages::fleet((&s.who, &s.csrf), &f, &list, cluster.as_ref()))
         }
         Err(e) => refused(&c, &s, e),
     }

@@ -209,7 +209,7 @@ pub async fn delete(
         return show(&c, &s, &id, StatusCode::BAD_REQUEST, &note).await;
     }
     match c.api.delete(&s.token, &format!("/v1/instances/{id}")).await {
-        Ok(()) if s.who.is_admin() => super::back(&c, &s, "/fleet"),
+        Ok(()) if s.who.sees_fleet() => super::back(&c, &s, "/fleet"),
         Ok(()) => ([(header::SET_COOKIE, c.sessions.clear(Jar::Session))], Redirect::to("/")).into_response(),
         Err(e) => refused(&c, &s, e),
     }

@@ -172,8 +172,9 @@ mod tests {
 
     #[test]
     fn csv_fields_are_quoted_and_formulas_neutralized() {
-        assert_eq!(field("shop-1"), "'shop-1");
-        assert_eq!(field("shop_1"), "shop_1");
+        assert_eq!(field("shop-1"), "shop-1");
+        assert_eq!(field("-1+1"), "'-1+1");
+        assert_eq!(field("@cmd"), "'@cmd");
         assert_eq!(field("=SUM(A1)"), "'=SUM(A1)");
         assert_eq!(field("a,b"), "\"a,b\"");
         assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");

@@ -6,7 +6,8 @@ src/api/dto/*.dto.ts, src/api/integrations/channel/whatsapp/whatsapp.baileys.ser
 
 Environment: EVO_URL (the API), EVO_ADMIN (the admin token: Evolution's global key),
 NETSIM (netsim's control API), SHOP and BIZ (netsim numbers to pair; BIZ is a business
-account), FRIEND and NEWBIE (contacts with accounts), NOBODY (a number without one).
+account), FRIEND and NEWBIE (contacts with accounts), NOBODY (a number without one),
+EVO_ACCOUNT (an account's token: the global key of its own instances).
 Prints one JSON object with what each step saw; the Rust test asserts on it.
 """
 
@@ -114,6 +115,12 @@ def main():
     out["fetch_admin"] = client.instances.fetch_instances()
     # The instance's own token sees only its instance.
     out["fetch_own"] = EvolutionClient(URL, token).instances.fetch_instances()
+    # An account's token is the global key of its own instances: it creates inside the
+    # account and lists only those.
+    account = EvolutionClient(URL, os.environ["EVO_ACCOUNT"])
+    made = account.instances.create_instance(InstanceConfig(instanceName="evo-account", qrcode=False))
+    out["account_create"] = made["instance"]
+    out["account_fetch"] = sorted(i["name"] for i in account.instances.fetch_instances())
     try:
         EvolutionClient(URL, "pl_inst_not_a_token").instances.fetch_instances()
         out["bad_key"] = "accepted"

@@ -182,8 +182,20 @@ async fn accounts_are_listed_edited_rotated_and_deleted_as_the_admin_says() {
     assert_eq!(admin.get("/v1/accounts?name=acme").await.expect(200)["accounts"].as_array().unwrap().len(), 1);
     admin.post("/v1/accounts", &json!({ "name": "  " })).await.expect_error(400, "validation_failed");
     admin.post("/v1/accounts", &json!({ "name": "x", "metadata": [1] })).await.expect_error(400, "validation_failed");
-    let big = json!({ "name": "x", "metadata": { "blob": "x".repeat(17 * 1024) } });
-    admin.post("/v1/accounts", &big).await.expect_error(400, "validation_failed");
+    for bad in [
+        json!({ "blob": "x".repeat(501) }),
+        json!({ "nested": { "a": "b" } }),
+        json!({ "bad key": "x" }),
+        json!((0..51).map(|i| (format!("k{i}"), json!("v"))).collect::<serde_json::Map<_, _>>()),
+    ] {
+        admin
+            .post("/v1/accounts", &json!({ "name": "x", "metadata": bad }))
+            .await
+            .expect_error(400, "validation_failed");
+    }
+    let quotas_as_array = json!({ "name": "x", "quotas": [null, 5] });
+    admin.post("/v1/accounts", &quotas_as_array).await.expect_error(400, "validation_failed");
+    admin.post("/v1/accounts", &json!({ "name": "tab\there" })).await.expect_error(400, "validation_failed");
 
     // Rotation: a second token, the first revoked; the revoked one stops at once.
     let made = ta.post(&format!("/v1/accounts/{a}/tokens"), &json!({ "name": "rotated" })).await.expect(201);
@@ -335,4 +347,40 @@ async fn suspension_holds_sends_and_usage_sums_to_the_instances() {
     let lines = token.get(&format!("/v1/accounts/{acct}/usage/export?{q}")).await.expect(200);
     assert!(lines["lines"].as_array().unwrap().iter().any(|l| l["instance_id"].is_null()), "{lines}");
     dispatcher.abort();
+}
+
+#[tokio::test]
+async fn media_and_lookup_quotas_count_across_the_accounts_instances() {
+    use base64::Engine;
+    let api = TestApi::start().await;
+    let (_, token) = account(&api, "media", json!({ "media_bytes": 1500, "lookups_per_day": 2 })).await;
+    let (one, two) = (instance(&token, "media-1").await, instance(&token, "media-2").await);
+    let image = base64::engine::general_purpose::STANDARD.encode(vec![7u8; 1000]);
+    let send = |id: &str| {
+        let body =
+            json!({ "to": "5511999990001", "type": "image", "media": { "data": image, "mime_type": "image/png" } });
+        let (token, path) = (token.clone(), format!("/v1/instances/{id}/messages"));
+        async move { token.post(&path, &body).await }
+    };
+    send(&one).await.expect(202);
+    // The second instance's media counts against the same account quota.
+    send(&two).await.expect_error(413, "quota_exceeded");
+    let db = shared::db::connect(&api.config).await.unwrap();
+    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM media").fetch_one(&db).await.unwrap();
+    assert_eq!(stored, 1, "the refused media was not kept");
+
+    // Lookups: more numbers than the day has left is refused before any is looked up.
+    let check = |numbers: Value| {
+        let (token, path) = (token.clone(), format!("/v1/instances/{one}/check-numbers"));
+        async move { token.post(&path, &json!({ "numbers": numbers })).await }
+    };
+    let over = check(json!(["5511999990001", "5511999990002", "5511999990003"])).await;
+    let wait: u64 = over.headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=86_400).contains(&wait), "{wait}");
+    over.expect_error(429, "quota_exceeded");
+    // A lookup that fails (no session runs here) gives its share back: twice, the same.
+    for _ in 0..2 {
+        let r = check(json!(["5511999990001", "5511999990002"])).await;
+        assert_eq!(r.body["error"]["code"], "instance_not_connected", "{}", r.text);
+    }
 }

@@ -15,6 +15,7 @@ use serde_json::json;
 
 use crate::bin;
 
+mod account;
 mod admin;
 mod bulk;
 mod sign_in;
@@ -125,7 +126,7 @@ async fn get(base: &str, cookie: &str, path: &str) -> (StatusCode, String) {
     assert!(res.headers().get(CONTENT_SECURITY_POLICY).is_some(), "every page sends the CSP");
     let status = res.status();
     let html = res.text().await.unwrap();
-    for secret in ["pl_admin_", "pl_inst_", "pl_key_"] {
+    for secret in ["pl_admin_", "pl_inst_", "pl_key_", "pl_acct_"] {
         assert!(!html.contains(secret), "a page never contains a token ({secret} on {path})");
     }
     (status, html)

@@ -35,9 +35,11 @@ async fn evolutions_python_client_runs_unchanged_against_netsim() {
     for (n, business) in [(SHOP, false), (BIZ, true), (FRIEND, false), (NEWBIE, false), (OUTSIDER, false)] {
         c.phone(n, business).await;
     }
+    let (acct, acct_token) = crate::accounts::account(&c.api, "evo-account", serde_json::json!({})).await;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/evolution/client.py");
     let mut cmd = Command::new(harness::test_python());
     cmd.arg(script)
+        .env("EVO_ACCOUNT", acct_token.token.clone().unwrap())
         .env("EVO_URL", format!("http://{}", c.api.addr))
         .env("EVO_ADMIN", c.api.config.admin_token.clone().unwrap())
         .env("NETSIM", format!("http://{}", c.netsim))
@@ -71,6 +73,11 @@ async fn evolutions_python_client_runs_unchanged_against_netsim() {
     assert_eq!(shop["ownerJid"], format!("{SHOP}@s.whatsapp.net"));
     assert!(shop["token"].is_null(), "tokens are stored hashed, never shown again");
     assert_eq!(r["fetch_own"].as_array().unwrap().len(), 1);
+    // An account's token: created inside the account, and only its own listed.
+    assert_eq!(r["account_fetch"], serde_json::json!(["evo-account"]), "{}", r["account_fetch"]);
+    let made = r["account_create"]["instanceId"].as_str().unwrap();
+    let held = c.api.admin().get(&format!("/v1/instances/{made}")).await.expect(200);
+    assert_eq!(held["account_id"], acct.as_str());
     assert_eq!(r["bad_key"], "EvolutionAuthenticationError");
 
     // 2. Sends: ours (serviceId, messageId) beside Evolution's record, queued (PENDING).

@@ -22,7 +22,7 @@ fn names(v: &Value) -> Vec<&str> {
 }
 
 /// Runs one official SDK's client script against the cluster; its report.
-async fn run_client(sdk: Sdk, c: &Cluster, tokens: [&str; 3]) -> Value {
+async fn run_client(sdk: Sdk, c: &Cluster, tokens: [&str; 3], account: &Account) -> Value {
     let [instance, read_only, send_only] = tokens;
     let mut cmd = match sdk {
         Sdk::Python => {
@@ -44,11 +44,21 @@ async fn run_client(sdk: Sdk, c: &Cluster, tokens: [&str; 3]) -> Value {
         .env("MCP_SEND_ONLY", send_only)
         .env("MCP_PHONE", B)
         .env("MCP_INVALID", NOBODY)
-        .env("PACELINE_BIN", bin());
+        .env("PACELINE_BIN", bin())
+        .env("MCP_ACCOUNT", &account.token)
+        .env("MCP_ACCOUNT_INSTANCE", &account.instance)
+        .env("MCP_OTHER_INSTANCE", &account.other);
     let out = tokio::task::spawn_blocking(move || cmd.output()).await.unwrap().expect("the client runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "the {sdk:?} MCP client failed:\n{stderr}");
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"))
+}
+
+/// An account's token, its instance, and an instance outside it.
+struct Account {
+    token: String,
+    instance: String,
+    other: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -73,10 +83,27 @@ async fn the_official_sdks_operate_the_gateway_over_http_and_stdio() {
     let send_only = c.api.create_key(&owner, &id, "send_only").await;
     // A second instance the admin sees and the instance token does not.
     c.api.create_instance("mcp-other").await;
+    // An account with an instance of its own: it lists and reaches that one only.
+    let (_, acct) = crate::accounts::account(&c.api, "mcp-account", json!({})).await;
+    let account = Account {
+        instance: crate::accounts::instance(&acct, "mcp-acct").await,
+        token: acct.token.clone().unwrap(),
+        other: id.clone(),
+    };
 
     for sdk in [Sdk::Python, Sdk::TypeScript] {
-        let r = run_client(sdk, &c, [&token, &read_only, &send_only]).await;
+        let r = run_client(sdk, &c, [&token, &read_only, &send_only], &account).await;
         check_report(sdk, &r, &id);
+        if sdk == Sdk::Python {
+            let a = &r["account"];
+            assert_eq!(names(&a["tools"]).len(), 13, "an account token sees every tool: {a}");
+            let listed = a["instances"]["structured"]["instances"].as_array().unwrap();
+            assert_eq!(listed.len(), 1, "{a}");
+            assert_eq!(listed[0]["id"], account.instance.as_str());
+            assert_eq!(a["own"]["structured"]["id"], account.instance.as_str(), "{a}");
+            assert_eq!(a["other"]["is_error"], true, "{a}");
+            assert_eq!(a["other"]["structured"]["error"]["code"], "forbidden", "{a}");
+        }
     }
 
     // The phone got each message once.

@@ -41,10 +41,10 @@ async fn queued_messages_have_a_record_and_an_event() {
         .unwrap();
     assert!(wa.starts_with("3EB0"));
     let events = shared::db::outbox::types_for(&db, &shared::ids::InstanceId::parse(id).unwrap()).await.unwrap();
-    assert_eq!(events.len(), 1);
-    assert_eq!(events[0].0, "message.queued");
-    assert!(events[0].1["id"].as_str().unwrap().starts_with("evt_"));
-    assert_eq!(events[0].1["data"]["id"], m.id.as_str());
+    let kinds: Vec<&str> = events.iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(kinds, ["instance.created", "message.queued"]);
+    assert!(events[1].1["id"].as_str().unwrap().starts_with("evt_"));
+    assert_eq!(events[1].1["data"]["id"], m.id.as_str());
 }
 
 #[tokio::test]

@@ -1,5 +1,6 @@
 //! The OpenAPI description checked by the tools that rely on it: schemathesis (every
-//! check, as the admin and as an instance token) against a running API, and
+//! check, as the admin, as an instance token and as an account token) against a
+//! running API, and
 //! openapi-python-client generating a client with every endpoint. Both come from PyPI
 //! into the test venv (`scripts/lib/services.sh`).
 
@@ -17,9 +18,11 @@ fn tool(name: &str) -> PathBuf {
 /// test's instance; fails with its report when it finds anything.
 /// Deleting the run's instance (`/v1` or Evolution's) ends the run's target: neither is
 /// tried.
-const NOT_TRIED: &[&str] = &["instances_delete", "evolution_instance_delete"];
+/// Nor is deleting the run's account.
+const NOT_TRIED: &[&str] = &["instances_delete", "evolution_instance_delete", "accounts_delete"];
 
 async fn schemathesis(api: &TestApi, token: &str, inst: &harness::Instance, exclude: &[&str]) {
+    let account = inst.account_id.clone().map(|a| a.to_string()).unwrap_or_else(|| "acct_none".into());
     let config = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/schemathesis.toml");
     let url = format!("http://{}/v1/openapi.json", api.addr);
     let mut cmd = Command::new(tool("st"));
@@ -31,7 +34,8 @@ async fn schemathesis(api: &TestApi, token: &str, inst: &harness::Instance, excl
         // MCP is JSON-RPC behind one route: the MCP SDK's test drives it (tests/it/mcp.rs).
         .args(["--exclude-path", "/mcp"])
         .env("PACELINE_ST_INSTANCE_ID", inst.id.as_str())
-        .env("PACELINE_ST_INSTANCE_NAME", &inst.name);
+        .env("PACELINE_ST_INSTANCE_NAME", &inst.name)
+        .env("PACELINE_ST_ACCOUNT_ID", account);
     for op in NOT_TRIED.iter().chain(exclude) {
         cmd.args(["--exclude-operation-id", op]);
     }
@@ -46,6 +50,7 @@ async fn schemathesis(api: &TestApi, token: &str, inst: &harness::Instance, excl
 async fn schemathesis_finds_nothing_as_the_admin() {
     let api = TestApi::start().await;
     let (inst, _) = api.create_instance("st-admin").await;
+    let inst = in_an_account(&api, inst).await;
     let admin = api.config.admin_token.clone().unwrap();
     // Deleting the instance would leave the rest of the run nothing to work on.
     schemathesis(&api, &admin, &inst, &[]).await;
@@ -58,6 +63,24 @@ async fn schemathesis_finds_nothing_as_an_instance_token() {
     // Its own token may delete its instance or lock itself out with an allow-list: both
     // run in the admin's pass.
     schemathesis(&api, &token, &inst, &["instances_patch"]).await;
+}
+
+/// Puts the instance in a new account (the run's account routes work on it).
+async fn in_an_account(api: &TestApi, inst: harness::Instance) -> harness::Instance {
+    let (acct, _) = crate::accounts::account(api, &format!("st-{}", inst.name), serde_json::json!({})).await;
+    let to = serde_json::json!({ "account_id": acct });
+    api.admin().put(&format!("/v1/instances/{}/account", inst.id), &to).await.expect(204);
+    api.admin().get(&format!("/v1/instances/{}", inst.id)).await.expect_as(200)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schemathesis_finds_nothing_as_an_account_token() {
+    let api = TestApi::start().await;
+    let (acct, token) = crate::accounts::account(&api, "st-account", serde_json::json!({})).await;
+    let id = crate::accounts::instance(&token, "st-account-1").await;
+    let inst: harness::Instance = api.admin().get(&format!("/v1/instances/{id}")).await.expect_as(200);
+    assert_eq!(inst.account_id.as_ref().map(|a| a.to_string()), Some(acct));
+    schemathesis(&api, token.token.as_deref().unwrap(), &inst, &[]).await;
 }
 
 #[tokio::test]

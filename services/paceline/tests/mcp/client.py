@@ -5,7 +5,8 @@ report and the network.
 
 Environment: MCP_URL, MCP_ADMIN, MCP_INSTANCE, MCP_READ_ONLY, MCP_SEND_ONLY (tokens),
 MCP_PHONE (a netsim phone to write to), MCP_INVALID (a number without an account),
-PACELINE_BIN (the binary, for stdio).
+PACELINE_BIN (the binary, for stdio); MCP_ACCOUNT (an account's token),
+MCP_ACCOUNT_INSTANCE (its instance) and MCP_OTHER_INSTANCE (one outside it).
 """
 
 import asyncio
@@ -109,6 +110,13 @@ async def main():
 
     async with over_http(ENV["MCP_SEND_ONLY"]) as so:
         report["send_only"] = {"tools": await names(so)}
+
+    async with over_http(ENV["MCP_ACCOUNT"]) as acct:
+        r = {"tools": await names(acct)}
+        r["instances"] = tool_result(await acct.call_tool("list_instances", {}))
+        r["own"] = tool_result(await acct.call_tool("get_instance", {"instance_id": ENV["MCP_ACCOUNT_INSTANCE"]}))
+        r["other"] = tool_result(await acct.call_tool("get_instance", {"instance_id": ENV["MCP_OTHER_INSTANCE"]}))
+        report["account"] = r
 
     async with over_stdio(ENV["MCP_INSTANCE"]) as stdio:
         r = {"protocol": stdio.protocol_version, "tools": await names(stdio)}

@@ -34,7 +34,7 @@ fn owner(a: &AccountAccess) -> Owner {
 
 /// Register a webhook of the account: it receives the events of all its instances. The
 /// answer carries its signing secret, shown only here.
-#[utoipa::path(post, path = "/v1/accounts/{id}/webhooks", tag = "accounts", operation_id = "account_webhooks_create",
+#[utoipa::path(post, path = "/v1/accounts/{id}/webhooks", tag = "accounts", operation_id = "webhooks_create",
     params(("id" = AccountId, Path, description = "account id")),
     request_body = WebhookIn,
     responses(
@@ -55,7 +55,7 @@ async fn create(
 }
 
 /// The account's webhooks (without secrets).
-#[utoipa::path(get, path = "/v1/accounts/{id}/webhooks", tag = "accounts", operation_id = "account_webhooks_list",
+#[utoipa::path(get, path = "/v1/accounts/{id}/webhooks", tag = "accounts", operation_id = "webhooks_list",
     params(("id" = AccountId, Path, description = "account id")),
     responses(
         (status = 200, description = "the webhooks", body = WebhookListOut),
@@ -69,7 +69,7 @@ async fn list(State(state): State<AppState>, access: AccountAccess) -> Result<Js
 }
 
 /// Read one of the account's webhooks (without its secret).
-#[utoipa::path(get, path = "/v1/accounts/{id}/webhooks/{webhook_id}", tag = "accounts", operation_id = "account_webhooks_get",
+#[utoipa::path(get, path = "/v1/accounts/{id}/webhooks/{webhook_id}", tag = "accounts", operation_id = "webhooks_get",
     params(("id" = AccountId, Path, description = "account id"), ("webhook_id" = WebhookId, Path, description = "webhook id")),
     responses(
         (status = 200, description = "the webhook", body = WebhookOut),
@@ -88,7 +88,7 @@ async fn get_one(
 
 /// Edit one of the account's webhooks: URL, event types, enabled; `rotate_secret`
 /// issues a new secret.
-#[utoipa::path(patch, path = "/v1/accounts/{id}/webhooks/{webhook_id}", tag = "accounts", operation_id = "account_webhooks_patch",
+#[utoipa::path(patch, path = "/v1/accounts/{id}/webhooks/{webhook_id}", tag = "accounts", operation_id = "webhooks_patch",
     params(("id" = AccountId, Path, description = "account id"), ("webhook_id" = WebhookId, Path, description = "webhook id")),
     request_body = WebhookPatch,
     responses(
@@ -109,7 +109,7 @@ async fn patch(
 }
 
 /// Remove one of the account's webhooks.
-#[utoipa::path(delete, path = "/v1/accounts/{id}/webhooks/{webhook_id}", tag = "accounts", operation_id = "account_webhooks_delete",
+#[utoipa::path(delete, path = "/v1/accounts/{id}/webhooks/{webhook_id}", tag = "accounts", operation_id = "webhooks_delete",
     params(("id" = AccountId, Path, description = "account id"), ("webhook_id" = WebhookId, Path, description = "webhook id")),
     responses(
         (status = 204, description = "removed"),
@@ -129,7 +129,7 @@ async fn delete(
 
 /// The delivery log of one of the account's webhooks, newest first (every instance's
 /// deliveries together), with cursor pagination and the same filters as an instance's.
-#[utoipa::path(get, path = "/v1/accounts/{id}/webhooks/{webhook_id}/deliveries", tag = "accounts", operation_id = "account_webhooks_deliveries",
+#[utoipa::path(get, path = "/v1/accounts/{id}/webhooks/{webhook_id}/deliveries", tag = "accounts", operation_id = "webhooks_deliveries",
     params(("id" = AccountId, Path, description = "account id"), ("webhook_id" = WebhookId, Path, description = "webhook id"), DeliveryQuery),
     responses(
         (status = 200, description = "a page of deliveries, newest first", body = DeliveryListOut),
@@ -149,7 +149,7 @@ async fn deliveries(
 }
 
 /// One delivery of an account's webhook, with its attempts and its latest request.
-#[utoipa::path(get, path = "/v1/accounts/{id}/webhooks/{webhook_id}/deliveries/{delivery_id}", tag = "accounts", operation_id = "account_webhooks_delivery",
+#[utoipa::path(get, path = "/v1/accounts/{id}/webhooks/{webhook_id}/deliveries/{delivery_id}", tag = "accounts", operation_id = "webhooks_delivery",
     params(
         ("id" = AccountId, Path, description = "account id"),
         ("webhook_id" = WebhookId, Path, description = "webhook id"),
@@ -171,7 +171,7 @@ async fn delivery(
 }
 
 /// Resend a failed delivery of an account's webhook: queued again, due now.
-#[utoipa::path(post, path = "/v1/accounts/{id}/webhooks/{webhook_id}/deliveries/{delivery_id}/resend", tag = "accounts", operation_id = "account_webhooks_resend",
+#[utoipa::path(post, path = "/v1/accounts/{id}/webhooks/{webhook_id}/deliveries/{delivery_id}/resend", tag = "accounts", operation_id = "webhooks_resend",
     params(
         ("id" = AccountId, Path, description = "account id"),
         ("webhook_id" = WebhookId, Path, description = "webhook id"),
