@@ -274,6 +274,8 @@ fn complete(doc: &mut serde_json::Value) {
             "delivery_id" => "DeliveryId",
             "media_id" => "MediaId",
             "key_id" => "KeyId",
+            "account_id" => "AccountId",
+            "token_id" => "AccountTokenId",
             "label_id" => "LabelId",
             _ => return json!({ "type": "string", "minLength": 1, "maxLength": 128 }),
         };

@@ -71,6 +71,11 @@ pub fn span(q: &UsageQuery, today: NaiveDate) -> Result<(NaiveDate, NaiveDate)> 
 pub async fn get(ctx: Ctx<'_>, q: &UsageQuery) -> Result<UsageOut> {
     let (from, to) = span(q, Utc::now().date_naive())?;
     let rows = usage::days(&ctx.core.db, ctx.instance, from, to).await?;
+    Ok(every_day(from, to, &rows))
+}
+
+/// Every day of `from..=to` (those without a row count nothing), and the totals.
+pub fn every_day(from: NaiveDate, to: NaiveDate, rows: &[usage::DayRow]) -> UsageOut {
     let mut totals = Counts::default();
     let mut days = Vec::new();
     let mut day = from;
@@ -80,7 +85,7 @@ pub async fn get(ctx: Ctx<'_>, q: &UsageQuery) -> Result<UsageOut> {
         days.push(UsageDay { date: day, counts });
         day += Duration::days(1);
     }
-    Ok(UsageOut { from, to, days, totals })
+    UsageOut { from, to, days, totals }
 }
 
 #[cfg(test)]

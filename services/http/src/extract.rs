@@ -160,8 +160,8 @@ async fn instance_access(
 #[derive(Clone, Copy)]
 struct Counted;
 
-/// The caller and the account named by the path's `{id}` on `/v1/accounts/{id}`
-/// routes: the admin reaches every account (404 `not_found` for one that does not
+/// The caller and the account named by the path's `{account_id}` on
+/// `/v1/accounts/{account_id}` routes: the admin reaches every account (404 `not_found` for one that does not
 /// exist), an account token only its own (403 otherwise), checked before any body is
 /// read.
 pub struct AccountAccess {
@@ -177,8 +177,11 @@ impl FromRequestParts<AppState> for AccountAccess {
         let params = axum::extract::RawPathParams::from_request_parts(parts, state)
             .await
             .map_err(|_| ApiError::not_found("account"))?;
-        let raw =
-            params.iter().find(|(k, _)| *k == "id").map(|(_, v)| v).ok_or_else(|| ApiError::not_found("account"))?;
+        let raw = params
+            .iter()
+            .find(|(k, _)| *k == "account_id")
+            .map(|(_, v)| v)
+            .ok_or_else(|| ApiError::not_found("account"))?;
         let id = principal.account_in_path(raw)?;
         if principal.is_admin() && shared::db::accounts::get(&state.db, &id).await?.is_none() {
             return Err(ApiError::not_found("account"));

@@ -198,7 +198,7 @@ impl McpServer {
             });
         }
         let mut body = answer.body;
-        if def.name == "list_instances" && !caller.principal.is_admin() {
+        if def.name == "list_instances" && caller.principal.own_instance().is_some() {
             body = json!({ "instances": [body] });
         }
         let mut result = CallToolResult::structured(body.clone());

@@ -10,7 +10,7 @@ use shared::ids::AccountId;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::page;
-use crate::usage::{UsageDay, UsageOut, UsageQuery};
+use crate::usage::{UsageOut, UsageQuery};
 use crate::{Core, Error, Result};
 
 /// The longest span one export covers (days, both ends included).
@@ -23,16 +23,7 @@ pub async fn get(core: &Core, id: &AccountId, q: &UsageQuery) -> Result<UsageOut
         return Err(Error::NotFound("account"));
     }
     let rows = accounts::usage_days(&core.db, id, from, to).await?;
-    let mut totals = Counts::default();
-    let mut days = Vec::new();
-    let mut day = from;
-    while day <= to {
-        let counts = rows.iter().find(|r| r.day == day).map(|r| r.counts.clone()).unwrap_or_default();
-        totals.add(&counts);
-        days.push(UsageDay { date: day, counts });
-        day += Duration::days(1);
-    }
-    Ok(UsageOut { from, to, days, totals })
+    Ok(crate::usage::every_day(from, to, &rows))
 }
 
 /// The format of an export.

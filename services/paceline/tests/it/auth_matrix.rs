@@ -50,7 +50,7 @@ impl Target {
 }
 
 fn fill(path: &str, t: &Target) -> String {
-    let path = match path.strip_prefix("/v1/accounts/{id}") {
+    let path = match path.strip_prefix("/v1/accounts/{account_id}") {
         Some(rest) => format!("/v1/accounts/{}{rest}", t.account),
         None => path.to_string(),
     };
@@ -116,7 +116,7 @@ enum Expect {
 }
 
 fn expect(kind: Kind, access: Access, op: &Op) -> Expect {
-    let per_account = op.path.starts_with("/v1/accounts/{id}");
+    let per_account = op.path.starts_with("/v1/accounts/{account_id}");
     let per_instance = !per_account && (op.path.contains("{id}") || op.path.contains("{instanceName}"));
     // Another instance's action routes, webhooks and deliveries are not told of.
     let hidden = op.path.contains("{instanceName}") || op.path.starts_with("/v1/instances/{id}/webhooks");
@@ -239,7 +239,7 @@ async fn every_route_answers_every_kind_of_token_as_its_row_says() {
             let deletes = op.method == reqwest::Method::DELETE
                 && ["/v1/instances/{id}", "/instance/delete/{instanceName}"].contains(&op.path.as_str());
             // Deleting an account is real too: the admin deletes a throwaway.
-            let deletes_account = op.method == reqwest::Method::DELETE && op.path == "/v1/accounts/{id}";
+            let deletes_account = op.method == reqwest::Method::DELETE && op.path == "/v1/accounts/{account_id}";
             let r = match kind {
                 Kind::Instance | Kind::Admin | Kind::Account if deletes => {
                     let (spare, spare_token) = api.create_instance(&format!("spare-{}", suffix())).await;

@@ -22,7 +22,11 @@ fn tool(name: &str) -> PathBuf {
 const NOT_TRIED: &[&str] = &["instances_delete", "evolution_instance_delete", "accounts_delete"];
 
 async fn schemathesis(api: &TestApi, token: &str, inst: &harness::Instance, exclude: &[&str]) {
-    let account = inst.account_id.clone().map(|a| a.to_string()).unwrap_or_else(|| "acct_none".into());
+    let account = inst
+        .account_id
+        .clone()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|| "acct_00000000000000000000000000000000".into());
     let config = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/schemathesis.toml");
     let url = format!("http://{}/v1/openapi.json", api.addr);
     let mut cmd = Command::new(tool("st"));

@@ -1,4 +1,4 @@
-//! `/v1/accounts/{id}/webhooks`: an account's webhooks, receiving the events of every
+//! `/v1/accounts/{account_id}/webhooks`: an account's webhooks, receiving the events of every
 //! instance of the account (each payload names its instance), with the same signing,
 //! retries, delivery log and resend as an instance's (`domain::webhooks`). The admin or
 //! the account's own token; another account's webhook is `not_found`.
@@ -34,8 +34,8 @@ fn owner(a: &AccountAccess) -> Owner {
 
 /// Register a webhook of the account: it receives the events of all its instances. The
 /// answer carries its signing secret, shown only here.
-#[utoipa::path(post, path = "/v1/accounts/{id}/webhooks", tag = "accounts", operation_id = "webhooks_create",
-    params(("id" = AccountId, Path, description = "account id")),
+#[utoipa::path(post, path = "/v1/accounts/{account_id}/webhooks", tag = "accounts", operation_id = "webhooks_create",
+    params(("account_id" = AccountId, Path, description = "account id")),
     request_body = WebhookIn,
     responses(
         (status = 201, description = "registered; `secret` is shown only now", body = WebhookOut),
@@ -55,8 +55,8 @@ async fn create(
 }
 
 /// The account's webhooks (without secrets).
-#[utoipa::path(get, path = "/v1/accounts/{id}/webhooks", tag = "accounts", operation_id = "webhooks_list",
-    params(("id" = AccountId, Path, description = "account id")),
+#[utoipa::path(get, path = "/v1/accounts/{account_id}/webhooks", tag = "accounts", operation_id = "webhooks_list",
+    params(("account_id" = AccountId, Path, description = "account id")),
     responses(
         (status = 200, description = "the webhooks", body = WebhookListOut),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
@@ -69,8 +69,8 @@ async fn list(State(state): State<AppState>, access: AccountAccess) -> Result<Js
 }
 
 /// Read one of the account's webhooks (without its secret).
-#[utoipa::path(get, path = "/v1/accounts/{id}/webhooks/{webhook_id}", tag = "accounts", operation_id = "webhooks_get",
-    params(("id" = AccountId, Path, description = "account id"), ("webhook_id" = WebhookId, Path, description = "webhook id")),
+#[utoipa::path(get, path = "/v1/accounts/{account_id}/webhooks/{webhook_id}", tag = "accounts", operation_id = "webhooks_get",
+    params(("account_id" = AccountId, Path, description = "account id"), ("webhook_id" = WebhookId, Path, description = "webhook id")),
     responses(
         (status = 200, description = "the webhook", body = WebhookOut),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
@@ -88,8 +88,8 @@ async fn get_one(
 
 /// Edit one of the account's webhooks: URL, event types, enabled; `rotate_secret`
 /// issues a new secret.
-#[utoipa::path(patch, path = "/v1/accounts/{id}/webhooks/{webhook_id}", tag = "accounts", operation_id = "webhooks_patch",
-    params(("id" = AccountId, Path, description = "account id"), ("webhook_id" = WebhookId, Path, description = "webhook id")),
+#[utoipa::path(patch, path = "/v1/accounts/{account_id}/webhooks/{webhook_id}", tag = "accounts", operation_id = "webhooks_patch",
+    params(("account_id" = AccountId, Path, description = "account id"), ("webhook_id" = WebhookId, Path, description = "webhook id")),
     request_body = WebhookPatch,
     responses(
         (status = 200, description = "the webhook; with `secret` after a rotation", body = WebhookOut),
@@ -109,8 +109,8 @@ async fn patch(
 }
 
 /// Remove one of the account's webhooks.
-#[utoipa::path(delete, path = "/v1/accounts/{id}/webhooks/{webhook_id}", tag = "accounts", operation_id = "webhooks_delete",
-    params(("id" = AccountId, Path, description = "account id"), ("webhook_id" = WebhookId, Path, description = "webhook id")),
+#[utoipa::path(delete, path = "/v1/accounts/{account_id}/webhooks/{webhook_id}", tag = "accounts", operation_id = "webhooks_delete",
+    params(("account_id" = AccountId, Path, description = "account id"), ("webhook_id" = WebhookId, Path, description = "webhook id")),
     responses(
         (status = 204, description = "removed"),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
@@ -129,8 +129,8 @@ async fn delete(
 
 /// The delivery log of one of the account's webhooks, newest first (every instance's
 /// deliveries together), with cursor pagination and the same filters as an instance's.
-#[utoipa::path(get, path = "/v1/accounts/{id}/webhooks/{webhook_id}/deliveries", tag = "accounts", operation_id = "webhooks_deliveries",
-    params(("id" = AccountId, Path, description = "account id"), ("webhook_id" = WebhookId, Path, description = "webhook id"), DeliveryQuery),
+#[utoipa::path(get, path = "/v1/accounts/{account_id}/webhooks/{webhook_id}/deliveries", tag = "accounts", operation_id = "webhooks_deliveries",
+    params(("account_id" = AccountId, Path, description = "account id"), ("webhook_id" = WebhookId, Path, description = "webhook id"), DeliveryQuery),
     responses(
         (status = 200, description = "a page of deliveries, newest first", body = DeliveryListOut),
         (status = 400, description = "`validation_failed`: bad limit, cursor, state, event type or time", body = ErrorBody),
@@ -149,9 +149,9 @@ async fn deliveries(
 }
 
 /// One delivery of an account's webhook, with its attempts and its latest request.
-#[utoipa::path(get, path = "/v1/accounts/{id}/webhooks/{webhook_id}/deliveries/{delivery_id}", tag = "accounts", operation_id = "webhooks_delivery",
+#[utoipa::path(get, path = "/v1/accounts/{account_id}/webhooks/{webhook_id}/deliveries/{delivery_id}", tag = "accounts", operation_id = "webhooks_delivery",
     params(
-        ("id" = AccountId, Path, description = "account id"),
+        ("account_id" = AccountId, Path, description = "account id"),
         ("webhook_id" = WebhookId, Path, description = "webhook id"),
         ("delivery_id" = DeliveryId, Path, description = "delivery id"),
     ),
@@ -171,9 +171,9 @@ async fn delivery(
 }
 
 /// Resend a failed delivery of an account's webhook: queued again, due now.
-#[utoipa::path(post, path = "/v1/accounts/{id}/webhooks/{webhook_id}/deliveries/{delivery_id}/resend", tag = "accounts", operation_id = "webhooks_resend",
+#[utoipa::path(post, path = "/v1/accounts/{account_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/resend", tag = "accounts", operation_id = "webhooks_resend",
     params(
-        ("id" = AccountId, Path, description = "account id"),
+        ("account_id" = AccountId, Path, description = "account id"),
         ("webhook_id" = WebhookId, Path, description = "webhook id"),
         ("delivery_id" = DeliveryId, Path, description = "delivery id"),
     ),

@@ -68,8 +68,8 @@ async fn list(
 }
 
 /// Read an account, with how many instances it holds: the admin, or its own token.
-#[utoipa::path(get, path = "/v1/accounts/{id}", tag = "accounts",
-    params(("id" = AccountId, Path, description = "account id")),
+#[utoipa::path(get, path = "/v1/accounts/{account_id}", tag = "accounts",
+    params(("account_id" = AccountId, Path, description = "account id")),
     responses(
         (status = 200, description = "the account", body = AccountOut),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
@@ -84,8 +84,8 @@ async fn get_one(State(state): State<AppState>, access: AccountAccess) -> Result
 /// Edit an account (admin): its name, metadata (replaced whole), quotas (those named)
 /// and state. `suspended` stops its instances' sends (queued messages wait, nothing is
 /// lost) and leaves its tokens only reads; `active` resumes both.
-#[utoipa::path(patch, path = "/v1/accounts/{id}", tag = "accounts",
-    params(("id" = AccountId, Path, description = "account id")),
+#[utoipa::path(patch, path = "/v1/accounts/{account_id}", tag = "accounts",
+    params(("account_id" = AccountId, Path, description = "account id")),
     request_body = AccountPatch,
     responses(
         (status = 200, description = "the account", body = AccountOut),
@@ -106,8 +106,8 @@ async fn patch(
 
 /// Delete an account (admin). While it holds instances it is refused, unless
 /// `?cascade=true`, which deletes them first; its tokens stop working at once.
-#[utoipa::path(delete, path = "/v1/accounts/{id}", tag = "accounts",
-    params(("id" = AccountId, Path, description = "account id"), DeleteQuery),
+#[utoipa::path(delete, path = "/v1/accounts/{account_id}", tag = "accounts",
+    params(("account_id" = AccountId, Path, description = "account id"), DeleteQuery),
     responses(
         (status = 204, description = "deleted"),
         (status = 400, description = "`validation_failed`", body = ErrorBody),
@@ -129,8 +129,8 @@ async fn delete(
 
 /// The account's usage per UTC day and in total: its instances' figures from the day
 /// each joined it, and what it kept of instances deleted or moved out.
-#[utoipa::path(get, path = "/v1/accounts/{id}/usage", tag = "accounts",
-    params(("id" = AccountId, Path, description = "account id"), UsageQuery),
+#[utoipa::path(get, path = "/v1/accounts/{account_id}/usage", tag = "accounts",
+    params(("account_id" = AccountId, Path, description = "account id"), UsageQuery),
     responses(
         (status = 200, description = "usage per day and in total", body = UsageOut),
         (status = 400, description = "`validation_failed`: a date not `YYYY-MM-DD`, `from` after `to`, or more than 93 days", body = ErrorBody),
@@ -151,8 +151,8 @@ async fn usage(
 /// for what the account kept of instances that left), by day then instance, paged.
 /// `format=csv` answers `text/csv` with the next page in a `Link: <...>; rel="next"`
 /// header.
-#[utoipa::path(get, path = "/v1/accounts/{id}/usage/export", tag = "accounts",
-    params(("id" = AccountId, Path, description = "account id"), ExportQuery),
+#[utoipa::path(get, path = "/v1/accounts/{account_id}/usage/export", tag = "accounts",
+    params(("account_id" = AccountId, Path, description = "account id"), ExportQuery),
     responses(
         (status = 200, description = "a page of the export, as JSON or (`format=csv`) CSV",
             content((ExportOut = "application/json"), (String = "text/csv"))),
@@ -193,8 +193,8 @@ async fn export(
 
 /// A new token of the account (at most 10 at once), shown only in this answer: rotate
 /// by creating the new one, moving the customer to it, then revoking the old.
-#[utoipa::path(post, path = "/v1/accounts/{id}/tokens", tag = "accounts",
-    params(("id" = AccountId, Path, description = "account id")),
+#[utoipa::path(post, path = "/v1/accounts/{account_id}/tokens", tag = "accounts",
+    params(("account_id" = AccountId, Path, description = "account id")),
     request_body = TokenIn,
     responses(
         (status = 201, description = "created", body = TokenCreatedOut),
@@ -213,8 +213,8 @@ async fn create_token(
 }
 
 /// The account's tokens, oldest first, never the tokens themselves.
-#[utoipa::path(get, path = "/v1/accounts/{id}/tokens", tag = "accounts",
-    params(("id" = AccountId, Path, description = "account id")),
+#[utoipa::path(get, path = "/v1/accounts/{account_id}/tokens", tag = "accounts",
+    params(("account_id" = AccountId, Path, description = "account id")),
     responses(
         (status = 200, description = "its tokens", body = TokenListOut),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
@@ -228,9 +228,9 @@ async fn list_tokens(State(state): State<AppState>, access: AccountAccess) -> Re
 
 /// Revoke one of the account's tokens: refused at once on this pod, within 5 s on the
 /// others.
-#[utoipa::path(delete, path = "/v1/accounts/{id}/tokens/{token_id}", tag = "accounts",
+#[utoipa::path(delete, path = "/v1/accounts/{account_id}/tokens/{token_id}", tag = "accounts",
     params(
-        ("id" = AccountId, Path, description = "account id"),
+        ("account_id" = AccountId, Path, description = "account id"),
         ("token_id" = AccountTokenId, Path, description = "token id"),
     ),
     responses(

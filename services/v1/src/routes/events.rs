@@ -1,5 +1,5 @@
 //! The real-time event stream: Server-Sent Events of one instance (`{inst}/events`), of
-//! an account's instances (`/v1/accounts/{id}/events`), or of all (`/v1/events`, admin),
+//! an account's instances (`/v1/accounts/{account_id}/events`), or of all (`/v1/events`, admin),
 //! read from the JetStream events stream by an ordered consumer. Each item's `id` is its event id; a client that reconnects with
 //! `Last-Event-ID` resumes right after that event (its stream sequence is recorded in
 //! the outbox when published), with no gap and no repeat, for as long as the stream keeps
@@ -449,8 +449,8 @@ async fn all_events(
 /// account's own token. Same format and resume as the instance stream; an instance the
 /// account creates comes in with its `instance.created`, and one it deletes leaves after
 /// its `instance.deleted`.
-#[utoipa::path(get, path = "/v1/accounts/{id}/events", tag = "events",
-    params(("id" = AccountId, Path, description = "account id"), StreamQuery,
+#[utoipa::path(get, path = "/v1/accounts/{account_id}/events", tag = "events",
+    params(("account_id" = AccountId, Path, description = "account id"), StreamQuery,
         ("Last-Event-ID" = Option<EventId>, Header, description = "resume after this event")),
     responses(
         (status = 200, description = "an endless `text/event-stream`; each item's data is an event", content_type = "text/event-stream", body = Event),
