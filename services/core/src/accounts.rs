@@ -456,12 +456,21 @@ pub async fn revoke_token(core: &Core, id: &AccountId, token: &AccountTokenId) -
 /// the target's instance quota. The instance's tokens and sessions are untouched.
 pub async fn move_instance(core: &Core, instance: &InstanceId, to: Option<&AccountId>) -> Result<()> {
     let mut tx = core.db.begin().await?;
-    if let Some(to) = to {
-        let target = accounts::get_for_update(&mut tx, to).await?.ok_or(Error::NotFound("account"))?;
-        let here = accounts::of_instance(&mut *tx, instance).await?.ok_or(Error::InstanceNotFound)?;
-        if here.as_ref() != Some(to) {
-            quota::room_for_instance(&mut tx, &target).await?;
+    // Both accounts lock first, in id order, then the instance (the order every writer
+    // takes), so two moves or a move and a registration never deadlock.
+    let here = accounts::of_instance(&mut *tx, instance).await?.ok_or(Error::InstanceNotFound)?;
+    let mut ids: Vec<&AccountId> = here.iter().chain(to).collect();
+    ids.sort();
+    ids.dedup();
+    let mut target = None;
+    for a in ids {
+        let row = accounts::get_for_update(&mut tx, a).await?;
+        if Some(a) == to {
+            target = Some(row.ok_or(Error::NotFound("account"))?);
         }
+    }
+    if let Some(target) = target.filter(|_| here.as_ref() != to) {
+        quota::room_for_instance(&mut tx, &target).await?;
     }
     if !accounts::move_instance(&mut tx, instance, to).await? {
         return Err(Error::InstanceNotFound);

@@ -46,10 +46,11 @@ impl Access {
         !matches!(self, Access::Open | Access::Admin)
     }
 
-    /// Whether a call of `method` to a route of this kind only reads (what a suspended
-    /// account's token may still do).
-    pub fn reads(self, method: &Method) -> bool {
-        matches!(*method, Method::GET | Method::HEAD) || self == Access::Read
+    /// Whether a call of `method` to `path`, a route of this kind, only reads (what a
+    /// suspended account's token may still do): a `Read` route, or a `GET` that is not
+    /// one of [`GETS_THAT_ACT`].
+    pub fn reads(self, method: &Method, path: &str) -> bool {
+        self == Access::Read || (matches!(*method, Method::GET | Method::HEAD) && !GETS_THAT_ACT.contains(&path))
     }
 
     /// The key scopes it admits.
@@ -59,6 +60,9 @@ impl Access {
 }
 
 use Access::*;
+
+/// Evolution's `GET` routes that act (they start a session, join a group): never reads.
+pub const GETS_THAT_ACT: &[&str] = &["/instance/connect/{instanceName}", "/group/acceptInviteCode/{instanceName}"];
 
 /// Every operation: method, path (as the router and the OpenAPI description spell it),
 /// access.

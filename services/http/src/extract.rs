@@ -30,9 +30,9 @@ pub fn check_scope(principal: &Principal, parts: &Parts) -> Result<(), ApiError>
 pub fn check_account(principal: &Principal, parts: &Parts) -> Result<(), ApiError> {
     let Principal::Account { suspended, .. } = principal else { return Ok(()) };
     let path = parts.extensions.get::<axum::extract::MatchedPath>().map(|p| p.as_str());
-    match path.and_then(|p| crate::access::of(&parts.method, p)) {
-        Some(access) if access.admits_account() => {
-            if *suspended && !access.reads(&parts.method) {
+    match path.and_then(|p| crate::access::of(&parts.method, p).map(|a| (a, p))) {
+        Some((access, path)) if access.admits_account() => {
+            if *suspended && !access.reads(&parts.method, path) {
                 return Err(ApiError::forbidden("the account is suspended: its tokens may only read"));
             }
             Ok(())

@@ -286,6 +286,21 @@ pub async fn instance_count(db: impl PgExecutor<'_>, id: &AccountId) -> Result<i
     Ok(n)
 }
 
+/// The account's instances with when each joined it (its events from then on are the
+/// account's).
+pub async fn members(
+    db: impl PgExecutor<'_>,
+    id: &AccountId,
+) -> Result<Vec<(InstanceId, Option<DateTime<Utc>>)>, sqlx::Error> {
+    let rows = sqlx::query!(
+        r#"SELECT id AS "id: InstanceId", account_joined_at FROM instances WHERE account_id = $1 ORDER BY id"#,
+        id.as_str()
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.id, r.account_joined_at)).collect())
+}
+
 /// The ids of the account's instances, in id order.
 pub async fn instance_ids(db: impl PgExecutor<'_>, id: &AccountId) -> Result<Vec<InstanceId>, sqlx::Error> {
     sqlx::query_scalar!(
@@ -354,6 +369,7 @@ pub async fn move_instance(
              account_since = CASE WHEN $2::text IS NULL THEN NULL \
                  WHEN account_id IS NULL THEN (now() AT TIME ZONE 'UTC')::date \
                  ELSE (now() AT TIME ZONE 'UTC')::date + 1 END, \
+             account_joined_at = CASE WHEN $2::text IS NULL THEN NULL ELSE now() END, \
              updated_at = now() \
          WHERE id = $1",
         instance.as_str(),

@@ -218,9 +218,10 @@ pub async fn insert(
     account: Option<&AccountId>,
 ) -> Result<InstanceRow, WriteError> {
     let sql = format!(
-        "INSERT INTO instances (id, {FIELD_COLUMNS}, token_hash, account_id, account_since) \
+        "INSERT INTO instances (id, {FIELD_COLUMNS}, token_hash, account_id, account_since, account_joined_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, \
-             CASE WHEN $20::text IS NULL THEN NULL ELSE (now() AT TIME ZONE 'UTC')::date END) \
+             CASE WHEN $20::text IS NULL THEN NULL ELSE (now() AT TIME ZONE 'UTC')::date END, \
+             CASE WHEN $20::text IS NULL THEN NULL ELSE now() END) \
          RETURNING {COLUMNS}"
     );
     bind_fields(sqlx::query_as::<_, InstanceRow>(&sql).bind(id), f)
@@ -349,6 +350,12 @@ pub async fn update(
 /// account) is written with the deletion.
 pub async fn delete(db: &sqlx::PgPool, id: &InstanceId) -> Result<bool, sqlx::Error> {
     let mut tx = db.begin().await?;
+    // Accounts lock before instances (as registering a webhook and moving an instance
+    // take them), so the usage kept below takes no lock against that order.
+    sqlx::query("SELECT 1 FROM accounts WHERE id = (SELECT account_id FROM instances WHERE id = $1) FOR UPDATE")
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?;
     let held: Option<(String, Option<AccountId>, Option<chrono::NaiveDate>)> =
         sqlx::query_as("SELECT name, account_id, account_since FROM instances WHERE id = $1 FOR UPDATE")
             .bind(id)

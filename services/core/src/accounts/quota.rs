@@ -138,11 +138,11 @@ impl Daily {
 /// Adds `n` unless that passes the limit: the new count, or -1.
 const TAKE: &str = r#"
 local v = redis.call('INCRBY', KEYS[1], ARGV[1])
+redis.call('EXPIRE', KEYS[1], 172800)
 if v > tonumber(ARGV[2]) then
   redis.call('DECRBY', KEYS[1], ARGV[1])
   return -1
 end
-redis.call('EXPIRE', KEYS[1], 172800)
 return v
 "#;
 
@@ -159,8 +159,14 @@ impl DailyTaken {
     pub async fn give_back(self, core: &Core) {
         let Some(key) = self.key else { return };
         let Ok(mut conn) = core.redis.get().await else { return };
-        let r: std::result::Result<i64, _> =
-            deadpool_redis::redis::cmd("DECRBY").arg(&key).arg(self.n).query_async(&mut conn).await;
+        // Only a count that still exists is lowered (none is made without its expiry).
+        let r: std::result::Result<i64, _> = deadpool_redis::redis::Script::new(
+            "if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('DECRBY', KEYS[1], ARGV[1]) end return 0",
+        )
+        .key(&key)
+        .arg(self.n)
+        .invoke_async(&mut conn)
+        .await;
         if let Err(e) = r {
             tracing::warn!(error = %e, "giving back an account's daily quota failed");
         }

@@ -12,6 +12,11 @@ use serde_json::json;
 
 use crate::accounts::{account, instance};
 
+/// The account of an account token.
+async fn account_of(token: &harness::Client) -> String {
+    token.get("/v1/me").await.expect(200)["account_id"].as_str().unwrap().to_string()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_account_webhook_and_stream_get_each_of_its_instances_events_once_signed() {
     let c = crate::deliveries::config();
@@ -113,6 +118,25 @@ async fn an_account_webhook_and_stream_get_each_of_its_instances_events_once_sig
         let item = resumed.next(Duration::from_secs(10)).await.expect("the resume carries the rest");
         assert_eq!(item.id, expect.id);
     }
+
+    // The admin moves `a` to the other account: the other account's stream gets `a`'s
+    // events from the move on, and none from before, even resumed from before it.
+    let other_acct = account_of(&stranger).await;
+    api.admin().put(&format!("/v1/instances/{a}/account"), &json!({ "account_id": other_acct })).await.expect(204);
+    let mut theirs = {
+        let rb = stranger.request(reqwest::Method::GET, &format!("/v1/accounts/{other_acct}/events"));
+        SseReader::new(rb.header("last-event-id", items[0].id.clone().unwrap()).send().await.unwrap())
+    };
+    assert!(theirs.next(Duration::from_millis(1500)).await.is_none(), "nothing of `a` from before the move");
+    let queued = stranger
+        .post(&format!("/v1/instances/{a}/messages"), &json!({ "to": "5511999990001", "type": "text", "text": "x" }))
+        .await
+        .expect(202);
+    let item = theirs.next(Duration::from_secs(10)).await.expect("`a`'s events after the move");
+    assert_eq!(item.event.as_deref(), Some("message.queued"));
+    assert!(item.data.contains(queued["id"].as_str().unwrap()));
+    let mut ours = open(None).await;
+    assert!(ours.next(Duration::from_millis(1500)).await.is_none(), "the old account hears nothing of `a` now");
 
     // Another account's instances stay out of it, and the webhook can be edited and removed.
     let p = token.patch(&format!("/v1/accounts/{acct}/webhooks/{hook_id}"), &json!({ "rotate_secret": true })).await;

@@ -121,7 +121,7 @@ fn expect(kind: Kind, access: Access, op: &Op) -> Expect {
     // Another instance's action routes, webhooks and deliveries are not told of.
     let hidden = op.path.contains("{instanceName}") || op.path.starts_with("/v1/instances/{id}/webhooks");
     // MCP's tools are checked one by one, each as the route it calls.
-    let reads = access.reads(&op.method.as_str().parse().unwrap()) || op.path == "/mcp";
+    let reads = access.reads(&op.method.as_str().parse().unwrap(), &op.path) || op.path == "/mcp";
     match (kind, access) {
         (Kind::Invalid | Kind::WrongAdmin | Kind::Revoked | Kind::Expired, _) => Expect::Status(401),
         (Kind::Account | Kind::OtherAccount | Kind::Suspended, a) if !a.admits_account() => Expect::Status(403),

@@ -157,46 +157,82 @@ impl Access {
     }
 }
 
-/// The instances an account's stream lets through: its instances when the stream
-/// opened, kept current every few seconds (an instance moved in or out by the admin)
-/// and at once by the stream's own `instance.created` and `instance.deleted` events.
+/// The instances an account's stream lets through, each from the time it joined the
+/// account (a moved instance's earlier events stay its earlier account's): read when the
+/// stream opens, again every few seconds and whenever an instance's access changes (a
+/// move), and kept current by the stream's own fresh `instance.created` and
+/// `instance.deleted` events, which name the account they happened in.
 #[derive(Clone)]
 struct Members {
     account: AccountId,
-    ids: std::sync::Arc<std::sync::RwLock<std::collections::HashSet<String>>>,
+    state: std::sync::Arc<std::sync::RwLock<MemberSet>>,
+}
+
+#[derive(Default)]
+struct MemberSet {
+    /// Instance id -> when it joined the account.
+    since: std::collections::HashMap<String, chrono::DateTime<chrono::Utc>>,
+    /// When the set was read from Postgres: a lifecycle event older than that adds nothing.
+    read_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl Members {
     async fn load(state: &AppState, account: &AccountId) -> Result<Members, ApiError> {
-        let m = Members { account: account.clone(), ids: Default::default() };
+        let m = Members { account: account.clone(), state: Default::default() };
         m.refresh(state).await?;
         Ok(m)
     }
 
     async fn refresh(&self, state: &AppState) -> Result<(), ApiError> {
-        let ids = shared::db::accounts::instance_ids(&state.db, &self.account).await?;
-        *self.ids.write().unwrap_or_else(|p| p.into_inner()) = ids.into_iter().map(|i| i.to_string()).collect();
+        let read_at = chrono::Utc::now();
+        let rows = shared::db::accounts::members(&state.db, &self.account).await?;
+        let since = rows.into_iter().map(|(i, at)| (i.to_string(), at.unwrap_or(read_at))).collect();
+        *self.state.write().unwrap_or_else(|p| p.into_inner()) = MemberSet { since, read_at: Some(read_at) };
         Ok(())
     }
 
-    /// Whether the event `v` (an envelope) is one of the account's, keeping the set
-    /// current with the instances it creates and deletes.
+    /// Whether the event `v` (an envelope) is the account's.
     fn admits(&self, v: &serde_json::Value) -> bool {
         let Some(instance) = v["instance_id"].as_str() else { return false };
+        let Some(at) = v["created_at"].as_str().and_then(|t| t.parse::<chrono::DateTime<chrono::Utc>>().ok()) else {
+            return false;
+        };
         let named = v["data"]["account_id"].as_str() == Some(self.account.as_str());
-        let mut ids = self.ids.write().unwrap_or_else(|p| p.into_inner());
+        let mut set = self.state.write().unwrap_or_else(|p| p.into_inner());
+        let fresh = set.read_at.is_none_or(|r| at > r);
         match v["type"].as_str() {
+            // Written by the server with the account the instance was in then.
             Some("instance.created") if named => {
-                ids.insert(instance.to_string());
+                if fresh {
+                    set.since.insert(instance.to_string(), at);
+                }
                 true
             }
             Some("instance.deleted") if named => {
-                ids.remove(instance);
+                set.since.remove(instance);
                 true
             }
-            _ => ids.contains(instance),
+            _ => set.since.get(instance).is_some_and(|since| at >= *since),
         }
     }
+}
+
+/// Reads an account stream's instances again every `auth::TTL`, and at once (at most
+/// once a second) when an instance's access changes, until the stream ends.
+fn keep_current(state: AppState, members: Members, end: CancellationToken) {
+    tokio::spawn(async move {
+        let mut changes = state.auth_changes.subscribe();
+        loop {
+            tokio::select! {
+                _ = end.cancelled() => return,
+                _ = tokio::time::sleep(domain::auth::TTL) => {}
+                _ = changes.recv() => tokio::time::sleep(Duration::from_secs(1)).await,
+            }
+            if let Err(e) = members.refresh(&state).await {
+                tracing::debug!(error = %e.message, "reading an account's instances failed; kept as they were");
+            }
+        }
+    });
 }
 
 /// What an open stream holds until it ends: its place among its instance's streams
@@ -253,21 +289,6 @@ fn watch(state: AppState, access: Access, end: CancellationToken) {
                 tracing::info!("an event stream's access ended; closing it");
                 end.cancel();
                 return;
-            }
-        }
-    });
-}
-
-/// Reads an account stream's instances again every `auth::TTL` until the stream ends.
-fn keep_current(state: AppState, members: Members, end: CancellationToken) {
-    tokio::spawn(async move {
-        loop {
-            tokio::select! {
-                _ = end.cancelled() => return,
-                _ = tokio::time::sleep(domain::auth::TTL) => {}
-            }
-            if let Err(e) = members.refresh(&state).await {
-                tracing::debug!(error = %e.message, "reading an account's instances failed; kept as they were");
             }
         }
     });
