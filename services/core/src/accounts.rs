@@ -90,12 +90,7 @@ impl From<AccountRow> for AccountOut {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AccountIn {
-    /// 1-100 characters, not only whitespace, no control character.
-    #[schema(
-        min_length = 1,
-        max_length = 100,
-        pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
-    )]
+    #[schema(value_type = crate::schemas::Name)]
     pub name: String,
     #[schema(value_type = Option<Metadata>)]
     pub metadata: Option<serde_json::Value>,
@@ -188,11 +183,7 @@ pub struct AccountCreatedOut {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AccountPatch {
-    #[schema(
-        min_length = 1,
-        max_length = 100,
-        pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
-    )]
+    #[schema(value_type = Option<crate::schemas::Name>)]
     pub name: Option<String>,
     /// Replaces the whole object.
     #[schema(value_type = Option<Metadata>)]
@@ -246,12 +237,8 @@ pub struct DeleteQuery {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TokenIn {
-    /// What the token is for, 1-100 characters, not only whitespace, no control character.
-    #[schema(
-        min_length = 1,
-        max_length = 100,
-        pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
-    )]
+    /// What the token is for.
+    #[schema(value_type = crate::schemas::Name)]
     pub name: String,
 }
 

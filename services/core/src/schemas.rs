@@ -33,6 +33,14 @@ string_schema!(
     Tag, pattern = r"^[^\x00-\x1f\x7f-\x9f]+$", min = 1, max = 64
 );
 string_schema!(
+    /// A name of 1-100 characters, not only whitespace, no control character (an
+    /// account's, an account token's).
+    Name,
+    pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$",
+    min = 1,
+    max = 100
+);
+string_schema!(
     /// An IP address or a CIDR.
     Cidr, pattern = r"^[0-9A-Fa-f:.]+(/[0-9]{1,3})?$", min = 2, max = 64
 );

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use deadpool_redis::redis::Script;
-use shared::db::accounts::{AccountRow, AccountState, Quotas};
+use shared::db::accounts::{AccountRow, Quotas};
 use shared::ids::{AccountId, InstanceId};
 
 use crate::{Core, Error, Result};
@@ -26,7 +26,6 @@ use crate::{Core, Error, Result};
 pub struct Limits {
     pub account: AccountId,
     pub quotas: Quotas,
-    pub state: AccountState,
 }
 
 /// How long an instance's account stays cached.
@@ -73,11 +72,9 @@ pub async fn of(core: &Core, instance: &InstanceId) -> Result<Option<Limits>> {
     }
     let row = shared::db::accounts::of_instance(&core.db, instance).await?.flatten();
     let limits = match row {
-        Some(account) => shared::db::accounts::get(&core.db, &account).await?.map(|a| Limits {
-            account: a.id,
-            quotas: a.quotas,
-            state: a.state,
-        }),
+        Some(account) => {
+            shared::db::accounts::get(&core.db, &account).await?.map(|a| Limits { account: a.id, quotas: a.quotas })
+        }
         None => None,
     };
     core.limits.put(instance.clone(), limits.clone());
