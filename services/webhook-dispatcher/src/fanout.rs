@@ -168,32 +168,34 @@ async fn fan_out_once(
         v.dedup();
         v
     };
-    let mut hooks = webhooks::active_for(db, &instances).await?;
-    // A deleted instance's last event still reaches its account's webhooks: it names the
-    // account it was in.
-    let gone: Vec<(String, String, String)> = batch
-        .iter()
-        .filter(|e| e.kind == "instance.deleted")
-        .filter_map(|e| {
-            let account = e.body["data"]["account_id"].as_str()?;
-            let name = e.body["data"]["name"].as_str().unwrap_or_default();
-            Some((e.instance.to_string(), account.to_string(), name.to_string()))
-        })
-        .collect();
-    hooks.extend(webhooks::active_for_gone(db, &gone).await?);
-    let mut by_instance: HashMap<&str, Vec<&webhooks::ActiveHook>> = HashMap::new();
-    for h in &hooks {
-        by_instance.entry(h.instance_id.as_str()).or_default().push(h);
+    // An instance's own webhooks, its account's, and those of accounts it has left
+    // (moved, or deleted) for the events it made while in them.
+    let hooks = webhooks::active_for(db, &instances).await?;
+    let origins: Vec<Arc<webhooks::Origin>> = hooks.iter().map(|h| Arc::new(h.origin.clone())).collect();
+    let mut by_instance: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, h) in hooks.iter().enumerate() {
+        by_instance.entry(h.instance_id.as_str()).or_default().push(i);
     }
     let mut rows = Vec::new();
+    // Each delivery's endpoint as it applies to its event's instance (an account's
+    // webhook comes once per instance, with that instance's origin).
+    let mut hook_of: HashMap<(String, String), usize> = HashMap::new();
     for ev in &batch {
         let data = &ev.body["data"];
-        for h in by_instance
-            .get(ev.instance.as_str())
-            .into_iter()
-            .flatten()
-            .filter(|h| h.wants(&ev.kind, ev.created) && crate::shape::carries(&h.origin, &ev.kind, data))
-        {
+        // An instance's coming and going names the account it was in.
+        let held_by =
+            matches!(ev.kind.as_str(), "instance.created" | "instance.deleted").then(|| data["account_id"].as_str());
+        for &i in by_instance.get(ev.instance.as_str()).into_iter().flatten() {
+            let h = &hooks[i];
+            if !(h.wants(&ev.kind, ev.created, held_by) && crate::shape::carries(&h.origin, &ev.kind, data)) {
+                continue;
+            }
+            // An account the instance left and came back to lists its webhook twice.
+            let std::collections::hash_map::Entry::Vacant(slot) = hook_of.entry((h.id.to_string(), ev.id.to_string()))
+            else {
+                continue;
+            };
+            slot.insert(i);
             rows.push(NewDelivery {
                 webhook_id: h.id.clone(),
                 instance_id: ev.instance.clone(),
@@ -204,15 +206,11 @@ async fn fan_out_once(
     }
     let s = exec.settings();
     let created = deliveries::insert_claimed(db, &rows, &s.worker_id, s.lock, s.retry_span).await?;
-    // An account's webhook comes once per instance of the account: each with its origin.
-    let hook_of: HashMap<(String, String), (&webhooks::ActiveHook, Arc<webhooks::Origin>)> = hooks
-        .iter()
-        .map(|h| ((h.id.to_string(), h.instance_id.to_string()), (h, Arc::new(h.origin.clone()))))
-        .collect();
     let event_of: HashMap<&str, &Incoming> = batch.iter().map(|e| (e.id.as_str(), e)).collect();
     for (id, webhook_id, event_id, retry_until, claim_id) in created {
         let Some(ev) = event_of.get(event_id.as_str()) else { continue };
-        let Some((h, origin)) = hook_of.get(&(webhook_id.to_string(), ev.instance.to_string())) else { continue };
+        let Some(&i) = hook_of.get(&(webhook_id.to_string(), event_id.to_string())) else { continue };
+        let (h, origin) = (&hooks[i], &origins[i]);
         let job = Job {
             id,
             claim_id,

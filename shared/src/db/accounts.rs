@@ -364,6 +364,7 @@ pub async fn move_instance(
         let today = Utc::now().date_naive();
         fold_usage(&mut *tx, instance, from, since, today).await?;
     }
+    record_departure(&mut *tx, instance).await?;
     sqlx::query!(
         "UPDATE instances SET account_id = $2, \
              account_since = CASE WHEN $2::text IS NULL THEN NULL \
@@ -378,6 +379,21 @@ pub async fn move_instance(
     .execute(&mut *tx)
     .await?;
     Ok(true)
+}
+
+/// Notes that the instance is leaving its account (if it is in one), before it is moved
+/// or deleted in the same transaction: the events it made while in it still reach that
+/// account's webhooks, however late the dispatcher reads them.
+pub async fn record_departure(db: impl PgExecutor<'_>, instance: &InstanceId) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "INSERT INTO account_departures (instance_id, account_id, name, joined_at, left_at) \
+         SELECT id, account_id, name, COALESCE(account_joined_at, created_at), now() \
+         FROM instances WHERE id = $1 AND account_id IS NOT NULL",
+        instance.as_str()
+    )
+    .execute(db)
+    .await
+    .map(drop)
 }
 
 /// Keeps an instance's usage of `since..=through` with `account` (before the instance

@@ -366,6 +366,7 @@ pub async fn delete(db: &sqlx::PgPool, id: &InstanceId) -> Result<bool, sqlx::Er
         let through = Utc::now().date_naive() + chrono::Duration::days(1);
         super::accounts::fold_usage(&mut *tx, id, account.as_str(), since, through).await?;
     }
+    super::accounts::record_departure(&mut *tx, id).await?;
     let event =
         crate::events::Event::InstanceDeleted(crate::events::InstanceLifecycleEventData { name, account_id: account });
     super::outbox::insert(&mut *tx, id, &event).await?;

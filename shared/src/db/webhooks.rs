@@ -275,6 +275,12 @@ pub struct ActiveHook {
     pub secret_rotated_at: Option<DateTime<Utc>>,
     /// When it was registered: it receives the events made from then on.
     pub created_at: DateTime<Utc>,
+    /// The account whose webhook it is (none: the instance's own).
+    pub account_id: Option<AccountId>,
+    /// An account's webhook: when the instance joined the account, and when it left
+    /// (still in it: none). It receives the instance's events made in between only.
+    pub member_from: Option<DateTime<Utc>>,
+    pub member_until: Option<DateTime<Utc>>,
     #[sqlx(flatten)]
     pub origin: Origin,
 }
@@ -291,50 +297,47 @@ pub struct Origin {
 
 impl ActiveHook {
     /// Whether the endpoint's event filter takes this type (an empty filter takes all),
-    /// for an event made at `made` (an event made before the endpoint was registered is
-    /// not its). (What a payload format can carry is the dispatcher's to say.)
-    pub fn wants(&self, kind: &str, made: Option<DateTime<Utc>>) -> bool {
-        made.is_none_or(|at| at >= self.created_at) && (self.events.is_empty() || self.events.iter().any(|e| e == kind))
+    /// for an event made at `made`: an event made before the endpoint was registered is
+    /// not its, nor, for an account's endpoint, one made while the instance was not in
+    /// the account. An event written with the change of account itself (`instance.created`,
+    /// `instance.deleted`) says which account held its instance, `held_by`, and that
+    /// decides, whatever the clocks of the pod and the database. (What a payload format
+    /// can carry is the dispatcher's to say.)
+    pub fn wants(&self, kind: &str, made: Option<DateTime<Utc>>, held_by: Option<Option<&str>>) -> bool {
+        let member = match (&self.account_id, held_by) {
+            (None, _) => true,
+            (Some(account), Some(held)) => held == Some(account.as_str()),
+            (Some(_), None) => made.is_none_or(|at| {
+                self.member_from.is_none_or(|from| at >= from) && self.member_until.is_none_or(|until| at < until)
+            }),
+        };
+        member
+            && made.is_none_or(|at| at >= self.created_at)
+            && (self.events.is_empty() || self.events.iter().any(|e| e == kind))
     }
 }
 
-/// The enabled endpoints receiving these instances' events: each instance's own and
-/// its account's, one row per instance and endpoint.
+/// The enabled endpoints receiving these instances' events: each instance's own, its
+/// account's, and those of the accounts it left (moved out, or deleted), each with the
+/// span of time whose events it receives; one row per instance, endpoint and span.
 pub async fn active_for(db: impl PgExecutor<'_>, instances: &[&str]) -> Result<Vec<ActiveHook>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT w.id, i.id AS instance_id, w.url, w.events, w.secret, w.previous_secret, w.secret_rotated_at, \
-                w.created_at, w.format, w.by_events, w.base64, w.evolution_events, i.name AS instance_name, i.phone \
+    const HOOK: &str =
+        "w.id, w.account_id, w.url, w.events, w.secret, w.previous_secret, w.secret_rotated_at, w.created_at, \
+                        w.format, w.by_events, w.base64, w.evolution_events";
+    sqlx::query_as(&format!(
+        "SELECT {HOOK}, i.id AS instance_id, i.name AS instance_name, i.phone, \
+                CASE WHEN w.account_id IS NULL THEN NULL ELSE COALESCE(i.account_joined_at, i.created_at) END \
+                    AS member_from, \
+                NULL::timestamptz AS member_until \
          FROM instances i JOIN webhooks w ON w.instance_id = i.id OR w.account_id = i.account_id \
-         WHERE i.id = ANY($1) AND w.enabled",
-    )
+         WHERE i.id = ANY($1) AND w.enabled \
+         UNION ALL \
+         SELECT {HOOK}, d.instance_id, d.name AS instance_name, NULL::text AS phone, \
+                d.joined_at AS member_from, d.left_at AS member_until \
+         FROM account_departures d JOIN webhooks w ON w.account_id = d.account_id \
+         WHERE d.instance_id = ANY($1) AND w.enabled"
+    ))
     .bind(instances)
-    .fetch_all(db)
-    .await
-}
-
-/// The enabled endpoints of an account for the events of an instance it no longer
-/// holds (deleted, with its last event naming the account): `(instance, account, name)`.
-pub async fn active_for_gone(
-    db: impl PgExecutor<'_>,
-    gone: &[(String, String, String)],
-) -> Result<Vec<ActiveHook>, sqlx::Error> {
-    if gone.is_empty() {
-        return Ok(Vec::new());
-    }
-    let instances: Vec<&str> = gone.iter().map(|g| g.0.as_str()).collect();
-    let accounts: Vec<&str> = gone.iter().map(|g| g.1.as_str()).collect();
-    let names: Vec<&str> = gone.iter().map(|g| g.2.as_str()).collect();
-    sqlx::query_as(
-        "SELECT w.id, g.instance_id, w.url, w.events, w.secret, w.previous_secret, w.secret_rotated_at, \
-                w.created_at, w.format, w.by_events, w.base64, w.evolution_events, g.name AS instance_name, \
-                NULL::text AS phone \
-         FROM unnest($1::text[], $2::text[], $3::text[]) AS g(instance_id, account_id, name) \
-         JOIN webhooks w ON w.account_id = g.account_id \
-         WHERE w.enabled AND NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = g.instance_id)",
-    )
-    .bind(&instances)
-    .bind(&accounts)
-    .bind(&names)
     .fetch_all(db)
     .await
 }

@@ -146,3 +146,65 @@ async fn an_account_webhook_and_stream_get_each_of_its_instances_events_once_sig
     stop.cancel();
     dispatcher.await.unwrap().unwrap();
 }
+
+/// Events still unread when their instance moves or goes reach the account that held the
+/// instance when they were made, and never the next one: the dispatcher starts only after
+/// an instance was moved and another deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_read_late_reach_the_account_that_held_their_instance() {
+    let c = crate::deliveries::config();
+    let api = TestApi::start_with(c.clone()).await;
+    let (first, first_token) = account(&api, "held-first", json!({})).await;
+    let (second, _) = account(&api, "held-second", json!({})).await;
+    let events = json!(["instance.created", "instance.deleted", "message.queued"]);
+    let mut sinks = Vec::new();
+    for acct in [&first, &second] {
+        let sink = WebhookSink::start().await;
+        let body = json!({ "url": sink.url(), "events": events });
+        api.admin().post(&format!("/v1/accounts/{acct}/webhooks"), &body).await.expect(201);
+        sinks.push(sink);
+    }
+    let moved = instance(&first_token, "held-moved").await;
+    let gone = instance(&first_token, "held-gone").await;
+    api.admin().put(&format!("/v1/instances/{moved}/account"), &json!({ "account_id": second })).await.expect(204);
+    let after = json!({ "to": "5511999990001", "type": "text", "text": "after the move" });
+    api.admin().post(&format!("/v1/instances/{moved}/messages"), &after).await.expect(202);
+    api.admin().delete(&format!("/v1/instances/{gone}")).await.expect(204);
+
+    let stop = shared::Shutdown::new();
+    let dispatcher = tokio::spawn(dispatcher::run(c, stop.clone()));
+    let heard = |sink: &WebhookSink, n: usize| {
+        let sink = sink.clone();
+        async move {
+            let got = wait_for(Duration::from_secs(20), || async {
+                let r = sink.received();
+                (r.len() >= n).then_some(r)
+            })
+            .await
+            .expect("the webhook hears its events");
+            let mut seen: Vec<(String, String)> = got
+                .iter()
+                .map(|r| {
+                    let b = r.json();
+                    (b["type"].as_str().unwrap().to_string(), b["instance_id"].as_str().unwrap().to_string())
+                })
+                .collect();
+            seen.sort();
+            seen
+        }
+    };
+    let mut want_first = [("instance.created", &moved), ("instance.created", &gone), ("instance.deleted", &gone)];
+    want_first.sort();
+    let want_first: Vec<(String, String)> = want_first.iter().map(|(t, i)| (t.to_string(), i.to_string())).collect();
+    assert_eq!(heard(&sinks[0], 3).await, want_first, "the first account hears what its instances made in it");
+    assert_eq!(
+        heard(&sinks[1], 1).await,
+        [("message.queued".to_string(), moved.clone())],
+        "the second hears only what the moved instance made after joining it"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(sinks[0].received().len(), 3, "nothing twice");
+    assert_eq!(sinks[1].received().len(), 1, "nothing from before the move");
+    stop.cancel();
+    dispatcher.await.unwrap().unwrap();
+}

@@ -45,6 +45,9 @@ pub async fn prune(db: &PgPool, cutoff: DateTime<Utc>, batch: i64) -> Result<Pru
         batch,
     )
     .await?;
+    // An instance's past membership of an account matters while its events may still be
+    // read; past their retention, none can.
+    sqlx::query("DELETE FROM account_departures WHERE left_at < $1").bind(cutoff).execute(db).await?;
     Ok(Pruned { failed, deliveries, events })
 }
 
