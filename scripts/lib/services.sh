@@ -403,6 +403,7 @@ pl_ensure_test_python() {
         "kubernetes_validate:${PL_KUBE_VALIDATE_SPEC:-kubernetes-validate==1.37.0}"
         "evolutionapi:${PL_EVOLUTIONAPI_SPEC:-evolutionapi==0.1.2}"
         "jsonschema:${PL_JSONSCHEMA_SPEC:-jsonschema==4.26.0}"
+        "moto.server:${PL_MOTO_SPEC:-moto[server]==5.2.5}"
     )
     local entry module spec
     for entry in "${want[@]}"; do
@@ -809,8 +810,41 @@ pl_start_services() {
     return 0
 }
 
+# An S3-compatible server for the media tests: moto in server mode (PyPI, in the test
+# venv), in memory, on 127.0.0.1:PORT, logging to DATA_DIR/logs/s3.log. Exports
+# PACELINE_TEST_S3_URL; pl_stop_services stops it.
+pl_start_s3() {
+    local data_dir=$1 port=$2
+    _pl_check_port_free "s3 (moto)" "$port" || return 1
+    mkdir -p "$data_dir/logs" "$data_dir/s3" || return 1
+    local log=$data_dir/logs/s3.log
+    printf '==== %s: starting moto_server on 127.0.0.1:%s ====\n' "$(date '+%F %T')" "$port" >>"$log"
+    _pl_spawn "$log" "$data_dir/s3" "$PL_VENV/bin/moto_server" -H 127.0.0.1 -p "$port"
+    _PL_S3_PID=$_PL_SPAWNED_PID
+    _pl_wait_ready "moto_server (port $port)" "$_PL_S3_PID" "$log" _pl_s3_ready "$port" || return 1
+    if [[ -n ${_PL_PIDFILE:-} ]]; then
+        # Recorded by its argv[0] (the venv's Python), as _pl_reap_orphans checks it.
+        local exe
+        exe=$(tr '\0' '\n' 2>/dev/null <"/proc/$_PL_S3_PID/cmdline" | head -n 1) || exe=''
+        exe=${exe%% *}
+        printf '%s %s\n' "${exe##*/}" "$_PL_S3_PID" >>"$_PL_PIDFILE"
+    fi
+    export PACELINE_TEST_S3_URL="http://127.0.0.1:$port"
+}
+
+# moto answers an HTTP request on PORT.
+_pl_s3_ready() {
+    (exec 3<>"/dev/tcp/127.0.0.1/$1" && printf 'GET / HTTP/1.0\r\n\r\n' >&3 && IFS= read -r -t 2 l <&3 &&
+        [[ $l == HTTP/* ]]) 2>/dev/null
+}
+
 pl_stop_services() {
     local pid
+    if [[ -n ${_PL_S3_PID:-} ]]; then
+        pid=$_PL_S3_PID
+        _PL_S3_PID=''
+        _pl_terminate "$pid" moto_server TERM || true
+    fi
     if [[ -n ${_PL_PG_PID:-}${_PL_REDIS_PID:-}${_PL_NATS_PID:-} ]]; then
         _pl_log "stopping services"
     fi

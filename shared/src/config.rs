@@ -124,6 +124,8 @@ pub struct Config {
     #[cfg_attr(feature = "openapi", schema(inline))]
     pub media: section::Media,
     #[cfg_attr(feature = "openapi", schema(inline))]
+    pub media_store: section::MediaStore,
+    #[cfg_attr(feature = "openapi", schema(inline))]
     pub large_body: section::LargeBody,
     #[cfg_attr(feature = "openapi", schema(inline))]
     pub groups: section::Groups,
@@ -164,6 +166,7 @@ impl Default for Config {
             risk: Default::default(),
             worker: Default::default(),
             media: Default::default(),
+            media_store: Default::default(),
             large_body: Default::default(),
             groups: Default::default(),
             events: Default::default(),

@@ -24,6 +24,8 @@ struct Entry {
     role: &'static str,
     backend: &'static str,
     check: Check,
+    /// Whether the role is ready only while it answers (else it is reported only).
+    decides: bool,
 }
 
 fn entries() -> &'static Mutex<Vec<Entry>> {
@@ -35,7 +37,24 @@ fn entries() -> &'static Mutex<Vec<Entry>> {
 pub fn register(role: &'static str, checks: Vec<(&'static str, Check)>) {
     let mut all = entries().lock().expect("health checks");
     all.retain(|e| e.role != role);
-    all.extend(checks.into_iter().map(|(backend, check)| Entry { role, backend, check }));
+    all.extend(checks.into_iter().map(|(backend, check)| Entry { role, backend, check, decides: true }));
+}
+
+/// Adds a check of `role` that is reported (`paceline_backend_up`) but does not make the
+/// role unready: a backend only some work needs (the media bucket), whose outage that
+/// work waits out, while everything else goes on.
+pub fn report(role: &'static str, backend: &'static str, check: Check) {
+    let mut all = entries().lock().expect("health checks");
+    all.retain(|e| !(e.role == role && e.backend == backend));
+    all.push(Entry { role, backend, check, decides: false });
+}
+
+/// The media bucket answers (reported, not deciding readiness).
+pub fn media_store(store: crate::db::media::Store) -> Check {
+    Arc::new(move || {
+        let store = store.clone();
+        Box::pin(async move { store.reachable().await.is_ok() })
+    })
 }
 
 /// Postgres answers `SELECT 1`.
@@ -71,11 +90,15 @@ pub fn nats(client: async_nats::Client) -> (&'static str, Check) {
     )
 }
 
-/// Runs every check of `role`: (backend, answered).
-async fn run(role: &str) -> Option<Vec<(&'static str, bool)>> {
+/// Runs every check of `role` (only those deciding readiness with `deciding`):
+/// (backend, answered).
+async fn run(role: &str, deciding: bool) -> Option<Vec<(&'static str, bool)>> {
     let checks: Vec<(&'static str, Check)> = {
         let all = entries().lock().expect("health checks");
-        all.iter().filter(|e| e.role == role).map(|e| (e.backend, e.check.clone())).collect()
+        all.iter()
+            .filter(|e| e.role == role && (e.decides || !deciding))
+            .map(|e| (e.backend, e.check.clone()))
+            .collect()
     };
     if checks.is_empty() {
         return None;
@@ -90,14 +113,17 @@ async fn run(role: &str) -> Option<Vec<(&'static str, bool)>> {
 pub async fn readiness(roles: &[&'static str]) -> Vec<(&'static str, Option<bool>)> {
     let mut out = Vec::new();
     for role in roles {
-        out.push((*role, run(role).await.map(|r| r.iter().all(|(_, ok)| *ok))));
+        out.push((*role, run(role, true).await.map(|r| r.iter().all(|(_, ok)| *ok))));
     }
     out
 }
 
 /// Checks every backend of `roles` each `every`, for the metrics, until `stop`.
 pub async fn watch(roles: Vec<&'static str>, every: Duration, stop: crate::Shutdown) {
-    metrics::describe_gauge!(BACKEND_UP, "1 while the role reaches the backend (postgres, redis, nats), 0 while not");
+    metrics::describe_gauge!(
+        BACKEND_UP,
+        "1 while the role reaches the backend (postgres, redis, nats, media_store), 0 while not"
+    );
     metrics::describe_counter!(BACKEND_FAILURES, "failed backend checks, by role and backend");
     let mut tick = tokio::time::interval(every);
     loop {
@@ -106,7 +132,7 @@ pub async fn watch(roles: Vec<&'static str>, every: Duration, stop: crate::Shutd
             _ = stop.cancelled() => return,
         }
         for role in &roles {
-            for (backend, ok) in run(role).await.unwrap_or_default() {
+            for (backend, ok) in run(role, false).await.unwrap_or_default() {
                 metrics::gauge!(BACKEND_UP, "role" => *role, "backend" => backend).set(if ok { 1.0 } else { 0.0 });
                 if !ok {
                     metrics::counter!(BACKEND_FAILURES, "role" => *role, "backend" => backend).increment(1);

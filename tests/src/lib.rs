@@ -6,6 +6,7 @@ pub mod browser;
 pub mod chaos;
 pub mod cluster;
 pub mod events;
+pub mod s3;
 pub mod webhooks;
 
 use std::net::SocketAddr;

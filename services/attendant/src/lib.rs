@@ -307,7 +307,8 @@ impl Attendant {
             return Ok(None);
         };
         let stored = matches!(media::meta(&self.state.db, &media_id).await?, Some(media::Meta::Stored { size, .. }) if size <= LIMIT);
-        let Some(row) = (if stored { media::get(&self.state.db, &media_id).await? } else { None }) else {
+        let row = if stored { self.state.media.get(&media_id).await.map_err(ApiError::internal)? } else { None };
+        let Some(row) = row else {
             return Ok(None);
         };
         if row.instance_id != *id {

@@ -56,6 +56,8 @@ use shared::{bus, kv, Config};
 pub struct Core {
     pub config: Config,
     pub db: sqlx::PgPool,
+    /// Media bytes: Postgres, and the bucket when one is configured.
+    pub media: shared::db::media::Store,
     pub redis: deadpool_redis::Pool,
     pub nats: async_nats::Client,
     pub keys: kv::Keys,
@@ -119,6 +121,8 @@ impl Core {
             limits: Default::default(),
             auth_changes: tokio::sync::broadcast::channel(1024).0,
             account_changes: tokio::sync::broadcast::channel(1024).0,
+            media: shared::db::media::Store::new(db.clone(), &config.media_store)
+                .expect("Config::validate checks the media store's settings"),
             config,
             db,
             redis,

@@ -40,9 +40,9 @@ pub async fn set(
         Some(n) if n > Picture::LIMIT as u64 => {
             Err(Error::refused(shared::ErrorCode::MediaTooLarge, "the picture is over 5 MiB"))
         }
-        _ => match media::chunk(&core.db, &media_id, 0).await {
-            Ok(first) => check_picture(first.as_deref().unwrap_or_default().get(..3).unwrap_or_default()),
-            Err(e) => Err(e.into()),
+        _ => match core.media.head(&media_id, 3).await {
+            Ok(first) => check_picture(&first),
+            Err(e) => Err(crate::send::media_error(e)),
         },
     };
     if let Err(e) = checked {

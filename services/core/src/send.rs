@@ -130,7 +130,7 @@ pub async fn store_media(
     let quota = media_quota(state, id).await?;
     let (url, mime_type, filename) = match src {
         MediaSource::Bytes { data, mime_type, filename } => {
-            let stored = media::store(&state.db, id, &mime_type, filename.as_deref(), MediaBody::Data(&data), quota);
+            let stored = media::store(&state.media, id, &mime_type, filename.as_deref(), MediaBody::Data(&data), quota);
             return stored.await.map_err(media_error);
         }
         MediaSource::Url { url, mime_type, filename } => (url, mime_type, filename),
@@ -141,7 +141,7 @@ pub async fn store_media(
     let mime = mime_type.or(ct).unwrap_or_else(|| default_mime(kind).to_string());
     let name = filename
         .or_else(|| url.path_segments().and_then(|mut s| s.next_back()).filter(|s| !s.is_empty()).map(str::to_owned));
-    let mut writer = MediaWriter::begin(&state.db, id, &mime, name.as_deref(), quota).await.map_err(media_error)?;
+    let mut writer = MediaWriter::begin(&state.media, id, &mime, name.as_deref(), quota).await.map_err(media_error)?;
     let mut body = res.bytes_stream();
     let copied: Result<()> = async {
         while let Some(chunk) = body.next().await {
@@ -195,7 +195,7 @@ fn fetch_error(e: FetchError) -> Error {
 /// Media refused for the instance's storage quota (a counter, by where it came from).
 pub const MEDIA_QUOTA_REFUSED: &str = "paceline_media_quota_refused_total";
 
-fn media_error(e: MediaError) -> Error {
+pub(crate) fn media_error(e: MediaError) -> Error {
     match e {
         MediaError::QuotaExceeded => {
             metrics::counter!(MEDIA_QUOTA_REFUSED, "source" => "sent").increment(1);
@@ -205,6 +205,12 @@ fn media_error(e: MediaError) -> Error {
             )
         }
         MediaError::Db(e) => e.into(),
+        // Nothing was accepted: the client tries again once the bucket answers.
+        MediaError::Objects(e) => {
+            tracing::warn!(error = %e, "storing media failed");
+            Error::Busy { message: "the media store is unreachable; try again".into(), retry_after: 5 }
+        }
+        MediaError::NoBucket => Error::internal(MediaError::NoBucket),
     }
 }
 

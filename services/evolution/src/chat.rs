@@ -506,7 +506,7 @@ async fn get_base64_from_media_message(
     let id = m.content["media"]["id"].as_str().and_then(|i| shared::ids::MediaId::parse(i).ok()).ok_or_else(gone)?;
     // The stored size decides, not the logged descriptor's.
     let (mime_type, filename, size) = match media::meta_of(&state.db, &row.id, &id).await? {
-        Some(Meta::Stored { mime_type, filename, size }) => (mime_type, filename, size),
+        Some(Meta::Stored { mime_type, filename, size, .. }) => (mime_type, filename, size),
         _ => return Err(gone()),
     };
     if size > BASE64_LIMIT {
@@ -528,7 +528,7 @@ async fn get_base64_from_media_message(
     let (prefix, suffix) = hole
         .cut(serde_json::to_vec(&skeleton).map_err(ApiError::internal)?)
         .ok_or_else(|| ApiError::internal("no hole"))?;
-    let body = media::base64_stream(state.db.clone(), id, prefix, suffix).map_err(std::io::Error::other);
+    let body = media::base64_stream(state.media.clone(), id, prefix, suffix).map_err(std::io::Error::other);
     Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], axum::body::Body::from_stream(body)).into_response())
 }
 

@@ -54,6 +54,9 @@ impl AppState {
                 shared::health::nats(core.nats.clone()),
             ],
         );
+        if core.media.objects().is_some() {
+            shared::health::report("api", "media_store", shared::health::media_store(core.media.clone()));
+        }
         tokio::spawn(domain::auth::listen(
             core.nats.clone(),
             core.subjects.auth_changed(),

@@ -43,6 +43,8 @@ const RECONNECT: [Duration; 6] = [
 /// What the worker shares with every actor.
 pub struct Ctx {
     pub db: sqlx::PgPool,
+    /// Media bytes: Postgres, and the bucket when one is configured.
+    pub store: shared::db::media::Store,
     pub nats: async_nats::Client,
     pub subjects: Subjects,
     pub sim: Option<Arc<dyn Driver>>,
@@ -461,12 +463,13 @@ pub(crate) fn fenced(r: Result<bool, sqlx::Error>) -> Step {
 /// The stored media a picture change names, read for the driver: it must be this
 /// instance's, and a JPEG of at most [`Picture::LIMIT`].
 async fn stored_picture(
-    db: &sqlx::PgPool,
+    store: &shared::db::media::Store,
     id: &InstanceId,
     media_id: Option<shared::ids::MediaId>,
 ) -> Result<Option<Picture>, DriverError> {
     let Some(media_id) = media_id else { return Ok(None) };
-    let row = shared::db::media::get(db, &media_id)
+    let row = store
+        .get(&media_id)
         .await
         .map_err(|_| DriverError::new(ErrorCode::WorkerError, "the picture could not be read"))?
         .filter(|r| &r.instance_id == id)

@@ -89,8 +89,13 @@ pub async fn run_with(config: Config, drivers: Drivers, shutdown: Shutdown) -> a
         lease::Renewer::start(&config.redis_url, kv::Keys::new(&config), worker_id.clone(), ttl)
             .context("starting the lease renewal thread")?;
     let media = receive::MediaPolicy { retry_base: config.media.retry_base, quota: config.media.quota_bytes };
+    let store = shared::db::media::Store::new(pool.clone(), &config.media_store).map_err(anyhow::Error::msg)?;
+    if store.objects().is_some() {
+        health::report("worker", "media_store", health::media_store(store.clone()));
+    }
     let ctx = Arc::new(Ctx {
         db: pool.clone(),
+        store: store.clone(),
         nats: nats.clone(),
         subjects: subjects.clone(),
         // Both drivers, so an instance may run on another network than the deployment's.
@@ -104,7 +109,7 @@ pub async fn run_with(config: Config, drivers: Drivers, shutdown: Shutdown) -> a
                     config.whatsapp.ws_url.as_deref(),
                     config.whatsapp.connect_timeout,
                 )
-                .with_media(media),
+                .with_media(media, store),
             )
         }),
         default_network: config.network,

@@ -342,7 +342,7 @@ impl Queue {
         };
         let media = match message.content.media() {
             None => None,
-            Some(r) => match shared::db::media::get(&held.ctx.db, &r.id).await {
+            Some(r) => match held.ctx.store.get(&r.id).await {
                 Ok(Some(row)) => {
                     Some(Media { mime_type: row.mime_type, filename: row.filename, sha256: row.sha256, data: row.data })
                 }

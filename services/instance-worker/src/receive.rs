@@ -57,7 +57,7 @@ impl Default for MediaPolicy {
 /// download that fails for a passing reason is stored pending, to be tried again after
 /// `retry_in` (`Actor::retry_media`).
 pub async fn prepare(
-    db: &sqlx::PgPool,
+    store: &media::Store,
     instance: &InstanceId,
     batch: Vec<Incoming>,
     fetch: &dyn Fetch,
@@ -68,8 +68,11 @@ pub async fn prepare(
         .filter(|i| i.media.is_some())
         .map(|i| (i.message.chat_jid.as_str(), i.message.wa_message_id.as_str()))
         .collect();
-    let known =
-        if keys.is_empty() { Default::default() } else { log::known(db, instance, &keys).await.unwrap_or_default() };
+    let known = if keys.is_empty() {
+        Default::default()
+    } else {
+        log::known(&store.db, instance, &keys).await.unwrap_or_default()
+    };
     let mut msgs = Vec::with_capacity(batch.len());
     for Incoming { mut message, media } in batch {
         if let (Some(remote), false) =
@@ -90,11 +93,18 @@ pub async fn prepare(
                 }
             };
             let (mime, name) = (&remote.mime_type, remote.filename.as_deref());
-            let stored = match media::store(db, instance, mime, name, body, policy.quota).await {
+            let stored = match media::store(store, instance, mime, name, body, policy.quota).await {
                 Err(MediaError::QuotaExceeded) => {
                     tracing::warn!(instance_id = %instance, "received media is over the instance's quota; logged unavailable");
                     metrics::counter!(crate::metrics::MEDIA_QUOTA_REFUSED, "source" => "received").increment(1);
-                    media::store(db, instance, mime, name, MediaBody::Expired, policy.quota).await
+                    media::store(store, instance, mime, name, MediaBody::Expired, policy.quota).await
+                }
+                // The bucket failed: the download is kept pending and tried again, as if
+                // the network had not given it.
+                Err(MediaError::Objects(e)) => {
+                    tracing::warn!(error = %e, "storing received media failed; its download is tried again");
+                    let later = MediaBody::Pending { remote: &again, retry_in: policy.retry_base };
+                    media::store(store, instance, mime, name, later, policy.quota).await
                 }
                 other => other,
             };
@@ -162,7 +172,7 @@ impl MediaRetry {
         batch: Vec<Incoming>,
         source: Source,
     ) -> Step {
-        let msgs = prepare(&held.ctx.db, held.id, batch, &SessionFetch(session), held.ctx.media).await;
+        let msgs = prepare(&held.ctx.store, held.id, batch, &SessionFetch(session), held.ctx.media).await;
         if msgs.iter().any(|m| m.content["media"]["pending"] == true) {
             self.at = self.at.min(tokio::time::Instant::now() + held.ctx.media.retry_base);
         }
@@ -233,7 +243,8 @@ impl MediaRetry {
                 }
                 Err(_) => log::Fetched::Later(media_backoff(held.ctx.media.retry_base, m.fetch_attempts + 1)),
             };
-            match log::resolve_media(&held.ctx.db, held.id, held.epoch, m, fetched).await {
+            match log::resolve_media(&held.ctx.store, held.id, held.epoch, m, fetched, held.ctx.media.retry_base).await
+            {
                 Ok(true) => {}
                 Ok(false) => return fenced(Ok(false)),
                 Err(e) => {

@@ -14,6 +14,8 @@ use shared::config::{Network, Role};
 use shared::{Config, Shutdown};
 use tokio::net::TcpListener;
 
+mod media_migrate;
+
 #[derive(Parser)]
 #[command(name = "paceline", version, about = "A horizontally scalable messaging-account gateway")]
 struct Cli {
@@ -56,11 +58,31 @@ enum Command {
         #[arg(long)]
         no_dispatcher: bool,
     },
+    /// Operate on stored media.
+    Media {
+        #[command(subcommand)]
+        action: MediaCommand,
+    },
     /// Print the OpenAPI 3.1 description.
     Openapi,
     /// Speak MCP over stdin/stdout for a local client, forwarding each message to
     /// `POST $PACELINE_URL/mcp` with `$PACELINE_TOKEN`. Logs go to stderr.
     Mcp,
+}
+
+#[derive(Subcommand)]
+enum MediaCommand {
+    /// Copy media stored in Postgres into the configured bucket (media_store), verifying
+    /// each copy by size and SHA-256 before freeing Postgres. Resumable: run it again to
+    /// go on where it stopped.
+    Migrate {
+        /// Where to: `s3` (the only target).
+        #[arg(long)]
+        to: String,
+        /// Say how much would move, and move nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 type Task = Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send>>;
@@ -124,6 +146,11 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
     };
     match cli.command {
         Command::Openapi | Command::Mcp => unreachable!("handled above"),
+        Command::Media { action: MediaCommand::Migrate { to, dry_run } } => {
+            anyhow::ensure!(to == "s3", "--to must be s3");
+            config.validate(Role::Migrate)?;
+            return media_migrate::run(&config, dry_run).await;
+        }
         Command::Migrate => {
             config.validate(Role::Migrate)?;
             let pool = shared::db::connect(&config).await.context("connecting to postgres")?;

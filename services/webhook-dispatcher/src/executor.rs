@@ -117,7 +117,8 @@ pub struct Executor(Arc<Inner>);
 
 struct Inner {
     settings: Settings,
-    db: sqlx::PgPool,
+    /// Media bytes an Evolution payload carries as base64.
+    media: shared::db::media::Store,
     budget: Budget,
     client: GuardedClient,
     endpoints: Mutex<HashMap<String, mpsc::Sender<Job>>>,
@@ -142,7 +143,8 @@ impl Writer {
 }
 
 impl Executor {
-    pub fn start(db: sqlx::PgPool, settings: Settings) -> (Executor, Writer) {
+    pub fn start(media: shared::db::media::Store, settings: Settings) -> (Executor, Writer) {
+        let db = media.db.clone();
         let (tx, rx) = mpsc::channel(RESULTS_QUEUE);
         let done = CancellationToken::new();
         let task = tokio::spawn(write_outcomes(db.clone(), settings.clone(), rx, done.clone()));
@@ -150,7 +152,7 @@ impl Executor {
         let exec = Executor(Arc::new(Inner {
             budget: Budget::new(settings.body_bytes),
             settings,
-            db,
+            media,
             client,
             endpoints: Mutex::new(HashMap::new()),
             results: tx,
@@ -235,7 +237,7 @@ impl Executor {
             Body::Ready(b) => shape::Built { bytes: b.clone(), _held: None },
             Body::Evolution { envelope, origin, hook_url } => {
                 let by = tokio::time::Instant::from_std(latest_start);
-                match shape::build(&self.0.db, &s.server_url, hook_url, origin, envelope, &self.0.budget, by).await {
+                match shape::build(&self.0.media, &s.server_url, hook_url, origin, envelope, &self.0.budget, by).await {
                     Ok(b) if Instant::now() <= latest_start => b,
                     _ => return self.put_back(&job).await,
                 }

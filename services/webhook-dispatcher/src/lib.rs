@@ -40,14 +40,18 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let subjects = bus::Subjects::new(&config);
     let worker_id = format!("dsp_{}", uuid_like());
     let settings = executor::Settings::from_config(&config, worker_id.clone());
-    let (exec, writer) = executor::Executor::start(pool.clone(), settings);
+    let media = db::media::Store::new(pool.clone(), &config.media_store).map_err(anyhow::Error::msg)?;
+    if media.objects().is_some() {
+        shared::health::report("dispatcher", "media_store", shared::health::media_store(media.clone()));
+    }
+    let (exec, writer) = executor::Executor::start(media.clone(), settings);
     tracing::info!("dispatcher started");
 
     let max_bytes = config.events.stream_max_bytes;
     let relay = tokio::spawn(relay::run(pool.clone(), js.clone(), subjects.clone(), max_bytes, shutdown.clone()));
     let fanout = tokio::spawn(fanout::run(pool.clone(), js, subjects.clone(), exec.clone(), shutdown.clone()));
     let retry = tokio::spawn(retry::run(pool.clone(), exec.clone(), shutdown.clone()));
-    let retention = tokio::spawn(retention::run(pool.clone(), config.media.retention_days, shutdown.clone()));
+    let retention = tokio::spawn(retention::run(media, config.media.retention_days, shutdown.clone()));
     let usage = tokio::spawn(usage::run(pool.clone(), config.usage.rollup_interval, shutdown.clone()));
     let policy = domain::risk::Policy {
         nats: nats.clone(),

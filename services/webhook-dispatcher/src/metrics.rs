@@ -11,6 +11,9 @@ pub const DISABLED_ENDPOINTS: &str = "paceline_webhook_disabled_endpoints";
 pub const BODY_BYTES: &str = "paceline_webhook_body_bytes_in_flight";
 pub const MEDIA_COLLECTED: &str = "paceline_media_collected_total";
 pub const MEDIA_STORED_BYTES: &str = "paceline_media_stored_bytes";
+pub const MEDIA_OBJECTS_DELETED: &str = "paceline_media_objects_deleted_total";
+pub const MEDIA_OBJECT_DELETIONS_FAILED: &str = "paceline_media_object_deletions_failed_total";
+pub const MEDIA_OBJECT_DELETIONS_QUEUED: &str = "paceline_media_object_deletions_queued";
 
 pub fn describe() {
     shared::telemetry::prometheus();
@@ -31,4 +34,13 @@ pub fn describe() {
     );
     metrics::describe_counter!(MEDIA_COLLECTED, "media rows no message referred to, collected after their grace");
     metrics::describe_gauge!(MEDIA_STORED_BYTES, "bytes of media stored by every instance together");
+    metrics::describe_counter!(
+        MEDIA_OBJECTS_DELETED,
+        "objects deleted from the media bucket (expired or no longer referred to)"
+    );
+    metrics::describe_counter!(
+        MEDIA_OBJECT_DELETIONS_FAILED,
+        "object deletions the media bucket failed (tried again later)"
+    );
+    metrics::describe_gauge!(MEDIA_OBJECT_DELETIONS_QUEUED, "objects waiting to be deleted from the media bucket");
 }

@@ -1,6 +1,7 @@
 //! Prunes events and deliveries past `bus::EVENTS_RETENTION` (`retention::db`), media
 //! no message took (`db::media::collect_unclaimed`) and the bytes of media past
-//! `media.retention_days` (`db::media::expire_before`), every few minutes, in batches
+//! `media.retention_days` (`db::media::expire_before`), then deletes the bucket's objects
+//! those left behind (`db::media::delete_queued_objects`), every few minutes, in batches
 //! so no statement holds locks for long; and reports the media stored. Every dispatcher
 //! pod runs it; the deletes are idempotent, so pods overlapping costs only a little work.
 
@@ -13,8 +14,11 @@ use db as retention;
 const EVERY: Duration = Duration::from_secs(600);
 const FIRST_AFTER: Duration = Duration::from_secs(60);
 const BATCH: i64 = 5_000;
+/// Objects deleted per request to the bucket (S3 takes at most 1,000 at once).
+const OBJECT_BATCH: i64 = 1_000;
 
-pub async fn run(db: sqlx::PgPool, retention_days: u32, shutdown: shared::Shutdown) {
+pub async fn run(media: shared::db::media::Store, retention_days: u32, shutdown: shared::Shutdown) {
+    let db = media.db.clone();
     let mut wait = FIRST_AFTER;
     loop {
         tokio::select! {
@@ -48,6 +52,32 @@ pub async fn run(db: sqlx::PgPool, retention_days: u32, shutdown: shared::Shutdo
             }
         }
         collect_media(&db, retention_days, &shutdown).await;
+        delete_objects(&media, &shutdown).await;
+    }
+}
+
+/// Deletes the bucket's objects whose rows went or gave their bytes back, in batches;
+/// what fails stays queued for the next pass.
+pub async fn delete_objects(media: &shared::db::media::Store, shutdown: &shared::Shutdown) {
+    use crate::metrics::{MEDIA_OBJECTS_DELETED, MEDIA_OBJECT_DELETIONS_FAILED, MEDIA_OBJECT_DELETIONS_QUEUED};
+    while !shutdown.is_cancelled() {
+        match shared::db::media::delete_queued_objects(media, OBJECT_BATCH).await {
+            Ok(d) => {
+                metrics::counter!(MEDIA_OBJECTS_DELETED).increment(d.deleted);
+                metrics::counter!(MEDIA_OBJECT_DELETIONS_FAILED).increment(d.failed);
+                if d.deleted + d.failed < OBJECT_BATCH as u64 || d.failed > 0 {
+                    break;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "deleting media objects failed");
+                break;
+            }
+        }
+    }
+    match shared::db::media::queued_object_deletions(&media.db).await {
+        Ok(n) => metrics::gauge!(MEDIA_OBJECT_DELETIONS_QUEUED).set(n as f64),
+        Err(e) => tracing::warn!(error = %e, "counting media objects to delete failed"),
     }
 }
 

@@ -90,7 +90,7 @@ pub enum NotBuilt {
 /// Its media's bytes are added only when the instance holds them, stored at most
 /// [`BASE64_LIMIT`], and the budget gives room for them before `by`.
 pub async fn build(
-    db: &sqlx::PgPool,
+    store: &media::Store,
     server_url: &str,
     hook_url: &str,
     origin: &Origin,
@@ -101,11 +101,11 @@ pub async fn build(
     let instance = envelope["instance_id"].as_str().and_then(|i| InstanceId::parse(i).ok());
     let data = &envelope["data"];
     let sent = match (envelope["type"].as_str(), &instance) {
-        (Some("message.sent"), Some(inst)) => sent_content(db, inst, data).await,
+        (Some("message.sent"), Some(inst)) => sent_content(&store.db, inst, data).await,
         _ => None,
     };
     let media = match (origin.shape.base64, &instance) {
-        (true, Some(inst)) => stored_media(db, inst, &data["content"]["media"]).await,
+        (true, Some(inst)) => stored_media(&store.db, inst, &data["content"]["media"]).await,
         _ => None,
     };
     let sender = origin.phone.as_deref().map(|p| String::from(shared::jid::Jid::user(p)));
@@ -131,7 +131,7 @@ pub async fn build(
     }
     let held = budget.take(inst, total as u64, by).await.ok_or(NotBuilt::Busy)?;
     let mut out = Vec::with_capacity(total);
-    let mut pieces = std::pin::pin!(media::base64_stream(db.clone(), id, prefix, suffix));
+    let mut pieces = std::pin::pin!(media::base64_stream(store.clone(), id, prefix, suffix));
     loop {
         match pieces.try_next().await {
             Ok(Some(p)) if out.len() + p.len() <= total => out.extend_from_slice(&p),

@@ -224,6 +224,55 @@ section! {
     }
 }
 
+/// Where media bytes live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum MediaBackend {
+    /// In Postgres, beside the rows (1 MiB chunks): nothing else to run.
+    #[default]
+    Postgres,
+    /// In an S3-compatible bucket (AWS S3, MinIO, Cloudflare R2, Ceph RGW).
+    S3,
+}
+
+section! {
+    /// Where new media bytes are stored. Credentials for S3 come from the standard AWS
+    /// environment (`AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY`, or a web identity
+    /// token as on EKS, or the instance's metadata service): none are set here.
+    MediaStore {
+        /// `postgres` (the default) or `s3`. Media already stored stays where it is and
+        /// stays readable: `paceline media migrate --to s3` moves it.
+        #[cfg_attr(feature = "openapi", schema(inline))]
+        backend: MediaBackend = MediaBackend::Postgres,
+        /// The bucket (required with `s3`, and while any media is in it).
+        bucket: Option<String> = None,
+        /// Prefix of every object's key (`<prefix>media/<instance>/<media>`; keys carry
+        /// ids, never phone numbers).
+        prefix: String = String::new(),
+        /// The S3 endpoint, for anything but AWS (`https://minio.example:9000`); an
+        /// `http://` endpoint is allowed as given.
+        endpoint: Option<String> = None,
+        /// The bucket's region (any value for most S3-compatible servers).
+        region: String = "us-east-1".into(),
+        /// Address the bucket in the path (`endpoint/bucket/key`), as MinIO and Ceph
+        /// usually want, instead of as a host name (`bucket.endpoint/key`).
+        #[serde(deserialize_with = "de::flexible_bool")]
+        path_style: bool = false,
+        /// When above zero, `GET /media/{id}` answers a redirect to a presigned URL of
+        /// the object valid this long, instead of streaming it through the API.
+        #[serde(rename = "presigned_ttl_ms")]
+        #[serde_as(as = "de::Millis")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        presigned_ttl: Duration = ms(0),
+        /// How long one request to the store may take before it fails (and is retried).
+        #[serde(rename = "timeout_ms")]
+        #[serde_as(as = "de::Millis")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        timeout: Duration = ms(30_000),
+    }
+}
+
 section! {
     /// Request bodies over 1 MB to `POST messages`: cluster-wide slots.
     LargeBody {

@@ -1,6 +1,8 @@
 //! Checks every value a role uses, with one clear message per bad value, naming its key
 //! (`section.key`) and never a secret's value.
 
+use std::time::Duration;
+
 use super::section::ms;
 use super::{placeholder, Config, ConfigError, Role};
 use crate::auth::ADMIN_TOKEN_PREFIX;
@@ -121,6 +123,23 @@ impl Config {
         }
         if self.media.retention_days < 8 {
             errors.push("media.retention_days must be at least 8 (a queued message lives up to 7 days)".to_string());
+        }
+        let store = &self.media_store;
+        if store.backend == super::section::MediaBackend::S3 && store.bucket.as_deref().is_none_or(str::is_empty) {
+            errors.push("media_store.bucket is required with media_store.backend = s3".to_string());
+        }
+        if store.endpoint.as_deref().is_some_and(|e| url::Url::parse(e).is_err()) {
+            errors.push("media_store.endpoint must be a URL (https://host:port)".to_string());
+        } else if store.bucket.as_deref().is_some_and(|b| !b.is_empty()) {
+            if let Err(e) = crate::db::media::Objects::new(store) {
+                errors.push(e);
+            }
+        }
+        if store.timeout < ms(1_000) || store.presigned_ttl > Duration::from_secs(7 * 24 * 3600) {
+            errors.push(
+                "media_store.timeout_ms must be at least 1000 and media_store.presigned_ttl_ms at most 7 days"
+                    .to_string(),
+            );
         }
         if self.large_body.read_timeout < ms(1_000) {
             errors.push("large_body.read_timeout_ms must be at least 1000".to_string());

@@ -93,7 +93,7 @@ impl Actor {
                         }
                         RpcRequest::Net { op } => session.net(&op).await.map(Answer::into_value),
                         RpcRequest::SetPicture { media_id, group } => {
-                            let op: NetOp = match (stored_picture(&ctx.db, &id, media_id).await, group) {
+                            let op: NetOp = match (stored_picture(&ctx.store, &id, media_id).await, group) {
                                 (Ok(picture), Some(jid)) => SetGroupPicture { jid, picture }.into(),
                                 (Ok(picture), None) => SetPicture { picture }.into(),
                                 (Err(e), _) => return Err(e),

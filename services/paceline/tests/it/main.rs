@@ -27,6 +27,7 @@ mod labels;
 mod leases;
 mod mcp;
 mod media;
+mod media_store;
 mod messages;
 mod numbers;
 mod operation;

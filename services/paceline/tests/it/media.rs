@@ -137,7 +137,7 @@ async fn unclaimed_media_is_collected_and_old_media_gives_its_bytes_back() {
     let kept = media_of(&db, &m).await;
     // Left by a crash between storing and queueing: no message refers to it.
     let (orphan, _) = shared::db::media::store(
-        &db,
+        &shared::db::media::Store::postgres(db.clone()),
         &inst_id,
         "image/png",
         None,
@@ -177,9 +177,10 @@ async fn base64_of_a_logged_media_is_streamed_and_sized_by_what_is_stored() {
     let db = shared::db::connect(&api.config).await.unwrap();
     let quota = api.config.media.quota_bytes;
     let photo: Vec<u8> = (0..(3 * shared::db::media::CHUNK + 1)).map(|i| (i * 13 % 256) as u8).collect();
-    let (small, _) = store(&db, &id, "image/jpeg", Some("p.jpg"), MediaBody::Data(&photo), quota).await.unwrap();
+    let pg = shared::db::media::Store::postgres(db.clone());
+    let (small, _) = store(&pg, &id, "image/jpeg", Some("p.jpg"), MediaBody::Data(&photo), quota).await.unwrap();
     let huge = vec![1u8; 16 * 1024 * 1024 + 1];
-    let (big, _) = store(&db, &id, "image/jpeg", None, MediaBody::Data(&huge), quota).await.unwrap();
+    let (big, _) = store(&pg, &id, "image/jpeg", None, MediaBody::Data(&huge), quota).await.unwrap();
     let epoch: i64 =
         sqlx::query_scalar("SELECT owner_epoch FROM instances WHERE id = $1").bind(&id).fetch_one(&db).await.unwrap();
     let logged = |wa: &str, media: &shared::ids::MediaId| Received {

@@ -54,9 +54,10 @@ async fn base64_bodies_follow_the_stored_media_and_the_pods_budget() {
     let quota = api.config.media.quota_bytes;
     // Bytes whose length is no multiple of 3 and spans chunks.
     let small: Vec<u8> = (0..(media::CHUNK + 1234)).map(|i| (i * 7 % 251) as u8).collect();
-    let (small_id, _) = media::store(&db, &inst, "image/jpeg", None, MediaBody::Data(&small), quota).await.unwrap();
+    let store = media::Store::postgres(db.clone());
+    let (small_id, _) = media::store(&store, &inst, "image/jpeg", None, MediaBody::Data(&small), quota).await.unwrap();
     let large = vec![3u8; shape::BASE64_LIMIT as usize + 1];
-    let (large_id, _) = media::store(&db, &inst, "image/jpeg", None, MediaBody::Data(&large), quota).await.unwrap();
+    let (large_id, _) = media::store(&store, &inst, "image/jpeg", None, MediaBody::Data(&large), quota).await.unwrap();
     let budget = Budget::new(64 << 20);
     let server = "http://127.0.0.1:8787";
     let o = origin();
@@ -64,7 +65,7 @@ async fn base64_bodies_follow_the_stored_media_and_the_pods_budget() {
     // The small image comes whole, though the event said size 0; the body holds its
     // bytes of the budget until it is dropped.
     let env = received(&id, small_id.as_str());
-    let built = shape::build(&db, server, "http://h/", &o, &env, &budget, soon(1000)).await.unwrap();
+    let built = shape::build(&store, server, "http://h/", &o, &env, &budget, soon(1000)).await.unwrap();
     let body: Value = serde_json::from_slice(&built.bytes).unwrap();
     assert_eq!(body["event"], "messages.upsert");
     let b64 = body["data"]["message"]["base64"].as_str().expect("base64 present");
@@ -75,7 +76,7 @@ async fn base64_bodies_follow_the_stored_media_and_the_pods_budget() {
 
     // Stored over the limit: no bytes, whatever the event's size said.
     let env = received(&id, large_id.as_str());
-    let built = shape::build(&db, server, "http://h/", &o, &env, &budget, soon(1000)).await.unwrap();
+    let built = shape::build(&store, server, "http://h/", &o, &env, &budget, soon(1000)).await.unwrap();
     let body: Value = serde_json::from_slice(&built.bytes).unwrap();
     assert!(body["data"]["message"].get("base64").is_none(), "{}", body["data"]["message"]);
     assert!(built.bytes.len() < 10_000);
@@ -83,7 +84,7 @@ async fn base64_bodies_follow_the_stored_media_and_the_pods_budget() {
     // Another instance's media is never embedded.
     let (other, _) = instance(&api, "bodies-other").await;
     let env = received(&other, small_id.as_str());
-    let built = shape::build(&db, server, "http://h/", &o, &env, &budget, soon(1000)).await.unwrap();
+    let built = shape::build(&store, server, "http://h/", &o, &env, &budget, soon(1000)).await.unwrap();
     let body: Value = serde_json::from_slice(&built.bytes).unwrap();
     assert!(body["data"]["message"].get("base64").is_none());
 
@@ -91,10 +92,10 @@ async fn base64_bodies_follow_the_stored_media_and_the_pods_budget() {
     let tight = Budget::new(8 << 20);
     let hog = tight.take(&inst, 3 << 20, soon(10)).await.unwrap();
     let env = received(&id, small_id.as_str());
-    let r = shape::build(&db, server, "http://h/", &o, &env, &tight, soon(300)).await;
+    let r = shape::build(&store, server, "http://h/", &o, &env, &tight, soon(300)).await;
     assert_eq!(r.err(), Some(NotBuilt::Busy), "one instance holds at most half");
     drop(hog);
-    let built = shape::build(&db, server, "http://h/", &o, &env, &tight, soon(300)).await.unwrap();
+    let built = shape::build(&store, server, "http://h/", &o, &env, &tight, soon(300)).await.unwrap();
     assert!(built.bytes.len() > small.len());
 
     // At most two webhooks an instance carry base64.

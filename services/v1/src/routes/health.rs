@@ -34,6 +34,11 @@ pub struct Checks {
     pub postgres: String,
     pub redis: String,
     pub nats: String,
+    /// The media bucket (`media_store.bucket` set): `ok` or `down`. Reported only: while
+    /// it is down, sends with media are refused (503) and received media is fetched again
+    /// later, and everything else goes on, so it does not make the pod unready.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub media_store: Option<String>,
 }
 
 async fn guard(state: &AppState, req: Request) -> Result<(), ApiError> {
@@ -71,16 +76,25 @@ async fn readyz(State(state): State<AppState>, req: Request) -> Result<(StatusCo
     if state.shutdown.is_cancelled() {
         return Err(ApiError::shutting_down());
     }
-    let (pg, redis, nats) = tokio::join!(
+    let (pg, redis, nats, bucket) = tokio::join!(
         async { sqlx::query("SELECT 1").execute(&state.db).await.is_ok() },
         shared::kv::is_ready(&state.redis),
         shared::bus::is_ready(&state.nats),
+        async {
+            let probe = tokio::time::timeout(shared::health::CHECK_TIMEOUT, state.media.reachable());
+            state.media.objects().is_some().then_some(probe.await.is_ok_and(|r| r.is_ok()))
+        },
     );
     let word = |ok: bool| if ok { "ok" } else { "down" }.to_string();
     let ready = pg && redis && nats;
     let body = HealthOut {
         status: if ready { "ready" } else { "unready" }.into(),
-        checks: Some(Checks { postgres: word(pg), redis: word(redis), nats: word(nats) }),
+        checks: Some(Checks {
+            postgres: word(pg),
+            redis: word(redis),
+            nats: word(nats),
+            media_store: bucket.map(word),
+        }),
     };
     let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     Ok((status, Json(body)))

@@ -5,7 +5,7 @@
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
-use axum::http::header;
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use shared::error::ErrorBody;
@@ -30,7 +30,8 @@ pub struct Signed {
     pub sig: Option<String>,
 }
 
-/// Media bytes by signed URL (as the chat history hands them out, valid 1 h), streamed.
+/// Media bytes by signed URL (as the chat history hands them out, valid 1 h), streamed
+/// from Postgres or the bucket (one `Range` served), or a redirect to the bucket.
 /// Raster images, audio, video and PDF are served `inline`, anything else as an
 /// `attachment`; always with `X-Content-Type-Options: nosniff` and
 /// `Content-Security-Policy: sandbox`.
@@ -38,16 +39,20 @@ pub struct Signed {
     params(("media_id" = MediaId, Path, description = "media id"), Signed),
     responses(
         (status = 200, description = "the bytes, with their Content-Type", content_type = "application/octet-stream", body = Vec<u8>),
+        (status = 206, description = "the `Range` asked for (one `bytes=` range), with `Content-Range`", content_type = "application/octet-stream", body = Vec<u8>),
+        (status = 307, description = "media in object storage with `media_store.presigned_ttl_ms` set: `Location` is a presigned URL of the object, valid that long"),
         (status = 403, description = "`forbidden`: missing, bad or expired signature", body = ErrorBody),
         (status = 404, description = "`not_found`", body = ErrorBody),
         (status = 409, description = "`conflict`: signed URLs are disabled (listening beyond loopback without public_url)", body = ErrorBody),
-        (status = 410, description = "`media_unavailable`: the network no longer had it", body = ErrorBody),
-        (status = 502, description = "`worker_error` (retryable): not downloaded yet; the worker retries the download in the background", body = ErrorBody),
+        (status = 410, description = "`media_unavailable`: past its retention, or the network no longer had it", body = ErrorBody),
+        (status = 416, description = "the `Range` cannot be served (several ranges, or past the end); `Content-Range: bytes */size`"),
+        (status = 502, description = "`worker_error` (retryable): not downloaded yet (the worker retries the download in the background), or the media store did not answer", body = ErrorBody),
     ),
     security(("signed_url" = [])))]
 async fn serve(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    headers: HeaderMap,
     q: Result<Query<Signed>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     if !state.media_urls.enabled() {
@@ -63,82 +68,107 @@ async fn serve(
     // Signed, so ours: an id of another form was never handed out.
     let id = MediaId::parse(&id).map_err(|_| ApiError::not_found("media"))?;
     use shared::db::media::{self, Meta};
-    let (mime, filename, size) = match media::meta(&state.db, &id).await? {
+    let (mime, filename, size, object_key) = match media::meta(&state.db, &id).await? {
         None => return Err(ApiError::not_found("media")),
         Some(Meta::Expired) => {
-            return Err(ApiError::new(ErrorCode::MediaUnavailable, "the network no longer had this media"))
+            return Err(ApiError::new(
+                ErrorCode::MediaUnavailable,
+                "this media is past its retention, or the network no longer had it",
+            ))
         }
         Some(Meta::Pending) => return Err(ApiError::new(
             ErrorCode::WorkerError,
             "this media is not downloaded yet: the network did not give it, and the worker retries in the background",
         )
         .with_retryable(true)),
-        Some(Meta::Stored { mime_type, filename, size }) => (mime_type, filename, size),
+        Some(Meta::Stored { mime_type, filename, size, object_key }) => (mime_type, filename, size, object_key),
     };
-    // The bytes a chunk at a time: a reader never holds more than one in memory.
+    let unreachable = |e: media::MediaError| {
+        tracing::warn!(error = %e, "reading media failed");
+        ApiError::new(ErrorCode::WorkerError, "the media store did not answer; try again").with_retryable(true)
+    };
+    // In the bucket, with redirects on: the bucket serves it, by a short-lived URL.
+    if let Some(url) = state.media.presigned(&object_key).await.map_err(unreachable)? {
+        return Ok((
+            StatusCode::TEMPORARY_REDIRECT,
+            [(header::LOCATION, url.to_string()), (header::CACHE_CONTROL, "no-store".to_string())],
+        )
+            .into_response());
+    }
+    let range = match headers.get(header::RANGE).map(|r| parse_range(r.to_str().unwrap_or_default(), size)) {
+        None => None,
+        Some(Some(r)) => Some(r),
+        Some(None) => {
+            return Ok((StatusCode::RANGE_NOT_SATISFIABLE, [(header::CONTENT_RANGE, format!("bytes */{size}"))])
+                .into_response())
+        }
+    };
+    // The bytes a piece at a time: a reader never holds more than one in memory.
     use futures::TryStreamExt;
-    let chunks = media::chunks(state.db.clone(), id).map_ok(bytes::Bytes::from).map_err(std::io::Error::other);
-    let (content_type, disposition) = presentation(&mime, filename.as_deref());
-    Ok((
+    let pieces = state.media.read(&id, &object_key, range.clone()).await.map_err(unreachable)?;
+    let (content_type, disposition) = media::presentation(&mime, filename.as_deref());
+    let (status, length) = match &range {
+        Some(r) => (StatusCode::PARTIAL_CONTENT, r.end - r.start),
+        None => (StatusCode::OK, size),
+    };
+    let mut res = (
+        status,
         [
             (header::CONTENT_TYPE, content_type),
             (header::CONTENT_DISPOSITION, disposition),
-            (header::CONTENT_LENGTH, size.to_string()),
+            (header::CONTENT_LENGTH, length.to_string()),
+            (header::ACCEPT_RANGES, "bytes".to_string()),
             (header::CACHE_CONTROL, "private, max-age=3600".to_string()),
             (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
             (header::CONTENT_SECURITY_POLICY, "sandbox".to_string()),
         ],
-        axum::body::Body::from_stream(chunks),
+        axum::body::Body::from_stream(pieces.map_err(std::io::Error::other)),
     )
-        .into_response())
+        .into_response();
+    if let Some(r) = range {
+        let value = format!("bytes {}-{}/{size}", r.start, r.end - 1);
+        res.headers_mut().insert(header::CONTENT_RANGE, value.parse().expect("ascii"));
+    }
+    Ok(res)
 }
 
-/// How media is presented to a browser. Its type came from a sender, a remote server or
-/// a client, so only types a browser shows without running anything (raster images,
-/// audio, video, PDF) are served inline; everything else is an attachment. Either way
-/// the answer carries `nosniff` and a `sandbox` CSP (set by the caller), so nothing
-/// served here runs script on our origin.
-fn presentation(mime: &str, filename: Option<&str>) -> (String, String) {
-    let essence = mime.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
-    let printable = !essence.is_empty() && essence.bytes().all(|b| b.is_ascii_graphic());
-    let content_type = if printable { essence.clone() } else { "application/octet-stream".to_string() };
-    let inline = SAFE_INLINE.contains(&essence.as_str())
-        || (printable && (essence.starts_with("audio/") || essence.starts_with("video/")));
-    let kind = if inline { "inline" } else { "attachment" };
-    let disposition = match filename {
-        Some(f) => {
-            let safe: String = f
-                .chars()
-                .map(|c| if (c.is_ascii_graphic() && !matches!(c, '"' | '\\' | ';')) || c == ' ' { c } else { '_' })
-                .collect();
-            format!("{kind}; filename=\"{safe}\"")
+/// One `bytes=` range of a `size`-byte body (`a-b`, `a-`, `-n`), as a half-open range;
+/// `None` when it cannot be served (several ranges, or past the end): 416.
+fn parse_range(header: &str, size: u64) -> Option<std::ops::Range<u64>> {
+    let spec = header.trim().strip_prefix("bytes=")?;
+    if spec.contains(',') {
+        return None;
+    }
+    let (a, b) = spec.split_once('-')?;
+    let (a, b) = (a.trim(), b.trim());
+    let (start, end) = match (a.is_empty(), b.is_empty()) {
+        (true, false) => {
+            let n: u64 = b.parse().ok()?;
+            (size.saturating_sub(n), size)
         }
-        None => kind.to_string(),
+        (false, _) => {
+            let start: u64 = a.parse().ok()?;
+            let end = if b.is_empty() { size } else { b.parse::<u64>().ok()?.saturating_add(1).min(size) };
+            (start, end)
+        }
+        (true, true) => return None,
     };
-    (content_type, disposition)
+    (start < end).then_some(start..end)
 }
-
-/// Types served inline besides audio and video: raster images and PDF (not SVG, which
-/// is a document that can carry script).
-const SAFE_INLINE: [&str; 7] =
-    ["image/png", "image/jpeg", "image/gif", "image/webp", "image/avif", "image/bmp", "application/pdf"];
 
 #[cfg(test)]
 mod tests {
-    use super::presentation;
+    use super::parse_range;
 
     #[test]
-    fn only_safe_types_are_inline() {
-        assert_eq!(presentation("image/png", None), ("image/png".into(), "inline".into()));
-        assert_eq!(presentation("IMAGE/JPEG; q=1", None).1, "inline");
-        assert_eq!(presentation("audio/ogg; codecs=opus", None), ("audio/ogg".into(), "inline".into()));
-        assert_eq!(presentation("video/mp4", None).1, "inline");
-        assert_eq!(presentation("application/pdf", Some("a.pdf")).1, "inline; filename=\"a.pdf\"");
-        for hostile in ["text/html", "image/svg+xml", "application/xhtml+xml", "text/xml", "application/javascript", ""]
-        {
-            assert!(presentation(hostile, None).1.starts_with("attachment"), "{hostile}");
+    fn ranges_are_read_as_rfc_9110_says() {
+        assert_eq!(parse_range("bytes=0-9", 100), Some(0..10));
+        assert_eq!(parse_range("bytes=90-", 100), Some(90..100));
+        assert_eq!(parse_range("bytes=-10", 100), Some(90..100));
+        assert_eq!(parse_range("bytes=95-200", 100), Some(95..100));
+        assert_eq!(parse_range("bytes=-500", 100), Some(0..100));
+        for bad in ["bytes=100-", "bytes=0-1,5-6", "items=0-1", "bytes=-", "bytes=a-b", "bytes=5-2", "bytes=-0"] {
+            assert_eq!(parse_range(bad, 100), None, "{bad}");
         }
-        assert_eq!(presentation("text/html\r\nX: y", None).0, "application/octet-stream");
-        assert_eq!(presentation("x/y", Some("a\"b\r\n.html")).1, "attachment; filename=\"a_b__.html\"");
     }
 }

@@ -41,15 +41,35 @@ pub enum Fetched<'a> {
 /// Records a retried download, fenced: with bytes (or for good without), the media row
 /// stops being pending and the logged message's descriptor is updated, with a
 /// `message.media_updated` event, in the same transaction. Returns false when another worker owns the instance now.
+/// Bytes bound for the bucket are uploaded first; the bucket failing makes the download
+/// a passing failure, tried again after `bucket_retry`.
 pub async fn resolve_media(
-    pool: &PgPool,
+    store: &crate::db::media::Store,
     instance: &InstanceId,
     epoch: i64,
     media: &PendingMedia,
     fetched: Fetched<'_>,
+    bucket_retry: std::time::Duration,
 ) -> Result<bool, sqlx::Error> {
-    let mut tx = pool.begin().await?;
+    let r = &media.remote;
+    let (mime, filename) = (r["mime_type"].as_str().unwrap_or("application/octet-stream"), r["filename"].as_str());
+    let mut fetched = fetched;
+    let mut object_key = None;
+    if let Fetched::Data(d) = fetched {
+        match store.upload_whole(instance, &media.id, mime, filename, d).await {
+            Ok(key) => object_key = key,
+            Err(e) => {
+                tracing::warn!(error = %e, "storing received media failed; its download is tried again");
+                fetched = Fetched::Later(bucket_retry);
+            }
+        }
+    }
+    let mut tx = store.db.begin().await?;
     if !fence(&mut tx, instance, epoch).await? {
+        drop(tx);
+        if let Some(key) = &object_key {
+            crate::db::media::queue_deletion(&store.db, key).await?;
+        }
         return Ok(false);
     }
     let body = match fetched {
@@ -69,8 +89,6 @@ pub async fn resolve_media(
         Fetched::Data(d) => Some(d),
         Fetched::Gone => None,
     };
-    let r = &media.remote;
-    let (mime, filename) = (r["mime_type"].as_str().unwrap_or("application/octet-stream"), r["filename"].as_str());
     let sha = body.map(crate::db::media::sha256_hex);
     let stored = body.zip(sha.as_deref()).map(|(d, sha)| (d.len() as u64, sha));
     let mut desc = crate::db::media::descriptor(&media.id, mime, filename, stored);
@@ -78,7 +96,7 @@ pub async fn resolve_media(
         desc["expired"] = Value::Bool(true);
     }
     let still_pending = sqlx::query(
-        "UPDATE media SET size = $3, sha256 = $4, expired = $5, remote = NULL, fetch_after = NULL \
+        "UPDATE media SET size = $3, sha256 = $4, expired = $5, remote = NULL, fetch_after = NULL, object_key = $6 \
          WHERE id = $1 AND instance_id = $2 AND remote IS NOT NULL",
     )
     .bind(&media.id)
@@ -86,12 +104,16 @@ pub async fn resolve_media(
     .bind(stored.map_or(0, |(n, _)| n as i64))
     .bind(sha.as_deref().unwrap_or_default())
     .bind(body.is_none())
+    .bind(&object_key)
     .execute(&mut *tx)
     .await?
     .rows_affected()
         == 1;
-    if let (true, Some(data)) = (still_pending, body) {
-        crate::db::media::write_chunks(&mut tx, &media.id, data).await?;
+    match (still_pending, body, &object_key) {
+        (true, Some(data), None) => crate::db::media::write_chunks(&mut tx, &media.id, data).await?,
+        // Resolved meanwhile (by an earlier owner): the object uploaded here is nobody's.
+        (false, _, Some(key)) => crate::db::media::queue_deletion(&mut *tx, key).await?,
+        _ => {}
     }
     let updated: Option<(MessageId, String, String)> = sqlx::query_as(
         "UPDATE log_messages SET content = jsonb_set(content, '{media}', $4) \

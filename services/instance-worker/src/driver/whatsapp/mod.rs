@@ -45,6 +45,8 @@ pub struct WhatsappDriver {
     connect_timeout: std::time::Duration,
     /// How received media is kept (retries, the instance's quota).
     media: crate::receive::MediaPolicy,
+    /// Where received media's bytes go.
+    store: shared::db::media::Store,
 }
 
 impl WhatsappDriver {
@@ -53,6 +55,7 @@ impl WhatsappDriver {
         let url = ws_url.unwrap_or(whatsapp_rust::wacore::net::WHATSAPP_WEB_WS_URL);
         let factory = whatsapp_rust::transport::TokioWebSocketTransportFactory::new().with_url(url);
         WhatsappDriver {
+            store: shared::db::media::Store::postgres(db.clone()),
             db,
             transport: Arc::new(factory),
             ws_url: url.to_string(),
@@ -61,9 +64,15 @@ impl WhatsappDriver {
         }
     }
 
-    /// The first wait before a failed media download is tried again (default 30 s).
-    pub fn with_media(mut self, policy: crate::receive::MediaPolicy) -> WhatsappDriver {
+    /// How received media is kept (the first wait before a failed download is tried
+    /// again, default 30 s; the quota) and where its bytes go (default Postgres).
+    pub fn with_media(
+        mut self,
+        policy: crate::receive::MediaPolicy,
+        store: shared::db::media::Store,
+    ) -> WhatsappDriver {
         self.media = policy;
+        self.store = store;
         self
     }
 
@@ -74,7 +83,8 @@ impl WhatsappDriver {
         connect_timeout: std::time::Duration,
     ) -> WhatsappDriver {
         let ws_url = whatsapp_rust::wacore::net::WHATSAPP_WEB_WS_URL.to_string();
-        WhatsappDriver { db, transport, ws_url, connect_timeout, media: Default::default() }
+        let store = shared::db::media::Store::postgres(db.clone());
+        WhatsappDriver { db, transport, ws_url, connect_timeout, media: Default::default(), store }
     }
 
     /// The instance's transport: through its proxy when it has one.
@@ -248,6 +258,7 @@ impl Driver for WhatsappDriver {
                 // Messages are in the log before WhatsApp is told they arrived.
                 .with_inbound_durability_hook(LogHook {
                     db: self.db.clone(),
+                    store: self.store.clone(),
                     instance: target.instance.clone(),
                     epoch: target.epoch,
                     media: self.media,
@@ -410,6 +421,7 @@ impl Session for WaSession {
 /// network delivers it again, never that it is lost.
 struct LogHook {
     db: sqlx::PgPool,
+    store: shared::db::media::Store,
     instance: shared::ids::InstanceId,
     epoch: i64,
     media: crate::receive::MediaPolicy,
@@ -431,7 +443,7 @@ impl whatsapp_rust::InboundDurabilityHook for LogHook {
             return Ok(());
         }
         let msgs =
-            crate::receive::prepare(&self.db, &self.instance, incoming, &download::ClientFetch(client), self.media)
+            crate::receive::prepare(&self.store, &self.instance, incoming, &download::ClientFetch(client), self.media)
                 .await;
         match crate::receive::write(&self.db, &self.instance, self.epoch, &msgs, shared::db::log::Source::Live).await {
             Ok(Some(_)) => Ok(()),
