@@ -189,6 +189,13 @@ pub enum ConfigError {
 }
 
 impl Config {
+    /// The deployment's media retention in days: (received, sent).
+    pub fn media_retention(&self) -> (i32, i32) {
+        let m = &self.media;
+        let days = |d: Option<u32>| d.unwrap_or(m.retention_days) as i32;
+        (days(m.inbound_retention_days), days(m.outbound_retention_days))
+    }
+
     /// The deployment's ban-risk policies (an instance's `risk_policy` overrides them).
     pub fn risk_policy(&self) -> crate::risk::Policy {
         crate::risk::Policy {

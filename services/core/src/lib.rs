@@ -26,6 +26,7 @@ pub mod instances;
 pub mod ip;
 pub mod keys;
 pub mod labels;
+pub mod media_retention;
 pub mod media_urls;
 pub mod message_in;
 pub mod messages;

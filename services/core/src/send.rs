@@ -130,7 +130,15 @@ pub async fn store_media(
     let quota = media_quota(state, id).await?;
     let (url, mime_type, filename) = match src {
         MediaSource::Bytes { data, mime_type, filename } => {
-            let stored = media::store(&state.media, id, &mime_type, filename.as_deref(), MediaBody::Data(&data), quota);
+            let stored = media::store(
+                &state.media,
+                id,
+                media::Direction::Outbound,
+                &mime_type,
+                filename.as_deref(),
+                MediaBody::Data(&data),
+                quota,
+            );
             return stored.await.map_err(media_error);
         }
         MediaSource::Url { url, mime_type, filename } => (url, mime_type, filename),
@@ -141,7 +149,9 @@ pub async fn store_media(
     let mime = mime_type.or(ct).unwrap_or_else(|| default_mime(kind).to_string());
     let name = filename
         .or_else(|| url.path_segments().and_then(|mut s| s.next_back()).filter(|s| !s.is_empty()).map(str::to_owned));
-    let mut writer = MediaWriter::begin(&state.media, id, &mime, name.as_deref(), quota).await.map_err(media_error)?;
+    let mut writer = MediaWriter::begin(&state.media, id, media::Direction::Outbound, &mime, name.as_deref(), quota)
+        .await
+        .map_err(media_error)?;
     let mut body = res.bytes_stream();
     let copied: Result<()> = async {
         while let Some(chunk) = body.next().await {

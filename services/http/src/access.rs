@@ -86,6 +86,8 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("PATCH", "/v1/accounts/{account_id}", Admin),
     ("DELETE", "/v1/accounts/{account_id}", Admin),
     ("GET", "/v1/accounts/{account_id}/usage", Account),
+    ("GET", "/v1/accounts/{account_id}/media/retention", Account),
+    ("PUT", "/v1/accounts/{account_id}/media/retention", Admin),
     ("GET", "/v1/accounts/{account_id}/usage/export", Account),
     ("GET", "/v1/accounts/{account_id}/tokens", Account),
     ("POST", "/v1/accounts/{account_id}/tokens", Account),
@@ -117,6 +119,8 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("POST", "/v1/instances/{id}/pairing-links", Admin),
     ("DELETE", "/v1/instances/{id}/pairing-links", Admin),
     ("GET", "/v1/instances/{id}/usage", Read),
+    ("GET", "/v1/instances/{id}/media/retention", Owner),
+    ("PUT", "/v1/instances/{id}/media/retention", Admin),
     ("GET", "/v1/instances/{id}/states", Read),
     // Messages and number checks.
     ("POST", "/v1/instances/{id}/messages", Send),

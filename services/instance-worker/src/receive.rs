@@ -93,18 +93,29 @@ pub async fn prepare(
                 }
             };
             let (mime, name) = (&remote.mime_type, remote.filename.as_deref());
-            let stored = match media::store(store, instance, mime, name, body, policy.quota).await {
+            let stored = match media::store(store, instance, media::Direction::Inbound, mime, name, body, policy.quota)
+                .await
+            {
                 Err(MediaError::QuotaExceeded) => {
                     tracing::warn!(instance_id = %instance, "received media is over the instance's quota; logged unavailable");
                     metrics::counter!(crate::metrics::MEDIA_QUOTA_REFUSED, "source" => "received").increment(1);
-                    media::store(store, instance, mime, name, MediaBody::Expired, policy.quota).await
+                    media::store(
+                        store,
+                        instance,
+                        media::Direction::Inbound,
+                        mime,
+                        name,
+                        MediaBody::Expired,
+                        policy.quota,
+                    )
+                    .await
                 }
                 // The bucket failed: the download is kept pending and tried again, as if
                 // the network had not given it.
                 Err(MediaError::Objects(e)) => {
                     tracing::warn!(error = %e, "storing received media failed; its download is tried again");
                     let later = MediaBody::Pending { remote: &again, retry_in: policy.retry_base };
-                    media::store(store, instance, mime, name, later, policy.quota).await
+                    media::store(store, instance, media::Direction::Inbound, mime, name, later, policy.quota).await
                 }
                 other => other,
             };

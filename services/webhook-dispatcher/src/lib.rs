@@ -51,7 +51,7 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let relay = tokio::spawn(relay::run(pool.clone(), js.clone(), subjects.clone(), max_bytes, shutdown.clone()));
     let fanout = tokio::spawn(fanout::run(pool.clone(), js, subjects.clone(), exec.clone(), shutdown.clone()));
     let retry = tokio::spawn(retry::run(pool.clone(), exec.clone(), shutdown.clone()));
-    let retention = tokio::spawn(retention::run(media, config.media.retention_days, shutdown.clone()));
+    let retention = tokio::spawn(retention::run(media, config.media_retention(), shutdown.clone()));
     let usage = tokio::spawn(usage::run(pool.clone(), config.usage.rollup_interval, shutdown.clone()));
     let policy = domain::risk::Policy {
         nats: nats.clone(),

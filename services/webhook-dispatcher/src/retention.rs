@@ -1,6 +1,7 @@
 //! Prunes events and deliveries past `bus::EVENTS_RETENTION` (`retention::db`), media
-//! no message took (`db::media::collect_unclaimed`) and the bytes of media past
-//! `media.retention_days` (`db::media::expire_before`), then deletes the bucket's objects
+//! no message took (`db::media::collect_unclaimed`) and the bytes of media past its
+//! retention (`db::media::retention`: received and sent media each their own days, an
+//! instance's or its account's or the deployment's), then deletes the bucket's objects
 //! those left behind (`db::media::delete_queued_objects`), every few minutes, in batches
 //! so no statement holds locks for long; and reports the media stored. Every dispatcher
 //! pod runs it; the deletes are idempotent, so pods overlapping costs only a little work.
@@ -17,7 +18,7 @@ const BATCH: i64 = 5_000;
 /// Objects deleted per request to the bucket (S3 takes at most 1,000 at once).
 const OBJECT_BATCH: i64 = 1_000;
 
-pub async fn run(media: shared::db::media::Store, retention_days: u32, shutdown: shared::Shutdown) {
+pub async fn run(media: shared::db::media::Store, retention: (i32, i32), shutdown: shared::Shutdown) {
     let db = media.db.clone();
     let mut wait = FIRST_AFTER;
     loop {
@@ -51,7 +52,7 @@ pub async fn run(media: shared::db::media::Store, retention_days: u32, shutdown:
                 }
             }
         }
-        collect_media(&db, retention_days, &shutdown).await;
+        collect_media(&db, retention, &shutdown).await;
         delete_objects(&media, &shutdown).await;
     }
 }
@@ -83,10 +84,9 @@ pub async fn delete_objects(media: &shared::db::media::Store, shutdown: &shared:
 
 /// Removes unclaimed media past its grace, drops the bytes of media past its retention,
 /// then sets the stored-media gauge.
-async fn collect_media(db: &sqlx::PgPool, retention_days: u32, shutdown: &shared::Shutdown) {
-    let cutoff = chrono::Utc::now() - chrono::Duration::days(retention_days.into());
+async fn collect_media(db: &sqlx::PgPool, retention: (i32, i32), shutdown: &shared::Shutdown) {
     while !shutdown.is_cancelled() {
-        match shared::db::media::expire_before(db, cutoff, BATCH).await {
+        match shared::db::media::retention::expire_due(db, retention, BATCH).await {
             Ok(n) if n == BATCH as u64 => continue,
             Ok(n) => {
                 if n > 0 {

@@ -215,6 +215,12 @@ section! {
         /// answers 410 `media_unavailable`. At least 8, so a queued message's media
         /// outlives it.
         retention_days: u32 = 30,
+        /// Days received media is kept (unset: `retention_days`); an instance or its
+        /// account may say otherwise (`/v1/.../media/retention`). At least 1.
+        inbound_retention_days: Option<u32> = None,
+        /// Days sent media is kept (unset: `retention_days`); an instance or its account
+        /// may say otherwise. At least 8.
+        outbound_retention_days: Option<u32> = None,
         /// The first wait before a failed download of received media is tried again; it
         /// doubles per attempt (cap 1 h), and after 8 tries the media is unavailable.
         #[serde(rename = "retry_base_ms")]

@@ -121,8 +121,16 @@ impl Config {
         if self.large_body.slots == 0 || self.large_body.slot_ttl < ms(300) {
             errors.push("large_body.slots must be at least 1 and large_body.slot_ttl_ms at least 300".to_string());
         }
-        if self.media.retention_days < 8 {
-            errors.push("media.retention_days must be at least 8 (a queued message lives up to 7 days)".to_string());
+        if self.media.retention_days < 8 || self.media.retention_days > 3650 {
+            errors.push("media.retention_days must be 8 to 3650 (a queued message lives up to 7 days)".to_string());
+        }
+        if self.media.inbound_retention_days.is_some_and(|d| !(1..=3650).contains(&d)) {
+            errors.push("media.inbound_retention_days must be 1 to 3650".to_string());
+        }
+        if self.media.outbound_retention_days.is_some_and(|d| !(8..=3650).contains(&d)) {
+            errors.push(
+                "media.outbound_retention_days must be 8 to 3650 (a queued message lives up to 7 days)".to_string(),
+            );
         }
         let store = &self.media_store;
         if store.backend == super::section::MediaBackend::S3 && store.bucket.as_deref().is_none_or(str::is_empty) {

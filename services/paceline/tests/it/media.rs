@@ -139,6 +139,7 @@ async fn unclaimed_media_is_collected_and_old_media_gives_its_bytes_back() {
     let (orphan, _) = shared::db::media::store(
         &shared::db::media::Store::postgres(db.clone()),
         &inst_id,
+        shared::db::media::Direction::Outbound,
         "image/png",
         None,
         shared::db::media::MediaBody::Data(b"orphan"),
@@ -157,8 +158,8 @@ async fn unclaimed_media_is_collected_and_old_media_gives_its_bytes_back() {
     assert_eq!(chunks, 1, "its bytes went with it");
 
     // Past the retention: the bytes go, the quota frees, the URL answers 410.
-    let cutoff = chrono::Utc::now() - chrono::Duration::hours(1);
-    assert_eq!(shared::db::media::expire_before(&db, cutoff, 100).await.unwrap(), 1);
+    sqlx::query("UPDATE media SET created_at = now() - interval '31 days'").execute(&db).await.unwrap();
+    assert_eq!(shared::db::media::retention::expire_due(&db, api.config.media_retention(), 100).await.unwrap(), 1);
     assert_eq!(shared::db::media::usage(&db, &inst_id).await.unwrap(), 0);
     let res = reqwest::get(signed(&api, &kept)).await.unwrap();
     assert_eq!(res.status(), 410);
@@ -178,9 +179,22 @@ async fn base64_of_a_logged_media_is_streamed_and_sized_by_what_is_stored() {
     let quota = api.config.media.quota_bytes;
     let photo: Vec<u8> = (0..(3 * shared::db::media::CHUNK + 1)).map(|i| (i * 13 % 256) as u8).collect();
     let pg = shared::db::media::Store::postgres(db.clone());
-    let (small, _) = store(&pg, &id, "image/jpeg", Some("p.jpg"), MediaBody::Data(&photo), quota).await.unwrap();
+    let (small, _) = store(
+        &pg,
+        &id,
+        shared::db::media::Direction::Inbound,
+        "image/jpeg",
+        Some("p.jpg"),
+        MediaBody::Data(&photo),
+        quota,
+    )
+    .await
+    .unwrap();
     let huge = vec![1u8; 16 * 1024 * 1024 + 1];
-    let (big, _) = store(&pg, &id, "image/jpeg", None, MediaBody::Data(&huge), quota).await.unwrap();
+    let (big, _) =
+        store(&pg, &id, shared::db::media::Direction::Inbound, "image/jpeg", None, MediaBody::Data(&huge), quota)
+            .await
+            .unwrap();
     let epoch: i64 =
         sqlx::query_scalar("SELECT owner_epoch FROM instances WHERE id = $1").bind(&id).fetch_one(&db).await.unwrap();
     let logged = |wa: &str, media: &shared::ids::MediaId| Received {

@@ -14,6 +14,7 @@ use shared::db::media::{self, MediaBody, Store};
 use shared::ids::InstanceId;
 
 mod cluster;
+mod retention;
 
 const TO: &str = "5511999990001";
 
@@ -131,8 +132,17 @@ async fn media_round_trip(backend: Backend) {
 
     // An orphan (a crash between storing and queueing) is collected after its grace.
     let store = Store::new(db.clone(), &api.config.media_store).unwrap();
-    let (orphan, _) =
-        media::store(&store, &inst_id, "image/png", None, MediaBody::Data(b"orphan"), u64::MAX).await.unwrap();
+    let (orphan, _) = media::store(
+        &store,
+        &inst_id,
+        media::Direction::Outbound,
+        "image/png",
+        None,
+        MediaBody::Data(b"orphan"),
+        u64::MAX,
+    )
+    .await
+    .unwrap();
     sqlx::query("UPDATE media SET created_at = now() - interval '2 hours' WHERE id = $1")
         .bind(&orphan)
         .execute(&db)
@@ -140,13 +150,12 @@ async fn media_round_trip(backend: Backend) {
         .unwrap();
     assert_eq!(media::collect_unclaimed(&db, 100).await.unwrap(), 1);
     // Past the retention: the bytes go, the quota frees, the URL answers 410.
-    sqlx::query("UPDATE media SET created_at = now() - interval '2 hours' WHERE id = $1")
+    sqlx::query("UPDATE media SET created_at = now() - interval '31 days' WHERE id = $1")
         .bind(&big_id)
         .execute(&db)
         .await
         .unwrap();
-    let cutoff = chrono::Utc::now() - chrono::Duration::hours(1);
-    assert_eq!(media::expire_before(&db, cutoff, 100).await.unwrap(), 1);
+    assert_eq!(media::retention::expire_due(&db, api.config.media_retention(), 100).await.unwrap(), 1);
     assert_eq!(media::usage(&db, &inst_id).await.unwrap(), 3000);
     let res = reqwest::get(&url).await.unwrap();
     assert_eq!(res.status(), 410);
@@ -206,7 +215,10 @@ async fn a_presigned_redirect_hands_the_bucket_the_read() {
     // Media from before the switch, in Postgres: streamed by the API.
     let pg = Store::postgres(db.clone());
     let inst_id = InstanceId::parse(inst.id.as_str()).unwrap();
-    let (old, _) = media::store(&pg, &inst_id, "image/png", None, MediaBody::Data(b"old"), u64::MAX).await.unwrap();
+    let (old, _) =
+        media::store(&pg, &inst_id, media::Direction::Outbound, "image/png", None, MediaBody::Data(b"old"), u64::MAX)
+            .await
+            .unwrap();
     let res = no_follow.get(signed(&api, old.as_str())).send().await.unwrap();
     assert_eq!(res.status(), 200);
     assert_eq!(res.bytes().await.unwrap().to_vec(), b"old");

@@ -55,9 +55,15 @@ async fn base64_bodies_follow_the_stored_media_and_the_pods_budget() {
     // Bytes whose length is no multiple of 3 and spans chunks.
     let small: Vec<u8> = (0..(media::CHUNK + 1234)).map(|i| (i * 7 % 251) as u8).collect();
     let store = media::Store::postgres(db.clone());
-    let (small_id, _) = media::store(&store, &inst, "image/jpeg", None, MediaBody::Data(&small), quota).await.unwrap();
+    let (small_id, _) =
+        media::store(&store, &inst, media::Direction::Outbound, "image/jpeg", None, MediaBody::Data(&small), quota)
+            .await
+            .unwrap();
     let large = vec![3u8; shape::BASE64_LIMIT as usize + 1];
-    let (large_id, _) = media::store(&store, &inst, "image/jpeg", None, MediaBody::Data(&large), quota).await.unwrap();
+    let (large_id, _) =
+        media::store(&store, &inst, media::Direction::Outbound, "image/jpeg", None, MediaBody::Data(&large), quota)
+            .await
+            .unwrap();
     let budget = Budget::new(64 << 20);
     let server = "http://127.0.0.1:8787";
     let o = origin();

@@ -19,6 +19,7 @@ pub mod instances;
 pub mod labels;
 pub mod me;
 pub mod media;
+pub mod media_retention;
 pub mod messages;
 pub mod numbers;
 pub mod pair_page;
@@ -50,6 +51,7 @@ pub fn all() -> OpenApiRouter<AppState> {
         .merge(pairing_links::router())
         .merge(pair_page::router())
         .merge(usage::router())
+        .merge(media_retention::router())
         .merge(webhooks::router())
         .merge(events::router())
         .merge(chats::router())

@@ -22,6 +22,7 @@ use crate::ids::{InstanceId, MediaId};
 pub mod migrate;
 pub mod objects;
 mod read;
+pub mod retention;
 mod write;
 
 pub use objects::{Objects, ObjectsError};
@@ -103,6 +104,15 @@ impl Store {
     }
 }
 
+/// Which way media went: its retention is the direction's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Received from the network.
+    Inbound,
+    /// Sent by a tenant (and pictures set).
+    Outbound,
+}
+
 /// What is stored of a piece of media.
 #[derive(Debug, Clone, Copy)]
 pub enum MediaBody<'a> {
@@ -171,26 +181,6 @@ pub async fn collect_unclaimed(db: impl PgExecutor<'_>, limit: i64) -> Result<u6
     .execute(db)
     .await?;
     Ok(r.rows_affected())
-}
-
-/// Drops the bytes of up to `limit` media rows stored before `cutoff`: the rows stay,
-/// marked expired (served as 410 `media_unavailable`), and their instances' usage falls;
-/// an object in the bucket is queued for deletion (by trigger).
-/// How many were expired.
-pub async fn expire_before(db: &PgPool, cutoff: chrono::DateTime<chrono::Utc>, limit: i64) -> Result<u64, sqlx::Error> {
-    let mut tx = db.begin().await?;
-    let ids: Vec<MediaId> = sqlx::query_scalar(
-        "UPDATE media SET expired = true, size = 0, remote = NULL, fetch_after = NULL, object_key = NULL \
-         WHERE id IN (SELECT id FROM media WHERE NOT expired AND created_at < $1 ORDER BY created_at LIMIT $2 \
-                      FOR UPDATE SKIP LOCKED) RETURNING id",
-    )
-    .bind(cutoff)
-    .bind(limit)
-    .fetch_all(&mut *tx)
-    .await?;
-    sqlx::query("DELETE FROM media_chunks WHERE media_id = ANY($1)").bind(&ids).execute(&mut *tx).await?;
-    tx.commit().await?;
-    Ok(ids.len() as u64)
 }
 
 /// What serving needs to know of a media row before its bytes.

@@ -6,7 +6,7 @@ use sha2::{Digest, Sha256};
 use sqlx::PgExecutor;
 
 use super::objects::Upload;
-use super::{delete, descriptor, presentation, MediaBody, MediaError, Store, CHUNK};
+use super::{delete, descriptor, presentation, Direction, MediaBody, MediaError, Store, CHUNK};
 use crate::ids::{InstanceId, MediaId};
 
 /// Where a writer's bytes go.
@@ -39,6 +39,7 @@ impl MediaWriter {
     pub async fn begin(
         store: &Store,
         instance: &InstanceId,
+        direction: Direction,
         mime_type: &str,
         filename: Option<&str>,
         quota: u64,
@@ -54,14 +55,15 @@ impl MediaWriter {
             None => (Sink::Chunks { buf: Vec::with_capacity(CHUNK), seq: 0 }, None),
         };
         sqlx::query(
-            "INSERT INTO media (id, instance_id, mime_type, filename, size, sha256, claimed, object_key) \
-             VALUES ($1, $2, $3, $4, 0, '', false, $5)",
+            "INSERT INTO media (id, instance_id, mime_type, filename, size, sha256, claimed, object_key, inbound) \
+             VALUES ($1, $2, $3, $4, 0, '', false, $5, $6)",
         )
         .bind(&id)
         .bind(instance)
         .bind(mime_type)
         .bind(filename)
         .bind(key)
+        .bind(direction == Direction::Inbound)
         .execute(&store.db)
         .await?;
         Ok(MediaWriter {
@@ -205,6 +207,7 @@ pub async fn write_chunks(tx: &mut sqlx::PgConnection, id: &MediaId, data: &[u8]
 pub async fn store(
     store: &Store,
     instance: &InstanceId,
+    direction: Direction,
     mime_type: &str,
     filename: Option<&str>,
     body: MediaBody<'_>,
@@ -212,7 +215,7 @@ pub async fn store(
 ) -> Result<(MediaId, Value), MediaError> {
     let (remote, retry_ms) = match body {
         MediaBody::Data(d) => {
-            let mut w = MediaWriter::begin(store, instance, mime_type, filename, quota).await?;
+            let mut w = MediaWriter::begin(store, instance, direction, mime_type, filename, quota).await?;
             if let Err(e) = w.write(d).await {
                 w.abort().await;
                 return Err(e);
@@ -224,8 +227,9 @@ pub async fn store(
     };
     let id = MediaId::new();
     sqlx::query(
-        "INSERT INTO media (id, instance_id, mime_type, filename, size, sha256, expired, remote, fetch_after, claimed) \
-         VALUES ($1, $2, $3, $4, 0, '', $5, $6, now() + $7 * interval '1 millisecond', false)",
+        "INSERT INTO media (id, instance_id, mime_type, filename, size, sha256, expired, remote, fetch_after, claimed, \
+                            inbound) \
+         VALUES ($1, $2, $3, $4, 0, '', $5, $6, now() + $7 * interval '1 millisecond', false, $8)",
     )
     .bind(&id)
     .bind(instance)
@@ -234,6 +238,7 @@ pub async fn store(
     .bind(matches!(body, MediaBody::Expired))
     .bind(remote)
     .bind(retry_ms)
+    .bind(direction == Direction::Inbound)
     .execute(&store.db)
     .await?;
     let mut desc = descriptor(&id, mime_type, filename, None);
