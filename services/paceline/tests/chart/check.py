@@ -60,10 +60,12 @@ SCENARIOS = {
             "api": {"trusted_proxies": ["10.0.0.0/8", "192.168.0.0/16"], "drain_ms": 10000},
             "metrics": {"per_instance": True},
             "log": {"format": "json"},
+            "media_store": {"backend": "s3", "bucket": "paceline-media", "region": "eu-west-1"},
             # A flat name of an earlier release: still accepted, as its sectioned key.
             "webhook_timeout_ms": 20000,
         },
         "api": {"extraEnv": [{"name": "RUST_BACKTRACE", "value": "1"}]},
+        "mediaStore": {"credentials": {"existingSecret": "paceline-media-keys"}},
         "imagePullSecrets": [{"name": "registry"}],
     },
     # What tests/it/chart/rehearsal.rs starts as local processes: netsim, no pacing grace.

@@ -9,25 +9,14 @@ use bytes::Bytes;
 use futures::TryStreamExt;
 use sha2::{Digest, Sha256};
 
-use super::{presentation, MediaError, Store};
-use crate::ids::{InstanceId, MediaId};
+use super::{presentation, MediaError, Store, StoredRow, STORED_COLUMNS};
+use crate::ids::MediaId;
 
 /// Media still in Postgres: how many rows and bytes.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Left {
     pub media: u64,
     pub bytes: u64,
-}
-
-/// One row to move.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct ToMove {
-    pub id: MediaId,
-    pub instance_id: InstanceId,
-    pub mime_type: String,
-    pub filename: Option<String>,
-    pub size: i64,
-    pub sha256: String,
 }
 
 /// How one row's move ended.
@@ -53,10 +42,9 @@ pub async fn left(store: &Store) -> Result<Left, sqlx::Error> {
 }
 
 /// The next `limit` rows to move after `after` (by id).
-pub async fn next(store: &Store, after: Option<&MediaId>, limit: i64) -> Result<Vec<ToMove>, sqlx::Error> {
+pub async fn next(store: &Store, after: Option<&MediaId>, limit: i64) -> Result<Vec<StoredRow>, sqlx::Error> {
     sqlx::query_as(&format!(
-        "SELECT id, instance_id, mime_type, filename, size, sha256 FROM media \
-         WHERE {PENDING} AND ($1::text IS NULL OR id > $1) ORDER BY id LIMIT $2"
+        "SELECT {STORED_COLUMNS} FROM media WHERE {PENDING} AND ($1::text IS NULL OR id > $1) ORDER BY id LIMIT $2"
     ))
     .bind(after)
     .bind(limit)
@@ -66,7 +54,7 @@ pub async fn next(store: &Store, after: Option<&MediaId>, limit: i64) -> Result<
 
 /// Copies one row's bytes into the bucket, verifies the copy, then points the row at it
 /// and frees its chunks.
-pub async fn move_one(store: &Store, row: &ToMove) -> Result<Moved, MediaError> {
+pub async fn move_one(store: &Store, row: &StoredRow) -> Result<Moved, MediaError> {
     let objects = store.objects().ok_or(MediaError::NoBucket)?;
     let key = objects.key(&row.instance_id, &row.id);
     let (content_type, disposition) = presentation(&row.mime_type, row.filename.as_deref());

@@ -183,6 +183,22 @@ pub async fn collect_unclaimed(db: impl PgExecutor<'_>, limit: i64) -> Result<u6
     Ok(r.rows_affected())
 }
 
+/// A stored medium's row, as reading it whole and moving it need it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct StoredRow {
+    pub id: MediaId,
+    pub instance_id: InstanceId,
+    pub mime_type: String,
+    pub filename: Option<String>,
+    pub size: i64,
+    pub sha256: String,
+    /// Its object in the bucket (none: its bytes are Postgres's chunks).
+    pub object_key: Option<String>,
+}
+
+/// The columns of a [`StoredRow`].
+const STORED_COLUMNS: &str = "id, instance_id, mime_type, filename, size, sha256, object_key";
+
 /// What serving needs to know of a media row before its bytes.
 #[derive(Debug, Clone)]
 pub enum Meta {

@@ -9,7 +9,7 @@ use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use sqlx::PgExecutor;
 
-use super::{MediaError, Meta, Store, CHUNK};
+use super::{MediaError, Meta, Store, StoredRow, CHUNK, STORED_COLUMNS};
 use crate::ids::{InstanceId, MediaId};
 
 /// Chunk `seq` of Postgres-held media `id`, if there is one.
@@ -94,23 +94,15 @@ pub struct MediaRow {
 impl Store {
     /// Stored media `id` with all its bytes (`None`: no such media, or none stored).
     pub async fn get(&self, id: &MediaId) -> Result<Option<MediaRow>, MediaError> {
-        #[derive(sqlx::FromRow)]
-        struct Stored {
-            instance_id: InstanceId,
-            mime_type: String,
-            filename: Option<String>,
-            size: i64,
-            sha256: String,
-            object_key: Option<String>,
-        }
-        let row: Option<Stored> = sqlx::query_as(
-            "SELECT instance_id, mime_type, filename, size, sha256, object_key FROM media \
-             WHERE id = $1 AND NOT expired AND remote IS NULL",
-        )
+        let row: Option<StoredRow> = sqlx::query_as(&format!(
+            "SELECT {STORED_COLUMNS} FROM media WHERE id = $1 AND NOT expired AND remote IS NULL"
+        ))
         .bind(id)
         .fetch_optional(&self.db)
         .await?;
-        let Some(Stored { instance_id, mime_type, filename, size, sha256, object_key }) = row else { return Ok(None) };
+        let Some(StoredRow { instance_id, mime_type, filename, size, sha256, object_key, .. }) = row else {
+            return Ok(None);
+        };
         let mut data = Vec::with_capacity(size.max(0) as usize);
         let mut pieces = self.read(id, &object_key, None).await?;
         while let Some(p) = pieces.try_next().await? {

@@ -110,6 +110,8 @@ fn the_chart_renders_validates_and_runs_the_code_as_configured() {
         ("database-url", "postgres://paceline:secret@postgres:5432/paceline"),
         ("redis-url", "redis://redis:6379"),
         ("nats-url", "nats://nats:4222"),
+        ("access-key-id", "AKIAEXAMPLE"),
+        ("secret-access-key", "example-secret"),
     ]);
     for (scenario, api_grace) in [("default", 40), ("everything", 45)] {
         let manifests = scenarios[scenario]["manifests"].as_array().unwrap();
@@ -145,6 +147,13 @@ fn the_chart_renders_validates_and_runs_the_code_as_configured() {
                 assert_eq!(config.network, shared::config::Network::Sim);
                 assert_eq!(config.netsim.url.as_str(), "http://paceline-netsim:8790/");
                 assert_eq!(config.webhooks.timeout.as_secs(), 20, "a former flat name still reaches its key");
+                // Media in a bucket, its keys from the Secret the values name, in every role.
+                assert_eq!(config.media_store.backend, shared::config::section::MediaBackend::S3);
+                assert_eq!(config.media_store.bucket.as_deref(), Some("paceline-media"));
+                assert_eq!(env.get("AWS_ACCESS_KEY_ID").map(String::as_str), Some("AKIAEXAMPLE"), "{role}");
+                assert!(env.contains_key("AWS_SECRET_ACCESS_KEY"), "{role}");
+            } else {
+                assert!(!env.contains_key("AWS_ACCESS_KEY_ID"), "the pod's identity by default");
             }
         }
         if scenario == "everything" {
