@@ -254,7 +254,15 @@ impl MediaRetry {
                 }
                 Err(_) => log::Fetched::Later(media_backoff(held.ctx.media.retry_base, m.fetch_attempts + 1)),
             };
-            match log::resolve_media(&held.ctx.store, held.id, held.epoch, m, fetched, held.ctx.media.retry_base).await
+            match log::resolve_media(
+                &held.ctx.store,
+                held.id,
+                held.epoch,
+                m,
+                fetched,
+                media_backoff(held.ctx.media.retry_base, 3),
+            )
+            .await
             {
                 Ok(true) => {}
                 Ok(false) => return fenced(Ok(false)),

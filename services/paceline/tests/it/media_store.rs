@@ -90,7 +90,10 @@ async fn media_round_trip(backend: Backend) {
         }
         (Some(b), Some(big_key), Some(small_key)) => {
             assert_eq!(count(&db, "SELECT count(*) FROM media_chunks").await, 0, "no bytes in Postgres");
-            assert_eq!(big_key, &format!("tenants/media/{inst_id}/{big_id}"), "ids only in keys");
+            let prefix = format!("tenants/media/{inst_id}/{big_id}/");
+            assert!(big_key.starts_with(&prefix), "ids only in keys: {big_key}");
+            let suffix = &big_key[prefix.len()..];
+            assert!(suffix.len() == 16 && suffix.bytes().all(|b| b.is_ascii_hexdigit()), "{big_key}");
             let (etag, len) = b.head(big_key).await.expect("the object is in the bucket");
             assert_eq!(len, doc.len() as u64);
             assert!(etag.ends_with("-2"), "uploaded in two parts: {etag}");
@@ -246,6 +249,14 @@ async fn the_bucket_down_refuses_new_media_whole_and_reports_it() {
     let ready = api.admin().get("/readyz").await;
     assert_eq!(ready.status, 200, "the bucket does not decide readiness");
     assert_eq!(ready.body["checks"]["media_store"], "down");
+    // The object the refused upload may have begun is queued for deletion; the bucket
+    // refusing the deletion leaves it queued.
+    let store = Store::new(db.clone(), &api.config.media_store).unwrap();
+    let waiting = count(&db, "SELECT count(*) FROM media_object_deletions").await;
+    assert!(waiting >= 1);
+    let d = media::delete_queued_objects(&store, 100).await.unwrap();
+    assert_eq!((d.deleted, d.failed as i64), (0, waiting), "nothing counts as deleted while the bucket is down");
+    assert_eq!(count(&db, "SELECT count(*) FROM media_object_deletions").await, waiting);
 
     bucket.gate.open();
     let queued = own.post(&path, &body).await.expect(202);
@@ -254,8 +265,8 @@ async fn the_bucket_down_refuses_new_media_whole_and_reports_it() {
     assert_eq!(api.admin().get("/readyz").await.body["checks"]["media_store"], "ok");
     // An object of the refused try may be left by a multipart upload cut short; none is
     // referred to, and the next collection deletes what is queued.
-    let store = Store::new(db.clone(), &api.config.media_store).unwrap();
-    media::delete_queued_objects(&store, 100).await.unwrap();
+    let d = media::delete_queued_objects(&store, 100).await.unwrap();
+    assert_eq!((d.deleted as i64, d.failed), (waiting, 0));
     assert_eq!(bucket.keys().await.len(), 1);
 }
 

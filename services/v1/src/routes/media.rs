@@ -33,8 +33,9 @@ pub struct Signed {
 /// Media bytes by signed URL (as the chat history hands them out, valid 1 h), streamed
 /// from Postgres or the bucket (one `Range` served), or a redirect to the bucket.
 /// Raster images, audio, video and PDF are served `inline`, anything else as an
-/// `attachment`; always with `X-Content-Type-Options: nosniff` and
-/// `Content-Security-Policy: sandbox`.
+/// `attachment`; streamed answers always carry `X-Content-Type-Options: nosniff` and
+/// `Content-Security-Policy: sandbox` (a redirect's target is the bucket's origin, not
+/// ours, with the type and disposition stored on the object).
 #[utoipa::path(get, path = "/media/{media_id}", tag = "chats",
     params(("media_id" = MediaId, Path, description = "media id"), Signed),
     responses(
@@ -88,7 +89,9 @@ async fn serve(
         ApiError::new(ErrorCode::WorkerError, "the media store did not answer; try again").with_retryable(true)
     };
     // In the bucket, with redirects on: the bucket serves it, by a short-lived URL.
-    if let Some(url) = state.media.presigned(&object_key).await.map_err(unreachable)? {
+    // Never valid for longer than the signed URL it stands for.
+    let within = std::time::Duration::from_secs((exp - chrono::Utc::now().timestamp()).max(1) as u64);
+    if let Some(url) = state.media.presigned(&object_key, within).await.map_err(unreachable)? {
         return Ok((
             StatusCode::TEMPORARY_REDIRECT,
             [(header::LOCATION, url.to_string()), (header::CACHE_CONTROL, "no-store".to_string())],
@@ -105,7 +108,7 @@ async fn serve(
     };
     // The bytes a piece at a time: a reader never holds more than one in memory.
     use futures::TryStreamExt;
-    let pieces = state.media.read(&id, &object_key, range.clone()).await.map_err(unreachable)?;
+    let pieces = state.media.read(&id, &object_key, size, range.clone()).await.map_err(unreachable)?;
     let (content_type, disposition) = media::presentation(&mime, filename.as_deref());
     let (status, length) = match &range {
         Some(r) => (StatusCode::PARTIAL_CONTENT, r.end - r.start),

@@ -41,8 +41,8 @@ pub enum Fetched<'a> {
 /// Records a retried download, fenced: with bytes (or for good without), the media row
 /// stops being pending and the logged message's descriptor is updated, with a
 /// `message.media_updated` event, in the same transaction. Returns false when another worker owns the instance now.
-/// Bytes bound for the bucket are uploaded first; the bucket failing makes the download
-/// a passing failure, tried again after `bucket_retry`.
+/// Bytes bound for the bucket are uploaded first; the bucket failing leaves the media
+/// pending, fetched again after `bucket_retry`, without counting a failed try.
 pub async fn resolve_media(
     store: &crate::db::media::Store,
     instance: &InstanceId,
@@ -53,14 +53,14 @@ pub async fn resolve_media(
 ) -> Result<bool, sqlx::Error> {
     let r = &media.remote;
     let (mime, filename) = (r["mime_type"].as_str().unwrap_or("application/octet-stream"), r["filename"].as_str());
-    let mut fetched = fetched;
     let mut object_key = None;
+    let mut bucket_down = false;
     if let Fetched::Data(d) = fetched {
         match store.upload_whole(instance, &media.id, mime, filename, d).await {
             Ok(key) => object_key = key,
             Err(e) => {
                 tracing::warn!(error = %e, "storing received media failed; its download is tried again");
-                fetched = Fetched::Later(bucket_retry);
+                bucket_down = true;
             }
         }
     }
@@ -71,6 +71,21 @@ pub async fn resolve_media(
             crate::db::media::queue_deletion(&store.db, key).await?;
         }
         return Ok(false);
+    }
+    if bucket_down {
+        // The network gave the bytes; the bucket did not take them. Not a failed try of
+        // the download: it waits `bucket_retry` and its tries stay as they were.
+        sqlx::query(
+            "UPDATE media SET fetch_after = now() + $3 * interval '1 millisecond' \
+             WHERE id = $1 AND instance_id = $2 AND remote IS NOT NULL",
+        )
+        .bind(&media.id)
+        .bind(instance)
+        .bind(bucket_retry.as_millis() as i64)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        return Ok(true);
     }
     let body = match fetched {
         Fetched::Later(after) => {

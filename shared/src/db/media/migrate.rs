@@ -30,7 +30,9 @@ pub enum Moved {
     Mismatch(String),
 }
 
-const PENDING: &str = "object_key IS NULL AND NOT expired AND remote IS NULL";
+/// Rows whose bytes are in Postgres and finished (a writer still filling one has no hash
+/// yet).
+const PENDING: &str = "object_key IS NULL AND NOT expired AND remote IS NULL AND sha256 <> ''";
 
 /// What is left to move.
 pub async fn left(store: &Store) -> Result<Left, sqlx::Error> {
@@ -59,7 +61,7 @@ pub async fn move_one(store: &Store, row: &StoredRow) -> Result<Moved, MediaErro
     let key = objects.key(&row.instance_id, &row.id);
     let (content_type, disposition) = presentation(&row.mime_type, row.filename.as_deref());
     let mut upload = objects.upload(&key, &content_type, &disposition);
-    let mut pieces = store.read(&row.id, &None, None).await?;
+    let mut pieces = store.read(&row.id, &None, row.size.max(0) as u64, None).await?;
     let (mut size, mut hasher) = (0u64, Sha256::new());
     let copied: Result<(), MediaError> = async {
         while let Some(p) = pieces.try_next().await? {
@@ -87,14 +89,18 @@ pub async fn move_one(store: &Store, row: &StoredRow) -> Result<Moved, MediaErro
         tx.commit().await?;
         return Ok(Moved::Mismatch(format!("the bucket holds {in_bucket} bytes of {size}")));
     }
-    let pointed = sqlx::query(&format!("UPDATE media SET object_key = $2 WHERE id = $1 AND {PENDING}"))
-        .bind(&row.id)
-        .bind(&key)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
+    let pointed = sqlx::query(&format!(
+        "UPDATE media SET object_key = $2 WHERE id = $1 AND {PENDING} AND size = $3 AND sha256 = $4"
+    ))
+    .bind(&row.id)
+    .bind(&key)
+    .bind(row.size)
+    .bind(&row.sha256)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
     if pointed == 0 {
-        // Collected or expired meanwhile: the copy is nobody's.
+        // Collected, expired or changed meanwhile: the copy is nobody's.
         super::queue_deletion(&mut *tx, &key).await?;
         tx.commit().await?;
         return Ok(Moved::Gone);

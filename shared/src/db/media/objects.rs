@@ -12,12 +12,12 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::stream::BoxStream;
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::buffered::BufWriter;
 use object_store::path::Path;
 use object_store::signer::Signer;
-use object_store::{Attribute, Attributes, ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig};
+use object_store::{Attribute, Attributes, ClientOptions, ObjectStore, RetryConfig};
 
 use crate::config::section::MediaStore as Settings;
 use crate::ids::{InstanceId, MediaId};
@@ -27,6 +27,8 @@ use crate::ids::{InstanceId, MediaId};
 pub const PART: usize = 5 * 1024 * 1024;
 /// Parts of one upload in flight at once: what one upload holds is about this many parts.
 const PARTS_IN_FLIGHT: usize = 2;
+/// Bytes read from the bucket per request.
+pub const READ_PIECE: u64 = 4 * 1024 * 1024;
 
 /// Why the bucket did not do what was asked. Its text names neither keys' owners nor
 /// credentials: `object_store`'s errors carry the key (ids only) and the status.
@@ -76,9 +78,11 @@ impl Objects {
         Ok(Objects { s3: Arc::new(s3), prefix: settings.prefix.clone(), presigned_ttl: settings.presigned_ttl })
     }
 
-    /// The key of an instance's media.
+    /// A new key for an upload of an instance's media: each upload its own (a random
+    /// suffix), so an upload that loses a race (another pod resolved the row, a migration
+    /// ran twice) queues for deletion only its own object, never the one a row refers to.
     pub fn key(&self, instance: &InstanceId, id: &MediaId) -> String {
-        format!("{}media/{instance}/{id}", self.prefix)
+        format!("{}media/{instance}/{id}/{:016x}", self.prefix, rand::random::<u64>())
     }
 
     fn dyn_store(&self) -> Arc<dyn ObjectStore> {
@@ -97,15 +101,23 @@ impl Objects {
         Upload(Box::new(w))
     }
 
-    /// The object's bytes (all, or `range`), a piece at a time.
-    pub async fn read(
-        &self,
-        key: &str,
-        range: Option<Range<u64>>,
-    ) -> Result<BoxStream<'static, Result<Bytes, ObjectsError>>, ObjectsError> {
-        let options = GetOptions { range: range.map(GetRange::Bounded), ..Default::default() };
-        let got = self.s3.get_opts(&Path::from(key), options).await?;
-        Ok(got.into_stream().map_err(ObjectsError::from).boxed())
+    /// The object's bytes in `range` (whole: `0..size`), a piece at a time: one ranged
+    /// request per [`READ_PIECE`], each within the request timeout however slowly the
+    /// reader takes them, and no more than one piece held.
+    pub fn read(&self, key: &str, range: Range<u64>) -> BoxStream<'static, Result<Bytes, ObjectsError>> {
+        let (s3, path) = (self.s3.clone(), Path::from(key));
+        futures::stream::try_unfold(range.start, move |at| {
+            let (s3, path) = (s3.clone(), path.clone());
+            async move {
+                if at >= range.end {
+                    return Ok(None);
+                }
+                let to = (at + READ_PIECE).min(range.end);
+                let piece = s3.get_range(&path, at..to).await?;
+                Ok(Some((piece, to)))
+            }
+        })
+        .boxed()
     }
 
     /// The object's size as the bucket reports it.
@@ -119,30 +131,35 @@ impl Objects {
         Ok((meta.e_tag, meta.size))
     }
 
-    /// Deletes objects (a missing one counts as deleted); the keys that failed.
+    /// Deletes objects (a missing one counts as deleted); the keys that failed. A key
+    /// counts as deleted only when the bucket said so for it: a request that failed as a
+    /// whole (one error for up to 1,000 keys) leaves every key it carried failed.
     pub async fn delete(&self, keys: &[String]) -> Vec<String> {
         let paths = futures::stream::iter(keys.iter().map(|k| Ok(Path::from(k.as_str())))).boxed();
         let results: Vec<_> = self.s3.delete_stream(paths).collect().await;
-        let mut failed = Vec::new();
-        for (key, r) in keys.iter().zip(results) {
+        let mut done = std::collections::HashSet::new();
+        for r in results {
             match r {
-                Ok(_) => {}
-                Err(object_store::Error::NotFound { .. }) => {}
-                Err(e) => {
-                    tracing::warn!(error = %e, "deleting a media object failed; it is tried again");
-                    failed.push(key.clone());
+                Ok(path) => {
+                    done.insert(path.to_string());
                 }
+                Err(object_store::Error::NotFound { path, .. }) => {
+                    done.insert(path);
+                }
+                Err(e) => tracing::warn!(error = %e, "deleting media objects failed; they are tried again"),
             }
         }
-        failed
+        keys.iter().filter(|k| !done.contains(k.as_str())).cloned().collect()
     }
 
-    /// A URL of the object valid for the configured time, when redirects are on.
-    pub async fn presigned(&self, key: &str) -> Result<Option<url::Url>, ObjectsError> {
+    /// A URL of the object valid for the configured time, at most `within`, when
+    /// redirects are on.
+    pub async fn presigned(&self, key: &str, within: Duration) -> Result<Option<url::Url>, ObjectsError> {
         if self.presigned_ttl.is_zero() {
             return Ok(None);
         }
-        Ok(Some(self.s3.signed_url(http::Method::GET, &Path::from(key), self.presigned_ttl).await?))
+        let ttl = self.presigned_ttl.min(within).max(Duration::from_secs(1));
+        Ok(Some(self.s3.signed_url(http::Method::GET, &Path::from(key), ttl).await?))
     }
 
     /// Whether the bucket answers: a key that is not there is fine.

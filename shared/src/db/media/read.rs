@@ -25,17 +25,19 @@ async fn chunk(db: impl PgExecutor<'_>, id: &MediaId, seq: i32) -> Result<Option
 pub type Pieces = BoxStream<'static, Result<Bytes, MediaError>>;
 
 impl Store {
-    /// The bytes of stored media `id` (whose [`Meta::Stored`] gave `object_key`): all of
-    /// them, or `range`, in order, a piece at a time: a reader never holds more than one
-    /// chunk (or one network read) of them.
+    /// The bytes of stored media `id` (whose [`Meta::Stored`] gave `object_key` and
+    /// `size`): all of them, or `range`, in order, a piece at a time: a reader never holds
+    /// more than one chunk (or one ranged read of the bucket) of them.
     pub async fn read(
         &self,
         id: &MediaId,
         object_key: &Option<String>,
+        size: u64,
         range: Option<Range<u64>>,
     ) -> Result<Pieces, MediaError> {
         if let Some((objects, key)) = self.holding(object_key)? {
-            return Ok(objects.read(key, range).await?.map_err(MediaError::from).boxed());
+            let range = range.unwrap_or(0..size);
+            return Ok(objects.read(key, range.start.min(size)..range.end.min(size)).map_err(MediaError::from).boxed());
         }
         let (start, end) = range.map_or((0, u64::MAX), |r| (r.start, r.end));
         let first = (start / CHUNK as u64) as i32;
@@ -61,7 +63,10 @@ impl Store {
         let Some(Meta::Stored { object_key, size, .. }) = super::meta(&self.db, id).await? else {
             return Ok(Vec::new());
         };
-        let mut pieces = self.read(id, &object_key, Some(0..n.min(size))).await?;
+        if n.min(size) == 0 {
+            return Ok(Vec::new());
+        }
+        let mut pieces = self.read(id, &object_key, size, Some(0..n.min(size))).await?;
         let mut out = Vec::new();
         while let Some(p) = pieces.try_next().await? {
             out.extend_from_slice(&p);
@@ -69,11 +74,15 @@ impl Store {
         Ok(out)
     }
 
-    /// A presigned URL of media `id`'s object, when it is in the bucket and redirects are
-    /// configured.
-    pub async fn presigned(&self, object_key: &Option<String>) -> Result<Option<url::Url>, MediaError> {
+    /// A presigned URL of media `id`'s object valid at most `within`, when it is in the
+    /// bucket and redirects are configured.
+    pub async fn presigned(
+        &self,
+        object_key: &Option<String>,
+        within: std::time::Duration,
+    ) -> Result<Option<url::Url>, MediaError> {
         match self.holding(object_key)? {
-            Some((objects, key)) => Ok(objects.presigned(key).await?),
+            Some((objects, key)) => Ok(objects.presigned(key, within).await?),
             None => Ok(None),
         }
     }
@@ -104,7 +113,7 @@ impl Store {
             return Ok(None);
         };
         let mut data = Vec::with_capacity(size.max(0) as usize);
-        let mut pieces = self.read(id, &object_key, None).await?;
+        let mut pieces = self.read(id, &object_key, size.max(0) as u64, None).await?;
         while let Some(p) = pieces.try_next().await? {
             data.extend_from_slice(&p);
         }
@@ -185,10 +194,10 @@ pub fn base64_stream(
     suffix: Vec<u8>,
 ) -> impl futures::Stream<Item = Result<bytes::Bytes, MediaError>> + Send {
     let chunks = futures::stream::once(async move {
-        let Some(Meta::Stored { object_key, .. }) = super::meta(&store.db, &id).await? else {
+        let Some(Meta::Stored { object_key, size, .. }) = super::meta(&store.db, &id).await? else {
             return Ok::<_, MediaError>(futures::stream::empty().boxed());
         };
-        store.read(&id, &object_key, None).await
+        store.read(&id, &object_key, size, None).await
     })
     .try_flatten()
     .boxed();

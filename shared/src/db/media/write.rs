@@ -29,6 +29,8 @@ pub struct MediaWriter {
     mime_type: String,
     filename: Option<String>,
     sink: Sink,
+    /// The object's key, when the bytes go to the bucket.
+    key: Option<String>,
     size: u64,
     hasher: Sha256,
     /// Bytes the instance may still store (its quota less its usage at `begin`).
@@ -62,7 +64,7 @@ impl MediaWriter {
         .bind(instance)
         .bind(mime_type)
         .bind(filename)
-        .bind(key)
+        .bind(&key)
         .bind(direction == Direction::Inbound)
         .execute(&store.db)
         .await?;
@@ -73,6 +75,7 @@ impl MediaWriter {
             mime_type: mime_type.to_string(),
             filename: filename.map(str::to_string),
             sink,
+            key,
             size: 0,
             hasher: Sha256::new(),
             room: quota.saturating_sub(used.max(0) as u64),
@@ -92,7 +95,12 @@ impl MediaWriter {
         self.size += bytes.len() as u64;
         self.hasher.update(bytes);
         match &mut self.sink {
-            Sink::Object(upload) => upload.put(Bytes::copy_from_slice(bytes)).await?,
+            // A piece at a time: no more than a part is copied at once.
+            Sink::Object(upload) => {
+                for piece in bytes.chunks(super::objects::PART) {
+                    upload.put(Bytes::copy_from_slice(piece)).await?;
+                }
+            }
             Sink::Chunks { buf, seq } => {
                 while !bytes.is_empty() {
                     let take = (CHUNK - buf.len()).min(bytes.len());
@@ -111,7 +119,7 @@ impl MediaWriter {
 
     /// Stores the rest, records size and hash; the media's id and descriptor.
     pub async fn finish(self) -> Result<(MediaId, Value), MediaError> {
-        let MediaWriter { store, id, instance, mime_type, filename, sink, size, hasher, .. } = self;
+        let MediaWriter { store, id, instance, mime_type, filename, sink, size, hasher, key, .. } = self;
         let stored = match sink {
             Sink::Chunks { buf, seq } if !buf.is_empty() => {
                 insert_chunk(&store.db, &id, seq, &buf).await.map_err(MediaError::from)
@@ -124,12 +132,21 @@ impl MediaWriter {
             return Err(e);
         }
         let sha = hex::encode(hasher.finalize());
-        sqlx::query("UPDATE media SET size = $2, sha256 = $3 WHERE id = $1")
+        let kept = sqlx::query("UPDATE media SET size = $2, sha256 = $3 WHERE id = $1")
             .bind(&id)
             .bind(size as i64)
             .bind(&sha)
             .execute(&store.db)
-            .await?;
+            .await?
+            .rows_affected();
+        if kept == 0 {
+            // The row went while its bytes streamed (its instance deleted, or collected):
+            // the object the upload just completed is nobody's.
+            if let Some(key) = &key {
+                super::queue_deletion(&store.db, key).await?;
+            }
+            return Err(MediaError::Db(sqlx::Error::RowNotFound));
+        }
         let desc = descriptor(&id, &mime_type, filename.as_deref(), Some((size, &sha)));
         Ok((id, desc))
     }

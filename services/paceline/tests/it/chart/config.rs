@@ -33,6 +33,8 @@ const DEDICATED: &[&str] = &[
 fn key_schema(key: &Key) -> Value {
     let mut schema = match (key.path.as_str(), &key.default) {
         ("log.format", _) => json!({ "enum": ["json", "pretty"] }),
+        // Optional day counts (unset: another key's value).
+        (path, Value::Null) if path.ends_with("_days") => json!({ "type": "integer", "minimum": 1 }),
         (_, Value::Bool(_)) => json!({ "type": "boolean" }),
         (_, Value::Number(n)) if n.is_f64() => json!({ "type": "number", "minimum": 0 }),
         (_, Value::Number(_)) => json!({ "type": "integer", "minimum": 0 }),
