@@ -278,11 +278,19 @@ pub struct Posted {
     pub head: Vec<u8>,
 }
 
+/// Every reqwest client of ours starts here: it trusts the bundled webpki roots only.
+/// `object_store` turns on reqwest's native roots for the whole build, and a client that
+/// uses them reads and parses the system's certificates each time it is built (about
+/// 40 ms): a worker builds one per WhatsApp session.
+pub fn client_builder() -> reqwest::ClientBuilder {
+    reqwest::Client::builder().tls_built_in_native_certs(false)
+}
+
 /// A reqwest client builder with the address guard: names resolve to public addresses
 /// only (unless `allow_private`), no proxy from the environment, no redirects. Callers
 /// that follow redirects set their own policy, which must check each target again.
 pub fn guarded_builder(allow_private: bool) -> reqwest::ClientBuilder {
-    reqwest::Client::builder()
+    client_builder()
         .dns_resolver(Arc::new(GuardedResolver { allow_private }))
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()

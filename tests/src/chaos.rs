@@ -219,7 +219,7 @@ pub async fn run(bin: &Path, opts: Options) -> Report {
         let (accepted, stop, counter) = (accepted.clone(), stop.clone(), counter.clone());
         let (urls, instances) = (api_urls.clone(), instances.clone());
         senders.push(tokio::spawn(async move {
-            let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
+            let http = shared::fetch::client_builder().timeout(Duration::from_secs(10)).build().unwrap();
             let mut turn = s;
             while !stop.load(Ordering::Relaxed) {
                 let k = counter.fetch_add(1, Ordering::Relaxed);

@@ -137,7 +137,7 @@ impl Cluster {
     /// A client for netsim's control API.
     pub fn netsim(&self) -> Client {
         Client {
-            http: reqwest::Client::new(),
+            http: shared::fetch::client_builder().build().unwrap(),
             base: format!("http://{}", self.netsim),
             token: None,
             headers: Vec::new(),
@@ -302,7 +302,12 @@ impl ApiProc {
     }
 
     pub fn client(&self, token: Option<String>) -> Client {
-        Client { http: reqwest::Client::new(), base: format!("http://{}", self.addr), token, headers: Vec::new() }
+        Client {
+            http: shared::fetch::client_builder().build().unwrap(),
+            base: format!("http://{}", self.addr),
+            token,
+            headers: Vec::new(),
+        }
     }
 }
 

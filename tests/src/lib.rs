@@ -145,7 +145,12 @@ impl TestApi {
     }
 
     pub fn client(&self, token: Option<String>) -> Client {
-        Client { http: reqwest::Client::new(), base: format!("http://{}", self.addr), token, headers: Vec::new() }
+        Client {
+            http: shared::fetch::client_builder().build().unwrap(),
+            base: format!("http://{}", self.addr),
+            token,
+            headers: Vec::new(),
+        }
     }
 
     /// Creates an instance with the admin token; returns (instance, token).

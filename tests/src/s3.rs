@@ -31,7 +31,13 @@ impl Bucket {
         let server = std::env::var("PACELINE_TEST_S3_URL")
             .expect("PACELINE_TEST_S3_URL is not set: run the tests through scripts/test");
         let name = format!("pl-{}", uuid::Uuid::new_v4().simple());
-        let res = reqwest::Client::new().put(format!("{server}/{name}")).send().await.expect("the S3 server answers");
+        let res = shared::fetch::client_builder()
+            .build()
+            .unwrap()
+            .put(format!("{server}/{name}"))
+            .send()
+            .await
+            .expect("the S3 server answers");
         assert!(res.status().is_success(), "creating bucket {name}: {}", res.status());
         let upstream: SocketAddr = server.trim_start_matches("http://").parse().expect("an address");
         Bucket { name, server, gate: Gate::start(upstream).await }

@@ -76,8 +76,9 @@ struct Body {
 impl Api {
     pub fn new(base: url::Url, ip_header: &str) -> anyhow::Result<Api> {
         let ip_header = reqwest::header::HeaderName::from_bytes(ip_header.as_bytes())?;
-        let http = reqwest::Client::builder().timeout(TIMEOUT).redirect(reqwest::redirect::Policy::none()).build()?;
-        let streams = reqwest::Client::builder()
+        let http =
+            shared::fetch::client_builder().timeout(TIMEOUT).redirect(reqwest::redirect::Policy::none()).build()?;
+        let streams = shared::fetch::client_builder()
             .connect_timeout(TIMEOUT)
             .read_timeout(STREAM_SILENCE)
             .redirect(reqwest::redirect::Policy::none())

@@ -92,7 +92,7 @@ pub async fn run(target: Target) -> anyhow::Result<()> {
 /// The bridge's HTTP client: no redirect is followed (the token goes to `PACELINE_URL`
 /// and nowhere else), no environment proxy, and every call within [`CALL_TIMEOUT`].
 fn client() -> anyhow::Result<reqwest::Client> {
-    reqwest::Client::builder()
+    shared::fetch::client_builder()
         .connect_timeout(Duration::from_secs(10))
         .timeout(CALL_TIMEOUT)
         .redirect(reqwest::redirect::Policy::none())
@@ -291,7 +291,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_unreachable_endpoint_answers_requests_with_an_error_and_notifications_with_nothing() {
-        let client = reqwest::Client::new();
+        let client = shared::fetch::client_builder().build().expect("a client builds");
         let target = Target { url: "http://127.0.0.1:1/mcp".parse().unwrap(), token: "pl_inst_secret".into() };
         let mut out = Vec::new();
         forward(&client, &target, r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#, &mut out).await.unwrap();

@@ -177,7 +177,7 @@ impl Driver for SimDriver {
             reader_closer.cancel();
             let _ = ev_tx.send(DriverEvent::Closed { reason }).await;
         });
-        let http = reqwest::Client::builder()
+        let http = shared::fetch::client_builder()
             .timeout(Duration::from_secs(60))
             .no_proxy()
             .redirect(reqwest::redirect::Policy::none())

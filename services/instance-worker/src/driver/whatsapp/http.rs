@@ -78,7 +78,7 @@ impl WaHttp {
         let builder = match proxy_url {
             // The proxy is the operator's (admin-set) and may sit on a private address:
             // the connection goes to it, and the target is still one of WhatsApp's hosts.
-            Some(p) => reqwest::Client::builder()
+            Some(p) => shared::fetch::client_builder()
                 .no_proxy()
                 .redirect(reqwest::redirect::Policy::none())
                 .proxy(reqwest::Proxy::all(p).map_err(|_| WaHttpError::Failed("the proxy URL is not usable".into()))?),
