@@ -72,38 +72,29 @@ pub async fn resolve_media(
         }
         return Ok(false);
     }
-    if bucket_down {
-        // The network gave the bytes; the bucket did not take them. Not a failed try of
-        // the download: it waits `bucket_retry` and its tries stay as they were.
+    // Not stored now: tried again later. A bucket that did not take bytes the network
+    // gave is not a failed try of the download, so its tries stay as they were.
+    let later = match (bucket_down, fetched) {
+        (true, _) => Some((bucket_retry, 0i32)),
+        (false, Fetched::Later(after)) => Some((after, 1)),
+        _ => None,
+    };
+    if let Some((after, tries)) = later {
         sqlx::query(
-            "UPDATE media SET fetch_after = now() + $3 * interval '1 millisecond' \
+            "UPDATE media SET fetch_attempts = fetch_attempts + $4, fetch_after = now() + $3 * interval '1 millisecond' \
              WHERE id = $1 AND instance_id = $2 AND remote IS NOT NULL",
         )
         .bind(&media.id)
         .bind(instance)
-        .bind(bucket_retry.as_millis() as i64)
+        .bind(after.as_millis() as i64)
+        .bind(tries)
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
         return Ok(true);
     }
-    let body = match fetched {
-        Fetched::Later(after) => {
-            sqlx::query(
-                "UPDATE media SET fetch_attempts = fetch_attempts + 1, fetch_after = now() + $3 * interval '1 millisecond' \
-                 WHERE id = $1 AND instance_id = $2 AND remote IS NOT NULL",
-            )
-            .bind(&media.id)
-            .bind(instance)
-            .bind(after.as_millis() as i64)
-            .execute(&mut *tx)
-            .await?;
-            tx.commit().await?;
-            return Ok(true);
-        }
-        Fetched::Data(d) => Some(d),
-        Fetched::Gone => None,
-    };
+    // The bytes, or (gone for good) none.
+    let body = if let Fetched::Data(d) = fetched { Some(d) } else { None };
     let sha = body.map(crate::db::media::sha256_hex);
     let stored = body.zip(sha.as_deref()).map(|(d, sha)| (d.len() as u64, sha));
     let mut desc = crate::db::media::descriptor(&media.id, mime, filename, stored);
