@@ -13,7 +13,7 @@ use shared::ErrorCode;
 use tokio::time::Instant;
 
 use crate::actor::{fenced, Held, PacingDefaults, Step};
-use crate::driver::{DriverError, Media, Outgoing, Session};
+use crate::driver::{DriverError, Media, MediaBytes, Outgoing, Session};
 use crate::metrics::{PACING_DELAY, SENDS, SEND_LATENCY, SEND_LATENESS};
 use crate::pacer::{Pacer, Rules, SendWindow};
 
@@ -264,6 +264,8 @@ impl Queue {
             Ok(()) => self.finish(held, &m, Finish::Sent, "sent").await,
             // The queue never answers 429: the network's rate limit is waited out.
             Err(e) if e.code == ErrorCode::RateLimited => self.wait_out_rate_limit(held, &m).await,
+            // Its media could not be read: nothing went out; wait for the store.
+            Err(e) if e.media_unreadable => self.read_later(&m),
             Err(e) if e.is_permanent() || m.attempts >= MAX_ATTEMPTS => {
                 self.fail(held, &m, queue_code(e.code), &e.detail).await
             }
@@ -291,7 +293,7 @@ impl Queue {
         }
     }
 
-    /// A read the send needs failed (the database is away): keep the message prepared,
+    /// A read the send needs failed (the database or the bucket is away): keep the message prepared,
     /// still in flight and in order, and build it again shortly. No attempt is spent.
     fn read_later(&mut self, m: &MessageRow) -> Step {
         metrics::counter!(crate::metrics::READS_FAILED).increment(1);
@@ -330,7 +332,7 @@ impl Queue {
         Step::Continue
     }
 
-    /// Builds what the driver sends, loading media bytes from Postgres.
+    /// Builds what the driver sends; its media's bytes are read by the driver as it sends.
     async fn outgoing(&mut self, held: &Held<'_>, m: &MessageRow) -> Result<Outgoing, Step> {
         let message = match m.outbound() {
             Ok(message) => message,
@@ -342,9 +344,16 @@ impl Queue {
         };
         let media = match message.content.media() {
             None => None,
-            Some(r) => match held.ctx.store.get(&r.id).await {
-                Ok(Some(row)) => {
-                    Some(Media { mime_type: row.mime_type, filename: row.filename, sha256: row.sha256, data: row.data })
+            Some(r) => match held.ctx.store.open(&r.id).await {
+                Ok(Some(stored)) => {
+                    let row = stored.row();
+                    Some(Media {
+                        mime_type: row.mime_type.clone(),
+                        filename: row.filename.clone(),
+                        sha256: row.sha256.clone(),
+                        size: row.size.max(0) as u64,
+                        bytes: MediaBytes::Stored(stored),
+                    })
                 }
                 Ok(None) => {
                     return Err(self.fail(held, m, ErrorCode::ValidationFailed, "the message's media is gone").await)

@@ -90,11 +90,22 @@ impl RemoteMedia {
 pub struct DriverError {
     pub code: ErrorCode,
     pub detail: String,
+    /// The message's media could not be read from the store (a database or bucket that
+    /// is away): nothing reached the network, and the send waits for the store.
+    pub media_unreadable: bool,
 }
 
 impl DriverError {
     pub fn new(code: ErrorCode, detail: impl Into<String>) -> Self {
-        DriverError { code, detail: detail.into() }
+        DriverError { code, detail: detail.into(), media_unreadable: false }
+    }
+
+    /// The message's media could not be read from the store.
+    pub fn media_unreadable() -> Self {
+        DriverError {
+            media_unreadable: true,
+            ..DriverError::new(ErrorCode::WorkerError, "the media could not be read")
+        }
     }
 }
 
@@ -189,20 +200,61 @@ impl Reference {
     }
 }
 
-/// Media bytes of a message. It serializes as its description (type, name, length,
-/// hash), never its bytes.
-#[derive(Clone, PartialEq)]
+/// Media of a message: its description, and where its bytes are read from when the
+/// driver needs them (a piece at a time: a send never holds a whole file). It
+/// serializes as its description (type, name, length, hash), never its bytes.
+#[derive(Clone)]
 pub struct Media {
     pub mime_type: String,
     pub filename: Option<String>,
     pub sha256: String,
-    pub data: Vec<u8>,
+    pub size: u64,
+    pub bytes: MediaBytes,
+}
+
+/// Where a message's media bytes are read from.
+#[derive(Debug, Clone)]
+pub enum MediaBytes {
+    /// The media store (Postgres or the bucket).
+    Stored(shared::db::media::Readable),
+    /// Tests: bytes at hand.
+    #[cfg(test)]
+    Held(bytes::Bytes),
+}
+
+impl MediaBytes {
+    /// The bytes, in order, a piece at a time; a failure to read them is
+    /// [`DriverError::media_unreadable`].
+    pub async fn pieces(
+        &self,
+    ) -> Result<futures::stream::BoxStream<'static, Result<bytes::Bytes, DriverError>>, DriverError> {
+        use futures::{StreamExt, TryStreamExt};
+        fn unreadable(e: shared::db::media::MediaError) -> DriverError {
+            tracing::warn!(error = %e, "reading media failed");
+            DriverError::media_unreadable()
+        }
+        match self {
+            MediaBytes::Stored(r) => Ok(r.pieces().await.map_err(unreadable)?.map_err(unreadable).boxed()),
+            #[cfg(test)]
+            MediaBytes::Held(b) => {
+                // In pieces of 1,000 bytes, so readers meet piece boundaries.
+                let pieces: Vec<_> = b.chunks(1000).map(|c| Ok(bytes::Bytes::copy_from_slice(c))).collect();
+                Ok(futures::stream::iter(pieces).boxed())
+            }
+        }
+    }
+}
+
+impl PartialEq for Media {
+    fn eq(&self, o: &Media) -> bool {
+        (&self.mime_type, &self.filename, &self.sha256, self.size) == (&o.mime_type, &o.filename, &o.sha256, o.size)
+    }
 }
 
 impl serde::Serialize for Media {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         serde_json::json!({
-            "mime_type": self.mime_type, "filename": self.filename, "size": self.data.len(), "sha256": self.sha256,
+            "mime_type": self.mime_type, "filename": self.filename, "size": self.size, "sha256": self.sha256,
         })
         .serialize(s)
     }
@@ -213,7 +265,7 @@ impl std::fmt::Debug for Media {
         f.debug_struct("Media")
             .field("mime_type", &self.mime_type)
             .field("filename", &self.filename)
-            .field("len", &self.data.len())
+            .field("len", &self.size)
             .finish()
     }
 }

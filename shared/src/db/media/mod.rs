@@ -26,7 +26,7 @@ pub mod retention;
 mod write;
 
 pub use objects::{Objects, ObjectsError};
-pub use read::{base64_stream, presentation, Base64Pieces, Hole, MediaRow};
+pub use read::{base64_stream, presentation, Base64Pieces, Hole, MediaRow, Pieces, Readable};
 pub use write::{sha256_hex, store, write_chunks, MediaWriter};
 
 /// Bytes per stored chunk.

@@ -1,5 +1,5 @@
 //! Reading media: a piece at a time (or a range of it) from Postgres's chunks or the
-//! bucket, whole for the worker's upload to the network, as base64 inside a JSON text,
+//! bucket, whole for small media, as base64 inside a JSON text,
 //! and how a browser is shown it.
 
 use std::ops::Range;
@@ -88,7 +88,7 @@ impl Store {
     }
 }
 
-/// Stored media with all its bytes (the worker uploads it whole to the network).
+/// Stored media with all its bytes (small media only: see [`Store::get`]).
 #[derive(Debug, Clone)]
 pub struct MediaRow {
     pub id: MediaId,
@@ -100,16 +100,60 @@ pub struct MediaRow {
     pub data: Vec<u8>,
 }
 
+/// Stored media whose bytes are read when needed, a piece at a time, as often as needed
+/// (the worker's upload to the network reads them twice: once for the hashes its request
+/// names, once for the body). Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Readable {
+    store: Store,
+    row: StoredRow,
+}
+
+impl Readable {
+    pub fn row(&self) -> &StoredRow {
+        &self.row
+    }
+
+    /// Its bytes, all of them, in order, a piece at a time.
+    pub async fn pieces(&self) -> Result<Pieces, MediaError> {
+        self.store.read(&self.row.id, &self.row.object_key, self.row.size.max(0) as u64, None).await
+    }
+}
+
 impl Store {
-    /// Stored media `id` with all its bytes (`None`: no such media, or none stored).
-    pub async fn get(&self, id: &MediaId) -> Result<Option<MediaRow>, MediaError> {
-        let row: Option<StoredRow> = sqlx::query_as(&format!(
+    /// Stored media `id`'s row (`None`: no such media, or none stored).
+    async fn stored_row(&self, id: &MediaId) -> Result<Option<StoredRow>, MediaError> {
+        Ok(sqlx::query_as(&format!(
             "SELECT {STORED_COLUMNS} FROM media WHERE id = $1 AND NOT expired AND remote IS NULL"
         ))
         .bind(id)
         .fetch_optional(&self.db)
-        .await?;
-        let Some(StoredRow { instance_id, mime_type, filename, size, sha256, object_key, .. }) = row else {
+        .await?)
+    }
+
+    /// Stored media `id`, to be read later, once its bytes are known to be there: an
+    /// object's size is asked of the bucket, so a bucket that is down fails here, before
+    /// anything is sent, and an object that is gone (or not whole) is `None`.
+    pub async fn open(&self, id: &MediaId) -> Result<Option<Readable>, MediaError> {
+        let Some(row) = self.stored_row(id).await? else { return Ok(None) };
+        if let Some((objects, key)) = self.holding(&row.object_key)? {
+            match objects.size(key).await {
+                Ok(n) if n == row.size.max(0) as u64 => {}
+                Ok(_) => return Ok(None),
+                Err(e) if e.is_not_found() => return Ok(None),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(Some(Readable { store: self.clone(), row }))
+    }
+
+    /// Stored media `id` with all its bytes (`None`: no such media, or none stored), for
+    /// small media only (a profile picture, audio to transcribe): sends read
+    /// [`Store::open`]'s pieces instead.
+    pub async fn get(&self, id: &MediaId) -> Result<Option<MediaRow>, MediaError> {
+        let Some(StoredRow { instance_id, mime_type, filename, size, sha256, object_key, .. }) =
+            self.stored_row(id).await?
+        else {
             return Ok(None);
         };
         let mut data = Vec::with_capacity(size.max(0) as usize);

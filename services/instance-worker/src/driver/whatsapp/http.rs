@@ -14,7 +14,10 @@ use std::future::Future;
 use std::time::Duration;
 
 use shared::fetch::FetchError;
+use std::io::Read;
+
 use whatsapp_rust::http::{HttpClient, HttpRequest, HttpResponse};
+use whatsapp_rust::wacore::net::UploadBody;
 
 /// The most a response outside a capped download may bring.
 pub const DEFAULT_CAP: u64 = 128 * 1024 * 1024;
@@ -113,17 +116,28 @@ impl WaHttp {
     /// One exchange; any status is an answer, only a refused, failed or oversized
     /// exchange errs.
     pub async fn request(&self, request: HttpRequest) -> Result<HttpResponse, WaHttpError> {
+        let body = request.body.as_ref().map(|b| reqwest::Body::from(b.to_vec()));
+        self.exchange(request, body, TIMEOUT).await
+    }
+
+    /// One exchange with `body` (none: the request's own).
+    async fn exchange(
+        &self,
+        request: HttpRequest,
+        body: Option<reqwest::Body>,
+        timeout: Duration,
+    ) -> Result<HttpResponse, WaHttpError> {
         let url = url::Url::parse(&request.url).map_err(|_| WaHttpError::Refused)?;
         if !self.allowed(&url) {
             return Err(WaHttpError::Refused);
         }
         let method = reqwest::Method::from_bytes(request.method.as_bytes()).map_err(|_| WaHttpError::Refused)?;
-        let mut rb = self.http.request(method, url);
+        let mut rb = self.http.request(method, url).timeout(timeout);
         for (k, v) in &request.headers {
             rb = rb.header(k, v);
         }
-        if let Some(body) = request.body {
-            rb = rb.body(body.to_vec());
+        if let Some(body) = body {
+            rb = rb.body(body);
         }
         let res = rb.send().await.map_err(|e| WaHttpError::Failed(kind_of(&e).into()))?;
         let status_code = res.status().as_u16();
@@ -134,6 +148,49 @@ impl WaHttp {
             FetchError::Failed(why) => WaHttpError::Failed(why),
         })?;
         Ok(HttpResponse { status_code, body })
+    }
+
+    /// An upload whose body `reader` gives, exactly `length` bytes of it, sent as they
+    /// are read (an exact `Content-Length`, never chunked: WhatsApp's CDN refuses that).
+    /// Called from a blocking thread: the reader is read on another one, a few pieces
+    /// ahead of the connection, so the body is never held whole.
+    pub fn upload(&self, request: HttpRequest, reader: UploadBody, length: u64) -> Result<HttpResponse, WaHttpError> {
+        let rt = tokio::runtime::Handle::try_current().map_err(|_| WaHttpError::Failed("no runtime".into()))?;
+        let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<bytes::Bytes>>(2);
+        rt.spawn_blocking(move || pump(reader, length, tx));
+        let pieces = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|p| (p, rx)) });
+        let mut request = request;
+        request.headers.retain(|k, _| !k.eq_ignore_ascii_case("content-length"));
+        request.headers.insert("Content-Length".into(), length.to_string());
+        rt.block_on(self.exchange(request, Some(reqwest::Body::wrap_stream(pieces)), upload_timeout(length)))
+    }
+}
+
+/// How long an upload of `length` bytes may take: the usual minute, and a second more for
+/// every 256 KiB, at most 15 minutes.
+fn upload_timeout(length: u64) -> Duration {
+    (TIMEOUT + Duration::from_secs(length / (256 * 1024))).min(Duration::from_secs(15 * 60))
+}
+
+/// Reads `length` bytes of `reader` into `tx` in pieces of 64 KiB, stopping at the first
+/// error (sent on, so the request fails) or when the request is gone.
+fn pump(mut reader: UploadBody, length: u64, tx: tokio::sync::mpsc::Sender<std::io::Result<bytes::Bytes>>) {
+    let mut left = length;
+    while left > 0 {
+        let mut buf = vec![0u8; left.min(64 * 1024) as usize];
+        let piece = match reader.read(&mut buf) {
+            Ok(0) => Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the upload's body ended early")),
+            Ok(n) => {
+                buf.truncate(n);
+                left -= n as u64;
+                Ok(bytes::Bytes::from(buf))
+            }
+            Err(e) => Err(e),
+        };
+        let failed = piece.is_err();
+        if tx.blocking_send(piece).is_err() || failed {
+            return;
+        }
     }
 }
 
@@ -152,6 +209,15 @@ fn kind_of(e: &reqwest::Error) -> &'static str {
 impl HttpClient for WaHttp {
     async fn execute(&self, request: HttpRequest) -> whatsapp_rust::anyhow::Result<HttpResponse> {
         Ok(self.request(request).await?)
+    }
+
+    fn execute_upload(
+        &self,
+        request: HttpRequest,
+        body: UploadBody,
+        content_length: u64,
+    ) -> whatsapp_rust::anyhow::Result<HttpResponse> {
+        Ok(self.upload(request, body, content_length)?)
     }
 }
 
@@ -202,6 +268,79 @@ mod tests {
             }
         });
         (addr, hits)
+    }
+
+    /// A server that reads one request whole and answers with what it saw: whether the
+    /// body came chunked, its `Content-Length`, and the body's length and first bytes.
+    async fn echo() -> std::net::SocketAddr {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut got = Vec::new();
+                    let mut buf = vec![0u8; 64 * 1024];
+                    let head_end = loop {
+                        let n = sock.read(&mut buf).await.unwrap_or(0);
+                        if n == 0 {
+                            return;
+                        }
+                        got.extend_from_slice(&buf[..n]);
+                        if let Some(i) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break i + 4;
+                        }
+                    };
+                    let head = String::from_utf8_lossy(&got[..head_end]).to_ascii_lowercase();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .map_or(0, |v| v.trim().parse().unwrap());
+                    while got.len() - head_end < length {
+                        let n = sock.read(&mut buf).await.unwrap_or(0);
+                        if n == 0 {
+                            break;
+                        }
+                        got.extend_from_slice(&buf[..n]);
+                    }
+                    let body = &got[head_end..];
+                    let answer = format!(
+                        "chunked={} length={length} got={} first={}",
+                        head.contains("transfer-encoding: chunked"),
+                        body.len(),
+                        hex::encode(&body[..body.len().min(4)])
+                    );
+                    let reply = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{answer}", answer.len());
+                    let _ = sock.write_all(reply.as_bytes()).await;
+                });
+            }
+        });
+        addr
+    }
+
+    /// An upload's body goes as it is read, with the exact length declared (WhatsApp's
+    /// CDN refuses chunked bodies), to allowed hosts only; a body that ends early or
+    /// fails fails the exchange.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn uploads_stream_their_body_with_an_exact_length() {
+        let addr = echo().await;
+        let len = 3 * 1024 * 1024 + 5;
+        let data: Vec<u8> = (0..len).map(|i| (i % 256) as u8).collect();
+        let up = |url: String, data: Vec<u8>, declared: u64| {
+            tokio::task::spawn_blocking(move || {
+                let c = WaHttp::for_tests("127.0.0.1");
+                let request = HttpRequest::post(url).with_header("content-length", "1");
+                c.upload(request, Box::new(std::io::Cursor::new(data)), declared)
+            })
+        };
+        let r = up(format!("http://{addr}/mms/document/x"), data.clone(), len as u64).await.unwrap().unwrap();
+        assert_eq!(r.status_code, 200);
+        assert_eq!(String::from_utf8(r.body).unwrap(), format!("chunked=false length={len} got={len} first=00010203"));
+        // The reader gives fewer bytes than declared: no answer is taken for a whole body.
+        let r = up(format!("http://{addr}/mms/document/x"), data[..1000].to_vec(), len as u64).await.unwrap();
+        assert!(matches!(r, Err(WaHttpError::Failed(_))), "{r:?}");
+        // Another host: refused before anything is read or sent.
+        let r = up(format!("http://localhost:{}/x", addr.port()), data, len as u64).await.unwrap();
+        assert!(matches!(r, Err(WaHttpError::Refused)), "{r:?}");
     }
 
     #[tokio::test]

@@ -15,6 +15,7 @@ pub mod map;
 pub mod ops;
 pub mod proxy;
 pub mod store;
+mod upload;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -340,15 +341,7 @@ impl Session for WaSession {
         };
         let content = &o.message.content;
         let upload = match (content.media(), map::media_type(content.kind())) {
-            (Some(m), Some(t)) => {
-                let options = whatsapp_rust::UploadOptions::new();
-                let up = self
-                    .client
-                    .upload(m.data.clone(), t, options)
-                    .await
-                    .map_err(|_| failed("take the media upload"))?;
-                Some(map::Uploaded::from(up))
-            }
+            (Some(m), Some(t)) => Some(map::Uploaded::from(upload::upload(&self.client, m, t).await?)),
             _ => None,
         };
         let to = match to {

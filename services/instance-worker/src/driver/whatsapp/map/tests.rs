@@ -6,7 +6,8 @@ fn media() -> Media {
         mime_type: "application/x-test".into(),
         filename: Some("f.bin".into()),
         sha256: String::new(),
-        data: vec![1],
+        size: 1,
+        bytes: crate::driver::MediaBytes::Held(bytes::Bytes::from_static(&[1])),
     }
 }
 
