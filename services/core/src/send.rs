@@ -220,7 +220,7 @@ pub(crate) fn media_error(e: MediaError) -> Error {
             tracing::warn!(error = %e, "storing media failed");
             Error::Busy { message: "the media store is unreachable; try again".into(), retry_after: 5 }
         }
-        MediaError::NoBucket => Error::internal(MediaError::NoBucket),
+        e @ (MediaError::NoBucket | MediaError::Gone) => Error::internal(e),
     }
 }
 

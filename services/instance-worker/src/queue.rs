@@ -256,6 +256,10 @@ impl Queue {
         let send_at = Instant::now();
         metrics::histogram!(SEND_LATENESS).record(send_at.saturating_duration_since(at.max(meant)).as_secs_f64());
         let result = session.send(&out).await;
+        if matches!(&result, Err(e) if e.media_unreadable) {
+            // Its media could not be read: nothing went out; wait for the store.
+            return self.read_later(&m);
+        }
         metrics::histogram!(SEND_LATENCY).record(send_at.elapsed().as_secs_f64());
         // From the end of the send: the recipient never sees two closer than the gap.
         self.pacer.sent(Instant::now(), &mut rand::thread_rng());
@@ -264,8 +268,6 @@ impl Queue {
             Ok(()) => self.finish(held, &m, Finish::Sent, "sent").await,
             // The queue never answers 429: the network's rate limit is waited out.
             Err(e) if e.code == ErrorCode::RateLimited => self.wait_out_rate_limit(held, &m).await,
-            // Its media could not be read: nothing went out; wait for the store.
-            Err(e) if e.media_unreadable => self.read_later(&m),
             Err(e) if e.is_permanent() || m.attempts >= MAX_ATTEMPTS => {
                 self.fail(held, &m, queue_code(e.code), &e.detail).await
             }

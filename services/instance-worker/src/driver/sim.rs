@@ -393,14 +393,14 @@ impl Session for SimSession {
 /// netsim answered outside the contract (a bug of netsim's, named without its data).
 /// Reads media's bytes as an upload would and checks they are the ones its hash names.
 async fn verify(m: &super::Media) -> Result<(), DriverError> {
-    use futures::TryStreamExt;
     use sha2::Digest;
-    let (mut hash, mut len) = (sha2::Sha256::new(), 0u64);
-    let mut pieces = m.bytes.pieces().await?;
-    while let Some(p) = pieces.try_next().await? {
-        hash.update(&p);
-        len += p.len() as u64;
-    }
+    let (hash, len) = m
+        .bytes
+        .fold((sha2::Sha256::new(), 0u64), |(hash, len), p| {
+            hash.update(p);
+            *len += p.len() as u64;
+        })
+        .await?;
     if len != m.size || hex::encode(hash.finalize()) != m.sha256 {
         return Err(DriverError::new(ErrorCode::ValidationFailed, "the stored media does not match its hash"));
     }

@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use base64::Engine;
+use futures::TryStreamExt;
 use harness::s3::{Backend, Bucket};
 use harness::{test_config, TestApi};
 use serde_json::{json, Value};
@@ -319,10 +320,25 @@ async fn media_moves_from_postgres_to_the_bucket_verified_and_resumable() {
     assert!(out.contains("4 media"), "{out}");
     assert!(bucket.keys().await.is_empty(), "a dry run copies nothing");
 
-    // A run cut short moved one already.
+    // A run cut short moved one already, the largest, while a send was reading it: the
+    // read stops (`Gone`, which a send waits out) rather than giving fewer bytes, and the
+    // media opened again reads whole, from the bucket.
     let store = Store::new(db.clone(), &s3.media_store).unwrap();
-    let first = migrate::next(&store, None, 1).await.unwrap();
-    assert_eq!(migrate::move_one(&store, &first[0]).await.unwrap(), migrate::Moved::Done);
+    let big = shared::ids::MediaId::parse(&ids[0]).unwrap();
+    let reading = store.open(&big).await.unwrap().expect("stored");
+    let mut pieces = reading.pieces().await.unwrap();
+    assert!(!pieces.try_next().await.unwrap().expect("a first piece").is_empty());
+    let rows = migrate::next(&store, None, 10).await.unwrap();
+    let row = rows.iter().find(|r| r.id == big).expect("to move");
+    assert_eq!(migrate::move_one(&store, row).await.unwrap(), migrate::Moved::Done);
+    assert!(matches!(pieces.try_next().await, Err(media::MediaError::Gone)), "not a shorter file");
+    let again = store.open(&big).await.unwrap().expect("stored");
+    assert!(again.row().object_key.is_some());
+    let (mut whole, mut pieces) = (Vec::new(), again.pieces().await.unwrap());
+    while let Some(p) = pieces.try_next().await.unwrap() {
+        whole.extend_from_slice(&p);
+    }
+    assert_eq!(whole, files[0]);
     let (ok, out, err) = run(&["migrate", "--to", "s3"]);
     assert!(!ok, "a copy that did not match fails the run: {out}{err}");
     assert!(out.contains("2 media moved") && out.contains("1 left in Postgres"), "{out}");

@@ -45,6 +45,10 @@ pub enum MediaError {
     /// The bucket failed (unreachable, refused): a passing failure, tried again later.
     #[error(transparent)]
     Objects(#[from] ObjectsError),
+    /// The media's bytes went while they were read (moved to the bucket, expired): read
+    /// its row again.
+    #[error("the media's bytes went while they were read")]
+    Gone,
     /// The media's bytes are in a bucket and this deployment has none configured.
     #[error("the media is in object storage and media_store.bucket is not set")]
     NoBucket,

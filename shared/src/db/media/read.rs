@@ -39,7 +39,7 @@ impl Store {
             let range = range.unwrap_or(0..size);
             return Ok(objects.read(key, range.start.min(size)..range.end.min(size)).map_err(MediaError::from).boxed());
         }
-        let (start, end) = range.map_or((0, u64::MAX), |r| (r.start, r.end));
+        let (start, end) = range.map_or((0, size), |r| (r.start, r.end.min(size)));
         let first = (start / CHUNK as u64) as i32;
         let (db, id) = (self.db.clone(), id.clone());
         let pieces = futures::stream::try_unfold(first, move |seq| {
@@ -47,15 +47,17 @@ impl Store {
             async move {
                 let at = seq as u64 * CHUNK as u64;
                 if at >= end {
-                    return Ok::<_, sqlx::Error>(None);
+                    return Ok::<_, MediaError>(None);
                 }
-                let Some(c) = chunk(&db, &id, seq).await? else { return Ok(None) };
+                // A chunk missing before the end: the bytes went while being read (moved
+                // to the bucket, expired), never a shorter file.
+                let Some(c) = chunk(&db, &id, seq).await? else { return Err(MediaError::Gone) };
                 let from = start.saturating_sub(at).min(c.len() as u64) as usize;
                 let to = (end - at).min(c.len() as u64) as usize;
                 Ok(Some((Bytes::from(c).slice(from..to), seq + 1)))
             }
         });
-        Ok(pieces.map_err(MediaError::from).boxed())
+        Ok(pieces.boxed())
     }
 
     /// The first `n` bytes (or fewer) of stored media `id`.

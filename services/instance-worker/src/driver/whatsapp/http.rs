@@ -60,6 +60,7 @@ enum Hosts {
 }
 
 /// A session's HTTP client.
+#[derive(Clone)]
 pub struct WaHttp {
     http: reqwest::Client,
     hosts: Hosts,
@@ -152,17 +153,27 @@ impl WaHttp {
 
     /// An upload whose body `reader` gives, exactly `length` bytes of it, sent as they
     /// are read (an exact `Content-Length`, never chunked: WhatsApp's CDN refuses that).
-    /// Called from a blocking thread: the reader is read on another one, a few pieces
-    /// ahead of the connection, so the body is never held whole.
+    /// Called from a blocking thread, which reads the body a few pieces ahead of the
+    /// connection (the exchange runs on the runtime), so the body is never held whole;
+    /// when the exchange ends (answered, failed, timed out) the reading stops.
     pub fn upload(&self, request: HttpRequest, reader: UploadBody, length: u64) -> Result<HttpResponse, WaHttpError> {
         let rt = tokio::runtime::Handle::try_current().map_err(|_| WaHttpError::Failed("no runtime".into()))?;
+        // Refused before anything is read.
+        let url = url::Url::parse(&request.url).map_err(|_| WaHttpError::Refused)?;
+        if !self.allowed(&url) {
+            return Err(WaHttpError::Refused);
+        }
         let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<bytes::Bytes>>(2);
-        rt.spawn_blocking(move || pump(reader, length, tx));
         let pieces = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|p| (p, rx)) });
         let mut request = request;
         request.headers.retain(|k, _| !k.eq_ignore_ascii_case("content-length"));
         request.headers.insert("Content-Length".into(), length.to_string());
-        rt.block_on(self.exchange(request, Some(reqwest::Body::wrap_stream(pieces)), upload_timeout(length)))
+        let this = self.clone();
+        let exchange = rt.spawn(async move {
+            this.exchange(request, Some(reqwest::Body::wrap_stream(pieces)), upload_timeout(length)).await
+        });
+        pump(reader, length, tx);
+        rt.block_on(exchange).map_err(|_| WaHttpError::Failed("the upload was cut short".into()))?
     }
 }
 
@@ -173,7 +184,8 @@ fn upload_timeout(length: u64) -> Duration {
 }
 
 /// Reads `length` bytes of `reader` into `tx` in pieces of 64 KiB, stopping at the first
-/// error (sent on, so the request fails) or when the request is gone.
+/// error (sent on, so the request fails) or when the request is gone (its body dropped:
+/// answered, failed or timed out).
 fn pump(mut reader: UploadBody, length: u64, tx: tokio::sync::mpsc::Sender<std::io::Result<bytes::Bytes>>) {
     let mut left = length;
     while left > 0 {

@@ -41,12 +41,9 @@ fn sidecar(kind: MediaType) -> bool {
 /// The first pass: the key, hashes and sidecar of `m`'s ciphertext, its bytes checked
 /// against the hash and length the store recorded for them.
 async fn encrypt(m: &Media, kind: MediaType) -> Result<EncryptedMediaInfo, DriverError> {
-    let mut enc =
-        MediaEncryptor::new_with_sidecar(kind, sidecar(kind)).map_err(|_| super::failed("encrypt the media"))?;
-    let mut pieces = m.bytes.pieces().await?;
-    while let Some(p) = pieces.try_next().await? {
-        enc.update_to_writer(&p, &mut std::io::sink()).map_err(|_| super::failed("encrypt the media"))?;
-    }
+    let enc = MediaEncryptor::new_with_sidecar(kind, sidecar(kind)).map_err(|_| super::failed("encrypt the media"))?;
+    // Into nothing: a sink never fails.
+    let enc = m.bytes.fold(enc, |enc, p| drop(enc.update_to_writer(p, &mut std::io::sink()))).await?;
     let info = enc.finalize_to_writer(&mut std::io::sink()).map_err(|_| super::failed("encrypt the media"))?;
     if info.file_length != m.size || hex::encode(info.file_sha256) != m.sha256 {
         return Err(DriverError::new(ErrorCode::ValidationFailed, "the stored media does not match its hash"));
@@ -85,6 +82,8 @@ impl UploadSource for Ciphertext {
 
     /// Called on a blocking thread (the crate's upload runs its body there).
     fn reader_from(&self, offset: u64) -> std::io::Result<Box<dyn Read + Send>> {
+        // This attempt's own: an earlier attempt's failure to read says nothing of it.
+        self.unreadable.store(false, Ordering::Relaxed);
         let pieces = self.rt.block_on(self.bytes.pieces()).map_err(|_| {
             self.unreadable.store(true, Ordering::Relaxed);
             std::io::Error::other("the media could not be read")
