@@ -52,7 +52,9 @@ pub fn app(state: AppState) -> Router {
         })
         .on_request(())
         .on_response(DefaultOnResponse::new().level(Level::INFO));
-    api.layer(axum::Extension(mcp))
+    let cors = cors(&state.config.api.cors_allowed_origins);
+    let app = api
+        .layer(axum::Extension(mcp))
         .layer(axum::middleware::from_fn_with_state(state, middleware::shutdown_gate))
         .layer(axum::middleware::from_fn(middleware::track))
         .layer(
@@ -61,7 +63,42 @@ pub fn app(state: AppState) -> Router {
                 .layer(trace)
                 .layer(PropagateRequestIdLayer::new(REQUEST_ID)),
         )
-        .layer(axum::middleware::from_fn(middleware::request_id_check))
+        .layer(axum::middleware::from_fn(middleware::request_id_check));
+    match cors {
+        Some(cors) => app.layer(cors),
+        None => app,
+    }
+}
+
+/// Browsers' cross-origin calls from `origins` (`api.cors_allowed_origins`; `*` for any),
+/// answered before anything else (a preflight carries no token); none when empty.
+/// Credentials are never allowed: tokens travel in headers.
+fn cors(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
+    use axum::http::{header, HeaderName, HeaderValue, Method};
+    use tower_http::cors::{AllowOrigin, CorsLayer};
+    if origins.is_empty() {
+        return None;
+    }
+    let allow = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        AllowOrigin::list(origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()))
+    };
+    Some(
+        CorsLayer::new()
+            .allow_origin(allow)
+            .allow_methods([Method::GET, Method::POST, Method::PUT, Method::PATCH, Method::DELETE])
+            .allow_headers([
+                header::AUTHORIZATION,
+                header::CONTENT_TYPE,
+                HeaderName::from_static("apikey"),
+                HeaderName::from_static("x-api-key"),
+                HeaderName::from_static("idempotency-key"),
+                HeaderName::from_static("last-event-id"),
+            ])
+            .expose_headers([header::RETRY_AFTER, HeaderName::from_static("x-request-id"), header::LOCATION])
+            .max_age(std::time::Duration::from_secs(3600)),
+    )
 }
 
 /// Every route with the layers each request needs (state, body limit, panics), and none

@@ -17,6 +17,7 @@ pub const MIN_INTERVAL_FLOOR_MS: u32 = 1_000;
 pub const MAX_PER_MINUTE_CEILING: u32 = 60;
 
 mod rules;
+pub mod token;
 mod write;
 
 pub use rules::*;
@@ -262,7 +263,8 @@ pub async fn rules_changed(core: &Core, id: &InstanceId) {
 
 /// Creates an instance from `fields` (validated here), inside `account` when one is
 /// given (within its instance quota, counted under its row lock so concurrent creations
-/// take turns); returns it and its token, which is shown only now. Shared by
+/// take turns); returns it and its token, shown now (and again only to the admin and
+/// its account, by Evolution's `fetchInstances`: [`token`]). Shared by
 /// `POST /v1/instances` and Evolution's `instance/create`.
 pub async fn create(core: &Core, fields: InstanceFields, account: Option<&AccountId>) -> Result<(InstanceRow, String)> {
     let fields = validate(fields, &core.config.risk_policy())?;
@@ -276,6 +278,9 @@ pub async fn create(core: &Core, fields: InstanceFields, account: Option<&Accoun
     let row = instances::insert(&mut *tx, &id, &shared::auth::hash_token(&token), &fields, account)
         .await
         .map_err(write_error)?;
+    if let Some(sealed) = token::seal(core, &id, &token) {
+        instances::set_token(&mut *tx, &id, &shared::auth::hash_token(&token), Some(&sealed)).await?;
+    }
     let event =
         Event::InstanceCreated(InstanceLifecycleEventData { name: row.name.clone(), account_id: account.cloned() });
     shared::db::outbox::insert(&mut *tx, &row.id, &event).await?;

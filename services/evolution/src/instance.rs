@@ -250,8 +250,9 @@ pub struct EvoFetchedInstance {
     pub integration: String,
     /// The account's number, once paired.
     pub number: Option<String>,
-    /// Evolution shows the instance's token here; paceline stores only its hash, so this
-    /// is always null.
+    /// The instance's token, to the admin, the instance's account and the instance itself
+    /// (sealed at rest, docs/evolution.md); null to a restricted key, and for a token made
+    /// before tokens were sealed until it is rotated (`POST /v1/instances/{id}/token`).
     pub token: Option<String>,
     pub disconnection_reason_code: Option<i32>,
     pub created_at: chrono::DateTime<chrono::Utc>,
@@ -259,6 +260,22 @@ pub struct EvoFetchedInstance {
     #[serde(rename = "Setting")]
     #[schema(value_type = Object)]
     pub setting: Value,
+    #[serde(rename = "_count")]
+    pub count: EvoCounts,
+}
+
+/// What an instance holds, as Evolution counts it.
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
+pub struct EvoCounts {
+    /// Messages sent and received (as usage counts them).
+    #[serde(rename = "Message")]
+    pub message: i64,
+    /// The people among its chats.
+    #[serde(rename = "Contact")]
+    pub contact: i64,
+    /// Its chats.
+    #[serde(rename = "Chat")]
+    pub chat: i64,
 }
 
 impl From<InstanceRow> for EvoFetchedInstance {
@@ -276,6 +293,7 @@ impl From<InstanceRow> for EvoFetchedInstance {
             created_at: r.created_at,
             updated_at: r.updated_at,
             setting: settings_of(&r),
+            count: EvoCounts::default(),
             name: r.name,
         }
     }
@@ -331,7 +349,28 @@ async fn fetch_instances(
         q.instance_name.as_deref().is_none_or(|n| n == r.name)
             && q.instance_id.as_deref().is_none_or(|i| i == r.id.as_str())
     };
-    Ok(Json(rows.into_iter().filter(wanted).map(EvoFetchedInstance::from).collect()))
+    let rows: Vec<InstanceRow> = rows.into_iter().filter(wanted).collect();
+    let ids: Vec<shared::ids::InstanceId> = rows.iter().map(|r| r.id.clone()).collect();
+    // Tokens to whoever holds the instance already (never to a restricted key).
+    let mut tokens = match &key {
+        Principal::Admin | Principal::Account { .. } | Principal::Instance { .. } => {
+            domain::instances::token::shown(&state, &ids).await?
+        }
+        _ => Default::default(),
+    };
+    let mut counts: std::collections::HashMap<_, _> = instances::counts(&state.db, &ids)
+        .await?
+        .into_iter()
+        .map(|(id, chat, contact, message)| (id, EvoCounts { message, contact, chat }))
+        .collect();
+    Ok(Json(
+        rows.into_iter()
+            .map(|r| {
+                let (token, count) = (tokens.remove(&r.id), counts.remove(&r.id).unwrap_or_default());
+                EvoFetchedInstance { token, count, ..EvoFetchedInstance::from(r) }
+            })
+            .collect(),
+    ))
 }
 
 /// Evolution's `{instance: {instanceName, state}}`.

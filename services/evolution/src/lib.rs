@@ -27,6 +27,7 @@ pub mod chat;
 pub mod group;
 pub mod instance;
 pub mod label;
+pub mod manager;
 pub mod profile;
 pub mod send;
 pub mod settings;
@@ -44,6 +45,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(profile::router())
         .merge(webhook::router())
         .merge(settings::router())
+        .merge(manager::router())
 }
 
 /// The caller of an action route: `X-API-Key` checked against `{instanceName}`.

@@ -106,6 +106,7 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("GET", "/v1/instances/{id}", Read),
     ("PATCH", "/v1/instances/{id}", Owner),
     ("DELETE", "/v1/instances/{id}", Owner),
+    ("POST", "/v1/instances/{id}/token", Owner),
     ("POST", "/v1/instances/{id}/connect", Owner),
     ("POST", "/v1/instances/{id}/logout", Owner),
     ("POST", "/v1/instances/{id}/restart", Owner),
@@ -229,6 +230,11 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("POST", "/message/sendButtons/{instanceName}", Send),
     // Evolution v2's routes (`apikey`; docs/evolution.md): each as
     // strict as the `/v1` operation it maps onto.
+    ("GET", "/", Open),
+    ("POST", "/verify-creds", AnyToken),
+    ("GET", "/{integration}/find/{instanceName}", Read),
+    ("POST", "/{integration}/set/{instanceName}", Owner),
+    ("GET", "/{integration}/fetchSettings/{instanceName}", Read),
     ("POST", "/instance/create", Account),
     ("GET", "/instance/fetchInstances", Owner),
     ("GET", "/instance/connectionState/{instanceName}", Read),

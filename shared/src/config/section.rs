@@ -87,6 +87,13 @@ section! {
         #[serde_as(as = "de::Millis")]
         #[cfg_attr(feature = "openapi", schema(value_type = u64))]
         connect_qr_wait: Duration = ms(5_000),
+        /// Web origins (`https://manager.example.com`, comma-separated in the environment)
+        /// whose pages may call the API from a browser (CORS), e.g. Evolution Manager
+        /// served from its own address; `*` for any. Empty (the default): none, and
+        /// browsers refuse cross-origin calls. Credentials (cookies) are never allowed:
+        /// callers send their token in a header.
+        #[serde(deserialize_with = "de::list")]
+        cors_allowed_origins: Vec<String> = Vec::new(),
     }
 }
 

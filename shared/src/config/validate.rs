@@ -72,6 +72,13 @@ impl Config {
             );
         }
         if role == Role::Api {
+            for o in &self.api.cors_allowed_origins {
+                if !valid_origin(o) {
+                    errors.push(format!(
+                        "api.cors_allowed_origins: {o:?} is not `*` nor an origin (scheme://host[:port], no path)"
+                    ));
+                }
+            }
             if self.api.client_ip_header.is_empty()
                 || http::HeaderName::from_bytes(self.api.client_ip_header.as_bytes()).is_err()
             {
@@ -218,5 +225,24 @@ fn check_url(errors: &mut Vec<String>, key: &str, value: &str, schemes: &[&str])
                 return;
             }
         }
+    }
+}
+
+/// `*`, or an http(s) origin as browsers send it: scheme, host and port only.
+fn valid_origin(o: &str) -> bool {
+    if o == "*" {
+        return true;
+    }
+    match url::Url::parse(o) {
+        Ok(u) => {
+            matches!(u.scheme(), "http" | "https")
+                && u.host_str().is_some()
+                && u.path() == "/"
+                && !o.ends_with('/')
+                && u.query().is_none()
+                && u.fragment().is_none()
+                && u.username().is_empty()
+        }
+        Err(_) => false,
     }
 }

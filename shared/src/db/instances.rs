@@ -232,6 +232,52 @@ pub async fn insert(
         .map_err(map_write)
 }
 
+/// Gives the instance a new token (its hash, and sealed when the deployment can seal):
+/// the old one stops working at once on this pod, and on others when told. Whether the
+/// instance exists.
+pub async fn set_token(
+    db: impl PgExecutor<'_>,
+    id: &InstanceId,
+    token_hash: &str,
+    sealed: Option<&[u8]>,
+) -> Result<bool, sqlx::Error> {
+    let r = sqlx::query("UPDATE instances SET token_hash = $2, token_sealed = $3, updated_at = now() WHERE id = $1")
+        .bind(id)
+        .bind(token_hash)
+        .bind(sealed)
+        .execute(db)
+        .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// The sealed tokens of `ids` (those that have one).
+pub async fn sealed_tokens(
+    db: impl PgExecutor<'_>,
+    ids: &[InstanceId],
+) -> Result<Vec<(InstanceId, Vec<u8>)>, sqlx::Error> {
+    let ids: Vec<&str> = ids.iter().map(|i| i.as_str()).collect();
+    sqlx::query_as("SELECT id, token_sealed FROM instances WHERE id = ANY($1) AND token_sealed IS NOT NULL")
+        .bind(&ids)
+        .fetch_all(db)
+        .await
+}
+
+/// What Evolution's `fetchInstances` counts of each of `ids`: its chats, the people among
+/// them, and its messages sent and received (from the daily usage, so a message counts
+/// once the relay has counted it).
+pub async fn counts(
+    db: impl PgExecutor<'_>,
+    ids: &[InstanceId],
+) -> Result<Vec<(InstanceId, i64, i64, i64)>, sqlx::Error> {
+    let ids: Vec<&str> = ids.iter().map(|i| i.as_str()).collect();
+    sqlx::query_as(
+        "SELECT i.id,             (SELECT count(*) FROM chats c WHERE c.instance_id = i.id),             (SELECT count(*) FROM chats c WHERE c.instance_id = i.id                 AND (c.jid LIKE '%@s.whatsapp.net' OR c.jid LIKE '%@lid')),             (SELECT coalesce(sum(u.messages_sent + u.messages_received), 0)::bigint FROM usage_daily u                 WHERE u.instance_id = i.id)          FROM unnest($1::text[]) AS i (id)",
+    )
+    .bind(&ids)
+    .fetch_all(db)
+    .await
+}
+
 /// Whether the instance exists.
 pub async fn exists(db: impl PgExecutor<'_>, id: &InstanceId) -> Result<bool, sqlx::Error> {
     sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM instances WHERE id = $1)").bind(id).fetch_one(db).await

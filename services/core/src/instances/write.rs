@@ -56,7 +56,9 @@ pub struct InstanceIn {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct InstanceCreatedOut {
     pub instance: InstanceOut,
-    /// `pl_inst_...`: store it now, it is never shown again.
+    /// `pl_inst_...`: store it now. `/v1` never shows it again (`POST
+    /// /v1/instances/{id}/token` gives a new one); Evolution's `fetchInstances` shows it
+    /// to the admin and the instance's account.
     pub token: String,
 }
 

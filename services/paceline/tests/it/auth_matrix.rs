@@ -235,9 +235,11 @@ async fn every_route_answers_every_kind_of_token_as_its_row_says() {
         }
         assert_eq!(anon.status, 401, "{what} without a token: {}", anon.text);
         for kind in kinds {
-            // Deleting an instance is real: the kinds that may do it delete a throwaway.
-            let deletes = op.method == reqwest::Method::DELETE
-                && ["/v1/instances/{id}", "/instance/delete/{instanceName}"].contains(&op.path.as_str());
+            // Deleting an instance, or replacing its token, is real: the kinds that may do
+            // it do it to a throwaway.
+            let deletes = (op.method == reqwest::Method::DELETE
+                && ["/v1/instances/{id}", "/instance/delete/{instanceName}"].contains(&op.path.as_str()))
+                || (op.method == reqwest::Method::POST && op.path == "/v1/instances/{id}/token");
             // Deleting an account is real too: the admin deletes a throwaway.
             let deletes_account = op.method == reqwest::Method::DELETE && op.path == "/v1/accounts/{account_id}";
             let r = match kind {

@@ -20,6 +20,7 @@ mod deliveries;
 mod errors;
 mod events;
 mod evolution;
+mod evolution_manager;
 mod fencing;
 mod groups;
 mod instances;

@@ -18,6 +18,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(create, list))
         .routes(routes!(get_one, patch, delete))
         .routes(routes!(move_to_account))
+        .routes(routes!(rotate_token))
 }
 
 /// Create an instance: the admin's (outside every account), or an account token's
@@ -139,4 +140,24 @@ async fn delete(
 ) -> Result<StatusCode, ApiError> {
     domain::instances::delete_one(&state, &id).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Give the instance a new token (a leaked one, or one made before tokens could be shown
+/// again in Evolution's `fetchInstances`). The old token stops working at once here, and
+/// on the other API pods as soon as they are told (at most 5 s); the new one is shown
+/// only in this answer on `/v1`.
+#[utoipa::path(post, path = "/v1/instances/{id}/token", tag = "instances",
+    params(("id" = InstanceId, Path, description = "instance id")),
+    responses(
+        (status = 200, description = "the new token", body = domain::instances::token::InstanceTokenOut),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: another instance's token, or a restricted key", body = ErrorBody),
+        (status = 404, description = "`instance_not_found`", body = ErrorBody),
+    ),
+    security(("admin" = []), ("instance" = [])))]
+async fn rotate_token(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+) -> Result<Json<domain::instances::token::InstanceTokenOut>, ApiError> {
+    Ok(Json(domain::instances::token::rotate(&state, &id).await?))
 }
