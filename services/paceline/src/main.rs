@@ -149,7 +149,7 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
         Command::Media { action: MediaCommand::Migrate { to, dry_run } } => {
             anyhow::ensure!(to == "s3", "--to must be s3");
             config.validate(Role::Migrate)?;
-            return media_migrate::run(&config, dry_run).await;
+            return media_migrate::run(&config, dry_run, shutdown).await;
         }
         Command::Migrate => {
             config.validate(Role::Migrate)?;

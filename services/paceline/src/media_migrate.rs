@@ -1,6 +1,8 @@
 //! `paceline media migrate --to s3`: media stored in Postgres copied into the bucket, a
 //! row at a time (`db::media::migrate`), with a progress bar on a terminal and a line per
-//! thousand media otherwise; `--dry-run` says what would move.
+//! thousand media otherwise; `--dry-run` says what would move. Ctrl-C (or SIGTERM) stops
+//! it after the medium being copied (each moves in its own transaction): run it again to
+//! go on.
 
 use anyhow::Context;
 use shared::db::media::{migrate, Store};
@@ -9,7 +11,7 @@ use shared::Config;
 /// Rows read per query.
 const PAGE: i64 = 200;
 
-pub async fn run(config: &Config, dry_run: bool) -> anyhow::Result<()> {
+pub async fn run(config: &Config, dry_run: bool, stop: shared::Shutdown) -> anyhow::Result<()> {
     anyhow::ensure!(
         config.media_store.bucket.as_deref().is_some_and(|b| !b.is_empty()),
         "media_store.bucket is not set: configure the bucket to migrate to"
@@ -32,11 +34,14 @@ pub async fn run(config: &Config, dry_run: bool) -> anyhow::Result<()> {
         .expect("a valid template"),
     );
     let (mut moved, mut gone, mut mismatched, mut after) = (0u64, 0u64, 0u64, None);
-    loop {
+    'pages: loop {
         let rows = migrate::next(&store, after.as_ref(), PAGE).await?;
         let Some(last) = rows.last() else { break };
         after = Some(last.id.clone());
         for row in &rows {
+            if stop.is_cancelled() {
+                break 'pages;
+            }
             match migrate::move_one(&store, row).await.with_context(|| format!("copying media {}", row.id))? {
                 migrate::Moved::Done => moved += 1,
                 migrate::Moved::Gone => gone += 1,
@@ -53,6 +58,11 @@ pub async fn run(config: &Config, dry_run: bool) -> anyhow::Result<()> {
         }
     }
     bar.finish_and_clear();
+    // Interrupted: what moved stays moved; it exits non-zero, since media is left.
+    anyhow::ensure!(
+        !stop.is_cancelled(),
+        "stopped: {moved} media moved to the bucket so far; run the command again to go on"
+    );
     println!("{moved} media moved to the bucket, {gone} gone meanwhile, {mismatched} left in Postgres (copies that did not match)");
     anyhow::ensure!(mismatched == 0, "{mismatched} media did not copy cleanly; run again to retry them");
     Ok(())
