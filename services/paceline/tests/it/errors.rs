@@ -41,7 +41,8 @@ async fn messages_never_echo_numbers_or_tokens() {
 async fn unknown_routes_and_methods_get_the_envelope() {
     let api = TestApi::start().await;
     api.admin().get("/v1/nope").await.expect_error(404, "not_found");
-    api.anon().get("/").await.expect_error(404, "not_found");
+    api.anon().get("/nope").await.expect_error(404, "not_found");
+    // (`/` is Evolution's root document: evolution_manager.rs.)
     let r = api.admin().send(api.admin().request(reqwest::Method::PUT, "/v1/instances")).await;
     // The answer names the methods the route takes.
     let allow = r.headers.get("allow").expect("an Allow header").to_str().unwrap().to_string();
