@@ -164,14 +164,15 @@ async fn consume(
     loop {
         let next = tokio::select! {
             _ = shutdown.cancelled() => return Ok(()),
-            // Heartbeats keep a healthy pull alive; silence this long means it was lost.
-            m = tokio::time::timeout(Duration::from_secs(60), msgs.next()) => m,
+            // A lost pull shows as missed heartbeats: async-nats yields an error after two
+            // idle heartbeats (30 s) without one. (A quiet stream is not a lost pull: a
+            // timeout on messages alone reopened the consumer every idle minute.)
+            m = msgs.next() => m,
         };
         let msg = match next {
-            Err(_) => anyhow::bail!("the pull went silent"),
-            Ok(None) => anyhow::bail!("the pull ended"),
-            Ok(Some(Err(e))) => anyhow::bail!("pulling: {e}"),
-            Ok(Some(Ok(m))) => m,
+            None => anyhow::bail!("the pull ended"),
+            Some(Err(e)) => anyhow::bail!("pulling: {e}"),
+            Some(Ok(m)) => m,
         };
         while tasks.try_join_next().is_some() {}
         let a = a.clone();
