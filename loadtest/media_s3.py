@@ -23,8 +23,7 @@ def sends(result):
         text = urllib.request.urlopen(WORKER_METRICS, timeout=5).read().decode()
     except OSError:
         return 0
-    return int(sum(float(l.rsplit(" ", 1)[1]) for l in text.splitlines()
-                   if l.startswith("paceline_queue_sends_total{") and f'result="{result}"' in l))
+    return int(ltlib.metric_sum(text, f'paceline_queue_sends_total{{result="{result}"}}'))
 
 
 def main():

@@ -275,12 +275,11 @@ pub async fn create(core: &Core, fields: InstanceFields, account: Option<&Accoun
         let row = shared::db::accounts::get_for_update(&mut tx, account).await?.ok_or(Error::NotFound("account"))?;
         crate::accounts::quota::room_for_instance(&mut tx, &row).await?;
     }
-    let row = instances::insert(&mut *tx, &id, &shared::auth::hash_token(&token), &fields, account)
-        .await
-        .map_err(write_error)?;
-    if let Some(sealed) = token::seal(core, &id, &token) {
-        instances::set_token(&mut *tx, &id, &shared::auth::hash_token(&token), Some(&sealed)).await?;
-    }
+    let sealed = token::seal(core, &id, &token);
+    let row =
+        instances::insert(&mut *tx, &id, (&shared::auth::hash_token(&token), sealed.as_deref()), &fields, account)
+            .await
+            .map_err(write_error)?;
     let event =
         Event::InstanceCreated(InstanceLifecycleEventData { name: row.name.clone(), account_id: account.cloned() });
     shared::db::outbox::insert(&mut *tx, &row.id, &event).await?;

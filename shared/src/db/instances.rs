@@ -209,17 +209,18 @@ fn bind_fields<'q>(q: RowQuery<'q>, f: &'q InstanceFields) -> RowQuery<'q> {
 }
 
 /// A new instance, inside `account` when one is given (its usage the account's from
-/// today).
+/// today), with its token's hash and, when the deployment can seal, the token sealed.
 pub async fn insert(
     db: impl PgExecutor<'_>,
     id: &InstanceId,
-    token_hash: &str,
+    (token_hash, token_sealed): (&str, Option<&[u8]>),
     f: &InstanceFields,
     account: Option<&AccountId>,
 ) -> Result<InstanceRow, WriteError> {
     let sql = format!(
-        "INSERT INTO instances (id, {FIELD_COLUMNS}, token_hash, account_id, account_since, account_joined_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, \
+        "INSERT INTO instances (id, {FIELD_COLUMNS}, token_hash, account_id, token_sealed, account_since, \
+             account_joined_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, \
              CASE WHEN $20::text IS NULL THEN NULL ELSE (now() AT TIME ZONE 'UTC')::date END, \
              CASE WHEN $20::text IS NULL THEN NULL ELSE now() END) \
          RETURNING {COLUMNS}"
@@ -227,6 +228,7 @@ pub async fn insert(
     bind_fields(sqlx::query_as::<_, InstanceRow>(&sql).bind(id), f)
         .bind(token_hash)
         .bind(account)
+        .bind(token_sealed)
         .fetch_one(db)
         .await
         .map_err(map_write)
@@ -271,9 +273,16 @@ pub async fn counts(
 ) -> Result<Vec<(InstanceId, i64, i64, i64)>, sqlx::Error> {
     let ids: Vec<&str> = ids.iter().map(|i| i.as_str()).collect();
     sqlx::query_as(
-        "SELECT i.id,             (SELECT count(*) FROM chats c WHERE c.instance_id = i.id),             (SELECT count(*) FROM chats c WHERE c.instance_id = i.id                 AND (c.jid LIKE '%@s.whatsapp.net' OR c.jid LIKE '%@lid')),             (SELECT coalesce(sum(u.messages_sent + u.messages_received), 0)::bigint FROM usage_daily u                 WHERE u.instance_id = i.id)          FROM unnest($1::text[]) AS i (id)",
+        "SELECT i.id, \
+            (SELECT count(*) FROM chats c WHERE c.instance_id = i.id), \
+            (SELECT count(*) FROM chats c WHERE c.instance_id = i.id AND split_part(c.jid, '@', 2) = ANY($2)), \
+            (SELECT coalesce(sum(u.messages_sent + u.messages_received), 0)::bigint FROM usage_daily u \
+                WHERE u.instance_id = i.id) \
+         FROM unnest($1::text[]) AS i (id)",
     )
     .bind(&ids)
+    // The people: users by number or by hidden id.
+    .bind([crate::jid::USER_SERVER, crate::jid::LID_SERVER])
     .fetch_all(db)
     .await
 }

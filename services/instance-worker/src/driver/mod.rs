@@ -269,6 +269,17 @@ impl MediaBytes {
     }
 }
 
+impl Media {
+    /// Whether bytes read (`len` of them, hashing to `sha256`) are the ones stored: a
+    /// send of other bytes fails for good.
+    pub fn check(&self, len: u64, sha256: &[u8]) -> Result<(), DriverError> {
+        if len != self.size || hex::encode(sha256) != self.sha256 {
+            return Err(DriverError::new(ErrorCode::ValidationFailed, "the stored media does not match its hash"));
+        }
+        Ok(())
+    }
+}
+
 impl PartialEq for Media {
     fn eq(&self, o: &Media) -> bool {
         (&self.mime_type, &self.filename, &self.sha256, self.size) == (&o.mime_type, &o.filename, &o.sha256, o.size)

@@ -401,10 +401,7 @@ async fn verify(m: &super::Media) -> Result<(), DriverError> {
             *len += p.len() as u64;
         })
         .await?;
-    if len != m.size || hex::encode(hash.finalize()) != m.sha256 {
-        return Err(DriverError::new(ErrorCode::ValidationFailed, "the stored media does not match its hash"));
-    }
-    Ok(())
+    m.check(len, &hash.finalize())
 }
 
 fn bad_reply() -> DriverError {

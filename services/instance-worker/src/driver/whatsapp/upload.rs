@@ -13,7 +13,6 @@ use std::sync::Arc;
 
 use futures::stream::BoxStream;
 use futures::TryStreamExt;
-use shared::ErrorCode;
 use whatsapp_rust::download::MediaType;
 use whatsapp_rust::upload::UploadResponse;
 use whatsapp_rust::wacore::upload::{encrypted_len, EncryptedMediaInfo, MediaEncryptor, UploadSource};
@@ -45,9 +44,7 @@ async fn encrypt(m: &Media, kind: MediaType) -> Result<EncryptedMediaInfo, Drive
     // Into nothing: a sink never fails.
     let enc = m.bytes.fold(enc, |enc, p| drop(enc.update_to_writer(p, &mut std::io::sink()))).await?;
     let info = enc.finalize_to_writer(&mut std::io::sink()).map_err(|_| super::failed("encrypt the media"))?;
-    if info.file_length != m.size || hex::encode(info.file_sha256) != m.sha256 {
-        return Err(DriverError::new(ErrorCode::ValidationFailed, "the stored media does not match its hash"));
-    }
+    m.check(info.file_length, &info.file_sha256)?;
     Ok(info)
 }
 
@@ -149,6 +146,7 @@ impl Read for CipherReader {
 mod tests {
     use super::*;
     use sha2::Digest;
+    use shared::ErrorCode;
 
     fn held(data: &[u8]) -> Media {
         Media {
