@@ -52,6 +52,9 @@ pub enum Role {
     /// The AI attendant: the API's backends and the key that opens stored secrets, but
     /// no admin token (it serves nobody).
     Attendant,
+    /// The Chatwoot bridge: like the attendant, the API's backends and the key that
+    /// opens stored secrets.
+    Chatwoot,
     Netsim,
     Migrate,
     /// The console: no backends of its own, the API's address and the key that seals its
@@ -189,6 +192,15 @@ pub enum ConfigError {
 }
 
 impl Config {
+    /// Where the API is reached: `public_url`, else the listen address (what webhooks'
+    /// payloads name as the server, and the Chatwoot inbox's webhook URL is built on).
+    pub fn server_url(&self) -> String {
+        match &self.public_url {
+            Some(u) => u.as_str().trim_end_matches('/').to_string(),
+            None => format!("http://{}", self.listen_addr),
+        }
+    }
+
     /// The deployment's media retention in days: (received, sent).
     pub fn media_retention(&self) -> (i32, i32) {
         let m = &self.media;

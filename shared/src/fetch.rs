@@ -214,10 +214,27 @@ impl GuardedClient {
         body: &serde_json::Value,
         limit: u64,
     ) -> Result<(u16, Vec<u8>), FetchError> {
+        self.call(reqwest::Method::POST, url, headers, Some(body), limit).await
+    }
+
+    /// Calls `url` with `method` and a JSON body (or none), and reads the answer as
+    /// [`GuardedClient::post_json`] does: for APIs a tenant points us at (Chatwoot).
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        url: &url::Url,
+        headers: reqwest::header::HeaderMap,
+        body: Option<&serde_json::Value>,
+        limit: u64,
+    ) -> Result<(u16, Vec<u8>), FetchError> {
         if !matches!(url.scheme(), "http" | "https") || !literal_ok(url, self.allow_private) {
             return Err(FetchError::Refused);
         }
-        let res = self.http.post(url.clone()).headers(headers).json(body).send().await.map_err(classify)?;
+        let mut req = self.http.request(method, url.clone()).headers(headers);
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        let res = req.send().await.map_err(classify)?;
         let status = res.status().as_u16();
         Ok((status, read_capped(res, limit).await?))
     }

@@ -368,7 +368,7 @@ fn check_keywords(field: &str, k: &mut [String]) -> Result<()> {
     Ok(())
 }
 
-fn check_url(field: &str, s: &str) -> Result<url::Url> {
+pub(crate) fn check_url(field: &str, s: &str) -> Result<url::Url> {
     let u = url::Url::parse(s).map_err(|_| Error::invalid(format!("{field} must be an http(s) URL")))?;
     if !matches!(u.scheme(), "http" | "https") || s.len() > 2048 || u.host().is_none() {
         return Err(Error::invalid(format!("{field} must be an http(s) URL")));
@@ -379,7 +379,7 @@ fn check_url(field: &str, s: &str) -> Result<url::Url> {
     Ok(u)
 }
 
-fn check_secret(field: &str, s: &Option<String>) -> Result<()> {
+pub(crate) fn check_secret(field: &str, s: &Option<String>) -> Result<()> {
     match s {
         Some(v) if v.is_empty() || v.len() > SECRET_LIMIT || v.chars().any(|c| c.is_control()) => {
             Err(Error::invalid(format!("{field} must be 1 to {SECRET_LIMIT} bytes without control characters")))

@@ -14,6 +14,7 @@ pub mod business;
 pub mod caps;
 pub mod catalog;
 pub mod channels;
+pub mod chatwoot;
 pub mod chats;
 pub mod cluster;
 pub mod communities;

@@ -24,6 +24,7 @@ use door::extract::{authenticate, Principal, ValidatedJson, ValidatedQuery};
 use door::AppState;
 
 pub mod chat;
+pub mod chatwoot;
 pub mod group;
 pub mod instance;
 pub mod label;
@@ -44,6 +45,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(label::router())
         .merge(profile::router())
         .merge(webhook::router())
+        .merge(chatwoot::router())
         .merge(settings::router())
         .merge(manager::router())
 }

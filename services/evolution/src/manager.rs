@@ -1,9 +1,10 @@
 //! What Evolution Manager (Evolution's web UI) asks before and around the instance
 //! routes: the root document it checks the server by, the credentials check it signs in
 //! with, and the `find` routes of the integrations it has pages for. paceline has
-//! webhooks (Evolution's `webhook/*`), not Evolution's websocket, RabbitMQ, SQS,
-//! Chatwoot or bot integrations: their `find` answers that none is set (so the pages
-//! show empty, as for an instance without one), and their `set` refuses with a reason.
+//! webhooks (Evolution's `webhook/*`) and Chatwoot inboxes (`chatwoot/*`, in
+//! `chatwoot.rs`), not Evolution's websocket, RabbitMQ, SQS or bot integrations: their
+//! `find` answers that none is set (so the pages show empty, as for an instance without
+//! one), and their `set` refuses with a reason.
 
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -94,8 +95,6 @@ pub enum Integration {
     Rabbitmq,
     #[serde(rename = "sqs")]
     Sqs,
-    #[serde(rename = "chatwoot")]
-    Chatwoot,
     #[serde(rename = "typebot")]
     Typebot,
     #[serde(rename = "openai")]
@@ -114,7 +113,7 @@ pub enum Integration {
 
 impl Integration {
     fn is_bot(self) -> bool {
-        !matches!(self, Integration::Websocket | Integration::Rabbitmq | Integration::Sqs | Integration::Chatwoot)
+        !matches!(self, Integration::Websocket | Integration::Rabbitmq | Integration::Sqs)
     }
 
     /// Why it cannot be set, and what to use instead.
@@ -125,7 +124,6 @@ impl Integration {
             }
             Integration::Sqs => "paceline has no SQS events: use a webhook (webhook/set)",
             Integration::Rabbitmq => "paceline has no RabbitMQ events yet: use a webhook (webhook/set)",
-            Integration::Chatwoot => "paceline has no Chatwoot inbox yet",
             _ => "paceline has no chatbot integrations: use a webhook (webhook/set), or the AI attendant (/v1/instances/{id}/attendant)",
         }
     }
@@ -136,7 +134,7 @@ impl Integration {
 /// does not have.
 #[utoipa::path(get, path = "/{integration}/find/{instanceName}", tag = "evolution", operation_id = "evolution_integration_find",
     params(
-        ("integration" = Integration, Path, description = "websocket, rabbitmq, sqs, chatwoot, or a bot integration (typebot, openai, dify, flowise, evolutionBot, n8n, evoai)"),
+        ("integration" = Integration, Path, description = "websocket, rabbitmq, sqs, or a bot integration (typebot, openai, dify, flowise, evolutionBot, n8n, evoai)"),
         ("instanceName" = String, Path, description = "instance name"),
     ),
     responses(
@@ -156,7 +154,7 @@ async fn integration_find(
 /// since paceline has none of them.
 #[utoipa::path(post, path = "/{integration}/set/{instanceName}", tag = "evolution", operation_id = "evolution_integration_set",
     params(
-        ("integration" = Integration, Path, description = "websocket, rabbitmq, sqs or chatwoot"),
+        ("integration" = Integration, Path, description = "websocket, rabbitmq or sqs"),
         ("instanceName" = String, Path, description = "instance name"),
     ),
     responses(

@@ -180,6 +180,10 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("PATCH", "/v1/instances/{id}/attendant", Owner),
     ("DELETE", "/v1/instances/{id}/attendant", Owner),
     ("POST", "/v1/instances/{id}/attendant/chats/{jid}/resume", Owner),
+    ("GET", "/v1/instances/{id}/chatwoot", Owner),
+    ("PUT", "/v1/instances/{id}/chatwoot", Owner),
+    ("PATCH", "/v1/instances/{id}/chatwoot", Owner),
+    ("DELETE", "/v1/instances/{id}/chatwoot", Owner),
     ("GET", "/v1/instances/{id}/labels", Read),
     ("POST", "/v1/instances/{id}/labels", Owner),
     ("PATCH", "/v1/instances/{id}/labels/{label_id}", Owner),
@@ -212,6 +216,8 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("GET", "/pair/{token}", Open),
     ("GET", "/pair/{token}/status", Open),
     ("POST", "/pair/{token}/code", Open),
+    // Chatwoot's webhook (the inbox's secret is in the path).
+    ("POST", "/v1/chatwoot/webhook/{secret}", Open),
     // MCP.
     ("POST", "/mcp", ReadSend),
     // The action-style routes (X-API-Key, or Evolution's apikey).
@@ -290,6 +296,8 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("POST", "/group/toggleEphemeral/{instanceName}", Owner),
     ("POST", "/webhook/set/{instanceName}", Owner),
     ("GET", "/webhook/find/{instanceName}", Read),
+    ("POST", "/chatwoot/set/{instanceName}", Owner),
+    ("GET", "/chatwoot/find/{instanceName}", Owner),
 ];
 
 /// The access of an operation, if it has a row.

@@ -36,6 +36,8 @@ enum Command {
     Dispatcher,
     /// Run the AI attendant: answers chats of instances that have one configured.
     Attendant,
+    /// Run the Chatwoot bridge: keeps the inboxes of instances that have one configured.
+    Chatwoot,
     /// Run the console, the web UI (listens on PACELINE_CONSOLE__LISTEN_ADDR; calls the
     /// API at PACELINE_CONSOLE__API_URL).
     Console,
@@ -179,6 +181,11 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
             metrics(&mut tasks, &config, vec!["attendant"]);
             tasks.push(("attendant", Box::pin(attendant::run(config, shutdown.clone()))));
         }
+        Command::Chatwoot => {
+            config.validate(Role::Chatwoot)?;
+            metrics(&mut tasks, &config, vec!["chatwoot"]);
+            tasks.push(("chatwoot", Box::pin(chatwoot::run(config, shutdown.clone()))));
+        }
         Command::Console => {
             config.validate(Role::Console)?;
             let l = bind(config.console.listen_addr, "console").await?;
@@ -209,7 +216,7 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
                 api_addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
             }
             config.console.api_url = url::Url::parse(&format!("http://{api_addr}")).context("the API's address")?;
-            let roles: Vec<&'static str> = ["api", "worker", "dispatcher", "attendant"]
+            let roles: Vec<&'static str> = ["api", "worker", "dispatcher", "attendant", "chatwoot"]
                 .into_iter()
                 .filter(|r| match *r {
                     "worker" => !no_worker,
@@ -226,7 +233,8 @@ async fn real_main(cli: Cli) -> anyhow::Result<()> {
             if !no_dispatcher {
                 tasks.push(("dispatcher", Box::pin(dispatcher::run(config.clone(), shutdown.clone()))));
             }
-            tasks.push(("attendant", Box::pin(attendant::run(config, shutdown.clone()))));
+            tasks.push(("attendant", Box::pin(attendant::run(config.clone(), shutdown.clone()))));
+            tasks.push(("chatwoot", Box::pin(chatwoot::run(config, shutdown.clone()))));
         }
     }
     let deadline = config_deadline;

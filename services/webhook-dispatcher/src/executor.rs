@@ -103,10 +103,7 @@ impl Settings {
             disable_failures: config.webhooks.disable_after_failures,
             disable_after: config.webhooks.disable_after,
             retry_span: config.webhooks.retry_span,
-            server_url: match &config.public_url {
-                Some(u) => u.as_str().trim_end_matches('/').to_string(),
-                None => format!("http://{}", config.listen_addr),
-            },
+            server_url: config.server_url(),
             body_bytes: config.webhooks.body_bytes_in_flight,
         }
     }

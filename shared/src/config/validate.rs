@@ -15,7 +15,7 @@ impl Config {
         if needs_backends {
             check_url(&mut errors, "database_url", &self.database_url, &["postgres", "postgresql"]);
         }
-        if matches!(role, Role::Api | Role::Worker | Role::Dispatcher | Role::Attendant) {
+        if matches!(role, Role::Api | Role::Worker | Role::Dispatcher | Role::Attendant | Role::Chatwoot) {
             check_url(&mut errors, "redis_url", &self.redis_url, &["redis", "rediss", "redis+unix", "unix"]);
             check_url(&mut errors, "nats_url", &self.nats_url, &["nats", "tls", "ws", "wss"]);
             if !valid_prefix(&self.namespace.key_prefix) {
@@ -69,6 +69,11 @@ impl Config {
         if role == Role::Attendant && self.secrets_key.is_none() && self.admin_token.is_none() {
             errors.push(
                 "the attendant needs secrets_key (PACELINE_SECRETS_KEY) to open stored provider keys".to_string(),
+            );
+        }
+        if role == Role::Chatwoot && self.secrets_key.is_none() && self.admin_token.is_none() {
+            errors.push(
+                "the chatwoot bridge needs secrets_key (PACELINE_SECRETS_KEY) to open stored Chatwoot tokens".to_string(),
             );
         }
         if role == Role::Api {

@@ -4,6 +4,7 @@
 pub mod accounts;
 pub mod api_keys;
 pub mod attendants;
+pub mod chatwoot;
 pub mod deliveries;
 pub mod instances;
 pub mod labels;

@@ -101,7 +101,7 @@ impl Stored {
 }
 
 /// RFC 7396 merge patch of `patch` into `target`.
-pub(super) fn merge(target: &mut serde_json::Value, patch: &serde_json::Value) {
+pub(crate) fn merge(target: &mut serde_json::Value, patch: &serde_json::Value) {
     match (target.as_object_mut(), patch.as_object()) {
         (Some(t), Some(p)) => {
             for (k, v) in p {

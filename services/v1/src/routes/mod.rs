@@ -5,6 +5,7 @@ pub mod account_webhooks;
 pub mod accounts;
 pub mod api_keys;
 pub mod attendant;
+pub mod chatwoot;
 pub mod bulk;
 pub mod business;
 pub mod channels;
@@ -64,6 +65,7 @@ pub fn all() -> OpenApiRouter<AppState> {
         .merge(channels::router())
         .merge(status::router())
         .merge(attendant::router())
+        .merge(chatwoot::router())
         .merge(risk::router())
         .merge(media::router())
         .merge(health::router())

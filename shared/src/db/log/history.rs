@@ -173,3 +173,16 @@ pub async fn known(
     .await?;
     Ok(rows.into_iter().collect())
 }
+
+/// A logged message's content now (received media's descriptor changes once downloaded).
+pub async fn content_of(
+    db: impl PgExecutor<'_>,
+    instance: &InstanceId,
+    id: &str,
+) -> Result<Option<serde_json::Value>, sqlx::Error> {
+    sqlx::query_scalar("SELECT content FROM log_messages WHERE instance_id = $1 AND id = $2")
+        .bind(instance)
+        .bind(id)
+        .fetch_optional(db)
+        .await
+}

@@ -1,0 +1,466 @@
+//! Doing one job: what it asks of Chatwoot (or of the paced queue), made once. Before a
+//! job makes anything it looks for what an earlier try may have made (the chat's mapped
+//! conversation; a message with its `source_id` in the conversation), so a try that
+//! timed out after Chatwoot acted, or a pod killed mid-job, never makes a second copy.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use shared::db::chatwoot::{self as rows, ChatRow, Job, Kind};
+use shared::db::messages as queue_rows;
+use shared::ids::{InstanceId, MediaId};
+use shared::message::MessageType;
+use shared::{ApiError, ErrorCode};
+
+use domain::chatwoot::Stored;
+use domain::message_in::{MediaIn, MessageIn};
+
+use crate::client::{Attachment, Chatwoot, CwError, NewMessage};
+use crate::render;
+use crate::Bridge;
+
+/// How long received media still downloading is waited for before the message goes
+/// without it.
+const MEDIA_WAIT: Duration = Duration::from_secs(600);
+/// How long a queued send of an agent's message may wait.
+const SEND_EXPIRES: &str = "24h";
+
+/// What a try came to.
+pub enum Step {
+    Done,
+    /// Try again after this wait (Chatwoot unavailable, or something not ready yet).
+    Later(Duration, String),
+    /// Give up (the job can never be done).
+    Fail(String),
+}
+
+impl From<CwError> for Step {
+    fn from(e: CwError) -> Step {
+        if e.permanent() {
+            Step::Fail(e.to_string())
+        } else {
+            Step::Later(Duration::ZERO, e.to_string())
+        }
+    }
+}
+
+impl From<ApiError> for Step {
+    fn from(e: ApiError) -> Step {
+        Step::Later(Duration::ZERO, format!("paceline: {}", e.code.as_str()))
+    }
+}
+
+impl From<sqlx::Error> for Step {
+    fn from(e: sqlx::Error) -> Step {
+        Step::from(ApiError::from(e))
+    }
+}
+
+impl From<domain::Error> for Step {
+    fn from(e: domain::Error) -> Step {
+        Step::from(ApiError::from(e))
+    }
+}
+
+/// `?` for steps.
+macro_rules! tri {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(e) => return Step::from(e),
+        }
+    };
+}
+
+fn int(v: &Value, k: &str) -> Option<i64> {
+    v.get(k).and_then(Value::as_i64)
+}
+
+impl Bridge {
+    pub(crate) async fn run(&self, job: &Job) -> Step {
+        let s = match domain::chatwoot::stored(&self.core, &job.instance_id).await {
+            Ok(s) => s,
+            Err(domain::Error::NotFound(_)) => return Step::Done,
+            Err(e) => return Step::from(e),
+        };
+        if int(&job.payload, "generation").is_some_and(|g| g != s.generation) || !s.config.enabled {
+            return Step::Done;
+        }
+        let http = if s.allow_private() { &self.private } else { &self.public };
+        let cw = Chatwoot { http, base: &s.config.url, account: s.config.account_id, token: &s.token };
+        if job.kind == Kind::Setup {
+            return self.setup(&s, &cw).await;
+        }
+        let Some(inbox) = s.inbox_id else {
+            return Step::Later(Duration::from_secs(5), "waiting for the inbox to be made".into());
+        };
+        let ctx = Ctx { s: &s, cw: &cw, inbox, job };
+        match job.kind {
+            Kind::Setup => Step::Done,
+            Kind::Inbound => self.inbound(&ctx).await,
+            Kind::Outbound => self.outbound(&ctx).await,
+            Kind::Status => self.status(&ctx).await,
+            Kind::Resolved => match int(&job.payload, "conversation_id") {
+                Some(c) => {
+                    tri!(rows::forget_conversation(&self.core.db, &job.instance_id, c).await);
+                    Step::Done
+                }
+                None => Step::Done,
+            },
+        }
+    }
+
+    /// Finds the inbox by its name, or makes it, and records it.
+    async fn setup(&self, s: &Stored, cw: &Chatwoot<'_>) -> Step {
+        let name = match &s.config.inbox_name {
+            Some(n) => n.clone(),
+            None => tri!(shared::db::instances::get(&self.core.db, &s.instance_id).await)
+                .map(|r| r.name)
+                .unwrap_or_else(|| s.instance_id.to_string()),
+        };
+        let found = tri!(cw.inboxes().await).into_iter().find(|(_, n)| *n == name).map(|(id, _)| id);
+        let id = match found {
+            Some(id) => id,
+            None => tri!(cw.create_inbox(&name, &domain::chatwoot::webhook_url(&self.core.config, &s.hook)).await),
+        };
+        tri!(rows::set_inbox(&self.core.db, &s.instance_id, s.generation, id).await);
+        tracing::info!(instance = %s.instance_id, inbox = id, "chatwoot inbox ready");
+        Step::Done
+    }
+}
+
+/// One job's surroundings.
+pub(crate) struct Ctx<'a> {
+    s: &'a Stored,
+    cw: &'a Chatwoot<'a>,
+    inbox: i64,
+    job: &'a Job,
+}
+
+impl Ctx<'_> {
+    fn id(&self) -> &InstanceId {
+        &self.s.instance_id
+    }
+}
+
+impl Bridge {
+    /// The chat's contact and conversation, made (once) if missing.
+    async fn conversation(&self, c: &Ctx<'_>, chat: &str, name: &str) -> Result<i64, Step> {
+        let db = &self.core.db;
+        let known = rows::chat(db, c.id(), chat, c.s.generation).await.map_err(Step::from)?;
+        if let Some(conv) = known.as_ref().and_then(|k| k.conversation_id) {
+            return Ok(conv);
+        }
+        let contact = match &known {
+            Some(k) => k.contact_id,
+            None => {
+                let phone = render::phone_of(chat);
+                match c.cw.create_contact(c.inbox, name, chat, phone.as_deref()).await {
+                    Ok(id) => id,
+                    // Made by an earlier try (or by hand): its identifier is taken.
+                    Err(e @ CwError::Refused { status: 422 | 400, .. }) => {
+                        match c.cw.find_contact(chat).await.map_err(Step::from)? {
+                            Some(id) => id,
+                            None => return Err(Step::from(e)),
+                        }
+                    }
+                    Err(e) => return Err(Step::from(e)),
+                }
+            }
+        };
+        rows::save_chat(db, c.id(), chat, c.s.generation, &ChatRow { contact_id: contact, conversation_id: None })
+            .await
+            .map_err(Step::from)?;
+        // A conversation an earlier try opened is used again.
+        let open = c.cw.conversations_of(contact).await;
+        let reuse = match open {
+            Ok(list) => list
+                .into_iter()
+                .find(|(_, inbox, status)| {
+                    inbox.is_none_or(|i| i == c.inbox) && (c.s.config.reopen_conversation || status != "resolved")
+                })
+                .map(|(id, _, _)| id),
+            Err(e) if e.not_found() => None,
+            Err(e) => return Err(Step::from(e)),
+        };
+        let conv = match reuse {
+            Some(id) => id,
+            None => c
+                .cw
+                .create_conversation(c.inbox, contact, chat, c.s.config.conversation_pending)
+                .await
+                .map_err(Step::from)?,
+        };
+        rows::save_chat(db, c.id(), chat, c.s.generation, &ChatRow { contact_id: contact, conversation_id: Some(conv) })
+            .await
+            .map_err(Step::from)?;
+        Ok(conv)
+    }
+
+    /// Posts `m` once: a later try first looks for its `source_id` in the conversation.
+    async fn post_once(&self, c: &Ctx<'_>, conv: i64, m: &NewMessage, media: Option<&Value>) -> Result<i64, Step> {
+        if c.job.attempts > 1 {
+            let there = c.cw.messages(conv).await.map_err(Step::from)?;
+            if let Some((id, _)) = there.iter().find(|(_, s)| s.as_deref() == Some(m.source_id.as_str())) {
+                return Ok(*id);
+            }
+        }
+        let file = match media {
+            Some(meta) => self.attachment(c, meta).await?,
+            None => None,
+        };
+        c.cw.create_message(conv, m, file).await.map_err(Step::from)
+    }
+
+    /// Stored media as an upload, read a piece at a time.
+    async fn attachment(&self, c: &Ctx<'_>, meta: &Value) -> Result<Option<Attachment>, Step> {
+        let Some(id) = meta.get("id").and_then(Value::as_str).and_then(|i| MediaId::parse(i).ok()) else {
+            return Ok(None);
+        };
+        let Some(m) = shared::db::media::meta_of(&self.core.db, c.id(), &id).await.map_err(Step::from)? else {
+            return Ok(None);
+        };
+        let shared::db::media::Meta::Stored { mime_type, filename, size, .. } = m else {
+            return Ok(None);
+        };
+        let readable = match self.core.media.open(&id).await {
+            Ok(Some(r)) => r,
+            Ok(None) => return Ok(None),
+            Err(e) => return Err(Step::Later(Duration::ZERO, format!("the media store: {e}"))),
+        };
+        let pieces = readable.pieces().await.map_err(|e| Step::Later(Duration::ZERO, format!("the media store: {e}")))?;
+        let ext = mime_type.split('/').nth(1).unwrap_or("bin").split(';').next().unwrap_or("bin").to_string();
+        Ok(Some(Attachment {
+            filename: filename.unwrap_or_else(|| format!("{id}.{ext}")),
+            mime_type,
+            size,
+            body: reqwest::Body::wrap_stream(pieces),
+        }))
+    }
+
+    /// A received message (or reaction) into the chat's conversation.
+    async fn inbound(&self, c: &Ctx<'_>) -> Step {
+        let p = &c.job.payload;
+        let data = p.get("data").cloned().unwrap_or(Value::Null);
+        let chat = data.get("chat_jid").and_then(Value::as_str).unwrap_or_default().to_string();
+        let Some(wa) = data.get("wa_message_id").and_then(Value::as_str).map(str::to_string) else {
+            return Step::Fail("the event names no message".into());
+        };
+        if chat.is_empty() || !c.s.carries(&chat) {
+            return Step::Done;
+        }
+        let reaction = p.get("event").and_then(Value::as_str) == Some("reaction");
+        // A reaction is a message of its own, replying to what it reacts to.
+        let key = if reaction { format!("{wa}:reaction:{}", c.job.key) } else { wa.clone() };
+        if tri!(rows::message(&self.core.db, c.id(), &key, c.s.generation).await).is_some() {
+            return Step::Done;
+        }
+        let group = chat.ends_with(&format!("@{}", shared::jid::GROUP_SERVER));
+        let from = data.get("from_jid").and_then(Value::as_str);
+        let from_me = data.get("from_me").and_then(Value::as_bool).unwrap_or(false);
+        let sender = if group && !from_me { from } else { None };
+        let r = if reaction {
+            let emoji = data.get("emoji").and_then(Value::as_str).unwrap_or_default();
+            if emoji.is_empty() {
+                return Step::Done;
+            }
+            render::Rendered {
+                content: emoji.to_string(),
+                media: None,
+                media_missing: false,
+                reply_to: Some(wa.clone()),
+            }
+        } else {
+            let kind = data.get("type").and_then(Value::as_str).unwrap_or("text");
+            let content = data.get("content").cloned().unwrap_or(Value::Null);
+            let pending = content.pointer("/media/pending").and_then(Value::as_bool).unwrap_or(false);
+            let waited = (chrono::Utc::now() - c.job.created_at).to_std().unwrap_or_default();
+            if pending && waited < MEDIA_WAIT {
+                // Wait for the download (or its end), reading the message's media again.
+                return self.media_now(c, &data).await;
+            }
+            let mut r = render::received(kind, &content, sender);
+            if pending {
+                r = render::received(kind, &self.fresh_content(c, &data).await.unwrap_or(content), sender);
+            }
+            r
+        };
+        let logged = tri!(shared::db::log::chat(&self.core.db, c.id(), &chat).await).and_then(|r| r.name);
+        let fallback = render::phone_of(&chat).unwrap_or_else(|| chat.split('@').next().unwrap_or(&chat).to_string());
+        let name = match (logged, group) {
+            (Some(n), true) => format!("{n} (group)"),
+            (Some(n), false) => n,
+            (None, true) => format!("{fallback} (group)"),
+            (None, false) => fallback,
+        };
+        let conv = match self.conversation(c, &chat, &name).await {
+            Ok(v) => v,
+            Err(s) => return s,
+        };
+        let in_reply_to = match &r.reply_to {
+            Some(q) => tri!(rows::message(&self.core.db, c.id(), q, c.s.generation).await).map(|(_, m)| m),
+            None => None,
+        };
+        let m = NewMessage {
+            content: r.content.clone(),
+            message_type: if from_me { "outgoing" } else { "incoming" },
+            private: false,
+            source_id: format!("WAID:{key}"),
+            in_reply_to,
+        };
+        let made = self.post_once(c, conv, &m, r.media.as_ref()).await;
+        match made {
+            Ok(cw_id) => {
+                tri!(rows::save_message(&self.core.db, c.id(), &key, c.s.generation, conv, cw_id).await);
+                Step::Done
+            }
+            Err(Step::Later(_, e)) if e.contains("404") => {
+                // The conversation was deleted in Chatwoot: the next try opens another.
+                tri!(rows::forget_conversation(&self.core.db, c.id(), conv).await);
+                Step::Later(Duration::ZERO, e)
+            }
+            Err(s) => s,
+        }
+    }
+
+    /// The message's content as logged now (its media downloaded since the event).
+    async fn fresh_content(&self, c: &Ctx<'_>, data: &Value) -> Option<Value> {
+        let id = data.get("message_id").and_then(Value::as_str)?;
+        let row = shared::db::log::content_of(&self.core.db, c.id(), id).await.ok()??;
+        Some(row)
+    }
+
+    /// Waits for pending media: done downloading (or given up on) goes on now.
+    async fn media_now(&self, c: &Ctx<'_>, data: &Value) -> Step {
+        match self.fresh_content(c, data).await {
+            Some(v) if !v.pointer("/media/pending").and_then(Value::as_bool).unwrap_or(false) => {
+                Step::Later(Duration::ZERO, String::new())
+            }
+            _ => Step::Later(Duration::from_secs(5), "waiting for received media to download".into()),
+        }
+    }
+
+    /// An agent's message out through the paced queue, once: its client id is Chatwoot's
+    /// message id, so a repeated job finds the send queued already.
+    async fn outbound(&self, c: &Ctx<'_>) -> Step {
+        let p = &c.job.payload;
+        let (Some(cw_id), Some(conv)) = (int(p, "message_id"), int(p, "conversation_id")) else {
+            return Step::Fail("the webhook named no message".into());
+        };
+        let Some(chat) = tri!(rows::chat_of_conversation(&self.core.db, c.id(), conv, c.s.generation).await) else {
+            return Step::Fail("the conversation is not one of this instance's chats".into());
+        };
+        let sender = p.get("sender").and_then(Value::as_str);
+        let content = p.get("content").and_then(Value::as_str).unwrap_or_default();
+        let cfg = &c.s.config;
+        let text = render::signed(content, sender, cfg.sign_messages, &cfg.sign_delimiter);
+        let reply_to = match int(p, "in_reply_to") {
+            Some(r) => tri!(rows::key_of(&self.core.db, c.id(), r).await),
+            None => None,
+        };
+        let attachments: Vec<Value> = p.get("attachments").and_then(Value::as_array).cloned().unwrap_or_default();
+        let mut bodies = Vec::new();
+        if attachments.is_empty() {
+            bodies.push(MessageIn { text: Some(text.clone()), ..MessageIn::new(chat.clone(), MessageType::Text) });
+        }
+        for (i, a) in attachments.iter().enumerate() {
+            let kind = match a.get("file_type").and_then(Value::as_str) {
+                Some("image") => MessageType::Image,
+                Some("video") => MessageType::Video,
+                Some("audio") => MessageType::Audio,
+                _ => MessageType::Document,
+            };
+            let url = a.get("data_url").and_then(Value::as_str).unwrap_or_default().to_string();
+            let media = match self.media_in(c, &url).await {
+                Ok(m) => m,
+                Err(s) => return s,
+            };
+            let caption = (i == 0 && !text.is_empty() && kind != MessageType::Audio).then(|| text.clone());
+            bodies.push(MessageIn { media: Some(media), caption, ..MessageIn::new(chat.clone(), kind) });
+        }
+        let n = bodies.len();
+        let mut first = None;
+        for (i, mut b) in bodies.into_iter().enumerate() {
+            let client_id = if n == 1 {
+                format!("chatwoot-{}-{cw_id}", cfg.account_id)
+            } else {
+                format!("chatwoot-{}-{cw_id}-{i}", cfg.account_id)
+            };
+            b.client_message_id = Some(client_id.clone());
+            b.expires_after = Some(SEND_EXPIRES.into());
+            b.reply_to = if i == 0 { reply_to.clone() } else { None };
+            let ctx = domain::Ctx::new(&self.core, c.id(), domain::Caller::Owner);
+            let queued = domain::send::queue(ctx, b, None, false).await.map_err(ApiError::from);
+            let msg = match queued {
+                Ok((row, _)) => row.id,
+                Err(e) if e.code == ErrorCode::Conflict => {
+                    match tri!(queue_rows::by_client_id(&self.core.db, c.id(), &client_id).await) {
+                        Some(q) => q.id,
+                        None => return Step::from(e),
+                    }
+                }
+                Err(e) if e.retryable || e.code == ErrorCode::Internal => return Step::from(e),
+                Err(e) => {
+                    // Refused for good (a bad file, a quota): the agent is told in a note.
+                    let note = format!("Not sent to WhatsApp: {}", e.message);
+                    return self.note(c, conv, &format!("PLREFUSED:{cw_id}"), &note).await;
+                }
+            };
+            first.get_or_insert(msg.to_string());
+            tri!(rows::save_message(&self.core.db, c.id(), msg.as_str(), c.s.generation, conv, cw_id).await);
+        }
+        Step::Done
+    }
+
+    /// An attachment of an agent's message as the send's media: by URL for the core to
+    /// fetch (public Chatwoot), or fetched here through the client the admin allowed.
+    async fn media_in(&self, c: &Ctx<'_>, url: &str) -> Result<MediaIn, Step> {
+        let parsed = url::Url::parse(url).map_err(|_| Step::Fail("an attachment's URL does not parse".into()))?;
+        if !c.s.allow_private() {
+            return Ok(MediaIn { url: Some(url.to_string()), data: None, mime_type: None, filename: None });
+        }
+        let limit = shared::message::DOCUMENT_LIMIT as u64;
+        let (bytes, mime) = self
+            .private
+            .download(&parsed, limit)
+            .await
+            .map_err(|e| Step::Later(Duration::ZERO, format!("an attachment: {e}")))?;
+        use base64::Engine;
+        let filename = parsed.path_segments().and_then(|mut s| s.next_back()).map(str::to_string);
+        Ok(MediaIn {
+            url: None,
+            data: Some(base64::engine::general_purpose::STANDARD.encode(bytes)),
+            mime_type: mime,
+            filename,
+        })
+    }
+
+    /// A private note in the conversation, once.
+    async fn note(&self, c: &Ctx<'_>, conv: i64, source: &str, text: &str) -> Step {
+        let m = NewMessage {
+            content: text.to_string(),
+            message_type: "outgoing",
+            private: true,
+            source_id: source.to_string(),
+            in_reply_to: None,
+        };
+        match self.post_once(c, conv, &m, None).await {
+            Ok(_) => Step::Done,
+            Err(s) => s,
+        }
+    }
+
+    /// A send of an agent's message failed: a private note says why.
+    async fn status(&self, c: &Ctx<'_>) -> Step {
+        let data = c.job.payload.get("data").cloned().unwrap_or(Value::Null);
+        let Some(msg) = data.get("id").and_then(Value::as_str) else {
+            return Step::Done;
+        };
+        let Some((conv, cw_id)) = tri!(rows::message(&self.core.db, c.id(), msg, c.s.generation).await) else {
+            return Step::Done;
+        };
+        let why = data.get("error").and_then(Value::as_str).unwrap_or("unknown");
+        let note = format!("Not delivered to WhatsApp (message {cw_id}): {why}");
+        self.note(c, conv, &format!("PLFAILED:{msg}"), &note).await
+    }
+}

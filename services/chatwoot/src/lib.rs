@@ -1,0 +1,361 @@
+//! The Chatwoot bridge (issue #37): each instance's chats in a Chatwoot inbox of the API
+//! channel kind, and its agents' replies out through the paced queue.
+//!
+//! It runs as its own role, `paceline chatwoot` (also inside `paceline dev`): Chatwoot
+//! calls reach tenants' servers and take their time, so they never run in an API
+//! request. Two loops:
+//! - **intake**: a durable JetStream consumer (`chatwoot`, shared by every pod) reads
+//!   `message.received`, `reaction.received` and `message.failed`, and writes a job for
+//!   each one an instance's inbox carries (`chatwoot_jobs`, keyed by the event, so a
+//!   redelivered event makes none), then acks. The API's webhook route writes the jobs
+//!   for what Chatwoot tells (agents' messages, conversations resolved).
+//! - **work**: claims due jobs (the oldest of each instance only, so an instance's
+//!   messages reach Chatwoot in order), does them, and writes each outcome under its
+//!   claim. Chatwoot down or slow: the job waits with backoff in Postgres (visible as
+//!   `paceline_chatwoot_backlog`), and nothing after it in that instance goes first.
+//!   A job finds what an earlier try made before making anything, so nothing is made
+//!   twice (see `jobs`).
+
+pub mod client;
+pub mod jobs;
+pub mod render;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use async_nats::jetstream::{self, consumer::pull};
+use chrono::Utc;
+use futures::StreamExt;
+use serde_json::{json, Value};
+use shared::db::chatwoot::{self as rows, Kind, Outcome};
+use shared::fetch::GuardedClient;
+use shared::ids::InstanceId;
+use shared::{Config, Shutdown};
+
+use domain::Core;
+
+use self::jobs::Step;
+
+/// The durable consumer every bridge pod shares.
+pub const CONSUMER: &str = "chatwoot";
+pub const JOBS: &str = "paceline_chatwoot_jobs_total";
+pub const BACKLOG: &str = "paceline_chatwoot_backlog";
+pub const OLDEST: &str = "paceline_chatwoot_oldest_job_seconds";
+
+/// Jobs done at once by one pod.
+const CONCURRENCY: i64 = 16;
+/// How long a claim holds a job (longer than a job's longest call).
+const LOCK: Duration = Duration::from_secs(600);
+/// How long a job may keep waiting for Chatwoot before it is given up on.
+const RETRY_SPAN: Duration = Duration::from_secs(3 * 24 * 3600);
+/// The longest wait between two tries.
+const BACKOFF_CAP: Duration = Duration::from_secs(600);
+/// How long finished jobs are kept.
+const KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
+/// The longest one NATS call may take.
+const NATS_CALL: Duration = Duration::from_secs(10);
+/// The events the bridge reads.
+const EVENTS: [&str; 3] = ["message.received", "reaction.received", "message.failed"];
+
+pub fn describe() {
+    metrics::describe_counter!(JOBS, "Chatwoot bridge jobs tried, by kind and result (done, retry, failed)");
+    metrics::describe_gauge!(BACKLOG, "Chatwoot bridge jobs waiting, over every instance");
+    metrics::describe_gauge!(OLDEST, "age of the oldest Chatwoot bridge job waiting");
+    metrics::describe_histogram!(
+        client::REQUEST_SECONDS,
+        metrics::Unit::Seconds,
+        "Chatwoot API calls' duration, by operation"
+    );
+}
+
+pub struct Bridge {
+    pub(crate) core: Core,
+    /// Clients for Chatwoot on public addresses, and for one the admin allowed private.
+    pub(crate) public: GuardedClient,
+    pub(crate) private: GuardedClient,
+    pod: String,
+}
+
+/// Runs the bridge role until `shutdown`.
+pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
+    describe();
+    let core = Core::connect(config, &shutdown, shared::config::Role::Chatwoot, "chatwoot").await?;
+    let b = Arc::new(Bridge {
+        public: GuardedClient::new(core.config.allow_private_targets, client::CALL_TIMEOUT * 10),
+        private: GuardedClient::new(true, client::CALL_TIMEOUT * 10),
+        pod: format!("cw_{}", uuid::Uuid::new_v4().simple()),
+        core,
+    });
+    shared::health::register(
+        "chatwoot",
+        vec![
+            shared::health::postgres(b.core.db.clone()),
+            shared::health::redis(b.core.redis.clone()),
+            shared::health::nats(b.core.nats.clone()),
+        ],
+    );
+    let intake = tokio::spawn(intake(b.clone(), shutdown.clone()));
+    let gauges = tokio::spawn(gauges(b.clone(), shutdown.clone()));
+    work(&b, &shutdown).await;
+    let _ = intake.await;
+    let _ = gauges.await;
+    if let Err(e) = rows::release(&b.core.db, &b.pod).await {
+        tracing::warn!(error = %e, "could not hand back the chatwoot jobs in hand");
+    }
+    tracing::info!("chatwoot bridge stopped");
+    Ok(())
+}
+
+/// Reads events into jobs until shutdown, reopening the consumer after a failure.
+async fn intake(b: Arc<Bridge>, shutdown: Shutdown) {
+    let js = jetstream::new(b.core.nats.clone());
+    let mut failures = 0u32;
+    while !shutdown.is_cancelled() {
+        match consume(&b, &js, &shutdown).await {
+            Ok(()) => failures = 0,
+            Err(e) => {
+                failures += 1;
+                tracing::warn!(error = %e, "chatwoot consumer failed; retrying");
+                let wait = shared::backoff::doubling(Duration::from_millis(200), failures, Duration::from_millis(6_400));
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    _ = tokio::time::sleep(wait) => {}
+                }
+            }
+        }
+    }
+}
+
+async fn consume(b: &Bridge, js: &jetstream::Context, shutdown: &Shutdown) -> anyhow::Result<()> {
+    let subjects = &b.core.subjects;
+    let stream = tokio::time::timeout(NATS_CALL, js.get_stream(subjects.events_stream()))
+        .await
+        .context("finding the events stream timed out")?
+        .context("finding the events stream")?;
+    let consumer: jetstream::consumer::Consumer<pull::Config> = tokio::time::timeout(
+        NATS_CALL,
+        stream.get_or_create_consumer(
+            CONSUMER,
+            pull::Config {
+                durable_name: Some(CONSUMER.to_string()),
+                filter_subjects: EVENTS.iter().map(|k| subjects.events_filter(None, Some(k))).collect(),
+                // Created by the first pod: events from a little before (an inbox set
+                // just before the role first started still gets them).
+                deliver_policy: jetstream::consumer::DeliverPolicy::ByStartTime {
+                    start_time: time::OffsetDateTime::now_utc() - Duration::from_secs(300),
+                },
+                ack_policy: jetstream::consumer::AckPolicy::Explicit,
+                ack_wait: Duration::from_secs(60),
+                max_ack_pending: 10_000,
+                ..Default::default()
+            },
+        ),
+    )
+    .await
+    .context("opening the chatwoot consumer timed out")?
+    .context("opening the chatwoot consumer")?;
+    loop {
+        let batch = consumer.fetch().max_messages(500).expires(Duration::from_secs(1)).messages();
+        let mut batch = tokio::select! {
+            _ = shutdown.cancelled() => return Ok(()),
+            b = tokio::time::timeout(NATS_CALL, batch) => b.context("fetching timed out")?.context("fetching")?,
+        };
+        let mut msgs = Vec::new();
+        loop {
+            let next = tokio::select! {
+                _ = shutdown.cancelled() => return Ok(()),
+                m = tokio::time::timeout(Duration::from_secs(5), batch.next()) => m,
+            };
+            match next {
+                Ok(Some(Ok(m))) => msgs.push(m),
+                Ok(Some(Err(e))) => anyhow::bail!("pulling: {e}"),
+                Ok(None) => break,
+                Err(_) => anyhow::bail!("a fetch stalled"),
+            }
+        }
+        if msgs.is_empty() {
+            continue;
+        }
+        take(b, &msgs).await?;
+        for m in &msgs {
+            let _ = m.ack().await;
+        }
+    }
+}
+
+/// The job an event makes for an instance's inbox, if any.
+fn job_of(v: &Value) -> Option<(InstanceId, Kind, String, Value)> {
+    let id = InstanceId::parse(v.get("instance_id")?.as_str()?).ok()?;
+    let event = v.get("id")?.as_str()?.to_string();
+    let data = v.get("data")?.clone();
+    match v.get("type")?.as_str()? {
+        "message.received" => {
+            let key = data.get("message_id")?.as_str()?.to_string();
+            Some((id, Kind::Inbound, key, json!({ "event": "message", "data": data })))
+        }
+        "reaction.received" => Some((id, Kind::Inbound, event, json!({ "event": "reaction", "data": data }))),
+        "message.failed" => {
+            let ours = data.get("client_message_id").and_then(Value::as_str).is_some_and(|c| c.starts_with("chatwoot-"));
+            ours.then(|| (id, Kind::Status, event, json!({ "event": "failed", "data": data })))
+        }
+        _ => None,
+    }
+}
+
+/// Writes the jobs of a batch of events (for the instances with an inbox), in one
+/// transaction; an unreadable event is dropped.
+async fn take(b: &Bridge, msgs: &[jetstream::Message]) -> anyhow::Result<()> {
+    let jobs: Vec<_> =
+        msgs.iter().filter_map(|m| serde_json::from_slice::<Value>(&m.payload).ok()).filter_map(|v| job_of(&v)).collect();
+    if jobs.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<String> = jobs.iter().map(|j| j.0.to_string()).collect::<HashSet<_>>().into_iter().collect();
+    let inboxes = rows::many(&b.core.db, &ids).await?;
+    let mut tx = b.core.db.begin().await?;
+    for (id, kind, key, mut payload) in jobs {
+        let Some(inbox) = inboxes.iter().find(|i| i.instance_id == id) else { continue };
+        let chat = payload.pointer("/data/chat_jid").and_then(Value::as_str).map(str::to_string);
+        if kind == Kind::Inbound && chat.is_none() {
+            continue;
+        }
+        payload["generation"] = json!(inbox.generation);
+        rows::enqueue(&mut *tx, &id, kind, &key, &payload).await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Claims and does jobs until shutdown.
+async fn work(b: &Arc<Bridge>, shutdown: &Shutdown) {
+    let mut idle = 0u32;
+    while !shutdown.is_cancelled() {
+        let claimed = match rows::claim(&b.core.db, &b.pod, LOCK.as_millis() as u64, CONCURRENCY).await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(error = %e, "claiming chatwoot jobs failed");
+                Vec::new()
+            }
+        };
+        if claimed.is_empty() {
+            idle = (idle + 1).min(4);
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = tokio::time::sleep(Duration::from_millis(100 * u64::from(idle))) => {}
+            }
+            continue;
+        }
+        idle = 0;
+        let mut tasks = tokio::task::JoinSet::new();
+        for job in claimed {
+            let b = b.clone();
+            tasks.spawn(async move {
+                let step = b.run(&job).await;
+                b.finish(&job, step).await;
+            });
+        }
+        while tasks.join_next().await.is_some() {}
+    }
+}
+
+impl Bridge {
+    async fn finish(&self, job: &rows::Job, step: Step) {
+        let kind = format!("{:?}", job.kind).to_lowercase();
+        let outcome = match step {
+            Step::Done => Outcome::Done,
+            Step::Fail(error) => Outcome::Failed { error },
+            Step::Later(wait, error) => {
+                let age = (Utc::now() - job.created_at).to_std().unwrap_or_default();
+                if age > RETRY_SPAN {
+                    Outcome::Failed { error: format!("gave up after {} tries: {error}", job.attempts) }
+                } else if wait.is_zero() && error.is_empty() {
+                    // Ready now (e.g. its media finished downloading): at once.
+                    Outcome::Retry { at: Utc::now(), error }
+                } else {
+                    let wait = if wait.is_zero() { backoff(job.attempts) } else { chrono::Duration::from_std(wait).unwrap_or_default() };
+                    Outcome::Retry { at: Utc::now() + wait, error }
+                }
+            }
+        };
+        let result = match &outcome {
+            Outcome::Done => "done",
+            Outcome::Retry { .. } => "retry",
+            Outcome::Failed { .. } => "failed",
+        };
+        metrics::counter!(JOBS, "kind" => kind, "result" => result).increment(1);
+        let error = match &outcome {
+            Outcome::Done => None,
+            Outcome::Retry { error, .. } | Outcome::Failed { error } => Some(error.as_str()).filter(|e| !e.is_empty()),
+        };
+        if let Outcome::Failed { error } = &outcome {
+            tracing::warn!(instance = %job.instance_id, job = job.seq, error = %error, "a chatwoot job was given up");
+        }
+        match rows::finish(&self.core.db, &self.pod, job, &outcome).await {
+            Ok(true) => {}
+            Ok(false) => tracing::info!(job = job.seq, "a chatwoot job's claim was lost; another pod has it"),
+            Err(e) => tracing::warn!(error = %e, "could not record a chatwoot job's outcome; it is tried again"),
+        }
+        if result != "retry" || error.is_some() {
+            let _ = rows::set_error(&self.core.db, &job.instance_id, if result == "done" { None } else { error }).await;
+        }
+    }
+}
+
+/// The wait after `attempts` tries: 2 s doubling to 10 minutes, less up to a fifth.
+fn backoff(attempts: i32) -> chrono::Duration {
+    let base = shared::backoff::doubling(Duration::from_secs(2), attempts.max(1) as u32, BACKOFF_CAP);
+    let jitter = rand::random::<f64>() * 0.2;
+    chrono::Duration::from_std(base.mul_f64(1.0 - jitter)).unwrap_or_else(|_| chrono::Duration::seconds(600))
+}
+
+/// Publishes the backlog's size and age, and prunes finished jobs.
+async fn gauges(b: Arc<Bridge>, shutdown: Shutdown) {
+    let mut tick = tokio::time::interval(Duration::from_secs(5));
+    let mut n = 0u64;
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        if let Ok((count, oldest)) = rows::backlog(&b.core.db).await {
+            metrics::gauge!(BACKLOG).set(count as f64);
+            metrics::gauge!(OLDEST).set(oldest);
+        }
+        n += 1;
+        if n % 120 == 0 {
+            let before = Utc::now() - chrono::Duration::from_std(KEEP).unwrap_or_default();
+            if let Err(e) = rows::prune(&b.core.db, before).await {
+                tracing::warn!(error = %e, "pruning chatwoot jobs failed");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_become_jobs() {
+        let ev = |t: &str, data: Value| json!({"id": "evt_1", "type": t, "instance_id": "inst_01J0000000000000000000000A", "data": data});
+        let (_, k, key, _) = job_of(&ev("message.received", json!({"message_id": "msg_1", "chat_jid": "1@s.whatsapp.net"}))).unwrap();
+        assert_eq!((k, key.as_str()), (Kind::Inbound, "msg_1"));
+        let (_, k, key, p) = job_of(&ev("reaction.received", json!({"wa_message_id": "W"}))).unwrap();
+        assert_eq!((k, key.as_str(), p["event"].as_str()), (Kind::Inbound, "evt_1", Some("reaction")));
+        assert!(job_of(&ev("message.failed", json!({"id": "msg_2", "client_message_id": "mine"}))).is_none());
+        let (_, k, _, _) = job_of(&ev("message.failed", json!({"id": "msg_2", "client_message_id": "chatwoot-1-2"}))).unwrap();
+        assert_eq!(k, Kind::Status);
+        assert!(job_of(&ev("message.sent", json!({}))).is_none());
+        assert!(job_of(&json!({"type": "message.received"})).is_none());
+    }
+
+    #[test]
+    fn backoff_doubles_to_its_cap() {
+        let s = |n| backoff(n).num_milliseconds();
+        assert!((1_600..=2_000).contains(&s(1)));
+        assert!((3_200..=4_000).contains(&s(2)));
+        assert!((480_000..=600_000).contains(&s(30)));
+    }
+}

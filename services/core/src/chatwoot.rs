@@ -1,0 +1,334 @@
+//! An instance's Chatwoot inbox (issue #37): the settings of `{inst}/chatwoot` (and of
+//! Evolution's `chatwoot/set`), stored with the access token sealed, and the webhook
+//! Chatwoot posts its agents' messages to. The bridge itself (contacts, conversations,
+//! messages both ways) is the `paceline-chatwoot` crate, in the `chatwoot` role; the API
+//! only stores settings and queues what Chatwoot tells it.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use shared::db::chatwoot::{self as rows, InboxRow};
+use shared::ids::InstanceId;
+use shared::jid::Jid;
+use shared::sealed::Sealer;
+use utoipa::ToSchema;
+
+use crate::attendant::{check_secret, check_url, merge, origin_of};
+use crate::{Core, Error, Result};
+
+pub mod hook;
+
+const IGNORE_LIMIT: usize = 1000;
+const NAME_LIMIT: usize = 100;
+
+fn yes() -> bool {
+    true
+}
+fn d_delimiter() -> String {
+    "\n".into()
+}
+
+/// Body of `PUT {inst}/chatwoot`: the whole inbox.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChatwootIn {
+    /// Default true. While false nothing goes to Chatwoot, and its webhooks are ignored.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Chatwoot's address, e.g. `https://chatwoot.example.com`.
+    #[schema(min_length = 1, max_length = 2048, pattern = "^https?://")]
+    pub url: String,
+    /// The Chatwoot account the inbox is in.
+    #[schema(minimum = 1)]
+    pub account_id: i64,
+    /// Write-only: an access token of a Chatwoot user (or agent bot) of that account, sent
+    /// as `api_access_token`. Required unless one is stored for the same address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_length = 1, max_length = 512)]
+    pub token: Option<String>,
+    /// An API-channel inbox to use; absent, the bridge creates one named `inbox_name` with
+    /// its webhook set to `webhook_url`.
+    #[serde(default)]
+    #[schema(minimum = 1)]
+    pub inbox_id: Option<i64>,
+    /// The name of the inbox the bridge creates (default: the instance's name).
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 100)]
+    pub inbox_name: Option<String>,
+    /// An agent's name goes before their message on WhatsApp, in bold (default true).
+    #[serde(default = "yes")]
+    pub sign_messages: bool,
+    /// Between the name and the message (default a line break).
+    #[serde(default = "d_delimiter")]
+    #[schema(max_length = 20)]
+    pub sign_delimiter: String,
+    /// A message in a chat whose conversation was resolved goes to that conversation,
+    /// reopening it (default true); false opens a new one.
+    #[serde(default = "yes")]
+    pub reopen_conversation: bool,
+    /// New conversations start `pending` instead of `open` (default false).
+    #[serde(default)]
+    pub conversation_pending: bool,
+    /// Group chats go to Chatwoot too, each message naming its sender (default true).
+    #[serde(default = "yes")]
+    pub groups: bool,
+    /// Chats (JIDs or numbers) kept out of Chatwoot.
+    #[serde(default)]
+    #[schema(max_items = 1000)]
+    pub ignore_jids: Vec<String>,
+    /// Chatwoot may be on a private or loopback address (a Chatwoot in the cluster). Only
+    /// the admin may set it, and it holds for the address it was set for.
+    #[serde(default)]
+    pub allow_private_targets: bool,
+}
+
+/// An instance's inbox as shown: the token never, only that it is set.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ChatwootOut {
+    pub enabled: bool,
+    pub url: String,
+    pub account_id: i64,
+    pub token_set: bool,
+    /// The inbox in Chatwoot; null until the bridge has created it.
+    pub inbox_id: Option<i64>,
+    pub inbox_name: Option<String>,
+    pub sign_messages: bool,
+    pub sign_delimiter: String,
+    pub reopen_conversation: bool,
+    pub conversation_pending: bool,
+    pub groups: bool,
+    pub ignore_jids: Vec<String>,
+    pub allow_private_targets: bool,
+    /// What the inbox's webhook must be (set by the bridge on an inbox it creates); a
+    /// secret: whoever holds it can make the instance send.
+    pub webhook_url: String,
+    /// The bridge's last failure talking to Chatwoot (cleared by a success).
+    pub last_error: Option<String>,
+    /// Work waiting for Chatwoot (messages both ways), and work given up on.
+    pub pending_jobs: i64,
+    pub failed_jobs: i64,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl ChatwootIn {
+    /// Checks what a schema cannot say and normalizes (ignored chats as JIDs).
+    pub fn validate(mut self) -> Result<ChatwootIn> {
+        let u = check_url("url", &self.url)?;
+        self.url = u.as_str().trim_end_matches('/').to_string();
+        if self.account_id < 1 {
+            return Err(Error::field("account_id", "account_id must be at least 1"));
+        }
+        if self.inbox_id.is_some_and(|i| i < 1) {
+            return Err(Error::field("inbox_id", "inbox_id must be at least 1"));
+        }
+        check_secret("token", &self.token)?;
+        if let Some(n) = &mut self.inbox_name {
+            let t = crate::text::trim_ecma(n).to_string();
+            if t.is_empty() || t.chars().count() > NAME_LIMIT || t.chars().any(char::is_control) {
+                return Err(Error::field("inbox_name", "inbox_name must be 1 to 100 characters"));
+            }
+            *n = t;
+        }
+        if self.sign_delimiter.chars().count() > 20 {
+            return Err(Error::field("sign_delimiter", "sign_delimiter is at most 20 characters"));
+        }
+        if self.ignore_jids.len() > IGNORE_LIMIT {
+            return Err(Error::field("ignore_jids", "ignore_jids holds at most 1000 entries"));
+        }
+        for j in self.ignore_jids.iter_mut() {
+            *j = Jid::parse(j)
+                .map_err(|_| Error::field("ignore_jids", "each of ignore_jids must be a JID or a phone number"))?
+                .to_string();
+        }
+        Ok(self)
+    }
+
+    /// The origin (scheme, host, port) of `url`.
+    pub fn origin(&self) -> Option<String> {
+        origin_of(&self.url)
+    }
+}
+
+/// Whose sealed secrets are whose: the token and the webhook secret each under a label
+/// of their own, so neither opens as the other or as an attendant's.
+fn token_owner(id: &InstanceId) -> String {
+    format!("chatwoot:{id}")
+}
+fn hook_owner(id: &InstanceId) -> String {
+    format!("chatwoot-hook:{id}")
+}
+
+/// A stored inbox, read back: the settings, the token and the webhook secret opened.
+#[derive(Debug, Clone)]
+pub struct Stored {
+    pub instance_id: InstanceId,
+    pub config: ChatwootIn,
+    pub token: String,
+    pub hook: String,
+    pub inbox_id: Option<i64>,
+    /// The origin the admin allowed private addresses for.
+    pub private_origin: Option<String>,
+    pub generation: i64,
+    pub last_error: Option<String>,
+    pub updated_at: DateTime<Utc>,
+}
+
+fn sealer(config: &shared::Config) -> Result<Sealer> {
+    Sealer::from_config(config).ok_or_else(|| Error::internal("no key to seal secrets with"))
+}
+
+impl Stored {
+    /// Reads a stored row; one this key does not open is an error, never a guess.
+    pub fn open(row: InboxRow, sealer: &Sealer) -> Result<Stored> {
+        let id = row.instance_id;
+        let open = |owner: String, sealed: &[u8]| {
+            sealer
+                .open(&owner, sealed)
+                .and_then(|p| String::from_utf8(p).ok())
+                .ok_or_else(|| Error::internal("a stored Chatwoot secret does not open with this key"))
+        };
+        let token = open(token_owner(&id), &row.token_sealed)?;
+        let hook = open(hook_owner(&id), &row.hook_sealed)?;
+        let config: ChatwootIn = serde_json::from_value(row.config).map_err(Error::internal)?;
+        Ok(Stored {
+            instance_id: id,
+            config,
+            token,
+            hook,
+            inbox_id: row.inbox_id,
+            private_origin: row.private_origin,
+            generation: row.generation,
+            last_error: row.last_error,
+            updated_at: row.updated_at,
+        })
+    }
+
+    /// Whether Chatwoot may be called on a private address: the admin allowed it for the
+    /// origin it has now.
+    pub fn allow_private(&self) -> bool {
+        self.private_origin.is_some() && self.private_origin == self.config.origin()
+    }
+
+    /// Whether a chat goes to Chatwoot.
+    pub fn carries(&self, chat: &str) -> bool {
+        let group = chat.rsplit_once('@').is_some_and(|(_, server)| server == shared::jid::GROUP_SERVER);
+        self.config.enabled && (self.config.groups || !group) && !self.config.ignore_jids.iter().any(|j| j == chat)
+    }
+}
+
+/// The URL Chatwoot posts the inbox's webhooks to.
+pub fn webhook_url(config: &shared::Config, hook: &str) -> String {
+    format!("{}/v1/chatwoot/webhook/{hook}", config.server_url())
+}
+
+/// The instance's inbox, opened.
+pub async fn stored(core: &Core, id: &InstanceId) -> Result<Stored> {
+    let row = rows::get(&core.db, id).await?.ok_or(Error::NotFound("chatwoot inbox"))?;
+    Stored::open(row, &sealer(&core.config)?)
+}
+
+/// `GET {inst}/chatwoot`.
+pub async fn get(core: &Core, id: &InstanceId) -> Result<ChatwootOut> {
+    let s = stored(core, id).await?;
+    let (pending_jobs, failed_jobs) = rows::counts(&core.db, id).await?;
+    let c = s.config.clone();
+    Ok(ChatwootOut {
+        enabled: c.enabled,
+        url: c.url,
+        account_id: c.account_id,
+        token_set: true,
+        inbox_id: s.inbox_id,
+        inbox_name: c.inbox_name,
+        sign_messages: c.sign_messages,
+        sign_delimiter: c.sign_delimiter,
+        reopen_conversation: c.reopen_conversation,
+        conversation_pending: c.conversation_pending,
+        groups: c.groups,
+        ignore_jids: c.ignore_jids,
+        allow_private_targets: s.allow_private(),
+        webhook_url: webhook_url(&core.config, &s.hook),
+        last_error: s.last_error,
+        pending_jobs,
+        failed_jobs,
+        updated_at: s.updated_at,
+    })
+}
+
+/// `PUT {inst}/chatwoot`: checks and stores the whole inbox. Only the admin turns
+/// `allow_private_targets` on, for Chatwoot's origin then; another caller keeps it only
+/// while Chatwoot stays at that origin. The token may be left out while Chatwoot stays
+/// at the same origin and account (the stored one is kept).
+pub async fn put(core: &Core, id: &InstanceId, admin: bool, body: ChatwootIn) -> Result<ChatwootOut> {
+    let mut c = body.validate()?;
+    let sealer = sealer(&core.config)?;
+    let now = match rows::get(&core.db, id).await? {
+        Some(row) => Some(Stored::open(row, &sealer)?),
+        None => None,
+    };
+    let origin = c.origin();
+    let same_place = now.as_ref().is_some_and(|n| n.config.origin() == origin && n.config.account_id == c.account_id);
+    let token = match (c.token.take(), &now) {
+        (Some(t), _) => t,
+        (None, Some(n)) if same_place => n.token.clone(),
+        _ => return Err(Error::field("token", "token is required (Chatwoot's address or account changed)")),
+    };
+    let approved = now.as_ref().and_then(|n| n.private_origin.clone());
+    if !admin {
+        if c.allow_private_targets && approved.is_none() {
+            return Err(Error::forbidden("only the admin may set allow_private_targets"));
+        }
+        c.allow_private_targets = approved.is_some() && approved == origin;
+    }
+    let private_origin = if c.allow_private_targets { origin } else { None };
+    let url = url::Url::parse(&c.url).map_err(Error::internal)?;
+    shared::fetch::check_url(&url, private_origin.is_some() || core.config.allow_private_targets).await.map_err(
+        |e| match e {
+            shared::fetch::FetchError::Refused => Error::field(
+                "url",
+                "Chatwoot's URL must resolve to public addresses (the admin may allow private ones for this instance)",
+            ),
+            _ => Error::field("url", "Chatwoot's URL does not resolve"),
+        },
+    )?;
+    let moved = now.as_ref().is_some_and(|n| {
+        !same_place || (c.inbox_id.is_some() && c.inbox_id != n.inbox_id) || (c.inbox_id.is_none() && n.config.inbox_id.is_some())
+    });
+    // An inbox the bridge made stays while Chatwoot's account does.
+    let inbox_id = c.inbox_id.or(now.as_ref().filter(|_| !moved).and_then(|n| n.inbox_id));
+    let hook = now.as_ref().map(|n| n.hook.clone()).unwrap_or_else(|| shared::auth::generate_token("cwh_"));
+    let config = serde_json::to_value(&c).map_err(Error::internal)?;
+    let put = rows::Put {
+        config: &config,
+        token_sealed: &sealer.seal(&token_owner(id), token.as_bytes()),
+        inbox_id,
+        hook: (&shared::auth::hash_token(&hook), &sealer.seal(&hook_owner(id), hook.as_bytes())),
+        private_origin: private_origin.as_deref(),
+        moved,
+    };
+    if !rows::put(&core.db, id, put).await? {
+        return Err(Error::InstanceNotFound);
+    }
+    tracing::info!(instance_id = %id, moved, "chatwoot inbox set");
+    get(core, id).await
+}
+
+/// `PATCH {inst}/chatwoot`: a JSON merge patch over the stored settings.
+pub async fn patch(core: &Core, id: &InstanceId, admin: bool, patch: &serde_json::Value) -> Result<ChatwootOut> {
+    let now = stored(core, id).await?;
+    let mut shown = now.config.clone();
+    shown.allow_private_targets = now.allow_private();
+    let mut v = serde_json::to_value(&shown).map_err(Error::internal)?;
+    merge(&mut v, patch);
+    let next: ChatwootIn = shared::json::parse_json(&serde_json::to_vec(&v).map_err(Error::internal)?)?;
+    put(core, id, admin, next).await
+}
+
+/// `DELETE {inst}/chatwoot`: the bridge stops; nothing in Chatwoot is removed.
+pub async fn delete(core: &Core, id: &InstanceId) -> Result<()> {
+    if !rows::delete(&core.db, id).await? {
+        return Err(Error::NotFound("chatwoot inbox"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,214 @@
+//! Evolution's `chatwoot/set` and `chatwoot/find` (docs/evolution.md), over the same
+//! inbox as `/v1/instances/{id}/chatwoot`: Evolution's camelCase settings mapped to ours.
+//! The access token is write-only here too: `find` shows it as `""`, and a `set` without
+//! one keeps the stored token while Chatwoot's address and account stay the same.
+
+use axum::extract::State;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use shared::ApiError;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::EvolutionErrors;
+use super::{ActionAccess, ActionJson};
+use domain::chatwoot::{self, ChatwootIn, ChatwootOut};
+use door::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(set)).routes(routes!(find))
+}
+
+/// Body of `POST /chatwoot/set/{instanceName}`: Evolution's Chatwoot settings.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvoChatwootIn {
+    pub enabled: Option<bool>,
+    /// The Chatwoot account (a string in Evolution; a number is taken too).
+    #[schema(value_type = Option<String>)]
+    pub account_id: Option<Value>,
+    /// Write-only; absent or empty keeps the stored one (same address and account).
+    pub token: Option<String>,
+    /// Chatwoot's address.
+    pub url: Option<String>,
+    pub sign_msg: Option<bool>,
+    pub sign_delimiter: Option<String>,
+    /// The inbox's name (default: the instance's name). An inbox of that name is used if
+    /// the account has one, else it is created (`autoCreate` is always on).
+    pub name_inbox: Option<String>,
+    pub reopen_conversation: Option<bool>,
+    pub conversation_pending: Option<bool>,
+    pub auto_create: Option<bool>,
+    /// Importing contacts or history is not built: `true` is refused.
+    pub import_contacts: Option<bool>,
+    /// Importing contacts or history is not built: `true` is refused.
+    pub import_messages: Option<bool>,
+    pub days_limit_import_messages: Option<f64>,
+    pub merge_brazil_contacts: Option<bool>,
+    pub ignore_jids: Option<Vec<String>>,
+    /// Taken and not used (Evolution names the bot contact with them).
+    #[schema(value_type = Option<String>)]
+    pub organization: Option<Value>,
+    #[schema(value_type = Option<String>)]
+    pub logo: Option<Value>,
+}
+
+/// The instance's Chatwoot settings as Evolution shows them.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvoChatwootOut {
+    pub enabled: bool,
+    pub account_id: String,
+    /// Always `""`: the token is write-only.
+    pub token: String,
+    pub url: String,
+    pub name_inbox: String,
+    pub sign_msg: bool,
+    pub sign_delimiter: Option<String>,
+    pub reopen_conversation: bool,
+    pub conversation_pending: bool,
+    pub auto_create: bool,
+    pub import_contacts: bool,
+    pub import_messages: bool,
+    pub days_limit_import_messages: u32,
+    pub merge_brazil_contacts: bool,
+    pub ignore_jids: Vec<String>,
+    /// Where Chatwoot must post the inbox's webhooks (a secret); `""` when none is set.
+    #[serde(rename = "webhook_url")]
+    pub webhook_url: String,
+}
+
+impl EvoChatwootOut {
+    fn of(c: ChatwootOut, name: &str) -> EvoChatwootOut {
+        EvoChatwootOut {
+            enabled: c.enabled,
+            account_id: c.account_id.to_string(),
+            token: String::new(),
+            url: c.url,
+            name_inbox: c.inbox_name.unwrap_or_else(|| name.to_string()),
+            sign_msg: c.sign_messages,
+            sign_delimiter: c.sign_messages.then_some(c.sign_delimiter),
+            reopen_conversation: c.reopen_conversation,
+            conversation_pending: c.conversation_pending,
+            auto_create: true,
+            import_contacts: false,
+            import_messages: false,
+            days_limit_import_messages: 0,
+            merge_brazil_contacts: false,
+            ignore_jids: c.ignore_jids,
+            webhook_url: c.webhook_url,
+        }
+    }
+
+    /// What `find` shows for an instance without an inbox (as Evolution does).
+    fn none() -> EvoChatwootOut {
+        EvoChatwootOut {
+            enabled: false,
+            account_id: String::new(),
+            token: String::new(),
+            url: String::new(),
+            name_inbox: String::new(),
+            sign_msg: false,
+            sign_delimiter: None,
+            reopen_conversation: false,
+            conversation_pending: false,
+            auto_create: false,
+            import_contacts: false,
+            import_messages: false,
+            days_limit_import_messages: 0,
+            merge_brazil_contacts: false,
+            ignore_jids: vec![],
+            webhook_url: String::new(),
+        }
+    }
+}
+
+fn account(v: &Option<Value>) -> Result<Option<i64>, ApiError> {
+    let bad = || ApiError::validation("accountId must be a Chatwoot account id (a positive number)");
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.is_empty() => Ok(None),
+        Some(Value::String(s)) => s.trim().parse().map(Some).map_err(|_| bad()),
+        Some(Value::Number(n)) => n.as_i64().map(Some).ok_or_else(bad),
+        Some(_) => Err(bad()),
+    }
+}
+
+/// Set the instance's Chatwoot inbox (Evolution's settings; docs/evolution.md says what
+/// differs). `enabled: false` with no inbox stored answers the empty settings and
+/// stores nothing.
+#[utoipa::path(post, path = "/chatwoot/set/{instanceName}", tag = "evolution", operation_id = "evolution_chatwoot_set",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    request_body = EvoChatwootIn,
+    responses((status = 200, description = "the settings", body = EvoChatwootOut), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn set(
+    State(state): State<AppState>,
+    a: ActionAccess,
+    ActionJson(b): ActionJson<EvoChatwootIn>,
+) -> Result<Json<EvoChatwootOut>, ApiError> {
+    if b.import_contacts == Some(true) || b.import_messages == Some(true) {
+        return Err(ApiError::validation(
+            "paceline does not import contacts or history into Chatwoot: set importContacts and importMessages to false",
+        ));
+    }
+    let id = &a.row.id;
+    let now = match chatwoot::get(&state, id).await {
+        Ok(c) => Some(c),
+        Err(domain::Error::NotFound(_)) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let enabled = b.enabled.unwrap_or(true);
+    let url = b.url.clone().filter(|u| !u.trim().is_empty());
+    let account_id = account(&b.account_id)?;
+    if !enabled && (url.is_none() || account_id.is_none()) {
+        return match now {
+            Some(_) => {
+                let out = chatwoot::patch(&state, id, a.principal.is_admin(), &serde_json::json!({"enabled": false}))
+                    .await?;
+                Ok(Json(EvoChatwootOut::of(out, &a.row.name)))
+            }
+            None => Ok(Json(EvoChatwootOut::none())),
+        };
+    }
+    let (Some(url), Some(account_id)) = (url, account_id) else {
+        return Err(ApiError::validation("url and accountId are required"));
+    };
+    let sign = b.sign_msg.unwrap_or(true);
+    let mut ignore_jids = b.ignore_jids.unwrap_or_default();
+    // Evolution lists "@g.us" to mean every group.
+    let groups = !ignore_jids.iter().any(|j| j == "@g.us");
+    ignore_jids.retain(|j| j != "@g.us" && j != "@s.whatsapp.net");
+    let body = ChatwootIn {
+        enabled,
+        url,
+        account_id,
+        token: b.token.filter(|t| !t.is_empty()),
+        inbox_id: None,
+        inbox_name: b.name_inbox.filter(|n| !n.trim().is_empty()).or_else(|| Some(a.row.name.clone())),
+        sign_messages: sign,
+        sign_delimiter: b.sign_delimiter.filter(|_| sign).unwrap_or_else(|| "\n".into()),
+        reopen_conversation: b.reopen_conversation.unwrap_or(true),
+        conversation_pending: b.conversation_pending.unwrap_or(false),
+        groups,
+        ignore_jids,
+        allow_private_targets: now.as_ref().is_some_and(|n| n.allow_private_targets),
+    };
+    let out = chatwoot::put(&state, id, a.principal.is_admin(), body).await?;
+    Ok(Json(EvoChatwootOut::of(out, &a.row.name)))
+}
+
+/// The instance's Chatwoot settings (empty ones when none is set, as Evolution answers).
+#[utoipa::path(get, path = "/chatwoot/find/{instanceName}", tag = "evolution", operation_id = "evolution_chatwoot_find",
+    params(("instanceName" = String, Path, description = "the instance's name")),
+    responses((status = 200, description = "the settings", body = EvoChatwootOut), EvolutionErrors),
+    security(("api_key" = []), ("evolution_apikey" = [])))]
+async fn find(State(state): State<AppState>, a: ActionAccess) -> Result<Json<EvoChatwootOut>, ApiError> {
+    match chatwoot::get(&state, &a.row.id).await {
+        Ok(c) => Ok(Json(EvoChatwootOut::of(c, &a.row.name))),
+        Err(domain::Error::NotFound(_)) => Ok(Json(EvoChatwootOut::none())),
+        Err(e) => Err(e.into()),
+    }
+}
