@@ -404,6 +404,7 @@ pl_ensure_test_python() {
         "evolutionapi:${PL_EVOLUTIONAPI_SPEC:-evolutionapi==0.1.2}"
         "jsonschema:${PL_JSONSCHEMA_SPEC:-jsonschema==4.26.0}"
         "moto.server:${PL_MOTO_SPEC:-moto[server]==5.2.5}"
+        "openapi_core:${PL_OPENAPI_CORE_SPEC:-openapi-core==0.23.1}"
     )
     local entry module spec
     for entry in "${want[@]}"; do

@@ -139,6 +139,8 @@ pub struct Config {
     #[cfg_attr(feature = "openapi", schema(inline))]
     pub webhooks: section::Webhooks,
     #[cfg_attr(feature = "openapi", schema(inline))]
+    pub chatwoot: section::Chatwoot,
+    #[cfg_attr(feature = "openapi", schema(inline))]
     pub usage: section::Usage,
     #[cfg_attr(feature = "openapi", schema(inline))]
     pub whatsapp: section::Whatsapp,
@@ -175,6 +177,7 @@ impl Default for Config {
             events: Default::default(),
             metrics: Default::default(),
             webhooks: Default::default(),
+            chatwoot: Default::default(),
             usage: Default::default(),
             whatsapp: Default::default(),
             console: Default::default(),

@@ -4,6 +4,7 @@
 
 pub mod browser;
 pub mod chaos;
+pub mod chatwoot;
 pub mod cluster;
 pub mod events;
 pub mod s3;

@@ -170,12 +170,10 @@ impl Chatwoot<'_> {
         let mut url = self.url("contacts/search")?;
         url.query_pairs_mut().append_pair("q", identifier).append_pair("page", "1");
         let start = Instant::now();
-        let r = tokio::time::timeout(
-            CALL_TIMEOUT,
-            self.http.call(Method::GET, &url, self.headers(), None, ANSWER_LIMIT),
-        )
-        .await
-        .unwrap_or_else(|_| Err(FetchError::Failed("timed out".into())));
+        let r =
+            tokio::time::timeout(CALL_TIMEOUT, self.http.call(Method::GET, &url, self.headers(), None, ANSWER_LIMIT))
+                .await
+                .unwrap_or_else(|_| Err(FetchError::Failed("timed out".into())));
         let v = Self::answer("find_contact", start, r)?;
         Ok(list_in(&v)
             .iter()
@@ -185,7 +183,8 @@ impl Chatwoot<'_> {
 
     /// The contact's conversations: (id, inbox, status).
     pub async fn conversations_of(&self, contact: i64) -> Result<Vec<(i64, Option<i64>, String)>, CwError> {
-        let v = self.call("contact_conversations", Method::GET, &format!("contacts/{contact}/conversations"), None).await?;
+        let v =
+            self.call("contact_conversations", Method::GET, &format!("contacts/{contact}/conversations"), None).await?;
         Ok(list_in(&v)
             .iter()
             .filter_map(|c| {
@@ -251,7 +250,10 @@ impl Chatwoot<'_> {
                 let part = reqwest::multipart::Part::stream_with_length(f.body, f.size)
                     .file_name(f.filename)
                     .mime_str(&f.mime_type)
-                    .map_err(|_| CwError::Refused { status: 0, detail: "the attachment's type is not a MIME type".into() })?;
+                    .map_err(|_| CwError::Refused {
+                        status: 0,
+                        detail: "the attachment's type is not a MIME type".into(),
+                    })?;
                 let mut form = reqwest::multipart::Form::new()
                     .text("message_type", m.message_type)
                     .text("private", m.private.to_string())

@@ -185,15 +185,21 @@ impl Bridge {
         };
         let conv = match reuse {
             Some(id) => id,
-            None => c
-                .cw
-                .create_conversation(c.inbox, contact, chat, c.s.config.conversation_pending)
-                .await
-                .map_err(Step::from)?,
+            None => {
+                c.cw.create_conversation(c.inbox, contact, chat, c.s.config.conversation_pending)
+                    .await
+                    .map_err(Step::from)?
+            }
         };
-        rows::save_chat(db, c.id(), chat, c.s.generation, &ChatRow { contact_id: contact, conversation_id: Some(conv) })
-            .await
-            .map_err(Step::from)?;
+        rows::save_chat(
+            db,
+            c.id(),
+            chat,
+            c.s.generation,
+            &ChatRow { contact_id: contact, conversation_id: Some(conv) },
+        )
+        .await
+        .map_err(Step::from)?;
         Ok(conv)
     }
 
@@ -228,7 +234,8 @@ impl Bridge {
             Ok(None) => return Ok(None),
             Err(e) => return Err(Step::Later(Duration::ZERO, format!("the media store: {e}"))),
         };
-        let pieces = readable.pieces().await.map_err(|e| Step::Later(Duration::ZERO, format!("the media store: {e}")))?;
+        let pieces =
+            readable.pieces().await.map_err(|e| Step::Later(Duration::ZERO, format!("the media store: {e}")))?;
         let ext = mime_type.split('/').nth(1).unwrap_or("bin").split(';').next().unwrap_or("bin").to_string();
         Ok(Some(Attachment {
             filename: filename.unwrap_or_else(|| format!("{id}.{ext}")),

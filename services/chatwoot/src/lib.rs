@@ -44,14 +44,8 @@ pub const JOBS: &str = "paceline_chatwoot_jobs_total";
 pub const BACKLOG: &str = "paceline_chatwoot_backlog";
 pub const OLDEST: &str = "paceline_chatwoot_oldest_job_seconds";
 
-/// Jobs done at once by one pod.
-const CONCURRENCY: i64 = 16;
 /// How long a claim holds a job (longer than a job's longest call).
 const LOCK: Duration = Duration::from_secs(600);
-/// How long a job may keep waiting for Chatwoot before it is given up on.
-const RETRY_SPAN: Duration = Duration::from_secs(3 * 24 * 3600);
-/// The longest wait between two tries.
-const BACKOFF_CAP: Duration = Duration::from_secs(600);
 /// How long finished jobs are kept.
 const KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
 /// The longest one NATS call may take.
@@ -118,7 +112,8 @@ async fn intake(b: Arc<Bridge>, shutdown: Shutdown) {
             Err(e) => {
                 failures += 1;
                 tracing::warn!(error = %e, "chatwoot consumer failed; retrying");
-                let wait = shared::backoff::doubling(Duration::from_millis(200), failures, Duration::from_millis(6_400));
+                let wait =
+                    shared::backoff::doubling(Duration::from_millis(200), failures, Duration::from_millis(6_400));
                 tokio::select! {
                     _ = shutdown.cancelled() => break,
                     _ = tokio::time::sleep(wait) => {}
@@ -197,7 +192,8 @@ fn job_of(v: &Value) -> Option<(InstanceId, Kind, String, Value)> {
         }
         "reaction.received" => Some((id, Kind::Inbound, event, json!({ "event": "reaction", "data": data }))),
         "message.failed" => {
-            let ours = data.get("client_message_id").and_then(Value::as_str).is_some_and(|c| c.starts_with("chatwoot-"));
+            let ours =
+                data.get("client_message_id").and_then(Value::as_str).is_some_and(|c| c.starts_with("chatwoot-"));
             ours.then(|| (id, Kind::Status, event, json!({ "event": "failed", "data": data })))
         }
         _ => None,
@@ -207,8 +203,11 @@ fn job_of(v: &Value) -> Option<(InstanceId, Kind, String, Value)> {
 /// Writes the jobs of a batch of events (for the instances with an inbox), in one
 /// transaction; an unreadable event is dropped.
 async fn take(b: &Bridge, msgs: &[jetstream::Message]) -> anyhow::Result<()> {
-    let jobs: Vec<_> =
-        msgs.iter().filter_map(|m| serde_json::from_slice::<Value>(&m.payload).ok()).filter_map(|v| job_of(&v)).collect();
+    let jobs: Vec<_> = msgs
+        .iter()
+        .filter_map(|m| serde_json::from_slice::<Value>(&m.payload).ok())
+        .filter_map(|v| job_of(&v))
+        .collect();
     if jobs.is_empty() {
         return Ok(());
     }
@@ -232,7 +231,14 @@ async fn take(b: &Bridge, msgs: &[jetstream::Message]) -> anyhow::Result<()> {
 async fn work(b: &Arc<Bridge>, shutdown: &Shutdown) {
     let mut idle = 0u32;
     while !shutdown.is_cancelled() {
-        let claimed = match rows::claim(&b.core.db, &b.pod, LOCK.as_millis() as u64, CONCURRENCY).await {
+        let claimed = match rows::claim(
+            &b.core.db,
+            &b.pod,
+            LOCK.as_millis() as u64,
+            i64::from(b.core.config.chatwoot.concurrency.max(1)),
+        )
+        .await
+        {
             Ok(c) => c,
             Err(e) => {
                 tracing::warn!(error = %e, "claiming chatwoot jobs failed");
@@ -268,13 +274,18 @@ impl Bridge {
             Step::Fail(error) => Outcome::Failed { error },
             Step::Later(wait, error) => {
                 let age = (Utc::now() - job.created_at).to_std().unwrap_or_default();
-                if age > RETRY_SPAN {
+                let cfg = &self.core.config.chatwoot;
+                if age > cfg.retry_span {
                     Outcome::Failed { error: format!("gave up after {} tries: {error}", job.attempts) }
                 } else if wait.is_zero() && error.is_empty() {
                     // Ready now (e.g. its media finished downloading): at once.
                     Outcome::Retry { at: Utc::now(), error }
                 } else {
-                    let wait = if wait.is_zero() { backoff(job.attempts) } else { chrono::Duration::from_std(wait).unwrap_or_default() };
+                    let wait = if wait.is_zero() {
+                        backoff(job.attempts, cfg.retry_base, cfg.retry_max)
+                    } else {
+                        chrono::Duration::from_std(wait).unwrap_or_default()
+                    };
                     Outcome::Retry { at: Utc::now() + wait, error }
                 }
             }
@@ -303,11 +314,11 @@ impl Bridge {
     }
 }
 
-/// The wait after `attempts` tries: 2 s doubling to 10 minutes, less up to a fifth.
-fn backoff(attempts: i32) -> chrono::Duration {
-    let base = shared::backoff::doubling(Duration::from_secs(2), attempts.max(1) as u32, BACKOFF_CAP);
+/// The wait after `attempts` tries: `base` doubling to `max`, less up to a fifth.
+fn backoff(attempts: i32, base: Duration, max: Duration) -> chrono::Duration {
+    let wait = shared::backoff::doubling(base, (attempts.max(1) - 1) as u32, max);
     let jitter = rand::random::<f64>() * 0.2;
-    chrono::Duration::from_std(base.mul_f64(1.0 - jitter)).unwrap_or_else(|_| chrono::Duration::seconds(600))
+    chrono::Duration::from_std(wait.mul_f64(1.0 - jitter)).unwrap_or_else(|_| chrono::Duration::seconds(600))
 }
 
 /// Publishes the backlog's size and age, and prunes finished jobs.
@@ -340,12 +351,14 @@ mod tests {
     #[test]
     fn events_become_jobs() {
         let ev = |t: &str, data: Value| json!({"id": "evt_1", "type": t, "instance_id": "inst_01J0000000000000000000000A", "data": data});
-        let (_, k, key, _) = job_of(&ev("message.received", json!({"message_id": "msg_1", "chat_jid": "1@s.whatsapp.net"}))).unwrap();
+        let (_, k, key, _) =
+            job_of(&ev("message.received", json!({"message_id": "msg_1", "chat_jid": "1@s.whatsapp.net"}))).unwrap();
         assert_eq!((k, key.as_str()), (Kind::Inbound, "msg_1"));
         let (_, k, key, p) = job_of(&ev("reaction.received", json!({"wa_message_id": "W"}))).unwrap();
         assert_eq!((k, key.as_str(), p["event"].as_str()), (Kind::Inbound, "evt_1", Some("reaction")));
         assert!(job_of(&ev("message.failed", json!({"id": "msg_2", "client_message_id": "mine"}))).is_none());
-        let (_, k, _, _) = job_of(&ev("message.failed", json!({"id": "msg_2", "client_message_id": "chatwoot-1-2"}))).unwrap();
+        let (_, k, _, _) =
+            job_of(&ev("message.failed", json!({"id": "msg_2", "client_message_id": "chatwoot-1-2"}))).unwrap();
         assert_eq!(k, Kind::Status);
         assert!(job_of(&ev("message.sent", json!({}))).is_none());
         assert!(job_of(&json!({"type": "message.received"})).is_none());
@@ -353,7 +366,7 @@ mod tests {
 
     #[test]
     fn backoff_doubles_to_its_cap() {
-        let s = |n| backoff(n).num_milliseconds();
+        let s = |n| backoff(n, Duration::from_secs(2), Duration::from_secs(600)).num_milliseconds();
         assert!((1_600..=2_000).contains(&s(1)));
         assert!((3_200..=4_000).contains(&s(2)));
         assert!((480_000..=600_000).contains(&s(30)));

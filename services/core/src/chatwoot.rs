@@ -290,7 +290,9 @@ pub async fn put(core: &Core, id: &InstanceId, admin: bool, body: ChatwootIn) ->
         },
     )?;
     let moved = now.as_ref().is_some_and(|n| {
-        !same_place || (c.inbox_id.is_some() && c.inbox_id != n.inbox_id) || (c.inbox_id.is_none() && n.config.inbox_id.is_some())
+        !same_place
+            || (c.inbox_id.is_some() && c.inbox_id != n.inbox_id)
+            || (c.inbox_id.is_none() && n.config.inbox_id.is_some())
     });
     // An inbox the bridge made stays while Chatwoot's account does.
     let inbox_id = c.inbox_id.or(now.as_ref().filter(|_| !moved).and_then(|n| n.inbox_id));

@@ -166,8 +166,8 @@ async fn set(
     if !enabled && (url.is_none() || account_id.is_none()) {
         return match now {
             Some(_) => {
-                let out = chatwoot::patch(&state, id, a.principal.is_admin(), &serde_json::json!({"enabled": false}))
-                    .await?;
+                let out =
+                    chatwoot::patch(&state, id, a.principal.is_admin(), &serde_json::json!({"enabled": false})).await?;
                 Ok(Json(EvoChatwootOut::of(out, &a.row.name)))
             }
             None => Ok(Json(EvoChatwootOut::none())),

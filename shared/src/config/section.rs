@@ -389,6 +389,31 @@ section! {
 }
 
 section! {
+    /// The Chatwoot bridge (the `chatwoot` role).
+    Chatwoot {
+        /// The wait after a job's first failed try (Chatwoot down, slow or refusing for
+        /// now); it doubles per try (less up to a fifth) up to `retry_max_ms`.
+        #[serde(rename = "retry_base_ms")]
+        #[serde_as(as = "de::Millis")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        retry_base: Duration = ms(2_000),
+        /// The longest wait between two tries.
+        #[serde(rename = "retry_max_ms")]
+        #[serde_as(as = "de::Millis")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        retry_max: Duration = ms(600_000),
+        /// How long a job keeps being tried before it is given up (3 days); an instance's
+        /// later jobs wait behind it until then, so its messages reach Chatwoot in order.
+        #[serde(rename = "retry_span_ms")]
+        #[serde_as(as = "de::Millis")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        retry_span: Duration = ms(3 * 24 * 3_600_000),
+        /// Jobs one pod does at once (each of another instance).
+        concurrency: u32 = 16,
+    }
+}
+
+section! {
     /// Usage counting.
     Usage {
         /// How often a dispatcher rolls finished deliveries up into the daily usage counts

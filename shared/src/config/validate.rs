@@ -73,7 +73,8 @@ impl Config {
         }
         if role == Role::Chatwoot && self.secrets_key.is_none() && self.admin_token.is_none() {
             errors.push(
-                "the chatwoot bridge needs secrets_key (PACELINE_SECRETS_KEY) to open stored Chatwoot tokens".to_string(),
+                "the chatwoot bridge needs secrets_key (PACELINE_SECRETS_KEY) to open stored Chatwoot tokens"
+                    .to_string(),
             );
         }
         if role == Role::Api {

@@ -108,7 +108,12 @@ pub async fn delete(db: &PgPool, id: &InstanceId) -> Result<bool, sqlx::Error> {
 }
 
 /// Records the inbox the bridge made, if the settings are still of that generation.
-pub async fn set_inbox(db: impl PgExecutor<'_>, id: &InstanceId, generation: i64, inbox: i64) -> Result<(), sqlx::Error> {
+pub async fn set_inbox(
+    db: impl PgExecutor<'_>,
+    id: &InstanceId,
+    generation: i64,
+    inbox: i64,
+) -> Result<(), sqlx::Error> {
     sqlx::query("UPDATE chatwoot_inboxes SET inbox_id = $3 WHERE instance_id = $1 AND generation = $2")
         .bind(id)
         .bind(generation)
@@ -120,11 +125,13 @@ pub async fn set_inbox(db: impl PgExecutor<'_>, id: &InstanceId, generation: i64
 
 /// Records (or clears) the bridge's last failure talking to Chatwoot.
 pub async fn set_error(db: impl PgExecutor<'_>, id: &InstanceId, error: Option<&str>) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE chatwoot_inboxes SET last_error = $2 WHERE instance_id = $1 AND last_error IS DISTINCT FROM $2")
-        .bind(id)
-        .bind(error)
-        .execute(db)
-        .await?;
+    sqlx::query(
+        "UPDATE chatwoot_inboxes SET last_error = $2 WHERE instance_id = $1 AND last_error IS DISTINCT FROM $2",
+    )
+    .bind(id)
+    .bind(error)
+    .execute(db)
+    .await?;
     Ok(())
 }
 
@@ -135,7 +142,12 @@ pub struct ChatRow {
     pub conversation_id: Option<i64>,
 }
 
-pub async fn chat(db: impl PgExecutor<'_>, id: &InstanceId, jid: &str, generation: i64) -> Result<Option<ChatRow>, sqlx::Error> {
+pub async fn chat(
+    db: impl PgExecutor<'_>,
+    id: &InstanceId,
+    jid: &str,
+    generation: i64,
+) -> Result<Option<ChatRow>, sqlx::Error> {
     sqlx::query_as(
         "SELECT contact_id, conversation_id FROM chatwoot_chats WHERE instance_id = $1 AND chat_jid = $2 AND generation = $3",
     )
@@ -186,7 +198,11 @@ pub async fn chat_of_conversation(
 }
 
 /// Forgets a conversation (resolved in Chatwoot): the chat's next message opens another.
-pub async fn forget_conversation(db: impl PgExecutor<'_>, id: &InstanceId, conversation: i64) -> Result<(), sqlx::Error> {
+pub async fn forget_conversation(
+    db: impl PgExecutor<'_>,
+    id: &InstanceId,
+    conversation: i64,
+) -> Result<(), sqlx::Error> {
     sqlx::query("UPDATE chatwoot_chats SET conversation_id = NULL WHERE instance_id = $1 AND conversation_id = $2")
         .bind(id)
         .bind(conversation)
@@ -215,11 +231,13 @@ pub async fn message(
 
 /// Our key of a Chatwoot message (the message of ours it is a copy of, or came from).
 pub async fn key_of(db: impl PgExecutor<'_>, id: &InstanceId, cw_message: i64) -> Result<Option<String>, sqlx::Error> {
-    sqlx::query_scalar("SELECT message_key FROM chatwoot_messages WHERE instance_id = $1 AND cw_message_id = $2 LIMIT 1")
-        .bind(id)
-        .bind(cw_message)
-        .fetch_optional(db)
-        .await
+    sqlx::query_scalar(
+        "SELECT message_key FROM chatwoot_messages WHERE instance_id = $1 AND cw_message_id = $2 LIMIT 1",
+    )
+    .bind(id)
+    .bind(cw_message)
+    .fetch_optional(db)
+    .await
 }
 
 pub async fn save_message(
@@ -317,19 +335,19 @@ pub async fn claim(db: impl PgExecutor<'_>, pod: &str, lock_ms: u64, limit: i64)
 pub enum Outcome {
     Done,
     /// Try again at this time.
-    Retry { at: DateTime<Utc>, error: String },
+    Retry {
+        at: DateTime<Utc>,
+        error: String,
+    },
     /// Given up on.
-    Failed { error: String },
+    Failed {
+        error: String,
+    },
 }
 
 /// Writes a job's outcome under its claim; false when the claim was lost (another pod
 /// holds the job now).
-pub async fn finish(
-    db: impl PgExecutor<'_>,
-    pod: &str,
-    job: &Job,
-    outcome: &Outcome,
-) -> Result<bool, sqlx::Error> {
+pub async fn finish(db: impl PgExecutor<'_>, pod: &str, job: &Job, outcome: &Outcome) -> Result<bool, sqlx::Error> {
     let (state, at, error) = match outcome {
         Outcome::Done => ("done", None, None),
         Outcome::Retry { at, error } => ("pending", Some(*at), Some(error.as_str())),

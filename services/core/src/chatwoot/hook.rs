@@ -27,7 +27,8 @@ pub enum Received {
 
 /// Takes one webhook of the inbox whose secret is `secret`.
 pub async fn receive(core: &Core, secret: &str, body: &[u8]) -> Result<Received> {
-    let row = rows::by_hook(&core.db, &shared::auth::hash_token(secret)).await?.ok_or(Error::NotFound("chatwoot webhook"))?;
+    let row =
+        rows::by_hook(&core.db, &shared::auth::hash_token(secret)).await?.ok_or(Error::NotFound("chatwoot webhook"))?;
     let s = Stored::open(row, &sealer(&core.config)?)?;
     let v: Value = serde_json::from_slice(body).map_err(|_| Error::invalid("the body must be a JSON object"))?;
     if !v.is_object() {

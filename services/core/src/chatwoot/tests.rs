@@ -79,11 +79,14 @@ fn what_the_bridge_must_not_send_is_ignored() {
         with("event", json!("message_updated")),
         with("inbox", json!({"id": 4})),
         with("account", json!({"id": 8})),
-        with("content", json!(" ")).as_object().map(|o| {
-            let mut o = o.clone();
-            o.remove("attachments");
-            serde_json::Value::Object(o)
-        }).unwrap(),
+        with("content", json!(" "))
+            .as_object()
+            .map(|o| {
+                let mut o = o.clone();
+                o.remove("attachments");
+                serde_json::Value::Object(o)
+            })
+            .unwrap(),
     ] {
         assert!(job_of(&s, &m).is_none(), "{m}");
     }

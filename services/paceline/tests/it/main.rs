@@ -13,6 +13,7 @@ mod auth_matrix;
 mod channels;
 mod chaos;
 mod chart;
+mod chatwoot;
 mod cli;
 mod cluster;
 mod console;

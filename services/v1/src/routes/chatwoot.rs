@@ -92,7 +92,10 @@ async fn patch(
         (status = 404, description = "`instance_not_found`, or `not_found`: no inbox set", body = ErrorBody),
     ),
     security(("admin" = []), ("instance" = [])))]
-async fn delete(State(state): State<AppState>, InstanceAccess { id, .. }: InstanceAccess) -> Result<StatusCode, ApiError> {
+async fn delete(
+    State(state): State<AppState>,
+    InstanceAccess { id, .. }: InstanceAccess,
+) -> Result<StatusCode, ApiError> {
     chatwoot::delete(&state, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

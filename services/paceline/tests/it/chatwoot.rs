@@ -1,0 +1,249 @@
+//! The Chatwoot bridge against a Chatwoot double whose every request and answer is
+//! checked against Chatwoot's published description: an inbox made once, received
+//! messages (text, media, group, reply, reaction) in their conversations once, agents'
+//! replies (text, a file) out through the paced queue once however often Chatwoot posts
+//! them, a failed send told back as a private note, and Chatwoot failing, down and
+//! acting-then-failing with every message in Chatwoot exactly once, in order.
+
+use std::time::Duration;
+
+use base64::Engine;
+use harness::chatwoot::{ChatwootDouble, Fault, TOKEN};
+use harness::cluster::{wait_for, Cluster};
+use serde_json::{json, Value};
+
+use crate::bin;
+
+const SHOP: &str = "5511977780001";
+const ANA: &str = "5511977780002";
+const BEN: &str = "5511977780003";
+
+async fn say(c: &Cluster, from: &str, to: &str, body: Value) -> String {
+    let mut b = body;
+    b["to"] = json!(to);
+    let v = c.netsim().post(&format!("/control/phones/{from}/messages"), &b).await.expect(201);
+    v["id"].as_str().unwrap().to_string()
+}
+
+async fn inbox(c: &Cluster, number: &str) -> Vec<Value> {
+    let v = c.netsim().get(&format!("/control/phones/{number}/inbox")).await.expect(200);
+    v["messages"].as_array().unwrap().iter().filter(|m| m["from"] == SHOP).cloned().collect()
+}
+
+/// Waits until Chatwoot holds `n` messages matching `f`.
+async fn held(cw: &ChatwootDouble, n: usize, f: impl Fn(&harness::chatwoot::CwMessage) -> bool) {
+    wait_for(Duration::from_secs(60), || async { (cw.messages().iter().filter(|m| f(m)).count() >= n).then_some(()) })
+        .await
+        .unwrap_or_else(|| panic!("Chatwoot holds {n} such messages: {:#?}", cw.messages()));
+}
+
+async fn setup(c: &Cluster, cw: &ChatwootDouble) -> (String, String) {
+    for n in [SHOP, ANA, BEN] {
+        c.phone(n, false).await;
+    }
+    let (inst, token) = c.paired_instance("shop", SHOP).await;
+    let id = inst.id.to_string();
+    let own = c.api.client(Some(token.clone()));
+    let path = format!("/v1/instances/{id}/chatwoot");
+    let body = json!({ "url": cw.url(), "account_id": 1, "token": TOKEN });
+    own.get(&path).await.expect_error(404, "not_found");
+    // Chatwoot on loopback: only the admin may allow it.
+    own.put(&path, &body).await.expect_error(400, "validation_failed");
+    let mut private = body.clone();
+    private["allow_private_targets"] = json!(true);
+    own.put(&path, &private).await.expect_error(403, "forbidden");
+    let shown = c.api.admin().put(&path, &private).await.expect(200);
+    assert_eq!(shown["token_set"], true);
+    assert_eq!(shown["allow_private_targets"], true);
+    let shown = own.get(&path).await;
+    assert!(!shown.text.contains(TOKEN), "the token is never shown");
+    // The owner may change other settings and keeps the admin's allowance and the token.
+    let patched = own.patch(&path, &json!({ "sign_delimiter": ": " })).await.expect(200);
+    assert_eq!(patched["allow_private_targets"], true);
+    own.patch(&path, &json!({ "nope": 1 })).await.expect_error(400, "validation_failed");
+    wait_for(Duration::from_secs(30), || async { (cw.inboxes().len() == 1).then_some(()) }).await.expect("an inbox");
+    let (_, name, hook) = cw.inboxes()[0].clone();
+    assert_eq!(name, "shop");
+    assert_eq!(hook, shown.body["webhook_url"].as_str().unwrap());
+    (id, token)
+}
+
+/// The bridge (and the dispatcher's relay) in this process, with the API's address.
+fn bridge(c: &Cluster) -> shared::Shutdown {
+    let stop = shared::Shutdown::new();
+    let mut config = c.config.clone();
+    config.listen_addr = c.api.addr;
+    config.chatwoot.retry_base = Duration::from_millis(100);
+    config.chatwoot.retry_max = Duration::from_millis(800);
+    tokio::spawn(dispatcher::run(config.clone(), stop.clone()));
+    tokio::spawn(chatwoot::run(config, stop.clone()));
+    stop
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chats_reach_the_inbox_and_agents_reply_each_once() {
+    let c = Cluster::start(bin(), 1, |_| {}).await;
+    let cw = ChatwootDouble::start().await;
+    let stop = bridge(&c);
+    let (id, _) = setup(&c, &cw).await;
+
+    // A contact writes: a contact, a conversation and the message, incoming.
+    let first = say(&c, ANA, SHOP, json!({ "text": "hi, are you open?" })).await;
+    held(&cw, 1, |m| m.content.as_deref() == Some("hi, are you open?")).await;
+    let contacts = cw.contacts();
+    assert_eq!(contacts.len(), 1);
+    assert_eq!(contacts[0].2, format!("{ANA}@s.whatsapp.net"));
+    assert_eq!(contacts[0].3.as_deref(), Some(format!("+{ANA}").as_str()));
+    let conv = cw.conversations()[0].0;
+    let m = cw.messages()[0].clone();
+    assert_eq!((m.conversation_id, m.message_type.as_str()), (conv, "incoming"));
+    assert_eq!(m.source_id, Some(format!("WAID:{first}")));
+
+    // A picture with a caption, then a reply to the first message: the same conversation.
+    let png = base64::engine::general_purpose::STANDARD.encode(b"\x89PNG\r\n\x1a\nnot really a png");
+    say(
+        &c,
+        ANA,
+        SHOP,
+        json!({ "type": "image", "text": "the menu", "media": { "data": png, "mime_type": "image/png" } }),
+    )
+    .await;
+    say(&c, ANA, SHOP, json!({ "text": "hello?", "body": { "reply_to": first } })).await;
+    held(&cw, 1, |m| m.content.as_deref() == Some("hello?")).await;
+    let msgs = cw.messages();
+    let image = msgs.iter().find(|m| m.content.as_deref() == Some("the menu")).expect("the picture");
+    assert_eq!(image.files.len(), 1, "the picture is attached");
+    assert_eq!(image.files[0].2, b"\x89PNG\r\n\x1a\nnot really a png");
+    let reply = msgs.iter().find(|m| m.content.as_deref() == Some("hello?")).unwrap();
+    assert_eq!(reply.in_reply_to, Some(m.id));
+    assert!(msgs.iter().all(|m| m.conversation_id == conv));
+    assert_eq!(cw.conversations().len(), 1);
+
+    // An agent answers: one message on WhatsApp, signed; Chatwoot posting it again sends nothing more.
+    let (agent_msg, status) = cw.agent_reply(conv, "We open at 9", vec![]).await;
+    assert_eq!(status, 200);
+    wait_for(Duration::from_secs(30), || async { (!inbox(&c, ANA).await.is_empty()).then_some(()) })
+        .await
+        .expect("the contact gets the agent's answer");
+    assert_eq!(inbox(&c, ANA).await[0]["text"], "*Ana Agent*: We open at 9");
+    let again = json!({ "event": "message_created", "id": agent_msg, "content": "We open at 9", "message_type": "outgoing",
+        "private": false, "source_id": null, "conversation": { "id": conv }, "sender": { "name": "Ana Agent" } });
+    assert_eq!(cw.post_hook(&again).await, 200);
+    // What the bridge made itself comes back as message_created too: never sent.
+    let echo = json!({ "event": "message_created", "id": m.id, "content": m.content, "message_type": "incoming",
+        "private": false, "source_id": m.source_id, "conversation": { "id": conv } });
+    assert_eq!(cw.post_hook(&echo).await, 200);
+    let note = json!({ "event": "message_created", "id": 999_999, "content": "internal", "message_type": "outgoing",
+        "private": true, "conversation": { "id": conv } });
+    assert_eq!(cw.post_hook(&note).await, 200);
+
+    // A file from the agent goes out as an image through the media store.
+    let (_, status) = cw
+        .agent_reply(
+            conv,
+            "see attached",
+            vec![("p.png".into(), "image/png".into(), b"\x89PNG\r\n\x1a\nagent".to_vec())],
+        )
+        .await;
+    assert_eq!(status, 200);
+    wait_for(Duration::from_secs(30), || async { (inbox(&c, ANA).await.len() == 2).then_some(()) })
+        .await
+        .expect("the contact gets the file");
+    // Both agent messages went out once each (the repeated webhook and the echo sent nothing).
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let got = inbox(&c, ANA).await;
+    assert_eq!(got.len(), 2, "{got:#?}");
+    assert_eq!(got[1]["type"], "image");
+    let sent: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM messages WHERE instance_id = $1 AND client_message_id LIKE 'chatwoot-%'",
+    )
+    .bind(&id)
+    .fetch_one(&c.pool().await)
+    .await
+    .unwrap();
+    assert_eq!(sent, 2);
+
+    // A group: its own conversation, each message naming its sender.
+    let group = c
+        .api
+        .admin()
+        .post(&format!("/v1/instances/{id}/groups"), &json!({ "subject": "Team", "participants": [BEN] }))
+        .await
+        .expect(201);
+    let gjid = group["jid"].as_str().unwrap().to_string();
+    say(&c, BEN, &gjid, json!({ "text": "morning all" })).await;
+    held(&cw, 1, |m| m.content.as_deref().is_some_and(|t| t.ends_with("morning all"))).await;
+    let gm =
+        cw.messages().into_iter().find(|m| m.content.as_deref().is_some_and(|t| t.ends_with("morning all"))).unwrap();
+    assert_eq!(gm.content.as_deref(), Some(format!("**+{BEN}:**\nmorning all").as_str()));
+    assert_ne!(gm.conversation_id, conv);
+    assert!(cw.contacts().iter().any(|c| c.2 == gjid && c.1.ends_with("(group)")));
+
+    // A send that fails is told back to the agents as a private note.
+    let inbox_id = cw.inboxes()[0].0;
+    let lost = cw.seed_conversation(inbox_id, "5511999990404@s.whatsapp.net");
+    let generation: i64 = sqlx::query_scalar("SELECT generation FROM chatwoot_inboxes WHERE instance_id = $1")
+        .bind(&id)
+        .fetch_one(&c.pool().await)
+        .await
+        .unwrap();
+    sqlx::query("INSERT INTO chatwoot_chats (instance_id, chat_jid, generation, contact_id, conversation_id) VALUES ($1, '5511999990404@s.whatsapp.net', $2, 0, $3)")
+        .bind(&id)
+        .bind(generation)
+        .bind(lost)
+        .execute(&c.pool().await)
+        .await
+        .unwrap();
+    cw.agent_reply(lost, "anyone there?", vec![]).await;
+    held(&cw, 1, |m| m.private && m.conversation_id == lost).await;
+    let note = cw.messages().into_iter().find(|m| m.private && m.conversation_id == lost).unwrap();
+    assert!(note.content.as_deref().unwrap().starts_with("Not delivered to WhatsApp"), "{note:?}");
+
+    // Everything the double saw is what Chatwoot's description allows.
+    let problems = cw.validate();
+    assert!(problems.is_empty(), "{problems:#?}");
+    let shown = c.api.admin().get(&format!("/v1/instances/{id}/chatwoot")).await.expect(200);
+    assert_eq!(shown["pending_jobs"], 0);
+    assert_eq!(shown["failed_jobs"], 0);
+    stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chatwoot_failing_and_down_loses_nothing_and_posts_nothing_twice() {
+    let c = Cluster::start(bin(), 1, |_| {}).await;
+    let cw = ChatwootDouble::start().await;
+    let stop = bridge(&c);
+    setup(&c, &cw).await;
+    // Chatwoot acts and then fails (the bridge cannot know it acted), fails outright,
+    // answers slowly, and then is down for a while.
+    cw.faults(&[Fault::FailAfter, Fault::Fail, Fault::FailAfter, Fault::Fail, Fault::FailAfter]);
+    cw.set_delay(Duration::from_millis(50));
+    let mut sent = Vec::new();
+    for i in 0..12 {
+        let (from, text) = if i % 2 == 0 { (ANA, format!("ana {i}")) } else { (BEN, format!("ben {i}")) };
+        sent.push((say(&c, from, SHOP, json!({ "text": text })).await, text));
+        if i == 5 {
+            cw.set_down(true);
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    cw.set_down(false);
+    held(&cw, 12, |m| !m.private).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let msgs = cw.messages();
+    for (wa, text) in &sent {
+        let copies = msgs.iter().filter(|m| m.source_id.as_deref() == Some(&format!("WAID:{wa}"))).count();
+        assert_eq!(copies, 1, "{text} is in Chatwoot once: {msgs:#?}");
+    }
+    assert_eq!(cw.contacts().len(), 2, "one contact each");
+    assert_eq!(cw.conversations().len(), 2, "one conversation each");
+    // In order within each conversation.
+    for who in ["ana", "ben"] {
+        let order: Vec<String> = msgs.iter().filter_map(|m| m.content.clone()).filter(|t| t.starts_with(who)).collect();
+        let want: Vec<String> = sent.iter().map(|s| s.1.clone()).filter(|t| t.starts_with(who)).collect();
+        assert_eq!(order, want);
+    }
+    let problems = cw.validate();
+    assert!(problems.is_empty(), "{problems:#?}");
+    stop.cancel();
+}
