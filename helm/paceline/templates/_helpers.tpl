@@ -88,6 +88,8 @@ Termination grace per role, from the code's shutdown (README, "Install on Kubern
 - dispatcher: in-flight attempts get min(api.shutdown_timeout_ms / 3, webhooks.timeout_ms),
   then unfinished deliveries are handed back: 5 s of margin;
 - attendant: answers in flight get 5 s, the rest are redelivered to another pod: 5 s of
+  margin;
+- chatwoot: jobs in flight get 5 s, then the rest are handed back for another pod: 5 s of
   margin.
 */}}
 {{- define "paceline.grace.api" -}}
@@ -97,6 +99,7 @@ Termination grace per role, from the code's shutdown (README, "Install on Kubern
 {{- end -}}
 {{- define "paceline.grace.worker" -}}20{{- end -}}
 {{- define "paceline.grace.attendant" -}}10{{- end -}}
+{{- define "paceline.grace.chatwoot" -}}10{{- end -}}
 {{- define "paceline.grace.dispatcher" -}}
 {{- $timeout := include "paceline.seconds" (dict "ctx" . "section" "api" "key" "shutdown_timeout_ms" "former" "shutdown_timeout_ms" "default" 25000) | int -}}
 {{- $attempt := include "paceline.seconds" (dict "ctx" . "section" "webhooks" "key" "timeout_ms" "former" "webhook_timeout_ms" "default" 10000) | int -}}

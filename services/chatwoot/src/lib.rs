@@ -44,8 +44,10 @@ pub const JOBS: &str = "paceline_chatwoot_jobs_total";
 pub const BACKLOG: &str = "paceline_chatwoot_backlog";
 pub const OLDEST: &str = "paceline_chatwoot_oldest_job_seconds";
 
-/// How long a claim holds a job (longer than a job's longest call).
-const LOCK: Duration = Duration::from_secs(600);
+/// How long a claim holds a job (longer than a job's longest call, a file's upload).
+const LOCK: Duration = Duration::from_secs(360);
+/// How long jobs in flight get at shutdown before they are handed back.
+const GRACE: Duration = Duration::from_secs(5);
 /// How long finished jobs are kept.
 const KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
 /// The longest one NATS call may take.
@@ -262,7 +264,15 @@ async fn work(b: &Arc<Bridge>, shutdown: &Shutdown) {
                 b.finish(&job, step).await;
             });
         }
-        while tasks.join_next().await.is_some() {}
+        let all = async { while tasks.join_next().await.is_some() {} };
+        tokio::select! {
+            _ = all => {}
+            _ = async { shutdown.cancelled().await; tokio::time::sleep(GRACE).await } => {
+                // What is still running is handed back (`release`), for another pod.
+                tasks.abort_all();
+                break;
+            }
+        }
     }
 }
 

@@ -95,7 +95,8 @@ async fn rehearsal_runs_the_rendered_pods_end_to_end_and_stops_them_within_their
     let mut job = start("migrate", &pod_of("Job", "paceline-migrate"), None);
     let status = job.child.wait().unwrap();
     assert!(status.success(), "the migration Job failed");
-    // 2. netsim, api, two workers, the dispatcher, the attendant; each ready by its startup probe's path.
+    // 2. netsim, api, two workers, the dispatcher, the attendant, the Chatwoot bridge; each
+    // ready by its startup probe's path.
     let netsim = start("netsim", &pod_of("Deployment", "paceline-netsim"), None);
     let api = start("api", &pod_of("Deployment", "paceline-api"), Some(api_addr));
     let mut workers = vec![
@@ -104,7 +105,8 @@ async fn rehearsal_runs_the_rendered_pods_end_to_end_and_stops_them_within_their
     ];
     let dispatcher = start("dispatcher", &pod_of("Deployment", "paceline-dispatcher"), None);
     let attendant = start("attendant", &pod_of("Deployment", "paceline-attendant"), None);
-    for p in [&api, &workers[0], &workers[1], &dispatcher, &attendant] {
+    let bridge = start("chatwoot", &pod_of("Deployment", "paceline-chatwoot"), None);
+    for p in [&api, &workers[0], &workers[1], &dispatcher, &attendant, &bridge] {
         let url = format!("http://{}/readyz", p.metrics.unwrap());
         let ready = wait_for(Duration::from_secs(60), || async {
             reqwest::get(&url).await.ok().filter(|r| r.status() == 200).map(|_| ())
@@ -188,7 +190,7 @@ async fn rehearsal_runs_the_rendered_pods_end_to_end_and_stops_them_within_their
     })
     .await;
     assert!(handed.is_some(), "the other worker took the instance over within the grace");
-    let mut rest = [attendant, dispatcher, api, workers.remove(0), netsim];
+    let mut rest = [bridge, attendant, dispatcher, api, workers.remove(0), netsim];
     let mut times = Vec::new();
     for p in rest.iter_mut().filter(|p| p.name != "netsim") {
         times.push((p.name.clone(), term(p).as_millis(), p.grace));

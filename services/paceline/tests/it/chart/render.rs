@@ -33,6 +33,7 @@ fn the_chart_renders_validates_and_runs_the_code_as_configured() {
         "Deployment/paceline-worker",
         "Deployment/paceline-dispatcher",
         "Deployment/paceline-attendant",
+        "Deployment/paceline-chatwoot",
         "Job/paceline-migrate",
         "Secret/paceline",
         "Secret/paceline-migrate",
@@ -71,10 +72,16 @@ fn the_chart_renders_validates_and_runs_the_code_as_configured() {
         assert!(except.contains(&private), "{private} is not public");
     }
     assert!(rules.iter().all(|r| r.get("ports").is_some() || r["to"].is_array()), "no rule opens everything");
-    // The attendant opens stored secrets; it gets no admin token.
-    let attendant = &find(manifests, "Deployment", "paceline-attendant")["spec"]["template"]["spec"]["containers"][0];
-    let names: Vec<&str> = attendant["env"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
-    assert!(names.contains(&"PACELINE_SECRETS_KEY") && !names.contains(&"PACELINE_ADMIN_TOKEN"), "{names:?}");
+    // The attendant and the Chatwoot bridge open stored secrets; they get no admin token.
+    for role in ["attendant", "chatwoot"] {
+        let d =
+            &find(manifests, "Deployment", &format!("paceline-{role}"))["spec"]["template"]["spec"]["containers"][0];
+        let names: Vec<&str> = d["env"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
+        assert!(
+            names.contains(&"PACELINE_SECRETS_KEY") && !names.contains(&"PACELINE_ADMIN_TOKEN"),
+            "{role} {names:?}"
+        );
+    }
     // No CRDs offline: no ServiceMonitor or PrometheusRule unless forced.
     assert!(!default.iter().any(|k| k.starts_with("ServiceMonitor") || k.starts_with("PrometheusRule")));
     let minimal = kinds("minimal");
@@ -115,7 +122,9 @@ fn the_chart_renders_validates_and_runs_the_code_as_configured() {
     ]);
     for (scenario, api_grace) in [("default", 40), ("everything", 45)] {
         let manifests = scenarios[scenario]["manifests"].as_array().unwrap();
-        for (role, grace) in [("api", api_grace), ("worker", 20), ("dispatcher", 13), ("attendant", 10)] {
+        for (role, grace) in
+            [("api", api_grace), ("worker", 20), ("dispatcher", 13), ("attendant", 10), ("chatwoot", 10)]
+        {
             let d = find(manifests, "Deployment", &format!("paceline-{role}"));
             let pod = &d["spec"]["template"]["spec"];
             assert_eq!(pod["terminationGracePeriodSeconds"], grace, "{scenario} {role}");
@@ -131,6 +140,7 @@ fn the_chart_renders_validates_and_runs_the_code_as_configured() {
             let r = match role {
                 "api" => Role::Api,
                 "attendant" => Role::Attendant,
+                "chatwoot" => Role::Chatwoot,
                 "worker" => Role::Worker,
                 _ => Role::Dispatcher,
             };
