@@ -106,16 +106,18 @@ fn message_json(m: &CwMessage) -> Value {
 
 /// Runs a handler under the double's rules: the token, Chatwoot down, the faults, and
 /// the record of the exchange.
-async fn answer(
-    st: &S,
-    method: &str,
+/// A request as recorded.
+struct Call<'a> {
+    method: &'static str,
     path: String,
     query: String,
-    headers: &HeaderMap,
+    headers: &'a HeaderMap,
     body: Value,
     multipart: bool,
-    act: impl FnOnce(&mut Store) -> (StatusCode, Value),
-) -> Response {
+}
+
+async fn answer(st: &S, call: Call<'_>, act: impl FnOnce(&mut Store) -> (StatusCode, Value)) -> Response {
+    let Call { method, path, query, headers, body, multipart } = call;
     let delay = st.lock().unwrap().delay;
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
@@ -170,51 +172,63 @@ fn raw_query(q: &BTreeMap<String, String>) -> String {
 async fn list_inboxes(State(st): State<S>, Path(a): Path<i64>, h: HeaderMap) -> Response {
     let path = format!("/api/v1/accounts/{a}/inboxes");
     let st2 = st.clone();
-    answer(&st2, "get", path, String::new(), &h, Value::Null, false, |s| {
-        let list: Vec<Value> = s
+    answer(
+        &st2,
+        Call { method: "get", path, query: String::new(), headers: &h, body: Value::Null, multipart: false },
+        |s| {
+            let list: Vec<Value> = s
             .inboxes
             .iter()
             .map(
                 |(id, name, hook)| json!({"id": id, "name": name, "channel_type": "Channel::Api", "webhook_url": hook}),
             )
             .collect();
-        (StatusCode::OK, json!({ "payload": list }))
-    })
+            (StatusCode::OK, json!({ "payload": list }))
+        },
+    )
     .await
 }
 
 async fn create_inbox(State(st): State<S>, Path(a): Path<i64>, h: HeaderMap, Json(b): Json<Value>) -> Response {
     let path = format!("/api/v1/accounts/{a}/inboxes/");
-    answer(&st, "post", path, String::new(), &h, b.clone(), false, |s| {
-        let id = s.id();
-        let name = b["name"].as_str().unwrap_or_default().to_string();
-        let hook = b.pointer("/channel/webhook_url").and_then(Value::as_str).unwrap_or_default().to_string();
-        s.inboxes.push((id, name.clone(), hook));
-        (StatusCode::OK, json!({"id": id, "name": name, "channel_type": "Channel::Api"}))
-    })
+    answer(
+        &st,
+        Call { method: "post", path, query: String::new(), headers: &h, body: b.clone(), multipart: false },
+        |s| {
+            let id = s.id();
+            let name = b["name"].as_str().unwrap_or_default().to_string();
+            let hook = b.pointer("/channel/webhook_url").and_then(Value::as_str).unwrap_or_default().to_string();
+            s.inboxes.push((id, name.clone(), hook));
+            (StatusCode::OK, json!({"id": id, "name": name, "channel_type": "Channel::Api"}))
+        },
+    )
     .await
 }
 
 async fn create_contact(State(st): State<S>, Path(a): Path<i64>, h: HeaderMap, Json(b): Json<Value>) -> Response {
     let path = format!("/api/v1/accounts/{a}/contacts");
-    answer(&st, "post", path, String::new(), &h, b.clone(), false, |s| {
-        let identifier = b["identifier"].as_str().unwrap_or_default().to_string();
-        if s.contacts.iter().any(|c| c.2 == identifier) {
-            return (
-                StatusCode::UNPROCESSABLE_ENTITY,
-                json!({"description": "Identifier has already been taken", "errors": []}),
-            );
-        }
-        let id = s.id();
-        let name = b["name"].as_str().unwrap_or_default().to_string();
-        let phone = b["phone_number"].as_str().map(str::to_string);
-        s.contacts.push((id, name.clone(), identifier.clone(), phone.clone()));
-        let mut c = json!({"id": id, "name": name, "identifier": identifier});
-        if let Some(p) = phone {
-            c["phone_number"] = json!(p);
-        }
-        (StatusCode::OK, json!({"id": id, "payload": [c]}))
-    })
+    answer(
+        &st,
+        Call { method: "post", path, query: String::new(), headers: &h, body: b.clone(), multipart: false },
+        |s| {
+            let identifier = b["identifier"].as_str().unwrap_or_default().to_string();
+            if s.contacts.iter().any(|c| c.2 == identifier) {
+                return (
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    json!({"description": "Identifier has already been taken", "errors": []}),
+                );
+            }
+            let id = s.id();
+            let name = b["name"].as_str().unwrap_or_default().to_string();
+            let phone = b["phone_number"].as_str().map(str::to_string);
+            s.contacts.push((id, name.clone(), identifier.clone(), phone.clone()));
+            let mut c = json!({"id": id, "name": name, "identifier": identifier});
+            if let Some(p) = phone {
+                c["phone_number"] = json!(p);
+            }
+            (StatusCode::OK, json!({"id": id, "payload": [c]}))
+        },
+    )
     .await
 }
 
@@ -225,55 +239,71 @@ async fn search_contacts(
     h: HeaderMap,
 ) -> Response {
     let path = format!("/api/v1/accounts/{a}/contacts/search");
-    answer(&st, "get", path, raw_query(&q), &h, Value::Null, false, |s| {
-        let term = q.get("q").cloned().unwrap_or_default();
-        let found: Vec<Value> = s
-            .contacts
-            .iter()
-            .filter(|c| c.2.contains(&term) || c.1.contains(&term))
-            .map(|c| json!({"id": c.0, "name": c.1, "identifier": c.2}))
-            .collect();
-        (StatusCode::OK, json!({"meta": {"count": found.len(), "current_page": "1"}, "payload": found}))
-    })
+    answer(
+        &st,
+        Call { method: "get", path, query: raw_query(&q), headers: &h, body: Value::Null, multipart: false },
+        |s| {
+            let term = q.get("q").cloned().unwrap_or_default();
+            let found: Vec<Value> = s
+                .contacts
+                .iter()
+                .filter(|c| c.2.contains(&term) || c.1.contains(&term))
+                .map(|c| json!({"id": c.0, "name": c.1, "identifier": c.2}))
+                .collect();
+            (StatusCode::OK, json!({"meta": {"count": found.len(), "current_page": "1"}, "payload": found}))
+        },
+    )
     .await
 }
 
 async fn contact_conversations(State(st): State<S>, Path((a, c)): Path<(i64, i64)>, h: HeaderMap) -> Response {
     let path = format!("/api/v1/accounts/{a}/contacts/{c}/conversations");
-    answer(&st, "get", path, String::new(), &h, Value::Null, false, |s| {
-        let list: Vec<Value> = s
-            .conversations
-            .iter()
-            .filter(|v| v.2 == c)
-            .map(|v| json!({"id": v.0, "inbox_id": v.1, "status": v.3, "account_id": a}))
-            .collect();
-        (StatusCode::OK, json!({ "payload": list }))
-    })
+    answer(
+        &st,
+        Call { method: "get", path, query: String::new(), headers: &h, body: Value::Null, multipart: false },
+        |s| {
+            let list: Vec<Value> = s
+                .conversations
+                .iter()
+                .filter(|v| v.2 == c)
+                .map(|v| json!({"id": v.0, "inbox_id": v.1, "status": v.3, "account_id": a}))
+                .collect();
+            (StatusCode::OK, json!({ "payload": list }))
+        },
+    )
     .await
 }
 
 async fn create_conversation(State(st): State<S>, Path(a): Path<i64>, h: HeaderMap, Json(b): Json<Value>) -> Response {
     let path = format!("/api/v1/accounts/{a}/conversations");
-    answer(&st, "post", path, String::new(), &h, b.clone(), false, |s| {
-        let id = s.id();
-        let inbox = b["inbox_id"].as_i64().unwrap_or_default();
-        let contact = b["contact_id"].as_i64().unwrap_or_default();
-        let status = b["status"].as_str().unwrap_or("open").to_string();
-        s.conversations.push((id, inbox, contact, status));
-        (StatusCode::OK, json!({"id": id, "account_id": a, "inbox_id": inbox}))
-    })
+    answer(
+        &st,
+        Call { method: "post", path, query: String::new(), headers: &h, body: b.clone(), multipart: false },
+        |s| {
+            let id = s.id();
+            let inbox = b["inbox_id"].as_i64().unwrap_or_default();
+            let contact = b["contact_id"].as_i64().unwrap_or_default();
+            let status = b["status"].as_str().unwrap_or("open").to_string();
+            s.conversations.push((id, inbox, contact, status));
+            (StatusCode::OK, json!({"id": id, "account_id": a, "inbox_id": inbox}))
+        },
+    )
     .await
 }
 
 async fn list_messages(State(st): State<S>, Path((a, c)): Path<(i64, i64)>, h: HeaderMap) -> Response {
     let path = format!("/api/v1/accounts/{a}/conversations/{c}/messages");
-    answer(&st, "get", path, String::new(), &h, Value::Null, false, |s| {
-        if !s.conversations.iter().any(|v| v.0 == c) {
-            return (StatusCode::NOT_FOUND, json!({"description": "not found"}));
-        }
-        let list: Vec<Value> = s.messages.iter().filter(|m| m.conversation_id == c).map(message_json).collect();
-        (StatusCode::OK, json!({"meta": {"labels": []}, "payload": list}))
-    })
+    answer(
+        &st,
+        Call { method: "get", path, query: String::new(), headers: &h, body: Value::Null, multipart: false },
+        |s| {
+            if !s.conversations.iter().any(|v| v.0 == c) {
+                return (StatusCode::NOT_FOUND, json!({"description": "not found"}));
+            }
+            let list: Vec<Value> = s.messages.iter().filter(|m| m.conversation_id == c).map(message_json).collect();
+            (StatusCode::OK, json!({"meta": {"labels": []}, "payload": list}))
+        },
+    )
     .await
 }
 
@@ -307,7 +337,7 @@ async fn create_message(State(st): State<S>, Path((a, c)): Path<(i64, i64)>, req
         (serde_json::from_slice(&bytes).unwrap_or(Value::Null), Vec::new())
     };
     let b = body.clone();
-    answer(&st, "post", path, String::new(), &h, body, is_form, move |s| {
+    answer(&st, Call { method: "post", path, query: String::new(), headers: &h, body, multipart: is_form }, move |s| {
         if !s.conversations.iter().any(|v| v.0 == c) {
             return (StatusCode::NOT_FOUND, json!({"description": "not found"}));
         }

@@ -345,7 +345,7 @@ async fn gauges(b: Arc<Bridge>, shutdown: Shutdown) {
             metrics::gauge!(OLDEST).set(oldest);
         }
         n += 1;
-        if n % 120 == 0 {
+        if n.is_multiple_of(120) {
             let before = Utc::now() - chrono::Duration::from_std(KEEP).unwrap_or_default();
             if let Err(e) = rows::prune(&b.core.db, before).await {
                 tracing::warn!(error = %e, "pruning chatwoot jobs failed");
@@ -360,7 +360,7 @@ mod tests {
 
     #[test]
     fn events_become_jobs() {
-        let ev = |t: &str, data: Value| json!({"id": "evt_1", "type": t, "instance_id": "inst_01J0000000000000000000000A", "data": data});
+        let ev = |t: &str, data: Value| json!({"id": "evt_1", "type": t, "instance_id": "inst_01a21c814fd7741bba4f97daf15a6a28", "data": data});
         let (_, k, key, _) =
             job_of(&ev("message.received", json!({"message_id": "msg_1", "chat_jid": "1@s.whatsapp.net"}))).unwrap();
         assert_eq!((k, key.as_str()), (Kind::Inbound, "msg_1"));

@@ -82,6 +82,10 @@ pub struct EvoChatwootOut {
 
 impl EvoChatwootOut {
     fn of(c: ChatwootOut, name: &str) -> EvoChatwootOut {
+        let mut ignore_jids = c.ignore_jids;
+        if !c.groups {
+            ignore_jids.insert(0, format!("@{}", shared::jid::GROUP_SERVER));
+        }
         EvoChatwootOut {
             enabled: c.enabled,
             account_id: c.account_id.to_string(),
@@ -97,7 +101,7 @@ impl EvoChatwootOut {
             import_messages: false,
             days_limit_import_messages: 0,
             merge_brazil_contacts: false,
-            ignore_jids: c.ignore_jids,
+            ignore_jids,
             webhook_url: c.webhook_url,
         }
     }
@@ -178,9 +182,11 @@ async fn set(
     };
     let sign = b.sign_msg.unwrap_or(true);
     let mut ignore_jids = b.ignore_jids.unwrap_or_default();
-    // Evolution lists "@g.us" to mean every group.
-    let groups = !ignore_jids.iter().any(|j| j == "@g.us");
-    ignore_jids.retain(|j| j != "@g.us" && j != "@s.whatsapp.net");
+    // Evolution lists "@g.us" to mean every group (and "@s.whatsapp.net" every person,
+    // which paceline does not take: the inbox would carry nothing).
+    let every = |server: &str| format!("@{server}");
+    let groups = !ignore_jids.contains(&every(shared::jid::GROUP_SERVER));
+    ignore_jids.retain(|j| *j != every(shared::jid::GROUP_SERVER) && *j != every(shared::jid::USER_SERVER));
     let body = ChatwootIn {
         enabled,
         url,

@@ -10,7 +10,7 @@ fn body(v: serde_json::Value) -> ChatwootIn {
 fn stored(reopen: bool) -> Stored {
     let config = body(json!({"url": "https://cw.example", "account_id": 7, "reopen_conversation": reopen}));
     Stored {
-        instance_id: InstanceId::parse("inst_01J0000000000000000000000A").unwrap(),
+        instance_id: InstanceId::parse("inst_01a21c814fd7741bba4f97daf15a6a28").unwrap(),
         config,
         token: "t".into(),
         hook: "cwh_x".into(),

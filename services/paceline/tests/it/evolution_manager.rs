@@ -151,8 +151,41 @@ async fn evolution_managers_calls_sign_in_list_pair_chat_and_configure() {
     assert!(hook.is_null() || hook["events"].is_array(), "a webhook page never gets an object without events: {hook}");
     own.get("/proxy/find/manager-shop").await.expect(200);
 
-    // 7. The integration pages: none set (`null`, `[]` for bots), and setting one says why not.
-    for page in ["websocket", "rabbitmq", "sqs", "chatwoot"] {
+    // 7. The Chatwoot page: empty settings, then saved as the page sends them (the token
+    // write-only: shown as "", kept when saved again without one).
+    let none = own.get("/chatwoot/find/manager-shop").await.expect(200);
+    assert_eq!((none["enabled"].clone(), none["url"].clone()), (json!(false), json!("")), "{none}");
+    let page = json!({
+        "enabled": true, "accountId": "1", "token": "cw-secret-token", "url": "https://8.8.8.8",
+        "signMsg": true, "signDelimiter": "\n", "nameInbox": "", "organization": "", "logo": "",
+        "reopenConversation": true, "conversationPending": false, "mergeBrazilContacts": false,
+        "importContacts": false, "importMessages": false, "daysLimitImportMessages": 7, "autoCreate": true,
+        "ignoreJids": ["@g.us"],
+    });
+    let saved = own.post("/chatwoot/set/manager-shop", &page).await.expect(200);
+    assert_eq!(saved["nameInbox"], "manager-shop");
+    let found = own.get("/chatwoot/find/manager-shop").await;
+    assert!(!found.text.contains("cw-secret-token"), "the token is never shown");
+    let found = found.expect(200);
+    assert_eq!(
+        (found["enabled"].clone(), found["accountId"].clone(), found["token"].clone()),
+        (json!(true), json!("1"), json!(""))
+    );
+    assert!(found["webhook_url"].as_str().unwrap().contains("/v1/chatwoot/webhook/"), "{found}");
+    let mut again = found.clone();
+    again["signMsg"] = json!(false);
+    own.post("/chatwoot/set/manager-shop", &again).await.expect(200);
+    let mut import = page.clone();
+    import["importMessages"] = json!(true);
+    own.post("/chatwoot/set/manager-shop", &import).await.expect_error(400, "validation_failed");
+    let v1 = c.api.admin().get(&format!("/v1/instances/{id}/chatwoot")).await.expect(200);
+    assert_eq!(
+        (v1["sign_messages"].clone(), v1["groups"].clone(), v1["token_set"].clone()),
+        (json!(false), json!(false), json!(true))
+    );
+
+    // The other integration pages: none set (`null`, `[]` for bots), and setting one says why not.
+    for page in ["websocket", "rabbitmq", "sqs"] {
         let r = own.get(&format!("/{page}/find/manager-shop")).await.expect(200);
         assert!(r.is_null(), "{page}: {r}");
         let refused = own
