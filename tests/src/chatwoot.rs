@@ -291,6 +291,26 @@ async fn create_conversation(State(st): State<S>, Path(a): Path<i64>, h: HeaderM
     .await
 }
 
+async fn show_conversation(State(st): State<S>, Path((a, c)): Path<(i64, i64)>, h: HeaderMap) -> Response {
+    let path = format!("/api/v1/accounts/{a}/conversations/{c}");
+    let call = Call { method: "get", path, query: String::new(), headers: &h, body: Value::Null, multipart: false };
+    answer(&st, call, |s| {
+        let Some((id, inbox, contact, status)) = s.conversations.iter().find(|v| v.0 == c).cloned() else {
+            return (StatusCode::NOT_FOUND, json!({"description": "not found"}));
+        };
+        let (_, name, identifier, phone) = s.contacts.iter().find(|x| x.0 == contact).cloned().expect("its contact");
+        let mut sender = json!({"id": contact, "name": name, "identifier": identifier});
+        if let Some(p) = phone {
+            sender["phone_number"] = json!(p);
+        }
+        (
+            StatusCode::OK,
+            json!({"id": id, "inbox_id": inbox, "status": status, "account_id": a, "meta": {"sender": sender}}),
+        )
+    })
+    .await
+}
+
 async fn list_messages(State(st): State<S>, Path((a, c)): Path<(i64, i64)>, h: HeaderMap) -> Response {
     let path = format!("/api/v1/accounts/{a}/conversations/{c}/messages");
     answer(
@@ -385,6 +405,7 @@ impl ChatwootDouble {
             .route("/api/v1/accounts/{a}/contacts/search", get(search_contacts))
             .route("/api/v1/accounts/{a}/contacts/{c}/conversations", get(contact_conversations))
             .route("/api/v1/accounts/{a}/conversations", post(create_conversation))
+            .route("/api/v1/accounts/{a}/conversations/{c}", get(show_conversation))
             .route("/api/v1/accounts/{a}/conversations/{c}/messages", get(list_messages).post(create_message))
             .route("/files/{m}/{i}", get(file))
             .layer(axum::extract::DefaultBodyLimit::max(64 << 20))
@@ -484,11 +505,12 @@ impl ChatwootDouble {
         (id, status.as_u16())
     }
 
-    /// A contact and conversation made in Chatwoot by hand (not by the bridge).
-    pub fn seed_conversation(&self, inbox: i64, identifier: &str) -> i64 {
+    /// A contact (known by its phone number) and a conversation made in Chatwoot by an
+    /// agent, not by the bridge.
+    pub fn seed_conversation(&self, inbox: i64, phone: &str) -> i64 {
         let mut s = self.state.lock().unwrap();
         let contact = s.id();
-        s.contacts.push((contact, identifier.into(), identifier.into(), None));
+        s.contacts.push((contact, "Walk-in".into(), format!("walkin-{contact}"), Some(phone.into())));
         let conv = s.id();
         s.conversations.push((conv, inbox, contact, "open".into()));
         conv

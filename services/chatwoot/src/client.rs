@@ -197,6 +197,17 @@ impl Chatwoot<'_> {
             .collect())
     }
 
+    /// A conversation's inbox and contact: (inbox, contact id, identifier, phone number).
+    pub async fn conversation(
+        &self,
+        id: i64,
+    ) -> Result<(Option<i64>, Option<i64>, Option<String>, Option<String>), CwError> {
+        let v = self.call("conversation", Method::GET, &format!("conversations/{id}"), None).await?;
+        let sender = v.pointer("/meta/sender").cloned().unwrap_or(Value::Null);
+        let text = |k: &str| sender.get(k).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string);
+        Ok((v.get("inbox_id").and_then(int), sender.get("id").and_then(int), text("identifier"), text("phone_number")))
+    }
+
     /// Opens a conversation with the contact in the inbox.
     pub async fn create_conversation(
         &self,

@@ -354,8 +354,12 @@ impl Bridge {
         let (Some(cw_id), Some(conv)) = (int(p, "message_id"), int(p, "conversation_id")) else {
             return Step::Fail("the webhook named no message".into());
         };
-        let Some(chat) = tri!(rows::chat_of_conversation(&self.core.db, c.id(), conv, c.s.generation).await) else {
-            return Step::Fail("the conversation is not one of this instance's chats".into());
+        let chat = match tri!(rows::chat_of_conversation(&self.core.db, c.id(), conv, c.s.generation).await) {
+            Some(chat) => chat,
+            None => match self.started_in_chatwoot(c, conv).await {
+                Ok(chat) => chat,
+                Err(s) => return s,
+            },
         };
         let sender = p.get("sender").and_then(Value::as_str);
         let content = p.get("content").and_then(Value::as_str).unwrap_or_default();
@@ -419,27 +423,91 @@ impl Bridge {
         Step::Done
     }
 
-    /// An attachment of an agent's message as the send's media: by URL for the core to
-    /// fetch (public Chatwoot), or fetched here through the client the admin allowed.
-    async fn media_in(&self, c: &Ctx<'_>, url: &str) -> Result<MediaIn, Step> {
-        let parsed = url::Url::parse(url).map_err(|_| Step::Fail("an attachment's URL does not parse".into()))?;
-        if !c.s.allow_private() {
-            return Ok(MediaIn { url: Some(url.to_string()), data: None, mime_type: None, filename: None });
+    /// The chat of a conversation an agent started in Chatwoot (with a contact made
+    /// there): asked of Chatwoot's API, never taken from the webhook, and only for a
+    /// conversation of this inbox whose contact is a WhatsApp number or JID.
+    async fn started_in_chatwoot(&self, c: &Ctx<'_>, conv: i64) -> Result<String, Step> {
+        let refused = || Step::Fail("the conversation is not one of this inbox's WhatsApp chats".into());
+        let (inbox, contact, identifier, phone) = match c.cw.conversation(conv).await {
+            Ok(v) => v,
+            Err(e) if e.not_found() => return Err(refused()),
+            Err(e) => return Err(Step::from(e)),
+        };
+        let (Some(contact), true) = (contact, inbox == Some(c.inbox)) else {
+            return Err(refused());
+        };
+        let jid = identifier
+            .iter()
+            .chain(phone.iter())
+            .find_map(|v| shared::jid::Jid::parse(v.trim_start_matches('+')).ok())
+            .filter(|j| j.is_user() || j.is_group())
+            .ok_or_else(refused)?
+            .to_string();
+        if !c.s.carries(&jid) {
+            return Err(refused());
         }
-        let limit = shared::message::DOCUMENT_LIMIT as u64;
-        let (bytes, mime) = self
-            .private
-            .download(&parsed, limit)
-            .await
-            .map_err(|e| Step::Later(Duration::ZERO, format!("an attachment: {e}")))?;
-        use base64::Engine;
-        let filename = parsed.path_segments().and_then(|mut s| s.next_back()).map(str::to_string);
-        Ok(MediaIn {
-            url: None,
-            data: Some(base64::engine::general_purpose::STANDARD.encode(bytes)),
-            mime_type: mime,
-            filename,
-        })
+        rows::save_chat(
+            &self.core.db,
+            c.id(),
+            &jid,
+            c.s.generation,
+            &ChatRow { contact_id: contact, conversation_id: Some(conv) },
+        )
+        .await
+        .map_err(Step::from)?;
+        Ok(jid)
+    }
+
+    /// An attachment of an agent's message as the send's media: by URL for the core to
+    /// fetch (public addresses only). Only a file at the Chatwoot origin the admin allowed
+    /// private addresses for is fetched here, following redirects within that origin; a
+    /// redirect elsewhere (a storage bucket) goes to the core's public-only fetcher. So a
+    /// webhook naming an internal address never has it fetched.
+    async fn media_in(&self, c: &Ctx<'_>, url: &str) -> Result<MediaIn, Step> {
+        let mut at = url::Url::parse(url).map_err(|_| Step::Fail("an attachment's URL does not parse".into()))?;
+        let by_url = |u: &url::Url| MediaIn { url: Some(u.to_string()), data: None, mime_type: None, filename: None };
+        let approved = c.s.private_origin.as_deref().filter(|_| c.s.allow_private());
+        let here = |u: &url::Url| approved.is_some() && domain::attendant::origin_of(u.as_str()).as_deref() == approved;
+        if !here(&at) {
+            return Ok(by_url(&at));
+        }
+        let later = |e: String| Step::Later(Duration::ZERO, format!("an attachment: {e}"));
+        for _ in 0..5 {
+            let res = self.files.get(at.clone()).send().await.map_err(|e| later(e.without_url().to_string()))?;
+            if res.status().is_redirection() {
+                let next = res
+                    .headers()
+                    .get(reqwest::header::LOCATION)
+                    .and_then(|l| l.to_str().ok())
+                    .and_then(|l| at.join(l).ok())
+                    .ok_or_else(|| Step::Fail("an attachment's redirect names no place".into()))?;
+                if !here(&next) {
+                    return Ok(by_url(&next));
+                }
+                at = next;
+                continue;
+            }
+            if !res.status().is_success() {
+                return Err(later(format!("status {}", res.status().as_u16())));
+            }
+            let mime = res
+                .headers()
+                .get(reqwest::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(|v| v.split(';').next().unwrap_or(v).trim().to_string());
+            let bytes = shared::fetch::read_capped(res, shared::message::DOCUMENT_LIMIT as u64)
+                .await
+                .map_err(|e| later(e.to_string()))?;
+            use base64::Engine;
+            let filename = at.path_segments().and_then(|mut s| s.next_back()).map(str::to_string);
+            return Ok(MediaIn {
+                url: None,
+                data: Some(base64::engine::general_purpose::STANDARD.encode(bytes)),
+                mime_type: mime,
+                filename,
+            });
+        }
+        Err(Step::Fail("an attachment's URL redirects too often".into()))
     }
 
     /// A private note in the conversation, once.

@@ -44,8 +44,6 @@ pub const JOBS: &str = "paceline_chatwoot_jobs_total";
 pub const BACKLOG: &str = "paceline_chatwoot_backlog";
 pub const OLDEST: &str = "paceline_chatwoot_oldest_job_seconds";
 
-/// How long a claim holds a job (longer than a job's longest call, a file's upload).
-const LOCK: Duration = Duration::from_secs(360);
 /// How long jobs in flight get at shutdown before they are handed back.
 const GRACE: Duration = Duration::from_secs(5);
 /// How long finished jobs are kept.
@@ -68,9 +66,12 @@ pub fn describe() {
 
 pub struct Bridge {
     pub(crate) core: Core,
-    /// Clients for Chatwoot on public addresses, and for one the admin allowed private.
+    /// Clients for Chatwoot's API on public addresses, and on one the admin allowed
+    /// private; neither follows redirects (the token would go along).
     pub(crate) public: GuardedClient,
     pub(crate) private: GuardedClient,
+    /// Fetches agents' files at an allowed private Chatwoot (redirects checked by hand).
+    pub(crate) files: reqwest::Client,
     pod: String,
 }
 
@@ -79,8 +80,13 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     describe();
     let core = Core::connect(config, &shutdown, shared::config::Role::Chatwoot, "chatwoot").await?;
     let b = Arc::new(Bridge {
-        public: GuardedClient::new(core.config.allow_private_targets, client::CALL_TIMEOUT * 10),
-        private: GuardedClient::new(true, client::CALL_TIMEOUT * 10),
+        public: GuardedClient::without_redirects(core.config.allow_private_targets, client::CALL_TIMEOUT * 10),
+        private: GuardedClient::without_redirects(true, client::CALL_TIMEOUT * 10),
+        files: shared::fetch::guarded_builder(true)
+            .timeout(client::CALL_TIMEOUT * 10)
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .context("building the HTTP client")?,
         pod: format!("cw_{}", uuid::Uuid::new_v4().simple()),
         core,
     });
@@ -236,7 +242,7 @@ async fn work(b: &Arc<Bridge>, shutdown: &Shutdown) {
         let claimed = match rows::claim(
             &b.core.db,
             &b.pod,
-            LOCK.as_millis() as u64,
+            b.lock().as_millis() as u64,
             i64::from(b.core.config.chatwoot.concurrency.max(1)),
         )
         .await
@@ -260,7 +266,12 @@ async fn work(b: &Arc<Bridge>, shutdown: &Shutdown) {
         for job in claimed {
             let b = b.clone();
             tasks.spawn(async move {
-                let step = b.run(&job).await;
+                // A job never outlives its claim: another pod could take it over.
+                let deadline = b.lock().mul_f64(0.75);
+                let step = match tokio::time::timeout(deadline, b.run(&job)).await {
+                    Ok(s) => s,
+                    Err(_) => Step::Later(Duration::ZERO, "the job took too long".into()),
+                };
                 b.finish(&job, step).await;
             });
         }
@@ -277,6 +288,11 @@ async fn work(b: &Arc<Bridge>, shutdown: &Shutdown) {
 }
 
 impl Bridge {
+    /// How long a claim holds a job.
+    fn lock(&self) -> Duration {
+        self.core.config.chatwoot.lock.max(Duration::from_secs(4))
+    }
+
     async fn finish(&self, job: &rows::Job, step: Step) {
         let kind = format!("{:?}", job.kind).to_lowercase();
         let outcome = match step {

@@ -410,6 +410,13 @@ section! {
         retry_span: Duration = ms(3 * 24 * 3_600_000),
         /// Jobs one pod does at once (each of another instance).
         concurrency: u32 = 16,
+        /// How long a pod holds a job it took (a job is cut off at three quarters of it): a
+        /// pod that dies leaves its jobs to the others after this. At least 4 s; keep its
+        /// three quarters above a file's upload to Chatwoot (up to 300 s).
+        #[serde(rename = "lock_ms")]
+        #[serde_as(as = "de::Millis")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        lock: Duration = ms(420_000),
     }
 }
 

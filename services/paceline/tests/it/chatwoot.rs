@@ -68,16 +68,49 @@ async fn setup(c: &Cluster, cw: &ChatwootDouble) -> (String, String) {
     (id, token)
 }
 
-/// The bridge (and the dispatcher's relay) in this process, with the API's address.
-fn bridge(c: &Cluster) -> shared::Shutdown {
-    let stop = shared::Shutdown::new();
+/// The test's configuration for the bridge: the API's address, short waits.
+fn config(c: &Cluster) -> shared::Config {
     let mut config = c.config.clone();
     config.listen_addr = c.api.addr;
     config.chatwoot.retry_base = Duration::from_millis(100);
     config.chatwoot.retry_max = Duration::from_millis(800);
-    tokio::spawn(dispatcher::run(config.clone(), stop.clone()));
-    tokio::spawn(chatwoot::run(config, stop.clone()));
+    config.chatwoot.lock = Duration::from_secs(4);
+    config
+}
+
+/// The bridge (and the dispatcher's relay) in this process.
+fn bridge(c: &Cluster) -> shared::Shutdown {
+    let stop = shared::Shutdown::new();
+    tokio::spawn(dispatcher::run(config(c), stop.clone()));
+    tokio::spawn(chatwoot::run(config(c), stop.clone()));
     stop
+}
+
+/// Bridge pods as processes (killed when dropped).
+struct Pods(Vec<std::process::Child>);
+
+impl Drop for Pods {
+    fn drop(&mut self) {
+        for p in &mut self.0 {
+            let _ = p.kill();
+            let _ = p.wait();
+        }
+    }
+}
+
+fn pods(c: &Cluster, n: usize) -> Pods {
+    Pods(
+        (0..n)
+            .map(|_| {
+                harness::cluster::command(bin(), "chatwoot", &config(c))
+                    .env("PACELINE_METRICS_ADDR", harness::cluster::free_addr().to_string())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect(),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -163,6 +196,15 @@ async fn chats_reach_the_inbox_and_agents_reply_each_once() {
     .unwrap();
     assert_eq!(sent, 2);
 
+    // A webhook naming a file elsewhere on a private address (not Chatwoot's, which the
+    // admin allowed) never has it fetched: the agents are told the message was not sent.
+    let sneaky = json!({ "event": "message_created", "id": 777_001, "content": "", "message_type": "outgoing",
+        "private": false, "source_id": null, "conversation": { "id": conv }, "sender": { "name": "Mallory" },
+        "attachments": [{ "file_type": "file", "data_url": format!("http://{}/control/phones/{ANA}/inbox", c.netsim) }] });
+    assert_eq!(cw.post_hook(&sneaky).await, 200);
+    held(&cw, 1, |m| m.private && m.content.as_deref().is_some_and(|t| t.starts_with("Not sent to WhatsApp"))).await;
+    assert_eq!(inbox(&c, ANA).await.len(), 2, "nothing more went out");
+
     // A group: its own conversation, each message naming its sender.
     let group = c
         .api
@@ -179,21 +221,10 @@ async fn chats_reach_the_inbox_and_agents_reply_each_once() {
     assert_ne!(gm.conversation_id, conv);
     assert!(cw.contacts().iter().any(|c| c.2 == gjid && c.1.ends_with("(group)")));
 
-    // A send that fails is told back to the agents as a private note.
+    // An agent starts a conversation in Chatwoot with a contact known by a number with no
+    // WhatsApp account: the send fails, and the agents are told in a private note.
     let inbox_id = cw.inboxes()[0].0;
-    let lost = cw.seed_conversation(inbox_id, "5511999990404@s.whatsapp.net");
-    let generation: i64 = sqlx::query_scalar("SELECT generation FROM chatwoot_inboxes WHERE instance_id = $1")
-        .bind(&id)
-        .fetch_one(&c.pool().await)
-        .await
-        .unwrap();
-    sqlx::query("INSERT INTO chatwoot_chats (instance_id, chat_jid, generation, contact_id, conversation_id) VALUES ($1, '5511999990404@s.whatsapp.net', $2, 0, $3)")
-        .bind(&id)
-        .bind(generation)
-        .bind(lost)
-        .execute(&c.pool().await)
-        .await
-        .unwrap();
+    let lost = cw.seed_conversation(inbox_id, "+5511999990404");
     cw.agent_reply(lost, "anyone there?", vec![]).await;
     held(&cw, 1, |m| m.private && m.conversation_id == lost).await;
     let note = cw.messages().into_iter().find(|m| m.private && m.conversation_id == lost).unwrap();
@@ -209,25 +240,36 @@ async fn chats_reach_the_inbox_and_agents_reply_each_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn chatwoot_failing_and_down_loses_nothing_and_posts_nothing_twice() {
+async fn chatwoot_failing_and_down_and_pods_killed_lose_nothing_and_post_nothing_twice() {
     let c = Cluster::start(bin(), 1, |_| {}).await;
     let cw = ChatwootDouble::start().await;
-    let stop = bridge(&c);
+    // The relay in this process; the bridge as two pods, one of them killed mid-way.
+    let stop = shared::Shutdown::new();
+    tokio::spawn(dispatcher::run(config(&c), stop.clone()));
+    let mut pods = pods(&c, 2);
     setup(&c, &cw).await;
     // Chatwoot acts and then fails (the bridge cannot know it acted), fails outright,
     // answers slowly, and then is down for a while.
     cw.faults(&[Fault::FailAfter, Fault::Fail, Fault::FailAfter, Fault::Fail, Fault::FailAfter]);
-    cw.set_delay(Duration::from_millis(50));
+    cw.set_delay(Duration::from_millis(300));
     let mut sent = Vec::new();
     for i in 0..12 {
         let (from, text) = if i % 2 == 0 { (ANA, format!("ana {i}")) } else { (BEN, format!("ben {i}")) };
         sent.push((say(&c, from, SHOP, json!({ "text": text })).await, text));
-        if i == 5 {
+        if i == 3 {
+            // A pod dies as it works (kill -9: its claim lapses for the other).
+            held(&cw, 1, |m| !m.private).await;
+            let mut gone = pods.0.remove(0);
+            gone.kill().unwrap();
+            gone.wait().unwrap();
+        }
+        if i == 7 {
             cw.set_down(true);
         }
     }
     tokio::time::sleep(Duration::from_secs(3)).await;
     cw.set_down(false);
+    cw.set_delay(Duration::ZERO);
     held(&cw, 12, |m| !m.private).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let msgs = cw.messages();
