@@ -256,7 +256,8 @@ impl Bridge {
         if chat.is_empty() || !c.s.carries(&chat) {
             return Step::Done;
         }
-        let reaction = p.get("event").and_then(Value::as_str) == Some("reaction");
+        let event = p.get("event").and_then(Value::as_str).unwrap_or("message");
+        let reaction = event == "reaction";
         // A reaction is a message of its own, replying to what it reacts to.
         let key = if reaction { format!("{wa}:reaction:{}", c.job.key) } else { wa.clone() };
         if tri!(rows::message(&self.core.db, c.id(), &key, c.s.generation).await).is_some() {
@@ -279,7 +280,14 @@ impl Bridge {
             }
         } else {
             let kind = data.get("type").and_then(Value::as_str).unwrap_or("text");
-            let content = data.get("content").cloned().unwrap_or(Value::Null);
+            let content = match event {
+                // A send's content is in the log (and its media stored, never pending).
+                "sent" => match self.fresh_content(c, &data).await {
+                    Some(v) => v,
+                    None => return Step::Later(Duration::from_secs(2), "the sent message is not logged yet".into()),
+                },
+                _ => data.get("content").cloned().unwrap_or(Value::Null),
+            };
             let pending = content.pointer("/media/pending").and_then(Value::as_bool).unwrap_or(false);
             let waited = (chrono::Utc::now() - c.job.created_at).to_std().unwrap_or_default();
             if pending && waited < MEDIA_WAIT {

@@ -5,7 +5,8 @@
 //! calls reach tenants' servers and take their time, so they never run in an API
 //! request. Two loops:
 //! - **intake**: a durable JetStream consumer (`chatwoot`, shared by every pod) reads
-//!   `message.received`, `reaction.received` and `message.failed`, and writes a job for
+//!   `message.received`, `reaction.received`, `message.sent` (messages sent from
+//!   elsewhere, shown as outgoing) and `message.failed`, and writes a job for
 //!   each one an instance's inbox carries (`chatwoot_jobs`, keyed by the event, so a
 //!   redelivered event makes none), then acks. The API's webhook route writes the jobs
 //!   for what Chatwoot tells (agents' messages, conversations resolved).
@@ -51,7 +52,7 @@ const KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
 /// The longest one NATS call may take.
 const NATS_CALL: Duration = Duration::from_secs(10);
 /// The events the bridge reads.
-const EVENTS: [&str; 3] = ["message.received", "reaction.received", "message.failed"];
+const EVENTS: [&str; 4] = ["message.received", "reaction.received", "message.sent", "message.failed"];
 
 pub fn describe() {
     metrics::describe_counter!(JOBS, "Chatwoot bridge jobs tried, by kind and result (done, retry, failed)");
@@ -199,6 +200,18 @@ fn job_of(v: &Value) -> Option<(InstanceId, Kind, String, Value)> {
             Some((id, Kind::Inbound, key, json!({ "event": "message", "data": data })))
         }
         "reaction.received" => Some((id, Kind::Inbound, event, json!({ "event": "reaction", "data": data }))),
+        // Sent from elsewhere (the API, the attendant, Evolution's routes): shown to the
+        // agents as outgoing; an agent's own message is in Chatwoot already.
+        "message.sent" => {
+            let ours =
+                data.get("client_message_id").and_then(Value::as_str).is_some_and(|c| c.starts_with("chatwoot-"));
+            let msg = data.get("id")?.as_str()?.to_string();
+            let sent = json!({
+                "message_id": msg, "chat_jid": data.get("to")?, "wa_message_id": data.get("wa_message_id")?,
+                "from_me": true, "type": data.get("type")?,
+            });
+            (!ours).then(|| (id, Kind::Inbound, msg, json!({ "event": "sent", "data": sent })))
+        }
         "message.failed" => {
             let ours =
                 data.get("client_message_id").and_then(Value::as_str).is_some_and(|c| c.starts_with("chatwoot-"));
@@ -386,7 +399,16 @@ mod tests {
         let (_, k, _, _) =
             job_of(&ev("message.failed", json!({"id": "msg_2", "client_message_id": "chatwoot-1-2"}))).unwrap();
         assert_eq!(k, Kind::Status);
-        assert!(job_of(&ev("message.sent", json!({}))).is_none());
+        assert!(job_of(&ev("message.delivered", json!({}))).is_none());
+        let sent = json!({"id": "msg_3", "to": "1@s.whatsapp.net", "wa_message_id": "W3", "type": "text"});
+        let (_, k, key, p) = job_of(&ev("message.sent", sent.clone())).unwrap();
+        assert_eq!(
+            (k, key.as_str(), p["data"]["chat_jid"].as_str()),
+            (Kind::Inbound, "msg_3", Some("1@s.whatsapp.net"))
+        );
+        let mut agent = sent;
+        agent["client_message_id"] = json!("chatwoot-1-9");
+        assert!(job_of(&ev("message.sent", agent)).is_none());
         assert!(job_of(&json!({"type": "message.received"})).is_none());
     }
 

@@ -208,10 +208,13 @@ impl Stored {
         self.private_origin.is_some() && self.private_origin == self.config.origin()
     }
 
-    /// Whether a chat goes to Chatwoot.
+    /// Whether a chat goes to Chatwoot: a person's or (when asked) a group's, not ignored;
+    /// never statuses, channels or broadcasts.
     pub fn carries(&self, chat: &str) -> bool {
-        let group = chat.rsplit_once('@').is_some_and(|(_, server)| server == shared::jid::GROUP_SERVER);
-        self.config.enabled && (self.config.groups || !group) && !self.config.ignore_jids.iter().any(|j| j == chat)
+        use shared::jid::{GROUP_SERVER, LID_SERVER, USER_SERVER};
+        let server = chat.rsplit_once('@').map(|(_, s)| s).unwrap_or_default();
+        let kind_ok = server == USER_SERVER || server == LID_SERVER || (server == GROUP_SERVER && self.config.groups);
+        self.config.enabled && kind_ok && !self.config.ignore_jids.iter().any(|j| j == chat)
     }
 }
 

@@ -113,4 +113,7 @@ fn chats_carried() {
     assert!(s.carries("15550002222@s.whatsapp.net"));
     assert!(!s.carries("15550001111@s.whatsapp.net"));
     assert!(!s.carries("120363000000000000@g.us"));
+    assert!(!s.carries("status@broadcast"));
+    assert!(!s.carries("120363000000000001@newsletter"));
+    assert!(s.carries("98765@lid"));
 }

@@ -118,7 +118,7 @@ async fn chats_reach_the_inbox_and_agents_reply_each_once() {
     let c = Cluster::start(bin(), 1, |_| {}).await;
     let cw = ChatwootDouble::start().await;
     let stop = bridge(&c);
-    let (id, _) = setup(&c, &cw).await;
+    let (id, token) = setup(&c, &cw).await;
 
     // A contact writes: a contact, a conversation and the message, incoming.
     let first = say(&c, ANA, SHOP, json!({ "text": "hi, are you open?" })).await;
@@ -204,6 +204,18 @@ async fn chats_reach_the_inbox_and_agents_reply_each_once() {
     assert_eq!(cw.post_hook(&sneaky).await, 200);
     held(&cw, 1, |m| m.private && m.content.as_deref().is_some_and(|t| t.starts_with("Not sent to WhatsApp"))).await;
     assert_eq!(inbox(&c, ANA).await.len(), 2, "nothing more went out");
+
+    // A message sent through the API shows in the conversation as outgoing, once.
+    let own = c.api.client(Some(token));
+    own.post(&format!("/v1/instances/{id}/messages"), &json!({ "to": ANA, "type": "text", "text": "sent by the API" }))
+        .await
+        .expect(202);
+    held(&cw, 1, |m| m.content.as_deref() == Some("sent by the API")).await;
+    let api_sent =
+        cw.messages().into_iter().filter(|m| m.content.as_deref() == Some("sent by the API")).collect::<Vec<_>>();
+    assert_eq!(api_sent.len(), 1);
+    assert_eq!((api_sent[0].conversation_id, api_sent[0].message_type.as_str()), (conv, "outgoing"));
+    assert!(api_sent[0].source_id.as_deref().is_some_and(|s| s.starts_with("WAID:")));
 
     // A group: its own conversation, each message naming its sender.
     let group = c
