@@ -47,10 +47,12 @@ CREATE TABLE chatwoot_messages (
 );
 CREATE INDEX chatwoot_messages_cw_idx ON chatwoot_messages (instance_id, cw_message_id);
 
--- The bridge's work: `setup` (make the inbox), `inbound` (a message or reaction into
--- Chatwoot), `outbound` (an agent's message to WhatsApp), `status` (a send's failure
--- back to Chatwoot), `resolved` (a conversation closed in Chatwoot). `key` makes each
--- piece of work once; `seq` orders an instance's jobs, done one at a time.
+-- The bridge's work: `setup` (find or make the inbox), `inbound` (a message or reaction
+-- into Chatwoot), `outbound` (an agent's message to WhatsApp), `status` (a send's failure
+-- back to Chatwoot), `resolved` (a conversation closed in Chatwoot). `key` is what caused
+-- it (an event, Chatwoot's message id), so the same cause queues it once. An instance's
+-- jobs are done one at a time: its setup first, then by `event_at` (when what caused it
+-- happened), then `seq`.
 CREATE TABLE chatwoot_jobs (
     seq              BIGSERIAL PRIMARY KEY,
     instance_id      TEXT NOT NULL REFERENCES instances (id) ON DELETE CASCADE,
@@ -60,6 +62,10 @@ CREATE TABLE chatwoot_jobs (
     state            TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'done', 'failed')),
     attempts         INT NOT NULL DEFAULT 0,
     next_attempt_at  TIMESTAMPTZ NOT NULL DEFAULT now(),
+    event_at         TIMESTAMPTZ NOT NULL DEFAULT now(),
+    -- The first try: a job is given up `chatwoot.retry_span_ms` after it, not after it
+    -- was queued (work waiting behind a long outage is not discarded unseen).
+    first_try_at     TIMESTAMPTZ,
     locked_by        TEXT,
     locked_until     TIMESTAMPTZ,
     claim_id         TEXT,
@@ -68,5 +74,5 @@ CREATE TABLE chatwoot_jobs (
     updated_at       TIMESTAMPTZ NOT NULL DEFAULT now(),
     UNIQUE (instance_id, kind, key)
 );
-CREATE INDEX chatwoot_jobs_pending_idx ON chatwoot_jobs (instance_id, seq) WHERE state = 'pending';
+CREATE INDEX chatwoot_jobs_pending_idx ON chatwoot_jobs (instance_id, event_at, seq) WHERE state = 'pending';
 CREATE INDEX chatwoot_jobs_finished_idx ON chatwoot_jobs (updated_at) WHERE state <> 'pending';

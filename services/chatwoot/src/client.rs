@@ -75,6 +75,42 @@ pub struct Attachment {
     pub body: reqwest::Body,
 }
 
+/// An inbox as listed.
+#[derive(Debug, Clone)]
+pub struct Inbox {
+    pub id: i64,
+    pub name: String,
+    pub webhook_url: Option<String>,
+}
+
+/// A contact as a search finds it.
+#[derive(Debug, Clone)]
+pub struct Contact {
+    pub id: i64,
+    pub identifier: Option<String>,
+    pub phone_number: Option<String>,
+}
+
+/// The start of a refusal's text, safe to keep and show: no control characters, the
+/// token never, and no run of six digits or more (a number it may echo).
+fn redacted(body: &[u8], token: &str) -> String {
+    let text = String::from_utf8_lossy(body);
+    let text = if token.is_empty() { text.to_string() } else { text.replace(token, "***") };
+    let mut out = String::new();
+    let mut digits = String::new();
+    for ch in text.chars().filter(|c| !c.is_control()).take(200) {
+        if ch.is_ascii_digit() {
+            digits.push(ch);
+            continue;
+        }
+        out.push_str(if digits.len() >= 6 { "***" } else { &digits });
+        digits.clear();
+        out.push(ch);
+    }
+    out.push_str(if digits.len() >= 6 { "***" } else { &digits });
+    out
+}
+
 fn int(v: &Value) -> Option<i64> {
     v.as_i64().or_else(|| v.as_f64().map(|f| f as i64)).or_else(|| v.as_str().and_then(|s| s.parse().ok()))
 }
@@ -106,7 +142,12 @@ impl Chatwoot<'_> {
         h
     }
 
-    fn answer(op: &'static str, start: Instant, r: Result<(u16, Vec<u8>), FetchError>) -> Result<Value, CwError> {
+    fn answer(
+        &self,
+        op: &'static str,
+        start: Instant,
+        r: Result<(u16, Vec<u8>), FetchError>,
+    ) -> Result<Value, CwError> {
         metrics::histogram!(REQUEST_SECONDS, "op" => op).record(start.elapsed().as_secs_f64());
         let (status, body) = match r {
             Ok(a) => a,
@@ -117,7 +158,7 @@ impl Chatwoot<'_> {
         if (200..300).contains(&status) {
             return Ok(serde_json::from_slice(&body).unwrap_or(Value::Null));
         }
-        let detail: String = String::from_utf8_lossy(&body).chars().filter(|c| !c.is_control()).take(200).collect();
+        let detail = redacted(&body, self.token);
         if status >= 500 || matches!(status, 408 | 429) {
             return Err(CwError::Unavailable(format!("{op}: Chatwoot answered {status}")));
         }
@@ -130,15 +171,21 @@ impl Chatwoot<'_> {
         let r = tokio::time::timeout(CALL_TIMEOUT, self.http.call(method, &url, self.headers(), body, ANSWER_LIMIT))
             .await
             .unwrap_or_else(|_| Err(FetchError::Failed("timed out".into())));
-        Self::answer(op, start, r)
+        self.answer(op, start, r)
     }
 
-    /// The account's inboxes: (id, name).
-    pub async fn inboxes(&self) -> Result<Vec<(i64, String)>, CwError> {
+    /// The account's inboxes.
+    pub async fn inboxes(&self) -> Result<Vec<Inbox>, CwError> {
         let v = self.call("inboxes", Method::GET, "inboxes", None).await?;
         Ok(list_in(&v)
             .iter()
-            .filter_map(|i| Some((i.get("id").and_then(int)?, i.get("name")?.as_str()?.to_string())))
+            .filter_map(|i| {
+                Some(Inbox {
+                    id: i.get("id").and_then(int)?,
+                    name: i.get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
+                    webhook_url: i.get("webhook_url").and_then(Value::as_str).map(str::to_string),
+                })
+            })
             .collect())
     }
 
@@ -165,20 +212,28 @@ impl Chatwoot<'_> {
         id_in(&v).ok_or_else(|| CwError::Unavailable("create_contact: no id in Chatwoot's answer".into()))
     }
 
-    /// The contact whose identifier is `identifier`, if any.
-    pub async fn find_contact(&self, identifier: &str) -> Result<Option<i64>, CwError> {
+    /// The first contact a search for `q` finds that `which` accepts.
+    pub async fn find_contact(&self, q: &str, which: impl Fn(&Contact) -> bool) -> Result<Option<i64>, CwError> {
         let mut url = self.url("contacts/search")?;
-        url.query_pairs_mut().append_pair("q", identifier).append_pair("page", "1");
+        url.query_pairs_mut().append_pair("q", q).append_pair("page", "1");
         let start = Instant::now();
         let r =
             tokio::time::timeout(CALL_TIMEOUT, self.http.call(Method::GET, &url, self.headers(), None, ANSWER_LIMIT))
                 .await
                 .unwrap_or_else(|_| Err(FetchError::Failed("timed out".into())));
-        let v = Self::answer("find_contact", start, r)?;
+        let v = self.answer("find_contact", start, r)?;
+        let text = |c: &Value, k: &str| c.get(k).and_then(Value::as_str).map(str::to_string);
         Ok(list_in(&v)
             .iter()
-            .find(|c| c.get("identifier").and_then(Value::as_str) == Some(identifier))
-            .and_then(|c| c.get("id").and_then(int)))
+            .filter_map(|c| {
+                Some(Contact {
+                    id: c.get("id").and_then(int)?,
+                    identifier: text(c, "identifier"),
+                    phone_number: text(c, "phone_number"),
+                })
+            })
+            .find(|c| which(c))
+            .map(|c| c.id))
     }
 
     /// The contact's conversations: (id, inbox, status).
@@ -285,7 +340,7 @@ impl Chatwoot<'_> {
                 )
                 .await
                 .unwrap_or_else(|_| Err(FetchError::Failed("timed out".into())));
-                Self::answer("create_message", start, r)?
+                self.answer("create_message", start, r)?
             }
         };
         id_in(&v).ok_or_else(|| CwError::Unavailable("create_message: no id in Chatwoot's answer".into()))
@@ -306,6 +361,14 @@ mod tests {
         assert_eq!(list_in(&json!({"payload": [1, 2]})).len(), 2);
         assert_eq!(list_in(&json!([1])).len(), 1);
         assert!(list_in(&json!({"meta": {}})).is_empty());
+    }
+
+    #[test]
+    fn refusals_keep_neither_the_token_nor_numbers() {
+        let body = b"bad token tok-123 for +5511999990001, code 42\n";
+        assert_eq!(redacted(body, "tok-123"), "bad token *** for +***, code 42");
+        assert_eq!(redacted(b"12345", ""), "12345");
+        assert_eq!(redacted(b"1234567", ""), "***");
     }
 
     #[test]

@@ -22,6 +22,8 @@ use crate::Bridge;
 /// How long received media still downloading is waited for before the message goes
 /// without it.
 const MEDIA_WAIT: Duration = Duration::from_secs(600);
+/// How long a sent message is waited for in the log before its queued row is read.
+const SENT_WAIT: Duration = Duration::from_secs(30);
 /// How long a queued send of an agent's message may wait.
 const SEND_EXPIRES: &str = "24h";
 
@@ -110,7 +112,9 @@ impl Bridge {
         }
     }
 
-    /// Finds the inbox by its name, or makes it, and records it.
+    /// Finds the inbox this instance made (the one whose webhook is its `webhook_url`,
+    /// which holds its secret: no other inbox, whatever its name), or makes it, and
+    /// records it.
     async fn setup(&self, s: &Stored, cw: &Chatwoot<'_>) -> Step {
         let name = match &s.config.inbox_name {
             Some(n) => n.clone(),
@@ -118,10 +122,11 @@ impl Bridge {
                 .map(|r| r.name)
                 .unwrap_or_else(|| s.instance_id.to_string()),
         };
-        let found = tri!(cw.inboxes().await).into_iter().find(|(_, n)| *n == name).map(|(id, _)| id);
+        let hook = domain::chatwoot::webhook_url(&self.core.config, &s.hook);
+        let found = tri!(cw.inboxes().await).into_iter().find(|i| i.webhook_url.as_deref() == Some(hook.as_str()));
         let id = match found {
-            Some(id) => id,
-            None => tri!(cw.create_inbox(&name, &domain::chatwoot::webhook_url(&self.core.config, &s.hook)).await),
+            Some(i) => i.id,
+            None => tri!(cw.create_inbox(&name, &hook).await),
         };
         tri!(rows::set_inbox(&self.core.db, &s.instance_id, s.generation, id).await);
         tracing::info!(instance = %s.instance_id, inbox = id, "chatwoot inbox ready");
@@ -157,9 +162,20 @@ impl Bridge {
                 let phone = render::phone_of(chat);
                 match c.cw.create_contact(c.inbox, name, chat, phone.as_deref()).await {
                     Ok(id) => id,
-                    // Made by an earlier try (or by hand): its identifier is taken.
+                    // Made by an earlier try, by hand or by another integration: its
+                    // identifier or its number is taken. That contact is used.
                     Err(e @ CwError::Refused { status: 422 | 400, .. }) => {
-                        match c.cw.find_contact(chat).await.map_err(Step::from)? {
+                        let by_id = c.cw.find_contact(chat, |c| c.identifier.as_deref() == Some(chat)).await;
+                        let found = match (by_id.map_err(Step::from)?, &phone) {
+                            (Some(id), _) => Some(id),
+                            (None, Some(p)) => {
+                                c.cw.find_contact(p, |c| c.phone_number.as_deref() == Some(p.as_str()))
+                                    .await
+                                    .map_err(Step::from)?
+                            }
+                            (None, None) => None,
+                        };
+                        match found {
                             Some(id) => id,
                             None => return Err(Step::from(e)),
                         }
@@ -203,10 +219,25 @@ impl Bridge {
         Ok(conv)
     }
 
-    /// Posts `m` once: a later try first looks for its `source_id` in the conversation.
+    /// Posts `m` once: a later try (after one that may have acted: an error, a timeout,
+    /// a pod stopped or killed mid-call) first looks for its `source_id` among the
+    /// conversation's latest messages. A conversation Chatwoot no longer has is
+    /// forgotten, so the next try opens another.
     async fn post_once(&self, c: &Ctx<'_>, conv: i64, m: &NewMessage, media: Option<&Value>) -> Result<i64, Step> {
+        let gone = |e: CwError| async move {
+            if e.not_found() {
+                if let Err(db) = rows::forget_conversation(&self.core.db, c.id(), conv).await {
+                    return Step::from(db);
+                }
+                return Step::Later(Duration::ZERO, "the conversation is gone from Chatwoot; opening another".into());
+            }
+            Step::from(e)
+        };
         if c.job.attempts > 1 {
-            let there = c.cw.messages(conv).await.map_err(Step::from)?;
+            let there = match c.cw.messages(conv).await {
+                Ok(t) => t,
+                Err(e) => return Err(gone(e).await),
+            };
             if let Some((id, _)) = there.iter().find(|(_, s)| s.as_deref() == Some(m.source_id.as_str())) {
                 return Ok(*id);
             }
@@ -215,7 +246,10 @@ impl Bridge {
             Some(meta) => self.attachment(c, meta).await?,
             None => None,
         };
-        c.cw.create_message(conv, m, file).await.map_err(Step::from)
+        match c.cw.create_message(conv, m, file).await {
+            Ok(id) => Ok(id),
+            Err(e) => Err(gone(e).await),
+        }
     }
 
     /// Stored media as an upload, read a piece at a time.
@@ -280,25 +314,31 @@ impl Bridge {
             }
         } else {
             let kind = data.get("type").and_then(Value::as_str).unwrap_or("text");
-            let content = match event {
-                // A send's content is in the log (and its media stored, never pending).
+            let waited = (chrono::Utc::now() - c.job.first_try_at).to_std().unwrap_or_default();
+            let mut content = match event {
+                // A send's content is in the log (its media stored, never pending); a row
+                // not logged (yet, or its chat deleted since) is read from the queue.
                 "sent" => match self.fresh_content(c, &data).await {
                     Some(v) => v,
-                    None => return Step::Later(Duration::from_secs(2), "the sent message is not logged yet".into()),
+                    None if waited < SENT_WAIT => {
+                        return Step::Later(Duration::from_secs(2), "the sent message is not logged yet".into())
+                    }
+                    None => self.queued_content(c, &data).await.unwrap_or(Value::Null),
                 },
                 _ => data.get("content").cloned().unwrap_or(Value::Null),
             };
-            let pending = content.pointer("/media/pending").and_then(Value::as_bool).unwrap_or(false);
-            let waited = (chrono::Utc::now() - c.job.created_at).to_std().unwrap_or_default();
-            if pending && waited < MEDIA_WAIT {
-                // Wait for the download (or its end), reading the message's media again.
-                return self.media_now(c, &data).await;
+            let pending = |v: &Value| v.pointer("/media/pending").and_then(Value::as_bool).unwrap_or(false);
+            if pending(&content) {
+                // Received media still downloading: read the message again; go without
+                // the file once it has been waited for long enough.
+                if let Some(v) = self.fresh_content(c, &data).await {
+                    content = v;
+                }
+                if pending(&content) && waited < MEDIA_WAIT {
+                    return Step::Later(Duration::from_secs(5), "waiting for received media to download".into());
+                }
             }
-            let mut r = render::received(kind, &content, sender);
-            if pending {
-                r = render::received(kind, &self.fresh_content(c, &data).await.unwrap_or(content), sender);
-            }
-            r
+            render::received(kind, &content, sender)
         };
         let logged = tri!(shared::db::log::chat(&self.core.db, c.id(), &chat).await).and_then(|r| r.name);
         let fallback = render::phone_of(&chat).unwrap_or_else(|| chat.split('@').next().unwrap_or(&chat).to_string());
@@ -323,16 +363,10 @@ impl Bridge {
             source_id: format!("WAID:{key}"),
             in_reply_to,
         };
-        let made = self.post_once(c, conv, &m, r.media.as_ref()).await;
-        match made {
+        match self.post_once(c, conv, &m, r.media.as_ref()).await {
             Ok(cw_id) => {
                 tri!(rows::save_message(&self.core.db, c.id(), &key, c.s.generation, conv, cw_id).await);
                 Step::Done
-            }
-            Err(Step::Later(_, e)) if e.contains("404") => {
-                // The conversation was deleted in Chatwoot: the next try opens another.
-                tri!(rows::forget_conversation(&self.core.db, c.id(), conv).await);
-                Step::Later(Duration::ZERO, e)
             }
             Err(s) => s,
         }
@@ -345,14 +379,10 @@ impl Bridge {
         Some(row)
     }
 
-    /// Waits for pending media: done downloading (or given up on) goes on now.
-    async fn media_now(&self, c: &Ctx<'_>, data: &Value) -> Step {
-        match self.fresh_content(c, data).await {
-            Some(v) if !v.pointer("/media/pending").and_then(Value::as_bool).unwrap_or(false) => {
-                Step::Later(Duration::ZERO, String::new())
-            }
-            _ => Step::Later(Duration::from_secs(5), "waiting for received media to download".into()),
-        }
+    /// A sent message's content as queued.
+    async fn queued_content(&self, c: &Ctx<'_>, data: &Value) -> Option<Value> {
+        let id = data.get("message_id").and_then(Value::as_str).and_then(|i| shared::ids::MessageId::parse(i).ok())?;
+        queue_rows::get(&self.core.db, c.id(), &id).await.ok()?.map(|r| r.content)
     }
 
     /// An agent's message out through the paced queue, once: its client id is Chatwoot's
@@ -378,32 +408,37 @@ impl Bridge {
             None => None,
         };
         let attachments: Vec<Value> = p.get("attachments").and_then(Value::as_array).cloned().unwrap_or_default();
-        let mut bodies = Vec::new();
-        if attachments.is_empty() {
-            bodies.push(MessageIn { text: Some(text.clone()), ..MessageIn::new(chat.clone(), MessageType::Text) });
-        }
-        for (i, a) in attachments.iter().enumerate() {
-            let kind = match a.get("file_type").and_then(Value::as_str) {
-                Some("image") => MessageType::Image,
-                Some("video") => MessageType::Video,
-                Some("audio") => MessageType::Audio,
-                _ => MessageType::Document,
-            };
-            let url = a.get("data_url").and_then(Value::as_str).unwrap_or_default().to_string();
-            let media = match self.media_in(c, &url).await {
-                Ok(m) => m,
-                Err(s) => return s,
-            };
-            let caption = (i == 0 && !text.is_empty() && kind != MessageType::Audio).then(|| text.clone());
-            bodies.push(MessageIn { media: Some(media), caption, ..MessageIn::new(chat.clone(), kind) });
-        }
-        let n = bodies.len();
-        let mut first = None;
-        for (i, mut b) in bodies.into_iter().enumerate() {
-            let client_id = if n == 1 {
-                format!("chatwoot-{}-{cw_id}", cfg.account_id)
-            } else {
-                format!("chatwoot-{}-{cw_id}-{i}", cfg.account_id)
+        // One send per file (the text as the first one's caption), or the text alone;
+        // each queued before the next file is fetched, so a job holds one file at most.
+        let pieces = attachments.len().max(1);
+        for i in 0..pieces {
+            // The inbox's generation in the key: another Chatwoot's message ids never
+            // collide with this one's.
+            let base = format!("chatwoot-g{}-{}-{cw_id}", c.s.generation, cfg.account_id);
+            let client_id = if pieces == 1 { base } else { format!("{base}-{i}") };
+            if let Some(q) = tri!(queue_rows::by_client_id(&self.core.db, c.id(), &client_id).await) {
+                // Queued by an earlier try.
+                tri!(rows::save_message(&self.core.db, c.id(), q.id.as_str(), c.s.generation, conv, cw_id).await);
+                continue;
+            }
+            let _slot = self.file_slots.acquire().await;
+            let mut b = match attachments.get(i) {
+                None => MessageIn { text: Some(text.clone()), ..MessageIn::new(chat.clone(), MessageType::Text) },
+                Some(a) => {
+                    let kind = match a.get("file_type").and_then(Value::as_str) {
+                        Some("image") => MessageType::Image,
+                        Some("video") => MessageType::Video,
+                        Some("audio") => MessageType::Audio,
+                        _ => MessageType::Document,
+                    };
+                    let url = a.get("data_url").and_then(Value::as_str).unwrap_or_default().to_string();
+                    let media = match self.media_in(c, &url).await {
+                        Ok(m) => m,
+                        Err(s) => return s,
+                    };
+                    let caption = (i == 0 && !text.is_empty() && kind != MessageType::Audio).then(|| text.clone());
+                    MessageIn { media: Some(media), caption, ..MessageIn::new(chat.clone(), kind) }
+                }
             };
             b.client_message_id = Some(client_id.clone());
             b.expires_after = Some(SEND_EXPIRES.into());
@@ -422,10 +457,9 @@ impl Bridge {
                 Err(e) => {
                     // Refused for good (a bad file, a quota): the agent is told in a note.
                     let note = format!("Not sent to WhatsApp: {}", e.message);
-                    return self.note(c, conv, &format!("PLREFUSED:{cw_id}"), &note).await;
+                    return self.note(c, conv, &format!("PLREFUSED:{client_id}"), &note).await;
                 }
             };
-            first.get_or_insert(msg.to_string());
             tri!(rows::save_message(&self.core.db, c.id(), msg.as_str(), c.s.generation, conv, cw_id).await);
         }
         Step::Done

@@ -45,6 +45,8 @@ pub const JOBS: &str = "paceline_chatwoot_jobs_total";
 pub const BACKLOG: &str = "paceline_chatwoot_backlog";
 pub const OLDEST: &str = "paceline_chatwoot_oldest_job_seconds";
 
+/// Agents' files one pod handles at once.
+const FILES_AT_ONCE: usize = 2;
 /// How long jobs in flight get at shutdown before they are handed back.
 const GRACE: Duration = Duration::from_secs(5);
 /// How long finished jobs are kept.
@@ -73,6 +75,8 @@ pub struct Bridge {
     pub(crate) private: GuardedClient,
     /// Fetches agents' files at an allowed private Chatwoot (redirects checked by hand).
     pub(crate) files: reqwest::Client,
+    /// Agents' files handled at once (each may be held whole while it is queued).
+    pub(crate) file_slots: tokio::sync::Semaphore,
     pod: String,
 }
 
@@ -88,6 +92,7 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
             .connect_timeout(Duration::from_secs(10))
             .build()
             .context("building the HTTP client")?,
+        file_slots: tokio::sync::Semaphore::new(FILES_AT_ONCE),
         pod: format!("cw_{}", uuid::Uuid::new_v4().simple()),
         core,
     });
@@ -182,49 +187,66 @@ async fn consume(b: &Bridge, js: &jetstream::Context, shutdown: &Shutdown) -> an
         if msgs.is_empty() {
             continue;
         }
-        take(b, &msgs).await?;
+        if let Err(e) = take(b, &msgs).await {
+            // Back at once (not after the ack wait), so they are not passed by later ones.
+            for m in &msgs {
+                let _ = m.ack_with(async_nats::jetstream::AckKind::Nak(None)).await;
+            }
+            return Err(e);
+        }
         for m in &msgs {
             let _ = m.ack().await;
         }
     }
 }
 
+/// A job an event makes: the instance, what, its key, its payload, when the event was.
+type EventJob = (InstanceId, Kind, String, Value, Option<chrono::DateTime<Utc>>);
+
 /// The job an event makes for an instance's inbox, if any.
-fn job_of(v: &Value) -> Option<(InstanceId, Kind, String, Value)> {
+fn job_of(v: &Value) -> Option<EventJob> {
     let id = InstanceId::parse(v.get("instance_id")?.as_str()?).ok()?;
     let event = v.get("id")?.as_str()?.to_string();
+    let at = v.get("created_at").and_then(|t| serde_json::from_value(t.clone()).ok());
     let data = v.get("data")?.clone();
-    match v.get("type")?.as_str()? {
+    let (kind, key, payload) = match v.get("type")?.as_str()? {
         "message.received" => {
             let key = data.get("message_id")?.as_str()?.to_string();
-            Some((id, Kind::Inbound, key, json!({ "event": "message", "data": data })))
+            (Kind::Inbound, key, json!({ "event": "message", "data": data }))
         }
-        "reaction.received" => Some((id, Kind::Inbound, event, json!({ "event": "reaction", "data": data }))),
+        "reaction.received" => (Kind::Inbound, event, json!({ "event": "reaction", "data": data })),
         // Sent from elsewhere (the API, the attendant, Evolution's routes): shown to the
         // agents as outgoing; an agent's own message is in Chatwoot already.
         "message.sent" => {
             let ours =
                 data.get("client_message_id").and_then(Value::as_str).is_some_and(|c| c.starts_with("chatwoot-"));
+            if ours {
+                return None;
+            }
             let msg = data.get("id")?.as_str()?.to_string();
             let sent = json!({
                 "message_id": msg, "chat_jid": data.get("to")?, "wa_message_id": data.get("wa_message_id")?,
                 "from_me": true, "type": data.get("type")?,
             });
-            (!ours).then(|| (id, Kind::Inbound, msg, json!({ "event": "sent", "data": sent })))
+            (Kind::Inbound, msg, json!({ "event": "sent", "data": sent }))
         }
         "message.failed" => {
             let ours =
                 data.get("client_message_id").and_then(Value::as_str).is_some_and(|c| c.starts_with("chatwoot-"));
-            ours.then(|| (id, Kind::Status, event, json!({ "event": "failed", "data": data })))
+            if !ours {
+                return None;
+            }
+            (Kind::Status, event, json!({ "event": "failed", "data": data }))
         }
-        _ => None,
-    }
+        _ => return None,
+    };
+    Some((id, kind, key, payload, at))
 }
 
 /// Writes the jobs of a batch of events (for the instances with an inbox), in one
 /// transaction; an unreadable event is dropped.
 async fn take(b: &Bridge, msgs: &[jetstream::Message]) -> anyhow::Result<()> {
-    let jobs: Vec<_> = msgs
+    let jobs: Vec<EventJob> = msgs
         .iter()
         .filter_map(|m| serde_json::from_slice::<Value>(&m.payload).ok())
         .filter_map(|v| job_of(&v))
@@ -235,47 +257,50 @@ async fn take(b: &Bridge, msgs: &[jetstream::Message]) -> anyhow::Result<()> {
     let ids: Vec<String> = jobs.iter().map(|j| j.0.to_string()).collect::<HashSet<_>>().into_iter().collect();
     let inboxes = rows::many(&b.core.db, &ids).await?;
     let mut tx = b.core.db.begin().await?;
-    for (id, kind, key, mut payload) in jobs {
+    for (id, kind, key, mut payload, at) in jobs {
         let Some(inbox) = inboxes.iter().find(|i| i.instance_id == id) else { continue };
         let chat = payload.pointer("/data/chat_jid").and_then(Value::as_str).map(str::to_string);
         if kind == Kind::Inbound && chat.is_none() {
             continue;
         }
         payload["generation"] = json!(inbox.generation);
-        rows::enqueue(&mut *tx, &id, kind, &key, &payload).await?;
+        rows::enqueue(&mut *tx, &id, kind, &key, &payload, at).await?;
     }
     tx.commit().await?;
     Ok(())
 }
 
-/// Claims and does jobs until shutdown.
+/// Claims and does jobs until shutdown: a slot freed by a job is filled at once, so a
+/// slow Chatwoot holds only its own instances' jobs.
 async fn work(b: &Arc<Bridge>, shutdown: &Shutdown) {
+    let slots = b.core.config.chatwoot.concurrency.max(1) as usize;
+    let mut tasks = tokio::task::JoinSet::new();
     let mut idle = 0u32;
     while !shutdown.is_cancelled() {
-        let claimed = match rows::claim(
-            &b.core.db,
-            &b.pod,
-            b.lock().as_millis() as u64,
-            i64::from(b.core.config.chatwoot.concurrency.max(1)),
-        )
-        .await
-        {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::warn!(error = %e, "claiming chatwoot jobs failed");
-                Vec::new()
+        while tasks.try_join_next().is_some() {}
+        let room = slots.saturating_sub(tasks.len());
+        let claimed = if room == 0 {
+            Vec::new()
+        } else {
+            match rows::claim(&b.core.db, &b.pod, b.lock().as_millis() as u64, room as i64).await {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(error = %e, "claiming chatwoot jobs failed");
+                    Vec::new()
+                }
             }
         };
         if claimed.is_empty() {
             idle = (idle + 1).min(4);
+            let pause = Duration::from_millis(100 * u64::from(idle));
             tokio::select! {
                 _ = shutdown.cancelled() => break,
-                _ = tokio::time::sleep(Duration::from_millis(100 * u64::from(idle))) => {}
+                _ = tokio::time::sleep(pause) => {}
+                Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
             }
             continue;
         }
         idle = 0;
-        let mut tasks = tokio::task::JoinSet::new();
         for job in claimed {
             let b = b.clone();
             tasks.spawn(async move {
@@ -288,15 +313,11 @@ async fn work(b: &Arc<Bridge>, shutdown: &Shutdown) {
                 b.finish(&job, step).await;
             });
         }
-        let all = async { while tasks.join_next().await.is_some() {} };
-        tokio::select! {
-            _ = all => {}
-            _ = async { shutdown.cancelled().await; tokio::time::sleep(GRACE).await } => {
-                // What is still running is handed back (`release`), for another pod.
-                tasks.abort_all();
-                break;
-            }
-        }
+    }
+    // Jobs in flight get a short grace; what is still running is handed back (`release`).
+    let all = async { while tasks.join_next().await.is_some() {} };
+    if tokio::time::timeout(GRACE, all).await.is_err() {
+        tasks.abort_all();
     }
 }
 
@@ -312,7 +333,7 @@ impl Bridge {
             Step::Done => Outcome::Done,
             Step::Fail(error) => Outcome::Failed { error },
             Step::Later(wait, error) => {
-                let age = (Utc::now() - job.created_at).to_std().unwrap_or_default();
+                let age = (Utc::now() - job.first_try_at).to_std().unwrap_or_default();
                 let cfg = &self.core.config.chatwoot;
                 if age > cfg.retry_span {
                     Outcome::Failed { error: format!("gave up after {} tries: {error}", job.attempts) }
@@ -389,19 +410,23 @@ mod tests {
 
     #[test]
     fn events_become_jobs() {
-        let ev = |t: &str, data: Value| json!({"id": "evt_1", "type": t, "instance_id": "inst_01a21c814fd7741bba4f97daf15a6a28", "data": data});
-        let (_, k, key, _) =
+        let ev = |t: &str, data: Value| {
+            json!({"id": "evt_1", "type": t, "instance_id": "inst_01a21c814fd7741bba4f97daf15a6a28",
+            "created_at": "2026-11-27T10:00:00Z", "data": data})
+        };
+        let (_, k, key, _, at) =
             job_of(&ev("message.received", json!({"message_id": "msg_1", "chat_jid": "1@s.whatsapp.net"}))).unwrap();
         assert_eq!((k, key.as_str()), (Kind::Inbound, "msg_1"));
-        let (_, k, key, p) = job_of(&ev("reaction.received", json!({"wa_message_id": "W"}))).unwrap();
+        assert_eq!(at.unwrap().to_rfc3339(), "2026-11-27T10:00:00+00:00");
+        let (_, k, key, p, _) = job_of(&ev("reaction.received", json!({"wa_message_id": "W"}))).unwrap();
         assert_eq!((k, key.as_str(), p["event"].as_str()), (Kind::Inbound, "evt_1", Some("reaction")));
         assert!(job_of(&ev("message.failed", json!({"id": "msg_2", "client_message_id": "mine"}))).is_none());
-        let (_, k, _, _) =
+        let (_, k, _, _, _) =
             job_of(&ev("message.failed", json!({"id": "msg_2", "client_message_id": "chatwoot-1-2"}))).unwrap();
         assert_eq!(k, Kind::Status);
         assert!(job_of(&ev("message.delivered", json!({}))).is_none());
         let sent = json!({"id": "msg_3", "to": "1@s.whatsapp.net", "wa_message_id": "W3", "type": "text"});
-        let (_, k, key, p) = job_of(&ev("message.sent", sent.clone())).unwrap();
+        let (_, k, key, p, _) = job_of(&ev("message.sent", sent.clone())).unwrap();
         assert_eq!(
             (k, key.as_str(), p["data"]["chat_jid"].as_str()),
             (Kind::Inbound, "msg_3", Some("1@s.whatsapp.net"))

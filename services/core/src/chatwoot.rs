@@ -158,7 +158,7 @@ fn hook_owner(id: &InstanceId) -> String {
 }
 
 /// A stored inbox, read back: the settings, the token and the webhook secret opened.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Stored {
     pub instance_id: InstanceId,
     pub config: ChatwootIn,
@@ -170,6 +170,17 @@ pub struct Stored {
     pub generation: i64,
     pub last_error: Option<String>,
     pub updated_at: DateTime<Utc>,
+}
+
+impl std::fmt::Debug for Stored {
+    /// Without the token and the webhook secret.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stored")
+            .field("instance_id", &self.instance_id)
+            .field("inbox_id", &self.inbox_id)
+            .field("generation", &self.generation)
+            .finish_non_exhaustive()
+    }
 }
 
 fn sealer(config: &shared::Config) -> Result<Sealer> {
@@ -281,17 +292,22 @@ pub async fn put(core: &Core, id: &InstanceId, admin: bool, body: ChatwootIn) ->
         }
         c.allow_private_targets = approved.is_some() && approved == origin;
     }
-    let private_origin = if c.allow_private_targets { origin } else { None };
-    let url = url::Url::parse(&c.url).map_err(Error::internal)?;
-    shared::fetch::check_url(&url, private_origin.is_some() || core.config.allow_private_targets).await.map_err(
-        |e| match e {
+    let private_origin = if c.allow_private_targets { origin.clone() } else { None };
+    // A new address is checked (the bridge's client checks again where it connects); the
+    // stored one is not resolved again, so an inbox can always be turned off or edited.
+    let known =
+        now.as_ref().is_some_and(|n| n.config.url == c.url && (private_origin.is_some() || n.private_origin.is_none()));
+    if !known {
+        let url = url::Url::parse(&c.url).map_err(Error::internal)?;
+        let allow = private_origin.is_some() || core.config.allow_private_targets;
+        shared::fetch::check_url(&url, allow).await.map_err(|e| match e {
             shared::fetch::FetchError::Refused => Error::field(
                 "url",
                 "Chatwoot's URL must resolve to public addresses (the admin may allow private ones for this instance)",
             ),
             _ => Error::field("url", "Chatwoot's URL does not resolve"),
-        },
-    )?;
+        })?;
+    }
     let moved = now.as_ref().is_some_and(|n| {
         !same_place
             || (c.inbox_id.is_some() && c.inbox_id != n.inbox_id)

@@ -4,13 +4,18 @@
 //! a message's copy), so nothing is made twice.
 //!
 //! A job is claimed like a webhook delivery: `locked_by` + a fresh `claim_id`, and every
-//! outcome is written only under that claim. An instance's jobs are done one at a time,
-//! oldest first: only the head of its queue is ever claimed.
+//! outcome is written only under that claim. An instance's jobs are done one at a time:
+//! only the head of its queue is ever claimed (its setup first, then by when what caused
+//! the job happened), and only once it has been queued for [`SETTLE_MS`], so a job for an
+//! earlier event still being written (by another bridge pod) is not passed over.
 
 use chrono::{DateTime, Utc};
 use sqlx::{PgExecutor, PgPool};
 
 use crate::ids::InstanceId;
+
+/// How long a job waits after it is queued before it may be claimed.
+pub const SETTLE_MS: u64 = 1_000;
 
 /// An instance's inbox as stored.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -82,15 +87,36 @@ pub async fn put(db: &PgPool, id: &InstanceId, p: Put<'_>) -> Result<bool, sqlx:
         return Ok(false);
     };
     if p.moved {
-        // Work queued for the old inbox is dropped with it.
-        sqlx::query("DELETE FROM chatwoot_jobs WHERE instance_id = $1 AND state = 'pending'")
+        // Received messages not yet in Chatwoot go to the new inbox; what belonged to the
+        // old one's conversations (agents' messages, notes, resolutions) and its setup
+        // are dropped with it.
+        sqlx::query(
+            "UPDATE chatwoot_jobs SET payload = jsonb_set(payload, '{generation}', to_jsonb($2::bigint)) \
+             WHERE instance_id = $1 AND state = 'pending' AND kind = 'inbound'",
+        )
+        .bind(id)
+        .bind(generation)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("DELETE FROM chatwoot_jobs WHERE instance_id = $1 AND state = 'pending' AND kind <> 'inbound'")
             .bind(id)
             .execute(&mut *tx)
             .await?;
     }
     if p.inbox_id.is_none() {
-        let payload = serde_json::json!({ "generation": generation });
-        enqueue(&mut *tx, id, Kind::Setup, &format!("inbox-{generation}"), &payload).await?;
+        // Queued again if an earlier setup of this generation failed (a wrong token,
+        // fixed now).
+        sqlx::query(
+            "INSERT INTO chatwoot_jobs (instance_id, kind, key, payload) VALUES ($1, 'setup', $2, $3) \
+             ON CONFLICT (instance_id, kind, key) DO UPDATE SET state = 'pending', attempts = 0, \
+                 next_attempt_at = now(), first_try_at = NULL, last_error = NULL, updated_at = now() \
+             WHERE chatwoot_jobs.state <> 'pending'",
+        )
+        .bind(id)
+        .bind(format!("inbox-{generation}"))
+        .bind(serde_json::json!({ "generation": generation }))
+        .execute(&mut *tx)
+        .await?;
     }
     tx.commit().await?;
     Ok(true)
@@ -277,21 +303,24 @@ pub enum Kind {
 }
 
 /// Queues a piece of work once: false when a job with its key was queued before.
+/// `event_at`: when what caused it happened (default now), which orders it.
 pub async fn enqueue(
     db: impl PgExecutor<'_>,
     id: &InstanceId,
     kind: Kind,
     key: &str,
     payload: &serde_json::Value,
+    event_at: Option<DateTime<Utc>>,
 ) -> Result<bool, sqlx::Error> {
     let r = sqlx::query(
-        "INSERT INTO chatwoot_jobs (instance_id, kind, key, payload) VALUES ($1, $2, $3, $4) \
-         ON CONFLICT (instance_id, kind, key) DO NOTHING",
+        "INSERT INTO chatwoot_jobs (instance_id, kind, key, payload, event_at) \
+         VALUES ($1, $2, $3, $4, coalesce($5, now())) ON CONFLICT (instance_id, kind, key) DO NOTHING",
     )
     .bind(id)
     .bind(kind)
     .bind(key)
     .bind(payload)
+    .bind(event_at)
     .execute(db)
     .await?;
     Ok(r.rows_affected() == 1)
@@ -306,26 +335,31 @@ pub struct Job {
     pub key: String,
     pub payload: serde_json::Value,
     pub attempts: i32,
-    pub created_at: DateTime<Utc>,
+    /// Its first try (this one, when it is the first).
+    pub first_try_at: DateTime<Utc>,
     pub claim_id: String,
 }
 
-/// Claims up to `limit` due jobs, each the oldest pending job of its instance and none of
-/// an instance whose head is held by a claim.
+/// Claims up to `limit` due jobs, each the head of its instance's queue (its setup first,
+/// then the earliest event), settled, and none of an instance whose head is held.
 pub async fn claim(db: impl PgExecutor<'_>, pod: &str, lock_ms: u64, limit: i64) -> Result<Vec<Job>, sqlx::Error> {
     sqlx::query_as(
         "UPDATE chatwoot_jobs j SET locked_by = $1, locked_until = now() + $2 * interval '1 millisecond', \
-             claim_id = gen_random_uuid()::text, attempts = j.attempts + 1, updated_at = now() \
-         FROM (SELECT h.seq FROM (SELECT DISTINCT ON (instance_id) seq, next_attempt_at, locked_until \
-                                  FROM chatwoot_jobs WHERE state = 'pending' ORDER BY instance_id, seq) h \
+             claim_id = gen_random_uuid()::text, attempts = j.attempts + 1, \
+             first_try_at = coalesce(j.first_try_at, now()), updated_at = now() \
+         FROM (SELECT h.seq FROM (SELECT DISTINCT ON (instance_id) seq, next_attempt_at, locked_until, created_at \
+                                  FROM chatwoot_jobs WHERE state = 'pending' \
+                                  ORDER BY instance_id, kind <> 'setup', event_at, seq) h \
                WHERE h.next_attempt_at <= now() AND (h.locked_until IS NULL OR h.locked_until < now()) \
+                 AND h.created_at <= now() - $4 * interval '1 millisecond' \
                ORDER BY h.next_attempt_at LIMIT $3) d \
          WHERE j.seq = d.seq AND j.state = 'pending' AND (j.locked_until IS NULL OR j.locked_until < now()) \
-         RETURNING j.seq, j.instance_id, j.kind, j.key, j.payload, j.attempts, j.created_at, j.claim_id",
+         RETURNING j.seq, j.instance_id, j.kind, j.key, j.payload, j.attempts, j.first_try_at, j.claim_id",
     )
     .bind(pod)
     .bind(lock_ms as f64)
     .bind(limit)
+    .bind(SETTLE_MS as f64)
     .fetch_all(db)
     .await
 }
@@ -369,11 +403,11 @@ pub async fn finish(db: impl PgExecutor<'_>, pod: &str, job: &Job, outcome: &Out
     Ok(r.rows_affected() == 1)
 }
 
-/// Hands back the claims of a pod that stops (the attempt it spent is given back).
+/// Hands back the claims of a pod that stops. The try stays counted: it may have acted,
+/// so the next one looks for what it made first.
 pub async fn release(db: impl PgExecutor<'_>, pod: &str) -> Result<u64, sqlx::Error> {
     let r = sqlx::query(
-        "UPDATE chatwoot_jobs SET locked_by = NULL, locked_until = NULL, attempts = greatest(attempts - 1, 0) \
-         WHERE locked_by = $1 AND state = 'pending'",
+        "UPDATE chatwoot_jobs SET locked_by = NULL, locked_until = NULL WHERE locked_by = $1 AND state = 'pending'",
     )
     .bind(pod)
     .execute(db)

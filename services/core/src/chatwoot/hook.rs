@@ -1,7 +1,8 @@
 //! Chatwoot's webhook (`POST /v1/chatwoot/webhook/{secret}`): the URL's secret finds the
-//! inbox (by its hash, so no comparison leaks it), and what Chatwoot tells is queued for
-//! the bridge as a job keyed by Chatwoot's own id, so a retried or repeated webhook
-//! queues nothing more. The recipient of an agent's message is never read from the
+//! inbox (by its hash, so no comparison leaks it), and an agent's message is queued for
+//! the bridge as a job keyed by the inbox's generation and Chatwoot's message id, so a
+//! retried or repeated webhook queues nothing more (a resolution is queued each time: it
+//! only forgets a conversation). The recipient of an agent's message is never read from the
 //! payload: the bridge takes it from the conversation it mapped.
 
 use serde_json::{json, Value};
@@ -37,7 +38,7 @@ pub async fn receive(core: &Core, secret: &str, body: &[u8]) -> Result<Received>
     let Some((kind, key, payload)) = job_of(&s, &v) else {
         return Ok(Received::Ignored);
     };
-    Ok(if rows::enqueue(&core.db, &s.instance_id, kind, &key, &payload).await? {
+    Ok(if rows::enqueue(&core.db, &s.instance_id, kind, &key, &payload, None).await? {
         Received::Queued
     } else {
         Received::Repeated
@@ -111,7 +112,7 @@ pub fn job_of(s: &Stored, v: &Value) -> Option<(Kind, String, Value)> {
                 "sender": sender,
                 "in_reply_to": v.pointer("/content_attributes/in_reply_to").and_then(int),
             });
-            Some((Kind::Outbound, id.to_string(), payload))
+            Some((Kind::Outbound, format!("{}-{id}", s.generation), payload))
         }
         "conversation_status_changed" | "conversation_resolved" => {
             let status = v.get("status").or_else(|| v.pointer("/conversation/status")).and_then(Value::as_str);

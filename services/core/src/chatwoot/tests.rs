@@ -57,7 +57,7 @@ fn settings_are_checked_and_normalized() {
 fn an_agents_message_becomes_one_outbound_job() {
     let s = stored(true);
     let (kind, key, p) = job_of(&s, &agent_message()).unwrap();
-    assert_eq!((kind, key.as_str()), (Kind::Outbound, "41"));
+    assert_eq!((kind, key.as_str()), (Kind::Outbound, "2-41"));
     assert_eq!(p["conversation_id"], 9);
     assert_eq!(p["sender"], "Ana");
     assert_eq!(p["generation"], 2);

@@ -260,6 +260,8 @@ async fn chatwoot_failing_and_down_and_pods_killed_lose_nothing_and_post_nothing
     tokio::spawn(dispatcher::run(config(&c), stop.clone()));
     let mut pods = pods(&c, 2);
     setup(&c, &cw).await;
+    // Ben is in Chatwoot already, by his number, from another integration: he is used.
+    let ben = cw.seed_contact("Ben (CRM)", "crm-17", &format!("+{BEN}"));
     // Chatwoot acts and then fails (the bridge cannot know it acted), fails outright,
     // answers slowly, and then is down for a while.
     cw.faults(&[Fault::FailAfter, Fault::Fail, Fault::FailAfter, Fault::Fail, Fault::FailAfter]);
@@ -290,6 +292,7 @@ async fn chatwoot_failing_and_down_and_pods_killed_lose_nothing_and_post_nothing
         assert_eq!(copies, 1, "{text} is in Chatwoot once: {msgs:#?}");
     }
     assert_eq!(cw.contacts().len(), 2, "one contact each");
+    assert!(cw.conversations().iter().any(|v| v.2 == ben), "Ben's conversation is with his contact");
     assert_eq!(cw.conversations().len(), 2, "one conversation each");
     // In order within each conversation.
     for who in ["ana", "ben"] {
