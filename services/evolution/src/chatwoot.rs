@@ -35,8 +35,8 @@ pub struct EvoChatwootIn {
     pub url: Option<String>,
     pub sign_msg: Option<bool>,
     pub sign_delimiter: Option<String>,
-    /// The inbox's name (default: the instance's name). An inbox of that name is used if
-    /// the account has one, else it is created (`autoCreate` is always on).
+    /// The name of the inbox the bridge creates (default: the instance's name);
+    /// `autoCreate` is always on.
     pub name_inbox: Option<String>,
     pub reopen_conversation: Option<bool>,
     pub conversation_pending: Option<bool>,
