@@ -49,14 +49,15 @@ CREATE INDEX chatwoot_messages_cw_idx ON chatwoot_messages (instance_id, cw_mess
 
 -- The bridge's work: `setup` (find or make the inbox), `inbound` (a message or reaction
 -- into Chatwoot), `outbound` (an agent's message to WhatsApp), `status` (a send's failure
--- back to Chatwoot), `resolved` (a conversation closed in Chatwoot). `key` is what caused
+-- back to Chatwoot), `resolved` (a conversation closed in Chatwoot), `import` (queue the
+-- local log's chats and recent messages), `contact` (one imported contact). `key` is what caused
 -- it (an event, Chatwoot's message id), so the same cause queues it once. An instance's
--- jobs are done one at a time: its setup first, then by `event_at` (when what caused it
--- happened), then `seq`.
+-- jobs are done one at a time: its setup first, then an import, then by `event_at` (when
+-- what caused it happened), then `seq`.
 CREATE TABLE chatwoot_jobs (
     seq              BIGSERIAL PRIMARY KEY,
     instance_id      TEXT NOT NULL REFERENCES instances (id) ON DELETE CASCADE,
-    kind             TEXT NOT NULL CHECK (kind IN ('setup', 'inbound', 'outbound', 'status', 'resolved')),
+    kind             TEXT NOT NULL CHECK (kind IN ('setup', 'inbound', 'outbound', 'status', 'resolved', 'import', 'contact')),
     key              TEXT NOT NULL,
     payload          JSONB NOT NULL,
     state            TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'done', 'failed')),

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use shared::db::chatwoot::{self as rows, ChatRow, Job, Kind};
 use shared::db::messages as queue_rows;
 use shared::ids::{InstanceId, MediaId};
@@ -24,6 +24,8 @@ use crate::Bridge;
 const MEDIA_WAIT: Duration = Duration::from_secs(600);
 /// How long a sent message is waited for in the log before its queued row is read.
 const SENT_WAIT: Duration = Duration::from_secs(30);
+/// The most chats, and the most messages, one import brings.
+const IMPORT_LIMIT: i64 = 10_000;
 /// How long a queued send of an agent's message may wait.
 const SEND_EXPIRES: &str = "24h";
 
@@ -102,6 +104,8 @@ impl Bridge {
             Kind::Inbound => self.inbound(&ctx).await,
             Kind::Outbound => self.outbound(&ctx).await,
             Kind::Status => self.status(&ctx).await,
+            Kind::Import => self.import(&ctx).await,
+            Kind::Contact => self.contact_job(&ctx).await,
             Kind::Resolved => match int(&job.payload, "conversation_id") {
                 Some(c) => {
                     tri!(rows::forget_conversation(&self.core.db, &job.instance_id, c).await);
@@ -149,8 +153,104 @@ impl Ctx<'_> {
 }
 
 impl Bridge {
+    /// What a chat's contact is called: its name in the local log, else its number (or
+    /// id), groups marked as such.
+    async fn chat_name(&self, c: &Ctx<'_>, chat: &str) -> Result<String, Step> {
+        let logged = shared::db::log::chat(&self.core.db, c.id(), chat).await.map_err(Step::from)?.and_then(|r| r.name);
+        let group = chat.ends_with(&format!("@{}", shared::jid::GROUP_SERVER));
+        let fallback = render::phone_of(chat).unwrap_or_else(|| chat.split('@').next().unwrap_or(chat).to_string());
+        let name = logged.unwrap_or(fallback);
+        Ok(if group { format!("{name} (group)") } else { name })
+    }
+
+    /// The chat's contact, made (or found: made by an earlier try, by hand or by another
+    /// integration, its identifier or number being taken) and recorded.
+    async fn contact(&self, c: &Ctx<'_>, chat: &str) -> Result<i64, Step> {
+        let name = self.chat_name(c, chat).await?;
+        let phone = render::phone_of(chat);
+        let id = match c.cw.create_contact(c.inbox, &name, chat, phone.as_deref()).await {
+            Ok(id) => id,
+            Err(e @ CwError::Refused { status: 422 | 400, .. }) => {
+                let by_id = c.cw.find_contact(chat, |c| c.identifier.as_deref() == Some(chat)).await;
+                let found = match (by_id.map_err(Step::from)?, &phone) {
+                    (Some(id), _) => Some(id),
+                    (None, Some(p)) => {
+                        c.cw.find_contact(p, |c| c.phone_number.as_deref() == Some(p.as_str()))
+                            .await
+                            .map_err(Step::from)?
+                    }
+                    (None, None) => None,
+                };
+                found.ok_or_else(|| Step::from(e))?
+            }
+            Err(e) => return Err(Step::from(e)),
+        };
+        rows::save_chat(
+            &self.core.db,
+            c.id(),
+            chat,
+            c.s.generation,
+            &ChatRow { contact_id: id, conversation_id: None },
+        )
+        .await
+        .map_err(Step::from)?;
+        Ok(id)
+    }
+
+    /// Queues the local log's chats (as contacts) and recent messages (into their
+    /// conversations), as the inbox's settings ask: each keyed as its live event is, so
+    /// nothing already in Chatwoot (or on its way) is made twice.
+    async fn import(&self, c: &Ctx<'_>) -> Step {
+        let cfg = &c.s.config;
+        let db = &self.core.db;
+        let mut tx = tri!(db.begin().await);
+        let mut queued = 0usize;
+        if cfg.import_contacts {
+            for chat in tri!(rows::import_chats(&mut *tx, c.id(), IMPORT_LIMIT).await) {
+                if c.s.carries(&chat) {
+                    let p = json!({ "generation": c.s.generation, "chat_jid": chat });
+                    queued += usize::from(tri!(rows::enqueue(&mut *tx, c.id(), Kind::Contact, &chat, &p, None).await));
+                }
+            }
+        }
+        if cfg.import_messages {
+            let since = chrono::Utc::now() - chrono::Duration::days(i64::from(cfg.import_days));
+            for r in tri!(rows::import_messages(&mut *tx, c.id(), since, IMPORT_LIMIT).await) {
+                if !c.s.carries(r.chat_jid.as_str()) {
+                    continue;
+                }
+                let data = json!({
+                    "message_id": r.id, "wa_message_id": r.wa_message_id, "chat_jid": r.chat_jid,
+                    "from_jid": r.from_jid, "from_me": r.from_me, "type": r.kind, "content": r.content,
+                    "timestamp": r.ts,
+                });
+                let p = json!({ "event": "message", "data": data, "generation": c.s.generation });
+                queued += usize::from(tri!(
+                    rows::enqueue(&mut *tx, c.id(), Kind::Inbound, r.id.as_str(), &p, Some(r.ts)).await
+                ));
+            }
+        }
+        tri!(tx.commit().await);
+        tracing::info!(instance = %c.id(), queued, "chatwoot import queued");
+        Step::Done
+    }
+
+    /// One imported contact.
+    async fn contact_job(&self, c: &Ctx<'_>) -> Step {
+        let Some(chat) = c.job.payload.get("chat_jid").and_then(Value::as_str) else {
+            return Step::Done;
+        };
+        if !c.s.carries(chat) || tri!(rows::chat(&self.core.db, c.id(), chat, c.s.generation).await).is_some() {
+            return Step::Done;
+        }
+        match self.contact(c, chat).await {
+            Ok(_) => Step::Done,
+            Err(s) => s,
+        }
+    }
+
     /// The chat's contact and conversation, made (once) if missing.
-    async fn conversation(&self, c: &Ctx<'_>, chat: &str, name: &str) -> Result<i64, Step> {
+    async fn conversation(&self, c: &Ctx<'_>, chat: &str) -> Result<i64, Step> {
         let db = &self.core.db;
         let known = rows::chat(db, c.id(), chat, c.s.generation).await.map_err(Step::from)?;
         if let Some(conv) = known.as_ref().and_then(|k| k.conversation_id) {
@@ -158,35 +258,8 @@ impl Bridge {
         }
         let contact = match &known {
             Some(k) => k.contact_id,
-            None => {
-                let phone = render::phone_of(chat);
-                match c.cw.create_contact(c.inbox, name, chat, phone.as_deref()).await {
-                    Ok(id) => id,
-                    // Made by an earlier try, by hand or by another integration: its
-                    // identifier or its number is taken. That contact is used.
-                    Err(e @ CwError::Refused { status: 422 | 400, .. }) => {
-                        let by_id = c.cw.find_contact(chat, |c| c.identifier.as_deref() == Some(chat)).await;
-                        let found = match (by_id.map_err(Step::from)?, &phone) {
-                            (Some(id), _) => Some(id),
-                            (None, Some(p)) => {
-                                c.cw.find_contact(p, |c| c.phone_number.as_deref() == Some(p.as_str()))
-                                    .await
-                                    .map_err(Step::from)?
-                            }
-                            (None, None) => None,
-                        };
-                        match found {
-                            Some(id) => id,
-                            None => return Err(Step::from(e)),
-                        }
-                    }
-                    Err(e) => return Err(Step::from(e)),
-                }
-            }
+            None => self.contact(c, chat).await?,
         };
-        rows::save_chat(db, c.id(), chat, c.s.generation, &ChatRow { contact_id: contact, conversation_id: None })
-            .await
-            .map_err(Step::from)?;
         // A conversation an earlier try opened is used again.
         let open = c.cw.conversations_of(contact).await;
         let reuse = match open {
@@ -340,15 +413,7 @@ impl Bridge {
             }
             render::received(kind, &content, sender)
         };
-        let logged = tri!(shared::db::log::chat(&self.core.db, c.id(), &chat).await).and_then(|r| r.name);
-        let fallback = render::phone_of(&chat).unwrap_or_else(|| chat.split('@').next().unwrap_or(&chat).to_string());
-        let name = match (logged, group) {
-            (Some(n), true) => format!("{n} (group)"),
-            (Some(n), false) => n,
-            (None, true) => format!("{fallback} (group)"),
-            (None, false) => fallback,
-        };
-        let conv = match self.conversation(c, &chat, &name).await {
+        let conv = match self.conversation(c, &chat).await {
             Ok(v) => v,
             Err(s) => return s,
         };

@@ -207,8 +207,12 @@ type EventJob = (InstanceId, Kind, String, Value, Option<chrono::DateTime<Utc>>)
 fn job_of(v: &Value) -> Option<EventJob> {
     let id = InstanceId::parse(v.get("instance_id")?.as_str()?).ok()?;
     let event = v.get("id")?.as_str()?.to_string();
-    let at = v.get("created_at").and_then(|t| serde_json::from_value(t.clone()).ok());
     let data = v.get("data")?.clone();
+    // When it happened on the network (as an import orders the log's messages), else
+    // when the event was made.
+    let at = ["/data/timestamp", "/data/sent_at", "/created_at"]
+        .iter()
+        .find_map(|p| v.pointer(p).and_then(|t| serde_json::from_value(t.clone()).ok()));
     let (kind, key, payload) = match v.get("type")?.as_str()? {
         "message.received" => {
             let key = data.get("message_id")?.as_str()?.to_string();
@@ -418,6 +422,12 @@ mod tests {
             job_of(&ev("message.received", json!({"message_id": "msg_1", "chat_jid": "1@s.whatsapp.net"}))).unwrap();
         assert_eq!((k, key.as_str()), (Kind::Inbound, "msg_1"));
         assert_eq!(at.unwrap().to_rfc3339(), "2026-11-27T10:00:00+00:00");
+        let (_, _, _, _, at) = job_of(&ev(
+            "message.received",
+            json!({"message_id": "msg_1", "chat_jid": "1@s.whatsapp.net", "timestamp": "2026-11-27T09:59:58Z"}),
+        ))
+        .unwrap();
+        assert_eq!(at.unwrap().to_rfc3339(), "2026-11-27T09:59:58+00:00");
         let (_, k, key, p, _) = job_of(&ev("reaction.received", json!({"wa_message_id": "W"}))).unwrap();
         assert_eq!((k, key.as_str(), p["event"].as_str()), (Kind::Inbound, "evt_1", Some("reaction")));
         assert!(job_of(&ev("message.failed", json!({"id": "msg_2", "client_message_id": "mine"}))).is_none());

@@ -26,6 +26,9 @@ fn yes() -> bool {
 fn d_delimiter() -> String {
     "\n".into()
 }
+fn d_import_days() -> u32 {
+    7
+}
 
 /// Body of `PUT {inst}/chatwoot`: the whole inbox.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -75,6 +78,19 @@ pub struct ChatwootIn {
     #[serde(default)]
     #[schema(max_items = 1000)]
     pub ignore_jids: Vec<String>,
+    /// Every chat of the local log becomes a contact in the inbox, once (on the first
+    /// PUT asking for it; its progress shows as `pending_jobs`).
+    #[serde(default)]
+    pub import_contacts: bool,
+    /// The local log's messages of the last `import_days` days (at most 10,000, the
+    /// newest) go into their conversations, oldest first, once; live messages are never
+    /// doubled by it.
+    #[serde(default)]
+    pub import_messages: bool,
+    /// Days of messages `import_messages` brings (default 7).
+    #[serde(default = "d_import_days")]
+    #[schema(minimum = 1, maximum = 90)]
+    pub import_days: u32,
     /// Chatwoot may be on a private or loopback address (a Chatwoot in the cluster). Only
     /// the admin may set it, and it holds for the address it was set for.
     #[serde(default)]
@@ -97,6 +113,9 @@ pub struct ChatwootOut {
     pub conversation_pending: bool,
     pub groups: bool,
     pub ignore_jids: Vec<String>,
+    pub import_contacts: bool,
+    pub import_messages: bool,
+    pub import_days: u32,
     pub allow_private_targets: bool,
     /// What the inbox's webhook must be (set by the bridge on an inbox it creates); a
     /// secret: whoever holds it can make the instance send.
@@ -127,6 +146,9 @@ impl ChatwootIn {
                 return Err(Error::field("inbox_name", "inbox_name must be 1 to 100 characters"));
             }
             *n = t;
+        }
+        if !(1..=90).contains(&self.import_days) {
+            return Err(Error::field("import_days", "import_days must be 1 to 90"));
         }
         if self.sign_delimiter.chars().count() > 20 {
             return Err(Error::field("sign_delimiter", "sign_delimiter is at most 20 characters"));
@@ -258,6 +280,9 @@ pub async fn get(core: &Core, id: &InstanceId) -> Result<ChatwootOut> {
         conversation_pending: c.conversation_pending,
         groups: c.groups,
         ignore_jids: c.ignore_jids,
+        import_contacts: c.import_contacts,
+        import_messages: c.import_messages,
+        import_days: c.import_days,
         allow_private_targets: s.allow_private(),
         webhook_url: webhook_url(&core.config, &s.hook),
         last_error: s.last_error,
@@ -324,6 +349,7 @@ pub async fn put(core: &Core, id: &InstanceId, admin: bool, body: ChatwootIn) ->
         hook: (&shared::auth::hash_token(&hook), &sealer.seal(&hook_owner(id), hook.as_bytes())),
         private_origin: private_origin.as_deref(),
         moved,
+        import: c.import_contacts || c.import_messages,
     };
     if !rows::put(&core.db, id, put).await? {
         return Err(Error::InstanceNotFound);

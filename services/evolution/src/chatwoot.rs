@@ -41,10 +41,11 @@ pub struct EvoChatwootIn {
     pub reopen_conversation: Option<bool>,
     pub conversation_pending: Option<bool>,
     pub auto_create: Option<bool>,
-    /// Importing contacts or history is not built: `true` is refused.
+    /// The local log's chats become contacts, once.
     pub import_contacts: Option<bool>,
-    /// Importing contacts or history is not built: `true` is refused.
+    /// The local log's recent messages go into their conversations, once.
     pub import_messages: Option<bool>,
+    /// Days of messages to import (1 to 90; default 7).
     pub days_limit_import_messages: Option<f64>,
     pub merge_brazil_contacts: Option<bool>,
     pub ignore_jids: Option<Vec<String>>,
@@ -97,9 +98,9 @@ impl EvoChatwootOut {
             reopen_conversation: c.reopen_conversation,
             conversation_pending: c.conversation_pending,
             auto_create: true,
-            import_contacts: false,
-            import_messages: false,
-            days_limit_import_messages: 0,
+            import_contacts: c.import_contacts,
+            import_messages: c.import_messages,
+            days_limit_import_messages: c.import_days,
             merge_brazil_contacts: false,
             ignore_jids,
             webhook_url: c.webhook_url,
@@ -153,11 +154,6 @@ async fn set(
     a: ActionAccess,
     ActionJson(b): ActionJson<EvoChatwootIn>,
 ) -> Result<Json<EvoChatwootOut>, ApiError> {
-    if b.import_contacts == Some(true) || b.import_messages == Some(true) {
-        return Err(ApiError::validation(
-            "paceline does not import contacts or history into Chatwoot: set importContacts and importMessages to false",
-        ));
-    }
     let id = &a.row.id;
     let now = match chatwoot::get(&state, id).await {
         Ok(c) => Some(c),
@@ -200,6 +196,9 @@ async fn set(
         conversation_pending: b.conversation_pending.unwrap_or(false),
         groups,
         ignore_jids,
+        import_contacts: b.import_contacts.unwrap_or(false),
+        import_messages: b.import_messages.unwrap_or(false),
+        import_days: b.days_limit_import_messages.map(|d| d.clamp(0.0, 1000.0) as u32).unwrap_or(7),
         allow_private_targets: now.as_ref().is_some_and(|n| n.allow_private_targets),
     };
     let out = chatwoot::put(&state, id, a.principal.is_admin(), body).await?;

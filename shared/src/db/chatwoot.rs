@@ -5,8 +5,8 @@
 //!
 //! A job is claimed like a webhook delivery: `locked_by` + a fresh `claim_id`, and every
 //! outcome is written only under that claim. An instance's jobs are done one at a time:
-//! only the head of its queue is ever claimed (its setup first, then by when what caused
-//! the job happened), and only once it has been queued for [`SETTLE_MS`], so a job for an
+//! only the head of its queue is ever claimed (its setup first, then an import, which
+//! queues older messages, then by when what caused the job happened), and only once it has been queued for [`SETTLE_MS`], so a job for an
 //! earlier event still being written (by another bridge pod) is not passed over.
 
 use chrono::{DateTime, Utc};
@@ -59,6 +59,8 @@ pub struct Put<'a> {
     pub private_origin: Option<&'a str>,
     /// The Chatwoot account or inbox changed: what was mapped belongs to the old one.
     pub moved: bool,
+    /// Contacts or history are to be imported.
+    pub import: bool,
 }
 
 /// Creates or replaces an existing instance's inbox; false when there is no instance.
@@ -102,6 +104,18 @@ pub async fn put(db: &PgPool, id: &InstanceId, p: Put<'_>) -> Result<bool, sqlx:
             .bind(id)
             .execute(&mut *tx)
             .await?;
+    }
+    if p.import {
+        // Once per inbox (generation): a later PUT asking again imports nothing twice.
+        enqueue(
+            &mut *tx,
+            id,
+            Kind::Import,
+            &format!("import-{generation}"),
+            &serde_json::json!({ "generation": generation }),
+            None,
+        )
+        .await?;
     }
     if p.inbox_id.is_none() {
         // Queued again if an earlier setup of this generation failed (a wrong token,
@@ -300,6 +314,8 @@ pub enum Kind {
     Outbound,
     Status,
     Resolved,
+    Import,
+    Contact,
 }
 
 /// Queues a piece of work once: false when a job with its key was queued before.
@@ -341,7 +357,8 @@ pub struct Job {
 }
 
 /// Claims up to `limit` due jobs, each the head of its instance's queue (its setup first,
-/// then the earliest event), settled, and none of an instance whose head is held.
+/// then an import, then the earliest event), settled, and none of an instance whose head
+/// is held.
 pub async fn claim(db: impl PgExecutor<'_>, pod: &str, lock_ms: u64, limit: i64) -> Result<Vec<Job>, sqlx::Error> {
     sqlx::query_as(
         "UPDATE chatwoot_jobs j SET locked_by = $1, locked_until = now() + $2 * interval '1 millisecond', \
@@ -349,7 +366,7 @@ pub async fn claim(db: impl PgExecutor<'_>, pod: &str, lock_ms: u64, limit: i64)
              first_try_at = coalesce(j.first_try_at, now()), updated_at = now() \
          FROM (SELECT h.seq FROM (SELECT DISTINCT ON (instance_id) seq, next_attempt_at, locked_until, created_at \
                                   FROM chatwoot_jobs WHERE state = 'pending' \
-                                  ORDER BY instance_id, kind <> 'setup', event_at, seq) h \
+                                  ORDER BY instance_id, kind <> 'setup', kind <> 'import', event_at, seq) h \
                WHERE h.next_attempt_at <= now() AND (h.locked_until IS NULL OR h.locked_until < now()) \
                  AND h.created_at <= now() - $4 * interval '1 millisecond' \
                ORDER BY h.next_attempt_at LIMIT $3) d \
@@ -442,5 +459,34 @@ pub async fn counts(db: impl PgExecutor<'_>, id: &InstanceId) -> Result<(i64, i6
     )
     .bind(id)
     .fetch_one(db)
+    .await
+}
+
+/// The instance's logged chats (people and groups), for an import: at most `limit`, the
+/// most recently active first.
+pub async fn import_chats(db: impl PgExecutor<'_>, id: &InstanceId, limit: i64) -> Result<Vec<String>, sqlx::Error> {
+    sqlx::query_scalar("SELECT jid FROM chats WHERE instance_id = $1 ORDER BY last_message_at DESC LIMIT $2")
+        .bind(id)
+        .bind(limit)
+        .fetch_all(db)
+        .await
+}
+
+/// The instance's logged messages since `since`, for an import: at most `limit`, the
+/// newest kept when there are more, oldest first.
+pub async fn import_messages(
+    db: impl PgExecutor<'_>,
+    id: &InstanceId,
+    since: DateTime<Utc>,
+    limit: i64,
+) -> Result<Vec<crate::db::log::LogRow>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT * FROM (SELECT id, chat_jid, wa_message_id, ts, from_jid, from_me, type, content, status, source \
+             FROM log_messages WHERE instance_id = $1 AND ts >= $2 ORDER BY ts DESC LIMIT $3) m ORDER BY ts",
+    )
+    .bind(id)
+    .bind(since)
+    .bind(limit)
+    .fetch_all(db)
     .await
 }

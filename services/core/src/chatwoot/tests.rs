@@ -47,6 +47,8 @@ fn settings_are_checked_and_normalized() {
         json!({"url": "https://cw.example", "account_id": 1, "inbox_name": " "}),
         json!({"url": "https://cw.example", "account_id": 1, "ignore_jids": ["not a jid"]}),
         json!({"url": "https://cw.example", "account_id": 1, "token": ""}),
+        json!({"url": "https://cw.example", "account_id": 1, "import_days": 0}),
+        json!({"url": "https://cw.example", "account_id": 1, "import_days": 91}),
     ] {
         assert!(body(bad.clone()).validate().is_err(), "{bad}");
     }

@@ -304,3 +304,63 @@ async fn chatwoot_failing_and_down_and_pods_killed_lose_nothing_and_post_nothing
     assert!(problems.is_empty(), "{problems:#?}");
     stop.cancel();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_import_brings_the_logs_chats_and_recent_history_once() {
+    let c = Cluster::start(bin(), 1, |_| {}).await;
+    let cw = ChatwootDouble::start().await;
+    let stop = bridge(&c);
+    for n in [SHOP, ANA, BEN] {
+        c.phone(n, false).await;
+    }
+    let (inst, token) = c.paired_instance("shop", SHOP).await;
+    let id = inst.id.to_string();
+    let own = c.api.client(Some(token));
+    // History before any inbox: two contacts write, and the account answers one.
+    say(&c, ANA, SHOP, json!({ "text": "before 1" })).await;
+    say(&c, BEN, SHOP, json!({ "text": "ben before" })).await;
+    say(&c, ANA, SHOP, json!({ "text": "before 2" })).await;
+    own.post(&format!("/v1/instances/{id}/messages"), &json!({ "to": ANA, "type": "text", "text": "api before" }))
+        .await
+        .expect(202);
+    let pool = c.pool().await;
+    wait_for(Duration::from_secs(30), || async {
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM log_messages WHERE instance_id = $1")
+            .bind(&id)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        (n == 4).then_some(())
+    })
+    .await
+    .expect("the log holds the history");
+
+    let path = format!("/v1/instances/{id}/chatwoot");
+    let body = json!({ "url": cw.url(), "account_id": 1, "token": TOKEN, "allow_private_targets": true,
+        "import_contacts": true, "import_messages": true, "import_days": 1 });
+    c.api.admin().put(&path, &body).await.expect(200);
+    held(&cw, 4, |m| !m.private).await;
+    // The same settings again import nothing more; a live message comes after the history.
+    c.api.admin().put(&path, &body).await.expect(200);
+    say(&c, ANA, SHOP, json!({ "text": "after" })).await;
+    held(&cw, 5, |m| !m.private).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let msgs = cw.messages();
+    let texts: Vec<String> = msgs.iter().filter_map(|m| m.content.clone()).collect();
+    assert_eq!(texts.len(), 5, "each message once: {texts:?}");
+    let ana = msgs.iter().find(|m| m.content.as_deref() == Some("before 1")).unwrap().conversation_id;
+    let in_ana: Vec<(String, String)> = msgs
+        .iter()
+        .filter(|m| m.conversation_id == ana)
+        .map(|m| (m.content.clone().unwrap(), m.message_type.clone()))
+        .collect();
+    let want = [("before 1", "incoming"), ("before 2", "incoming"), ("api before", "outgoing"), ("after", "incoming")];
+    assert_eq!(in_ana, want.map(|(t, k)| (t.to_string(), k.to_string())));
+    assert_eq!(cw.contacts().len(), 2);
+    assert_eq!(cw.conversations().len(), 2);
+    let shown = c.api.admin().get(&path).await.expect(200);
+    assert_eq!((shown["import_messages"].clone(), shown["pending_jobs"].clone()), (json!(true), json!(0)));
+    let problems = cw.validate();
+    assert!(problems.is_empty(), "{problems:#?}");
+    stop.cancel();
+}

@@ -175,14 +175,16 @@ async fn evolution_managers_calls_sign_in_list_pair_chat_and_configure() {
     let mut again = found.clone();
     again["signMsg"] = json!(false);
     own.post("/chatwoot/set/manager-shop", &again).await.expect(200);
-    let mut import = page.clone();
-    import["importMessages"] = json!(true);
-    own.post("/chatwoot/set/manager-shop", &import).await.expect_error(400, "validation_failed");
     let v1 = c.api.admin().get(&format!("/v1/instances/{id}/chatwoot")).await.expect(200);
     assert_eq!(
         (v1["sign_messages"].clone(), v1["groups"].clone(), v1["token_set"].clone()),
         (json!(false), json!(false), json!(true))
     );
+    let mut import = page.clone();
+    import["importMessages"] = json!(true);
+    import["daysLimitImportMessages"] = json!(3);
+    let shown = own.post("/chatwoot/set/manager-shop", &import).await.expect(200);
+    assert_eq!((shown["importMessages"].clone(), shown["daysLimitImportMessages"].clone()), (json!(true), json!(3)));
 
     // The other integration pages: none set (`null`, `[]` for bots), and setting one says why not.
     for page in ["websocket", "rabbitmq", "sqs"] {
