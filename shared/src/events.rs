@@ -57,6 +57,8 @@ events! {
     "message.read" => MessageRead(ReceiptEventData),
     "message.received" => MessageReceived(ReceivedMessageEventData),
     "message.media_updated" => MediaUpdated(MediaUpdatedEventData),
+    "message.edited" => MessageEdited(MessageEditedEventData),
+    "message.deleted" => MessageDeleted(MessageDeletedEventData),
     "reaction.received" => ReactionReceived(ReactionEventData),
     "status.received" => StatusReceived(ReceivedMessageEventData),
     "channel.post_received" => ChannelPostReceived(ReceivedMessageEventData),

@@ -48,6 +48,8 @@ pub struct CwMessage {
     pub in_reply_to: Option<i64>,
     /// Files: (name, content type, bytes).
     pub files: Vec<(String, String, Vec<u8>)>,
+    /// Deleted (Chatwoot keeps it, its content replaced and its files dropped).
+    pub deleted: bool,
 }
 
 /// What a test scripts.
@@ -162,6 +164,9 @@ async fn answer(st: &S, call: Call<'_>, act: impl FnOnce(&mut Store) -> (StatusC
         status: status.as_u16(),
         response: response.clone(),
     });
+    if response.is_null() {
+        return status.into_response();
+    }
     (status, Json(response)).into_response()
 }
 
@@ -387,10 +392,26 @@ async fn create_message(State(st): State<S>, Path((a, c)): Path<(i64, i64)>, req
             source_id: text("source_id"),
             in_reply_to: attrs.get("in_reply_to").and_then(Value::as_i64),
             files,
+            deleted: false,
         };
         let out = message_json(&m);
         s.messages.push(m);
         (StatusCode::OK, out)
+    })
+    .await
+}
+
+async fn delete_message(State(st): State<S>, Path((a, c, m)): Path<(i64, i64, i64)>, h: HeaderMap) -> Response {
+    let path = format!("/api/v1/accounts/{a}/conversations/{c}/messages/{m}");
+    let call = Call { method: "delete", path, query: String::new(), headers: &h, body: Value::Null, multipart: false };
+    answer(&st, call, |s| match s.messages.iter_mut().find(|x| x.id == m && x.conversation_id == c) {
+        Some(x) => {
+            x.deleted = true;
+            x.content = Some("This message was deleted".into());
+            x.files.clear();
+            (StatusCode::OK, Value::Null)
+        }
+        None => (StatusCode::NOT_FOUND, json!({"description": "not found"})),
     })
     .await
 }
@@ -416,6 +437,7 @@ impl ChatwootDouble {
             .route("/api/v1/accounts/{a}/conversations", post(create_conversation))
             .route("/api/v1/accounts/{a}/conversations/{c}", get(show_conversation))
             .route("/api/v1/accounts/{a}/conversations/{c}/messages", get(list_messages).post(create_message))
+            .route("/api/v1/accounts/{a}/conversations/{c}/messages/{m}", axum::routing::delete(delete_message))
             .route("/files/{m}/{i}", get(file))
             .layer(axum::extract::DefaultBodyLimit::max(64 << 20))
             .with_state(state.clone());
@@ -481,6 +503,7 @@ impl ChatwootDouble {
                 source_id: None,
                 in_reply_to: None,
                 files,
+                deleted: false,
             };
             let attachments: Vec<Value> = m
                 .files
@@ -582,7 +605,10 @@ for x in inp["exchanges"]:
         api.validate_request(req)
     except Exception as e:
         problems.append(f"{name} request: {type(e).__name__}: {str(e)[:300]} {getattr(e, '__cause__', '')}")
-    res = MockResponse(json.dumps(x["response"]).encode(), status_code=x["status"], content_type="application/json")
+    if x["response"] is None:
+        res = MockResponse(b"", status_code=x["status"], content_type=None)
+    else:
+        res = MockResponse(json.dumps(x["response"]).encode(), status_code=x["status"], content_type="application/json")
     if x["status"] < 300:
         try:
             api.validate_response(req, res)

@@ -291,6 +291,16 @@ impl Chatwoot<'_> {
             .collect())
     }
 
+    /// Deletes a message (Chatwoot keeps it as deleted); one already gone is no error.
+    pub async fn delete_message(&self, conversation: i64, id: i64) -> Result<(), CwError> {
+        let path = format!("conversations/{conversation}/messages/{id}");
+        match self.call("delete_message", Method::DELETE, &path, None).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.not_found() => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Creates a message; with an attachment it goes as `multipart/form-data` (how
     /// Chatwoot takes files), else as JSON.
     pub async fn create_message(

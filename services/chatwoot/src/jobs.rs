@@ -364,9 +364,12 @@ impl Bridge {
             return Step::Done;
         }
         let event = p.get("event").and_then(Value::as_str).unwrap_or("message");
-        let reaction = event == "reaction";
-        // A reaction is a message of its own, replying to what it reacts to.
-        let key = if reaction { format!("{wa}:reaction:{}", c.job.key) } else { wa.clone() };
+        if event == "deleted" {
+            return self.deleted(c, &wa).await;
+        }
+        // A reaction or an edit is a message of its own, replying to what it names.
+        let reaction = event == "reaction" || event == "edited";
+        let key = if reaction { format!("{wa}:{event}:{}", c.job.key) } else { wa.clone() };
         if tri!(rows::message(&self.core.db, c.id(), &key, c.s.generation).await).is_some() {
             return Step::Done;
         }
@@ -375,16 +378,14 @@ impl Bridge {
         let from_me = data.get("from_me").and_then(Value::as_bool).unwrap_or(false);
         let sender = if group && !from_me { from } else { None };
         let r = if reaction {
-            let emoji = data.get("emoji").and_then(Value::as_str).unwrap_or_default();
+            let emoji = match event {
+                "edited" => format!("✏️ {}", data.get("text").and_then(Value::as_str).unwrap_or_default()),
+                _ => data.get("emoji").and_then(Value::as_str).unwrap_or_default().to_string(),
+            };
             if emoji.is_empty() {
                 return Step::Done;
             }
-            render::Rendered {
-                content: emoji.to_string(),
-                media: None,
-                media_missing: false,
-                reply_to: Some(wa.clone()),
-            }
+            render::Rendered { content: emoji, media: None, media_missing: false, reply_to: Some(wa.clone()) }
         } else {
             let kind = data.get("type").and_then(Value::as_str).unwrap_or("text");
             let waited = (chrono::Utc::now() - c.job.first_try_at).to_std().unwrap_or_default();
@@ -442,6 +443,18 @@ impl Bridge {
         let id = data.get("message_id").and_then(Value::as_str)?;
         let row = shared::db::log::content_of(&self.core.db, c.id(), id).await.ok()??;
         Some(row)
+    }
+
+    /// A message deleted for everyone on WhatsApp is deleted in Chatwoot too (Chatwoot
+    /// keeps it, shown as deleted).
+    async fn deleted(&self, c: &Ctx<'_>, wa: &str) -> Step {
+        let Some((conv, cw_id)) = tri!(rows::message(&self.core.db, c.id(), wa, c.s.generation).await) else {
+            return Step::Done;
+        };
+        match c.cw.delete_message(conv, cw_id).await {
+            Ok(()) => Step::Done,
+            Err(e) => Step::from(e),
+        }
     }
 
     /// A sent message's content as queued.

@@ -5,8 +5,9 @@
 //! calls reach tenants' servers and take their time, so they never run in an API
 //! request. Two loops:
 //! - **intake**: a durable JetStream consumer (`chatwoot`, shared by every pod) reads
-//!   `message.received`, `reaction.received`, `message.sent` (messages sent from
-//!   elsewhere, shown as outgoing) and `message.failed`, and writes a job for
+//!   `message.received`, `reaction.received`, `message.edited`, `message.deleted`,
+//!   `message.sent` (messages sent from elsewhere, shown as outgoing) and
+//!   `message.failed`, and writes a job for
 //!   each one an instance's inbox carries (`chatwoot_jobs`, keyed by the event, so a
 //!   redelivered event makes none), then acks. The API's webhook route writes the jobs
 //!   for what Chatwoot tells (agents' messages, conversations resolved).
@@ -54,7 +55,8 @@ const KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
 /// The longest one NATS call may take.
 const NATS_CALL: Duration = Duration::from_secs(10);
 /// The events the bridge reads.
-const EVENTS: [&str; 4] = ["message.received", "reaction.received", "message.sent", "message.failed"];
+const EVENTS: [&str; 6] =
+    ["message.received", "reaction.received", "message.edited", "message.deleted", "message.sent", "message.failed"];
 
 pub fn describe() {
     metrics::describe_counter!(JOBS, "Chatwoot bridge jobs tried, by kind and result (done, retry, failed)");
@@ -219,6 +221,8 @@ fn job_of(v: &Value) -> Option<EventJob> {
             (Kind::Inbound, key, json!({ "event": "message", "data": data }))
         }
         "reaction.received" => (Kind::Inbound, event, json!({ "event": "reaction", "data": data })),
+        "message.edited" => (Kind::Inbound, event, json!({ "event": "edited", "data": data })),
+        "message.deleted" => (Kind::Inbound, event, json!({ "event": "deleted", "data": data })),
         // Sent from elsewhere (the API, the attendant, Evolution's routes): shown to the
         // agents as outgoing; an agent's own message is in Chatwoot already.
         "message.sent" => {

@@ -54,6 +54,16 @@ pub const CATALOG: &[(&str, &str, &str)] = &[
         "Received media that was pending was downloaded (or is gone for good).",
         "MediaUpdatedEventData",
     ),
+    (
+        "message.edited",
+        "The sender of a message edited it; the local log's copy has the new text and `edited_at`.",
+        "MessageEditedEventData",
+    ),
+    (
+        "message.deleted",
+        "The sender of a message deleted it for everyone; the local log's copy is kept, with `deleted_at`.",
+        "MessageDeletedEventData",
+    ),
     ("reaction.received", "Someone reacted to a message.", "ReactionEventData"),
     ("status.received", "A contact posted a status (its chat is `status@broadcast`).", "ReceivedMessageEventData"),
     (

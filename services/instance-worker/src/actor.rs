@@ -314,6 +314,7 @@ impl Actor {
             DriverEvent::LabelTarget { .. } => "label_target",
             DriverEvent::Network(_) => "group",
             DriverEvent::Message { .. } => "message",
+            DriverEvent::Changed(_) => "changed",
             DriverEvent::Receipt { .. } => "receipt",
             DriverEvent::History { .. } => "history",
         };
@@ -399,6 +400,9 @@ impl Actor {
                 // A chat that writes in may free its held first-contact sends.
                 self.queue.wrote_in();
                 self.media_retry.receive(&held!(self), session, vec![message], Source::Live).await
+            }
+            DriverEvent::Changed(c) => {
+                fenced(shared::db::log::apply_change(&self.ctx.db, &self.id, self.epoch, &c).await)
             }
             DriverEvent::History { messages } => {
                 self.media_retry.receive(&held!(self), session, messages, Source::History).await

@@ -85,6 +85,32 @@ pub struct ReceivedMessageEventData {
     pub timestamp: DateTime<Utc>,
 }
 
+/// `message.edited`: the sender of a logged message edited it (from any device).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct MessageEditedEventData {
+    pub message_id: MessageId,
+    pub wa_message_id: String,
+    pub chat_jid: String,
+    pub from_jid: String,
+    pub from_me: bool,
+    /// The new text (or caption).
+    pub text: String,
+    pub timestamp: DateTime<Utc>,
+}
+
+/// `message.deleted`: the sender of a logged message deleted it for everyone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct MessageDeletedEventData {
+    pub message_id: MessageId,
+    pub wa_message_id: String,
+    pub chat_jid: String,
+    pub from_jid: String,
+    pub from_me: bool,
+    pub timestamp: DateTime<Utc>,
+}
+
 /// `message.media_updated`: received media that was pending (its download failed for a
 /// passing reason) was downloaded, or the network turned out not to have it any more.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -43,6 +43,8 @@ pub enum DriverEvent {
     Network(shared::events::Event),
     /// A message for the account, or sent from its phone (`from_me`).
     Message { message: Incoming },
+    /// A message edited or deleted for everyone by its sender.
+    Changed(shared::db::log::Changed),
     /// A receipt (`delivered`, `read`) for a message the account sent.
     Receipt { wa_message_id: String, receipt: shared::db::log::Receipt, at: DateTime<Utc> },
     /// Recent messages, synced after linking (and possibly again later).

@@ -141,6 +141,12 @@ impl Driver for SimDriver {
                     ServerEv::Banned => DriverEvent::Banned,
                     ServerEv::TempBanned { until } => DriverEvent::TemporarilyBanned { until },
                     ServerEv::Replaced => DriverEvent::Replaced,
+                    ServerEv::Message { message, from_me } if matches!(message.kind.as_str(), "edit" | "revoke") => {
+                        match changed(message, from_me) {
+                            Some(c) => DriverEvent::Changed(c),
+                            None => continue,
+                        }
+                    }
                     ServerEv::Message { message, from_me } => {
                         DriverEvent::Message { message: incoming(message, from_me) }
                     }
@@ -151,6 +157,7 @@ impl Driver for SimDriver {
                     ServerEv::History { messages } => DriverEvent::History {
                         messages: messages
                             .into_iter()
+                            .filter(|m| !matches!(m.kind.as_str(), "edit" | "revoke"))
                             .map(|m| {
                                 let from_me = m.from == me;
                                 incoming(m, from_me)
@@ -213,6 +220,29 @@ fn jid(number: &str) -> String {
 
 /// A simulated message as the log keeps it: the chat is the other party; the content is
 /// the body with the text in it; media stays on netsim until downloaded.
+/// netsim's edit (`type: "edit"`, the new text) or deletion for everyone
+/// (`type: "revoke"`) of the message `body.target`, as the network tells them: messages
+/// of their own.
+pub fn changed(m: shared::simproto::SimMessage, from_me: bool) -> Option<shared::db::log::Changed> {
+    let target = m.body.get("target")?.as_str()?.to_string();
+    let chat_jid = match &m.group {
+        Some(g) => g.clone(),
+        None => jid(if from_me { &m.to } else { &m.from }),
+    };
+    let text = match m.kind.as_str() {
+        "edit" => Some(m.text.unwrap_or_default()),
+        _ => None,
+    };
+    Some(shared::db::log::Changed {
+        chat_jid,
+        wa_message_id: target,
+        from_jid: jid(&m.from),
+        from_me,
+        at: m.timestamp,
+        text,
+    })
+}
+
 pub fn incoming(m: shared::simproto::SimMessage, from_me: bool) -> super::Incoming {
     let mut content = match m.body {
         serde_json::Value::Object(o) => serde_json::Value::Object(o),

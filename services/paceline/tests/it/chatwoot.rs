@@ -152,6 +152,38 @@ async fn chats_reach_the_inbox_and_agents_reply_each_once() {
     assert!(msgs.iter().all(|m| m.conversation_id == conv));
     assert_eq!(cw.conversations().len(), 1);
 
+    // Ana edits her first message and deletes her picture: the edit comes as a reply to
+    // it, and the picture is deleted in Chatwoot; the log keeps both, marked.
+    let picture = msgs.iter().find(|m| m.content.as_deref() == Some("the menu")).unwrap().clone();
+    let pic_wa = picture.source_id.clone().unwrap().trim_start_matches("WAID:").to_string();
+    say(&c, ANA, SHOP, json!({ "type": "edit", "text": "hi, are you open today?", "body": { "target": first } })).await;
+    say(&c, ANA, SHOP, json!({ "type": "revoke", "body": { "target": pic_wa } })).await;
+    held(&cw, 1, |m| m.content.as_deref() == Some("✏️ hi, are you open today?")).await;
+    let edited =
+        cw.messages().into_iter().find(|m| m.content.as_deref() == Some("✏️ hi, are you open today?")).unwrap();
+    assert_eq!((edited.in_reply_to, edited.message_type.as_str()), (Some(m.id), "incoming"));
+    held(&cw, 1, |m| m.id == picture.id && m.deleted).await;
+    let pool = c.pool().await;
+    let logged: Value =
+        sqlx::query_scalar("SELECT content FROM log_messages WHERE instance_id = $1 AND wa_message_id = $2")
+            .bind(&id)
+            .bind(&first)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(logged["text"], "hi, are you open today?");
+    assert!(logged["edited_at"].is_string());
+    let kinds: Vec<String> = sqlx::query_scalar(
+        "SELECT type FROM outbox WHERE instance_id = $1 AND type IN ('message.edited', 'message.deleted') ORDER BY id",
+    )
+    .bind(&id)
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(kinds, ["message.edited", "message.deleted"]);
+    // Someone else's "edit" of Ana's message changes nothing and tells no one.
+    say(&c, BEN, SHOP, json!({ "type": "edit", "text": "forged", "body": { "target": first } })).await;
+
     // An agent answers: one message on WhatsApp, signed; Chatwoot posting it again sends nothing more.
     let (agent_msg, status) = cw.agent_reply(conv, "We open at 9", vec![]).await;
     assert_eq!(status, 200);
@@ -241,6 +273,17 @@ async fn chats_reach_the_inbox_and_agents_reply_each_once() {
     held(&cw, 1, |m| m.private && m.conversation_id == lost).await;
     let note = cw.messages().into_iter().find(|m| m.private && m.conversation_id == lost).unwrap();
     assert!(note.content.as_deref().unwrap().starts_with("Not delivered to WhatsApp"), "{note:?}");
+
+    assert!(!cw.messages().iter().any(|m| m.content.as_deref().is_some_and(|t| t.contains("forged"))));
+    let forged: Value =
+        sqlx::query_scalar("SELECT content FROM log_messages WHERE instance_id = $1 AND wa_message_id = $2")
+            .bind(&id)
+            .bind(&first)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(forged["text"], "hi, are you open today?");
+    harness::events::check_emitted(&pool).await;
 
     // Everything the double saw is what Chatwoot's description allows.
     let problems = cw.validate();

@@ -248,3 +248,73 @@ pub async fn record_sent_many(
     let chats = touch_chats(tx, &touched).await?;
     outbox::insert_many(&mut *tx, chats.iter().map(|(i, c)| (i, c.event(false))).collect()).await
 }
+
+/// A message its sender edited or deleted for everyone, as the network told it.
+#[derive(Debug, Clone)]
+pub struct Changed {
+    pub chat_jid: String,
+    pub wa_message_id: String,
+    pub from_jid: String,
+    pub from_me: bool,
+    pub at: DateTime<Utc>,
+    /// The new text (an edit), or none (a deletion).
+    pub text: Option<String>,
+}
+
+/// Marks the log's copy of an edited or deleted message (an edit takes the new text, or
+/// caption, and `edited_at`; a deletion keeps the content and adds `deleted_at`) and
+/// writes its `message.edited` or `message.deleted`, fenced on `epoch`; only for a logged
+/// message, and a change from its own sender (anyone can send a change naming anyone's
+/// message: the network does not check it). False: the fence did not hold.
+pub async fn apply_change(pool: &PgPool, instance: &InstanceId, epoch: i64, c: &Changed) -> Result<bool, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    if !super::fence(&mut tx, instance, epoch).await? {
+        return Ok(false);
+    }
+    let patch = match &c.text {
+        Some(t) => serde_json::json!({ "edited_at": c.at, "__text": t }),
+        None => serde_json::json!({ "deleted_at": c.at }),
+    };
+    let id: Option<MessageId> = sqlx::query_scalar(
+        "UPDATE log_messages SET content = content || (($5::jsonb - '__text') \
+             || CASE WHEN $5::jsonb ? '__text' THEN \
+                    jsonb_build_object(CASE WHEN content ? 'caption' THEN 'caption' ELSE 'text' END, $5::jsonb -> '__text') \
+                ELSE '{}'::jsonb END) \
+         WHERE instance_id = $1 AND chat_jid = $2 AND wa_message_id = $3 AND from_me = $4 \
+           AND (from_me OR from_jid = $6) \
+         RETURNING id",
+    )
+    .bind(instance)
+    .bind(&c.chat_jid)
+    .bind(&c.wa_message_id)
+    .bind(c.from_me)
+    .bind(&patch)
+    .bind(&c.from_jid)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(id) = id else {
+        return Ok(true);
+    };
+    let event = match &c.text {
+        Some(text) => Event::MessageEdited(crate::events::MessageEditedEventData {
+            message_id: id,
+            wa_message_id: c.wa_message_id.clone(),
+            chat_jid: c.chat_jid.clone(),
+            from_jid: c.from_jid.clone(),
+            from_me: c.from_me,
+            text: text.clone(),
+            timestamp: c.at,
+        }),
+        None => Event::MessageDeleted(crate::events::MessageDeletedEventData {
+            message_id: id,
+            wa_message_id: c.wa_message_id.clone(),
+            chat_jid: c.chat_jid.clone(),
+            from_jid: c.from_jid.clone(),
+            from_me: c.from_me,
+            timestamp: c.at,
+        }),
+    };
+    outbox::insert(&mut *tx, instance, &event).await?;
+    tx.commit().await?;
+    Ok(true)
+}

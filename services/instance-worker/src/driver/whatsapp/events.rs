@@ -36,14 +36,37 @@ pub(super) fn to_driver_events(event: &Event, client: &Client, business: bool, c
         Event::PairingQrCodesExhausted(_) => {
             vec![DriverEvent::Closed { reason: "every QR code expired unscanned".into() }]
         }
-        // Already logged by the durability hook.
-        Event::Messages(batch) if batch.hook_committed => Vec::new(),
-        Event::Messages(batch) => batch
-            .messages
-            .iter()
-            .filter(|m| !map::is_protocol(m.message.get_base_message()))
-            .map(|m| DriverEvent::Message { message: incoming(&m.message, &m.info) })
-            .collect(),
+        Event::Messages(batch) => {
+            // Edits and deletions for everyone are protocol messages: never logged as
+            // messages, passed on as changes of the message they name.
+            let mut out: Vec<DriverEvent> = batch
+                .messages
+                .iter()
+                .filter_map(|m| {
+                    let (target, text) = map::change(m.message.get_base_message())?;
+                    let i = incoming(&m.message, &m.info).message;
+                    Some(DriverEvent::Changed(shared::db::log::Changed {
+                        chat_jid: i.chat_jid,
+                        wa_message_id: target,
+                        from_jid: i.from_jid,
+                        from_me: i.from_me,
+                        at: i.ts,
+                        text,
+                    }))
+                })
+                .collect();
+            // The rest, unless the durability hook logged them already.
+            if !batch.hook_committed {
+                out.extend(
+                    batch
+                        .messages
+                        .iter()
+                        .filter(|m| !map::is_protocol(m.message.get_base_message()))
+                        .map(|m| DriverEvent::Message { message: incoming(&m.message, &m.info) }),
+                );
+            }
+            out
+        }
         Event::Receipt(r) => match map::receipt_status(&r.r#type) {
             Some(receipt) => r
                 .message_ids
