@@ -21,6 +21,20 @@ CREATE TABLE chatwoot_inboxes (
     generation      BIGINT NOT NULL DEFAULT 1,
     -- The bridge's last failure talking to Chatwoot, cleared by a success.
     last_error      TEXT,
+    -- Made from this account's settings (chatwoot_accounts), not the instance's own:
+    -- changed with them, and removed when the instance leaves the account.
+    from_account    TEXT,
+    updated_at      TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+
+-- An account's Chatwoot settings: every instance of the account without settings of its
+-- own gets an inbox of its own made from them (named after the instance).
+CREATE TABLE chatwoot_accounts (
+    account_id      TEXT PRIMARY KEY REFERENCES accounts (id) ON DELETE CASCADE,
+    config          JSONB NOT NULL,
+    -- Sealed, bound to "chatwoot-account:<account id>".
+    token_sealed    BYTEA NOT NULL,
+    private_origin  TEXT,
     updated_at      TIMESTAMPTZ NOT NULL DEFAULT now()
 );
 

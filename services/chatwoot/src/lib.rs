@@ -263,6 +263,12 @@ async fn take(b: &Bridge, msgs: &[jetstream::Message]) -> anyhow::Result<()> {
         return Ok(());
     }
     let ids: Vec<String> = jobs.iter().map(|j| j.0.to_string()).collect::<HashSet<_>>().into_iter().collect();
+    // Inboxes made from an account's settings: for instances that joined the account
+    // since, and gone for those that left it.
+    rows::drop_strays(&b.core.db, Some(&ids)).await?;
+    for (id, account) in rows::unmade(&b.core.db, &ids).await? {
+        domain::chatwoot::account::inherit(&b.core, &id, &account).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
     let inboxes = rows::many(&b.core.db, &ids).await?;
     let mut tx = b.core.db.begin().await?;
     for (id, kind, key, mut payload, at) in jobs {

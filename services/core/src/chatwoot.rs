@@ -15,6 +15,7 @@ use utoipa::ToSchema;
 use crate::attendant::{check_secret, check_url, merge, origin_of};
 use crate::{Core, Error, Result};
 
+pub mod account;
 pub mod hook;
 
 const IGNORE_LIMIT: usize = 1000;
@@ -122,6 +123,9 @@ pub struct ChatwootOut {
     pub webhook_url: String,
     /// The bridge's last failure talking to Chatwoot (cleared by a success).
     pub last_error: Option<String>,
+    /// The account whose Chatwoot settings this inbox was made from (none: the
+    /// instance's own).
+    pub from_account: Option<String>,
     /// Work waiting for Chatwoot (messages both ways), and work given up on.
     pub pending_jobs: i64,
     pub failed_jobs: i64,
@@ -172,7 +176,7 @@ impl ChatwootIn {
 
 /// Whose sealed secrets are whose: the token and the webhook secret each under a label
 /// of their own, so neither opens as the other or as an attendant's.
-fn token_owner(id: &InstanceId) -> String {
+pub(crate) fn token_owner(id: &InstanceId) -> String {
     format!("chatwoot:{id}")
 }
 fn hook_owner(id: &InstanceId) -> String {
@@ -191,6 +195,8 @@ pub struct Stored {
     pub private_origin: Option<String>,
     pub generation: i64,
     pub last_error: Option<String>,
+    /// Made from this account's settings (none: the instance's own).
+    pub from_account: Option<String>,
     pub updated_at: DateTime<Utc>,
 }
 
@@ -205,7 +211,7 @@ impl std::fmt::Debug for Stored {
     }
 }
 
-fn sealer(config: &shared::Config) -> Result<Sealer> {
+pub(crate) fn sealer(config: &shared::Config) -> Result<Sealer> {
     Sealer::from_config(config).ok_or_else(|| Error::internal("no key to seal secrets with"))
 }
 
@@ -231,6 +237,7 @@ impl Stored {
             private_origin: row.private_origin,
             generation: row.generation,
             last_error: row.last_error,
+            from_account: row.from_account,
             updated_at: row.updated_at,
         })
     }
@@ -286,31 +293,44 @@ pub async fn get(core: &Core, id: &InstanceId) -> Result<ChatwootOut> {
         allow_private_targets: s.allow_private(),
         webhook_url: webhook_url(&core.config, &s.hook),
         last_error: s.last_error,
+        from_account: s.from_account,
         pending_jobs,
         failed_jobs,
         updated_at: s.updated_at,
     })
 }
 
-/// `PUT {inst}/chatwoot`: checks and stores the whole inbox. Only the admin turns
-/// `allow_private_targets` on, for Chatwoot's origin then; another caller keeps it only
-/// while Chatwoot stays at that origin. The token may be left out while Chatwoot stays
-/// at the same origin and account (the stored one is kept).
-pub async fn put(core: &Core, id: &InstanceId, admin: bool, body: ChatwootIn) -> Result<ChatwootOut> {
+/// Settings that passed a PUT's rules, ready to store.
+pub(crate) struct Checked {
+    pub c: ChatwootIn,
+    pub token: String,
+    /// The origin the admin allowed private addresses for, if any.
+    pub private_origin: Option<String>,
+}
+
+/// What is stored now, for a PUT's rules: the settings, the token (when it may be kept)
+/// and the approved origin.
+pub(crate) struct Now<'a> {
+    pub config: &'a ChatwootIn,
+    pub token: Option<&'a str>,
+    pub private_origin: Option<&'a str>,
+}
+
+/// A PUT's rules, for an instance's settings and an account's: the token may be left out
+/// while Chatwoot stays at the same origin and account; only the admin turns
+/// `allow_private_targets` on (for Chatwoot's origin then; another caller keeps it only
+/// while Chatwoot stays there); a new address must resolve to public addresses unless
+/// private ones are allowed.
+pub(crate) async fn check(core: &Core, admin: bool, body: ChatwootIn, now: Option<Now<'_>>) -> Result<Checked> {
     let mut c = body.validate()?;
-    let sealer = sealer(&core.config)?;
-    let now = match rows::get(&core.db, id).await? {
-        Some(row) => Some(Stored::open(row, &sealer)?),
-        None => None,
-    };
     let origin = c.origin();
     let same_place = now.as_ref().is_some_and(|n| n.config.origin() == origin && n.config.account_id == c.account_id);
-    let token = match (c.token.take(), &now) {
+    let token = match (c.token.take(), now.as_ref().and_then(|n| n.token)) {
         (Some(t), _) => t,
-        (None, Some(n)) if same_place => n.token.clone(),
+        (None, Some(t)) if same_place => t.to_string(),
         _ => return Err(Error::field("token", "token is required (Chatwoot's address or account changed)")),
     };
-    let approved = now.as_ref().and_then(|n| n.private_origin.clone());
+    let approved = now.as_ref().and_then(|n| n.private_origin.map(str::to_string));
     if !admin {
         if c.allow_private_targets && approved.is_none() {
             return Err(Error::forbidden("only the admin may set allow_private_targets"));
@@ -319,7 +339,7 @@ pub async fn put(core: &Core, id: &InstanceId, admin: bool, body: ChatwootIn) ->
     }
     let private_origin = if c.allow_private_targets { origin.clone() } else { None };
     // A new address is checked (the bridge's client checks again where it connects); the
-    // stored one is not resolved again, so an inbox can always be turned off or edited.
+    // stored one is not resolved again, so settings can always be turned off or edited.
     let known =
         now.as_ref().is_some_and(|n| n.config.url == c.url && (private_origin.is_some() || n.private_origin.is_none()));
     if !known {
@@ -333,28 +353,63 @@ pub async fn put(core: &Core, id: &InstanceId, admin: bool, body: ChatwootIn) ->
             _ => Error::field("url", "Chatwoot's URL does not resolve"),
         })?;
     }
-    let moved = now.as_ref().is_some_and(|n| {
+    Ok(Checked { c, token, private_origin })
+}
+
+/// Stores an instance's inbox: its own settings, or (`from_account`) made from its
+/// account's. `now`: what is stored for it.
+pub(crate) async fn store(
+    core: &Core,
+    id: &InstanceId,
+    k: Checked,
+    now: Option<&Stored>,
+    from_account: Option<&str>,
+) -> Result<()> {
+    let sealer = sealer(&core.config)?;
+    let c = &k.c;
+    let same_place = now.is_some_and(|n| n.config.origin() == c.origin() && n.config.account_id == c.account_id);
+    let moved = now.is_some_and(|n| {
         !same_place
             || (c.inbox_id.is_some() && c.inbox_id != n.inbox_id)
             || (c.inbox_id.is_none() && n.config.inbox_id.is_some())
     });
     // An inbox the bridge made stays while Chatwoot's account does.
-    let inbox_id = c.inbox_id.or(now.as_ref().filter(|_| !moved).and_then(|n| n.inbox_id));
-    let hook = now.as_ref().map(|n| n.hook.clone()).unwrap_or_else(|| shared::auth::generate_token("cwh_"));
-    let config = serde_json::to_value(&c).map_err(Error::internal)?;
+    let inbox_id = c.inbox_id.or(now.filter(|_| !moved).and_then(|n| n.inbox_id));
+    let hook = now.map(|n| n.hook.clone()).unwrap_or_else(|| shared::auth::generate_token("cwh_"));
+    let config = serde_json::to_value(c).map_err(Error::internal)?;
     let put = rows::Put {
         config: &config,
-        token_sealed: &sealer.seal(&token_owner(id), token.as_bytes()),
+        token_sealed: &sealer.seal(&token_owner(id), k.token.as_bytes()),
         inbox_id,
         hook: (&shared::auth::hash_token(&hook), &sealer.seal(&hook_owner(id), hook.as_bytes())),
-        private_origin: private_origin.as_deref(),
+        private_origin: k.private_origin.as_deref(),
         moved,
         import: c.import_contacts || c.import_messages,
+        from_account,
     };
     if !rows::put(&core.db, id, put).await? {
         return Err(Error::InstanceNotFound);
     }
-    tracing::info!(instance_id = %id, moved, "chatwoot inbox set");
+    tracing::info!(instance_id = %id, moved, inherited = from_account.is_some(), "chatwoot inbox set");
+    Ok(())
+}
+
+/// `PUT {inst}/chatwoot`: checks and stores the instance's own inbox (replacing one made
+/// from its account's settings; then a token is required).
+pub async fn put(core: &Core, id: &InstanceId, admin: bool, body: ChatwootIn) -> Result<ChatwootOut> {
+    let sealer = sealer(&core.config)?;
+    let now = match rows::get(&core.db, id).await? {
+        Some(row) => Some(Stored::open(row, &sealer)?),
+        None => None,
+    };
+    let view = now.as_ref().map(|n| Now {
+        config: &n.config,
+        // An account's token is not the instance's to keep.
+        token: n.from_account.is_none().then_some(n.token.as_str()),
+        private_origin: n.private_origin.as_deref(),
+    });
+    let k = check(core, admin, body, view).await?;
+    store(core, id, k, now.as_ref(), None).await?;
     get(core, id).await
 }
 

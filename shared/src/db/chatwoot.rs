@@ -28,11 +28,13 @@ pub struct InboxRow {
     pub private_origin: Option<String>,
     pub generation: i64,
     pub last_error: Option<String>,
+    /// The account whose settings it was made from (none: the instance's own).
+    pub from_account: Option<String>,
     pub updated_at: DateTime<Utc>,
 }
 
 const INBOX: &str = "SELECT instance_id, config, token_sealed, inbox_id, hook_sealed, private_origin, generation, \
-     last_error, updated_at FROM chatwoot_inboxes";
+     last_error, from_account, updated_at FROM chatwoot_inboxes";
 
 pub async fn get(db: impl PgExecutor<'_>, id: &InstanceId) -> Result<Option<InboxRow>, sqlx::Error> {
     sqlx::query_as(&format!("{INBOX} WHERE instance_id = $1")).bind(id).fetch_optional(db).await
@@ -61,6 +63,8 @@ pub struct Put<'a> {
     pub moved: bool,
     /// Contacts or history are to be imported.
     pub import: bool,
+    /// Made from this account's settings (none: the instance's own).
+    pub from_account: Option<&'a str>,
 }
 
 /// Creates or replaces an existing instance's inbox; false when there is no instance.
@@ -68,10 +72,11 @@ pub struct Put<'a> {
 pub async fn put(db: &PgPool, id: &InstanceId, p: Put<'_>) -> Result<bool, sqlx::Error> {
     let mut tx = db.begin().await?;
     let row: Option<(i64,)> = sqlx::query_as(
-        "INSERT INTO chatwoot_inboxes (instance_id, config, token_sealed, inbox_id, hook_hash, hook_sealed, private_origin) \
-         SELECT $1, $2, $3, $4, $5, $6, $7 WHERE EXISTS (SELECT 1 FROM instances WHERE id = $1) \
+        "INSERT INTO chatwoot_inboxes (instance_id, config, token_sealed, inbox_id, hook_hash, hook_sealed, private_origin, from_account) \
+         SELECT $1, $2, $3, $4, $5, $6, $7, $9 WHERE EXISTS (SELECT 1 FROM instances WHERE id = $1) \
          ON CONFLICT (instance_id) DO UPDATE SET config = EXCLUDED.config, token_sealed = EXCLUDED.token_sealed, \
              inbox_id = EXCLUDED.inbox_id, private_origin = EXCLUDED.private_origin, last_error = NULL, \
+             from_account = EXCLUDED.from_account, \
              generation = chatwoot_inboxes.generation + CASE WHEN $8 THEN 1 ELSE 0 END, updated_at = now() \
          RETURNING generation",
     )
@@ -83,6 +88,7 @@ pub async fn put(db: &PgPool, id: &InstanceId, p: Put<'_>) -> Result<bool, sqlx:
     .bind(p.hook.1)
     .bind(p.private_origin)
     .bind(p.moved)
+    .bind(p.from_account)
     .fetch_optional(&mut *tx)
     .await?;
     let Some((generation,)) = row else {
@@ -489,4 +495,94 @@ pub async fn import_messages(
     .bind(limit)
     .fetch_all(db)
     .await
+}
+
+/// An account's settings as stored.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct AccountRow {
+    pub config: serde_json::Value,
+    pub token_sealed: Vec<u8>,
+    pub private_origin: Option<String>,
+    pub updated_at: DateTime<Utc>,
+}
+
+pub async fn account(db: impl PgExecutor<'_>, account: &str) -> Result<Option<AccountRow>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT config, token_sealed, private_origin, updated_at FROM chatwoot_accounts WHERE account_id = $1",
+    )
+    .bind(account)
+    .fetch_optional(db)
+    .await
+}
+
+/// Creates or replaces an account's settings; false when there is no account.
+pub async fn put_account(
+    db: impl PgExecutor<'_>,
+    account: &str,
+    config: &serde_json::Value,
+    token_sealed: &[u8],
+    private_origin: Option<&str>,
+) -> Result<bool, sqlx::Error> {
+    let r = sqlx::query(
+        "INSERT INTO chatwoot_accounts (account_id, config, token_sealed, private_origin) \
+         SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM accounts WHERE id = $1) \
+         ON CONFLICT (account_id) DO UPDATE SET config = EXCLUDED.config, token_sealed = EXCLUDED.token_sealed, \
+             private_origin = EXCLUDED.private_origin, updated_at = now()",
+    )
+    .bind(account)
+    .bind(config)
+    .bind(token_sealed)
+    .bind(private_origin)
+    .execute(db)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// Removes an account's settings; the inboxes made from them are removed by the caller.
+pub async fn delete_account(db: impl PgExecutor<'_>, account: &str) -> Result<bool, sqlx::Error> {
+    let r = sqlx::query("DELETE FROM chatwoot_accounts WHERE account_id = $1").bind(account).execute(db).await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// The account's instances an inbox is to be made (or remade) for from its settings:
+/// those without settings of their own.
+pub async fn heirs(db: impl PgExecutor<'_>, account: &str) -> Result<Vec<InstanceId>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT i.id FROM instances i WHERE i.account_id = $1 \
+           AND NOT EXISTS (SELECT 1 FROM chatwoot_inboxes c WHERE c.instance_id = i.id AND c.from_account IS NULL) \
+         ORDER BY i.id",
+    )
+    .bind(account)
+    .fetch_all(db)
+    .await
+}
+
+/// Of these instances, those whose account has settings and which have no inbox yet,
+/// with their account.
+pub async fn unmade(db: impl PgExecutor<'_>, ids: &[String]) -> Result<Vec<(InstanceId, String)>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT i.id, i.account_id FROM instances i JOIN chatwoot_accounts a ON a.account_id = i.account_id \
+         WHERE i.id = ANY($1) AND NOT EXISTS (SELECT 1 FROM chatwoot_inboxes c WHERE c.instance_id = i.id)",
+    )
+    .bind(ids)
+    .fetch_all(db)
+    .await
+}
+
+/// Removes the inboxes made from an account's settings for instances no longer in it
+/// (of these instances, or all of them), and everything the bridge kept for them.
+pub async fn drop_strays(db: &PgPool, ids: Option<&[String]>) -> Result<u64, sqlx::Error> {
+    let strays: Vec<InstanceId> = sqlx::query_scalar(
+        "SELECT c.instance_id FROM chatwoot_inboxes c JOIN instances i ON i.id = c.instance_id \
+         LEFT JOIN chatwoot_accounts a ON a.account_id = c.from_account \
+         WHERE c.from_account IS NOT NULL AND ($1::text[] IS NULL OR c.instance_id = ANY($1)) \
+           AND (i.account_id IS DISTINCT FROM c.from_account OR a.account_id IS NULL)",
+    )
+    .bind(ids)
+    .fetch_all(db)
+    .await?;
+    for id in &strays {
+        delete(db, id).await?;
+    }
+    Ok(strays.len() as u64)
 }

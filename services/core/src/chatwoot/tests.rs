@@ -18,6 +18,7 @@ fn stored(reopen: bool) -> Stored {
         private_origin: None,
         generation: 2,
         last_error: None,
+        from_account: None,
         updated_at: Utc::now(),
     }
 }

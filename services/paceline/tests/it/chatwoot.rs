@@ -407,3 +407,80 @@ async fn an_import_brings_the_logs_chats_and_recent_history_once() {
     assert!(problems.is_empty(), "{problems:#?}");
     stop.cancel();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_accounts_settings_give_each_of_its_instances_an_inbox() {
+    const SHOP2: &str = "5511977780009";
+    let c = Cluster::start(bin(), 1, |_| {}).await;
+    let cw = ChatwootDouble::start().await;
+    let stop = bridge(&c);
+    for n in [SHOP, SHOP2, ANA] {
+        c.phone(n, false).await;
+    }
+    let admin = c.api.admin();
+    let created = admin.post("/v1/accounts", &json!({ "name": "Acme" })).await.expect(201);
+    let acct = created["account"]["id"].as_str().unwrap().to_string();
+    let acct_token = created["token"].as_str().unwrap().to_string();
+    let customer = c.api.client(Some(acct_token));
+    let (one, _) = c.paired_instance("shop-one", SHOP).await;
+    let (two, _) = c.paired_instance("shop-two", SHOP2).await;
+    for i in [&one.id, &two.id] {
+        admin.put(&format!("/v1/instances/{i}/account"), &json!({ "account_id": acct })).await.expect(204);
+    }
+    let path = format!("/v1/accounts/{acct}/chatwoot");
+    let body = json!({ "url": cw.url(), "account_id": 1, "token": TOKEN });
+    customer.get(&path).await.expect_error(404, "not_found");
+    // The customer sets its own Chatwoot (loopback here: the admin allows it).
+    customer.put(&path, &body).await.expect_error(400, "validation_failed");
+    let mut named = body.clone();
+    named["inbox_id"] = json!(3);
+    named["allow_private_targets"] = json!(true);
+    admin.put(&path, &named).await.expect_error(400, "validation_failed");
+    let mut private = body.clone();
+    private["allow_private_targets"] = json!(true);
+    let shown = admin.put(&path, &private).await.expect(200);
+    assert_eq!((shown["instances"].clone(), shown["token_set"].clone()), (json!(2), json!(true)));
+    assert!(!customer.get(&path).await.text.contains(TOKEN));
+    // The customer may change the rest; the admin's allowance and the token stay.
+    let patched = customer.patch(&path, &json!({ "sign_messages": false })).await.expect(200);
+    assert_eq!(patched["allow_private_targets"], true);
+
+    // Each instance gets its own inbox, named after it.
+    wait_for(Duration::from_secs(30), || async { (cw.inboxes().len() == 2).then_some(()) }).await.expect("two inboxes");
+    let mut names: Vec<String> = cw.inboxes().into_iter().map(|i| i.1).collect();
+    names.sort();
+    assert_eq!(names, ["shop-one", "shop-two"]);
+    let inst = admin.get(&format!("/v1/instances/{}/chatwoot", one.id)).await.expect(200);
+    assert_eq!(inst["from_account"], acct.as_str());
+    say(&c, ANA, SHOP, json!({ "text": "to one" })).await;
+    say(&c, ANA, SHOP2, json!({ "text": "to two" })).await;
+    held(&cw, 2, |m| !m.private).await;
+    let convs = cw.conversations();
+    let inbox_of = |text: &str| {
+        let m = cw.messages().into_iter().find(|m| m.content.as_deref() == Some(text)).unwrap();
+        convs.iter().find(|v| v.0 == m.conversation_id).unwrap().1
+    };
+    assert_ne!(inbox_of("to one"), inbox_of("to two"));
+
+    // An instance with settings of its own keeps them; one that leaves the account loses
+    // its inbox; removing the account's settings removes the rest.
+    let own =
+        json!({ "url": cw.url(), "account_id": 1, "token": TOKEN, "allow_private_targets": true, "enabled": false });
+    admin.put(&format!("/v1/instances/{}/chatwoot", one.id), &own).await.expect(200);
+    customer.patch(&path, &json!({ "sign_messages": true })).await.expect(200);
+    let shown = admin.get(&format!("/v1/instances/{}/chatwoot", one.id)).await.expect(200);
+    assert_eq!((shown["from_account"].clone(), shown["enabled"].clone()), (Value::Null, json!(false)));
+    admin.put(&format!("/v1/instances/{}/account", two.id), &json!({ "account_id": null })).await.expect(204);
+    say(&c, ANA, SHOP2, json!({ "text": "after leaving" })).await;
+    wait_for(Duration::from_secs(30), || async {
+        let r = admin.get(&format!("/v1/instances/{}/chatwoot", two.id)).await;
+        (r.status == 404).then_some(())
+    })
+    .await
+    .expect("the inbox goes with the account");
+    customer.delete(&path).await.expect(204);
+    admin.get(&format!("/v1/instances/{}/chatwoot", one.id)).await.expect(200);
+    let problems = cw.validate();
+    assert!(problems.is_empty(), "{problems:#?}");
+    stop.cancel();
+}

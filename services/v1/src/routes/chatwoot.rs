@@ -15,12 +15,17 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use domain::chatwoot::account::{self as account_cw, AccountChatwootOut};
 use domain::chatwoot::{self, hook, ChatwootIn, ChatwootOut};
-use door::extract::{InstanceAccess, Path, ValidatedJson};
+use door::extract::{AccountAccess, InstanceAccess, Path, ValidatedJson};
 use door::AppState;
+use shared::ids::AccountId;
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(get_one, put, patch, delete)).routes(routes!(webhook))
+    OpenApiRouter::new()
+        .routes(routes!(get_one, put, patch, delete))
+        .routes(routes!(get_account, put_account, patch_account, delete_account))
+        .routes(routes!(webhook))
 }
 
 /// The instance's Chatwoot inbox; its token shows only as set.
@@ -97,6 +102,83 @@ async fn delete(
     InstanceAccess { id, .. }: InstanceAccess,
 ) -> Result<StatusCode, ApiError> {
     chatwoot::delete(&state, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The account's Chatwoot settings: each of its instances without settings of its own
+/// has an inbox made from them.
+#[utoipa::path(get, path = "/v1/accounts/{account_id}/chatwoot", tag = "chatwoot",
+    params(("account_id" = AccountId, Path, description = "account id")),
+    responses(
+        (status = 200, description = "the settings", body = AccountChatwootOut),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: another account's", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such account, or no settings", body = ErrorBody),
+    ),
+    security(("admin" = [])))]
+async fn get_account(
+    State(state): State<AppState>,
+    access: AccountAccess,
+) -> Result<Json<AccountChatwootOut>, ApiError> {
+    Ok(Json(account_cw::get(&state, &access.id).await?))
+}
+
+/// Set the account's Chatwoot settings: an inbox, named after each instance, is made at
+/// once for every instance of the account without settings of its own (and for instances
+/// that join the account later). `inbox_id` and `inbox_name` are refused.
+#[utoipa::path(put, path = "/v1/accounts/{account_id}/chatwoot", tag = "chatwoot",
+    params(("account_id" = AccountId, Path, description = "account id")),
+    request_body = ChatwootIn,
+    responses(
+        (status = 200, description = "the settings as stored", body = AccountChatwootOut),
+        (status = 400, description = "`validation_failed`: a bad field, an inbox named, a URL that is not public, or no token", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: another account's, or only the admin sets `allow_private_targets`", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such account", body = ErrorBody),
+    ),
+    security(("admin" = [])))]
+async fn put_account(
+    State(state): State<AppState>,
+    access: AccountAccess,
+    ValidatedJson(body): ValidatedJson<ChatwootIn>,
+) -> Result<Json<AccountChatwootOut>, ApiError> {
+    Ok(Json(account_cw::put(&state, &access.id, access.principal.is_admin(), body).await?))
+}
+
+/// Change part of the account's Chatwoot settings: a JSON merge patch.
+#[utoipa::path(patch, path = "/v1/accounts/{account_id}/chatwoot", tag = "chatwoot",
+    params(("account_id" = AccountId, Path, description = "account id")),
+    request_body = Object,
+    responses(
+        (status = 200, description = "the settings as stored", body = AccountChatwootOut),
+        (status = 400, description = "`validation_failed`", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such account, or no settings", body = ErrorBody),
+    ),
+    security(("admin" = [])))]
+async fn patch_account(
+    State(state): State<AppState>,
+    access: AccountAccess,
+    ValidatedJson(body): ValidatedJson<serde_json::Map<String, serde_json::Value>>,
+) -> Result<Json<AccountChatwootOut>, ApiError> {
+    let admin = access.principal.is_admin();
+    Ok(Json(account_cw::patch(&state, &access.id, admin, &serde_json::Value::Object(body)).await?))
+}
+
+/// Remove the account's Chatwoot settings and the inboxes made from them (instances'
+/// own settings stay; nothing in Chatwoot is deleted).
+#[utoipa::path(delete, path = "/v1/accounts/{account_id}/chatwoot", tag = "chatwoot",
+    params(("account_id" = AccountId, Path, description = "account id")),
+    responses(
+        (status = 204, description = "removed"),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such account, or no settings", body = ErrorBody),
+    ),
+    security(("admin" = [])))]
+async fn delete_account(State(state): State<AppState>, access: AccountAccess) -> Result<StatusCode, ApiError> {
+    account_cw::delete(&state, &access.id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -19,8 +19,10 @@ use shared::message::{Content, MessageType};
 
 use crate::driver::{DriverError, DriverEvent, Outgoing, Reference, RemoteMedia};
 
+mod changes;
 mod labels;
 mod media;
+pub use changes::*;
 pub use labels::*;
 pub use media::*;
 
@@ -403,23 +405,6 @@ fn incoming_body(m: &wa::Message) -> (String, Value, Option<RemoteMedia>) {
         }
     }
     ("unsupported".into(), json!({}), None)
-}
-
-/// An edit or a deletion for everyone, if `m` is one: the network id of the message it
-/// names, and an edit's new text (or caption).
-pub fn change(m: &wa::Message) -> Option<(String, Option<String>)> {
-    use wa::message::protocol_message::Type;
-    let p = m.protocol_message.as_option()?;
-    let target = p.key.as_option()?.id.clone().filter(|t| !t.is_empty())?;
-    match p.r#type? {
-        Type::REVOKE => Some((target, None)),
-        Type::MESSAGE_EDIT => {
-            let (_, content, _) = incoming_content(p.edited_message.as_option()?);
-            let text = content.get("text").or_else(|| content.get("caption")).and_then(|t| t.as_str())?;
-            Some((target, Some(text.to_string())))
-        }
-        _ => None,
-    }
 }
 
 /// Messages that are not messages to a person: edits, revokes, poll votes, key shares

@@ -212,43 +212,6 @@ fn wrapped_and_extended_messages_are_unwrapped() {
 }
 
 #[test]
-fn edits_and_deletions_name_their_message() {
-    use wa::message::protocol_message::Type;
-    let key = || MessageField::some(wa::MessageKey { id: Some("3EB0TARGET".into()), ..Default::default() });
-    let revoke = wa::Message {
-        protocol_message: MessageField::some(wa::message::ProtocolMessage {
-            key: key(),
-            r#type: Some(Type::REVOKE),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    assert_eq!(change(&revoke), Some(("3EB0TARGET".into(), None)));
-    let edit = wa::Message {
-        protocol_message: MessageField::some(wa::message::ProtocolMessage {
-            key: key(),
-            r#type: Some(Type::MESSAGE_EDIT),
-            edited_message: MessageField::some(wa::Message {
-                conversation: Some("fixed typo".into()),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    assert_eq!(change(&edit), Some(("3EB0TARGET".into(), Some("fixed typo".into()))));
-    let other = wa::Message {
-        protocol_message: MessageField::some(wa::message::ProtocolMessage {
-            key: key(),
-            r#type: Some(Type::EPHEMERAL_SETTING),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    assert_eq!(change(&other), None);
-}
-
-#[test]
 fn receipts_and_failures_map_to_our_states() {
     use shared::db::log::Receipt;
     use whatsapp_rust::types::events::ConnectFailureReason as F;
