@@ -269,3 +269,24 @@ pub async fn flush_bounded(client: &async_nats::Client) {
 
 /// How long a flush may take on shutdown.
 pub const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Opens (creating it, for the first pod that asks) the durable pull consumer `config`
+/// names on the events stream: how every role that reads events shares its work. Each
+/// NATS call is bounded by `deadline`.
+pub async fn events_consumer(
+    nats: &async_nats::Client,
+    subjects: &Subjects,
+    config: async_nats::jetstream::consumer::pull::Config,
+    deadline: Duration,
+) -> Result<async_nats::jetstream::consumer::Consumer<async_nats::jetstream::consumer::pull::Config>, String> {
+    let js = async_nats::jetstream::new(nats.clone());
+    let stream = tokio::time::timeout(deadline, js.get_stream(subjects.events_stream()))
+        .await
+        .map_err(|_| "finding the events stream timed out".to_string())?
+        .map_err(|e| format!("finding the events stream: {e}"))?;
+    let name = config.durable_name.clone().unwrap_or_default();
+    tokio::time::timeout(deadline, stream.get_or_create_consumer(&name, config))
+        .await
+        .map_err(|_| format!("opening the {name} consumer timed out"))?
+        .map_err(|e| format!("opening the {name} consumer: {e}"))
+}

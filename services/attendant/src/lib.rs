@@ -101,11 +101,10 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
             shared::health::nats(a.state.nats.clone()),
         ],
     );
-    let js = jetstream::new(a.state.nats.clone());
     let mut failures = 0u32;
     let mut tasks = tokio::task::JoinSet::new();
     while !shutdown.is_cancelled() {
-        match consume(&a, &js, &shutdown, &mut tasks).await {
+        match consume(&a, &shutdown, &mut tasks).await {
             Ok(()) => failures = 0,
             Err(e) => {
                 failures += 1;
@@ -127,39 +126,23 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
 }
 
 /// Opens the consumer and hands its messages to tasks until it fails or shutdown.
-async fn consume(
-    a: &Arc<Attendant>,
-    js: &jetstream::Context,
-    shutdown: &Shutdown,
-    tasks: &mut tokio::task::JoinSet<()>,
-) -> anyhow::Result<()> {
+async fn consume(a: &Arc<Attendant>, shutdown: &Shutdown, tasks: &mut tokio::task::JoinSet<()>) -> anyhow::Result<()> {
     let subjects = &a.state.subjects;
-    let stream = tokio::time::timeout(NATS_CALL, js.get_stream(subjects.events_stream()))
-        .await
-        .context("finding the events stream timed out")?
-        .context("finding the events stream")?;
-    let consumer: jetstream::consumer::Consumer<pull::Config> = tokio::time::timeout(
-        NATS_CALL,
-        stream.get_or_create_consumer(
-            CONSUMER,
-            pull::Config {
-                durable_name: Some(CONSUMER.to_string()),
-                filter_subject: subjects.events_filter(None, Some("message.received")),
-                // Created by the first pod: from as far back as a reply may still be due
-                // (older messages are past their reply timeout and skipped).
-                deliver_policy: jetstream::consumer::DeliverPolicy::ByStartTime {
-                    start_time: time::OffsetDateTime::now_utc() - MAX_REPLY_TIMEOUT,
-                },
-                ack_policy: jetstream::consumer::AckPolicy::Explicit,
-                ack_wait: LOCK_TTL + Duration::from_secs(30),
-                max_ack_pending: 1_000,
-                ..Default::default()
-            },
-        ),
-    )
-    .await
-    .context("opening the attendant consumer timed out")?
-    .context("opening the attendant consumer")?;
+    let config = pull::Config {
+        durable_name: Some(CONSUMER.to_string()),
+        filter_subject: subjects.events_filter(None, Some("message.received")),
+        // Created by the first pod: from as far back as a reply may still be due
+        // (older messages are past their reply timeout and skipped).
+        deliver_policy: jetstream::consumer::DeliverPolicy::ByStartTime {
+            start_time: time::OffsetDateTime::now_utc() - MAX_REPLY_TIMEOUT,
+        },
+        ack_policy: jetstream::consumer::AckPolicy::Explicit,
+        ack_wait: LOCK_TTL + Duration::from_secs(30),
+        max_ack_pending: 1_000,
+        ..Default::default()
+    };
+    let consumer =
+        shared::bus::events_consumer(&a.state.nats, subjects, config, NATS_CALL).await.map_err(anyhow::Error::msg)?;
     let mut msgs = consumer.messages().await.context("pulling")?;
     loop {
         let next = tokio::select! {

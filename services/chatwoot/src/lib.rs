@@ -120,10 +120,9 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
 
 /// Reads events into jobs until shutdown, reopening the consumer after a failure.
 async fn intake(b: Arc<Bridge>, shutdown: Shutdown) {
-    let js = jetstream::new(b.core.nats.clone());
     let mut failures = 0u32;
     while !shutdown.is_cancelled() {
-        match consume(&b, &js, &shutdown).await {
+        match consume(&b, &shutdown).await {
             Ok(()) => failures = 0,
             Err(e) => {
                 failures += 1;
@@ -139,34 +138,23 @@ async fn intake(b: Arc<Bridge>, shutdown: Shutdown) {
     }
 }
 
-async fn consume(b: &Bridge, js: &jetstream::Context, shutdown: &Shutdown) -> anyhow::Result<()> {
+async fn consume(b: &Bridge, shutdown: &Shutdown) -> anyhow::Result<()> {
     let subjects = &b.core.subjects;
-    let stream = tokio::time::timeout(NATS_CALL, js.get_stream(subjects.events_stream()))
-        .await
-        .context("finding the events stream timed out")?
-        .context("finding the events stream")?;
-    let consumer: jetstream::consumer::Consumer<pull::Config> = tokio::time::timeout(
-        NATS_CALL,
-        stream.get_or_create_consumer(
-            CONSUMER,
-            pull::Config {
-                durable_name: Some(CONSUMER.to_string()),
-                filter_subjects: EVENTS.iter().map(|k| subjects.events_filter(None, Some(k))).collect(),
-                // Created by the first pod: events from a little before (an inbox set
-                // just before the role first started still gets them).
-                deliver_policy: jetstream::consumer::DeliverPolicy::ByStartTime {
-                    start_time: time::OffsetDateTime::now_utc() - Duration::from_secs(300),
-                },
-                ack_policy: jetstream::consumer::AckPolicy::Explicit,
-                ack_wait: Duration::from_secs(60),
-                max_ack_pending: 10_000,
-                ..Default::default()
-            },
-        ),
-    )
-    .await
-    .context("opening the chatwoot consumer timed out")?
-    .context("opening the chatwoot consumer")?;
+    let config = pull::Config {
+        durable_name: Some(CONSUMER.to_string()),
+        filter_subjects: EVENTS.iter().map(|k| subjects.events_filter(None, Some(k))).collect(),
+        // Created by the first pod: events from a little before (an inbox set just
+        // before the role first started still gets them).
+        deliver_policy: jetstream::consumer::DeliverPolicy::ByStartTime {
+            start_time: time::OffsetDateTime::now_utc() - Duration::from_secs(300),
+        },
+        ack_policy: jetstream::consumer::AckPolicy::Explicit,
+        ack_wait: Duration::from_secs(60),
+        max_ack_pending: 10_000,
+        ..Default::default()
+    };
+    let consumer =
+        shared::bus::events_consumer(&b.core.nats, subjects, config, NATS_CALL).await.map_err(anyhow::Error::msg)?;
     loop {
         let batch = consumer.fetch().max_messages(500).expires(Duration::from_secs(1)).messages();
         let mut batch = tokio::select! {

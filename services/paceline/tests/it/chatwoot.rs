@@ -25,6 +25,16 @@ async fn say(c: &Cluster, from: &str, to: &str, body: Value) -> String {
     v["id"].as_str().unwrap().to_string()
 }
 
+/// A logged message's content, by its network id.
+async fn logged(pool: &sqlx::PgPool, id: &str, wa: &str) -> Value {
+    sqlx::query_scalar("SELECT content FROM log_messages WHERE instance_id = $1 AND wa_message_id = $2")
+        .bind(id)
+        .bind(wa)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
 async fn inbox(c: &Cluster, number: &str) -> Vec<Value> {
     let v = c.netsim().get(&format!("/control/phones/{number}/inbox")).await.expect(200);
     v["messages"].as_array().unwrap().iter().filter(|m| m["from"] == SHOP).cloned().collect()
@@ -164,15 +174,9 @@ async fn chats_reach_the_inbox_and_agents_reply_each_once() {
     assert_eq!((edited.in_reply_to, edited.message_type.as_str()), (Some(m.id), "incoming"));
     held(&cw, 1, |m| m.id == picture.id && m.deleted).await;
     let pool = c.pool().await;
-    let logged: Value =
-        sqlx::query_scalar("SELECT content FROM log_messages WHERE instance_id = $1 AND wa_message_id = $2")
-            .bind(&id)
-            .bind(&first)
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-    assert_eq!(logged["text"], "hi, are you open today?");
-    assert!(logged["edited_at"].is_string());
+    let edited_log = logged(&pool, &id, &first).await;
+    assert_eq!(edited_log["text"], "hi, are you open today?");
+    assert!(edited_log["edited_at"].is_string());
     let kinds: Vec<String> = sqlx::query_scalar(
         "SELECT type FROM outbox WHERE instance_id = $1 AND type IN ('message.edited', 'message.deleted') ORDER BY id",
     )
@@ -275,13 +279,7 @@ async fn chats_reach_the_inbox_and_agents_reply_each_once() {
     assert!(note.content.as_deref().unwrap().starts_with("Not delivered to WhatsApp"), "{note:?}");
 
     assert!(!cw.messages().iter().any(|m| m.content.as_deref().is_some_and(|t| t.contains("forged"))));
-    let forged: Value =
-        sqlx::query_scalar("SELECT content FROM log_messages WHERE instance_id = $1 AND wa_message_id = $2")
-            .bind(&id)
-            .bind(&first)
-            .fetch_one(&pool)
-            .await
-            .unwrap();
+    let forged = logged(&pool, &id, &first).await;
     assert_eq!(forged["text"], "hi, are you open today?");
     harness::events::check_emitted(&pool).await;
 
