@@ -211,7 +211,8 @@ impl Bridge {
             for chat in tri!(rows::import_chats(&mut *tx, c.id(), IMPORT_LIMIT).await) {
                 if c.s.carries(&chat) {
                     let p = json!({ "generation": c.s.generation, "chat_jid": chat });
-                    queued += usize::from(tri!(rows::enqueue(&mut *tx, c.id(), Kind::Contact, &chat, &p, None).await));
+                    let key = format!("g{}:{chat}", c.s.generation);
+                    queued += usize::from(tri!(rows::enqueue(&mut *tx, c.id(), Kind::Contact, &key, &p, None).await));
                 }
             }
         }
@@ -227,9 +228,10 @@ impl Bridge {
                     "timestamp": r.ts,
                 });
                 let p = json!({ "event": "message", "data": data, "generation": c.s.generation });
-                queued += usize::from(tri!(
-                    rows::enqueue(&mut *tx, c.id(), Kind::Inbound, r.id.as_str(), &p, Some(r.ts)).await
-                ));
+                // A live job for the same message finds it posted (the map is by its network
+                // id): the key only keeps an import of this inbox from queuing it twice.
+                let key = format!("g{}:{}", c.s.generation, r.id);
+                queued += usize::from(tri!(rows::enqueue(&mut *tx, c.id(), Kind::Inbound, &key, &p, Some(r.ts)).await));
             }
         }
         tri!(tx.commit().await);

@@ -255,7 +255,10 @@ async fn take(b: &Bridge, msgs: &[jetstream::Message]) -> anyhow::Result<()> {
     // since, and gone for those that left it.
     rows::drop_strays(&b.core.db, Some(&ids)).await?;
     for (id, account) in rows::unmade(&b.core.db, &ids).await? {
-        domain::chatwoot::account::inherit(&b.core, &id, &account).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+        // One account's broken settings never stop the others' events.
+        if let Err(e) = domain::chatwoot::account::inherit(&b.core, &id, &account).await {
+            tracing::warn!(instance = %id, error = %e, "could not make a chatwoot inbox from the account's settings");
+        }
     }
     let inboxes = rows::many(&b.core.db, &ids).await?;
     let mut tx = b.core.db.begin().await?;

@@ -462,6 +462,11 @@ pub async fn move_instance(core: &Core, instance: &InstanceId, to: Option<&Accou
     if !accounts::move_instance(&mut tx, instance, to).await? {
         return Err(Error::InstanceNotFound);
     }
+    if here.as_ref() != to {
+        // A Chatwoot inbox made from the old account's settings goes with the move (the
+        // new account's, if any, makes one with the instance's next event).
+        shared::db::chatwoot::drop_inherited(&mut tx, instance).await?;
+    }
     tx.commit().await?;
     crate::auth::invalidate(core, instance).await;
     crate::instances::rules_changed(core, instance).await;

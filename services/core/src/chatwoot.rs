@@ -404,9 +404,10 @@ pub async fn put(core: &Core, id: &InstanceId, admin: bool, body: ChatwootIn) ->
     };
     let view = now.as_ref().map(|n| Now {
         config: &n.config,
-        // An account's token is not the instance's to keep.
+        // An account's token, or the admin's allowance for the account's Chatwoot, is not
+        // the instance's to keep.
         token: n.from_account.is_none().then_some(n.token.as_str()),
-        private_origin: n.private_origin.as_deref(),
+        private_origin: n.private_origin.as_deref().filter(|_| n.from_account.is_none()),
     });
     let k = check(core, admin, body, view).await?;
     store(core, id, k, now.as_ref(), None).await?;

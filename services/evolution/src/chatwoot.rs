@@ -198,7 +198,7 @@ async fn set(
         ignore_jids,
         import_contacts: b.import_contacts.unwrap_or(false),
         import_messages: b.import_messages.unwrap_or(false),
-        import_days: b.days_limit_import_messages.map(|d| d.clamp(0.0, 1000.0) as u32).unwrap_or(7),
+        import_days: b.days_limit_import_messages.map(|d| d.clamp(1.0, 90.0) as u32).unwrap_or(7),
         allow_private_targets: now.as_ref().is_some_and(|n| n.allow_private_targets),
     };
     let out = chatwoot::put(&state, id, a.principal.is_admin(), body).await?;

@@ -67,7 +67,8 @@ pub struct Put<'a> {
     pub from_account: Option<&'a str>,
 }
 
-/// Creates or replaces an existing instance's inbox; false when there is no instance.
+/// Creates or replaces an existing instance's inbox; false when there is no instance, or
+/// (for an inbox made from its account's settings) when it has settings of its own.
 /// Without an inbox id, a `setup` job makes one (in the same transaction).
 pub async fn put(db: &PgPool, id: &InstanceId, p: Put<'_>) -> Result<bool, sqlx::Error> {
     let mut tx = db.begin().await?;
@@ -78,6 +79,7 @@ pub async fn put(db: &PgPool, id: &InstanceId, p: Put<'_>) -> Result<bool, sqlx:
              inbox_id = EXCLUDED.inbox_id, private_origin = EXCLUDED.private_origin, last_error = NULL, \
              from_account = EXCLUDED.from_account, \
              generation = chatwoot_inboxes.generation + CASE WHEN $8 THEN 1 ELSE 0 END, updated_at = now() \
+         WHERE EXCLUDED.from_account IS NULL OR chatwoot_inboxes.from_account IS NOT NULL \
          RETURNING generation",
     )
     .bind(id)
@@ -146,9 +148,7 @@ pub async fn put(db: &PgPool, id: &InstanceId, p: Put<'_>) -> Result<bool, sqlx:
 pub async fn delete(db: &PgPool, id: &InstanceId) -> Result<bool, sqlx::Error> {
     let mut tx = db.begin().await?;
     let gone = sqlx::query("DELETE FROM chatwoot_inboxes WHERE instance_id = $1").bind(id).execute(&mut *tx).await?;
-    for table in ["chatwoot_jobs", "chatwoot_chats", "chatwoot_messages"] {
-        sqlx::query(&format!("DELETE FROM {table} WHERE instance_id = $1")).bind(id).execute(&mut *tx).await?;
-    }
+    forget(&mut tx, std::slice::from_ref(id)).await?;
     tx.commit().await?;
     Ok(gone.rows_affected() == 1)
 }
@@ -479,7 +479,8 @@ pub async fn import_chats(db: impl PgExecutor<'_>, id: &InstanceId, limit: i64) 
 }
 
 /// The instance's logged messages since `since`, for an import: at most `limit`, the
-/// newest kept when there are more, oldest first.
+/// newest kept when there are more, oldest first; not reactions (they went live as
+/// replies) nor agents' messages sent from Chatwoot (they are there already).
 pub async fn import_messages(
     db: impl PgExecutor<'_>,
     id: &InstanceId,
@@ -487,8 +488,12 @@ pub async fn import_messages(
     limit: i64,
 ) -> Result<Vec<crate::db::log::LogRow>, sqlx::Error> {
     sqlx::query_as(
-        "SELECT * FROM (SELECT id, chat_jid, wa_message_id, ts, from_jid, from_me, type, content, status, source \
-             FROM log_messages WHERE instance_id = $1 AND ts >= $2 ORDER BY ts DESC LIMIT $3) m ORDER BY ts",
+        "SELECT * FROM (SELECT l.id, l.chat_jid, l.wa_message_id, l.ts, l.from_jid, l.from_me, l.type, l.content, \
+                 l.status, l.source \
+             FROM log_messages l LEFT JOIN messages q ON q.instance_id = l.instance_id AND q.id = l.id \
+             WHERE l.instance_id = $1 AND l.ts >= $2 AND l.type <> 'reaction' \
+               AND (q.client_message_id IS NULL OR q.client_message_id NOT LIKE 'chatwoot-%') \
+             ORDER BY l.ts DESC LIMIT $3) m ORDER BY ts",
     )
     .bind(id)
     .bind(since)
@@ -570,19 +575,47 @@ pub async fn unmade(db: impl PgExecutor<'_>, ids: &[String]) -> Result<Vec<(Inst
 }
 
 /// Removes the inboxes made from an account's settings for instances no longer in it
-/// (of these instances, or all of them), and everything the bridge kept for them.
+/// (of these instances, or all of them), and everything the bridge kept for them: one
+/// conditional delete, so an inbox made or taken over meanwhile is never caught.
 pub async fn drop_strays(db: &PgPool, ids: Option<&[String]>) -> Result<u64, sqlx::Error> {
+    let mut tx = db.begin().await?;
     let strays: Vec<InstanceId> = sqlx::query_scalar(
-        "SELECT c.instance_id FROM chatwoot_inboxes c JOIN instances i ON i.id = c.instance_id \
-         LEFT JOIN chatwoot_accounts a ON a.account_id = c.from_account \
-         WHERE c.from_account IS NOT NULL AND ($1::text[] IS NULL OR c.instance_id = ANY($1)) \
-           AND (i.account_id IS DISTINCT FROM c.from_account OR a.account_id IS NULL)",
+        "DELETE FROM chatwoot_inboxes c USING instances i \
+         WHERE i.id = c.instance_id AND c.from_account IS NOT NULL \
+           AND ($1::text[] IS NULL OR c.instance_id = ANY($1)) \
+           AND (i.account_id IS DISTINCT FROM c.from_account \
+                OR NOT EXISTS (SELECT 1 FROM chatwoot_accounts a WHERE a.account_id = c.from_account)) \
+         RETURNING c.instance_id",
     )
     .bind(ids)
-    .fetch_all(db)
+    .fetch_all(&mut *tx)
     .await?;
-    for id in &strays {
-        delete(db, id).await?;
-    }
+    forget(&mut tx, &strays).await?;
+    tx.commit().await?;
     Ok(strays.len() as u64)
+}
+
+/// Removes the inbox an instance has from its account's settings (it left the account).
+pub async fn drop_inherited(db: &mut sqlx::PgConnection, id: &InstanceId) -> Result<(), sqlx::Error> {
+    let gone: Vec<InstanceId> = sqlx::query_scalar(
+        "DELETE FROM chatwoot_inboxes WHERE instance_id = $1 AND from_account IS NOT NULL RETURNING instance_id",
+    )
+    .bind(id)
+    .fetch_all(&mut *db)
+    .await?;
+    forget(db, &gone).await
+}
+
+/// Deletes what the bridge kept for these instances' inboxes (their jobs and maps).
+async fn forget(db: &mut sqlx::PgConnection, ids: &[InstanceId]) -> Result<(), sqlx::Error> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    for table in ["chatwoot_jobs", "chatwoot_chats", "chatwoot_messages"] {
+        sqlx::query(&format!("DELETE FROM {table} WHERE instance_id = ANY($1)"))
+            .bind(ids.iter().map(|i| i.as_str()).collect::<Vec<_>>())
+            .execute(&mut *db)
+            .await?;
+    }
+    Ok(())
 }

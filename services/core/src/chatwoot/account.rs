@@ -157,5 +157,9 @@ pub async fn inherit(core: &Core, id: &InstanceId, account: &str) -> Result<()> 
     let mut c = o.config;
     c.allow_private_targets = o.private_origin.is_some();
     let k = super::Checked { c, token: o.token, private_origin: o.private_origin };
-    store(core, id, k, now.as_ref(), Some(account)).await
+    match store(core, id, k, now.as_ref(), Some(account)).await {
+        // Gone, or given settings of its own meanwhile: nothing to make.
+        Err(Error::InstanceNotFound) => Ok(()),
+        other => other,
+    }
 }

@@ -31,6 +31,14 @@ pub async fn receive(core: &Core, secret: &str, body: &[u8]) -> Result<Received>
     let row =
         rows::by_hook(&core.db, &shared::auth::hash_token(secret)).await?.ok_or(Error::NotFound("chatwoot webhook"))?;
     let s = Stored::open(row, &sealer(&core.config)?)?;
+    if let Some(account) = &s.from_account {
+        // An inbox made from an account's settings speaks for the instance only while the
+        // instance is in that account.
+        let now = shared::db::accounts::of_instance(&core.db, &s.instance_id).await?.flatten();
+        if now.as_ref().map(|a| a.as_str()) != Some(account.as_str()) {
+            return Ok(Received::Ignored);
+        }
+    }
     let v: Value = serde_json::from_slice(body).map_err(|_| Error::invalid("the body must be a JSON object"))?;
     if !v.is_object() {
         return Err(Error::invalid("the body must be a JSON object"));

@@ -265,7 +265,9 @@ pub struct Changed {
 /// caption, and `edited_at`; a deletion keeps the content and adds `deleted_at`) and
 /// writes its `message.edited` or `message.deleted`, fenced on `epoch`; only for a logged
 /// message, and a change from its own sender (anyone can send a change naming anyone's
-/// message: the network does not check it). False: the fence did not hold.
+/// message: the network does not check it); once (a deleted message takes no change, and
+/// an edit only a later edit), so a redelivered change writes nothing. False: the fence
+/// did not hold.
 pub async fn apply_change(pool: &PgPool, instance: &InstanceId, epoch: i64, c: &Changed) -> Result<bool, sqlx::Error> {
     let mut tx = pool.begin().await?;
     if !super::fence(&mut tx, instance, epoch).await? {
@@ -281,7 +283,9 @@ pub async fn apply_change(pool: &PgPool, instance: &InstanceId, epoch: i64, c: &
                     jsonb_build_object(CASE WHEN content ? 'caption' THEN 'caption' ELSE 'text' END, $5::jsonb -> '__text') \
                 ELSE '{}'::jsonb END) \
          WHERE instance_id = $1 AND chat_jid = $2 AND wa_message_id = $3 AND from_me = $4 \
-           AND (from_me OR from_jid = $6) \
+           AND (from_me OR from_jid = $6) AND NOT content ? 'deleted_at' \
+           AND ($5::jsonb ? 'deleted_at' OR content->>'edited_at' IS NULL \
+                OR (content->>'edited_at')::timestamptz < $7) \
          RETURNING id",
     )
     .bind(instance)
@@ -290,6 +294,7 @@ pub async fn apply_change(pool: &PgPool, instance: &InstanceId, epoch: i64, c: &
     .bind(c.from_me)
     .bind(&patch)
     .bind(&c.from_jid)
+    .bind(c.at)
     .fetch_optional(&mut *tx)
     .await?;
     let Some(id) = id else {

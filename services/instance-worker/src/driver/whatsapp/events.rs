@@ -36,37 +36,20 @@ pub(super) fn to_driver_events(event: &Event, client: &Client, business: bool, c
         Event::PairingQrCodesExhausted(_) => {
             vec![DriverEvent::Closed { reason: "every QR code expired unscanned".into() }]
         }
-        Event::Messages(batch) => {
-            // Edits and deletions for everyone are protocol messages: never logged as
-            // messages, passed on as changes of the message they name.
-            let mut out: Vec<DriverEvent> = batch
-                .messages
-                .iter()
-                .filter_map(|m| {
-                    let (target, text) = map::change(m.message.get_base_message())?;
-                    let i = incoming(&m.message, &m.info).message;
-                    Some(DriverEvent::Changed(shared::db::log::Changed {
-                        chat_jid: i.chat_jid,
-                        wa_message_id: target,
-                        from_jid: i.from_jid,
-                        from_me: i.from_me,
-                        at: i.ts,
-                        text,
-                    }))
-                })
-                .collect();
-            // The rest, unless the durability hook logged them already.
-            if !batch.hook_committed {
-                out.extend(
-                    batch
-                        .messages
-                        .iter()
-                        .filter(|m| !map::is_protocol(m.message.get_base_message()))
-                        .map(|m| DriverEvent::Message { message: incoming(&m.message, &m.info) }),
-                );
-            }
-            out
-        }
+        // Already logged (and its edits and deletions applied) by the durability hook.
+        Event::Messages(batch) if batch.hook_committed => Vec::new(),
+        // In the batch's order: an edit after the message it names. Edits and deletions
+        // for everyone are protocol messages: never logged as messages, passed on as
+        // changes of the message they name.
+        Event::Messages(batch) => batch
+            .messages
+            .iter()
+            .filter_map(|m| match change_of(m) {
+                Some(c) => Some(DriverEvent::Changed(c)),
+                None if map::is_protocol(m.message.get_base_message()) => None,
+                None => Some(DriverEvent::Message { message: incoming(&m.message, &m.info) }),
+            })
+            .collect(),
         Event::Receipt(r) => match map::receipt_status(&r.r#type) {
             Some(receipt) => r
                 .message_ids
@@ -97,6 +80,25 @@ pub(super) fn to_driver_events(event: &Event, client: &Client, business: bool, c
         },
         _ => Vec::new(),
     }
+}
+
+/// A message's edit or deletion for everyone, if it is one.
+fn change_of(m: &whatsapp_rust::types::events::InboundMessage) -> Option<shared::db::log::Changed> {
+    let (target, text) = map::change(m.message.get_base_message())?;
+    let i = incoming(&m.message, &m.info).message;
+    Some(shared::db::log::Changed {
+        chat_jid: i.chat_jid,
+        wa_message_id: target,
+        from_jid: i.from_jid,
+        from_me: i.from_me,
+        at: i.ts,
+        text,
+    })
+}
+
+/// The edits and deletions of a batch, in its order.
+pub(super) fn changes(batch: &[whatsapp_rust::types::events::InboundMessage]) -> Vec<shared::db::log::Changed> {
+    batch.iter().filter_map(change_of).collect()
 }
 
 pub(super) fn incoming(message: &wa::Message, info: &whatsapp_rust::types::message::MessageInfo) -> Incoming {

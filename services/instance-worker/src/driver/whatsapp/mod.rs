@@ -432,16 +432,26 @@ impl whatsapp_rust::InboundDurabilityHook for LogHook {
             .filter(|m| !map::is_protocol(m.message.get_base_message()))
             .map(|m| incoming(&m.message, &m.info))
             .collect();
-        if incoming.is_empty() {
-            return Ok(());
+        if !incoming.is_empty() {
+            let fetch = download::ClientFetch(client);
+            let msgs = crate::receive::prepare(&self.store, &self.instance, incoming, &fetch, self.media).await;
+            match crate::receive::write(&self.db, &self.instance, self.epoch, &msgs, shared::db::log::Source::Live)
+                .await
+            {
+                Ok(Some(_)) => {}
+                Ok(None) => return Err(whatsapp_rust::anyhow::anyhow!("the instance has a new owner")),
+                Err(_) => return Err(whatsapp_rust::anyhow::anyhow!("the local log is unavailable")),
+            }
         }
-        let msgs =
-            crate::receive::prepare(&self.store, &self.instance, incoming, &download::ClientFetch(client), self.media)
-                .await;
-        match crate::receive::write(&self.db, &self.instance, self.epoch, &msgs, shared::db::log::Source::Live).await {
-            Ok(Some(_)) => Ok(()),
-            Ok(None) => Err(whatsapp_rust::anyhow::anyhow!("the instance has a new owner")),
-            Err(_) => Err(whatsapp_rust::anyhow::anyhow!("the local log is unavailable")),
+        // Edits and deletions after the messages they may name, before the ack too: a
+        // change applied twice (a redelivery) changes nothing the second time.
+        for change in events::changes(batch) {
+            match shared::db::log::apply_change(&self.db, &self.instance, self.epoch, &change).await {
+                Ok(true) => {}
+                Ok(false) => return Err(whatsapp_rust::anyhow::anyhow!("the instance has a new owner")),
+                Err(_) => return Err(whatsapp_rust::anyhow::anyhow!("the local log is unavailable")),
+            }
         }
+        Ok(())
     }
 }
