@@ -27,7 +27,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 pub struct EvoChatwootIn {
     pub enabled: Option<bool>,
     /// The Chatwoot account (a string in Evolution; a number is taken too).
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = account_id_schema)]
     pub account_id: Option<Value>,
     /// Write-only; absent or empty keeps the stored one (same address and account).
     pub token: Option<String>,
@@ -50,10 +50,15 @@ pub struct EvoChatwootIn {
     pub merge_brazil_contacts: Option<bool>,
     pub ignore_jids: Option<Vec<String>>,
     /// Taken and not used (Evolution names the bot contact with them).
-    #[schema(value_type = Option<String>)]
-    pub organization: Option<Value>,
-    #[schema(value_type = Option<String>)]
-    pub logo: Option<Value>,
+    pub organization: Option<String>,
+    pub logo: Option<String>,
+}
+
+fn account_id_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    super::json_schema(serde_json::json!({
+        "type": ["string", "integer", "null"],
+        "description": "The Chatwoot account (a string in Evolution; a number is taken too).",
+    }))
 }
 
 /// The instance's Chatwoot settings as Evolution shows them.
