@@ -415,17 +415,18 @@ mod tests {
 
     #[test]
     fn events_become_jobs() {
+        let one = format!("1@{}", shared::jid::USER_SERVER);
         let ev = |t: &str, data: Value| {
             json!({"id": "evt_1", "type": t, "instance_id": "inst_01a21c814fd7741bba4f97daf15a6a28",
             "created_at": "2026-11-27T10:00:00Z", "data": data})
         };
         let (_, k, key, _, at) =
-            job_of(&ev("message.received", json!({"message_id": "msg_1", "chat_jid": "1@s.whatsapp.net"}))).unwrap();
+            job_of(&ev("message.received", json!({"message_id": "msg_1", "chat_jid": one}))).unwrap();
         assert_eq!((k, key.as_str()), (Kind::Inbound, "msg_1"));
         assert_eq!(at.unwrap().to_rfc3339(), "2026-11-27T10:00:00+00:00");
         let (_, _, _, _, at) = job_of(&ev(
             "message.received",
-            json!({"message_id": "msg_1", "chat_jid": "1@s.whatsapp.net", "timestamp": "2026-11-27T09:59:58Z"}),
+            json!({"message_id": "msg_1", "chat_jid": one, "timestamp": "2026-11-27T09:59:58Z"}),
         ))
         .unwrap();
         assert_eq!(at.unwrap().to_rfc3339(), "2026-11-27T09:59:58+00:00");
@@ -436,12 +437,9 @@ mod tests {
             job_of(&ev("message.failed", json!({"id": "msg_2", "client_message_id": "chatwoot-1-2"}))).unwrap();
         assert_eq!(k, Kind::Status);
         assert!(job_of(&ev("message.delivered", json!({}))).is_none());
-        let sent = json!({"id": "msg_3", "to": "1@s.whatsapp.net", "wa_message_id": "W3", "type": "text"});
+        let sent = json!({"id": "msg_3", "to": one, "wa_message_id": "W3", "type": "text"});
         let (_, k, key, p, _) = job_of(&ev("message.sent", sent.clone())).unwrap();
-        assert_eq!(
-            (k, key.as_str(), p["data"]["chat_jid"].as_str()),
-            (Kind::Inbound, "msg_3", Some("1@s.whatsapp.net"))
-        );
+        assert_eq!((k, key.as_str(), p["data"]["chat_jid"].as_str()), (Kind::Inbound, "msg_3", Some(one.as_str())));
         let mut agent = sent;
         agent["client_message_id"] = json!("chatwoot-1-9");
         assert!(job_of(&ev("message.sent", agent)).is_none());

@@ -133,12 +133,13 @@ mod tests {
 
     #[test]
     fn group_messages_name_their_sender() {
-        let r = received("text", &json!({"text": "yo"}), Some("15550001111@s.whatsapp.net"));
+        use shared::jid::{GROUP_SERVER, LID_SERVER, USER_SERVER};
+        let r = received("text", &json!({"text": "yo"}), Some(&format!("15550001111@{USER_SERVER}")));
         assert_eq!(r.content, "**+15550001111:**\nyo");
-        let r = received("text", &json!({"text": "yo"}), Some("98765@lid"));
+        let r = received("text", &json!({"text": "yo"}), Some(&format!("98765@{LID_SERVER}")));
         assert_eq!(r.content, "**98765:**\nyo");
-        assert_eq!(phone_of("15550001111:3@s.whatsapp.net").as_deref(), Some("+15550001111"));
-        assert_eq!(phone_of("120363@g.us"), None);
+        assert_eq!(phone_of(&format!("15550001111:3@{USER_SERVER}")).as_deref(), Some("+15550001111"));
+        assert_eq!(phone_of(&format!("120363@{GROUP_SERVER}")), None);
     }
 
     #[test]

@@ -183,7 +183,7 @@ async fn set(
     };
     let sign = b.sign_msg.unwrap_or(true);
     let mut ignore_jids = b.ignore_jids.unwrap_or_default();
-    // Evolution lists "@g.us" to mean every group (and "@s.whatsapp.net" every person,
+    // Evolution lists the groups' server alone to mean every group (and the people's every person,
     // which paceline does not take: the inbox would carry nothing).
     let every = |server: &str| format!("@{server}");
     let groups = !ignore_jids.contains(&every(shared::jid::GROUP_SERVER));
