@@ -56,9 +56,21 @@ pub enum ServerEv {
     /// A QR payload to show; replaced by the next one at `expires_at`.
     Qr { code: String, expires_at: DateTime<Utc> },
     /// The device was linked by a scan or a pairing code; `session` resumes it later.
-    Paired { session: String, phone: String, business: bool },
+    /// `push_name` is the account's profile name, when it has one.
+    Paired {
+        session: String,
+        phone: String,
+        business: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        push_name: Option<String>,
+    },
     /// A resumed session is online.
-    Connected { phone: String, business: bool },
+    Connected {
+        phone: String,
+        business: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        push_name: Option<String>,
+    },
     /// The device was unlinked (or the session is unknown).
     LoggedOut,
     /// The account is banned.

@@ -75,6 +75,9 @@ pub struct InstanceOut {
     pub phone: Option<String>,
     /// `personal` or `business`, once paired.
     pub account_type: Option<String>,
+    /// The account's profile name as its session last reported it (or as last changed
+    /// through `{inst}/profile`).
+    pub push_name: Option<String>,
     pub settings: SettingsOut,
     /// IANA time zone of the send window (default `UTC`).
     pub time_zone: String,
@@ -181,6 +184,7 @@ impl From<InstanceRow> for InstanceOut {
             pacing_locked: r.pacing_locked,
             phone: r.phone,
             account_type: r.account_type,
+            push_name: r.profile_name,
             settings: SettingsOut { reject_call: r.reject_call, msg_call: r.msg_call },
             send_window: r.send_window_start.zip(r.send_window_end).map(|(a, b)| SendWindowIo {
                 start: a.format("%H:%M").to_string(),

@@ -104,10 +104,16 @@ pub async fn change(ctx: Ctx<'_>, push_name: Option<String>, about: Option<Strin
     if about.as_ref().is_some_and(|a| a.chars().count() > ABOUT_LIMIT) {
         return Err(Error::invalid(format!("about must be at most {ABOUT_LIMIT} characters")));
     }
+    let renamed = push_name.is_some();
     if push_name.is_some() || about.is_some() {
         net(ctx.core, ctx.instance, wire::SetProfile { about, push_name }).await?;
     }
-    get(ctx).await
+    let now = get(ctx).await?;
+    // Lists show the name without asking the network (Evolution's `profileName`).
+    if let Some(name) = now.push_name.as_deref().filter(|_| renamed) {
+        shared::db::instances::set_profile_name(&ctx.core.db, ctx.instance, name).await?;
+    }
+    Ok(now)
 }
 
 /// Removes the account's picture; answers the profile as it is now.

@@ -245,7 +245,10 @@ pub struct EvoFetchedInstance {
     pub connection_status: String,
     /// The account's JID, once paired.
     pub owner_jid: Option<String>,
+    /// The account's profile name as its session last reported it.
     pub profile_name: Option<String>,
+    /// Always null: the network's picture addresses expire; `fetchProfilePictureUrl`
+    /// asks for a fresh one.
     pub profile_pic_url: Option<String>,
     pub integration: String,
     /// The account's number, once paired.
@@ -284,7 +287,7 @@ impl From<InstanceRow> for EvoFetchedInstance {
             id: r.id.to_string(),
             connection_status: connection_state(r.state.as_str()).into(),
             owner_jid: r.phone.as_deref().map(|p| shared::jid::Jid::user(p).into()),
-            profile_name: None,
+            profile_name: r.profile_name.clone(),
             profile_pic_url: None,
             integration: INTEGRATION.into(),
             number: r.phone.clone(),

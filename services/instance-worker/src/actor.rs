@@ -304,6 +304,7 @@ impl Actor {
             DriverEvent::Qr { .. } => "qr",
             DriverEvent::Paired { .. } => "paired",
             DriverEvent::Connected { .. } => "connected",
+            DriverEvent::PushName(_) => "push_name",
             DriverEvent::LoggedOut => "logged_out",
             DriverEvent::Banned => "banned",
             DriverEvent::TemporarilyBanned { .. } => "temporarily_banned",
@@ -323,10 +324,10 @@ impl Actor {
             DriverEvent::Qr { code, expires_at } => {
                 self.write_state(InstanceState::QrPending, Some((&code, expires_at))).await
             }
-            DriverEvent::Paired { credentials, phone, business } => {
+            DriverEvent::Paired { credentials, phone, business, push_name } => {
+                let (db, name) = (&self.ctx.db, push_name.as_deref());
                 let step = fenced(
-                    sessions::set_linked(&self.ctx.db, &self.id, self.epoch, Some(&credentials), &phone, business)
-                        .await,
+                    sessions::set_linked(db, &self.id, self.epoch, Some(&credentials), &phone, business, name).await,
                 );
                 self.credentials = Some(credentials);
                 self.state = InstanceState::Connected;
@@ -334,12 +335,15 @@ impl Actor {
                 tracing::info!(business, "paired");
                 step
             }
-            DriverEvent::Connected { phone, business } => {
-                let step =
-                    fenced(sessions::set_linked(&self.ctx.db, &self.id, self.epoch, None, &phone, business).await);
+            DriverEvent::Connected { phone, business, push_name } => {
+                let (db, name) = (&self.ctx.db, push_name.as_deref());
+                let step = fenced(sessions::set_linked(db, &self.id, self.epoch, None, &phone, business, name).await);
                 self.state = InstanceState::Connected;
                 self.queue.connected();
                 step
+            }
+            DriverEvent::PushName(name) => {
+                fenced(sessions::set_push_name(&self.ctx.db, &self.id, self.epoch, &name).await)
             }
             DriverEvent::LoggedOut => self.end(InstanceState::LoggedOut).await,
             DriverEvent::Banned => self.end(InstanceState::Banned).await,

@@ -72,6 +72,8 @@ pub struct InstanceRow {
     pub msg_call: String,
     pub phone: Option<String>,
     pub account_type: Option<String>,
+    /// The account's profile (push) name as the session last reported it.
+    pub profile_name: Option<String>,
     pub owner_epoch: i64,
     /// Whether a session should run (connect asked, not logged out, banned or deleted).
     pub desired: bool,
@@ -176,7 +178,7 @@ fn map_write(e: sqlx::Error) -> WriteError {
 }
 
 const COLUMNS: &str = "id, name, state, tags, ip_allowlist, ip_allowlist_locked, min_interval_ms, max_per_minute, \
-    unsafe_pacing, pacing_locked, proxy_url, reject_call, msg_call, phone, account_type, owner_epoch, desired, network, state_reason, time_zone, send_window_start, send_window_end, \
+    unsafe_pacing, pacing_locked, proxy_url, reject_call, msg_call, phone, account_type, profile_name, owner_epoch, desired, network, state_reason, time_zone, send_window_start, send_window_end, \
     risk_score, risk_level, risk_at, queue_paused_reason, queue_paused_at, risk_policy, risk_policy_locked, account_id, created_at, updated_at";
 
 /// The settable columns, bound by [`bind_fields`] as `$2` to `$18` (`$1` is the id).
@@ -288,6 +290,12 @@ pub async fn counts(
 }
 
 /// Whether the instance exists.
+/// Records the account's profile name as the network now has it (after a change made
+/// through the API; the worker records what its session reports).
+pub async fn set_profile_name(db: impl PgExecutor<'_>, id: &InstanceId, name: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE instances SET profile_name = $2 WHERE id = $1").bind(id).bind(name).execute(db).await.map(drop)
+}
+
 pub async fn exists(db: impl PgExecutor<'_>, id: &InstanceId) -> Result<bool, sqlx::Error> {
     sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM instances WHERE id = $1)").bind(id).fetch_one(db).await
 }

@@ -153,7 +153,8 @@ pub async fn set_state(
     Ok(true)
 }
 
-/// The device is linked (or resumed): credentials, number and account type, `connected`.
+/// The device is linked (or resumed): credentials, number, account type and the
+/// profile name when the session knows it, `connected`.
 pub async fn set_linked(
     db: &sqlx::PgPool,
     id: &InstanceId,
@@ -161,12 +162,13 @@ pub async fn set_linked(
     session: Option<&serde_json::Value>,
     phone: &str,
     business: bool,
+    push_name: Option<&str>,
 ) -> Result<bool, sqlx::Error> {
     let mut tx = db.begin().await?;
     let Some(old) = lock_state(&mut tx, id).await? else { return Ok(false) };
     let res = sqlx::query(
         "UPDATE instances SET state = 'connected', session = COALESCE($3, session), phone = $4, account_type = $5, state_reason = NULL, \
-         qr_code = NULL, qr_expires_at = NULL, \
+         qr_code = NULL, qr_expires_at = NULL, profile_name = COALESCE($6, profile_name), \
          paired_at = CASE WHEN $3::jsonb IS NOT NULL OR paired_at IS NULL THEN now() ELSE paired_at END, \
          state_changed_at = CASE WHEN state = 'connected' THEN state_changed_at ELSE now() END, updated_at = now() \
          WHERE id = $1 AND owner_epoch = $2",
@@ -176,6 +178,7 @@ pub async fn set_linked(
     .bind(session)
     .bind(phone)
     .bind(if business { "business" } else { "personal" })
+    .bind(push_name)
     .execute(&mut *tx)
     .await?;
     if res.rows_affected() != 1 {
@@ -187,6 +190,17 @@ pub async fn set_linked(
     shared::db::pairing_links::use_all(&mut *tx, id).await?;
     tx.commit().await?;
     Ok(true)
+}
+
+/// The account's profile name changed (on this device's network, or another's), fenced.
+pub async fn set_push_name(db: &sqlx::PgPool, id: &InstanceId, epoch: i64, name: &str) -> Result<bool, sqlx::Error> {
+    let res = sqlx::query("UPDATE instances SET profile_name = $3 WHERE id = $1 AND owner_epoch = $2")
+        .bind(id)
+        .bind(epoch)
+        .bind(name)
+        .execute(db)
+        .await?;
+    Ok(res.rows_affected() == 1)
 }
 
 /// The session ended for good (`logged_out` or `banned`): it no longer should run, and

@@ -18,10 +18,13 @@ use tokio::sync::mpsc;
 pub enum DriverEvent {
     /// A QR payload to show until `expires_at`.
     Qr { code: String, expires_at: DateTime<Utc> },
-    /// Linked: store `credentials` to resume later.
-    Paired { credentials: serde_json::Value, phone: String, business: bool },
+    /// Linked: store `credentials` to resume later. `push_name` is the account's profile
+    /// name, when the session knows it.
+    Paired { credentials: serde_json::Value, phone: String, business: bool, push_name: Option<String> },
     /// A resumed session is online.
-    Connected { phone: String, business: bool },
+    Connected { phone: String, business: bool, push_name: Option<String> },
+    /// The account's profile name changed.
+    PushName(String),
     /// The device was unlinked: pair again.
     LoggedOut,
     /// The account is banned.

@@ -129,13 +129,14 @@ impl Driver for SimDriver {
                         continue;
                     }
                     ServerEv::Qr { code, expires_at } => DriverEvent::Qr { code, expires_at },
-                    ServerEv::Paired { session, phone, business } => {
+                    ServerEv::Paired { session, phone, business, push_name } => {
                         me = phone.clone();
-                        DriverEvent::Paired { credentials: serde_json::json!({ "session": session }), phone, business }
+                        let credentials = serde_json::json!({ "session": session });
+                        DriverEvent::Paired { credentials, phone, business, push_name }
                     }
-                    ServerEv::Connected { phone, business } => {
+                    ServerEv::Connected { phone, business, push_name } => {
                         me = phone.clone();
-                        DriverEvent::Connected { phone, business }
+                        DriverEvent::Connected { phone, business, push_name }
                     }
                     ServerEv::LoggedOut => DriverEvent::LoggedOut,
                     ServerEv::Banned => DriverEvent::Banned,

@@ -11,7 +11,7 @@ impl State {
         if phone.banned {
             return Err(NetError::Banned);
         }
-        let business = phone.business;
+        let (business, push_name) = (phone.business, phone.profile.name.clone());
         let session = format!("sess_{}", Alphanumeric.sample_string(&mut rand::thread_rng(), 32));
         let c = self.conns.get_mut(&conn).ok_or(NetError::UnknownCode)?;
         let ConnState::Pairing { qr } =
@@ -23,7 +23,10 @@ impl State {
         self.codes.retain(|_, (c, _)| *c != conn);
         self.devices.insert(session.clone(), number.to_string());
         self.online.insert(session.clone(), conn);
-        self.send_to(conn, ServerEv::Paired { session: session.clone(), phone: number.to_string(), business });
+        self.send_to(
+            conn,
+            ServerEv::Paired { session: session.clone(), phone: number.to_string(), business, push_name },
+        );
         let history = self.history(number);
         self.send_to(conn, ServerEv::History { messages: history });
         Ok(session)
@@ -70,7 +73,7 @@ impl Net {
                 if let Some(until) = phone.paused_until.filter(|u| *u > Utc::now()) {
                     return s.close(conn, ServerEv::TempBanned { until });
                 }
-                let business = phone.business;
+                let (business, push_name) = (phone.business, phone.profile.name.clone());
                 if let Some(old) = s.online.insert(sess.clone(), conn) {
                     if old != conn {
                         s.close(old, ServerEv::Replaced);
@@ -80,7 +83,7 @@ impl Net {
                 if let Some(c) = s.conns.get_mut(&conn) {
                     c.state = ConnState::Online { number: number.clone(), session: sess };
                 }
-                s.send_to(conn, ServerEv::Connected { phone: number.clone(), business });
+                s.send_to(conn, ServerEv::Connected { phone: number.clone(), business, push_name });
                 let pending = s.phones.get_mut(&number).map(|p| std::mem::take(&mut p.pending)).unwrap_or_default();
                 for ev in pending {
                     s.send_to(conn, ev);

@@ -277,7 +277,7 @@ async fn state_changes_write_their_events() {
     let exp = chrono::Utc::now();
     assert!(sessions::set_state(&db, &id, c.owner_epoch, InstanceState::QrPending, Some(("QR1", exp))).await.unwrap());
     assert!(sessions::set_state(&db, &id, c.owner_epoch, InstanceState::QrPending, Some(("QR2", exp))).await.unwrap());
-    assert!(sessions::set_linked(&db, &id, c.owner_epoch, None, "5511999990001", true).await.unwrap());
+    assert!(sessions::set_linked(&db, &id, c.owner_epoch, None, "5511999990001", true, None).await.unwrap());
     // A stale epoch writes neither the change nor its events.
     assert!(!sessions::set_ended(&db, &id, c.owner_epoch - 1, InstanceState::Banned).await.unwrap());
     assert!(sessions::set_ended(&db, &id, c.owner_epoch, InstanceState::LoggedOut).await.unwrap());

@@ -35,6 +35,9 @@ async fn evolution_managers_calls_sign_in_list_pair_chat_and_configure() {
     .await;
     c.phone(SHOP, false).await;
     c.phone(FRIEND, false).await;
+    // The shop's phone has a profile name, which its session reports when it links.
+    let named = json!({ "op": "set_profile", "push_name": "Shop Ltd" });
+    c.netsim().post(&format!("/control/phones/{SHOP}/ops"), &named).await.expect(200);
     let admin_key = c.api.config.admin_token.clone().unwrap();
     let anon = manager(&c, "");
 
@@ -81,6 +84,8 @@ async fn evolution_managers_calls_sign_in_list_pair_chat_and_configure() {
     assert_eq!(shop["connectionStatus"], "open");
     assert_eq!(shop["ownerJid"], format!("{SHOP}@s.whatsapp.net"));
     assert_eq!(shop["number"], SHOP);
+    assert_eq!(shop["profileName"], "Shop Ltd", "the name the session reported");
+    assert_eq!(inst.push_name.as_deref(), Some("Shop Ltd"));
     for k in ["Message", "Contact", "Chat"] {
         assert!(shop["_count"][k].is_i64(), "_count.{k}: {shop}");
     }
@@ -91,6 +96,10 @@ async fn evolution_managers_calls_sign_in_list_pair_chat_and_configure() {
     assert_eq!(one[0]["name"], "manager-shop");
     // From here on the manager sends the instance's token.
     let own = manager(&c, shop["token"].as_str().unwrap());
+    // A new name (the settings' profile form) is what the list shows from then on.
+    own.post("/chat/updateProfileName/manager-shop", &json!({ "name": "Shop & Co" })).await.expect(200);
+    let renamed = global.get(&format!("/instance/fetchInstances?instanceId={id}")).await.expect(200);
+    assert_eq!(renamed[0]["profileName"], "Shop & Co");
 
     // 4. A friend writes; the chat list shows the chat, the header finds it by
     //    `where.remoteJid`, the chat's messages by `where.key.remoteJid`.

@@ -22,13 +22,21 @@ async fn writes_under_an_old_epoch_are_refused() {
     // A lost Redis counter (epoch 1 again) still yields a higher epoch.
     let b = sessions::claim(&db, &id, 1, "wk_b").await.unwrap().unwrap();
     assert!(b.owner_epoch > a.owner_epoch);
-    assert!(sessions::set_linked(&db, &id, b.owner_epoch, Some(&json!({"session": "s"})), "5511999990001", false)
-        .await
-        .unwrap());
+    assert!(sessions::set_linked(
+        &db,
+        &id,
+        b.owner_epoch,
+        Some(&json!({"session": "s"})),
+        "5511999990001",
+        false,
+        None
+    )
+    .await
+    .unwrap());
 
     // The ex-owner's writes all bounce.
     assert!(!sessions::set_state(&db, &id, a.owner_epoch, InstanceState::Disconnected, None).await.unwrap());
-    assert!(!sessions::set_linked(&db, &id, a.owner_epoch, None, "5511999990009", true).await.unwrap());
+    assert!(!sessions::set_linked(&db, &id, a.owner_epoch, None, "5511999990009", true, None).await.unwrap());
     assert!(!sessions::set_ended(&db, &id, a.owner_epoch, InstanceState::LoggedOut).await.unwrap());
     let now = api.admin().get(&format!("/v1/instances/{id}")).await.expect(200);
     assert_eq!(now["state"], "connected");

@@ -3,6 +3,12 @@
 
 use super::*;
 
+/// A profile name, unless the session does not know it yet (empty).
+fn known_name(name: String) -> Option<String> {
+    let name = name.trim();
+    (!name.is_empty()).then(|| name.to_string())
+}
+
 /// Our events for one of the client's.
 pub(super) fn to_driver_events(event: &Event, client: &Client, business: bool, calls: &Calls) -> Vec<DriverEvent> {
     let now = chrono::Utc::now();
@@ -15,12 +21,19 @@ pub(super) fn to_driver_events(event: &Event, client: &Client, business: bool, c
         Event::PairSuccess(p) => {
             let business = !p.business_name.is_empty();
             let credentials = json!({ "store": "wa_store", "business": business });
-            vec![DriverEvent::Paired { credentials, phone: p.id.user.to_string(), business }]
+            let push_name = known_name(client.push_name());
+            vec![DriverEvent::Paired { credentials, phone: p.id.user.to_string(), business, push_name }]
         }
         Event::Connected(_) => match client.pn() {
-            Some(pn) => vec![DriverEvent::Connected { phone: pn.user.to_string(), business }],
+            Some(pn) => {
+                let push_name = known_name(client.push_name());
+                vec![DriverEvent::Connected { phone: pn.user.to_string(), business, push_name }]
+            }
             None => Vec::new(),
         },
+        Event::SelfPushNameUpdated(u) => {
+            known_name(u.new_name.clone()).map(DriverEvent::PushName).into_iter().collect()
+        }
         Event::LoggedOut(l) => vec![match map::connect_failure(&l.reason) {
             Failure::Banned => DriverEvent::Banned,
             _ => DriverEvent::LoggedOut,
