@@ -97,11 +97,12 @@ pub fn received(kind: &str, content: &Value, from: Option<&str>) -> Rendered {
     Rendered { content: text, media, media_missing, reply_to: s(content, "reply_to").map(str::to_string) }
 }
 
-/// What an agent's message says on WhatsApp: signed with their name when asked.
+/// What an agent's message says on WhatsApp: signed with their name when asked, as
+/// Evolution signs it (`*Ana:*`, the delimiter, the text).
 pub fn signed(content: &str, sender: Option<&str>, sign: bool, delimiter: &str) -> String {
     match sender.filter(|n| sign && !n.trim().is_empty()) {
-        Some(n) if content.is_empty() => format!("*{n}*"),
-        Some(n) => format!("*{n}*{delimiter}{content}"),
+        Some(n) if content.is_empty() => format!("*{n}:*"),
+        Some(n) => format!("*{n}:*{delimiter}{content}"),
         None => content.to_string(),
     }
 }
@@ -144,9 +145,9 @@ mod tests {
 
     #[test]
     fn agents_sign_their_messages() {
-        assert_eq!(signed("hello", Some("Ana"), true, "\n"), "*Ana*\nhello");
+        assert_eq!(signed("hello", Some("Ana"), true, "\n"), "*Ana:*\nhello");
         assert_eq!(signed("hello", Some("Ana"), false, "\n"), "hello");
         assert_eq!(signed("hello", None, true, "\n"), "hello");
-        assert_eq!(signed("", Some("Ana"), true, ": "), "*Ana*");
+        assert_eq!(signed("", Some("Ana"), true, ": "), "*Ana:*");
     }
 }

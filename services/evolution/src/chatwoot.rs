@@ -34,6 +34,8 @@ pub struct EvoChatwootIn {
     /// Chatwoot's address.
     pub url: Option<String>,
     pub sign_msg: Option<bool>,
+    /// Between the agent's name and the message; `\n` written out (a backslash and an
+    /// `n`, as Evolution Manager sends it) is a line break, as in Evolution.
     pub sign_delimiter: Option<String>,
     /// The name of the inbox the bridge creates (default: the instance's name);
     /// `autoCreate` is always on.
@@ -99,7 +101,7 @@ impl EvoChatwootOut {
             url: c.url,
             name_inbox: c.inbox_name.unwrap_or_else(|| name.to_string()),
             sign_msg: c.sign_messages,
-            sign_delimiter: c.sign_messages.then_some(c.sign_delimiter),
+            sign_delimiter: c.sign_messages.then(|| escape_breaks(&c.sign_delimiter)),
             reopen_conversation: c.reopen_conversation,
             conversation_pending: c.conversation_pending,
             auto_create: true,
@@ -196,7 +198,7 @@ async fn set(
         inbox_id: None,
         inbox_name: b.name_inbox.filter(|n| !n.trim().is_empty()).or_else(|| Some(a.row.name.clone())),
         sign_messages: sign,
-        sign_delimiter: b.sign_delimiter.filter(|_| sign).unwrap_or_else(|| "\n".into()),
+        sign_delimiter: b.sign_delimiter.filter(|_| sign).map_or_else(|| "\n".into(), |d| d.replace("\\n", "\n")),
         reopen_conversation: b.reopen_conversation.unwrap_or(true),
         conversation_pending: b.conversation_pending.unwrap_or(false),
         groups,
@@ -221,4 +223,10 @@ async fn find(State(state): State<AppState>, a: ActionAccess) -> Result<Json<Evo
         Err(domain::Error::NotFound(_)) => Ok(Json(EvoChatwootOut::none())),
         Err(e) => Err(e.into()),
     }
+}
+
+/// A delimiter as Evolution shows it: line breaks written out as `\n`, so a form's
+/// one-line input shows and sends it back unchanged.
+fn escape_breaks(d: &str) -> String {
+    d.replace('\n', "\\n")
 }

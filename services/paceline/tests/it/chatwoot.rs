@@ -68,7 +68,7 @@ async fn setup(c: &Cluster, cw: &ChatwootDouble) -> (String, String) {
     let shown = own.get(&path).await;
     assert!(!shown.text.contains(TOKEN), "the token is never shown");
     // The owner may change other settings and keeps the admin's allowance and the token.
-    let patched = own.patch(&path, &json!({ "sign_delimiter": ": " })).await.expect(200);
+    let patched = own.patch(&path, &json!({ "sign_delimiter": " " })).await.expect(200);
     assert_eq!(patched["allow_private_targets"], true);
     own.patch(&path, &json!({ "nope": 1 })).await.expect_error(400, "validation_failed");
     wait_for(Duration::from_secs(30), || async { (cw.inboxes().len() == 1).then_some(()) }).await.expect("an inbox");
@@ -189,7 +189,7 @@ async fn chats_reach_the_inbox_and_agents_reply_each_once() {
     wait_for(Duration::from_secs(30), || async { (!inbox(&c, ANA).await.is_empty()).then_some(()) })
         .await
         .expect("the contact gets the agent's answer");
-    assert_eq!(inbox(&c, ANA).await[0]["text"], "*Ana Agent*: We open at 9");
+    assert_eq!(inbox(&c, ANA).await[0]["text"], "*Ana Agent:* We open at 9");
     let again = json!({ "event": "message_created", "id": agent_msg, "content": "We open at 9", "message_type": "outgoing",
         "private": false, "source_id": null, "conversation": { "id": conv }, "sender": { "name": "Ana Agent" } });
     assert_eq!(cw.post_hook(&again).await, 200);

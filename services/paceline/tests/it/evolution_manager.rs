@@ -166,7 +166,7 @@ async fn evolution_managers_calls_sign_in_list_pair_chat_and_configure() {
     assert_eq!((none["enabled"].clone(), none["url"].clone()), (json!(false), json!("")), "{none}");
     let page = json!({
         "enabled": true, "accountId": "1", "token": "cw-secret-token", "url": "https://8.8.8.8",
-        "signMsg": true, "signDelimiter": "\n", "nameInbox": "", "organization": "", "logo": "",
+        "signMsg": true, "signDelimiter": "\\n", "nameInbox": "", "organization": "", "logo": "",
         "reopenConversation": true, "conversationPending": false, "mergeBrazilContacts": false,
         "importContacts": false, "importMessages": false, "daysLimitImportMessages": 7, "autoCreate": true,
         "ignoreJids": ["@g.us"],
@@ -181,6 +181,10 @@ async fn evolution_managers_calls_sign_in_list_pair_chat_and_configure() {
         (json!(true), json!("1"), json!(""))
     );
     assert!(found["webhook_url"].as_str().unwrap().contains("/v1/chatwoot/webhook/"), "{found}");
+    // The page's `\n` (written out, its default) is a line break, shown written out again.
+    assert_eq!(found["signDelimiter"], "\\n");
+    let v1 = c.api.admin().get(&format!("/v1/instances/{id}/chatwoot")).await.expect(200);
+    assert_eq!(v1["sign_delimiter"], "\n");
     let mut again = found.clone();
     again["signMsg"] = json!(false);
     own.post("/chatwoot/set/manager-shop", &again).await.expect(200);
