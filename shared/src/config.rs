@@ -141,6 +141,8 @@ pub struct Config {
     #[cfg_attr(feature = "openapi", schema(inline))]
     pub chatwoot: section::Chatwoot,
     #[cfg_attr(feature = "openapi", schema(inline))]
+    pub rabbitmq: section::Rabbitmq,
+    #[cfg_attr(feature = "openapi", schema(inline))]
     pub usage: section::Usage,
     #[cfg_attr(feature = "openapi", schema(inline))]
     pub whatsapp: section::Whatsapp,
@@ -178,6 +180,7 @@ impl Default for Config {
             metrics: Default::default(),
             webhooks: Default::default(),
             chatwoot: Default::default(),
+            rabbitmq: Default::default(),
             usage: Default::default(),
             whatsapp: Default::default(),
             console: Default::default(),

@@ -131,6 +131,28 @@ pub async fn check_url(url: &url::Url, allow_private: bool) -> Result<(), FetchE
     Ok(())
 }
 
+/// The addresses a tenant's non-HTTP host (a broker's) resolves to, every one public
+/// unless private ones are allowed: the caller connects to one of these, so the address
+/// checked is the address connected to.
+pub async fn resolve_checked(host: &str, port: u16, allow_private: bool) -> Result<Vec<SocketAddr>, FetchError> {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let addrs: Vec<SocketAddr> = match host.parse::<IpAddr>() {
+        Ok(ip) => vec![SocketAddr::new(ip, port)],
+        Err(_) if host.eq_ignore_ascii_case("localhost") && !allow_private => return Err(FetchError::Refused),
+        Err(_) => tokio::net::lookup_host((host, port))
+            .await
+            .map_err(|_| FetchError::Failed("the host does not resolve".into()))?
+            .collect(),
+    };
+    if addrs.is_empty() {
+        return Err(FetchError::Failed("the host does not resolve".into()));
+    }
+    if !allow_private && addrs.iter().any(|a| !is_public(a.ip())) {
+        return Err(FetchError::Refused);
+    }
+    Ok(addrs)
+}
+
 /// An HTTP client for tenant URLs.
 #[derive(Clone)]
 pub struct GuardedClient {

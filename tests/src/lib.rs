@@ -7,6 +7,7 @@ pub mod chaos;
 pub mod chatwoot;
 pub mod cluster;
 pub mod events;
+pub mod rabbitmq;
 pub mod s3;
 pub mod webhooks;
 

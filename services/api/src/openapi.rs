@@ -49,6 +49,7 @@ use utoipa::{Modify, OpenApi};
         (name = "evolution", description = "Evolution API v2's routes, mapped onto paceline's own (docs/evolution.md)"),
         (name = "attendant", description = "The AI attendant: answers chats through a language model or a bot, hands over to a human"),
         (name = "chatwoot", description = "A Chatwoot inbox per instance: received messages into conversations, agents' replies out through the paced queue"),
+        (name = "rabbitmq", description = "An instance's events streamed into RabbitMQ: in order, at least once, with publisher confirms"),
         (name = "labels", description = "Labels and the business profile (business accounts only)"),
         (name = "channels", description = "Channels: follow, read, react, and publish through the send queue"),
         (name = "platform", description = "Restricted API keys, hosted pairing links, usage"),

@@ -42,6 +42,7 @@ pub mod queue;
 pub mod risk;
 pub mod schemas;
 pub mod send;
+pub mod sinks;
 pub mod slots;
 pub mod states;
 pub mod text;

@@ -30,6 +30,7 @@ pub mod instance;
 pub mod label;
 pub mod manager;
 pub mod profile;
+pub mod rabbitmq;
 pub mod send;
 pub mod settings;
 pub mod webhook;
@@ -46,6 +47,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(profile::router())
         .merge(webhook::router())
         .merge(chatwoot::router())
+        .merge(rabbitmq::router())
         .merge(settings::router())
         .merge(manager::router())
 }

@@ -91,8 +91,6 @@ async fn verify_creds(_key: ActionKey) -> Json<EvoCredsOut> {
 pub enum Integration {
     #[serde(rename = "websocket")]
     Websocket,
-    #[serde(rename = "rabbitmq")]
-    Rabbitmq,
     #[serde(rename = "sqs")]
     Sqs,
     #[serde(rename = "typebot")]
@@ -113,7 +111,7 @@ pub enum Integration {
 
 impl Integration {
     fn is_bot(self) -> bool {
-        !matches!(self, Integration::Websocket | Integration::Rabbitmq | Integration::Sqs)
+        !matches!(self, Integration::Websocket | Integration::Sqs)
     }
 
     /// Why it cannot be set, and what to use instead.
@@ -123,7 +121,6 @@ impl Integration {
                 "paceline has no websocket events: use a webhook (webhook/set) or the event stream (GET /v1/instances/{id}/events)"
             }
             Integration::Sqs => "paceline has no SQS events: use a webhook (webhook/set)",
-            Integration::Rabbitmq => "paceline has no RabbitMQ events yet: use a webhook (webhook/set)",
             _ => "paceline has no chatbot integrations: use a webhook (webhook/set), or the AI attendant (/v1/instances/{id}/attendant)",
         }
     }
@@ -134,7 +131,7 @@ impl Integration {
 /// does not have.
 #[utoipa::path(get, path = "/{integration}/find/{instanceName}", tag = "evolution", operation_id = "evolution_integration_find",
     params(
-        ("integration" = Integration, Path, description = "websocket, rabbitmq, sqs, or a bot integration (typebot, openai, dify, flowise, evolutionBot, n8n, evoai)"),
+        ("integration" = Integration, Path, description = "websocket, sqs, or a bot integration (typebot, openai, dify, flowise, evolutionBot, n8n, evoai)"),
         ("instanceName" = String, Path, description = "instance name"),
     ),
     responses(
@@ -154,7 +151,7 @@ async fn integration_find(
 /// since paceline has none of them.
 #[utoipa::path(post, path = "/{integration}/set/{instanceName}", tag = "evolution", operation_id = "evolution_integration_set",
     params(
-        ("integration" = Integration, Path, description = "websocket, rabbitmq or sqs"),
+        ("integration" = Integration, Path, description = "websocket or sqs"),
         ("instanceName" = String, Path, description = "instance name"),
     ),
     responses(

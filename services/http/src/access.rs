@@ -188,6 +188,9 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("PUT", "/v1/instances/{id}/chatwoot", Owner),
     ("PATCH", "/v1/instances/{id}/chatwoot", Owner),
     ("DELETE", "/v1/instances/{id}/chatwoot", Owner),
+    ("GET", "/v1/instances/{id}/rabbitmq", Owner),
+    ("PUT", "/v1/instances/{id}/rabbitmq", Owner),
+    ("DELETE", "/v1/instances/{id}/rabbitmq", Owner),
     ("GET", "/v1/instances/{id}/labels", Read),
     ("POST", "/v1/instances/{id}/labels", Owner),
     ("PATCH", "/v1/instances/{id}/labels/{label_id}", Owner),
@@ -301,6 +304,8 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("POST", "/webhook/set/{instanceName}", Owner),
     ("GET", "/webhook/find/{instanceName}", Read),
     ("POST", "/chatwoot/set/{instanceName}", Owner),
+    ("POST", "/rabbitmq/set/{instanceName}", Owner),
+    ("GET", "/rabbitmq/find/{instanceName}", Owner),
     ("GET", "/chatwoot/find/{instanceName}", Owner),
 ];
 

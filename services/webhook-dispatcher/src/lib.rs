@@ -18,6 +18,7 @@ pub mod retention;
 pub mod retry;
 pub mod shape;
 pub mod signing;
+pub mod sinks;
 pub mod usage;
 
 use anyhow::Context;
@@ -49,6 +50,8 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
 
     let max_bytes = config.events.stream_max_bytes;
     let relay = tokio::spawn(relay::run(pool.clone(), js.clone(), subjects.clone(), max_bytes, shutdown.clone()));
+    let sink_ctx = sinks::Ctx::new(&config, pool.clone(), js.clone(), media.clone(), worker_id.clone());
+    let sinks = tokio::spawn(sinks::run(sink_ctx, shutdown.clone()));
     let fanout = tokio::spawn(fanout::run(pool.clone(), js, subjects.clone(), exec.clone(), shutdown.clone()));
     let retry = tokio::spawn(retry::run(pool.clone(), exec.clone(), shutdown.clone()));
     let retention = tokio::spawn(retention::run(media, config.media_retention(), shutdown.clone()));
@@ -61,7 +64,7 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     };
     let risk = tokio::spawn(domain::risk::run(pool.clone(), config.risk.interval, policy, shutdown.clone()));
     shutdown.cancelled().await;
-    let _ = tokio::join!(relay, fanout, retry, retention, usage, risk);
+    let _ = tokio::join!(relay, fanout, retry, retention, usage, risk, sinks);
     // Attempts in flight get a short grace; what is left is handed back to other pods.
     let grace = (config.api.shutdown_timeout / 3).min(config.webhooks.timeout);
     exec.close(grace).await;

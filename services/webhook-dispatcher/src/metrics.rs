@@ -15,6 +15,17 @@ pub const MEDIA_OBJECTS_DELETED: &str = "paceline_media_objects_deleted_total";
 pub const MEDIA_OBJECT_DELETIONS_FAILED: &str = "paceline_media_object_deletions_failed_total";
 pub const MEDIA_OBJECT_DELETIONS_QUEUED: &str = "paceline_media_object_deletions_queued";
 
+/// Enabled event sinks, by `state`: `enabled` (all) and `failing`.
+pub const SINKS: &str = "paceline_sinks";
+/// Events of the sinks this pod delivers not yet confirmed by their brokers.
+pub const SINK_BACKLOG: &str = "paceline_sink_backlog";
+/// How long the oldest event a failing sink of this pod holds back has waited.
+pub const SINK_OLDEST: &str = "paceline_sink_oldest_undelivered_seconds";
+/// Messages published to sinks' brokers, by `result`: `confirmed` or `failed`.
+pub const SINK_PUBLISHED: &str = "paceline_sink_published_total";
+/// Failed connections or batches (each followed by a backoff and a retry).
+pub const SINK_FAILURES: &str = "paceline_sink_failures_total";
+
 pub fn describe() {
     shared::telemetry::prometheus();
     metrics::describe_counter!(RELAY_PUBLISHED, "outbox events published to JetStream");
@@ -43,4 +54,9 @@ pub fn describe() {
         "object deletions the media bucket failed (tried again later)"
     );
     metrics::describe_gauge!(MEDIA_OBJECT_DELETIONS_QUEUED, "objects waiting to be deleted from the media bucket");
+    metrics::describe_gauge!(SINKS, "enabled event sinks (RabbitMQ), and how many of them are failing");
+    metrics::describe_gauge!(SINK_BACKLOG, "events of this pod's sinks not yet confirmed by their brokers");
+    metrics::describe_gauge!(SINK_OLDEST, "age of the oldest event a failing sink of this pod holds back");
+    metrics::describe_counter!(SINK_PUBLISHED, "messages published to sinks' brokers, by result (confirmed, failed)");
+    metrics::describe_counter!(SINK_FAILURES, "failed sink connections or batches, each retried after a backoff");
 }

@@ -421,6 +421,30 @@ section! {
 }
 
 section! {
+    /// Event sinks into RabbitMQ (delivered by the dispatcher role).
+    Rabbitmq {
+        /// The deployment's broker (`amqp://user:password@host:5672/vhost`, or `amqps://`):
+        /// the sinks set without an address of their own (Evolution's `rabbitmq/set`) publish
+        /// there. A secret: give it in the environment. Unset: such sinks are refused.
+        url: Option<String> = None,
+        /// The topic exchange our-format sinks publish to when they name none.
+        exchange: String = "paceline.events".into(),
+        /// The longest wait between two tries while a broker is down or refusing (the first
+        /// wait is 1 s, doubling).
+        #[serde(rename = "retry_max_ms")]
+        #[serde_as(as = "de::Millis")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        retry_max: Duration = ms(60_000),
+        /// How long a dispatcher pod holds a sink it delivers (renewed every third of it
+        /// while it runs): a pod that dies leaves its sinks to the others after this.
+        #[serde(rename = "lock_ms")]
+        #[serde_as(as = "de::Millis")]
+        #[cfg_attr(feature = "openapi", schema(value_type = u64))]
+        lock: Duration = ms(30_000),
+    }
+}
+
+section! {
     /// Usage counting.
     Usage {
         /// How often a dispatcher rolls finished deliveries up into the daily usage counts

@@ -15,6 +15,7 @@ pub mod number_checks;
 pub mod outbox;
 pub mod pairing_links;
 pub mod risk;
+pub mod sinks;
 pub mod usage;
 pub mod webhooks;
 

@@ -200,7 +200,13 @@ async fn evolution_managers_calls_sign_in_list_pair_chat_and_configure() {
     assert_eq!((shown["importMessages"].clone(), shown["daysLimitImportMessages"].clone()), (json!(true), json!(3)));
 
     // The other integration pages: none set (`null`, `[]` for bots), and setting one says why not.
-    for page in ["websocket", "rabbitmq", "sqs"] {
+    // RabbitMQ: none set; without a broker of the deployment's (rabbitmq.url), the page's
+    // save says so (tests/it/rabbitmq.rs has one).
+    assert!(own.get("/rabbitmq/find/manager-shop").await.expect(200).is_null());
+    let page = json!({ "rabbitmq": { "enabled": true, "events": ["MESSAGES_UPSERT"] } });
+    let refused = own.post("/rabbitmq/set/manager-shop", &page).await.expect_error(400, "validation_failed");
+    assert!(refused.contains("rabbitmq.url"), "{refused}");
+    for page in ["websocket", "sqs"] {
         let r = own.get(&format!("/{page}/find/manager-shop")).await.expect(200);
         assert!(r.is_null(), "{page}: {r}");
         let refused = own

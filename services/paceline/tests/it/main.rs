@@ -37,6 +37,7 @@ mod pairing_page;
 mod profile;
 mod proxy;
 mod queue;
+mod rabbitmq;
 mod receive;
 mod retention;
 mod risk;

@@ -27,6 +27,7 @@ pub mod pair_page;
 pub mod pairing;
 pub mod pairing_links;
 pub mod profile;
+pub mod rabbitmq;
 pub mod risk;
 pub mod status;
 pub mod usage;
@@ -66,6 +67,7 @@ pub fn all() -> OpenApiRouter<AppState> {
         .merge(status::router())
         .merge(attendant::router())
         .merge(chatwoot::router())
+        .merge(rabbitmq::router())
         .merge(risk::router())
         .merge(media::router())
         .merge(health::router())

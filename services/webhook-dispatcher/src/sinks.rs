@@ -1,0 +1,411 @@
+//! Event sinks (issue #39): each enabled sink's events published into its RabbitMQ
+//! broker, by one dispatcher pod at a time under a claim (`db::sinks`).
+//!
+//! A sink reads the events stream from its cursor with an ordered consumer filtered to
+//! its instance's subjects, so its events go in the order the relay published them (the
+//! order event streams and webhooks see). Each batch is published with publisher
+//! confirms, and the cursor moves past it only once every message of it was confirmed,
+//! under the pod's claim and the settings' generation: a broker down, restarted or
+//! refusing, or a pod killed, makes the events since the cursor go again (at least once,
+//! never skipped). Backoff while failing doubles from 1 s to `rabbitmq.retry_max`; the
+//! claim is renewed meanwhile, so another pod takes the sink only when this one is gone.
+
+pub mod amqp;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_nats::jetstream::{self, consumer::pull, consumer::DeliverPolicy};
+use futures::StreamExt;
+use shared::db::sinks::{self as rows, SinkRow, RABBITMQ};
+use shared::db::webhooks::{Origin, Shape, WebhookFormat};
+use shared::ids::InstanceId;
+use shared::sealed::Sealer;
+use shared::{bus::Subjects, Config, Shutdown};
+use tokio::task::JoinSet;
+
+use crate::metrics as m;
+use crate::shape;
+use amqp::{AmqpError, Layout, Outgoing, Publisher};
+
+/// Messages published before their confirms are awaited together.
+const BATCH: usize = 256;
+/// How long a batch waits for more events before it is confirmed.
+const LINGER: Duration = Duration::from_millis(100);
+/// How often a pod looks for sinks nobody delivers.
+const CLAIM_EVERY: Duration = Duration::from_secs(2);
+/// Sinks one pod delivers at once.
+const MAX_RUNNING: usize = 512;
+
+/// A running sink's events not yet confirmed, and (while it fails) since when the oldest
+/// of them has waited.
+type Progress = (u64, Option<chrono::DateTime<chrono::Utc>>);
+
+/// What every sink task needs.
+#[derive(Clone)]
+pub struct Ctx {
+    pub db: sqlx::PgPool,
+    pub js: jetstream::Context,
+    pub subjects: Subjects,
+    pub media: shared::db::media::Store,
+    pub pod: String,
+    pub lock: Duration,
+    pub retry_max: Duration,
+    /// The deployment's broker (`rabbitmq.url`).
+    pub deployment_url: Option<String>,
+    pub allow_private: bool,
+    pub server_url: String,
+    pub sealer: Option<Sealer>,
+    budget: shape::Budget,
+    /// Per running sink: its events not yet confirmed (from the consumer), and since when
+    /// the oldest of them has waited while it fails.
+    state: Arc<Mutex<HashMap<InstanceId, Progress>>>,
+}
+
+impl Ctx {
+    pub fn new(
+        config: &Config,
+        db: sqlx::PgPool,
+        js: jetstream::Context,
+        media: shared::db::media::Store,
+        pod: String,
+    ) -> Ctx {
+        Ctx {
+            db,
+            js,
+            subjects: Subjects::new(config),
+            media,
+            pod,
+            lock: config.rabbitmq.lock.max(Duration::from_secs(3)),
+            retry_max: config.rabbitmq.retry_max.max(Duration::from_secs(1)),
+            deployment_url: config.rabbitmq.url.clone(),
+            allow_private: config.allow_private_targets,
+            server_url: config.server_url(),
+            sealer: Sealer::from_config(config),
+            budget: shape::Budget::new(16 * 1024 * 1024),
+            state: Arc::default(),
+        }
+    }
+}
+
+/// Claims sinks and delivers each in a task of its own until shutdown.
+pub async fn run(ctx: Ctx, shutdown: Shutdown) {
+    let mut tasks: JoinSet<InstanceId> = JoinSet::new();
+    let mut running: std::collections::HashSet<InstanceId> = Default::default();
+    let mut tick = tokio::time::interval(CLAIM_EVERY);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            Some(done) = tasks.join_next(), if !tasks.is_empty() => {
+                if let Ok(id) = done {
+                    running.remove(&id);
+                    ctx.state.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+                }
+            }
+            _ = tick.tick() => {
+                let room = MAX_RUNNING.saturating_sub(running.len());
+                if room > 0 {
+                    match rows::claim(&ctx.db, &ctx.pod, ctx.lock.as_millis() as i64, room as i64).await {
+                        Ok(claimed) => {
+                            for row in claimed {
+                                if running.insert(row.instance_id.clone()) {
+                                    let (ctx, shutdown) = (ctx.clone(), shutdown.clone());
+                                    tasks.spawn(async move {
+                                        let id = row.instance_id.clone();
+                                        deliver(&ctx, row, &shutdown).await;
+                                        id
+                                    });
+                                }
+                            }
+                        }
+                        Err(e) => tracing::warn!(error = %e, "claiming sinks failed; trying again"),
+                    }
+                }
+                gauges(&ctx).await;
+            }
+        }
+    }
+    while tasks.join_next().await.is_some() {}
+}
+
+async fn gauges(ctx: &Ctx) {
+    if let Ok((all, failing)) = rows::counts(&ctx.db).await {
+        metrics::gauge!(m::SINKS, "state" => "enabled").set(all as f64);
+        metrics::gauge!(m::SINKS, "state" => "failing").set(failing as f64);
+    }
+    let state = ctx.state.lock().unwrap_or_else(|p| p.into_inner());
+    let backlog: u64 = state.values().map(|(n, _)| n).sum();
+    let oldest = state.values().filter_map(|(_, at)| *at).min();
+    metrics::gauge!(m::SINK_BACKLOG).set(backlog as f64);
+    let age = oldest.map_or(0.0, |at| (chrono::Utc::now() - at).num_milliseconds().max(0) as f64 / 1000.0);
+    metrics::gauge!(m::SINK_OLDEST).set(age);
+}
+
+/// How a sink's task ended.
+#[derive(Debug, PartialEq, Eq)]
+enum End {
+    /// Shut down: the claim is given back.
+    Stopped,
+    /// The claim is no longer this pod's under this generation (settings changed, turned
+    /// off, removed, or taken after a stall).
+    Lost,
+}
+
+/// What a sink publishes with, resolved from its row.
+struct Target {
+    url: url::Url,
+    allow_private: bool,
+    layout: Layout,
+    origin: Option<Origin>,
+}
+
+fn target(ctx: &Ctx, row: &SinkRow, name: String, phone: Option<String>) -> Result<Target, String> {
+    let (url, allow_private) = match &row.url_sealed {
+        Some(sealed) => {
+            let sealer = ctx.sealer.as_ref().ok_or("no key to open the broker's address with")?;
+            let owner = domain::sinks::url_owner(&row.instance_id);
+            let plain = sealer.open(&owner, sealed).and_then(|p| String::from_utf8(p).ok());
+            let url = plain.and_then(|p| url::Url::parse(&p).ok()).ok_or("the stored broker address does not open")?;
+            let private =
+                ctx.allow_private || (row.private_host.is_some() && row.private_host.as_deref() == url.host_str());
+            (url, private)
+        }
+        // The deployment's own broker is the operator's: wherever it is.
+        None => {
+            let raw = ctx.deployment_url.as_deref().ok_or("the deployment has no broker (rabbitmq.url)")?;
+            (url::Url::parse(raw).map_err(|_| "the deployment's rabbitmq.url is not a URL")?, true)
+        }
+    };
+    let (layout, origin) = match row.format {
+        WebhookFormat::Paceline => (Layout::Ours { queue: row.queue.clone() }, None),
+        WebhookFormat::Evolution => {
+            let shape = Shape {
+                format: WebhookFormat::Evolution,
+                by_events: false,
+                base64: false,
+                evolution_events: row.evolution_events.clone(),
+            };
+            (Layout::Evolution, Some(Origin { shape, instance_name: name, phone }))
+        }
+    };
+    Ok(Target { url, allow_private, layout, origin })
+}
+
+/// Delivers one sink until shutdown or until its claim is lost.
+async fn deliver(ctx: &Ctx, row: SinkRow, shutdown: &Shutdown) {
+    let (id, generation) = (row.instance_id.clone(), row.generation);
+    let mut cursor = row.cursor_seq.max(0) as u64;
+    let mut backoff = Duration::from_secs(1);
+    let end = loop {
+        let err = match attempt(ctx, &row, &mut cursor, shutdown).await {
+            Ok(end) => break end,
+            Err(e) => e,
+        };
+        tracing::warn!(instance_id = %id, error = %err, "publishing to the sink failed; trying again");
+        metrics::counter!(m::SINK_FAILURES).increment(1);
+        let _ = rows::failed(&ctx.db, &id, RABBITMQ, &ctx.pod, &err).await;
+        if let Some(end) = wait(ctx, &id, generation, backoff, shutdown).await {
+            break end;
+        }
+        backoff = (backoff * 2).min(ctx.retry_max);
+    };
+    if end == End::Stopped || end == End::Lost {
+        // Another pod (or this one, under the new generation) takes it at once.
+        let _ = rows::release(&ctx.db, &id, RABBITMQ, &ctx.pod).await;
+    }
+    tracing::debug!(instance_id = %id, ?end, "sink task ended");
+}
+
+/// Waits `d` while renewing the claim; `Some` when the task must end.
+async fn wait(ctx: &Ctx, id: &InstanceId, generation: i64, d: Duration, shutdown: &Shutdown) -> Option<End> {
+    let until = tokio::time::Instant::now() + d;
+    loop {
+        let step = (ctx.lock / 3).min(until.saturating_duration_since(tokio::time::Instant::now()));
+        if step.is_zero() {
+            return None;
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return Some(End::Stopped),
+            _ = tokio::time::sleep(step) => {}
+        }
+        if !renew(ctx, id, generation).await {
+            return Some(End::Lost);
+        }
+    }
+}
+
+async fn renew(ctx: &Ctx, id: &InstanceId, generation: i64) -> bool {
+    // Postgres unreachable: keep going until the claim lapses (advances are refused then).
+    rows::renew(&ctx.db, id, RABBITMQ, &ctx.pod, generation, ctx.lock.as_millis() as i64).await.unwrap_or(true)
+}
+
+/// One connection's worth of delivering: `Err` (a text without credentials) to back off
+/// and start again from the cursor.
+async fn attempt(ctx: &Ctx, row: &SinkRow, cursor: &mut u64, shutdown: &Shutdown) -> Result<End, String> {
+    let id = &row.instance_id;
+    let inst = shared::db::instances::get(&ctx.db, id).await.map_err(|e| format!("reading the instance: {e}"))?;
+    let Some(inst) = inst else { return Ok(End::Lost) };
+    let t = target(ctx, row, inst.name, inst.phone)?;
+    let mut publisher = Publisher::connect(&t.url, t.allow_private, &row.exchange, t.layout.clone(), id.as_str())
+        .await
+        .map_err(|e| e.to_string())?;
+    let res = publish_from(ctx, row, &t, &mut publisher, cursor, shutdown).await;
+    publisher.close().await;
+    res
+}
+
+async fn publish_from(
+    ctx: &Ctx,
+    row: &SinkRow,
+    t: &Target,
+    publisher: &mut Publisher,
+    cursor: &mut u64,
+    shutdown: &Shutdown,
+) -> Result<End, String> {
+    let id = &row.instance_id;
+    let stream =
+        ctx.js.get_stream(ctx.subjects.events_stream()).await.map_err(|e| format!("the events stream: {e}"))?;
+    let first = stream.cached_info().state.first_sequence;
+    if *cursor + 1 < first {
+        tracing::warn!(instance_id = %id, cursor = *cursor, first, "a sink's events older than the stream's retention are gone");
+    }
+    let config = pull::OrderedConfig {
+        filter_subject: ctx.subjects.events_filter(Some(id.as_str()), None),
+        deliver_policy: DeliverPolicy::ByStartSequence { start_sequence: *cursor + 1 },
+        ..Default::default()
+    };
+    let consumer = stream.create_consumer(config).await.map_err(|e| format!("opening the events: {e}"))?;
+    let mut messages = consumer.messages().await.map_err(|e| format!("reading the events: {e}"))?;
+    let mut renew_at = tokio::time::Instant::now() + ctx.lock / 3;
+    let mut pending = Vec::new();
+    let mut last = *cursor;
+    let mut oldest: Option<chrono::DateTime<chrono::Utc>> = None;
+    loop {
+        let next = tokio::select! {
+            _ = shutdown.cancelled() => {
+                flush(ctx, row, &mut pending, cursor, last).await?;
+                return Ok(End::Stopped);
+            }
+            _ = tokio::time::sleep_until(renew_at) => {
+                if !renew(ctx, id, row.generation).await {
+                    return Ok(End::Lost);
+                }
+                renew_at = tokio::time::Instant::now() + ctx.lock / 3;
+                continue;
+            }
+            n = tokio::time::timeout(LINGER, messages.next()) => n,
+        };
+        let msg = match next {
+            Err(_) => {
+                if last > *cursor && !flush(ctx, row, &mut pending, cursor, last).await? {
+                    return Ok(End::Lost);
+                }
+                oldest = None;
+                track(ctx, id, 0, None);
+                continue;
+            }
+            Ok(None) => return Err("the events stream ended".into()),
+            Ok(Some(Err(e))) => return Err(format!("reading the events: {e}")),
+            Ok(Some(Ok(msg))) => msg,
+        };
+        let (seq, behind) = msg
+            .info()
+            .map(|i| (i.stream_sequence, i.pending))
+            .map_err(|e| format!("an event without its sequence: {e}"))?;
+        let envelope: serde_json::Value = serde_json::from_slice(&msg.payload).unwrap_or_default();
+        let kind = envelope["type"].as_str().unwrap_or_default();
+        let wanted = (row.events.is_empty() || row.events.iter().any(|e| e == kind))
+            && t.origin.as_ref().is_none_or(|o| shape::carries(o, kind, &envelope["data"]));
+        if wanted {
+            let at = envelope["created_at"].as_str().and_then(|s| s.parse::<chrono::DateTime<chrono::Utc>>().ok());
+            oldest = oldest.or(at);
+            let body = match &t.origin {
+                None => msg.payload.to_vec(),
+                Some(origin) => evolution_body(ctx, origin, &row.exchange, &envelope).await,
+            };
+            let evolution_event = evolution_shape::event_name(kind, &envelope["data"]);
+            let out = Outgoing {
+                id: envelope["id"].as_str().unwrap_or_default(),
+                instance: id.as_str(),
+                kind,
+                evolution_event,
+                at: at.map_or(0, |a| a.timestamp()),
+                body: &body,
+            };
+            match publisher.publish(&out).await {
+                Ok(confirm) => pending.push(confirm),
+                Err(e) => {
+                    track(ctx, id, behind + 1 + pending.len() as u64, oldest);
+                    return Err(e.to_string());
+                }
+            }
+        }
+        last = seq;
+        if pending.len() >= BATCH {
+            track(ctx, id, behind + pending.len() as u64, oldest);
+            if !flush(ctx, row, &mut pending, cursor, last).await? {
+                return Ok(End::Lost);
+            }
+            oldest = None;
+        }
+    }
+}
+
+/// The sink's backlog (its events not yet confirmed) and, while it fails, since when the
+/// oldest of them has waited, for the gauges.
+fn track(ctx: &Ctx, id: &InstanceId, backlog: u64, oldest: Option<chrono::DateTime<chrono::Utc>>) {
+    ctx.state.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), (backlog, oldest));
+}
+
+/// Waits for every pending confirm, then moves the cursor to `last`; false when the
+/// claim is no longer this pod's. `Err` when the broker did not confirm one.
+async fn flush(
+    ctx: &Ctx,
+    row: &SinkRow,
+    pending: &mut Vec<lapin::PublisherConfirm>,
+    cursor: &mut u64,
+    last: u64,
+) -> Result<bool, String> {
+    let n = pending.len();
+    for c in pending.drain(..) {
+        if let Err(e) = amqp::confirmed(c).await {
+            metrics::counter!(m::SINK_PUBLISHED, "result" => "failed").increment(1);
+            return Err(match e {
+                AmqpError::Nacked => "the broker refused a message (nack)".into(),
+                e => e.to_string(),
+            });
+        }
+    }
+    metrics::counter!(m::SINK_PUBLISHED, "result" => "confirmed").increment(n as u64);
+    if last <= *cursor {
+        return Ok(true);
+    }
+    let moved = rows::advance(&ctx.db, &row.instance_id, RABBITMQ, &ctx.pod, row.generation, last as i64, n as i64)
+        .await
+        .map_err(|e| format!("recording progress: {e}"))?;
+    if moved {
+        *cursor = last;
+    }
+    Ok(moved)
+}
+
+/// An Evolution-format body: Evolution's RabbitMQ message (`event`, `instance`, `data`,
+/// `server_url`, `date_time`, `sender`), without a webhook's `destination`.
+async fn evolution_body(ctx: &Ctx, origin: &Origin, exchange: &str, envelope: &serde_json::Value) -> Vec<u8> {
+    let by = tokio::time::Instant::now() + Duration::from_secs(5);
+    let built = shape::build(&ctx.media, &ctx.server_url, exchange, origin, envelope, &ctx.budget, by).await;
+    let bytes = match built {
+        Ok(b) => b.bytes.to_vec(),
+        Err(_) => serde_json::to_vec(envelope).expect("json serializes"),
+    };
+    match serde_json::from_slice::<serde_json::Value>(&bytes) {
+        Ok(mut v) => {
+            if let Some(o) = v.as_object_mut() {
+                o.remove("destination");
+            }
+            serde_json::to_vec(&v).expect("json serializes")
+        }
+        Err(_) => bytes,
+    }
+}
