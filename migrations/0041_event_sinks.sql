@@ -3,6 +3,10 @@
 -- from its cursor, publishes with publisher confirms, and moves the cursor only after
 -- the broker confirmed: at least once, in order, and a broker down or restarted loses
 -- nothing (the stream keeps 7 days).
+-- Generations come from one sequence, so a sink removed and made again never shares one
+-- with its former self (a pod still delivering the old one then moves nothing).
+CREATE SEQUENCE event_sink_generation;
+
 CREATE TABLE event_sinks (
     instance_id      TEXT NOT NULL REFERENCES instances (id) ON DELETE CASCADE,
     kind             TEXT NOT NULL CHECK (kind IN ('rabbitmq')),
@@ -28,7 +32,7 @@ CREATE TABLE event_sinks (
     cursor_seq       BIGINT NOT NULL,
     -- Bumped by every change of the settings: a pod delivering under an older generation
     -- moves no cursor.
-    generation       BIGINT NOT NULL DEFAULT 1,
+    generation       BIGINT NOT NULL DEFAULT nextval('event_sink_generation'),
     -- The dispatcher pod delivering the sink's events, until when.
     locked_by        TEXT,
     locked_until     TIMESTAMPTZ,

@@ -20,7 +20,7 @@ fn yes() -> bool {
 }
 
 /// Body of `PUT {inst}/rabbitmq`: the whole sink.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RabbitmqIn {
     /// Default true. While false nothing is published; turned on again, publishing goes
@@ -28,20 +28,23 @@ pub struct RabbitmqIn {
     #[serde(default = "yes")]
     pub enabled: bool,
     /// Write-only: the broker, `amqp://user:password@host:5672/vhost` or `amqps://...`.
-    /// Absent: the one stored, or else the deployment's broker (`rabbitmq.url`). It must
-    /// resolve to public addresses unless the admin allows private ones.
+    /// Absent: the one stored, or else the deployment's broker (`rabbitmq.url`; remove the
+    /// sink to go back to it). It must resolve to public addresses unless the admin allows
+    /// private ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(min_length = 1, max_length = 2048, pattern = "^amqps?://")]
     pub url: Option<String>,
     /// The topic exchange (declared durable) events are published to; default the
-    /// deployment's `rabbitmq.exchange` (`paceline.events`). Routing keys are
-    /// `<instance id>.<event type>`, e.g. `inst_….message.received`.
+    /// deployment's `rabbitmq.exchange` (`paceline.events`), and always that one on the
+    /// deployment's broker. Routing keys are `<instance id>.<event type>`, e.g.
+    /// `inst_….message.received`.
     #[serde(default)]
     #[schema(min_length = 1, max_length = 255)]
     pub exchange: Option<String>,
     /// A durable queue declared and bound to the instance's events (`<instance id>.#`),
-    /// so nothing is dropped while no consumer is there; default `paceline.<instance id>`;
-    /// `""` declares none (your consumers bind their own queues).
+    /// so nothing is dropped while no consumer is there; default `paceline.<instance id>`,
+    /// and always that one on the deployment's broker; `""` declares none (your consumers
+    /// bind their own queues; until one is bound, publishing waits).
     #[serde(default)]
     #[schema(max_length = 255)]
     pub queue: Option<String>,
@@ -54,14 +57,20 @@ pub struct RabbitmqIn {
     pub allow_private_targets: bool,
 }
 
-impl std::fmt::Debug for RabbitmqOut {
+impl std::fmt::Debug for RabbitmqIn {
+    /// Without the broker's address, which carries its password.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RabbitmqOut").field("enabled", &self.enabled).finish_non_exhaustive()
+        f.debug_struct("RabbitmqIn")
+            .field("enabled", &self.enabled)
+            .field("exchange", &self.exchange)
+            .field("queue", &self.queue)
+            .field("events", &self.events)
+            .finish_non_exhaustive()
     }
 }
 
 /// An instance's RabbitMQ sink, its broker shown without credentials.
-#[derive(Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct RabbitmqOut {
     pub enabled: bool,
     /// The broker without its credentials (`amqp://host:5672/vhost`); null: the
@@ -173,29 +182,21 @@ pub async fn put(core: &Core, id: &InstanceId, admin: bool, body: RabbitmqIn, sh
     if body.events.iter().any(|t| !shared::events::known(t)) {
         return Err(Error::field("events", "events must be types of the event catalog (see the OpenAPI description)"));
     }
-    let exchange = body.exchange.clone().unwrap_or_else(|| core.config.rabbitmq.exchange.clone());
-    check_name("exchange", &exchange, false)?;
-    let queue = match body.queue.as_deref() {
-        Some("") => None,
-        Some(q) => Some(q.to_string()),
-        None => Some(format!("paceline.{id}")),
-    };
-    if let Some(q) = &queue {
-        check_name("queue", q, false)?;
-    }
-    let sealer = crate::chatwoot::sealer(&core.config)?;
     let now = rows::get(&core.db, id, RABBITMQ).await?;
+    // A key is needed only for an address of the sink's own.
+    let needs_key = body.url.is_some() || now.as_ref().is_some_and(|n| n.url_sealed.is_some());
+    let sealer = if needs_key { Some(crate::chatwoot::sealer(&core.config)?) } else { None };
     // The address: given, or the stored one, or the deployment's (then nothing is sealed).
     let given = body.url.as_deref().map(parse_url).transpose()?;
     let stored = match (&given, &now) {
-        (None, Some(n)) => match &n.url_sealed {
-            Some(sealed) => Some(
+        (None, Some(n)) => match (&n.url_sealed, &sealer) {
+            (Some(sealed), Some(sealer)) => Some(
                 sealer
                     .open(&url_owner(id), sealed)
                     .and_then(|p| String::from_utf8(p).ok())
                     .ok_or_else(|| Error::internal("a stored broker address does not open with this key"))?,
             ),
-            None => None,
+            _ => None,
         },
         _ => None,
     };
@@ -206,6 +207,25 @@ pub async fn put(core: &Core, id: &InstanceId, admin: bool, body: RabbitmqIn, sh
     };
     if url.is_none() && core.config.rabbitmq.url.is_none() {
         return Err(Error::field("url", "url is required: this deployment has no broker of its own (rabbitmq.url)"));
+    }
+    // On the deployment's broker, shared by every tenant, the exchange and the queue are
+    // the deployment's (an Evolution sink's exchange is its instance's name): no tenant
+    // binds its queue to another's events.
+    let shared = url.is_none();
+    let exchange = match (&body.exchange, shared, shape.format) {
+        (Some(e), false, _) => e.clone(),
+        (_, true, WebhookFormat::Evolution) => body.exchange.clone().unwrap_or_default(),
+        _ => core.config.rabbitmq.exchange.clone(),
+    };
+    check_name("exchange", &exchange, false)?;
+    let queue = match (body.queue.as_deref(), shared, shape.format) {
+        (_, _, WebhookFormat::Evolution) => None,
+        (Some(""), false, _) => None,
+        (Some(q), false, _) => Some(q.to_string()),
+        _ => Some(format!("paceline.{id}")),
+    };
+    if let Some(q) = &queue {
+        check_name("queue", q, false)?;
     }
     // Only the admin allows a private address; another caller keeps the allowance only
     // while the broker stays on the host it was given for.
@@ -229,7 +249,10 @@ pub async fn put(core: &Core, id: &InstanceId, admin: bool, body: RabbitmqIn, sh
             _ => Error::field("url", "the broker's host does not resolve"),
         })?;
     }
-    let sealed = url.as_ref().map(|u| sealer.seal(&url_owner(id), u.as_str().as_bytes()));
+    let sealed = match (&url, &sealer) {
+        (Some(u), Some(sealer)) => Some(sealer.seal(&url_owner(id), u.as_str().as_bytes())),
+        _ => None,
+    };
     let url_shown = url.as_ref().map(shown);
     let start_seq = match &now {
         Some(n) => n.cursor_seq,

@@ -23,6 +23,9 @@ pub const SINK_BACKLOG: &str = "paceline_sink_backlog";
 pub const SINK_OLDEST: &str = "paceline_sink_oldest_undelivered_seconds";
 /// Messages published to sinks' brokers, by `result`: `confirmed` or `failed`.
 pub const SINK_PUBLISHED: &str = "paceline_sink_published_total";
+/// A sink's events found gone from the stream (past its retention or size cap), or the
+/// stream found reset.
+pub const SINK_GAPS: &str = "paceline_sink_gaps_total";
 /// Failed connections or batches (each followed by a backoff and a retry).
 pub const SINK_FAILURES: &str = "paceline_sink_failures_total";
 
@@ -58,5 +61,9 @@ pub fn describe() {
     metrics::describe_gauge!(SINK_BACKLOG, "events of this pod's sinks not yet confirmed by their brokers");
     metrics::describe_gauge!(SINK_OLDEST, "age of the oldest event a failing sink of this pod holds back");
     metrics::describe_counter!(SINK_PUBLISHED, "messages published to sinks' brokers, by result (confirmed, failed)");
+    metrics::describe_counter!(
+        SINK_GAPS,
+        "sinks that found events gone from the stream (retention, size cap) or the stream reset"
+    );
     metrics::describe_counter!(SINK_FAILURES, "failed sink connections or batches, each retried after a backoff");
 }

@@ -33,6 +33,10 @@ use amqp::{AmqpError, Layout, Outgoing, Publisher};
 const BATCH: usize = 256;
 /// How long a batch waits for more events before it is confirmed.
 const LINGER: Duration = Duration::from_millis(100);
+/// A batch's confirms are awaited (and the cursor moved) at least this often.
+const FLUSH_WITHIN: Duration = Duration::from_secs(1);
+/// ... or once this many events (wanted or not) were read past the cursor.
+const BACKLOG_STEP: u64 = 2_000;
 /// How often a pod looks for sinks nobody delivers.
 const CLAIM_EVERY: Duration = Duration::from_secs(2);
 /// Sinks one pod delivers at once.
@@ -91,15 +95,23 @@ impl Ctx {
 
 /// Claims sinks and delivers each in a task of its own until shutdown.
 pub async fn run(ctx: Ctx, shutdown: Shutdown) {
-    let mut tasks: JoinSet<InstanceId> = JoinSet::new();
-    let mut running: std::collections::HashSet<InstanceId> = Default::default();
+    let mut tasks: JoinSet<()> = JoinSet::new();
+    // The sink each task delivers, by task: a task that panicked is forgotten too.
+    let mut running: HashMap<tokio::task::Id, InstanceId> = HashMap::new();
     let mut tick = tokio::time::interval(CLAIM_EVERY);
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
-            Some(done) = tasks.join_next(), if !tasks.is_empty() => {
-                if let Ok(id) = done {
-                    running.remove(&id);
+            Some(done) = tasks.join_next_with_id(), if !tasks.is_empty() => {
+                let task = match &done {
+                    Ok((task, ())) => *task,
+                    Err(e) => e.id(),
+                };
+                if let Some(id) = running.remove(&task) {
+                    if done.is_err() {
+                        tracing::error!(instance_id = %id, "a sink's task failed; its claim is given back");
+                        let _ = rows::release(&ctx.db, &id, RABBITMQ, &ctx.pod).await;
+                    }
                     ctx.state.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
                 }
             }
@@ -109,14 +121,16 @@ pub async fn run(ctx: Ctx, shutdown: Shutdown) {
                     match rows::claim(&ctx.db, &ctx.pod, ctx.lock.as_millis() as i64, room as i64).await {
                         Ok(claimed) => {
                             for row in claimed {
-                                if running.insert(row.instance_id.clone()) {
-                                    let (ctx, shutdown) = (ctx.clone(), shutdown.clone());
-                                    tasks.spawn(async move {
-                                        let id = row.instance_id.clone();
-                                        deliver(&ctx, row, &shutdown).await;
-                                        id
-                                    });
+                                if running.values().any(|id| *id == row.instance_id) {
+                                    // Its former task (an older generation) still ends here:
+                                    // give the claim back, to be taken once it has.
+                                    let _ = rows::release(&ctx.db, &row.instance_id, RABBITMQ, &ctx.pod).await;
+                                    continue;
                                 }
+                                let id = row.instance_id.clone();
+                                let (ctx, shutdown) = (ctx.clone(), shutdown.clone());
+                                let task = tasks.spawn(async move { deliver(&ctx, row, &shutdown).await });
+                                running.insert(task.id(), id);
                             }
                         }
                         Err(e) => tracing::warn!(error = %e, "claiming sinks failed; trying again"),
@@ -198,13 +212,28 @@ async fn deliver(ctx: &Ctx, row: SinkRow, shutdown: &Shutdown) {
     let mut cursor = row.cursor_seq.max(0) as u64;
     let mut backoff = Duration::from_secs(1);
     let end = loop {
-        let err = match attempt(ctx, &row, &mut cursor, shutdown).await {
+        let before = cursor;
+        // The claim is renewed all along (through connecting, publishing and waiting for
+        // confirms), and the attempt ends the moment it is lost.
+        let res = tokio::select! {
+            r = attempt(ctx, &row, &mut cursor, shutdown) => r,
+            _ = keep_claim(ctx, &id, generation) => Ok(End::Lost),
+        };
+        let err = match res {
             Ok(end) => break end,
             Err(e) => e,
         };
+        if cursor > before {
+            backoff = Duration::from_secs(1);
+        }
+        {
+            // Failing: its oldest unconfirmed event has waited at least since now.
+            let mut state = ctx.state.lock().unwrap_or_else(|p| p.into_inner());
+            state.entry(id.clone()).or_default().1.get_or_insert_with(chrono::Utc::now);
+        }
         tracing::warn!(instance_id = %id, error = %err, "publishing to the sink failed; trying again");
         metrics::counter!(m::SINK_FAILURES).increment(1);
-        let _ = rows::failed(&ctx.db, &id, RABBITMQ, &ctx.pod, &err).await;
+        let _ = rows::failed(&ctx.db, &id, RABBITMQ, &ctx.pod, generation, &err).await;
         if let Some(end) = wait(ctx, &id, generation, backoff, shutdown).await {
             break end;
         }
@@ -229,15 +258,33 @@ async fn wait(ctx: &Ctx, id: &InstanceId, generation: i64, d: Duration, shutdown
             _ = shutdown.cancelled() => return Some(End::Stopped),
             _ = tokio::time::sleep(step) => {}
         }
-        if !renew(ctx, id, generation).await {
+        if renew(ctx, id, generation).await == Ok(false) {
             return Some(End::Lost);
         }
     }
 }
 
-async fn renew(ctx: &Ctx, id: &InstanceId, generation: i64) -> bool {
-    // Postgres unreachable: keep going until the claim lapses (advances are refused then).
-    rows::renew(&ctx.db, id, RABBITMQ, &ctx.pod, generation, ctx.lock.as_millis() as i64).await.unwrap_or(true)
+async fn renew(ctx: &Ctx, id: &InstanceId, generation: i64) -> Result<bool, ()> {
+    let call = rows::renew(&ctx.db, id, RABBITMQ, &ctx.pod, generation, ctx.lock.as_millis() as i64);
+    match tokio::time::timeout(ctx.lock / 3, call).await {
+        Ok(Ok(held)) => Ok(held),
+        _ => Err(()),
+    }
+}
+
+/// Renews the claim every third of the lock; returns when it is lost, or when no renewal
+/// succeeded for two thirds of it (Postgres unreachable: another pod may take it soon).
+async fn keep_claim(ctx: &Ctx, id: &InstanceId, generation: i64) {
+    let mut held_until = tokio::time::Instant::now() + ctx.lock * 2 / 3;
+    loop {
+        tokio::time::sleep(ctx.lock / 3).await;
+        match renew(ctx, id, generation).await {
+            Ok(true) => held_until = tokio::time::Instant::now() + ctx.lock * 2 / 3,
+            Ok(false) => return,
+            Err(()) if tokio::time::Instant::now() >= held_until => return,
+            Err(()) => {}
+        }
+    }
 }
 
 /// One connection's worth of delivering: `Err` (a text without credentials) to back off
@@ -266,9 +313,15 @@ async fn publish_from(
     let id = &row.instance_id;
     let stream =
         ctx.js.get_stream(ctx.subjects.events_stream()).await.map_err(|e| format!("the events stream: {e}"))?;
-    let first = stream.cached_info().state.first_sequence;
-    if *cursor + 1 < first {
+    let (first, newest) = (stream.cached_info().state.first_sequence, stream.cached_info().state.last_sequence);
+    if *cursor > newest {
+        // The stream was made anew (its sequence started over): from its start.
+        tracing::warn!(instance_id = %id, cursor = *cursor, newest, "the events stream was reset; the sink starts over");
+        metrics::counter!(m::SINK_GAPS).increment(1);
+        *cursor = first.saturating_sub(1);
+    } else if *cursor + 1 < first {
         tracing::warn!(instance_id = %id, cursor = *cursor, first, "a sink's events older than the stream's retention are gone");
+        metrics::counter!(m::SINK_GAPS).increment(1);
     }
     let config = pull::OrderedConfig {
         filter_subject: ctx.subjects.events_filter(Some(id.as_str()), None),
@@ -277,22 +330,26 @@ async fn publish_from(
     };
     let consumer = stream.create_consumer(config).await.map_err(|e| format!("opening the events: {e}"))?;
     let mut messages = consumer.messages().await.map_err(|e| format!("reading the events: {e}"))?;
-    let mut renew_at = tokio::time::Instant::now() + ctx.lock / 3;
     let mut pending = Vec::new();
     let mut last = *cursor;
     let mut oldest: Option<chrono::DateTime<chrono::Utc>> = None;
+    // When the batch's first message was read: a batch is confirmed within a second even
+    // while events keep coming.
+    let mut batch_since: Option<tokio::time::Instant> = None;
     loop {
+        let due =
+            batch_since.is_some_and(|t| t.elapsed() >= FLUSH_WITHIN) || last.saturating_sub(*cursor) >= BACKLOG_STEP;
+        if due {
+            track(ctx, id, pending.len() as u64, oldest);
+            if !flush(ctx, row, &mut pending, cursor, last).await? {
+                return Ok(End::Lost);
+            }
+            (oldest, batch_since) = (None, None);
+        }
         let next = tokio::select! {
             _ = shutdown.cancelled() => {
                 flush(ctx, row, &mut pending, cursor, last).await?;
                 return Ok(End::Stopped);
-            }
-            _ = tokio::time::sleep_until(renew_at) => {
-                if !renew(ctx, id, row.generation).await {
-                    return Ok(End::Lost);
-                }
-                renew_at = tokio::time::Instant::now() + ctx.lock / 3;
-                continue;
             }
             n = tokio::time::timeout(LINGER, messages.next()) => n,
         };
@@ -301,7 +358,7 @@ async fn publish_from(
                 if last > *cursor && !flush(ctx, row, &mut pending, cursor, last).await? {
                     return Ok(End::Lost);
                 }
-                oldest = None;
+                (oldest, batch_since) = (None, None);
                 track(ctx, id, 0, None);
                 continue;
             }
@@ -313,6 +370,12 @@ async fn publish_from(
             .info()
             .map(|i| (i.stream_sequence, i.pending))
             .map_err(|e| format!("an event without its sequence: {e}"))?;
+        if seq <= last {
+            // The ordered consumer started over by itself (NATS restarted): go again from
+            // the cursor rather than from wherever it started.
+            return Err("the events consumer restarted".into());
+        }
+        batch_since.get_or_insert_with(tokio::time::Instant::now);
         let envelope: serde_json::Value = serde_json::from_slice(&msg.payload).unwrap_or_default();
         let kind = envelope["type"].as_str().unwrap_or_default();
         let wanted = (row.events.is_empty() || row.events.iter().any(|e| e == kind))
@@ -347,7 +410,7 @@ async fn publish_from(
             if !flush(ctx, row, &mut pending, cursor, last).await? {
                 return Ok(End::Lost);
             }
-            oldest = None;
+            (oldest, batch_since) = (None, None);
         }
     }
 }

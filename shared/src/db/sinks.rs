@@ -76,7 +76,7 @@ pub async fn put(db: &PgPool, id: &InstanceId, kind: &str, p: Put<'_>) -> Result
          ON CONFLICT (instance_id, kind) DO UPDATE SET enabled = EXCLUDED.enabled, url_sealed = EXCLUDED.url_sealed, \
          url_shown = EXCLUDED.url_shown, private_host = EXCLUDED.private_host, exchange = EXCLUDED.exchange, \
          queue = EXCLUDED.queue, events = EXCLUDED.events, format = EXCLUDED.format, \
-         evolution_events = EXCLUDED.evolution_events, generation = event_sinks.generation + 1, \
+         evolution_events = EXCLUDED.evolution_events, generation = nextval('event_sink_generation'), \
          last_error = NULL, failing_since = NULL, updated_at = now()",
     )
     .bind(id)
@@ -177,15 +177,23 @@ pub async fn advance(
 }
 
 /// Records a failure (without secrets: the caller's text names no credential), under
-/// `pod`'s claim.
-pub async fn failed(db: &PgPool, id: &InstanceId, kind: &str, pod: &str, error: &str) -> Result<(), sqlx::Error> {
+/// `pod`'s claim and the generation it runs.
+pub async fn failed(
+    db: &PgPool,
+    id: &InstanceId,
+    kind: &str,
+    pod: &str,
+    generation: i64,
+    error: &str,
+) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "UPDATE event_sinks SET last_error = $4, failing_since = COALESCE(failing_since, now()) \
-         WHERE instance_id = $1 AND kind = $2 AND locked_by = $3",
+        "UPDATE event_sinks SET last_error = $5, failing_since = COALESCE(failing_since, now()) \
+         WHERE instance_id = $1 AND kind = $2 AND locked_by = $3 AND generation = $4",
     )
     .bind(id)
     .bind(kind)
     .bind(pod)
+    .bind(generation)
     .bind(error)
     .execute(db)
     .await

@@ -143,9 +143,19 @@ async fn events_reach_rabbitmq_in_order_persistent_and_a_stopped_broker_loses_no
     .expect("the sink recovers");
     assert!(healed["delivered"].as_i64().unwrap() >= 21, "{healed}");
 
-    // Removed: nothing more.
+    // Removed, then made again (a new generation: the old sink's task moves nothing): the
+    // events from then on, once each.
     own.delete(&path).await.expect(204);
     own.get(&path).await.expect_error(404, "not_found");
+    // Into a queue of its own: only the new sink publishes there (the removed one's task,
+    // until it sees it is gone, may still publish into the old queue).
+    let fresh = format!("again.{id}");
+    let mut again = body.clone();
+    again["queue"] = json!(fresh);
+    admin.put(&path, &again).await.expect(200);
+    say(&c, "m21").await;
+    holds(&node.url, &fresh, 1).await;
+    assert_eq!(texts(&consume(&node.url, &fresh, 1).await), vec!["m21".to_string()]);
     stop.cancel();
     dispatcher.await.unwrap().unwrap();
     drop(node);
@@ -160,25 +170,36 @@ async fn evolutions_rabbitmq_set_publishes_evolutions_payloads_to_its_queues() {
     let dispatcher = tokio::spawn(dispatcher::run(c.config.clone(), stop.clone()));
     c.phone(SHOP, false).await;
     c.phone(ANA, false).await;
-    let (_inst, token) = c.paired_instance("evo-shop", SHOP).await;
+    // A name of this run's own: the tests' broker keeps its queues across tests.
+    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() % 1_000_000_000;
+    let name = format!("evo-shop-{stamp}");
+    let (inst, token) = c.paired_instance(&name, SHOP).await;
     let evo = c.api.anon().with_header("apikey", &token);
-    evo.get("/rabbitmq/find/evo-shop").await.expect(200).as_null().expect("none set");
+    evo.get(&format!("/rabbitmq/find/{name}")).await.expect(200).as_null().expect("none set");
+    // On the deployment's broker, shared by every tenant, the exchange and queue are the
+    // deployment's, whatever a tenant names.
+    let own = c.api.client(Some(token.clone()));
+    let path = format!("/v1/instances/{}/rabbitmq", inst.id);
+    let mine = own.put(&path, &json!({ "exchange": "someone-else", "queue": "someone-else.messages.upsert" })).await;
+    let mine = mine.expect(200);
+    assert_eq!((mine["exchange"].as_str(), mine["url"].clone()), (Some("paceline.events"), Value::Null), "{mine}");
+    assert_eq!(mine["queue"], format!("paceline.{}", inst.id));
     let bad = json!({ "rabbitmq": { "enabled": true, "events": ["NOPE"] } });
-    evo.post("/rabbitmq/set/evo-shop", &bad).await.expect_error(400, "validation_failed");
+    evo.post(&format!("/rabbitmq/set/{name}"), &bad).await.expect_error(400, "validation_failed");
     let set = json!({ "rabbitmq": { "enabled": true, "events": ["MESSAGES_UPSERT"] } });
-    let r = evo.post("/rabbitmq/set/evo-shop", &set).await.expect(200);
+    let r = evo.post(&format!("/rabbitmq/set/{name}"), &set).await.expect(200);
     assert_eq!(r["rabbitmq"], json!({ "enabled": true, "events": ["MESSAGES_UPSERT"] }));
-    let found = evo.get("/rabbitmq/find/evo-shop").await.expect(200);
+    let found = evo.get(&format!("/rabbitmq/find/{name}")).await.expect(200);
     assert_eq!(found, json!({ "enabled": true, "events": ["MESSAGES_UPSERT"] }));
 
     say(&c, "hello evolution").await;
     // Evolution's queue for the event: `<instance>.<event>`, declared by the sink.
-    let queue = "evo-shop.messages.upsert";
+    let queue = &format!("{name}.messages.upsert");
     holds(&url, queue, 1).await;
     let got = consume(&url, queue, 1).await;
     let m: &Value = &got[0].body;
-    assert_eq!((got[0].exchange.as_str(), got[0].routing_key.as_str()), ("evo-shop", "messages.upsert"));
-    assert_eq!((m["event"].as_str(), m["instance"].as_str()), (Some("messages.upsert"), Some("evo-shop")));
+    assert_eq!((got[0].exchange.as_str(), got[0].routing_key.as_str()), (name.as_str(), "messages.upsert"));
+    assert_eq!((m["event"].as_str(), m["instance"].as_str()), (Some("messages.upsert"), Some(name.as_str())));
     assert_eq!(m["data"]["message"]["conversation"], "hello evolution");
     assert_eq!(m["data"]["key"]["fromMe"], false);
     // No webhook's `destination`, and never a token (Evolution sends the instance's key).

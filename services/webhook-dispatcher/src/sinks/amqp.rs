@@ -15,6 +15,12 @@ use lapin::{Confirmation, PublisherConfirm};
 
 /// Every call to the broker has a deadline.
 pub const CALL: Duration = Duration::from_secs(10);
+/// The AMQP heartbeat asked for.
+const HEARTBEAT_SECS: u16 = 30;
+/// The most messages a queue the sink declares holds; then the broker refuses (nacks)
+/// more, and the sink waits and retries: nothing is dropped, and no tenant fills the
+/// broker's disk.
+pub const QUEUE_MAX_LENGTH: i64 = 100_000;
 
 /// Why a broker call failed, in words without credentials.
 #[derive(Debug, thiserror::Error)]
@@ -29,6 +35,8 @@ pub enum AmqpError {
     Broker(String),
     #[error("the broker did not confirm a message (nack)")]
     Nacked,
+    #[error("the broker routed a message to no queue (bind one to the exchange)")]
+    Unroutable,
 }
 
 /// lapin's errors name the broker's answers (access refused, not found, ...), never the
@@ -76,6 +84,10 @@ fn pinned(url: &url::Url, addr: std::net::SocketAddr) -> Result<lapin::uri::AMQP
         uri.authority.host = addr.ip().to_string();
         uri.authority.port = addr.port();
     }
+    // A TCP connect that hangs ends; heartbeats find a broker gone silent (whatever the
+    // broker proposes).
+    uri.query.connection_timeout = Some(CALL.as_millis() as u64);
+    uri.query.heartbeat = Some(HEARTBEAT_SECS);
     Ok(uri)
 }
 
@@ -91,7 +103,10 @@ impl Publisher {
     ) -> Result<Publisher, AmqpError> {
         let host = url.host_str().ok_or(AmqpError::Unresolved)?;
         let port = domain::sinks::port_of(url);
-        let addrs = shared::fetch::resolve_checked(host, port, allow_private).await.map_err(|e| match e {
+        let resolved = tokio::time::timeout(CALL, shared::fetch::resolve_checked(host, port, allow_private))
+            .await
+            .map_err(|_| AmqpError::Timeout("resolving the broker"))?;
+        let addrs = resolved.map_err(|e| match e {
             shared::fetch::FetchError::Refused => AmqpError::Refused,
             _ => AmqpError::Unresolved,
         })?;
@@ -122,6 +137,8 @@ impl Publisher {
         if quorum {
             args.insert("x-queue-type".into(), AMQPValue::LongString("quorum".into()));
         }
+        args.insert("x-max-length".into(), AMQPValue::LongLongInt(QUEUE_MAX_LENGTH));
+        args.insert("x-overflow".into(), AMQPValue::LongString("reject-publish".into()));
         let opts = QueueDeclareOptions { durable: true, ..Default::default() };
         within("declaring a queue", self.channel.queue_declare(queue.into(), opts, args)).await?;
         within(
@@ -164,7 +181,8 @@ impl Publisher {
             self.channel.basic_publish(
                 self.exchange.as_str().into(),
                 key.as_str().into(),
-                BasicPublishOptions::default(),
+                // A message no queue takes comes back (and counts as not delivered).
+                BasicPublishOptions { mandatory: true, ..Default::default() },
                 m.body,
                 props,
             ),
@@ -181,7 +199,8 @@ impl Publisher {
 /// Waits for a publish's confirmation: only an ack counts.
 pub async fn confirmed(c: PublisherConfirm) -> Result<(), AmqpError> {
     match tokio::time::timeout(CALL, c).await.map_err(|_| AmqpError::Timeout("waiting for a confirm"))? {
-        Ok(Confirmation::Ack(_)) => Ok(()),
+        Ok(Confirmation::Ack(None)) => Ok(()),
+        Ok(Confirmation::Ack(Some(_returned))) => Err(AmqpError::Unroutable),
         Ok(Confirmation::Nack(_)) | Ok(Confirmation::NotRequested) => Err(AmqpError::Nacked),
         Err(e) => Err(broker(e)),
     }
