@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+#
+# loadtest/rabbitmq-throughput.sh [events]
+#
+# One run, one report: starts the local cluster (release build; one dispatcher, inside
+# `paceline dev`) and a RabbitMQ node of the run's own (Debian's rabbitmq-server, as the
+# test command runs it), gives an instance a RabbitMQ sink, commits [events] (default
+# 20000) events to its outbox in one statement, and times until the sink's queue holds
+# them all (relay -> JetStream -> the sink's ordered consumer -> AMQP publish with
+# confirms -> cursor written). Then the same for a webhook to a local sink, in the same
+# run, so the two figures sit side by side with this run's pgbench figure.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+N=${1:-20000}
+AMQP_PORT=${LT_AMQP_PORT:-25683}
+
+# shellcheck source=scripts/lib/services.sh
+source scripts/lib/services.sh
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$(pl_cache_dir)/target}
+pl_ensure_deps
+pl_ensure_test_python
+export PATH=$PL_PG_BIN:$PATH
+
+echo "==> building the webhook sink"
+cargo build --release --manifest-path loadtest/Cargo.toml --target-dir "$CARGO_TARGET_DIR/loadtest" --bin webhook-sink >/dev/null
+SINK_BIN=$CARGO_TARGET_DIR/loadtest/release/webhook-sink
+
+RMQ_DIR=$(mktemp -d)
+echo "==> a RabbitMQ node of this run's own on :$AMQP_PORT"
+PL_TEST_RABBITMQ_DIST_PORT=$((AMQP_PORT + 1)) PL_TEST_EPMD_PORT=$((AMQP_PORT + 2)) pl_start_rabbitmq "$RMQ_DIR" "$AMQP_PORT"
+AMQP_URL=amqp://guest:guest@127.0.0.1:$AMQP_PORT/%2f
+SINK_OUT=$(mktemp)
+"$SINK_BIN" >"$SINK_OUT" &
+SINK=$!
+LT_EXTRA_CLEANUP='kill "$SINK" 2>/dev/null || true; rm -f "$SINK_OUT"; _pl_stop_rabbitmq; rm -rf "$RMQ_DIR"'
+echo "==> starting the local cluster (release build; sinks and webhooks may target loopback)"
+export PACELINE_ALLOW_PRIVATE_TARGETS=true
+# shellcheck source=loadtest/lib.sh
+source loadtest/lib.sh
+lt_start_cluster
+PORT=$(sed -nE 's/^port=([0-9]+)$/\1/p' "$SINK_OUT")
+SINK_URL=http://127.0.0.1:$PORT
+ADMIN=$PACELINE_ADMIN_TOKEN
+json() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
+
+new_instance() {
+    curl -sf http://127.0.0.1:8787/v1/instances -H "Authorization: Bearer $ADMIN" -d "{\"name\": \"$1-$(date +%s%N)\"}"
+}
+# Commits $2 events of ~300 bytes for instance $1 in one statement.
+insert_events() {
+    psql -q -X "$PACELINE_DATABASE_URL" -v inst="$1" -v n="$2" <<'SQL'
+INSERT INTO outbox (id, instance_id, type, payload)
+SELECT id, :'inst', 'message.queued', jsonb_build_object(
+    'id', id, 'type', 'message.queued', 'instance_id', :'inst',
+    'created_at', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+    'data', jsonb_build_object('n', n, 'text', repeat('x', 200)))
+FROM (SELECT n, 'evt_' || replace(gen_random_uuid()::text, '-', '') AS id FROM generate_series(1, :n) n) s;
+SQL
+}
+# How many messages queue $1 holds (pika, passive declare).
+queue_len() {
+    "$PL_TEST_PYTHON" - "$AMQP_URL" "$1" <<'PY'
+import sys, pika
+conn = pika.BlockingConnection(pika.URLParameters(sys.argv[1]))
+try:
+    print(conn.channel().queue_declare(queue=sys.argv[2], passive=True).method.message_count)
+except Exception:
+    print(0)
+finally:
+    try:
+        conn.close()
+    except Exception:
+        pass
+PY
+}
+sink_count() { curl -sf "$SINK_URL/stats" | json '["count"]'; }
+# Waits until $1 (a command printing a count) reaches $2; prints the seconds it took.
+wait_for_count() {
+    local deadline=$((SECONDS + 600)) have
+    while have=$($1) && ((have < $2)); do
+        if ((SECONDS > deadline)); then echo "timed out at $have of $2" >&2; exit 1; fi
+        sleep 0.2
+    done
+}
+
+echo "==> pgbench on this cluster's Postgres (single-row 1 KB inserts, 64 clients, 10 s)"
+TPS=$(lt_pgbench_tps 64 10)
+echo "    pgbench: $TPS tps"
+
+CREATED=$(new_instance rmqbench)
+INST=$(printf '%s' "$CREATED" | json '["instance"]["id"]')
+curl -sf -X PUT "http://127.0.0.1:8787/v1/instances/$INST/rabbitmq" -H "Authorization: Bearer $ADMIN" \
+    -d "{\"url\": \"$AMQP_URL\", \"allow_private_targets\": true, \"events\": [\"message.queued\"]}" >/dev/null
+QUEUE=paceline.$INST
+# The sink declares its queue once a dispatcher has claimed it.
+for _ in $(seq 1 100); do
+    [[ $("$PL_RABBITMQ_CTL" -e "$PL_RABBITMQ_ENV" ctl list_queues name 2>/dev/null | grep -c "^$QUEUE") -ge 1 ]] && break
+    sleep 0.2
+done
+echo "==> 1. RabbitMQ: $N events committed at once, one sink"
+START=$(date +%s.%N)
+insert_events "$INST" "$N"
+COMMITTED=$(date +%s.%N)
+lt_cpu_sample 0.5 2 "$LOG.cpu" &
+SAMPLER=$!
+wait_for_count "queue_len $QUEUE" "$N"
+END=$(date +%s.%N)
+wait "$SAMPLER" || true
+python3 -c "import sys; n,s,c,e=int(sys.argv[1]),*map(float,sys.argv[2:]); print(f'    the insert took {c-s:.1f} s; {n} messages confirmed and queued in {e-c:.1f} s from its commit: {n/(e-c):.0f}/s')" "$N" "$START" "$COMMITTED" "$END"
+echo "    CPU by process during the run (200% = both cores):"
+cat "$LOG.cpu" 2>/dev/null || true
+
+CREATED=$(new_instance whbench)
+WINST=$(printf '%s' "$CREATED" | json '["instance"]["id"]')
+WTOKEN=$(printf '%s' "$CREATED" | json '["token"]')
+curl -sf "http://127.0.0.1:8787/v1/instances/$WINST/webhooks" -H "Authorization: Bearer $WTOKEN" \
+    -d "{\"url\": \"$SINK_URL/fast\", \"events\": [\"message.queued\"]}" >/dev/null
+curl -sf -X POST "$SINK_URL/reset" >/dev/null
+echo "==> 2. webhooks, same run: $N events committed at once, one fast endpoint"
+START=$(date +%s.%N)
+insert_events "$WINST" "$N"
+COMMITTED=$(date +%s.%N)
+wait_for_count sink_count "$N"
+END=$(date +%s.%N)
+python3 -c "import sys; n,s,c,e=int(sys.argv[1]),*map(float,sys.argv[2:]); print(f'    the insert took {c-s:.1f} s; {n} deliveries in {e-c:.1f} s from its commit: {n/(e-c):.0f}/s')" "$N" "$START" "$COMMITTED" "$END"
+rm -f "$LOG.cpu"
