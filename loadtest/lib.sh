@@ -50,3 +50,16 @@ lt_pgbench_tps() {
     psql -q "$PACELINE_DATABASE_URL" -c "DROP TABLE bench_insert" >/dev/null
     echo "$tps"
 }
+
+# lt_insert_events INSTANCE N: commits N `message.queued` events of ~300 bytes for the
+# instance to its outbox in one statement (the relay publishes them as it would any).
+lt_insert_events() {
+    psql -q -X "$PACELINE_DATABASE_URL" -v inst="$1" -v n="$2" <<'SQL'
+INSERT INTO outbox (id, instance_id, type, payload)
+SELECT id, :'inst', 'message.queued', jsonb_build_object(
+    'id', id, 'type', 'message.queued', 'instance_id', :'inst',
+    'created_at', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+    'data', jsonb_build_object('n', n, 'text', repeat('x', 200)))
+FROM (SELECT n, 'evt_' || replace(gen_random_uuid()::text, '-', '') AS id FROM generate_series(1, :n) n) s;
+SQL
+}

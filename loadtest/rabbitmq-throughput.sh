@@ -46,17 +46,6 @@ json() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 new_instance() {
     curl -sf http://127.0.0.1:8787/v1/instances -H "Authorization: Bearer $ADMIN" -d "{\"name\": \"$1-$(date +%s%N)\"}"
 }
-# Commits $2 events of ~300 bytes for instance $1 in one statement.
-insert_events() {
-    psql -q -X "$PACELINE_DATABASE_URL" -v inst="$1" -v n="$2" <<'SQL'
-INSERT INTO outbox (id, instance_id, type, payload)
-SELECT id, :'inst', 'message.queued', jsonb_build_object(
-    'id', id, 'type', 'message.queued', 'instance_id', :'inst',
-    'created_at', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-    'data', jsonb_build_object('n', n, 'text', repeat('x', 200)))
-FROM (SELECT n, 'evt_' || replace(gen_random_uuid()::text, '-', '') AS id FROM generate_series(1, :n) n) s;
-SQL
-}
 # How many messages queue $1 holds (pika, passive declare).
 queue_len() {
     "$PL_TEST_PYTHON" - "$AMQP_URL" "$1" <<'PY'
@@ -99,7 +88,7 @@ for _ in $(seq 1 100); do
 done
 echo "==> 1. RabbitMQ: $N events committed at once, one sink"
 START=$(date +%s.%N)
-insert_events "$INST" "$N"
+lt_insert_events "$INST" "$N"
 COMMITTED=$(date +%s.%N)
 lt_cpu_sample 0.5 2 "$LOG.cpu" &
 SAMPLER=$!
@@ -118,7 +107,7 @@ curl -sf "http://127.0.0.1:8787/v1/instances/$WINST/webhooks" -H "Authorization:
 curl -sf -X POST "$SINK_URL/reset" >/dev/null
 echo "==> 2. webhooks, same run: $N events committed at once, one fast endpoint"
 START=$(date +%s.%N)
-insert_events "$WINST" "$N"
+lt_insert_events "$WINST" "$N"
 COMMITTED=$(date +%s.%N)
 wait_for_count sink_count "$N"
 END=$(date +%s.%N)

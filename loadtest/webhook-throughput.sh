@@ -44,17 +44,6 @@ TOKEN=$(printf '%s' "$CREATED" | json '["token"]')
 curl -sf "http://127.0.0.1:8787/v1/instances/$INST/webhooks" -H "Authorization: Bearer $TOKEN" \
     -d "{\"url\": \"$SINK_URL/fast\", \"events\": [\"message.queued\"]}" >/dev/null
 
-# Commits $1 events of ~300 bytes for the instance in one statement.
-insert_events() {
-    psql -q -X "$PACELINE_DATABASE_URL" -v inst="$INST" -v n="$1" <<'SQL'
-INSERT INTO outbox (id, instance_id, type, payload)
-SELECT id, :'inst', 'message.queued', jsonb_build_object(
-    'id', id, 'type', 'message.queued', 'instance_id', :'inst',
-    'created_at', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-    'data', jsonb_build_object('n', n, 'text', repeat('x', 200)))
-FROM (SELECT n, 'evt_' || replace(gen_random_uuid()::text, '-', '') AS id FROM generate_series(1, :n) n) s;
-SQL
-}
 stats() { curl -sf "$SINK_URL/stats"; }
 count() { stats | json '["count"]'; }
 wait_count() {
@@ -71,7 +60,7 @@ echo "    pgbench: $TPS tps"
 echo "==> 1. throughput: $N events committed at once, one fast endpoint"
 curl -sf -X POST "$SINK_URL/reset" >/dev/null
 START=$(date +%s.%N)
-insert_events "$N"
+lt_insert_events "$INST" "$N"
 COMMITTED=$(date +%s.%N)
 lt_cpu_sample 3 5 "$LOG.cpu" &
 SAMPLER=$!
@@ -93,7 +82,7 @@ rm -f "$LOG.cpu"
 
 trickle() {
     for _ in $(seq 1 100); do
-        insert_events 30
+        lt_insert_events "$INST" 30
         sleep 0.1
     done
 }
