@@ -118,6 +118,14 @@ pub fn url_owner(id: &InstanceId) -> String {
     format!("rabbitmq:{id}")
 }
 
+/// A sink's stored broker address, opened (None: it does not open with this key, or is
+/// no URL). The API (to keep it on a PUT without one) and the dispatcher (to connect)
+/// both read it this way.
+pub fn open_url(sealer: &shared::sealed::Sealer, id: &InstanceId, sealed: &[u8]) -> Option<url::Url> {
+    let plain = String::from_utf8(sealer.open(&url_owner(id), sealed)?).ok()?;
+    url::Url::parse(&plain).ok()
+}
+
 /// A broker address as it may be stored: `amqp(s)://`, a host, at most 2048 characters.
 /// Answers it parsed.
 pub fn parse_url(raw: &str) -> Result<url::Url> {
@@ -188,23 +196,14 @@ pub async fn put(core: &Core, id: &InstanceId, admin: bool, body: RabbitmqIn, sh
     let sealer = if needs_key { Some(crate::chatwoot::sealer(&core.config)?) } else { None };
     // The address: given, or the stored one, or the deployment's (then nothing is sealed).
     let given = body.url.as_deref().map(parse_url).transpose()?;
-    let stored = match (&given, &now) {
-        (None, Some(n)) => match (&n.url_sealed, &sealer) {
-            (Some(sealed), Some(sealer)) => Some(
-                sealer
-                    .open(&url_owner(id), sealed)
-                    .and_then(|p| String::from_utf8(p).ok())
-                    .ok_or_else(|| Error::internal("a stored broker address does not open with this key"))?,
-            ),
-            _ => None,
-        },
+    let stored = match (&given, &now, &sealer) {
+        (None, Some(SinkRow { url_sealed: Some(sealed), .. }), Some(sealer)) => Some(
+            open_url(sealer, id, sealed)
+                .ok_or_else(|| Error::internal("a stored broker address does not open with this key"))?,
+        ),
         _ => None,
     };
-    let url = match (given, stored) {
-        (Some(u), _) => Some(u),
-        (None, Some(s)) => Some(parse_url(&s)?),
-        (None, None) => None,
-    };
+    let url = given.or(stored);
     if url.is_none() && core.config.rabbitmq.url.is_none() {
         return Err(Error::field("url", "url is required: this deployment has no broker of its own (rabbitmq.url)"));
     }

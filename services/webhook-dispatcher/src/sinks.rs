@@ -178,9 +178,8 @@ fn target(ctx: &Ctx, row: &SinkRow, name: String, phone: Option<String>) -> Resu
     let (url, allow_private) = match &row.url_sealed {
         Some(sealed) => {
             let sealer = ctx.sealer.as_ref().ok_or("no key to open the broker's address with")?;
-            let owner = domain::sinks::url_owner(&row.instance_id);
-            let plain = sealer.open(&owner, sealed).and_then(|p| String::from_utf8(p).ok());
-            let url = plain.and_then(|p| url::Url::parse(&p).ok()).ok_or("the stored broker address does not open")?;
+            let url = domain::sinks::open_url(sealer, &row.instance_id, sealed)
+                .ok_or("the stored broker address does not open")?;
             let private =
                 ctx.allow_private || (row.private_host.is_some() && row.private_host.as_deref() == url.host_str());
             (url, private)
