@@ -408,7 +408,10 @@ impl Worker {
             }
             lease::Renewal::Stale => {
                 tracing::warn!("no lease renewal for a whole TTL; stopping every session");
-                for (c, _) in self.held.values() {
+                // Lost to Redis, as the metric's description says: counted like leases
+                // another worker took (once, not again while their sessions stop).
+                for (c, _) in self.held.values().filter(|(c, _)| !c.is_cancelled()) {
+                    ::metrics::counter!(LEASE_LOST).increment(1);
                     c.cancel();
                 }
             }
