@@ -15,6 +15,15 @@ pub struct SimMessage {
     pub from: String,
     /// Recipient's number (a group's JID when a device or phone sends to a group).
     pub to: String,
+    /// The sender's hidden id (LID digits), on the copy for a device, when the network
+    /// addresses the sender by one; `from` is then empty if it hides the number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_lid: Option<String>,
+    /// The recipient's hidden id, likewise, on the copy of a message the account's phone
+    /// sent (`from_me`); and on a device's send to a person named by hidden id (`to`
+    /// empty: netsim finds the account).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_lid: Option<String>,
     /// The group's JID, on each member's copy of a group message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,

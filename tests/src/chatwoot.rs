@@ -67,6 +67,8 @@ pub struct Store {
     pub inboxes: Vec<(i64, String, String)>,
     /// (id, name, identifier, phone)
     pub contacts: Vec<(i64, String, String, Option<String>)>,
+    /// Contacts' `additional_attributes`, by id.
+    pub contact_attributes: BTreeMap<i64, Value>,
     /// (id, inbox, contact, status)
     pub conversations: Vec<(i64, i64, i64, String)>,
     pub messages: Vec<CwMessage>,
@@ -228,11 +230,70 @@ async fn create_contact(State(st): State<S>, Path(a): Path<i64>, h: HeaderMap, J
             let id = s.id();
             let name = b["name"].as_str().unwrap_or_default().to_string();
             s.contacts.push((id, name.clone(), identifier.clone(), phone.clone()));
+            if let Some(a) = b.get("additional_attributes") {
+                s.contact_attributes.insert(id, a.clone());
+            }
             let mut c = json!({"id": id, "name": name, "identifier": identifier});
             if let Some(p) = phone {
                 c["phone_number"] = json!(p);
             }
             (StatusCode::OK, json!({"id": id, "payload": [c]}))
+        },
+    )
+    .await
+}
+
+/// Chatwoot's `PUT contacts/{id}`: the fields given replace the contact's (identifier
+/// and phone number still unique in the account); `additional_attributes` are merged.
+async fn update_contact(
+    State(st): State<S>,
+    Path((a, c)): Path<(i64, i64)>,
+    h: HeaderMap,
+    Json(b): Json<Value>,
+) -> Response {
+    let path = format!("/api/v1/accounts/{a}/contacts/{c}");
+    answer(
+        &st,
+        Call { method: "put", path, query: String::new(), headers: &h, body: b.clone(), multipart: false },
+        |s| {
+            let Some(i) = s.contacts.iter().position(|x| x.0 == c) else {
+                return (StatusCode::NOT_FOUND, json!({"description": "Contact not found", "errors": []}));
+            };
+            let identifier = b["identifier"].as_str().map(str::to_string);
+            let phone = b["phone_number"].as_str().map(str::to_string);
+            let taken = s
+                .contacts
+                .iter()
+                .any(|x| x.0 != c && (identifier.as_ref() == Some(&x.2) || (phone.is_some() && x.3 == phone)));
+            if taken {
+                return (
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    json!({"description": "Identifier has already been taken", "errors": []}),
+                );
+            }
+            let cn = &mut s.contacts[i];
+            if let Some(n) = b["name"].as_str() {
+                cn.1 = n.to_string();
+            }
+            if let Some(id) = identifier {
+                cn.2 = id;
+            }
+            if phone.is_some() {
+                cn.3 = phone;
+            }
+            let (id, name, identifier, phone) = cn.clone();
+            if let Some(Value::Object(add)) = b.get("additional_attributes") {
+                let attrs = s.contact_attributes.entry(id).or_insert_with(|| json!({}));
+                for (k, v) in add {
+                    attrs[k] = v.clone();
+                }
+            }
+            let mut out = json!({"id": id, "name": name, "identifier": identifier});
+            if let Some(p) = phone {
+                out["phone_number"] = json!(p);
+            }
+            // As Chatwoot's description documents it: 204, with the contact.
+            (StatusCode::NO_CONTENT, out)
         },
     )
     .await
@@ -433,6 +494,7 @@ impl ChatwootDouble {
             .route("/api/v1/accounts/{a}/inboxes/", post(create_inbox))
             .route("/api/v1/accounts/{a}/contacts", post(create_contact))
             .route("/api/v1/accounts/{a}/contacts/search", get(search_contacts))
+            .route("/api/v1/accounts/{a}/contacts/{c}", axum::routing::put(update_contact))
             .route("/api/v1/accounts/{a}/contacts/{c}/conversations", get(contact_conversations))
             .route("/api/v1/accounts/{a}/conversations", post(create_conversation))
             .route("/api/v1/accounts/{a}/conversations/{c}", get(show_conversation))
@@ -474,6 +536,11 @@ impl ChatwootDouble {
 
     pub fn contacts(&self) -> Vec<(i64, String, String, Option<String>)> {
         self.state.lock().unwrap().contacts.clone()
+    }
+
+    /// Contacts' `additional_attributes`, by contact id.
+    pub fn contact_attributes(&self) -> BTreeMap<i64, Value> {
+        self.state.lock().unwrap().contact_attributes.clone()
     }
 
     pub fn conversations(&self) -> Vec<(i64, i64, i64, String)> {

@@ -196,20 +196,38 @@ impl Chatwoot<'_> {
         id_in(&v).ok_or_else(|| CwError::Unavailable("create_inbox: no id in Chatwoot's answer".into()))
     }
 
-    /// Creates a contact in the inbox; `identifier` is the chat's JID.
+    /// Creates a contact in the inbox; `identifier` is the chat's JID, and its hidden id
+    /// (`lid`), when it has one, is kept in `additional_attributes`.
     pub async fn create_contact(
         &self,
         inbox: i64,
         name: &str,
         identifier: &str,
         phone: Option<&str>,
+        lid: Option<&str>,
     ) -> Result<i64, CwError> {
         let mut body = json!({ "inbox_id": inbox, "name": name, "identifier": identifier });
         if let Some(p) = phone {
             body["phone_number"] = json!(p);
         }
+        if let Some(l) = lid {
+            body["additional_attributes"] = json!({ "lid": l });
+        }
         let v = self.call("create_contact", Method::POST, "contacts", Some(&body)).await?;
         id_in(&v).ok_or_else(|| CwError::Unavailable("create_contact: no id in Chatwoot's answer".into()))
+    }
+
+    /// Names a contact made under a hidden id by the number learned since: its identifier
+    /// becomes the number's JID, with the phone number, the LID kept beside.
+    pub async fn contact_by_number(
+        &self,
+        contact: i64,
+        identifier: &str,
+        phone: &str,
+        lid: &str,
+    ) -> Result<(), CwError> {
+        let body = json!({ "identifier": identifier, "phone_number": phone, "additional_attributes": { "lid": lid } });
+        self.call("update_contact", Method::PUT, &format!("contacts/{contact}"), Some(&body)).await.map(|_| ())
     }
 
     /// The first contact a search for `q` finds that `which` accepts.

@@ -155,22 +155,46 @@ impl Ctx<'_> {
 }
 
 impl Bridge {
-    /// What a chat's contact is called: its name in the local log, else its number (or
-    /// id), groups marked as such.
-    async fn chat_name(&self, c: &Ctx<'_>, chat: &str) -> Result<String, Step> {
-        let logged = shared::db::log::chat(&self.core.db, c.id(), chat).await.map_err(Step::from)?.and_then(|r| r.name);
+    /// What a chat's contact is called (its name in the local log, else its number or
+    /// id, groups marked as such), and its party's hidden id, when it has one.
+    async fn chat_name(&self, c: &Ctx<'_>, chat: &str) -> Result<(String, Option<String>), Step> {
+        let row = shared::db::log::chat(&self.core.db, c.id(), chat).await.map_err(Step::from)?;
+        let (logged, lid) = row.map_or((None, None), |r| (r.name, r.lid));
         let group = chat.ends_with(&format!("@{}", shared::jid::GROUP_SERVER));
         let fallback = render::phone_of(chat).unwrap_or_else(|| chat.split('@').next().unwrap_or(chat).to_string());
         let name = logged.unwrap_or(fallback);
-        Ok(if group { format!("{name} (group)") } else { name })
+        Ok((if group { format!("{name} (group)") } else { name }, lid))
+    }
+
+    /// A chat first made under its party's hidden id, now keyed by the number learned
+    /// since (the local log merged them): its contact takes the number (unless another
+    /// contact holds it: then it stays as it was) and its row moves to the number's chat,
+    /// so the conversation carries on.
+    async fn adopt_lid_chat(&self, c: &Ctx<'_>, chat: &str) -> Result<Option<ChatRow>, Step> {
+        let db = &self.core.db;
+        let Some(lid) = self.chat_name(c, chat).await?.1.filter(|l| l != chat) else { return Ok(None) };
+        let Some(row) = rows::chat(db, c.id(), &lid, c.s.generation).await.map_err(Step::from)? else {
+            return Ok(None);
+        };
+        if let Some(phone) = render::phone_of(chat) {
+            match c.cw.contact_by_number(row.contact_id, chat, &phone, &lid).await {
+                Ok(()) => {}
+                Err(CwError::Refused { status: 422 | 400 | 404, .. }) => {
+                    tracing::warn!(instance = %c.id(), "chatwoot kept a contact under its hidden id: its number is taken")
+                }
+                Err(e) => return Err(Step::from(e)),
+            }
+        }
+        rows::move_chat(db, c.id(), &lid, chat).await.map_err(Step::from)?;
+        Ok(Some(row))
     }
 
     /// The chat's contact, made (or found: made by an earlier try, by hand or by another
     /// integration, its identifier or number being taken) and recorded.
     async fn contact(&self, c: &Ctx<'_>, chat: &str) -> Result<i64, Step> {
-        let name = self.chat_name(c, chat).await?;
+        let (name, lid) = self.chat_name(c, chat).await?;
         let phone = render::phone_of(chat);
-        let id = match c.cw.create_contact(c.inbox, &name, chat, phone.as_deref()).await {
+        let id = match c.cw.create_contact(c.inbox, &name, chat, phone.as_deref(), lid.as_deref()).await {
             Ok(id) => id,
             Err(e @ CwError::Refused { status: 422 | 400, .. }) => {
                 let by_id = c.cw.find_contact(chat, |c| c.identifier.as_deref() == Some(chat)).await;
@@ -256,7 +280,10 @@ impl Bridge {
     /// The chat's contact and conversation, made (once) if missing.
     async fn conversation(&self, c: &Ctx<'_>, chat: &str) -> Result<i64, Step> {
         let db = &self.core.db;
-        let known = rows::chat(db, c.id(), chat, c.s.generation).await.map_err(Step::from)?;
+        let known = match rows::chat(db, c.id(), chat, c.s.generation).await.map_err(Step::from)? {
+            Some(k) => Some(k),
+            None => self.adopt_lid_chat(c, chat).await?,
+        };
         if let Some(conv) = known.as_ref().and_then(|k| k.conversation_id) {
             return Ok(conv);
         }

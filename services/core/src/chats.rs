@@ -24,6 +24,10 @@ pub struct ChatOut {
     pub muted_until: Option<DateTime<Utc>>,
     /// Ids of the labels on this chat (business accounts).
     pub labels: Vec<String>,
+    /// The party's hidden id (`<id>@lid`), when the network addressed it by one: `jid` is
+    /// its phone-number JID once the session learned it, else the same LID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lid: Option<String>,
 }
 
 /// A page of chats.
@@ -46,6 +50,7 @@ impl From<ChatRow> for ChatOut {
             pinned: r.pinned,
             muted_until: r.muted_until,
             labels: Vec::new(),
+            lid: r.lid,
         }
     }
 }

@@ -237,6 +237,31 @@ pub fn key(remote_jid: &str, from_me: bool, id: &str, participant: Option<&str>)
     k
 }
 
+/// Baileys' addressing fields in a message `key`, from an event's `chat_lid` and
+/// `from_lid`: `remoteJidAlt` and `participantAlt` (the hidden id beside a number), and
+/// `addressingMode` (`lid` when the JID itself is a hidden id, its number unknown; else
+/// `pn`). Nothing is added when no party was addressed by a hidden id.
+pub fn addressing(key: &mut Value, d: &Value) {
+    let lid_of = |jid: &str, lid: &Value| lid.as_str().filter(|l| *l != jid).map(str::to_string);
+    let remote = key["remoteJid"].as_str().unwrap_or_default().to_string();
+    let participant = key["participant"].as_str().map(str::to_string);
+    let who = participant.as_deref().unwrap_or(&remote);
+    let named_by_lid = d["chat_lid"].is_string() || (participant.is_some() && d["from_lid"].is_string());
+    if !named_by_lid {
+        return;
+    }
+    if let Some(alt) = lid_of(&remote, &d["chat_lid"]) {
+        key["remoteJidAlt"] = Value::String(alt);
+    }
+    if let Some(p) = &participant {
+        if let Some(alt) = lid_of(p, &d["from_lid"]) {
+            key["participantAlt"] = Value::String(alt);
+        }
+    }
+    let hidden = shared::jid::server_of(who) == shared::jid::LID_SERVER;
+    key["addressingMode"] = Value::String(if hidden { "lid" } else { "pn" }.into());
+}
+
 /// A message record as Evolution shows it (the send answer, `findMessages`, and the
 /// webhooks' message events).
 pub struct Record<'a> {
@@ -313,7 +338,7 @@ pub fn webhook_payload(
             let from = str_of(&d["from_jid"]);
             let group = shared::jid::is_group_jid(&chat);
             let ts = d["timestamp"].as_str().and_then(|t| t.parse().ok()).unwrap_or(at);
-            Record {
+            let mut r = Record {
                 remote_jid: &chat,
                 from_me: d["from_me"].as_bool().unwrap_or(false),
                 id: d["wa_message_id"].as_str().unwrap_or_default(),
@@ -325,7 +350,9 @@ pub fn webhook_payload(
                 instance_id,
                 base64,
             }
-            .to_json()
+            .to_json();
+            addressing(&mut r["key"], d);
+            r
         }
         "reaction.received" => {
             // (The event names the message reacted to, not the reaction's own id.)
@@ -346,6 +373,7 @@ pub fn webhook_payload(
             }
             .to_json();
             r["message"]["reactionMessage"]["key"]["remoteJid"] = Value::String(chat.clone());
+            addressing(&mut r["key"], d);
             r
         }
         "message.sent" => {
@@ -459,7 +487,7 @@ pub fn webhook_payload(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shared::jid::{at, Jid, GROUP_SERVER};
+    use shared::jid::{at, Jid, GROUP_SERVER, LID_SERVER};
 
     #[test]
     fn messages_take_evolutions_types() {
@@ -542,6 +570,30 @@ mod tests {
         assert_eq!(d["messageType"], "conversation");
         assert_eq!(d["messageTimestamp"], 1_795_600_799_i64);
         assert_eq!(d["instanceId"], "inst_1");
+    }
+
+    #[test]
+    fn hidden_ids_ride_beside_numbers_as_baileys_keys_carry_them() {
+        let (pn, lid, group) =
+            (Jid::user("5511977770001"), at("201234567890123", LID_SERVER), at("120363", GROUP_SERVER));
+        let key_of = |chat: &str, from: &str, chat_lid: Option<&str>, from_lid: Option<&str>| {
+            let mut k = key(chat, false, "3EB0", shared::jid::is_group_jid(chat).then_some(from));
+            addressing(&mut k, &json!({ "chat_lid": chat_lid, "from_lid": from_lid }));
+            k
+        };
+        // Known number: the LID beside it.
+        let k = key_of(pn.as_str(), pn.as_str(), Some(&lid), Some(&lid));
+        assert_eq!((k["remoteJidAlt"].as_str(), k["addressingMode"].as_str()), (Some(lid.as_str()), Some("pn")));
+        // Number unknown: the LID is the JID, no alt.
+        let k = key_of(&lid, &lid, Some(&lid), Some(&lid));
+        assert_eq!((k.get("remoteJidAlt"), k["addressingMode"].as_str()), (None, Some("lid")));
+        // A group member by LID.
+        let k = key_of(&group, pn.as_str(), None, Some(&lid));
+        assert_eq!((k["participantAlt"].as_str(), k["addressingMode"].as_str()), (Some(lid.as_str()), Some("pn")));
+        assert_eq!(k.get("remoteJidAlt"), None);
+        // No LID: the key as before.
+        let k = key_of(pn.as_str(), pn.as_str(), None, None);
+        assert_eq!(k, json!({ "remoteJid": pn.as_str(), "fromMe": false, "id": "3EB0" }));
     }
 
     #[test]

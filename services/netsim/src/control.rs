@@ -43,6 +43,7 @@ pub fn router() -> Router<App> {
         .route("/control/phones/{number}/profile", axum::routing::patch(set_profile))
         .route("/control/phones/{number}/contacts", post(add_contact))
         .route("/control/phones/{number}/state", get(phone_state))
+        .route("/control/phones/{number}/addressing", post(set_addressing))
         .route("/control/phones/{number}/resync", post(resync))
         .route("/control/phones/{number}/labels", get(labels).post(label))
         .route("/control/phones/{number}/ops", post(phone_op))
@@ -98,7 +99,26 @@ async fn phone(State(app): State<App>, Path(number): Path<String>) -> Result<Jso
     let (business, banned, linked, online) = app.net.phone_info(&number).ok_or_else(|| err(NetError::NoAccount))?;
     Ok(Json(json!({ "number": number, "business": business, "banned": banned,
                     "linked_devices": linked, "online_devices": online, "typing_from": app.net.typing(&number),
-                    "presence": app.net.presence(&number) })))
+                    "presence": app.net.presence(&number), "lid": crate::model::lid_of(&number),
+                    "addressing": app.net.addressing(&number) })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AddressingIn {
+    mode: crate::model::Addressing,
+}
+
+/// How the network names this phone to others' linked devices: `pn` (by number, the
+/// default), `lid` (by hidden id, the number told beside it) or `lid_hidden` (by hidden
+/// id alone).
+async fn set_addressing(
+    State(app): State<App>,
+    Path(number): Path<String>,
+    ValidatedJson(b): ValidatedJson<AddressingIn>,
+) -> Result<Json<Value>, ApiError> {
+    let lid = app.net.set_addressing(&number, b.mode).map_err(err)?;
+    Ok(Json(json!({ "number": number, "lid": lid, "mode": b.mode })))
 }
 
 #[derive(Deserialize)]

@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 use shared::simproto::{ServerEv, SimMessage};
 use tokio::sync::mpsc::UnboundedSender;
 
+pub use lids::{lid_of, Addressing};
+
 /// Connection id, one per WebSocket.
 pub type ConnId = u64;
 
@@ -91,6 +93,8 @@ struct Phone {
     presence: Option<&'static str>,
     /// When this account's recent first contacts were made (the spam rule's window).
     first_contacts: std::collections::VecDeque<DateTime<Utc>>,
+    /// How the network names this account to others' devices (by number or hidden id).
+    addressing: lids::Addressing,
 }
 
 #[derive(Debug)]
@@ -225,6 +229,7 @@ impl State {
 
     /// Delivers an event to every online device of `number`, or queues it.
     fn notify_account(&mut self, number: &str, ev: ServerEv) {
+        let ev = self.addressed_event(number, ev);
         let conns = self.online_conns(number);
         if conns.is_empty() {
             if self.devices.values().any(|n| n == number) {
@@ -306,6 +311,7 @@ mod channels;
 mod faults;
 mod groups;
 mod labels;
+mod lids;
 mod messaging;
 mod ops;
 mod pairing;

@@ -229,6 +229,20 @@ pub async fn save_chat(
     Ok(())
 }
 
+/// Moves a chat's row to the key its local log moved it to (a chat under a hidden id,
+/// merged into its number's).
+pub async fn move_chat(db: impl PgExecutor<'_>, id: &InstanceId, from: &str, to: &str) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE chatwoot_chats SET chat_jid = $3 WHERE instance_id = $1 AND chat_jid = $2          AND NOT EXISTS (SELECT 1 FROM chatwoot_chats WHERE instance_id = $1 AND chat_jid = $3)",
+    )
+    .bind(id)
+    .bind(from)
+    .bind(to)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
 /// The chat a conversation is of.
 pub async fn chat_of_conversation(
     db: impl PgExecutor<'_>,

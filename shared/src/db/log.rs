@@ -24,6 +24,7 @@ use crate::message::MessageType;
 
 mod chats;
 mod history;
+mod lids;
 mod media_downloads;
 mod messages;
 mod receipts;
@@ -42,6 +43,11 @@ pub struct Received {
     /// when the account's own number is not known yet).
     pub chat_jid: String,
     pub from_jid: String,
+    /// The chat's and the sender's hidden ids (`<id>@lid`), when the network addressed
+    /// them by one: their JIDs above are then their numbers', when the network told them
+    /// (or the instance learned them before), else the same LIDs.
+    pub chat_lid: Option<String>,
+    pub from_lid: Option<String>,
     pub from_me: bool,
     pub kind: String,
     /// The content in the shape `POST {inst}/messages` takes (`text`, `media`, ...).

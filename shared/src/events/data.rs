@@ -76,6 +76,14 @@ pub struct ReceivedMessageEventData {
     pub wa_message_id: String,
     pub chat_jid: String,
     pub from_jid: String,
+    /// The chat's and the sender's hidden ids (`<id>@lid`), when the network addressed
+    /// them by one: `chat_jid` and `from_jid` are then their phone-number JIDs when known
+    /// (else the same LIDs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_lid: Option<String>,
+    /// The sender's hidden id, likewise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_lid: Option<String>,
     pub from_me: bool,
     /// A message type of `POST {inst}/messages` (`text`, `image`, ...).
     #[serde(rename = "type")]
@@ -93,6 +101,14 @@ pub struct MessageEditedEventData {
     pub wa_message_id: String,
     pub chat_jid: String,
     pub from_jid: String,
+    /// The chat's and the sender's hidden ids (`<id>@lid`), when the network addressed
+    /// them by one: `chat_jid` and `from_jid` are then their phone-number JIDs when known
+    /// (else the same LIDs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_lid: Option<String>,
+    /// The sender's hidden id, likewise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_lid: Option<String>,
     pub from_me: bool,
     /// The new text (or caption).
     pub text: String,
@@ -107,6 +123,14 @@ pub struct MessageDeletedEventData {
     pub wa_message_id: String,
     pub chat_jid: String,
     pub from_jid: String,
+    /// The chat's and the sender's hidden ids (`<id>@lid`), when the network addressed
+    /// them by one: `chat_jid` and `from_jid` are then their phone-number JIDs when known
+    /// (else the same LIDs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_lid: Option<String>,
+    /// The sender's hidden id, likewise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_lid: Option<String>,
     pub from_me: bool,
     pub timestamp: DateTime<Utc>,
 }
@@ -131,6 +155,14 @@ pub struct ReactionEventData {
     pub wa_message_id: String,
     pub chat_jid: String,
     pub from_jid: String,
+    /// The chat's and the sender's hidden ids (`<id>@lid`), when the network addressed
+    /// them by one: `chat_jid` and `from_jid` are then their phone-number JIDs when known
+    /// (else the same LIDs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_lid: Option<String>,
+    /// The sender's hidden id, likewise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_lid: Option<String>,
     pub emoji: String,
     pub timestamp: DateTime<Utc>,
 }
@@ -145,7 +177,12 @@ pub struct ChatUpdatedEventData {
     pub pinned: bool,
     pub muted_until: Option<DateTime<Utc>>,
     pub last_message_at: DateTime<Utc>,
-    /// The chat was deleted (with its messages in the local log).
+    /// The party's hidden id (`<id>@lid`), when the network addressed it by one: `jid` is
+    /// its phone-number JID once known, else the same LID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lid: Option<String>,
+    /// The chat was deleted (with its messages in the local log), or merged into its
+    /// number's chat (a chat keyed by a LID, once its number is known).
     pub deleted: bool,
 }
 

@@ -219,6 +219,34 @@ fn jid(number: &str) -> String {
     shared::jid::Jid::user(number).into()
 }
 
+/// A hidden id's JID.
+fn lid_jid(lid: &str) -> String {
+    shared::jid::at(lid, shared::jid::LID_SERVER)
+}
+
+/// A simulated message's parties as the log takes them: (chat, chat's LID, sender,
+/// sender's LID). netsim names a party it addresses by hidden id with `from_lid` or
+/// `to_lid`, and leaves its number out (`from` empty) when it hides it.
+fn parties(m: &shared::simproto::SimMessage, from_me: bool) -> (String, Option<String>, String, Option<String>) {
+    let from_lid = m.from_lid.as_deref().map(lid_jid);
+    let from = match (&from_lid, m.from.is_empty()) {
+        (Some(l), true) => l.clone(),
+        _ => jid(&m.from),
+    };
+    match &m.group {
+        Some(g) => (g.clone(), None, from, from_lid),
+        None if from_me => {
+            let to_lid = m.to_lid.as_deref().map(lid_jid);
+            let to = match (&to_lid, m.to.is_empty()) {
+                (Some(l), true) => l.clone(),
+                _ => jid(&m.to),
+            };
+            (to, to_lid, from, None)
+        }
+        None => (from.clone(), from_lid.clone(), from, from_lid),
+    }
+}
+
 /// A simulated message as the log keeps it: the chat is the other party; the content is
 /// the body with the text in it; media stays on netsim until downloaded.
 /// netsim's edit (`type: "edit"`, the new text) or deletion for everyone
@@ -226,18 +254,17 @@ fn jid(number: &str) -> String {
 /// of their own.
 pub fn changed(m: shared::simproto::SimMessage, from_me: bool) -> Option<shared::db::log::Changed> {
     let target = m.body.get("target")?.as_str()?.to_string();
-    let chat_jid = match &m.group {
-        Some(g) => g.clone(),
-        None => jid(if from_me { &m.to } else { &m.from }),
-    };
+    let (chat_jid, chat_lid, from_jid, from_lid) = parties(&m, from_me);
     let text = match m.kind.as_str() {
         "edit" => Some(m.text.unwrap_or_default()),
         _ => None,
     };
     Some(shared::db::log::Changed {
         chat_jid,
+        chat_lid,
         wa_message_id: target,
-        from_jid: jid(&m.from),
+        from_jid,
+        from_lid,
         from_me,
         at: m.timestamp,
         text,
@@ -245,6 +272,7 @@ pub fn changed(m: shared::simproto::SimMessage, from_me: bool) -> Option<shared:
 }
 
 pub fn incoming(m: shared::simproto::SimMessage, from_me: bool) -> super::Incoming {
+    let (chat_jid, chat_lid, from_jid, from_lid) = parties(&m, from_me);
     let mut content = match m.body {
         serde_json::Value::Object(o) => serde_json::Value::Object(o),
         _ => serde_json::json!({}),
@@ -264,16 +292,14 @@ pub fn incoming(m: shared::simproto::SimMessage, from_me: bool) -> super::Incomi
             limit: shared::message::MessageType::received_media_limit(&m.kind),
         })
     });
-    // A group message's chat is the group; the sender stays `from_jid`.
-    let chat_jid = match &m.group {
-        Some(g) => g.clone(),
-        None => jid(if from_me { &m.to } else { &m.from }),
-    };
+    // (A group message's chat is the group; the sender stays `from_jid`.)
     super::Incoming {
         message: shared::db::log::Received {
             wa_message_id: m.id,
             chat_jid,
-            from_jid: jid(&m.from),
+            chat_lid,
+            from_jid,
+            from_lid,
             from_me,
             kind: m.kind,
             content,
@@ -324,9 +350,11 @@ impl Session for SimSession {
     async fn send(&self, msg: &super::Outgoing) -> Result<(), DriverError> {
         // A person by number; a group or channel by its JID (netsim hands each member or
         // follower a copy).
-        let to = match &msg.to_jid {
-            j if j.is_group() || j.is_channel() || j.is_status() => j.to_string(),
-            j => j.user_part().to_string(),
+        // A hidden id goes as `to_lid`, for netsim to find its account.
+        let (to, to_lid) = match &msg.to_jid {
+            j if j.is_group() || j.is_channel() || j.is_status() => (j.to_string(), None),
+            j if j.server() == shared::jid::LID_SERVER => (String::new(), Some(j.user_part().to_string())),
+            j => (j.user_part().to_string(), None),
         };
         // The simulator carries the media's description; its bytes' hash proves them:
         // they are read (a piece at a time, as an upload reads them) and must match it.
@@ -349,6 +377,8 @@ impl Session for SimSession {
         }
         let text = msg.message.content.text().map(str::to_owned);
         let message = shared::simproto::SimMessage {
+            from_lid: None,
+            to_lid,
             group: None,
             id: msg.network_id.clone(),
             from: String::new(),

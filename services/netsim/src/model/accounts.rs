@@ -131,6 +131,8 @@ impl Net {
         if let Some(text) = message.filter(|t| !t.is_empty()) {
             s.calls[idx].message = Some(text.clone());
             let msg = SimMessage {
+                from_lid: None,
+                to_lid: None,
                 group: None,
                 id: format!("SIM{}", Alphanumeric.sample_string(&mut rand::thread_rng(), 20).to_ascii_uppercase()),
                 from: number,

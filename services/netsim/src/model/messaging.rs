@@ -120,6 +120,8 @@ impl Net {
             return Err(NetError::Blocked);
         }
         let msg = SimMessage {
+            from_lid: None,
+            to_lid: None,
             group: None,
             id: format!("SIM{}", Alphanumeric.sample_string(&mut rand::thread_rng(), 20).to_ascii_uppercase()),
             from: from.to_string(),
@@ -162,6 +164,11 @@ impl Net {
             return s.send_to(conn, ServerEv::err(req, "not_connected", "this session is not online"));
         };
         let number = number.clone();
+        // A person named by hidden id: the network finds the account (its copies name
+        // numbers).
+        if let Some(lid) = msg.to_lid.take() {
+            msg.to = s.phone_by_lid(&lid).unwrap_or_default();
+        }
         if msg.id.is_empty() || msg.id.len() > 128 {
             return s.send_to(conn, ServerEv::err(req, "validation_failed", "the message id must be 1-128 characters"));
         }
@@ -271,6 +278,8 @@ impl State {
             _ => NetError::NotFound,
         })?;
         let msg = SimMessage {
+            from_lid: None,
+            to_lid: None,
             group: Some(to.to_string()),
             id: format!("SIM{}", Alphanumeric.sample_string(&mut rand::thread_rng(), 20).to_ascii_uppercase()),
             from: from.to_string(),

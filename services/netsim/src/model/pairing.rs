@@ -38,7 +38,7 @@ impl State {
         let mut history: Vec<SimMessage> = phone.inbox.iter().chain(phone.sent.iter()).cloned().collect();
         history.sort_by_key(|m| m.timestamp);
         let skip = history.len().saturating_sub(HISTORY_LIMIT);
-        history.split_off(skip)
+        history.split_off(skip).into_iter().map(|m| self.addressed(number, m)).collect()
     }
 }
 

@@ -31,6 +31,8 @@ fn qr_of(evs: &[ServerEv]) -> String {
 
 fn msg(id: &str, to: &str) -> SimMessage {
     SimMessage {
+        from_lid: None,
+        to_lid: None,
         group: None,
         id: id.into(),
         from: String::new(),
@@ -286,4 +288,46 @@ fn business_phones_keep_labels_and_tell_their_devices() {
     op("5511999990001", json!({ "op": "delete_label", "label_id": "1" })).unwrap();
     assert!(matches!(&drain(&mut arx)[0], ServerEv::Label { deleted: true, .. }));
     assert_eq!(net.labels("5511999990001").unwrap(), json!({ "labels": [] }));
+}
+
+#[test]
+fn a_phone_is_addressed_by_number_by_lid_with_its_number_or_by_lid_alone() {
+    let net = Net::default();
+    let (a, b) = ("5511999990001", "5511999990002");
+    for n in [a, b] {
+        net.register(n, false).unwrap();
+    }
+    let (dev, mut rx, _) = paired(&net, a);
+    drain(&mut rx);
+    let lid = lid_of(b);
+    assert_eq!(lid.len(), 15);
+    assert_ne!(lid, lid_of(a), "each account its own");
+    assert_eq!(lid, lid_of(b), "fixed for the number");
+    let mut seen = Vec::new();
+    for (mode, text) in [(Addressing::Pn, "one"), (Addressing::LidHidden, "two"), (Addressing::Lid, "three")] {
+        net.set_addressing(b, mode).unwrap();
+        net.phone_send(b, a, "text", Some(text.into()), serde_json::Value::Null).unwrap();
+        let got = drain(&mut rx).into_iter().find_map(|e| match e {
+            ServerEv::Message { message, from_me: false } => Some(message),
+            _ => None,
+        });
+        let m = got.expect("the device sees the message");
+        seen.push((m.from.clone(), m.from_lid.clone()));
+    }
+    assert_eq!(
+        seen,
+        vec![(b.to_string(), None), (String::new(), Some(lid.clone())), (b.to_string(), Some(lid.clone()))]
+    );
+    // What the account's phone sends to b names b the same way on its devices; the
+    // network itself (b's inbox) keeps numbers.
+    net.phone_send(a, b, "text", Some("four".into()), serde_json::Value::Null).unwrap();
+    let own = drain(&mut rx).into_iter().find_map(|e| match e {
+        ServerEv::Message { message, from_me: true } => Some(message),
+        _ => None,
+    });
+    let own = own.expect("the device sees its phone's message");
+    assert_eq!((own.to.as_str(), own.to_lid.as_deref()), (b, Some(lid.as_str())));
+    net.device_send(dev, 7, msg("OWN1", b));
+    assert!(net.inbox(b).unwrap().messages.iter().all(|m| m.from == a));
+    assert_eq!(net.set_addressing("5511999990404", Addressing::Lid), Err(NetError::NoAccount));
 }

@@ -18,7 +18,7 @@ const SHOP: &str = "5511977780001";
 const ANA: &str = "5511977780002";
 const BEN: &str = "5511977780003";
 
-async fn say(c: &Cluster, from: &str, to: &str, body: Value) -> String {
+pub(crate) async fn say(c: &Cluster, from: &str, to: &str, body: Value) -> String {
     let mut b = body;
     b["to"] = json!(to);
     let v = c.netsim().post(&format!("/control/phones/{from}/messages"), &b).await.expect(201);
@@ -41,7 +41,7 @@ async fn inbox(c: &Cluster, number: &str) -> Vec<Value> {
 }
 
 /// Waits until Chatwoot holds `n` messages matching `f`.
-async fn held(cw: &ChatwootDouble, n: usize, f: impl Fn(&harness::chatwoot::CwMessage) -> bool) {
+pub(crate) async fn held(cw: &ChatwootDouble, n: usize, f: impl Fn(&harness::chatwoot::CwMessage) -> bool) {
     wait_for(Duration::from_secs(60), || async { (cw.messages().iter().filter(|m| f(m)).count() >= n).then_some(()) })
         .await
         .unwrap_or_else(|| panic!("Chatwoot holds {n} such messages: {:#?}", cw.messages()));
@@ -89,7 +89,7 @@ fn config(c: &Cluster) -> shared::Config {
 }
 
 /// The bridge (and the dispatcher's relay) in this process.
-fn bridge(c: &Cluster) -> shared::Shutdown {
+pub(crate) fn bridge(c: &Cluster) -> shared::Shutdown {
     let stop = shared::Shutdown::new();
     tokio::spawn(dispatcher::run(config(c), stop.clone()));
     tokio::spawn(chatwoot::run(config(c), stop.clone()));

@@ -27,6 +27,7 @@ mod groups;
 mod instances;
 mod labels;
 mod leases;
+mod lids;
 mod mcp;
 mod media;
 mod media_store;

@@ -201,6 +201,8 @@ async fn base64_of_a_logged_media_is_streamed_and_sized_by_what_is_stored() {
         wa_message_id: wa.into(),
         chat_jid: format!("{TO}@s.whatsapp.net"),
         from_jid: format!("{TO}@s.whatsapp.net"),
+        chat_lid: None,
+        from_lid: None,
         from_me: false,
         kind: "image".into(),
         content: json!({ "caption": "look", "media": { "id": media, "mime_type": "image/jpeg", "size": 0 } }),

@@ -15,6 +15,9 @@ pub struct ChatRow {
     pub pinned: bool,
     pub muted_until: Option<DateTime<Utc>>,
     pub updated_at: DateTime<Utc>,
+    /// The party's hidden id, when the network addressed it by one (`jid` is its number's
+    /// JID once known, else the same LID).
+    pub lid: Option<String>,
 }
 
 impl ChatRow {
@@ -27,13 +30,14 @@ impl ChatRow {
             pinned: self.pinned,
             muted_until: self.muted_until,
             last_message_at: self.last_message_at,
+            lid: self.lid.clone(),
             deleted,
         })
     }
 }
 
 pub(super) const CHAT_COLUMNS: &str =
-    "jid, name, last_message_at, unread_count, archived, pinned, muted_until, updated_at";
+    "jid, name, last_message_at, unread_count, archived, pinned, muted_until, updated_at, lid";
 
 /// A page of chats, newest last message first, after `after` = (last_message_at, jid).
 pub async fn chats(

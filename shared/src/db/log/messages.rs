@@ -21,6 +21,10 @@ pub async fn record_received(
     if msgs.is_empty() {
         return Ok(Some(0));
     }
+    // Parties named by hidden ids: by number where known (a chat reached by both is one).
+    let mut msgs = msgs.to_vec();
+    super::lids::settle(&mut tx, instance, &mut msgs).await?;
+    let msgs = &msgs[..];
     let ids: Vec<MessageId> = msgs.iter().map(|_| MessageId::new()).collect();
     let chats: Vec<&str> = msgs.iter().map(|m| m.chat_jid.as_str()).collect();
     let wa: Vec<&str> = msgs.iter().map(|m| m.wa_message_id.as_str()).collect();
@@ -62,6 +66,7 @@ pub async fn record_received(
         .map(|(_, m)| Touch {
             instance,
             chat: m.chat_jid.as_str(),
+            lid: m.chat_lid.as_deref(),
             ts: m.ts,
             from_me: m.from_me,
             counts: source == Source::Live && m.kind != "reaction",
@@ -78,6 +83,8 @@ pub async fn record_received(
                     wa_message_id: text("message_id"),
                     chat_jid: m.chat_jid.clone(),
                     from_jid: m.from_jid.clone(),
+                    chat_lid: m.chat_lid.clone(),
+                    from_lid: m.from_lid.clone(),
                     emoji: text("emoji"),
                     timestamp: m.ts,
                 })
@@ -87,6 +94,8 @@ pub async fn record_received(
                     wa_message_id: m.wa_message_id.clone(),
                     chat_jid: m.chat_jid.clone(),
                     from_jid: m.from_jid.clone(),
+                    chat_lid: m.chat_lid.clone(),
+                    from_lid: m.from_lid.clone(),
                     from_me: m.from_me,
                     kind: m.kind.clone(),
                     content: m.content.clone(),
@@ -115,6 +124,8 @@ pub async fn record_received(
 struct Touch<'a> {
     instance: &'a InstanceId,
     chat: &'a str,
+    /// The chat's hidden id, when the message named one.
+    lid: Option<&'a str>,
     ts: DateTime<Utc>,
     from_me: bool,
     /// Whether it counts for unread (and, from the account, as reading the chat).
@@ -130,19 +141,21 @@ async fn touch_chats(tx: &mut PgConnection, touched: &[Touch<'_>]) -> Result<Vec
     }
     let instances: Vec<&str> = touched.iter().map(|t| t.instance.as_str()).collect();
     let chats: Vec<&str> = touched.iter().map(|t| t.chat).collect();
+    let lids: Vec<Option<&str>> = touched.iter().map(|t| t.lid).collect();
     let ts: Vec<DateTime<Utc>> = touched.iter().map(|t| t.ts).collect();
     let me: Vec<bool> = touched.iter().map(|t| t.from_me).collect();
     let counts: Vec<bool> = touched.iter().map(|t| t.counts).collect();
     // New chats, then every touched chat locked in one order (instance, jid): callers
     // touching several chats, or several instances' chats, never deadlock each other.
     sqlx::query(
-        "INSERT INTO chats (instance_id, jid, last_message_at) \
-         SELECT i, j, max(t) FROM UNNEST($1::text[], $2::text[], $3::timestamptz[]) AS v(i, j, t) \
+        "INSERT INTO chats (instance_id, jid, last_message_at, lid) \
+         SELECT i, j, max(t), max(l) FROM UNNEST($1::text[], $2::text[], $3::timestamptz[], $4::text[]) AS v(i, j, t, l) \
          GROUP BY i, j ORDER BY i, j ON CONFLICT (instance_id, jid) DO NOTHING",
     )
     .bind(&instances)
     .bind(&chats)
     .bind(&ts)
+    .bind(&lids)
     .execute(&mut *tx)
     .await?;
     sqlx::query(
@@ -154,10 +167,11 @@ async fn touch_chats(tx: &mut PgConnection, touched: &[Touch<'_>]) -> Result<Vec
     .execute(&mut *tx)
     .await?;
     let rows: Vec<ChatRowOf> = sqlx::query_as(&format!(
-        "WITH m AS (SELECT * FROM UNNEST($1::text[], $2::text[], $3::timestamptz[], $4::bool[], $5::bool[]) \
-                    AS m(i, j, t, me, counts)), \
-         agg AS (SELECT i, j, max(t) AS l, max(t) FILTER (WHERE me AND counts) AS me_at FROM m GROUP BY i, j) \
-         UPDATE chats c SET last_message_at = GREATEST(c.last_message_at, agg.l), \
+        "WITH m AS (SELECT * FROM UNNEST($1::text[], $2::text[], $3::timestamptz[], $4::bool[], $5::bool[], $6::text[]) \
+                    AS m(i, j, t, me, counts, lid)), \
+         agg AS (SELECT i, j, max(t) AS l, max(t) FILTER (WHERE me AND counts) AS me_at, max(lid) AS lid \
+                 FROM m GROUP BY i, j) \
+         UPDATE chats c SET last_message_at = GREATEST(c.last_message_at, agg.l), lid = COALESCE(agg.lid, c.lid), \
              read_at = GREATEST(c.read_at, agg.me_at), \
              unread_count = CASE \
                  WHEN agg.me_at IS NOT NULL AND agg.me_at > COALESCE(c.read_at, '-infinity') THEN \
@@ -174,6 +188,7 @@ async fn touch_chats(tx: &mut PgConnection, touched: &[Touch<'_>]) -> Result<Vec
     .bind(&ts)
     .bind(&me)
     .bind(&counts)
+    .bind(&lids)
     .fetch_all(&mut *tx)
     .await?;
     Ok(rows.into_iter().map(|r| (r.instance_id, r.chat)).collect())
@@ -216,6 +231,20 @@ pub async fn record_sent_many(
             content
         })
         .collect();
+    // A send to a hidden id whose number the instance knows is logged in the number's chat.
+    let numbers = super::lids::numbers_of(tx, sent.iter().map(|(r, _)| (&r.instance_id, r.to_jid.as_str()))).await?;
+    fn chat_in<'a>(
+        numbers: &'a std::collections::HashMap<(InstanceId, String), String>,
+        r: &'a crate::db::messages::MessageRow,
+    ) -> (&'a str, Option<&'a str>) {
+        let to = r.to_jid.as_str();
+        let known = if numbers.is_empty() { None } else { numbers.get(&(r.instance_id.clone(), to.to_string())) };
+        match known {
+            Some(pn) => (pn.as_str(), Some(to)),
+            None => (to, super::lids::is_lid(to).then_some(to)),
+        }
+    }
+    let chat_of = |r| chat_in(&numbers, r);
     let inserted: Vec<(MessageId,)> = sqlx::query_as(
         "INSERT INTO log_messages (instance_id, id, chat_jid, wa_message_id, ts, from_jid, from_me, type, content, status, source) \
          SELECT v.i, v.id, v.chat, v.wa, v.ts, v.frm, TRUE, v.kind, v.content, 'sent', 'queue' \
@@ -225,7 +254,7 @@ pub async fn record_sent_many(
     )
     .bind(&instances)
     .bind(sent.iter().map(|(r, _)| r.id.as_str()).collect::<Vec<_>>())
-    .bind(sent.iter().map(|(r, _)| r.to_jid.as_str()).collect::<Vec<_>>())
+    .bind(sent.iter().map(|(r, _)| chat_of(r).0).collect::<Vec<_>>())
     .bind(sent.iter().map(|(r, _)| r.wa_message_id.as_str()).collect::<Vec<_>>())
     .bind(sent.iter().map(|(_, at)| *at).collect::<Vec<_>>())
     .bind(sent.iter().map(|(r, _)| phones.get(&r.instance_id).map_or("", String::as_str)).collect::<Vec<_>>())
@@ -239,7 +268,8 @@ pub async fn record_sent_many(
         .filter(|(r, _)| new.contains(r.id.as_str()) && r.kind != MessageType::Reaction)
         .map(|(r, at)| Touch {
             instance: &r.instance_id,
-            chat: r.to_jid.as_str(),
+            chat: chat_of(r).0,
+            lid: chat_of(r).1,
             ts: *at,
             from_me: true,
             counts: true,
@@ -255,6 +285,9 @@ pub struct Changed {
     pub chat_jid: String,
     pub wa_message_id: String,
     pub from_jid: String,
+    /// Hidden ids beside them, as `Received`'s.
+    pub chat_lid: Option<String>,
+    pub from_lid: Option<String>,
     pub from_me: bool,
     pub at: DateTime<Utc>,
     /// The new text (an edit), or none (a deletion).
@@ -273,6 +306,9 @@ pub async fn apply_change(pool: &PgPool, instance: &InstanceId, epoch: i64, c: &
     if !super::fence(&mut tx, instance, epoch).await? {
         return Ok(false);
     }
+    let mut changed = [c.clone()];
+    super::lids::settle(&mut tx, instance, &mut changed).await?;
+    let [c] = &changed;
     let patch = match &c.text {
         Some(t) => serde_json::json!({ "edited_at": c.at, "__text": t }),
         None => serde_json::json!({ "deleted_at": c.at }),
@@ -283,7 +319,7 @@ pub async fn apply_change(pool: &PgPool, instance: &InstanceId, epoch: i64, c: &
                     jsonb_build_object(CASE WHEN content ? 'caption' THEN 'caption' ELSE 'text' END, $5::jsonb -> '__text') \
                 ELSE '{}'::jsonb END) \
          WHERE instance_id = $1 AND chat_jid = $2 AND wa_message_id = $3 AND from_me = $4 \
-           AND (from_me OR from_jid = $6) AND NOT content ? 'deleted_at' \
+           AND (from_me OR from_jid = $6 OR from_jid = $8) AND NOT content ? 'deleted_at' \
            AND ($5::jsonb ? 'deleted_at' OR content->>'edited_at' IS NULL \
                 OR (content->>'edited_at')::timestamptz < $7) \
          RETURNING id",
@@ -295,6 +331,7 @@ pub async fn apply_change(pool: &PgPool, instance: &InstanceId, epoch: i64, c: &
     .bind(&patch)
     .bind(&c.from_jid)
     .bind(c.at)
+    .bind(&c.from_lid)
     .fetch_optional(&mut *tx)
     .await?;
     let Some(id) = id else {
@@ -306,6 +343,8 @@ pub async fn apply_change(pool: &PgPool, instance: &InstanceId, epoch: i64, c: &
             wa_message_id: c.wa_message_id.clone(),
             chat_jid: c.chat_jid.clone(),
             from_jid: c.from_jid.clone(),
+            chat_lid: c.chat_lid.clone(),
+            from_lid: c.from_lid.clone(),
             from_me: c.from_me,
             text: text.clone(),
             timestamp: c.at,
@@ -315,6 +354,8 @@ pub async fn apply_change(pool: &PgPool, instance: &InstanceId, epoch: i64, c: &
             wa_message_id: c.wa_message_id.clone(),
             chat_jid: c.chat_jid.clone(),
             from_jid: c.from_jid.clone(),
+            chat_lid: c.chat_lid.clone(),
+            from_lid: c.from_lid.clone(),
             from_me: c.from_me,
             timestamp: c.at,
         }),

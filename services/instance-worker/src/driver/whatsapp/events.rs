@@ -101,8 +101,10 @@ fn change_of(m: &whatsapp_rust::types::events::InboundMessage) -> Option<shared:
     let i = incoming(&m.message, &m.info).message;
     Some(shared::db::log::Changed {
         chat_jid: i.chat_jid,
+        chat_lid: i.chat_lid,
         wa_message_id: target,
         from_jid: i.from_jid,
+        from_lid: i.from_lid,
         from_me: i.from_me,
         at: i.ts,
         text,
@@ -119,18 +121,19 @@ pub(super) fn incoming(message: &wa::Message, info: &whatsapp_rust::types::messa
     let src = &info.source;
     // 1:1 chats may come addressed by LID: key them by phone number, as our sends are,
     // so one conversation stays one chat.
-    let chat = if src.is_group {
-        src.chat.to_non_ad_string()
-    } else if src.is_from_me {
-        map::phone_form(&src.chat, src.recipient_alt.as_ref())
+    let (chat, chat_lid) = if src.is_group {
+        (src.chat.to_non_ad_string(), None)
     } else {
-        map::phone_form(&src.chat, src.sender_alt.as_ref())
+        let alt = if src.is_from_me { src.recipient_alt.as_ref() } else { src.sender_alt.as_ref() };
+        (map::phone_form(&src.chat, alt), map::lid_form(&src.chat, alt))
     };
     Incoming {
         message: shared::db::log::Received {
             wa_message_id: info.id.to_string(),
             chat_jid: chat,
+            chat_lid,
             from_jid: map::phone_form(&src.sender, src.sender_alt.as_ref()),
+            from_lid: map::lid_form(&src.sender, src.sender_alt.as_ref()),
             from_me: info.source.is_from_me,
             kind,
             content,
@@ -144,7 +147,7 @@ pub(super) fn incoming(message: &wa::Message, info: &whatsapp_rust::types::messa
 fn history(sync: &wa::HistorySync) -> Vec<Incoming> {
     let mut out = Vec::new();
     for conv in &sync.conversations {
-        let chat = conv.id.clone();
+        let (chat, chat_lid) = map::history_chat(&conv.id, conv.pn_jid.as_deref(), conv.lid_jid.as_deref());
         for m in &conv.messages {
             let Some(info) = m.message.as_option() else { continue };
             let Some(key) = info.key.as_option() else { continue };
@@ -160,6 +163,7 @@ fn history(sync: &wa::HistorySync) -> Vec<Incoming> {
                 message: shared::db::log::Received {
                     wa_message_id: key.id.clone().unwrap_or_default(),
                     chat_jid: chat.clone(),
+                    chat_lid: chat_lid.clone(),
                     from_jid: key.participant.clone().unwrap_or_else(|| {
                         if from_me {
                             String::new()
@@ -167,6 +171,8 @@ fn history(sync: &wa::HistorySync) -> Vec<Incoming> {
                             chat.clone()
                         }
                     }),
+                    // A 1:1 chat's sender is its party.
+                    from_lid: if from_me || key.participant.is_some() { None } else { chat_lid.clone() },
                     from_me,
                     kind,
                     content,

@@ -426,6 +426,27 @@ pub fn phone_form(jid: &whatsapp_rust::Jid, alt: Option<&whatsapp_rust::Jid>) ->
     }
 }
 
+/// A 1:1 party's hidden id (LID, without device), when the network named it by one:
+/// `jid` itself, or the `alt` it told beside a number.
+pub fn lid_form(jid: &whatsapp_rust::Jid, alt: Option<&whatsapp_rust::Jid>) -> Option<String> {
+    if jid.is_lid() {
+        return Some(jid.to_non_ad_string());
+    }
+    alt.filter(|a| a.is_lid()).map(whatsapp_rust::Jid::to_non_ad_string)
+}
+
+/// A history conversation's chat as the log keys it (the number's JID when the sync told
+/// it beside a LID), and its LID.
+pub fn history_chat(id: &str, pn: Option<&str>, lid: Option<&str>) -> (String, Option<String>) {
+    let parsed = |s: &str| s.parse::<whatsapp_rust::Jid>().ok();
+    let Some(jid) = parsed(id) else { return (id.to_string(), None) };
+    let alt = if jid.is_lid() { pn.and_then(parsed) } else { lid.and_then(parsed) };
+    if jid.server == shared::jid::GROUP_SERVER {
+        return (jid.to_non_ad_string(), None);
+    }
+    (phone_form(&jid, alt.as_ref()), lid_form(&jid, alt.as_ref()))
+}
+
 /// A receipt type as the log's status, when it is one we track.
 pub fn receipt_status(t: &whatsapp_rust::types::presence::ReceiptType) -> Option<shared::db::log::Receipt> {
     use shared::db::log::Receipt;

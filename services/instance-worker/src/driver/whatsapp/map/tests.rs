@@ -236,6 +236,22 @@ fn lid_chats_are_keyed_by_their_phone_number() {
     assert_eq!(phone_form(&pn, None), shared::jid::Jid::user("5511999990001").as_str(), "devices dropped");
     let group: whatsapp_rust::Jid = "1203630@g.us".parse().unwrap();
     assert_eq!(phone_form(&group, Some(&pn)), "1203630@g.us");
+    // The LID rides beside, whichever of the two the network put first.
+    assert_eq!(lid_form(&lid, Some(&pn)).as_deref(), Some("100000012345678@lid"));
+    assert_eq!(lid_form(&pn, Some(&lid)).as_deref(), Some("100000012345678@lid"));
+    assert_eq!(lid_form(&pn, None), None);
+    // A synced conversation: by its number when the sync told it.
+    let number = shared::jid::Jid::user("5511999990001");
+    assert_eq!(
+        history_chat("100000012345678@lid", Some(number.as_str()), None),
+        (number.to_string(), Some("100000012345678@lid".into()))
+    );
+    assert_eq!(
+        history_chat(number.as_str(), None, Some("100000012345678@lid")),
+        (number.to_string(), Some("100000012345678@lid".into()))
+    );
+    assert_eq!(history_chat("100000012345678@lid", None, None).0, "100000012345678@lid");
+    assert_eq!(history_chat("1203630@g.us", None, Some("100000012345678@lid")), ("1203630@g.us".into(), None));
 }
 
 #[test]
