@@ -29,6 +29,18 @@ pub fn lid_of(number: &str) -> String {
     format!("2{:014}", h % 100_000_000_000_000)
 }
 
+/// Names a party (its number, and the hidden-id field beside it) as `mode` says.
+fn name(mode: Addressing, number: &mut String, lid: &mut Option<String>) {
+    match mode {
+        Addressing::Pn => {}
+        Addressing::Lid => *lid = Some(lid_of(number)),
+        Addressing::LidHidden => {
+            *lid = Some(lid_of(number));
+            number.clear();
+        }
+    }
+}
+
 impl State {
     /// The account a hidden id names.
     pub(super) fn phone_by_lid(&self, lid: &str) -> Option<String> {
@@ -40,23 +52,9 @@ impl State {
     pub(super) fn addressed(&self, account: &str, mut msg: SimMessage) -> SimMessage {
         let mode = |n: &str| self.phones.get(n).map(|p| p.addressing).unwrap_or_default();
         if msg.from != account {
-            match mode(&msg.from) {
-                Addressing::Pn => {}
-                Addressing::Lid => msg.from_lid = Some(lid_of(&msg.from)),
-                Addressing::LidHidden => {
-                    msg.from_lid = Some(lid_of(&msg.from));
-                    msg.from = String::new();
-                }
-            }
+            name(mode(&msg.from), &mut msg.from, &mut msg.from_lid);
         } else if msg.group.is_none() && msg.to != account {
-            match mode(&msg.to) {
-                Addressing::Pn => {}
-                Addressing::Lid => msg.to_lid = Some(lid_of(&msg.to)),
-                Addressing::LidHidden => {
-                    msg.to_lid = Some(lid_of(&msg.to));
-                    msg.to = String::new();
-                }
-            }
+            name(mode(&msg.to), &mut msg.to, &mut msg.to_lid);
         }
         msg
     }
