@@ -1,14 +1,13 @@
-//! An instance's events streamed into RabbitMQ (issue #39): the settings of
-//! `{inst}/rabbitmq` (and of Evolution's `rabbitmq/set`), stored with the broker's
-//! address sealed. The dispatcher role delivers them (`paceline-dispatcher`'s `sinks`):
+//! An instance's events (or every instance's of an account) streamed into RabbitMQ
+//! (issue #39): the settings of `{inst}/rabbitmq`, `/v1/accounts/{id}/rabbitmq` and
+//! Evolution's `rabbitmq/set`, stored with the broker's address sealed. The dispatcher role delivers them (`paceline-dispatcher`'s `sinks`):
 //! from the events stream, in order, at least once, moving the sink's cursor only after
 //! the broker confirmed.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use shared::db::sinks::{self as rows, SinkRow, RABBITMQ};
+use shared::db::sinks::{self as rows, Owner, SinkRow, RABBITMQ};
 use shared::db::webhooks::WebhookFormat;
-use shared::ids::InstanceId;
 use utoipa::ToSchema;
 
 use crate::{Core, Error, Result};
@@ -37,12 +36,14 @@ pub struct RabbitmqIn {
     /// The topic exchange (declared durable) events are published to; default the
     /// deployment's `rabbitmq.exchange` (`paceline.events`), and always that one on the
     /// deployment's broker. Routing keys are `<instance id>.<event type>`, e.g.
-    /// `inst_….message.received`.
+    /// `inst_….message.received` (an account's sink: `<account id>.<instance id>.<event
+    /// type>`).
     #[serde(default)]
     #[schema(min_length = 1, max_length = 255)]
     pub exchange: Option<String>,
-    /// A durable queue declared and bound to the instance's events (`<instance id>.#`),
-    /// so nothing is dropped while no consumer is there; default `paceline.<instance id>`,
+    /// A durable queue declared and bound to the instance's events (`<instance id>.#`; an
+    /// account's sink: `<account id>.#`), so nothing is dropped while no consumer is
+    /// there; default `paceline.<instance id>` (`paceline.<account id>`),
     /// and always that one on the deployment's broker; `""` declares none (your consumers
     /// bind their own queues; until one is bound, publishing waits).
     #[serde(default)]
@@ -113,16 +114,17 @@ impl From<SinkRow> for RabbitmqOut {
     }
 }
 
-/// Whose sealed secret is whose: a sink's broker address under a label of its own.
-pub fn url_owner(id: &InstanceId) -> String {
-    format!("rabbitmq:{id}")
+/// Whose sealed secret is whose: a sink's broker address under a label of its own (its
+/// owner's id: an instance's or an account's).
+pub fn url_owner(owner: &str) -> String {
+    format!("rabbitmq:{owner}")
 }
 
 /// A sink's stored broker address, opened (None: it does not open with this key, or is
 /// no URL). The API (to keep it on a PUT without one) and the dispatcher (to connect)
 /// both read it this way.
-pub fn open_url(sealer: &shared::sealed::Sealer, id: &InstanceId, sealed: &[u8]) -> Option<url::Url> {
-    let plain = String::from_utf8(sealer.open(&url_owner(id), sealed)?).ok()?;
+pub fn open_url(sealer: &shared::sealed::Sealer, owner: &str, sealed: &[u8]) -> Option<url::Url> {
+    let plain = String::from_utf8(sealer.open(&url_owner(owner), sealed)?).ok()?;
     url::Url::parse(&plain).ok()
 }
 
@@ -184,9 +186,21 @@ pub struct Shape {
     pub evolution_events: Vec<String>,
 }
 
-/// Checks and stores an instance's sink (`admin`: the caller may allow a private
-/// address). A sink already there keeps its cursor.
-pub async fn put(core: &Core, id: &InstanceId, admin: bool, body: RabbitmqIn, shape: Shape) -> Result<RabbitmqOut> {
+fn not_found(owner: &Owner) -> Error {
+    match owner {
+        Owner::Instance(_) => Error::InstanceNotFound,
+        Owner::Account(_) => Error::NotFound("account"),
+    }
+}
+
+/// Checks and stores an instance's or an account's sink (`admin`: the caller may allow a
+/// private address). A sink already there keeps its cursor. An account's sink takes
+/// paceline's format (Evolution has no accounts).
+pub async fn put(core: &Core, owner: &Owner, admin: bool, body: RabbitmqIn, shape: Shape) -> Result<RabbitmqOut> {
+    let id = owner.as_str();
+    if matches!(owner, Owner::Account(_)) && shape.format != WebhookFormat::Paceline {
+        return Err(Error::field("format", "an account's sink takes paceline's format"));
+    }
     if body.events.iter().any(|t| !shared::events::known(t)) {
         return Err(Error::field("events", "events must be types of the event catalog (see the OpenAPI description)"));
     }
@@ -243,7 +257,7 @@ pub async fn put(core: &Core, id: &InstanceId, admin: bool, body: RabbitmqIn, sh
         shared::fetch::resolve_checked(h, port_of(u), allow).await.map_err(|e| match e {
             shared::fetch::FetchError::Refused => Error::field(
                 "url",
-                "the broker must resolve to public addresses (the admin may allow private ones for this instance)",
+                "the broker must resolve to public addresses (the admin may allow private ones for this sink)",
             ),
             _ => Error::field("url", "the broker's host does not resolve"),
         })?;
@@ -269,26 +283,26 @@ pub async fn put(core: &Core, id: &InstanceId, admin: bool, body: RabbitmqIn, sh
         evolution_events: &shape.evolution_events,
         start_seq,
     };
-    if !rows::put(&core.db, id, RABBITMQ, put).await? {
-        return Err(Error::InstanceNotFound);
+    if !rows::put(&core.db, owner, RABBITMQ, put).await? {
+        return Err(not_found(owner));
     }
-    tracing::info!(instance_id = %id, enabled = body.enabled, "rabbitmq sink set");
-    get(core, id).await?.ok_or(Error::InstanceNotFound)
+    tracing::info!(owner = %id, enabled = body.enabled, "rabbitmq sink set");
+    get(core, owner).await?.ok_or_else(|| not_found(owner))
 }
 
-/// The instance's sink, if it has one.
-pub async fn get(core: &Core, id: &InstanceId) -> Result<Option<RabbitmqOut>> {
-    Ok(rows::get(&core.db, id, RABBITMQ).await?.map(RabbitmqOut::from))
+/// The sink of the instance or account, if it has one.
+pub async fn get(core: &Core, owner: &Owner) -> Result<Option<RabbitmqOut>> {
+    Ok(rows::get(&core.db, owner.as_str(), RABBITMQ).await?.map(RabbitmqOut::from))
 }
 
-/// The instance's sink as stored (its Evolution names too), if it has one.
-pub async fn stored(core: &Core, id: &InstanceId) -> Result<Option<SinkRow>> {
-    Ok(rows::get(&core.db, id, RABBITMQ).await?)
+/// The sink as stored (its Evolution names too), if it has one.
+pub async fn stored(core: &Core, owner: &Owner) -> Result<Option<SinkRow>> {
+    Ok(rows::get(&core.db, owner.as_str(), RABBITMQ).await?)
 }
 
-/// Removes the instance's sink; false when it had none.
-pub async fn delete(core: &Core, id: &InstanceId) -> Result<bool> {
-    Ok(rows::delete(&core.db, id, RABBITMQ).await?)
+/// Removes the sink; false when there was none.
+pub async fn delete(core: &Core, owner: &Owner) -> Result<bool> {
+    Ok(rows::delete(&core.db, owner.as_str(), RABBITMQ).await?)
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use super::EvolutionErrors;
 use super::{ActionAccess, ActionJson};
 use domain::sinks::{self, RabbitmqIn, Shape};
 use door::AppState;
+use shared::db::sinks::Owner;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(set)).routes(routes!(find))
@@ -70,7 +71,7 @@ async fn set(
         allow_private_targets: false,
     };
     let shape = Shape { format: WebhookFormat::Evolution, evolution_events: names.clone() };
-    let sink = sinks::put(&state, &a.row.id, false, body, shape).await?;
+    let sink = sinks::put(&state, &Owner::Instance(a.row.id.clone()), false, body, shape).await?;
     Ok(Json(serde_json::json!({ "rabbitmq": EvoRabbitmqOut { enabled: sink.enabled, events: names } })))
 }
 
@@ -80,7 +81,7 @@ async fn set(
     responses((status = 200, description = "the sink, or `null`", body = Option<EvoRabbitmqOut>), EvolutionErrors),
     security(("api_key" = []), ("evolution_apikey" = [])))]
 async fn find(State(state): State<AppState>, a: ActionAccess) -> Result<Json<Option<EvoRabbitmqOut>>, ApiError> {
-    let row = sinks::stored(&state, &a.row.id).await?;
+    let row = sinks::stored(&state, &Owner::Instance(a.row.id.clone())).await?;
     Ok(Json(row.map(|r| EvoRabbitmqOut {
         enabled: r.enabled,
         events: if r.format == WebhookFormat::Evolution { r.evolution_events } else { r.events },

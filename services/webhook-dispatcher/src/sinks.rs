@@ -2,8 +2,9 @@
 //! broker, by one dispatcher pod at a time under a claim (`db::sinks`).
 //!
 //! A sink reads the events stream from its cursor with an ordered consumer filtered to
-//! its instance's subjects, so its events go in the order the relay published them (the
-//! order event streams and webhooks see). Each batch is published with publisher
+//! its instance's subjects (an account's sink: every instance's, each event kept when its
+//! instance was in the account then, `members.rs`), so its events go in the order the
+//! relay published them (the order event streams and webhooks see). Each batch is published with publisher
 //! confirms, and the cursor moves past it only once every message of it was confirmed,
 //! under the pod's claim and the settings' generation: a broker down, restarted or
 //! refusing, or a pod killed, makes the events since the cursor go again (at least once,
@@ -11,6 +12,7 @@
 //! claim is renewed meanwhile, so another pod takes the sink only when this one is gone.
 
 pub mod amqp;
+mod members;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -18,9 +20,8 @@ use std::time::Duration;
 
 use async_nats::jetstream::{self, consumer::pull, consumer::DeliverPolicy};
 use futures::StreamExt;
-use shared::db::sinks::{self as rows, SinkRow, RABBITMQ};
+use shared::db::sinks::{self as rows, Owner, SinkRow, RABBITMQ};
 use shared::db::webhooks::{Origin, Shape, WebhookFormat};
-use shared::ids::InstanceId;
 use shared::sealed::Sealer;
 use shared::{bus::Subjects, Config, Shutdown};
 use tokio::task::JoinSet;
@@ -64,7 +65,7 @@ pub struct Ctx {
     budget: shape::Budget,
     /// Per running sink: its events not yet confirmed (from the consumer), and since when
     /// the oldest of them has waited while it fails.
-    state: Arc<Mutex<HashMap<InstanceId, Progress>>>,
+    state: Arc<Mutex<HashMap<String, Progress>>>,
 }
 
 impl Ctx {
@@ -97,7 +98,7 @@ impl Ctx {
 pub async fn run(ctx: Ctx, shutdown: Shutdown) {
     let mut tasks: JoinSet<()> = JoinSet::new();
     // The sink each task delivers, by task: a task that panicked is forgotten too.
-    let mut running: HashMap<tokio::task::Id, InstanceId> = HashMap::new();
+    let mut running: HashMap<tokio::task::Id, String> = HashMap::new();
     let mut tick = tokio::time::interval(CLAIM_EVERY);
     loop {
         tokio::select! {
@@ -109,7 +110,7 @@ pub async fn run(ctx: Ctx, shutdown: Shutdown) {
                 };
                 if let Some(id) = running.remove(&task) {
                     if done.is_err() {
-                        tracing::error!(instance_id = %id, "a sink's task failed; its claim is given back");
+                        tracing::error!(owner = %id, "a sink's task failed; its claim is given back");
                         let _ = rows::release(&ctx.db, &id, RABBITMQ, &ctx.pod).await;
                     }
                     ctx.state.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
@@ -121,13 +122,13 @@ pub async fn run(ctx: Ctx, shutdown: Shutdown) {
                     match rows::claim(&ctx.db, &ctx.pod, ctx.lock.as_millis() as i64, room as i64).await {
                         Ok(claimed) => {
                             for row in claimed {
-                                if running.values().any(|id| *id == row.instance_id) {
+                                if running.values().any(|id| *id == row.owner_id) {
                                     // Its former task (an older generation) still ends here:
                                     // give the claim back, to be taken once it has.
-                                    let _ = rows::release(&ctx.db, &row.instance_id, RABBITMQ, &ctx.pod).await;
+                                    let _ = rows::release(&ctx.db, &row.owner_id, RABBITMQ, &ctx.pod).await;
                                     continue;
                                 }
-                                let id = row.instance_id.clone();
+                                let id = row.owner_id.clone();
                                 let (ctx, shutdown) = (ctx.clone(), shutdown.clone());
                                 let task = tasks.spawn(async move { deliver(&ctx, row, &shutdown).await });
                                 running.insert(task.id(), id);
@@ -178,7 +179,7 @@ fn target(ctx: &Ctx, row: &SinkRow, name: String, phone: Option<String>) -> Resu
     let (url, allow_private) = match &row.url_sealed {
         Some(sealed) => {
             let sealer = ctx.sealer.as_ref().ok_or("no key to open the broker's address with")?;
-            let url = domain::sinks::open_url(sealer, &row.instance_id, sealed)
+            let url = domain::sinks::open_url(sealer, &row.owner_id, sealed)
                 .ok_or("the stored broker address does not open")?;
             let private =
                 ctx.allow_private || (row.private_host.is_some() && row.private_host.as_deref() == url.host_str());
@@ -207,7 +208,7 @@ fn target(ctx: &Ctx, row: &SinkRow, name: String, phone: Option<String>) -> Resu
 
 /// Delivers one sink until shutdown or until its claim is lost.
 async fn deliver(ctx: &Ctx, row: SinkRow, shutdown: &Shutdown) {
-    let (id, generation) = (row.instance_id.clone(), row.generation);
+    let (id, generation) = (row.owner_id.clone(), row.generation);
     let mut cursor = row.cursor_seq.max(0) as u64;
     let mut backoff = Duration::from_secs(1);
     let end = loop {
@@ -230,7 +231,7 @@ async fn deliver(ctx: &Ctx, row: SinkRow, shutdown: &Shutdown) {
             let mut state = ctx.state.lock().unwrap_or_else(|p| p.into_inner());
             state.entry(id.clone()).or_default().1.get_or_insert_with(chrono::Utc::now);
         }
-        tracing::warn!(instance_id = %id, error = %err, "publishing to the sink failed; trying again");
+        tracing::warn!(owner = %id, error = %err, "publishing to the sink failed; trying again");
         metrics::counter!(m::SINK_FAILURES).increment(1);
         let _ = rows::failed(&ctx.db, &id, RABBITMQ, &ctx.pod, generation, &err).await;
         if let Some(end) = wait(ctx, &id, generation, backoff, shutdown).await {
@@ -242,11 +243,11 @@ async fn deliver(ctx: &Ctx, row: SinkRow, shutdown: &Shutdown) {
         // Another pod (or this one, under the new generation) takes it at once.
         let _ = rows::release(&ctx.db, &id, RABBITMQ, &ctx.pod).await;
     }
-    tracing::debug!(instance_id = %id, ?end, "sink task ended");
+    tracing::debug!(owner = %id, ?end, "sink task ended");
 }
 
 /// Waits `d` while renewing the claim; `Some` when the task must end.
-async fn wait(ctx: &Ctx, id: &InstanceId, generation: i64, d: Duration, shutdown: &Shutdown) -> Option<End> {
+async fn wait(ctx: &Ctx, id: &str, generation: i64, d: Duration, shutdown: &Shutdown) -> Option<End> {
     let until = tokio::time::Instant::now() + d;
     loop {
         let step = (ctx.lock / 3).min(until.saturating_duration_since(tokio::time::Instant::now()));
@@ -263,7 +264,7 @@ async fn wait(ctx: &Ctx, id: &InstanceId, generation: i64, d: Duration, shutdown
     }
 }
 
-async fn renew(ctx: &Ctx, id: &InstanceId, generation: i64) -> Result<bool, ()> {
+async fn renew(ctx: &Ctx, id: &str, generation: i64) -> Result<bool, ()> {
     let call = rows::renew(&ctx.db, id, RABBITMQ, &ctx.pod, generation, ctx.lock.as_millis() as i64);
     match tokio::time::timeout(ctx.lock / 3, call).await {
         Ok(Ok(held)) => Ok(held),
@@ -273,7 +274,7 @@ async fn renew(ctx: &Ctx, id: &InstanceId, generation: i64) -> Result<bool, ()> 
 
 /// Renews the claim every third of the lock; returns when it is lost, or when no renewal
 /// succeeded for two thirds of it (Postgres unreachable: another pod may take it soon).
-async fn keep_claim(ctx: &Ctx, id: &InstanceId, generation: i64) {
+async fn keep_claim(ctx: &Ctx, id: &str, generation: i64) {
     let mut held_until = tokio::time::Instant::now() + ctx.lock * 2 / 3;
     loop {
         tokio::time::sleep(ctx.lock / 3).await;
@@ -289,11 +290,19 @@ async fn keep_claim(ctx: &Ctx, id: &InstanceId, generation: i64) {
 /// One connection's worth of delivering: `Err` (a text without credentials) to back off
 /// and start again from the cursor.
 async fn attempt(ctx: &Ctx, row: &SinkRow, cursor: &mut u64, shutdown: &Shutdown) -> Result<End, String> {
-    let id = &row.instance_id;
-    let inst = shared::db::instances::get(&ctx.db, id).await.map_err(|e| format!("reading the instance: {e}"))?;
-    let Some(inst) = inst else { return Ok(End::Lost) };
-    let t = target(ctx, row, inst.name, inst.phone)?;
-    let mut publisher = Publisher::connect(&t.url, t.allow_private, &row.exchange, t.layout.clone(), id.as_str())
+    let (name, phone) = match row.owner() {
+        Some(Owner::Instance(id)) => {
+            let inst =
+                shared::db::instances::get(&ctx.db, &id).await.map_err(|e| format!("reading the instance: {e}"))?;
+            let Some(inst) = inst else { return Ok(End::Lost) };
+            (inst.name, inst.phone)
+        }
+        // An account's sink is in paceline's format: no instance name in its messages.
+        Some(Owner::Account(_)) => (String::new(), None),
+        None => return Ok(End::Lost),
+    };
+    let t = target(ctx, row, name, phone)?;
+    let mut publisher = Publisher::connect(&t.url, t.allow_private, &row.exchange, t.layout.clone(), &row.owner_id)
         .await
         .map_err(|e| e.to_string())?;
     let res = publish_from(ctx, row, &t, &mut publisher, cursor, shutdown).await;
@@ -309,21 +318,26 @@ async fn publish_from(
     cursor: &mut u64,
     shutdown: &Shutdown,
 ) -> Result<End, String> {
-    let id = &row.instance_id;
+    let id = row.owner_id.as_str();
+    // An account's sink reads every instance's events and keeps its own.
+    let mut members = match row.owner() {
+        Some(Owner::Account(a)) => Some(members::Memberships::new(a)),
+        _ => None,
+    };
     let stream =
         ctx.js.get_stream(ctx.subjects.events_stream()).await.map_err(|e| format!("the events stream: {e}"))?;
     let (first, newest) = (stream.cached_info().state.first_sequence, stream.cached_info().state.last_sequence);
     if *cursor > newest {
         // The stream was made anew (its sequence started over): from its start.
-        tracing::warn!(instance_id = %id, cursor = *cursor, newest, "the events stream was reset; the sink starts over");
+        tracing::warn!(owner = %id, cursor = *cursor, newest, "the events stream was reset; the sink starts over");
         metrics::counter!(m::SINK_GAPS).increment(1);
         *cursor = first.saturating_sub(1);
     } else if *cursor + 1 < first {
-        tracing::warn!(instance_id = %id, cursor = *cursor, first, "a sink's events older than the stream's retention are gone");
+        tracing::warn!(owner = %id, cursor = *cursor, first, "a sink's events older than the stream's retention are gone");
         metrics::counter!(m::SINK_GAPS).increment(1);
     }
     let config = pull::OrderedConfig {
-        filter_subject: ctx.subjects.events_filter(Some(id.as_str()), None),
+        filter_subject: ctx.subjects.events_filter(members.is_none().then_some(id), None),
         deliver_policy: DeliverPolicy::ByStartSequence { start_sequence: *cursor + 1 },
         ..Default::default()
     };
@@ -377,19 +391,32 @@ async fn publish_from(
         batch_since.get_or_insert_with(tokio::time::Instant::now);
         let envelope: serde_json::Value = serde_json::from_slice(&msg.payload).unwrap_or_default();
         let kind = envelope["type"].as_str().unwrap_or_default();
-        let wanted = (row.events.is_empty() || row.events.iter().any(|e| e == kind))
+        let instance = envelope["instance_id"].as_str().unwrap_or_default();
+        let at = envelope["created_at"].as_str().and_then(|s| s.parse::<chrono::DateTime<chrono::Utc>>().ok());
+        let mut wanted = (row.events.is_empty() || row.events.iter().any(|e| e == kind))
             && t.origin.as_ref().is_none_or(|o| shape::carries(o, kind, &envelope["data"]));
+        if let (true, Some(m)) = (wanted, members.as_mut()) {
+            wanted = match at {
+                Some(at) => m.admits(&ctx.db, instance, at).await?,
+                None => false,
+            };
+        }
         if wanted {
-            let at = envelope["created_at"].as_str().and_then(|s| s.parse::<chrono::DateTime<chrono::Utc>>().ok());
             oldest = oldest.or(at);
             let body = match &t.origin {
                 None => msg.payload.to_vec(),
                 Some(origin) => evolution_body(ctx, origin, &row.exchange, &envelope).await,
             };
             let evolution_event = evolution_shape::event_name(kind, &envelope["data"]);
+            // An account's messages are routed under the account, then the instance.
+            let route = match &members {
+                Some(_) => format!("{id}.{instance}"),
+                None => id.to_string(),
+            };
             let out = Outgoing {
                 id: envelope["id"].as_str().unwrap_or_default(),
-                instance: id.as_str(),
+                route: &route,
+                instance,
                 kind,
                 evolution_event,
                 at: at.map_or(0, |a| a.timestamp()),
@@ -416,8 +443,8 @@ async fn publish_from(
 
 /// The sink's backlog (its events not yet confirmed) and, while it fails, since when the
 /// oldest of them has waited, for the gauges.
-fn track(ctx: &Ctx, id: &InstanceId, backlog: u64, oldest: Option<chrono::DateTime<chrono::Utc>>) {
-    ctx.state.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), (backlog, oldest));
+fn track(ctx: &Ctx, id: &str, backlog: u64, oldest: Option<chrono::DateTime<chrono::Utc>>) {
+    ctx.state.lock().unwrap_or_else(|p| p.into_inner()).insert(id.to_string(), (backlog, oldest));
 }
 
 /// Waits for every pending confirm, then moves the cursor to `last`; false when the
@@ -443,7 +470,7 @@ async fn flush(
     if last <= *cursor {
         return Ok(true);
     }
-    let moved = rows::advance(&ctx.db, &row.instance_id, RABBITMQ, &ctx.pod, row.generation, last as i64, n as i64)
+    let moved = rows::advance(&ctx.db, &row.owner_id, RABBITMQ, &ctx.pod, row.generation, last as i64, n as i64)
         .await
         .map_err(|e| format!("recording progress: {e}"))?;
     if moved {

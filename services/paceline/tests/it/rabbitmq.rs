@@ -207,3 +207,80 @@ async fn evolutions_rabbitmq_set_publishes_evolutions_payloads_to_its_queues() {
     stop.cancel();
     dispatcher.await.unwrap().unwrap();
 }
+
+/// A new account: its id and a client with its token.
+async fn account(c: &Cluster, name: &str) -> (String, harness::Client) {
+    let a = c.api.admin().post("/v1/accounts", &json!({ "name": name })).await.expect(201);
+    let token = a["token"].as_str().unwrap().to_string();
+    (a["account"]["id"].as_str().unwrap().to_string(), c.api.client(Some(token)))
+}
+
+/// An account's sink: the events of every instance while it is in the account, routed
+/// under the account, in one queue; an instance outside it (or moved out) is not in it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_accounts_sink_carries_its_instances_events_while_they_are_its() {
+    let url = rabbitmq::amqp_url();
+    let c = Cluster::start(bin(), 1, |_| {}).await;
+    let stop = shared::Shutdown::new();
+    let dispatcher = tokio::spawn(dispatcher::run(c.config.clone(), stop.clone()));
+    let (one, two, outside) = ("5511966620001", "5511966620002", "5511966620003");
+    for n in [one, two, outside, ANA] {
+        c.phone(n, false).await;
+    }
+    let admin = c.api.admin();
+    let (acct, token) = account(&c, "sink-shops").await;
+    let (_, stranger) = account(&c, "sink-stranger").await;
+    let mut ids = Vec::new();
+    for (name, number) in [("acct-one", one), ("acct-two", two), ("not-acct", outside)] {
+        ids.push(c.paired_instance(name, number).await.0.id.to_string());
+    }
+    for id in &ids[..2] {
+        admin.put(&format!("/v1/instances/{id}/account"), &json!({ "account_id": acct })).await.expect(204);
+    }
+    let path = format!("/v1/accounts/{acct}/rabbitmq");
+    let body = json!({ "url": url, "allow_private_targets": true, "events": ["message.received"] });
+    token.get(&path).await.expect_error(404, "not_found");
+    token.put(&path, &body).await.expect_error(403, "forbidden");
+    stranger.put(&path, &json!({ "url": url })).await.expect_error(403, "forbidden");
+    admin
+        .put("/v1/accounts/acct_00000000000000000000000000000000/rabbitmq", &body)
+        .await
+        .expect_error(404, "not_found");
+    let set = admin.put(&path, &body).await.expect(200);
+    let queue = format!("paceline.{acct}");
+    assert_eq!(set["queue"], queue.as_str());
+    assert_eq!(token.get(&path).await.expect(200)["allow_private_targets"], true);
+
+    let send = |to: &'static str, text: &'static str| {
+        let net = c.netsim();
+        async move {
+            net.post(&format!("/control/phones/{ANA}/messages"), &json!({ "to": to, "text": text })).await.expect(201);
+        }
+    };
+    send(outside, "x1").await;
+    send(one, "a1").await;
+    send(two, "b1").await;
+    holds(&url, &queue, 2).await;
+    let got = consume(&url, &queue, 2).await;
+    assert_eq!(texts(&got), ["a1", "b1"], "the account's instances' events, in order, and no other's");
+    for (m, id) in got.iter().zip(&ids) {
+        assert_eq!(m.routing_key, format!("{acct}.{id}.message.received"));
+        assert_eq!(m.headers["instance_id"], id.as_str());
+    }
+
+    // Moved out: its later events are no longer the account's.
+    admin.put(&format!("/v1/instances/{}/account", ids[1]), &json!({ "account_id": null })).await.expect(204);
+    send(two, "b2").await;
+    send(one, "a2").await;
+    let mut later = Vec::new();
+    while !texts(&later).contains(&"a2".to_string()) {
+        let more = consume(&url, &queue, 1).await;
+        assert!(!more.is_empty(), "a2 comes: {:?}", texts(&later));
+        later.extend(more);
+    }
+    assert_eq!(texts(&later), ["a2"], "b2 was made after its instance left");
+    token.delete(&path).await.expect(204);
+    token.get(&path).await.expect_error(404, "not_found");
+    stop.cancel();
+    dispatcher.await.unwrap().unwrap();
+}

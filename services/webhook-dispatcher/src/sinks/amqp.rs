@@ -60,8 +60,8 @@ async fn within<T>(what: &'static str, f: impl std::future::Future<Output = lapi
 /// How a sink's messages are routed.
 #[derive(Debug, Clone)]
 pub enum Layout {
-    /// Ours: `<instance>.<event type>` on the exchange, with one durable queue (if any)
-    /// bound to `<instance>.#`.
+    /// Ours: `<instance>.<event type>` (`<account>.<instance>.<event type>`) on the
+    /// exchange, with one durable queue (if any) bound to `<instance>.#` (`<account>.#`).
     Ours { queue: Option<String> },
     /// Evolution's: the event's name (`messages.upsert`) on the exchange (named after
     /// the instance), each into a durable quorum queue `<exchange>.<event>`.
@@ -99,7 +99,7 @@ impl Publisher {
         allow_private: bool,
         exchange: &str,
         layout: Layout,
-        instance: &str,
+        owner: &str,
     ) -> Result<Publisher, AmqpError> {
         let host = url.host_str().ok_or(AmqpError::Unresolved)?;
         let port = domain::sinks::port_of(url);
@@ -112,7 +112,7 @@ impl Publisher {
         })?;
         let uri = pinned(url, addrs[0])?;
         let props =
-            ConnectionProperties::default().with_connection_name(LongString::from(format!("paceline sink {instance}")));
+            ConnectionProperties::default().with_connection_name(LongString::from(format!("paceline sink {owner}")));
         let conn = within("connecting", Connection::connect_uri(uri, props)).await?;
         let channel = within("opening a channel", conn.create_channel()).await?;
         within("confirm.select", channel.confirm_select(ConfirmSelectOptions::default())).await?;
@@ -124,7 +124,7 @@ impl Publisher {
         .await?;
         let mut p = Publisher { conn, channel, exchange: exchange.to_string(), layout, declared: HashSet::new() };
         if let Layout::Ours { queue: Some(q) } = p.layout.clone() {
-            p.declare(&q, &format!("{instance}.#"), false).await?;
+            p.declare(&q, &format!("{owner}.#"), false).await?;
         }
         Ok(p)
     }
@@ -159,7 +159,7 @@ impl Publisher {
     /// Publishes one message, persistent; answers its confirmation to wait for.
     pub async fn publish(&mut self, m: &Outgoing<'_>) -> Result<PublisherConfirm, AmqpError> {
         let key = match &self.layout {
-            Layout::Ours { .. } => format!("{}.{}", m.instance, m.kind),
+            Layout::Ours { .. } => format!("{}.{}", m.route, m.kind),
             Layout::Evolution => {
                 let key = m.evolution_event.unwrap_or(m.kind).to_string();
                 let queue = format!("{}.{}", self.exchange, key);
@@ -209,6 +209,9 @@ pub async fn confirmed(c: PublisherConfirm) -> Result<(), AmqpError> {
 /// One event to publish.
 pub struct Outgoing<'a> {
     pub id: &'a str,
+    /// The routing key's start: the instance's id (an account's sink: `<account
+    /// id>.<instance id>`), the sink's queue being bound to `<owner>.#`.
+    pub route: &'a str,
     pub instance: &'a str,
     /// Our event type.
     pub kind: &'a str,
