@@ -3,7 +3,8 @@
 //! the LID until the number is learned, merged into the number's then, and found by the
 //! LID afterwards); every event, both webhook formats, the chat list and the Chatwoot
 //! contact carry the number beside the LID; sends to the LID reach the contact and land
-//! in the same chat.
+//! in the same chat. A second contact, written to by number first, has a chat under the
+//! number and one under the LID until the pair is learned: then they are merged.
 
 use std::time::Duration;
 
@@ -17,6 +18,7 @@ use crate::chatwoot::{bridge, held, say};
 
 const SHOP: &str = "5511977790001";
 const ANA: &str = "5511977790002";
+const BEN: &str = "5511977790003";
 
 /// The data of the first event of `kind` (our format) whose `f` holds.
 async fn event(sink: &WebhookSink, kind: &str, f: impl Fn(&Value) -> bool) -> Value {
@@ -158,6 +160,36 @@ async fn a_contact_named_by_lid_then_by_number_is_one_chat_with_the_number_besid
     let list = chats["chats"].as_array().unwrap();
     assert_eq!(list.len(), 1, "{list:#?}");
     assert_eq!((list[0]["jid"].as_str(), list[0]["lid"].as_str()), (Some(&*pn), Some(&*lid)));
+
+    // Ben: the shop wrote to his number first, then he writes by LID alone (a second
+    // chat), then by LID with his number: the LID's chat merges into the number's, unread
+    // counts adding up.
+    c.phone(BEN, false).await;
+    let messages = format!("/v1/instances/{id}/messages");
+    let welcome = own.post(&messages, &json!({ "to": BEN, "type": "text", "text": "welcome" })).await.expect(202);
+    let welcome = welcome["id"].as_str().unwrap().to_string();
+    event(&ours, "message.sent", |d| d["id"] == welcome.as_str()).await;
+    let net = c.netsim();
+    let ben_lid = net.post(&format!("/control/phones/{BEN}/addressing"), &json!({ "mode": "lid_hidden" })).await;
+    let ben_lid = format!("{}@lid", ben_lid.expect(200)["lid"].as_str().unwrap());
+    let ben = format!("{BEN}@s.whatsapp.net");
+    say(&c, BEN, SHOP, json!({ "text": "ben, hidden" })).await;
+    event(&ours, "message.received", text_is("ben, hidden")).await;
+    let chats = own.get(&format!("/v1/instances/{id}/chats")).await.expect(200);
+    let of = |list: &Value, jid: &str| list["chats"].as_array().unwrap().iter().find(|c| c["jid"] == jid).cloned();
+    assert!(of(&chats, &ben).is_some() && of(&chats, &ben_lid).is_some(), "two chats for now: {chats:#}");
+    net.post(&format!("/control/phones/{BEN}/addressing"), &json!({ "mode": "lid" })).await.expect(200);
+    say(&c, BEN, SHOP, json!({ "text": "ben, known" })).await;
+    event(&ours, "message.received", text_is("ben, known")).await;
+    let chats = own.get(&format!("/v1/instances/{id}/chats")).await.expect(200);
+    assert!(of(&chats, &ben_lid).is_none(), "merged: {chats:#}");
+    let merged = of(&chats, &ben).expect("the number's chat");
+    assert_eq!((merged["lid"].as_str(), merged["unread_count"].as_i64()), (Some(ben_lid.as_str()), Some(2)));
+    let page = own.get(&format!("/v1/instances/{id}/chats/{ben}/messages")).await.expect(200);
+    let texts: Vec<&str> =
+        page["messages"].as_array().unwrap().iter().filter_map(|m| m["content"]["text"].as_str()).collect();
+    assert_eq!(texts.len(), 3, "{texts:?}");
+
     let problems = cw.validate();
     assert!(problems.is_empty(), "{problems:#?}");
     stop.cancel();

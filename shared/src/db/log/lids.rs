@@ -31,6 +31,11 @@ pub(super) fn is_lid(jid: &str) -> bool {
     crate::jid::server_of(jid) == crate::jid::LID_SERVER
 }
 
+/// Whether a message names a party by a hidden id (only those need settling).
+pub(super) fn names_a_lid(m: &Received) -> bool {
+    m.chat_lid.is_some() || m.from_lid.is_some() || is_lid(&m.chat_jid) || is_lid(&m.from_jid)
+}
+
 /// The numbers' JIDs of the hidden ids among `parties` (instance, JID) that their
 /// instances know, by (instance, LID). Asks nothing when none is a LID (the send path's
 /// common case).

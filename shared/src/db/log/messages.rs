@@ -22,9 +22,15 @@ pub async fn record_received(
         return Ok(Some(0));
     }
     // Parties named by hidden ids: by number where known (a chat reached by both is one).
-    let mut msgs = msgs.to_vec();
-    super::lids::settle(&mut tx, instance, &mut msgs).await?;
-    let msgs = &msgs[..];
+    let settled;
+    let msgs = if msgs.iter().any(super::lids::names_a_lid) {
+        let mut owned = msgs.to_vec();
+        super::lids::settle(&mut tx, instance, &mut owned).await?;
+        settled = owned;
+        &settled[..]
+    } else {
+        msgs
+    };
     let ids: Vec<MessageId> = msgs.iter().map(|_| MessageId::new()).collect();
     let chats: Vec<&str> = msgs.iter().map(|m| m.chat_jid.as_str()).collect();
     let wa: Vec<&str> = msgs.iter().map(|m| m.wa_message_id.as_str()).collect();
