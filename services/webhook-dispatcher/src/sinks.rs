@@ -397,7 +397,7 @@ async fn publish_from(
             && t.origin.as_ref().is_none_or(|o| shape::carries(o, kind, &envelope["data"]));
         if let (true, Some(m)) = (wanted, members.as_mut()) {
             wanted = match at {
-                Some(at) => m.admits(&ctx.db, instance, at).await?,
+                Some(at) => m.admits(&ctx.db, &envelope, instance, at).await?,
                 None => false,
             };
         }

@@ -77,7 +77,7 @@ async fn a_contact_named_by_lid_then_by_number_is_one_chat_with_the_number_besid
     let pn = format!("{ANA}@s.whatsapp.net");
 
     // 1. By LID alone: the chat is the LID's; nothing names the number.
-    say(&c, ANA, SHOP, json!({ "text": "who am I?" })).await;
+    let who = say(&c, ANA, SHOP, json!({ "text": "who am I?" })).await;
     let d = event(&ours, "message.received", text_is("who am I?")).await;
     assert_eq!((d["chat_jid"].as_str(), d["chat_lid"].as_str()), (Some(lid.as_str()), Some(lid.as_str())));
     assert_eq!((d["from_jid"].as_str(), d["from_lid"].as_str()), (Some(lid.as_str()), Some(lid.as_str())));
@@ -160,6 +160,14 @@ async fn a_contact_named_by_lid_then_by_number_is_one_chat_with_the_number_besid
     let list = chats["chats"].as_array().unwrap();
     assert_eq!(list.len(), 1, "{list:#?}");
     assert_eq!((list[0]["jid"].as_str(), list[0]["lid"].as_str()), (Some(&*pn), Some(&*lid)));
+
+    // Ana, by number alone now, edits her first message (logged under her LID): hers
+    // all the same.
+    addressing("pn").await;
+    let edit = json!({ "type": "edit", "text": "who am I? (Ana)", "body": { "target": who } });
+    say(&c, ANA, SHOP, edit).await;
+    let d = event(&ours, "message.edited", |d| d["wa_message_id"] == who.as_str()).await;
+    assert_eq!((d["chat_jid"].as_str(), d["text"].as_str()), (Some(pn.as_str()), Some("who am I? (Ana)")));
 
     // Ben: the shop wrote to his number first, then he writes by LID alone (a second
     // chat), then by LID with his number: the LID's chat merges into the number's, unread

@@ -49,8 +49,19 @@ impl Memberships {
         Ok(())
     }
 
-    /// Whether the event of `instance` made `at` is the account's.
-    pub async fn admits(&mut self, db: &sqlx::PgPool, instance: &str, at: DateTime<Utc>) -> Result<bool, String> {
+    /// Whether the event `envelope` (of `instance`, made `at`) is the account's. An
+    /// instance's `instance.created` and `instance.deleted` name the account they happened
+    /// in, and are decided by it (as account webhooks decide them).
+    pub async fn admits(
+        &mut self,
+        db: &sqlx::PgPool,
+        envelope: &serde_json::Value,
+        instance: &str,
+        at: DateTime<Utc>,
+    ) -> Result<bool, String> {
+        if matches!(envelope["type"].as_str(), Some("instance.created" | "instance.deleted")) {
+            return Ok(envelope["data"]["account_id"].as_str() == Some(self.account.as_str()));
+        }
         if self.read_at.is_none_or(|r| at >= r) {
             self.read(db).await?;
         }

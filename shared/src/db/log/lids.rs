@@ -101,7 +101,21 @@ pub(super) async fn settle<T: Parties>(
         .bind(&pns)
         .fetch_all(&mut *tx)
         .await?;
-        for (lid, pn) in &learned {
+        // Merged: every pair newly learned (or changed), and any pair of the batch whose
+        // LID still has a chat of its own (one a concurrent write made under the LID
+        // before the pair was committed: merged now).
+        let split: Vec<String> = sqlx::query_scalar("SELECT jid FROM chats WHERE instance_id = $1 AND jid = ANY($2)")
+            .bind(instance)
+            .bind(&lids)
+            .fetch_all(&mut *tx)
+            .await?;
+        let mut todo: BTreeMap<&str, &str> = learned.iter().map(|(l, p)| (l.as_str(), p.as_str())).collect();
+        for l in &split {
+            if let Some(p) = pairs.get(l) {
+                todo.entry(l.as_str()).or_insert(p.as_str());
+            }
+        }
+        for (lid, pn) in todo {
             merge(tx, instance, lid, pn).await?;
         }
     }
@@ -126,8 +140,22 @@ pub(super) async fn settle<T: Parties>(
     Ok(())
 }
 
+/// The hidden id the instance knows for a number's JID, if any.
+pub(super) async fn lid_of(
+    tx: &mut PgConnection,
+    instance: &InstanceId,
+    pn: &str,
+) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query_scalar("SELECT lid FROM lid_map WHERE instance_id = $1 AND pn = $2 ORDER BY learned_at DESC LIMIT 1")
+        .bind(instance)
+        .bind(pn)
+        .fetch_optional(&mut *tx)
+        .await
+}
+
 /// Moves what the log kept under `lid` to `pn`'s chat: its messages (a message logged
-/// under both keeps the number's copy), labels and the chat row (merged into the
+/// under both keeps the number's copy), labels, the attendant's pause and replies, and
+/// the chat row (merged into the
 /// number's, if that exists: unread counts add up, the later times win), with a
 /// `chat.updated` for the LID's chat (`deleted`) and for the number's.
 async fn merge(tx: &mut PgConnection, instance: &InstanceId, lid: &str, pn: &str) -> Result<(), sqlx::Error> {
@@ -159,6 +187,30 @@ async fn merge(tx: &mut PgConnection, instance: &InstanceId, lid: &str, pn: &str
     sqlx::query("DELETE FROM label_targets WHERE instance_id = $1 AND chat_jid = $2")
         .bind(instance)
         .bind(lid)
+        .execute(&mut *tx)
+        .await?;
+    // A human's hold on the chat (the attendant paused) holds on in the number's, the
+    // later end winning; the attendant's replies count in it.
+    sqlx::query(
+        "INSERT INTO attendant_pauses AS p (instance_id, chat_jid, until, reason) \
+         SELECT instance_id, $3, until, reason FROM attendant_pauses WHERE instance_id = $1 AND chat_jid = $2 \
+         ON CONFLICT (instance_id, chat_jid) DO UPDATE SET until = GREATEST(p.until, EXCLUDED.until), \
+             reason = CASE WHEN EXCLUDED.until > p.until THEN EXCLUDED.reason ELSE p.reason END",
+    )
+    .bind(instance)
+    .bind(lid)
+    .bind(pn)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query("DELETE FROM attendant_pauses WHERE instance_id = $1 AND chat_jid = $2")
+        .bind(instance)
+        .bind(lid)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("UPDATE attendant_replies SET chat_jid = $3 WHERE instance_id = $1 AND chat_jid = $2")
+        .bind(instance)
+        .bind(lid)
+        .bind(pn)
         .execute(&mut *tx)
         .await?;
     let old: Option<MergedChat> = sqlx::query_as(&format!(

@@ -314,7 +314,12 @@ pub async fn apply_change(pool: &PgPool, instance: &InstanceId, epoch: i64, c: &
     }
     let mut changed = [c.clone()];
     super::lids::settle(&mut tx, instance, &mut changed).await?;
-    let [c] = &changed;
+    let [c] = &mut changed;
+    // A sender named by number only still matches its messages logged under its LID.
+    if c.from_lid.is_none() && crate::jid::server_of(&c.from_jid) == crate::jid::USER_SERVER {
+        c.from_lid = super::lids::lid_of(&mut tx, instance, &c.from_jid).await?;
+    }
+    let c = &*c;
     let patch = match &c.text {
         Some(t) => serde_json::json!({ "edited_at": c.at, "__text": t }),
         None => serde_json::json!({ "deleted_at": c.at }),
@@ -341,6 +346,8 @@ pub async fn apply_change(pool: &PgPool, instance: &InstanceId, epoch: i64, c: &
     .fetch_optional(&mut *tx)
     .await?;
     let Some(id) = id else {
+        // Nothing to change; what settling learned (and merged) stays.
+        tx.commit().await?;
         return Ok(true);
     };
     let event = match &c.text {
