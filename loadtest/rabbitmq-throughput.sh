@@ -7,8 +7,9 @@
 # test command runs it), gives an instance a RabbitMQ sink, commits [events] (default
 # 20000) events to its outbox in one statement, and times until the sink's queue holds
 # them all (relay -> JetStream -> the sink's ordered consumer -> AMQP publish with
-# confirms -> cursor written). Then the same for a webhook to a local sink, in the same
-# run, so the two figures sit side by side with this run's pgbench figure.
+# confirms -> cursor written). Then the same for a webhook to a local sink, and for an
+# account's sink (which reads every instance's events and keeps its account's), in the
+# same run, so the figures sit side by side with this run's pgbench figure.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 N=${1:-20000}
@@ -63,6 +64,11 @@ finally:
 PY
 }
 sink_count() { curl -sf "$SINK_URL/stats" | json '["count"]'; }
+# Prints how fast $N things ($1) went from the insert's commit, from START, COMMITTED, END.
+rate() {
+    python3 -c "import sys; w,n,s,c,e=sys.argv[1],int(sys.argv[2]),*map(float,sys.argv[3:]); print(f'    the insert took {c-s:.1f} s; {n} {w} in {e-c:.1f} s from its commit: {n/(e-c):.0f}/s')" \
+        "$1" "$N" "$START" "$COMMITTED" "$END"
+}
 # Waits until $1 (a command printing a count) reaches $2; prints the seconds it took.
 wait_for_count() {
     local deadline=$((SECONDS + 600)) have
@@ -82,10 +88,13 @@ curl -sf -X PUT "http://127.0.0.1:8787/v1/instances/$INST/rabbitmq" -H "Authoriz
     -d "{\"url\": \"$AMQP_URL\", \"allow_private_targets\": true, \"events\": [\"message.queued\"]}" >/dev/null
 QUEUE=paceline.$INST
 # The sink declares its queue once a dispatcher has claimed it.
-for _ in $(seq 1 100); do
-    [[ $("$PL_RABBITMQ_CTL" -e "$PL_RABBITMQ_ENV" ctl list_queues name 2>/dev/null | grep -c "^$QUEUE") -ge 1 ]] && break
-    sleep 0.2
-done
+declared() {
+    for _ in $(seq 1 100); do
+        [[ $("$PL_RABBITMQ_CTL" -e "$PL_RABBITMQ_ENV" ctl list_queues name 2>/dev/null | grep -c "^$1") -ge 1 ]] && return
+        sleep 0.2
+    done
+}
+declared "$QUEUE"
 echo "==> 1. RabbitMQ: $N events committed at once, one sink"
 START=$(date +%s.%N)
 lt_insert_events "$INST" "$N"
@@ -95,7 +104,7 @@ SAMPLER=$!
 wait_for_count "queue_len $QUEUE" "$N"
 END=$(date +%s.%N)
 wait "$SAMPLER" || true
-python3 -c "import sys; n,s,c,e=int(sys.argv[1]),*map(float,sys.argv[2:]); print(f'    the insert took {c-s:.1f} s; {n} messages confirmed and queued in {e-c:.1f} s from its commit: {n/(e-c):.0f}/s')" "$N" "$START" "$COMMITTED" "$END"
+rate "messages confirmed and queued"
 echo "    CPU by process during the run (200% = both cores):"
 cat "$LOG.cpu" 2>/dev/null || true
 
@@ -111,5 +120,21 @@ lt_insert_events "$WINST" "$N"
 COMMITTED=$(date +%s.%N)
 wait_for_count sink_count "$N"
 END=$(date +%s.%N)
-python3 -c "import sys; n,s,c,e=int(sys.argv[1]),*map(float,sys.argv[2:]); print(f'    the insert took {c-s:.1f} s; {n} deliveries in {e-c:.1f} s from its commit: {n/(e-c):.0f}/s')" "$N" "$START" "$COMMITTED" "$END"
+rate "deliveries"
 rm -f "$LOG.cpu"
+
+ACCOUNT=$(curl -sf http://127.0.0.1:8787/v1/accounts -H "Authorization: Bearer $ADMIN" -d "{\"name\": \"rmqbench-$(date +%s%N)\"}")
+ACCT=$(printf '%s' "$ACCOUNT" | json '["account"]["id"]')
+ATOKEN=$(printf '%s' "$ACCOUNT" | json '["token"]')
+AINST=$(curl -sf http://127.0.0.1:8787/v1/instances -H "Authorization: Bearer $ATOKEN" \
+    -d "{\"name\": \"acctbench-$(date +%s%N)\"}" | json '["instance"]["id"]')
+curl -sf -X PUT "http://127.0.0.1:8787/v1/accounts/$ACCT/rabbitmq" -H "Authorization: Bearer $ADMIN" \
+    -d "{\"url\": \"$AMQP_URL\", \"allow_private_targets\": true, \"events\": [\"message.queued\"]}" >/dev/null
+declared "paceline.$ACCT"
+echo "==> 3. RabbitMQ, an account's sink, same run: $N events of one of its instances committed at once"
+START=$(date +%s.%N)
+lt_insert_events "$AINST" "$N"
+COMMITTED=$(date +%s.%N)
+wait_for_count "queue_len paceline.$ACCT" "$N"
+END=$(date +%s.%N)
+rate "messages confirmed and queued"
