@@ -166,6 +166,11 @@ pub fn is_group_jid(jid: &str) -> bool {
     server_of(jid) == GROUP_SERVER
 }
 
+/// Whether `jid` (a stored JID string) is a hidden id (`<id>@lid`).
+pub fn is_lid_jid(jid: &str) -> bool {
+    server_of(jid) == LID_SERVER
+}
+
 /// `user@server`, for ids the caller already holds (tests, the network's own ids).
 pub fn at(user: &str, server: &str) -> String {
     format!("{user}@{server}")

@@ -170,14 +170,14 @@ impl Bridge {
     /// since (the local log merged them): its contact takes the number (unless another
     /// contact holds it: then it stays as it was) and its row moves to the number's chat,
     /// so the conversation carries on.
-    async fn adopt_lid_chat(&self, c: &Ctx<'_>, chat: &str) -> Result<Option<ChatRow>, Step> {
+    async fn adopt_lid_chat(&self, c: &Ctx<'_>, chat: &str, lid: Option<&str>) -> Result<Option<ChatRow>, Step> {
         let db = &self.core.db;
-        let Some(lid) = self.chat_name(c, chat).await?.1.filter(|l| l != chat) else { return Ok(None) };
-        let Some(row) = rows::chat(db, c.id(), &lid, c.s.generation).await.map_err(Step::from)? else {
+        let Some(lid) = lid.filter(|l| *l != chat) else { return Ok(None) };
+        let Some(row) = rows::chat(db, c.id(), lid, c.s.generation).await.map_err(Step::from)? else {
             return Ok(None);
         };
         if let Some(phone) = render::phone_of(chat) {
-            match c.cw.contact_by_number(row.contact_id, chat, &phone, &lid).await {
+            match c.cw.contact_by_number(row.contact_id, chat, &phone, lid).await {
                 Ok(()) => {}
                 Err(CwError::Refused { status: 422 | 400 | 404, .. }) => {
                     tracing::warn!(instance = %c.id(), "chatwoot kept a contact under its hidden id: its number is taken")
@@ -185,7 +185,7 @@ impl Bridge {
                 Err(e) => return Err(Step::from(e)),
             }
         }
-        rows::move_chat(db, c.id(), &lid, chat).await.map_err(Step::from)?;
+        rows::move_chat(db, c.id(), lid, chat).await.map_err(Step::from)?;
         Ok(Some(row))
     }
 
@@ -193,8 +193,13 @@ impl Bridge {
     /// integration, its identifier or number being taken) and recorded.
     async fn contact(&self, c: &Ctx<'_>, chat: &str) -> Result<i64, Step> {
         let (name, lid) = self.chat_name(c, chat).await?;
+        self.contact_named(c, chat, &name, lid.as_deref()).await
+    }
+
+    /// [`Self::contact`], the chat's name and hidden id already read.
+    async fn contact_named(&self, c: &Ctx<'_>, chat: &str, name: &str, lid: Option<&str>) -> Result<i64, Step> {
         let phone = render::phone_of(chat);
-        let id = match c.cw.create_contact(c.inbox, &name, chat, phone.as_deref(), lid.as_deref()).await {
+        let id = match c.cw.create_contact(c.inbox, name, chat, phone.as_deref(), lid).await {
             Ok(id) => id,
             Err(e @ CwError::Refused { status: 422 | 400, .. }) => {
                 let by_id = c.cw.find_contact(chat, |c| c.identifier.as_deref() == Some(chat)).await;
@@ -281,16 +286,23 @@ impl Bridge {
     async fn conversation(&self, c: &Ctx<'_>, chat: &str) -> Result<i64, Step> {
         let db = &self.core.db;
         let known = match rows::chat(db, c.id(), chat, c.s.generation).await.map_err(Step::from)? {
-            Some(k) => Some(k),
-            None => self.adopt_lid_chat(c, chat).await?,
+            Some(k) => k,
+            // Not in Chatwoot yet: its name and hidden id, read once for both uses.
+            None => {
+                let (name, lid) = self.chat_name(c, chat).await?;
+                match self.adopt_lid_chat(c, chat, lid.as_deref()).await? {
+                    Some(k) => k,
+                    None => {
+                        let contact_id = self.contact_named(c, chat, &name, lid.as_deref()).await?;
+                        ChatRow { contact_id, conversation_id: None }
+                    }
+                }
+            }
         };
-        if let Some(conv) = known.as_ref().and_then(|k| k.conversation_id) {
+        if let Some(conv) = known.conversation_id {
             return Ok(conv);
         }
-        let contact = match &known {
-            Some(k) => k.contact_id,
-            None => self.contact(c, chat).await?,
-        };
+        let contact = known.contact_id;
         // A conversation an earlier try opened is used again.
         let open = c.cw.conversations_of(contact).await;
         let reuse = match open {

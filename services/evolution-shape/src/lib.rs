@@ -258,7 +258,7 @@ pub fn addressing(key: &mut Value, d: &Value) {
             key["participantAlt"] = Value::String(alt);
         }
     }
-    let hidden = shared::jid::server_of(who) == shared::jid::LID_SERVER;
+    let hidden = shared::jid::is_lid_jid(who);
     key["addressingMode"] = Value::String(if hidden { "lid" } else { "pn" }.into());
 }
 

@@ -27,9 +27,7 @@ impl Parties for Changed {
     }
 }
 
-pub(super) fn is_lid(jid: &str) -> bool {
-    crate::jid::server_of(jid) == crate::jid::LID_SERVER
-}
+use crate::jid::is_lid_jid as is_lid;
 
 /// Whether a message names a party by a hidden id (only those need settling).
 pub(super) fn names_a_lid(m: &Received) -> bool {
@@ -119,17 +117,11 @@ pub(super) async fn settle<T: Parties>(
             merge(tx, instance, lid, pn).await?;
         }
     }
-    let missing: Vec<&String> = unknown.iter().filter(|l| !pairs.contains_key(*l)).collect();
-    let mut known: BTreeMap<String, String> = pairs;
-    if !missing.is_empty() {
-        let rows: Vec<(String, String)> =
-            sqlx::query_as("SELECT lid, pn FROM lid_map WHERE instance_id = $1 AND lid = ANY($2)")
-                .bind(instance)
-                .bind(&missing)
-                .fetch_all(&mut *tx)
-                .await?;
-        known.extend(rows);
-    }
+    let missing: Vec<(&InstanceId, &str)> =
+        unknown.iter().filter(|l| !pairs.contains_key(*l)).map(|l| (instance, l.as_str())).collect();
+    let found = numbers_of(tx, missing.into_iter()).await?;
+    let mut known = pairs;
+    known.extend(found.into_iter().map(|((_, l), p)| (l, p)));
     for item in items.iter_mut() {
         for (jid, _) in item.parties() {
             if let Some(pn) = is_lid(jid).then(|| known.get(jid.as_str())).flatten() {

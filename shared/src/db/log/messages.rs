@@ -247,7 +247,7 @@ pub async fn record_sent_many(
         let known = if numbers.is_empty() { None } else { numbers.get(&(r.instance_id.clone(), to.to_string())) };
         match known {
             Some(pn) => (pn.as_str(), Some(to)),
-            None => (to, super::lids::is_lid(to).then_some(to)),
+            None => (to, crate::jid::is_lid_jid(to).then_some(to)),
         }
     }
     let chat_of = |r| chat_in(&numbers, r);
