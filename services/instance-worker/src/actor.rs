@@ -59,6 +59,8 @@ pub struct Ctx {
     /// Write the ends of sends and the receipts, batched across the worker's instances.
     pub finisher: crate::batch::Batcher<crate::batch::Finish, Option<shared::db::messages::MessageRow>>,
     pub receipts: crate::batch::Batcher<shared::db::log::ReceiptIn, bool>,
+    /// Paces this worker's connects and reconnects (`worker.connects_per_second`).
+    pub connects: crate::connects::Connects,
 }
 
 /// Pacing settings that come from the config rather than the instance.
@@ -201,7 +203,12 @@ impl Actor {
                 proxy_url: self.proxy_url.clone(),
             };
             let credentials = self.credentials.clone();
-            let Some(opened) = self.while_idle(rpc, cancel, driver.open(&target, credentials)).await else {
+            let ctx = self.ctx.clone();
+            let open = async move {
+                ctx.connects.wait().await;
+                driver.open(&target, credentials).await
+            };
+            let Some(opened) = self.while_idle(rpc, cancel, open).await else {
                 return self.stop().await;
             };
             let (session, mut events) = match opened {

@@ -11,6 +11,7 @@
 
 pub mod actor;
 pub mod batch;
+pub mod connects;
 pub mod db;
 pub mod driver;
 pub mod lease;
@@ -53,6 +54,8 @@ const SHED_COOLDOWN: Duration = Duration::from_secs(30);
 /// How often the worker looks for queued messages of its idle instances, in one
 /// statement (a wake-up NATS lost waits at most this).
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
+/// Claims a scan makes at once (each holds a Postgres connection of the worker's pool).
+const CLAIMS_IN_FLIGHT: usize = 8;
 /// How often queue depth and age are measured for the metrics.
 const QUEUE_STATS_EVERY: Duration = Duration::from_secs(5);
 
@@ -125,6 +128,7 @@ pub async fn run_with(config: Config, drivers: Drivers, shutdown: Shutdown) -> a
         media,
         finisher: batch::finisher(pool.clone()),
         receipts: batch::receipts(pool.clone()),
+        connects: connects::Connects::new(config.worker.connects_per_second),
     });
     tracing::info!(worker_id, network = %config.network, "worker started");
     let mut w = Worker {
@@ -246,11 +250,22 @@ impl Worker {
         };
         // Workers scanning at once should not all race for the same instances.
         free.shuffle(&mut rand::thread_rng());
-        for id in free {
-            if self.held.len() >= share {
-                break;
+        free.truncate(share - self.held.len());
+        // A few claims at once (each is a Redis and a Postgres round trip): a fresh worker
+        // takes thousands in seconds, and their sessions then connect at the paced rate.
+        let this = &*self;
+        let claims: Vec<(InstanceId, Option<sessions::Claim>)> = futures::stream::iter(free)
+            .map(|id| async move {
+                let claim = this.claim(&id).await;
+                (id, claim)
+            })
+            .buffer_unordered(CLAIMS_IN_FLIGHT)
+            .collect()
+            .await;
+        for (id, claim) in claims {
+            if let Some(claim) = claim {
+                self.start(id, claim);
             }
-            self.claim(id).await;
         }
     }
 
@@ -282,25 +297,34 @@ impl Worker {
         }
     }
 
-    async fn claim(&mut self, id: InstanceId) {
-        let epoch = match self.leases.acquire(&id).await {
+    /// Takes the instance's lease and its epoch on the row; `None` when another worker was
+    /// first or the instance no longer runs.
+    async fn claim(&self, id: &InstanceId) -> Option<sessions::Claim> {
+        let epoch = match self.leases.acquire(id).await {
             Ok(Some(e)) => e,
-            Ok(None) => return,
-            Err(e) => return tracing::warn!(error = %e, "lease acquire failed"),
+            Ok(None) => return None,
+            Err(e) => {
+                tracing::warn!(error = %e, "lease acquire failed");
+                return None;
+            }
         };
-        let claim = match sessions::claim(&self.ctx.db, &id, epoch, &self.worker_id).await {
-            Ok(Some(c)) => c,
+        match sessions::claim(&self.ctx.db, id, epoch, &self.worker_id).await {
+            Ok(Some(c)) => Some(c),
             Ok(None) => {
                 // Deleted or no longer wanted since the scan.
-                let _ = self.leases.release(&id).await;
-                return;
+                let _ = self.leases.release(id).await;
+                None
             }
             Err(e) => {
                 tracing::warn!(error = %e, "claim failed");
-                let _ = self.leases.release(&id).await;
-                return;
+                let _ = self.leases.release(id).await;
+                None
             }
-        };
+        }
+    }
+
+    /// Runs a claimed instance: its lease renewed, its actor started.
+    fn start(&mut self, id: InstanceId, claim: sessions::Claim) {
         ::metrics::counter!(LEASE_ACQUIRED).increment(1);
         tracing::info!(instance_id = %id, epoch = claim.owner_epoch, "instance claimed");
         let cancel = CancellationToken::new();

@@ -24,10 +24,15 @@ pub const INSTANCES_UNLEASED: &str = "paceline_instances_unleased";
 pub const INSTANCES_DESIRED: &str = "paceline_instances_desired";
 pub const INSTANCES_SHED: &str = "paceline_worker_instances_shed_total";
 pub const WRITE_BATCH: &str = "paceline_worker_write_batch_size";
+pub const CONNECTS_WAITING: &str = "paceline_worker_connects_waiting";
 
 pub fn describe() {
     shared::telemetry::prometheus();
     metrics::describe_gauge!(LEASES_HELD, "instance leases this worker holds");
+    metrics::describe_gauge!(
+        CONNECTS_WAITING,
+        "sessions waiting for their slot to connect (worker.connects_per_second paces connects and reconnects)"
+    );
     metrics::describe_histogram!(
         WRITE_BATCH,
         "jobs per transaction of the worker's batched writers (writer: finish for the ends of sends, receipts)"

@@ -204,6 +204,10 @@ section! {
         scan: Duration = ms(1_000),
         /// Most instances one worker runs.
         max_instances: usize = 5_000,
+        /// Most sessions one worker opens per second, connects and reconnects alike, each
+        /// at a random point of its slot: after a restart or a network outage sessions
+        /// come back at this steady rate instead of all at once (10,000 in 40 s).
+        connects_per_second: u32 = 250,
         /// The first wait after a transient send failure; it doubles per attempt (cap 30 s).
         #[serde(rename = "queue_retry_base_ms")]
         #[serde_as(as = "de::Millis")]

@@ -197,6 +197,9 @@ impl Config {
         if self.worker.max_instances == 0 {
             errors.push("worker.max_instances must be at least 1".to_string());
         }
+        if self.worker.connects_per_second == 0 {
+            errors.push("worker.connects_per_second must be at least 1".to_string());
+        }
         if tracing_subscriber::EnvFilter::try_new(&self.log.level).is_err() {
             errors.push("log.level is not a valid tracing filter".to_string());
         }

@@ -450,3 +450,47 @@ async fn a_new_worker_takes_its_share_from_the_others() {
         c.wait_state(id, "connected", Duration::from_secs(20)).await;
     }
 }
+
+/// Sessions come back paced after a restart: a fresh worker claims every instance at
+/// once, then opens their sessions at `worker.connects_per_second`, never faster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_worker_reconnects_its_sessions_at_the_paced_rate() {
+    let mut c = Cluster::start(bin(), 1, |cfg| cfg.worker.connects_per_second = 2).await;
+    let mut ids = Vec::new();
+    for n in 0..6 {
+        let number = format!("55119999970{n:02}");
+        c.phone(&number, false).await;
+        let (inst, _) = c.paired_instance(&format!("storm-{n}"), &number).await;
+        ids.push(inst.id.to_string());
+    }
+    // The whole cluster's workers go at once (no handoff), and one comes back.
+    c.signal(0, "KILL");
+    let _ = c.workers[0].child.wait();
+    let back = c.spawn_worker();
+    let pool = c.pool().await;
+    let held = wait_for(Duration::from_secs(30), || async {
+        (c.worker_metric(back, "paceline_worker_leases_held", "").await == 6.0).then_some(())
+    })
+    .await;
+    assert!(held.is_some(), "the new worker claims all six");
+    let restarted = chrono::Utc::now();
+    for id in &ids {
+        c.wait_state(id, "connected", Duration::from_secs(30)).await;
+    }
+    let times: Vec<chrono::DateTime<chrono::Utc>> = sqlx::query_scalar(
+        "SELECT state_changed_at FROM instances WHERE id = ANY($1) AND state = 'connected' ORDER BY 1",
+    )
+    .bind(&ids)
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(times.len(), 6);
+    assert!(times[0] < restarted + chrono::Duration::seconds(30));
+    // Six slots of half a second, each connect inside its own: the last starts at least
+    // two seconds after the first (what netsim takes to answer varies by milliseconds).
+    let spread = times[5] - times[0];
+    println!("six paced reconnects spread over {} ms at 2 per second", spread.num_milliseconds());
+    assert!(spread >= chrono::Duration::milliseconds(1_800), "connects not paced: {spread}");
+    assert_eq!(c.worker_metric(back, "paceline_worker_connects_waiting", "").await, 0.0);
+    assert_eq!(c.worker_metric(back, "paceline_worker_session_events_total", "kind=\"open_failed\"").await, 0.0);
+}
