@@ -35,11 +35,16 @@ pub struct Policy {
 pub async fn run(db: sqlx::PgPool, every: Duration, policy: Policy, shutdown: shared::Shutdown) {
     describe();
     let tick = (every / 4).clamp(Duration::from_millis(100), Duration::from_secs(15));
+    // Where this pod's pass over the instances is (by id); each tick begins a new pass.
+    let mut after = String::new();
     loop {
         while !shutdown.is_cancelled() {
-            match round(&db, every, &policy).await {
+            match round(&db, every, &mut after, &policy).await {
                 Ok(n) if n == BATCH as usize => continue,
-                Ok(_) => break,
+                Ok(_) => {
+                    after.clear();
+                    break;
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "evaluating ban risk failed; trying again next round");
                     break;
@@ -53,8 +58,11 @@ pub async fn run(db: sqlx::PgPool, every: Duration, policy: Policy, shutdown: sh
     }
 }
 
-async fn round(db: &sqlx::PgPool, every: Duration, p: &Policy) -> Result<usize, sqlx::Error> {
-    let due = shared::db::risk::claim_due(db, every, BATCH).await?;
+async fn round(db: &sqlx::PgPool, every: Duration, after: &mut String, p: &Policy) -> Result<usize, sqlx::Error> {
+    let due = shared::db::risk::claim_due(db, every, after, BATCH).await?;
+    if let Some((last, _)) = due.last() {
+        *after = last.to_string();
+    }
     for (id, own) in &due {
         let policy = p.deployment.with(own.as_ref().map(|o| &o.0));
         let signals = shared::db::risk::signals(db, id).await?;

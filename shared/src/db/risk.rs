@@ -7,112 +7,131 @@ use crate::events::{Event, InstancePausedEventData, InstanceResumedEventData, In
 use crate::ids::InstanceId;
 use crate::risk::Signals;
 
-/// The signals of `instance` now.
+/// The signals of `instance` now, in one statement (the evaluator reads them for every
+/// paired instance every `risk.interval_ms`: one round trip each).
 pub async fn signals(db: &sqlx::PgPool, instance: &InstanceId) -> Result<Signals, sqlx::Error> {
-    let mut s = Signals::default();
-    // Sends and failures the network answered (expiry is not the network's answer).
-    let (sends_1h, sends_24h, failed, invalid, limited, first, before): (i64, i64, i64, i64, i64, i64, i64) =
-        sqlx::query_as(
-            "WITH done AS ( \
+    let r: SignalsRow = sqlx::query_as(
+        // Sends and failures the network answered (expiry is not the network's answer).
+        "SELECT * FROM (WITH done AS ( \
                  SELECT m.status, m.error, m.to_jid, COALESCE(m.sent_at, m.updated_at) AS at \
                  FROM messages m \
                  WHERE m.instance_id = $1 AND m.updated_at > now() - interval '7 days' \
                    AND m.status IN ('sent', 'failed') AND COALESCE(m.error, '') NOT LIKE 'message_expired%') \
-             SELECT count(*) FILTER (WHERE at > now() - interval '1 hour'), \
-                    count(*) FILTER (WHERE at > now() - interval '24 hours'), \
-                    count(*) FILTER (WHERE at > now() - interval '24 hours' AND status = 'failed'), \
-                    count(*) FILTER (WHERE at > now() - interval '24 hours' AND error LIKE 'invalid_number%'), \
+             SELECT count(*) FILTER (WHERE at > now() - interval '1 hour') AS sends_1h, \
+                    count(*) FILTER (WHERE at > now() - interval '24 hours') AS sends_24h, \
+                    count(*) FILTER (WHERE at > now() - interval '24 hours' AND status = 'failed') AS failed, \
+                    count(*) FILTER (WHERE at > now() - interval '24 hours' AND error LIKE 'invalid_number%') \
+                      AS invalid, \
                     (SELECT count(*) FROM messages r WHERE r.instance_id = $1 \
                        AND r.rate_limited_at > now() - interval '24 hours') \
-                    + count(*) FILTER (WHERE at > now() - interval '24 hours' AND error LIKE 'rate_limited%'), \
+                    + count(*) FILTER (WHERE at > now() - interval '24 hours' AND error LIKE 'rate_limited%') \
+                      AS limited, \
                     count(*) FILTER (WHERE at > now() - interval '24 hours' AND status = 'sent' AND NOT EXISTS ( \
                         SELECT 1 FROM log_messages l WHERE l.instance_id = $1 AND l.chat_jid = done.to_jid \
-                          AND NOT l.from_me AND l.ts < done.at)), \
-                    count(*) FILTER (WHERE at <= now() - interval '24 hours' AND status = 'sent') \
-             FROM done",
-        )
-        .bind(instance)
-        .fetch_one(db)
-        .await?;
-    s.sends_1h = sends_1h;
-    s.sends_24h = sends_24h;
-    s.failed_24h = failed;
-    s.invalid_numbers_24h = invalid;
-    s.rate_limited_24h = limited;
-    s.first_contacts_24h = first;
-    s.daily_sends_before = before as f64 / 6.0;
-    // Chats messaged in 7 days and whether they wrote in that time (a conversation, who
-    // ever began it); sends
-    // older than 30 minutes still not delivered.
-    let (messaged, answered, undelivered, deliverable): (i64, i64, i64, i64) = sqlx::query_as(
-        "WITH sent AS ( \
+                          AND NOT l.from_me AND l.ts < done.at)) AS first, \
+                    count(*) FILTER (WHERE at <= now() - interval '24 hours' AND status = 'sent') AS before \
+             FROM done) sends, \
+         /* Chats messaged in 7 days and whether they wrote in that time (a conversation, who \
+            ever began it); sends older than 30 minutes still not delivered. */ \
+         (WITH sent AS ( \
              SELECT chat_jid, min(ts) AS first FROM log_messages \
              WHERE instance_id = $1 AND source = 'queue' AND ts > now() - interval '7 days' GROUP BY chat_jid), \
          late AS ( \
              SELECT status FROM log_messages WHERE instance_id = $1 AND source = 'queue' \
                AND ts > now() - interval '24 hours' AND ts <= now() - interval '30 minutes') \
-         SELECT (SELECT count(*) FROM sent), \
+         SELECT (SELECT count(*) FROM sent) AS messaged, \
                 (SELECT count(*) FROM sent WHERE EXISTS (SELECT 1 FROM log_messages l WHERE l.instance_id = $1 \
-                     AND l.chat_jid = sent.chat_jid AND NOT l.from_me AND l.ts > now() - interval '7 days')), \
-                (SELECT count(*) FROM late WHERE status = 'sent'), \
-                (SELECT count(*) FROM late)",
-    )
-    .bind(instance)
-    .fetch_one(db)
-    .await?;
-    s.chats_messaged_7d = messaged;
-    s.chats_answered_7d = answered;
-    s.undelivered_24h = undelivered;
-    s.deliverable_24h = deliverable;
-    s.max_chats_per_content_24h = sqlx::query_scalar(
-        "SELECT COALESCE(max(n), 0) FROM ( \
+                     AND l.chat_jid = sent.chat_jid AND NOT l.from_me AND l.ts > now() - interval '7 days')) \
+                  AS answered, \
+                (SELECT count(*) FROM late WHERE status = 'sent') AS undelivered, \
+                (SELECT count(*) FROM late) AS deliverable) chats, \
+         (SELECT COALESCE(max(n), 0) AS same_content FROM ( \
              SELECT count(DISTINCT to_jid) AS n FROM messages \
-             WHERE instance_id = $1 AND status IN ('sent', 'failed') AND updated_at > now() - interval '24 hours' \
-               AND status = 'sent' \
-             GROUP BY md5(content::text)) c",
-    )
-    .bind(instance)
-    .fetch_one(db)
-    .await?;
-    let (age, bans, logouts): (Option<f64>, i64, i64) = sqlx::query_as(
-        "SELECT (SELECT EXTRACT(EPOCH FROM now() - paired_at)::float8 / 86400 FROM instances WHERE id = $1), \
-                count(*) FILTER (WHERE type = 'instance.state'), \
-                count(*) FILTER (WHERE type = 'instance.logged_out') \
+             WHERE instance_id = $1 AND status = 'sent' AND updated_at > now() - interval '24 hours' \
+             GROUP BY md5(content::text)) c) content, \
+         (SELECT (SELECT EXTRACT(EPOCH FROM now() - paired_at)::float8 / 86400 FROM instances WHERE id = $1) AS age, \
+                count(*) FILTER (WHERE type = 'instance.state') AS bans, \
+                count(*) FILTER (WHERE type = 'instance.logged_out') AS logouts \
          FROM outbox WHERE instance_id = $1 AND created_at > now() - interval '7 days' \
            AND (type = 'instance.logged_out' \
-                OR (type = 'instance.state' AND payload->'data'->>'reason' LIKE 'temporarily banned%'))",
+                OR (type = 'instance.state' AND payload->'data'->>'reason' LIKE 'temporarily banned%'))) network",
     )
     .bind(instance)
     .fetch_one(db)
     .await?;
-    s.age_days = age;
-    s.temp_bans_7d = bans;
-    s.logouts_7d = logouts;
-    Ok(s)
+    Ok(Signals {
+        sends_1h: r.sends_1h,
+        sends_24h: r.sends_24h,
+        failed_24h: r.failed,
+        invalid_numbers_24h: r.invalid,
+        rate_limited_24h: r.limited,
+        first_contacts_24h: r.first,
+        daily_sends_before: r.before as f64 / 6.0,
+        chats_messaged_7d: r.messaged,
+        chats_answered_7d: r.answered,
+        undelivered_24h: r.undelivered,
+        deliverable_24h: r.deliverable,
+        max_chats_per_content_24h: r.same_content,
+        age_days: r.age,
+        temp_bans_7d: r.bans,
+        logouts_7d: r.logouts,
+    })
+}
+
+#[derive(sqlx::FromRow)]
+struct SignalsRow {
+    sends_1h: i64,
+    sends_24h: i64,
+    failed: i64,
+    invalid: i64,
+    limited: i64,
+    first: i64,
+    before: i64,
+    messaged: i64,
+    answered: i64,
+    undelivered: i64,
+    deliverable: i64,
+    same_content: i64,
+    age: Option<f64>,
+    bans: i64,
+    logouts: i64,
 }
 
 /// An instance due for evaluation, with its own policies.
 pub type Due = (InstanceId, Option<sqlx::types::Json<crate::risk::PolicyOverrides>>);
 
-/// Claims up to `limit` paired instances whose last evaluation is older than `every`
-/// (marking them evaluated now, so other dispatchers take others).
-pub async fn claim_due(db: &sqlx::PgPool, every: std::time::Duration, limit: i64) -> Result<Vec<Due>, sqlx::Error> {
+/// Claims up to `limit` paired instances after `after` (by id) whose last evaluation is
+/// older than `every`, marking them evaluated now so other dispatchers take others. The
+/// evaluator walks the instances in id order, a page at a time along the primary key
+/// (`after` the last id it got, "" to begin a pass): each pass reads each row once, where
+/// picking the stalest first would sort every paired instance for each page. In id order
+/// (the database's), so the last is the next page's `after`.
+pub async fn claim_due(
+    db: &sqlx::PgPool,
+    every: std::time::Duration,
+    after: &str,
+    limit: i64,
+) -> Result<Vec<Due>, sqlx::Error> {
     sqlx::query_as(
-        "UPDATE instances SET risk_at = now() WHERE id IN ( \
-             SELECT id FROM instances WHERE paired_at IS NOT NULL \
+        "WITH c AS (UPDATE instances SET risk_at = now() WHERE id IN ( \
+             SELECT id FROM instances WHERE id > $2 AND paired_at IS NOT NULL \
                AND (risk_at IS NULL OR risk_at < now() - make_interval(secs => $1)) \
-             ORDER BY risk_at NULLS FIRST LIMIT $2 FOR UPDATE SKIP LOCKED) \
-         RETURNING id, risk_policy",
+             ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED) \
+           RETURNING id, risk_policy) \
+         SELECT id, risk_policy FROM c ORDER BY id",
     )
     .bind(every.as_secs_f64())
+    .bind(after)
     .bind(limit)
     .fetch_all(db)
     .await
 }
 
-/// Records an evaluation; when the level moved (an instance never evaluated counts as
-/// `low`), writes `instance.risk` (with the `reasons` and the `recommendation`) in the
-/// same transaction. Returns the previous level when it moved.
+/// Records an evaluation in one statement, writing the row only when the score or the
+/// level moved (the claim stamped the evaluation's time); when the level moved (an
+/// instance never evaluated counts as `low`), writes `instance.risk` (with the `reasons`
+/// and the `recommendation`) in the same statement. Returns the previous level when it
+/// moved.
 pub async fn record(
     db: &sqlx::PgPool,
     instance: &InstanceId,
@@ -121,33 +140,33 @@ pub async fn record(
     reasons: Vec<String>,
     recommendation: &str,
 ) -> Result<Option<String>, sqlx::Error> {
-    let mut tx = db.begin().await?;
-    let old: Option<Option<String>> =
-        sqlx::query_scalar("SELECT risk_level FROM instances WHERE id = $1 FOR NO KEY UPDATE")
-            .bind(instance)
-            .fetch_optional(&mut *tx)
-            .await?;
-    let Some(old) = old else { return Ok(None) };
-    let old = old.unwrap_or_else(|| "low".into());
-    sqlx::query("UPDATE instances SET risk_score = $2, risk_level = $3, risk_at = now() WHERE id = $1")
-        .bind(instance)
-        .bind(score as f32)
-        .bind(level.as_str())
-        .execute(&mut *tx)
-        .await?;
-    let moved = old != level.as_str();
-    if moved {
-        let event = Event::Risk(InstanceRiskEventData {
-            score,
-            level: level.as_str().into(),
-            previous_level: old.clone(),
-            reasons,
-            recommendation: recommendation.into(),
-        });
-        crate::db::outbox::insert(&mut *tx, instance, &event).await?;
-    }
-    tx.commit().await?;
-    Ok(moved.then_some(old))
+    let event = Event::Risk(InstanceRiskEventData {
+        score,
+        level: level.as_str().into(),
+        // Filled in by the statement from the row's level before it.
+        previous_level: String::new(),
+        reasons,
+        recommendation: recommendation.into(),
+    });
+    let (id, payload) = crate::db::outbox::envelope(instance, &event, chrono::Utc::now());
+    sqlx::query_scalar(
+        "WITH old AS (SELECT id, COALESCE(risk_level, 'low') AS level FROM instances WHERE id = $1 FOR NO KEY UPDATE), \
+              upd AS (UPDATE instances i SET risk_score = $2, risk_level = $3 FROM old \
+                      WHERE i.id = old.id AND (i.risk_score IS DISTINCT FROM $2 OR i.risk_level IS DISTINCT FROM $3) \
+                      RETURNING old.level), \
+              moved AS (SELECT level FROM upd WHERE level <> $3), \
+              ev AS (INSERT INTO outbox (id, instance_id, type, payload) \
+                     SELECT $4, $1, $5, jsonb_set($6::jsonb, '{data,previous_level}', to_jsonb(moved.level)) FROM moved) \
+         SELECT level FROM moved",
+    )
+    .bind(instance)
+    .bind(score as f32)
+    .bind(level.as_str())
+    .bind(id)
+    .bind(event.kind())
+    .bind(payload)
+    .fetch_optional(db)
+    .await
 }
 
 /// Pauses the queue by policy, unless it is paused already: after a temporary ban the

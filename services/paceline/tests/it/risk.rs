@@ -436,3 +436,84 @@ async fn at_a_high_risk_first_contacts_wait_while_replies_go_under_the_instances
     assert!(i.get("risk_policy").is_none(), "{i}");
     stop.cancel();
 }
+
+/// The evaluator's storage: claims walk the paired instances in id order a page at a
+/// time, and an evaluation that moves nothing writes nothing (no row version, no event);
+/// one that moves the level writes the row and `instance.risk` with the level before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn evaluations_walk_the_instances_by_id_and_write_only_what_moved() {
+    use shared::db::risk::{claim_due, record};
+    use shared::risk::Level;
+    let c = harness::test_config();
+    let api = harness::TestApi::start_with(c.clone()).await;
+    let admin = api.admin();
+    let mut ids = Vec::new();
+    for name in ["walk-a", "walk-b", "walk-c"] {
+        let created = admin.post("/v1/instances", &json!({ "name": name })).await.expect(201);
+        ids.push(created["instance"]["id"].as_str().unwrap().to_string());
+    }
+    let db = shared::db::connect(&c).await.unwrap();
+    // Two paired, one never paired (never evaluated).
+    let mut paired = ids[..2].to_vec();
+    paired.sort();
+    sqlx::query("UPDATE instances SET paired_at = now() WHERE id = ANY($1)").bind(&paired).execute(&db).await.unwrap();
+    let every = Duration::from_secs(60);
+    let page = |after: String| {
+        let db = db.clone();
+        async move {
+            claim_due(&db, every, &after, 1)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|(id, _)| id.to_string())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(page(String::new()).await, vec![paired[0].clone()]);
+    assert_eq!(page(paired[0].clone()).await, vec![paired[1].clone()]);
+    assert!(page(paired[1].clone()).await.is_empty(), "the pass is over");
+    assert!(page(String::new()).await.is_empty(), "both were evaluated a moment ago");
+
+    let id = shared::ids::InstanceId::parse(&paired[0]).unwrap();
+    let version = || async {
+        let (xmin, events): (String, i64) = sqlx::query_as(
+            "SELECT i.xmin::text, (SELECT count(*) FROM outbox WHERE instance_id = i.id AND type = 'instance.risk') \
+             FROM instances i WHERE id = $1",
+        )
+        .bind(&paired[0])
+        .fetch_one(&db)
+        .await
+        .unwrap();
+        (xmin, events)
+    };
+    // The first evaluation stores the score; `low` is where every instance starts.
+    assert_eq!(record(&db, &id, 12.0, Level::Low, vec![], "carry on").await.unwrap(), None);
+    let (first, events) = version().await;
+    assert_eq!(events, 0);
+    assert_eq!(record(&db, &id, 12.0, Level::Low, vec![], "carry on").await.unwrap(), None);
+    assert_eq!(version().await, (first.clone(), 0), "the same evaluation again writes nothing");
+    let moved = record(&db, &id, 61.0, Level::High, vec!["first_contacts".into()], "slow down").await.unwrap();
+    assert_eq!(moved.as_deref(), Some("low"));
+    let (after, events) = version().await;
+    assert_ne!(after, first);
+    assert_eq!(events, 1);
+    let event: Value =
+        sqlx::query_scalar("SELECT payload FROM outbox WHERE instance_id = $1 AND type = 'instance.risk'")
+            .bind(&paired[0])
+            .fetch_one(&db)
+            .await
+            .unwrap();
+    assert_eq!(event["data"]["previous_level"], "low");
+    assert_eq!(event["data"]["level"], "high");
+    assert_eq!(event["data"]["reasons"], json!(["first_contacts"]));
+    let stored: (f32, String) = sqlx::query_as("SELECT risk_score, risk_level FROM instances WHERE id = $1")
+        .bind(&paired[0])
+        .fetch_one(&db)
+        .await
+        .unwrap();
+    assert_eq!(stored, (61.0, "high".to_string()));
+    // A deleted instance records nothing.
+    admin.delete(&format!("/v1/instances/{}", paired[1])).await.expect(204);
+    let gone = shared::ids::InstanceId::parse(&paired[1]).unwrap();
+    assert_eq!(record(&db, &gone, 90.0, Level::Critical, vec![], "stop").await.unwrap(), None);
+}
