@@ -5,7 +5,6 @@ the time for a fresh worker to claim and connect every instance. Stdlib only.
 
 import concurrent.futures as cf
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -53,31 +52,11 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
-def redis_info(section):
-    """INFO `section` as a dict, over a plain socket (RESP inline command)."""
-    host_port = REDIS.split("://", 1)[1].split("/", 1)[0]
-    host, port = host_port.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=5) as s:
-        s.sendall(f"INFO {section}\r\n".encode())
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            data += chunk
-            if not chunk or (data.startswith(b"$") and len(data) >= int(data[1:data.index(b"\r\n")]) + 4):
-                break
-    out = {}
-    for line in data.decode().splitlines():
-        if ":" in line:
-            k, v = line.split(":", 1)
-            out[k] = v
-    return out
-
-
 def redis_commands():
     """(commands the server ran, requests it received): the renewal script's own GET and
     PEXPIRE calls count in the first, not in the second."""
-    total = int(redis_info("stats")["total_commands_processed"])
-    calls = {k[len("cmdstat_"):]: int(v.split(",")[0].split("=")[1]) for k, v in redis_info("commandstats").items()}
+    total = int(ltlib.redis_info(REDIS, "stats")["total_commands_processed"])
+    calls = {k[len("cmdstat_"):]: int(v.split(",")[0].split("=")[1]) for k, v in ltlib.redis_info(REDIS, "commandstats").items()}
     inside = calls.get("get", 0) + calls.get("pexpire", 0)
     return total, total - inside
 

@@ -108,6 +108,28 @@ class Workers:
             os.unlink(log)
 
 
+def redis_info(url, section):
+    """Redis's INFO `section` as a dict, over a plain socket (RESP inline command)."""
+    import socket
+
+    host_port = url.split("://", 1)[1].split("/", 1)[0]
+    host, port = host_port.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5) as s:
+        s.sendall(f"INFO {section}\r\n".encode())
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            data += chunk
+            if not chunk or (data.startswith(b"$") and len(data) >= int(data[1:data.index(b"\r\n")]) + 4):
+                break
+    out = {}
+    for line in data.decode().splitlines():
+        if ":" in line:
+            k, v = line.split(":", 1)
+            out[k] = v
+    return out
+
+
 def delete_stream(nats_url, name, timeout=5.0):
     """Deletes the JetStream stream `name` (a run's events), speaking NATS's text protocol
     over a socket (stdlib only): each run has its own subject prefix, and streams left

@@ -86,6 +86,16 @@ impl Keys {
     pub fn workers(&self) -> String {
         format!("{}:workers", self.prefix)
     }
+
+    /// The fleet's counts (instances that should run, and those nobody holds) as one
+    /// worker last measured them, for the others to read; and whose turn it is to measure.
+    pub fn fleet_counts(&self) -> String {
+        format!("{}:fleet:counts", self.prefix)
+    }
+
+    pub fn fleet_counts_turn(&self) -> String {
+        format!("{}:fleet:counts:turn", self.prefix)
+    }
 }
 
 /// Whether Redis answers PING (used by `/readyz`).

@@ -46,6 +46,15 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 /// Keys per renewal script call (Lua runs atomically; keep each call short).
 const RENEW_CHUNK: usize = 500;
 
+/// The fleet's counts: instances that should run, and those of them no worker holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FleetCounts {
+    pub desired: i64,
+    pub unleased: i64,
+    /// When they were measured (ms since the epoch).
+    pub at_ms: i64,
+}
+
 /// One worker's view of the leases.
 #[derive(Clone)]
 pub struct Leases {
@@ -99,6 +108,44 @@ impl Leases {
             free.extend(chunk.iter().zip(holders).filter(|(_, h)| h.is_none()).map(|(id, _)| id.clone()));
         }
         Ok(free)
+    }
+
+    /// Takes the turn to measure the fleet's counts for `period`, unless another worker
+    /// has it: one worker a period reads every instance, not every worker.
+    pub async fn counts_turn(&self, period: Duration) -> redis::RedisResult<bool> {
+        let mut conn = self.pool.get().await.map_err(pool_err)?;
+        let ok: Option<String> = redis::cmd("SET")
+            .arg(self.keys.fleet_counts_turn())
+            .arg(&self.worker)
+            .arg("NX")
+            .arg("PX")
+            .arg(period.as_millis() as u64)
+            .query_async(&mut conn)
+            .await?;
+        Ok(ok.is_some())
+    }
+
+    /// Shares the fleet's counts (kept `keep`, then no longer trusted).
+    pub async fn put_counts(&self, counts: FleetCounts, keep: Duration) -> redis::RedisResult<()> {
+        let mut conn = self.pool.get().await.map_err(pool_err)?;
+        let value = format!("{} {} {}", counts.desired, counts.unleased, counts.at_ms);
+        redis::cmd("SET")
+            .arg(self.keys.fleet_counts())
+            .arg(value)
+            .arg("PX")
+            .arg(keep.as_millis() as u64)
+            .query_async(&mut conn)
+            .await
+    }
+
+    /// The fleet's counts as a worker last measured them (none once they are stale).
+    pub async fn counts(&self) -> redis::RedisResult<Option<FleetCounts>> {
+        let mut conn = self.pool.get().await.map_err(pool_err)?;
+        let value: Option<String> = redis::cmd("GET").arg(self.keys.fleet_counts()).query_async(&mut conn).await?;
+        Ok(value.and_then(|v| {
+            let mut parts = v.split(' ').map(|p| p.parse().ok());
+            Some(FleetCounts { desired: parts.next()??, unleased: parts.next()??, at_ms: parts.next()?? })
+        }))
     }
 
     /// Announces this worker alive and returns how many workers are (heartbeat within TTL).

@@ -146,6 +146,7 @@ pub async fn run_with(config: Config, drivers: Drivers, shutdown: Shutdown) -> a
         per_instance: config.metrics.per_instance,
         reported: Vec::new(),
         scans: 0,
+        counted: None,
     };
     let mut stats = tokio::time::interval(QUEUE_STATS_EVERY);
     let mut sweep = tokio::time::interval(SWEEP_EVERY);
@@ -156,12 +157,12 @@ pub async fn run_with(config: Config, drivers: Drivers, shutdown: Shutdown) -> a
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
-            _ = scan.tick() => w.scan().await,
+            _ = scan.tick() => w.scan(false).await,
             Some(_) = wake.next() => {
                 // One scan answers every wake-up already waiting (thousands arrive while
                 // many instances connect at once).
                 while let Some(Some(_)) = futures::FutureExt::now_or_never(wake.next()) {}
-                w.scan().await
+                w.scan(true).await
             }
             Some(r) = renewals.recv() => w.renewed(r).await,
             _ = stats.tick() => w.queue_stats().await,
@@ -200,12 +201,18 @@ struct Worker {
     reported: Vec<InstanceId>,
     /// Scans so far.
     scans: u64,
+    /// This worker's newest count of the instances that should run, and when it began
+    /// (ms since the epoch).
+    counted: Option<(usize, i64)>,
 }
 
 impl Worker {
     /// Claims free instances up to this worker's fair share, and expires queued messages
-    /// of instances nobody runs.
-    async fn scan(&mut self) {
+    /// of instances nobody runs. `woken`: something changed (an instance to run, a worker
+    /// leaving), so the instances are counted in Postgres; a periodic scan reads the count
+    /// the fleet shares in Redis instead (one worker measures it every 5 s), so idle
+    /// workers do not each count every instance every second.
+    async fn scan(&mut self, woken: bool) {
         // Messages of logged-out and banned instances: every 30th scan (it probes each such
         // instance, and abandoned ones pile up over the years).
         self.scans += 1;
@@ -222,14 +229,31 @@ impl Worker {
             Ok(n) => n.max(1),
             Err(e) => return tracing::warn!(error = %e, "heartbeat failed"),
         };
-        // The count first: a worker at its share (the usual case) reads no ids.
-        let desired = match sessions::desired_count(&self.ctx.db).await {
-            Ok(n) => n.max(0) as usize,
-            Err(e) => return tracing::warn!(error = %e, "counting instances failed"),
+        // The count first: a worker at its share (the usual case) reads no ids. The shared
+        // count serves unless this worker's own count is newer (it was woken since: the
+        // shared one may predate an instance that came to run).
+        let shared = if woken { None } else { self.leases.counts().await.ok().flatten() };
+        let known = match (shared, self.counted) {
+            (Some(c), Some((n, at))) if at >= c.at_ms => Some(n),
+            (Some(c), _) => Some(c.desired.max(0) as usize),
+            (None, _) => None,
         };
-        let share = desired.div_ceil(workers).min(self.max);
+        let desired = match known {
+            Some(n) => n,
+            None => match self.count_desired().await {
+                Some(n) => n,
+                None => return,
+            },
+        };
+        let mut share = desired.div_ceil(workers).min(self.max);
         // Instances whose sessions are already stopping do not count.
         let running = self.held.len() - self.stopping.len();
+        if running > share && known.is_some() {
+            // Handing sessions over is never done on a shared count, which may predate
+            // instances this worker just claimed.
+            let Some(n) = self.count_desired().await else { return };
+            share = n.div_ceil(workers).min(self.max);
+        }
         if running > share {
             return self.shed(share);
         }
@@ -363,12 +387,50 @@ impl Worker {
 
     /// Counts the instances that should run and no worker holds (cluster-wide, as this
     /// worker sees it): above zero for longer than a lease TTL means they are stranded.
-    async fn unleased(&self) {
-        let Ok(ids) = sessions::desired_ids(&self.ctx.db, 1_000_000).await else { return };
-        if let Ok(free) = self.leases.free(&ids).await {
-            ::metrics::gauge!(INSTANCES_UNLEASED).set(free.len() as f64);
-            ::metrics::gauge!(INSTANCES_DESIRED).set(ids.len() as f64);
+    /// How many instances should run, counted in Postgres (and remembered as this
+    /// worker's newest count).
+    async fn count_desired(&mut self) -> Option<usize> {
+        let at = chrono::Utc::now().timestamp_millis();
+        match sessions::desired_count(&self.ctx.db).await {
+            Ok(n) => {
+                let n = n.max(0) as usize;
+                self.counted = Some((n, at));
+                Some(n)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "counting instances failed");
+                None
+            }
         }
+    }
+
+    /// The fleet's counts, for the gauges and the periodic scans: measured by one worker a
+    /// period (every instance read in Postgres and its lease in Redis), read by the others.
+    async fn unleased(&self) {
+        let measured = match self.leases.counts_turn(QUEUE_STATS_EVERY).await {
+            Ok(true) => self.measure_fleet().await,
+            _ => None,
+        };
+        let counts = match measured {
+            Some(c) => Some(c),
+            None => self.leases.counts().await.ok().flatten(),
+        };
+        if let Some(c) = counts {
+            ::metrics::gauge!(INSTANCES_UNLEASED).set(c.unleased as f64);
+            ::metrics::gauge!(INSTANCES_DESIRED).set(c.desired as f64);
+        }
+    }
+
+    async fn measure_fleet(&self) -> Option<lease::FleetCounts> {
+        let at_ms = chrono::Utc::now().timestamp_millis();
+        let ids = sessions::desired_ids(&self.ctx.db, 1_000_000).await.ok()?;
+        let free = self.leases.free(&ids).await.ok()?;
+        let counts = lease::FleetCounts { desired: ids.len() as i64, unleased: free.len() as i64, at_ms };
+        // Trusted for three periods: a turn missed (its worker died) is not yet stale.
+        if let Err(e) = self.leases.put_counts(counts, QUEUE_STATS_EVERY * 3).await {
+            tracing::debug!(error = %e, "sharing the fleet's counts failed");
+        }
+        Some(counts)
     }
 
     /// Measures the queues of the held instances: aggregate gauges always, per-instance

@@ -449,6 +449,17 @@ async fn a_new_worker_takes_its_share_from_the_others() {
     for id in &ids {
         c.wait_state(id, "connected", Duration::from_secs(20)).await;
     }
+    // One worker measures the fleet's counts a period and shares them: both report them.
+    let reported = wait_for(Duration::from_secs(20), || async {
+        let mut all = Vec::new();
+        for w in 0..2 {
+            all.push(c.worker_metric(w, "paceline_instances_desired", "").await);
+            all.push(c.worker_metric(w, "paceline_instances_unleased", "").await);
+        }
+        (all == [6.0, 0.0, 6.0, 0.0]).then_some(())
+    })
+    .await;
+    assert!(reported.is_some(), "both workers report 6 desired, 0 unleased");
 }
 
 /// Sessions come back paced after a restart: a fresh worker claims every instance at
