@@ -12,7 +12,8 @@
 # session is back, per instance p50/p99, the peak connects per second (paced at
 # worker.connects_per_second per worker, with jitter), failed connects, the peak Postgres
 # commits/s, Redis commands/s and CPU per process during the storm, and when the queued
-# texts went (after their post-connection grace; none lost or sent twice). Orchestration:
+# texts went (after their post-connection grace; none lost or sent twice), beside pgbench's
+# single-row insert TPS on the same Postgres. Orchestration:
 # loadtest/restart_storm.py (Python stdlib). PACELINE_WORKER__CONNECTS_PER_SECOND changes
 # the pace.
 set -euo pipefail
@@ -37,4 +38,5 @@ echo "==> starting the local cluster without a worker (release build)"
 lt_start_cluster
 echo "==> $WORKERS workers, $INSTANCES instances, then every worker killed and started again"
 python3 loadtest/restart_storm.py
+echo "pgbench single-row INSERT of 1 KB on the same Postgres, same run: $(lt_pgbench_tps 64 10) tps"
 echo "repeat: loadtest/restart-storm.sh $INSTANCES $WORKERS"
