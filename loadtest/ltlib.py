@@ -130,6 +130,31 @@ def redis_info(url, section):
     return out
 
 
+def counters(db_url, redis_url, nats_monitor_port, psql="psql"):
+    """What the backends did so far: (time, Postgres commits, rows written, rows read,
+    Redis commands, NATS messages in or None without NATS's monitor). Differences of two
+    readings are a window's load."""
+    import json
+    import subprocess
+
+    pg = subprocess.run(
+        [psql, "-XAtq", "-F", "\t", db_url, "-c",
+         "SELECT sum(xact_commit), sum(tup_inserted + tup_updated + tup_deleted), sum(tup_fetched) "
+         "FROM pg_stat_database"],
+        capture_output=True, text=True, check=True).stdout.split("\t")
+    redis = int(redis_info(redis_url, "stats")["total_commands_processed"])
+    try:
+        url = f"http://127.0.0.1:{nats_monitor_port}/varz"
+        nats = json.loads(urllib.request.urlopen(url, timeout=5).read())["in_msgs"]
+    except (OSError, ValueError, KeyError):
+        nats = None
+    return time.time(), int(pg[0]), int(pg[1]), int(pg[2]), redis, nats
+
+
+COUNTER_NAMES = ["Postgres commits", "Postgres rows written", "Postgres rows read", "Redis commands",
+                 "NATS messages in"]
+
+
 def delete_stream(nats_url, name, timeout=5.0):
     """Deletes the JetStream stream `name` (a run's events), speaking NATS's text protocol
     over a socket (stdlib only): each run has its own subject prefix, and streams left

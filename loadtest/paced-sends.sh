@@ -10,7 +10,8 @@
 # set to open at the same minute, after every send is queued, so all instances start at
 # once and "sustained" is measured while all of them send). Reports, from what netsim received:
 # sustained sends/s, the pacing error (real gap minus chosen gap) at p50/p99/max, and the
-# worker's lease losses. Load generator and orchestration: loadtest/paced_sends.py
+# worker's lease losses, and what each send cost Postgres (commits, rows), Redis and NATS
+# while all send. Load generator and orchestration: loadtest/paced_sends.py
 # (Python stdlib). MIN_INTERVAL_MS / MAX_PER_MINUTE change the pace (below the floors
 # with unsafe_pacing, set by the admin).
 set -euo pipefail
@@ -23,6 +24,8 @@ source scripts/lib/services.sh
 pl_ensure_deps
 # shellcheck source=loadtest/lib.sh
 source loadtest/lib.sh
+# NATS's monitor, for its message counts (only when this starts NATS).
+export PL_NATS_MONITOR_PORT=${PL_NATS_MONITOR_PORT:-28222}
 export PACELINE_PACING__JITTER=0 PACELINE_PACING__RAMP_MS=0 PACELINE_WORKER__MAX_INSTANCES=20000
 # A schema and prefixes of its own: messages and instances left by earlier runs in
 # .paceline would be swept and counted.

@@ -36,6 +36,12 @@ RECIPIENT = "5511900000000"
 RUN = str(int(time.time()))
 
 
+def backends():
+    return ltlib.counters(os.environ["PACELINE_DATABASE_URL"], os.environ["PACELINE_REDIS_URL"],
+                          os.environ.get("PL_NATS_MONITOR_PORT", "28222"),
+                          os.path.join(os.environ.get("PL_PG_BIN", "/usr/bin"), "psql"))
+
+
 def pair(i):
     """One instance, paired by QR with its own simulated phone."""
     number = f"55119{int(RUN) % 100000:05d}{i:04d}"
@@ -119,9 +125,13 @@ def main():
     # CPU per process while every instance sends (200% = both cores).
     cpu = {}
 
+    load = []
+
     def sample():
         time.sleep(max(0, opens + 10 - time.time()))
+        load.append(backends())
         out = subprocess.run(["top", "-b", "-d", "10", "-n", "2", "-w", "200"], capture_output=True, text=True).stdout
+        load.append(backends())
         second = out.split("\ntop -")[-1]
         for line in second.splitlines():
             f = line.split()
@@ -189,6 +199,14 @@ def main():
               f"{sorted(set(k for k, _, _ in long_gaps))[:10]}; starting at "
               f"{min(a for _, a, _ in long_gaps):.1f}-{max(a for _, a, _ in long_gaps):.1f} s into the run")
     sampler.join()
+    if len(load) == 2:
+        a, b = load
+        sent = sum(1 for t in all_ts if a[0] <= t <= b[0])
+        print(f"backends per send over the same {b[0] - a[0]:.0f} s ({sent} sends, with their events and "
+              f"the worker's and dispatcher's own load):")
+        for i, name in enumerate(ltlib.COUNTER_NAMES, start=1):
+            if sent and a[i] is not None and b[i] is not None:
+                print(f"    {name:<22} {(b[i] - a[i]) / sent:8.2f} per send")
     print("CPU per process while every instance sends (200% = both cores):")
     for name, c in sorted(cpu.items(), key=lambda kv: -kv[1]):
         if c >= 1:

@@ -6,7 +6,6 @@ reach the network after their post-connection grace. Stdlib only.
 """
 
 import concurrent.futures as cf
-import json
 import os
 import subprocess
 import sys
@@ -85,16 +84,7 @@ def sample(workers, since):
 
 
 def counters():
-    """(time, Postgres commits, rows written, rows read, Redis commands, NATS messages in)."""
-    pg = sql("SELECT sum(xact_commit), sum(tup_inserted + tup_updated + tup_deleted), sum(tup_fetched) "
-             "FROM pg_stat_database")[0]
-    redis = int(ltlib.redis_info(os.environ["PACELINE_REDIS_URL"], "stats")["total_commands_processed"])
-    try:
-        varz = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{NATS_MONITOR}/varz", timeout=5).read())
-        nats = varz["in_msgs"]
-    except (OSError, ValueError, KeyError):
-        nats = None
-    return time.time(), int(pg[0]), int(pg[1]), int(pg[2]), redis, nats
+    return ltlib.counters(DB, os.environ["PACELINE_REDIS_URL"], NATS_MONITOR, PSQL)
 
 
 def idle_load(seconds=65):
@@ -105,9 +95,8 @@ def idle_load(seconds=65):
     b = counters()
     dt = b[0] - a[0]
     k = N / 1000
-    names = ["Postgres commits", "Postgres rows written", "Postgres rows read", "Redis commands", "NATS messages in"]
     print(f"idle load of {N} connected instances over {dt:.0f} s (per second, and per 1,000 instances):")
-    for i, name in enumerate(names, start=1):
+    for i, name in enumerate(ltlib.COUNTER_NAMES, start=1):
         if a[i] is None or b[i] is None:
             print(f"    {name:<22} n/a (no NATS monitor)")
             continue
@@ -171,8 +160,11 @@ def run(ws):
         time.sleep(max(0.0, samples[-1][0] + 1 - time.time()))
         samples.append(sample(pids, started))
     all_back = samples[-1][0] - started
+    shed = 0.0
     for k in range(W):
-        failed += ltlib.metric_sum(metrics(W + k), 'paceline_worker_session_events_total{kind="open_failed"}')
+        text = metrics(W + k)
+        failed += ltlib.metric_sum(text, 'paceline_worker_session_events_total{kind="open_failed"}')
+        shed += ltlib.metric_sum(text, "paceline_worker_instances_shed_total")
 
     # Each instance's connect, from its row: when after the restart it came back.
     rows = sql("SELECT extract(epoch FROM state_changed_at) FROM instances WHERE state = 'connected' "
@@ -189,7 +181,8 @@ def run(ws):
           f"p99 {ltlib.pct(back, 99):.1f} s, max {back[-1]:.1f} s")
     print(f"  connects per second: peak {max(per_second.values())}, median "
           f"{sorted(per_second.values())[len(per_second) // 2]} (paced at {RATE}/s per worker, {W} workers)")
-    print(f"  failed connects: {failed:.0f}")
+    print(f"  failed connects: {failed:.0f}; sessions handed over between the new workers (over their share "
+          f"while the dead workers still counted): {shed:.0f}")
     peaks = {}
     for a, b in zip(samples, samples[1:]):
         dt = b[0] - a[0]
