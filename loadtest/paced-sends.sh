@@ -11,7 +11,7 @@
 # once and "sustained" is measured while all of them send). Reports, from what netsim received:
 # sustained sends/s, the pacing error (real gap minus chosen gap) at p50/p99/max, and the
 # worker's lease losses, and what each send cost Postgres (commits, rows), Redis and NATS
-# while all send. Load generator and orchestration: loadtest/paced_sends.py
+# while all send, beside pgbench's single-row insert TPS on the same Postgres. Load generator and orchestration: loadtest/paced_sends.py
 # (Python stdlib). MIN_INTERVAL_MS / MAX_PER_MINUTE change the pace (below the floors
 # with unsafe_pacing, set by the admin).
 set -euo pipefail
@@ -36,4 +36,5 @@ echo "==> starting the local cluster (release build)"
 lt_start_cluster
 echo "==> pairing $INSTANCES instances, then $SENDS sends each"
 python3 loadtest/paced_sends.py
+echo "pgbench single-row INSERT of 1 KB on the same Postgres, same run: $(lt_pgbench_tps 64 10) tps"
 echo "repeat: loadtest/paced-sends.sh $INSTANCES $SENDS"

@@ -6,7 +6,7 @@
 # netsim; `paceline dev --no-worker`), then `workers` (default 2) `paceline worker`
 # processes, and pairs `instances` (default 10000) netsim instances on them. It measures
 # what they cost idle (Postgres commits and rows, Redis commands and NATS messages per
-# second, per 1,000 instances, over a minute: one ban-risk round). Then kills
+# second, per 1,000 instances, over two minutes: two ban-risk rounds). Then kills
 # every worker at once (SIGKILL: no handoff, as in an outage), queues a text on 1,000
 # instances meanwhile, and starts as many fresh workers. Reports the time until every
 # session is back, per instance p50/p99, the peak connects per second (paced at

@@ -87,9 +87,10 @@ def counters():
     return ltlib.counters(DB, os.environ["PACELINE_REDIS_URL"], NATS_MONITOR, PSQL)
 
 
-def idle_load(seconds=65):
+def idle_load(seconds=130):
     """What N idle instances cost each backend, per second and per 1,000 instances, over a
-    window longer than one ban-risk evaluation round (risk.interval_ms, a minute)."""
+    window of two ban-risk evaluation rounds (risk.interval_ms, a minute; a round of
+    evaluations is bursty, so one window of a minute over- or undercounts it)."""
     a = counters()
     time.sleep(seconds)
     b = counters()
