@@ -36,5 +36,5 @@ echo "==> starting the local cluster (release build)"
 lt_start_cluster
 echo "==> pairing $INSTANCES instances, then $SENDS sends each"
 python3 loadtest/paced_sends.py
-echo "pgbench single-row INSERT of 1 KB on the same Postgres, same run: $(lt_pgbench_tps 64 10) tps"
+echo "pgbench single-row INSERT of 1 KB on the same Postgres, same run: $(printf %.0f "$(lt_pgbench_tps 64 10)") tps"
 echo "repeat: loadtest/paced-sends.sh $INSTANCES $SENDS"

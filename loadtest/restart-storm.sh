@@ -38,5 +38,5 @@ echo "==> starting the local cluster without a worker (release build)"
 lt_start_cluster
 echo "==> $WORKERS workers, $INSTANCES instances, then every worker killed and started again"
 python3 loadtest/restart_storm.py
-echo "pgbench single-row INSERT of 1 KB on the same Postgres, same run: $(lt_pgbench_tps 64 10) tps"
+echo "pgbench single-row INSERT of 1 KB on the same Postgres, same run: $(printf %.0f "$(lt_pgbench_tps 64 10)") tps"
 echo "repeat: loadtest/restart-storm.sh $INSTANCES $WORKERS"
