@@ -28,8 +28,7 @@ for MODE in adaptive off; do
     (
         # shellcheck source=loadtest/lib.sh
         source loadtest/lib.sh
-        RUN_TAG=br_$(date +%s)
-        export PACELINE_NAMESPACE__DATABASE_SCHEMA=$RUN_TAG PACELINE_NAMESPACE__KEY_PREFIX=$RUN_TAG PACELINE_NAMESPACE__SUBJECT_PREFIX=$RUN_TAG
+        lt_isolate br
         echo "==> $MODE: starting the local cluster (release build)"
         lt_start_cluster
         python3 loadtest/ban_risk.py

@@ -22,8 +22,7 @@ pl_ensure_deps
 # shellcheck source=loadtest/lib.sh
 source loadtest/lib.sh
 export PL_DEV_ARGS=--no-worker PACELINE_PACING__RAMP_MS=0
-RUN_TAG=fo_$(date +%s)
-export PACELINE_NAMESPACE__DATABASE_SCHEMA=$RUN_TAG PACELINE_NAMESPACE__KEY_PREFIX=$RUN_TAG PACELINE_NAMESPACE__SUBJECT_PREFIX=$RUN_TAG
+lt_isolate fo
 echo "==> starting the local cluster without a worker (release build)"
 lt_start_cluster
 echo "==> $WORKERS workers, $INSTANCES instances with queued sends; kill -9 one, then SIGTERM one"

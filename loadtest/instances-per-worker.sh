@@ -22,8 +22,7 @@ source loadtest/lib.sh
 export PL_DEV_ARGS=--no-worker
 # A schema and prefixes of its own: instances left by earlier runs in .paceline would be
 # claimed by the worker and counted.
-RUN_TAG=ipw_$(date +%s)
-export PACELINE_NAMESPACE__DATABASE_SCHEMA=$RUN_TAG PACELINE_NAMESPACE__KEY_PREFIX=$RUN_TAG PACELINE_NAMESPACE__SUBJECT_PREFIX=$RUN_TAG
+lt_isolate ipw
 export PACELINE_PACING__RAMP_MS=0
 echo "==> starting the local cluster without a worker (release build)"
 lt_start_cluster

@@ -19,6 +19,14 @@ lt_start_cluster() {
     source .paceline/env
 }
 
+# lt_isolate PREFIX: a database schema and key and subject prefixes of the run's own
+# (PREFIX_<epoch>, in RUN_TAG), so instances and messages earlier runs left in .paceline
+# are neither claimed nor counted.
+lt_isolate() {
+    RUN_TAG=${1}_$(date +%s)
+    export PACELINE_NAMESPACE__DATABASE_SCHEMA=$RUN_TAG PACELINE_NAMESPACE__KEY_PREFIX=$RUN_TAG PACELINE_NAMESPACE__SUBJECT_PREFIX=$RUN_TAG
+}
+
 lt_cleanup() {
     # The run's events stream (its own subject prefix) goes with it: streams left behind
     # keep their reserved bytes until JetStream refuses new ones.

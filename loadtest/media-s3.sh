@@ -48,8 +48,7 @@ export PACELINE_MEDIA__QUOTA_BYTES=$((64 * 1024 * 1024 * 1024)) PACELINE_LARGE_B
 export PACELINE_PACING__JITTER=0 PACELINE_PACING__RAMP_MS=0 PACELINE_PACING__GRACE_MIN_MS=0 PACELINE_PACING__GRACE_MAX_MS=0
 export PACELINE_RISK__SLOWDOWN=1 PACELINE_RISK__AUTO_PAUSE=false PACELINE_RISK__HOLD_FIRST_CONTACTS=false
 # A schema and prefixes of its own: its tables are what Postgres's growth is measured on.
-RUN_TAG=ms3_$(date +%s)
-export PACELINE_NAMESPACE__DATABASE_SCHEMA=$RUN_TAG PACELINE_NAMESPACE__KEY_PREFIX=$RUN_TAG PACELINE_NAMESPACE__SUBJECT_PREFIX=$RUN_TAG
+lt_isolate ms3
 export PL_DEV_ARGS=--no-worker
 
 echo "==> starting the local cluster without a worker (release build, media in $S3/$BUCKET)"

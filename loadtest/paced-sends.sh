@@ -29,8 +29,7 @@ export PL_NATS_MONITOR_PORT=${PL_NATS_MONITOR_PORT:-28222}
 export PACELINE_PACING__JITTER=0 PACELINE_PACING__RAMP_MS=0 PACELINE_WORKER__MAX_INSTANCES=20000
 # A schema and prefixes of its own: messages and instances left by earlier runs in
 # .paceline would be swept and counted.
-RUN_TAG=ps_$(date +%s)
-export PACELINE_NAMESPACE__DATABASE_SCHEMA=$RUN_TAG PACELINE_NAMESPACE__KEY_PREFIX=$RUN_TAG PACELINE_NAMESPACE__SUBJECT_PREFIX=$RUN_TAG
+lt_isolate ps
 export PACELINE_PACING__GRACE_MIN_MS=${PACELINE_PACING__GRACE_MIN_MS:-15000} PACELINE_PACING__GRACE_MAX_MS=${PACELINE_PACING__GRACE_MAX_MS:-15000}
 echo "==> starting the local cluster (release build)"
 lt_start_cluster

@@ -19,8 +19,7 @@ pl_ensure_deps
 source loadtest/lib.sh
 export PL_DEV_ARGS=--no-worker PACELINE_PACING__RAMP_MS=0
 export PACELINE_PACING__GRACE_MIN_MS=0 PACELINE_PACING__GRACE_MAX_MS=0
-RUN_TAG=rb_$(date +%s)
-export PACELINE_NAMESPACE__DATABASE_SCHEMA=$RUN_TAG PACELINE_NAMESPACE__KEY_PREFIX=$RUN_TAG PACELINE_NAMESPACE__SUBJECT_PREFIX=$RUN_TAG
+lt_isolate rb
 echo "==> starting the local cluster without a worker (release build)"
 lt_start_cluster
 echo "==> $WORKERS workers, $INSTANCES instances, then one more worker"

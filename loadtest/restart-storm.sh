@@ -29,8 +29,7 @@ pl_ensure_deps
 source loadtest/lib.sh
 export PL_DEV_ARGS=--no-worker
 # A schema and prefixes of its own: instances left by earlier runs would be claimed.
-RUN_TAG=rs_$(date +%s)
-export PACELINE_NAMESPACE__DATABASE_SCHEMA=$RUN_TAG PACELINE_NAMESPACE__KEY_PREFIX=$RUN_TAG PACELINE_NAMESPACE__SUBJECT_PREFIX=$RUN_TAG
+lt_isolate rs
 export PACELINE_PACING__RAMP_MS=0
 # NATS's monitor, for its message counts (only when this starts NATS).
 export PL_NATS_MONITOR_PORT=${PL_NATS_MONITOR_PORT:-28222}

@@ -19,8 +19,7 @@ pl_ensure_test_python
 export LT_PROFILE=${LT_PROFILE:-debug}
 # shellcheck source=loadtest/lib.sh
 source loadtest/lib.sh
-RUN_TAG=st_$(date +%s)
-export PACELINE_NAMESPACE__DATABASE_SCHEMA=$RUN_TAG PACELINE_NAMESPACE__KEY_PREFIX=$RUN_TAG PACELINE_NAMESPACE__SUBJECT_PREFIX=$RUN_TAG
+lt_isolate st
 echo "==> starting the local cluster ($LT_PROFILE build)"
 lt_start_cluster
 ADMIN=$PACELINE_ADMIN_TOKEN

@@ -17,8 +17,7 @@ source scripts/lib/services.sh
 pl_ensure_deps
 # shellcheck source=loadtest/lib.sh
 source loadtest/lib.sh
-RUN_TAG=wb_$(date +%s)
-export PACELINE_NAMESPACE__DATABASE_SCHEMA=$RUN_TAG PACELINE_NAMESPACE__KEY_PREFIX=$RUN_TAG PACELINE_NAMESPACE__SUBJECT_PREFIX=$RUN_TAG
+lt_isolate wb
 # Both endpoints are on loopback; receiving needs no pacing.
 export PACELINE_ALLOW_PRIVATE_TARGETS=true PL_DEV_ARGS=--no-dispatcher
 echo "==> starting the local cluster without a dispatcher (release build)"
