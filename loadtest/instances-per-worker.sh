@@ -7,7 +7,8 @@
 # `instances` (default 1000) netsim instances onto it. Reports the worker's RSS per
 # instance (over its RSS with none), its idle CPU, the Redis commands per second it makes
 # while idle (lease renewal is batched: this should not grow with N), and the time for a
-# fresh worker to claim and connect all N after the first one is stopped. Orchestration:
+# fresh worker to claim and connect all N after the first one is stopped (and how long the
+# first took to stop on SIGTERM). Orchestration:
 # loadtest/instances_per_worker.py (Python stdlib).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -59,6 +59,8 @@ pub struct Ctx {
     /// Write the ends of sends and the receipts, batched across the worker's instances.
     pub finisher: crate::batch::Batcher<crate::batch::Finish, Option<shared::db::messages::MessageRow>>,
     pub receipts: crate::batch::Batcher<shared::db::log::ReceiptIn, bool>,
+    /// Write sessions stopped on request, batched.
+    pub stops: crate::batch::Batcher<(InstanceId, i64), bool>,
     /// Paces this worker's connects and reconnects (`worker.connects_per_second`).
     pub connects: crate::connects::Connects,
 }
@@ -298,11 +300,25 @@ impl Actor {
         step
     }
 
-    /// Stopping on request: leave the row `disconnected` if it is still ours.
+    /// Stopping on request: leave the row `disconnected` if it is still ours (batched with
+    /// the other sessions stopping: a worker shutting down stops all of them at once).
     async fn stop(&mut self) -> Outcome {
-        match self.write_state(InstanceState::Disconnected, None).await {
-            Step::Exit(o) => o,
-            _ => Outcome::Stopped,
+        if self.state == InstanceState::Disconnected {
+            return Outcome::Stopped;
+        }
+        match self.ctx.stops.call((self.id.clone(), self.epoch)).await {
+            Ok(written) => match fenced(Ok(written)) {
+                Step::Exit(o) => o,
+                _ => {
+                    self.state = InstanceState::Disconnected;
+                    Outcome::Stopped
+                }
+            },
+            Err(e) => {
+                // Postgres is unreachable: the next owner's claim writes the state anyway.
+                tracing::warn!(error = %e, "instance write failed");
+                Outcome::Stopped
+            }
         }
     }
 

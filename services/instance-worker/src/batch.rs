@@ -2,8 +2,10 @@
 //! job that arrived while its previous batch was being written and writes them in one
 //! transaction. A thousand instances sending at once then cost Postgres a few commits a
 //! second instead of a thousand, and no actor waits longer than one batch. The worker
-//! has two: the ends of sends (`messages::finish_many`) and receipts
-//! (`log::apply_receipts`).
+//! has three: the ends of sends (`messages::finish_many`), receipts
+//! (`log::apply_receipts`) and sessions stopped on request (`sessions::set_stopped_many`:
+//! a worker shutting down with 10,000 sessions writes them in a few transactions instead
+//! of queueing 10,000 on its pool).
 
 use std::future::Future;
 
@@ -106,5 +108,14 @@ pub fn receipts(db: sqlx::PgPool) -> Batcher<ReceiptIn, bool> {
     Batcher::start("receipts", move |jobs: Vec<ReceiptIn>| {
         let db = db.clone();
         async move { log::apply_receipts(&db, &jobs).await }
+    })
+}
+
+/// The worker's writer of sessions stopped on request (instance, lease epoch): whether the
+/// epoch still owned the row.
+pub fn stops(db: sqlx::PgPool) -> Batcher<(InstanceId, i64), bool> {
+    Batcher::start("stops", move |jobs: Vec<(InstanceId, i64)>| {
+        let db = db.clone();
+        async move { crate::db::sessions::set_stopped_many(&db, &jobs).await }
     })
 }

@@ -128,6 +128,7 @@ pub async fn run_with(config: Config, drivers: Drivers, shutdown: Shutdown) -> a
         media,
         finisher: batch::finisher(pool.clone()),
         receipts: batch::receipts(pool.clone()),
+        stops: batch::stops(pool.clone()),
         connects: connects::Connects::new(config.worker.connects_per_second),
     });
     tracing::info!(worker_id, network = %config.network, "worker started");

@@ -153,6 +153,36 @@ pub async fn set_state(
     Ok(true)
 }
 
+/// Sessions stopped on request (a worker shutting down, an instance handed over), many in
+/// one transaction: each row left `disconnected` with its events, as [`set_state`] does,
+/// where its epoch still owns it. Rows are locked in id order (two batches never wait on
+/// each other). Whether each was written, in the order given.
+pub async fn set_stopped_many(db: &sqlx::PgPool, stops: &[(InstanceId, i64)]) -> Result<Vec<bool>, sqlx::Error> {
+    let mut order: Vec<usize> = (0..stops.len()).collect();
+    order.sort_by(|a, b| stops[*a].0.as_str().cmp(stops[*b].0.as_str()));
+    let mut written = vec![false; stops.len()];
+    let mut tx = db.begin().await?;
+    for k in order {
+        let (id, epoch) = &stops[k];
+        let Some(old) = lock_state(&mut tx, id).await? else { continue };
+        let res = sqlx::query(
+            "UPDATE instances SET state = 'disconnected', qr_code = NULL, qr_expires_at = NULL, state_reason = NULL, \
+             state_changed_at = CASE WHEN state = 'disconnected' THEN state_changed_at ELSE now() END, \
+             updated_at = now() WHERE id = $1 AND owner_epoch = $2",
+        )
+        .bind(id)
+        .bind(epoch)
+        .execute(&mut *tx)
+        .await?;
+        if res.rows_affected() == 1 {
+            emit(&mut tx, id, &old, InstanceState::Disconnected, Change::None).await?;
+            written[k] = true;
+        }
+    }
+    tx.commit().await?;
+    Ok(written)
+}
+
 /// The device is linked (or resumed): credentials, number, account type and the
 /// profile name when the session knows it, `connected`.
 pub async fn set_linked(

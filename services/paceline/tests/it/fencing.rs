@@ -44,6 +44,44 @@ async fn writes_under_an_old_epoch_are_refused() {
     assert_eq!(now["account_type"], "personal");
 }
 
+/// Sessions stopped together (a worker shutting down) are written in one transaction,
+/// each fenced on its own epoch: the stale one is untouched, the others end
+/// `disconnected` with their `instance.state` event, and the answers keep the input order.
+#[tokio::test]
+async fn a_batch_of_stopped_sessions_is_fenced_per_instance() {
+    let api = TestApi::start().await;
+    let db = shared::db::connect(&api.config).await.unwrap();
+    let mut stops = Vec::new();
+    for name in ["stop-a", "stop-b", "stop-c"] {
+        let (inst, _) = api.create_instance(name).await;
+        let id = InstanceId::parse(inst.id.as_str()).unwrap();
+        api.admin().post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect(202);
+        let epoch = sessions::claim(&db, &id, 1, "wk_a").await.unwrap().unwrap().owner_epoch;
+        assert!(sessions::set_state(&db, &id, epoch, InstanceState::Connected, None).await.unwrap());
+        stops.push((id, epoch));
+    }
+    // The middle one moved on to another worker.
+    sessions::claim(&db, &stops[1].0, 1, "wk_b").await.unwrap().unwrap();
+    let written = sessions::set_stopped_many(&db, &stops).await.unwrap();
+    assert_eq!(written, vec![true, false, true]);
+    for (k, (id, _)) in stops.iter().enumerate() {
+        let now = api.admin().get(&format!("/v1/instances/{id}")).await.expect(200);
+        assert_eq!(now["state"], if k == 1 { "connecting" } else { "disconnected" }, "instance {k}");
+        let last: serde_json::Value = sqlx::query_scalar(
+            "SELECT payload FROM outbox WHERE instance_id = $1 AND type = 'instance.state' \
+             ORDER BY created_at DESC, id DESC LIMIT 1",
+        )
+        .bind(id)
+        .fetch_one(&db)
+        .await
+        .unwrap();
+        assert_eq!(last["data"]["state"], if k == 1 { "connecting" } else { "disconnected" }, "instance {k}");
+    }
+    // Stopping again is applied (the epoch still owns the row) and changes nothing.
+    let again = sessions::set_stopped_many(&db, &stops[..1]).await.unwrap();
+    assert_eq!(again, vec![true]);
+}
+
 /// The worker's batched ends of sends: one transaction over several instances, each
 /// fenced on its own epoch. The stale one's message is untouched; the others end with
 /// their events, log rows and chats, in input order.
