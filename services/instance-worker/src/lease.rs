@@ -43,6 +43,16 @@ const RELEASE: &str = r#"
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end
 "#;
 
+/// Per key: deletes it while its value is ARGV[1] (a worker shutting down gives all its
+/// leases back in a few calls).
+const RELEASE_MANY: &str = r#"
+local n = 0
+for _, key in ipairs(KEYS) do
+  if redis.call('GET', key) == ARGV[1] then n = n + redis.call('DEL', key) end
+end
+return n
+"#;
+
 /// Keys per renewal script call (Lua runs atomically; keep each call short).
 const RENEW_CHUNK: usize = 500;
 
@@ -95,6 +105,20 @@ impl Leases {
     pub async fn release(&self, id: &InstanceId) -> redis::RedisResult<()> {
         let mut conn = self.pool.get().await.map_err(pool_err)?;
         let _: i64 = Script::new(RELEASE).key(self.keys.lease(id)).arg(&self.worker).invoke_async(&mut conn).await?;
+        Ok(())
+    }
+
+    /// Gives up the leases of `ids` that are still ours, `RENEW_CHUNK` keys per call.
+    pub async fn release_many(&self, ids: &[InstanceId]) -> redis::RedisResult<()> {
+        let mut conn = self.pool.get().await.map_err(pool_err)?;
+        let script = Script::new(RELEASE_MANY);
+        for chunk in ids.chunks(RENEW_CHUNK) {
+            let mut call = script.prepare_invoke();
+            for id in chunk {
+                call.key(self.keys.lease(id));
+            }
+            let _: i64 = call.arg(&self.worker).invoke_async(&mut conn).await?;
+        }
         Ok(())
     }
 

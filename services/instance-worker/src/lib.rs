@@ -168,7 +168,14 @@ pub async fn run_with(config: Config, drivers: Drivers, shutdown: Shutdown) -> a
             Some(r) = renewals.recv() => w.renewed(r).await,
             _ = stats.tick() => w.queue_stats().await,
             _ = sweep.tick() => w.sweep().await,
-            Some(done) = w.actors.join_next_with_id(), if !w.actors.is_empty() => w.finished(done).await,
+            Some(done) = w.actors.join_next_with_id(), if !w.actors.is_empty() => {
+                if let Some(id) = w.finished(done) {
+                    // Compare-and-delete: harmless when the lease is already someone else's.
+                    if let Err(e) = w.leases.release(&id).await {
+                        tracing::warn!(error = %e, "lease release failed");
+                    }
+                }
+            }
         }
     }
     w.shutdown().await;
@@ -505,14 +512,18 @@ impl Worker {
         }
     }
 
-    async fn finished(&mut self, done: Result<(tokio::task::Id, (InstanceId, Outcome)), tokio::task::JoinError>) {
+    /// Forgets a finished actor's instance; the caller releases its lease (returned).
+    fn finished(
+        &mut self,
+        done: Result<(tokio::task::Id, (InstanceId, Outcome)), tokio::task::JoinError>,
+    ) -> Option<InstanceId> {
         let (id, outcome) = match done {
             Ok((task, (id, outcome))) => {
                 self.tasks.remove(&task);
                 (id, format!("{outcome:?}"))
             }
             Err(e) => {
-                let Some(id) = self.tasks.remove(&e.id()) else { return };
+                let id = self.tasks.remove(&e.id())?;
                 if e.is_panic() {
                     // The session is gone with the task: give the instance back (another
                     // worker takes it) rather than renew a lease nothing uses.
@@ -528,11 +539,8 @@ impl Worker {
         self.stopping.remove(&id);
         self.renewer.forget(&id);
         ::metrics::gauge!(LEASES_HELD).set(self.held.len() as f64);
-        // Compare-and-delete: harmless when the lease is already someone else's.
-        if let Err(e) = self.leases.release(&id).await {
-            tracing::warn!(error = %e, "lease release failed");
-        }
         tracing::debug!(instance_id = %id, outcome, "instance released");
+        Some(id)
     }
 
     /// Stops every session, then releases the leases so others take over at once.
@@ -540,10 +548,15 @@ impl Worker {
         for (c, _) in self.held.values() {
             c.cancel();
         }
+        // Every lease goes back at the end, a few hundred per Redis call (one call each
+        // made 10,000 sessions take seconds more to hand over).
+        let all: Vec<InstanceId> = self.held.keys().cloned().collect();
         let deadline = tokio::time::Instant::now() + STOP_GRACE;
         while !self.actors.is_empty() {
             match tokio::time::timeout_at(deadline, self.actors.join_next_with_id()).await {
-                Ok(Some(done)) => self.finished(done).await,
+                Ok(Some(done)) => {
+                    self.finished(done);
+                }
                 Ok(None) => break,
                 Err(_) => {
                     tracing::warn!("sessions did not stop in time; releasing leases anyway");
@@ -552,9 +565,11 @@ impl Worker {
                 }
             }
         }
-        for id in self.held.keys().cloned().collect::<Vec<_>>() {
-            self.renewer.forget(&id);
-            let _ = self.leases.release(&id).await;
+        for id in &all {
+            self.renewer.forget(id);
+        }
+        if let Err(e) = self.leases.release_many(&all).await {
+            tracing::warn!(error = %e, "releasing the leases failed; they lapse after their TTL");
         }
         let _ = self.leases.leave().await;
     }

@@ -65,3 +65,26 @@ async fn thousands_of_leases_renew_in_batches_on_their_own_thread() {
     assert!(e2 >= 2);
     drop(renewer);
 }
+
+/// A worker shutting down gives its leases back in a few calls: every lease still its own
+/// is free at once, and one another worker took meanwhile stays that worker's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_gives_back_its_leases_in_batches_and_only_its_own() {
+    let config = harness::test_config();
+    let pool = shared::kv::connect(&config).unwrap();
+    let keys = shared::kv::Keys::new(&config);
+    let ttl = Duration::from_secs(60);
+    let mine = Leases::new(pool.clone(), keys.clone(), "wk_mine".into(), ttl);
+    let other = Leases::new(pool.clone(), keys.clone(), "wk_other".into(), ttl);
+    // More than one call's worth (500 keys each).
+    let ids: Vec<InstanceId> = (0..1_200).map(|_| InstanceId::new()).collect();
+    for id in &ids[1..] {
+        assert!(mine.acquire(id).await.unwrap().is_some());
+    }
+    assert!(other.acquire(&ids[0]).await.unwrap().is_some());
+    mine.release_many(&ids).await.unwrap();
+    let free = other.free(&ids).await.unwrap();
+    assert_eq!(free.len(), ids.len() - 1, "every lease of mine is free");
+    assert!(!free.contains(&ids[0]), "the other worker's lease stays");
+    assert!(mine.acquire(&ids[0]).await.unwrap().is_none());
+}
