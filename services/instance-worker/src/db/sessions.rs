@@ -154,33 +154,43 @@ pub async fn set_state(
 }
 
 /// Sessions stopped on request (a worker shutting down, an instance handed over), many in
-/// one transaction: each row left `disconnected` with its events, as [`set_state`] does,
-/// where its epoch still owns it. Rows are locked in id order (two batches never wait on
-/// each other). Whether each was written, in the order given.
+/// one transaction of two statements: each row left `disconnected` where its epoch still
+/// owns it (rows locked in id order, so two batches never wait on each other), and an
+/// `instance.state` for each that moved, as [`set_state`] writes. Whether each was
+/// written, in the order given.
 pub async fn set_stopped_many(db: &sqlx::PgPool, stops: &[(InstanceId, i64)]) -> Result<Vec<bool>, sqlx::Error> {
-    let mut order: Vec<usize> = (0..stops.len()).collect();
-    order.sort_by(|a, b| stops[*a].0.as_str().cmp(stops[*b].0.as_str()));
-    let mut written = vec![false; stops.len()];
+    let ids: Vec<&str> = stops.iter().map(|(id, _)| id.as_str()).collect();
+    let epochs: Vec<i64> = stops.iter().map(|(_, e)| *e).collect();
     let mut tx = db.begin().await?;
-    for k in order {
-        let (id, epoch) = &stops[k];
-        let Some(old) = lock_state(&mut tx, id).await? else { continue };
-        let res = sqlx::query(
-            "UPDATE instances SET state = 'disconnected', qr_code = NULL, qr_expires_at = NULL, state_reason = NULL, \
-             state_changed_at = CASE WHEN state = 'disconnected' THEN state_changed_at ELSE now() END, \
-             updated_at = now() WHERE id = $1 AND owner_epoch = $2",
-        )
-        .bind(id)
-        .bind(epoch)
-        .execute(&mut *tx)
-        .await?;
-        if res.rows_affected() == 1 {
-            emit(&mut tx, id, &old, InstanceState::Disconnected, Change::None).await?;
-            written[k] = true;
-        }
-    }
+    let rows: Vec<(InstanceId, String)> = sqlx::query_as(
+        "WITH j AS (SELECT * FROM UNNEST($1::text[], $2::bigint[]) AS j(id, epoch)), \
+              old AS (SELECT i.id, i.state FROM instances i JOIN j ON j.id = i.id AND i.owner_epoch = j.epoch \
+                      ORDER BY i.id FOR UPDATE OF i) \
+         UPDATE instances i SET state = 'disconnected', qr_code = NULL, qr_expires_at = NULL, state_reason = NULL, \
+             state_changed_at = CASE WHEN i.state = 'disconnected' THEN i.state_changed_at ELSE now() END, \
+             updated_at = now() \
+         FROM old WHERE i.id = old.id RETURNING i.id, old.state",
+    )
+    .bind(&ids)
+    .bind(&epochs)
+    .fetch_all(&mut *tx)
+    .await?;
+    let moved: Vec<(&InstanceId, Event)> = rows
+        .iter()
+        .filter(|(_, old)| old != InstanceState::Disconnected.as_str())
+        .map(|(id, old)| {
+            let data = InstanceStateEventData {
+                state: InstanceState::Disconnected.as_str().into(),
+                previous_state: old.clone(),
+                reason: None,
+            };
+            (id, Event::InstanceState(data))
+        })
+        .collect();
+    outbox::insert_many(&mut *tx, moved).await?;
     tx.commit().await?;
-    Ok(written)
+    let written: std::collections::HashSet<&InstanceId> = rows.iter().map(|(id, _)| id).collect();
+    Ok(stops.iter().map(|(id, _)| written.contains(id)).collect())
 }
 
 /// The device is linked (or resumed): credentials, number, account type and the
