@@ -85,10 +85,15 @@ class Workers:
         return self.procs[k][1]
 
     @staticmethod
+    def metrics(k):
+        """Worker k's metrics (Prometheus text); raises OSError when it does not answer."""
+        return urllib.request.urlopen(f"http://127.0.0.1:{9480 + k}/metrics", timeout=5).read().decode()
+
+    @staticmethod
     def held(k):
         """The leases worker k holds, from its metrics (0 when it does not answer)."""
         try:
-            text = urllib.request.urlopen(f"http://127.0.0.1:{9480 + k}/metrics", timeout=5).read().decode()
+            text = Workers.metrics(k)
         except OSError:
             return 0
         for line in text.splitlines():

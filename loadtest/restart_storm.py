@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import time
-import urllib.request
 
 import ltlib
 
@@ -163,7 +162,7 @@ def run(ws):
     all_back = samples[-1][0] - started
     shed = 0.0
     for k in range(W):
-        text = metrics(W + k)
+        text = ltlib.Workers.metrics(W + k)
         failed += ltlib.metric_sum(text, 'paceline_worker_session_events_total{kind="open_failed"}')
         shed += ltlib.metric_sum(text, "paceline_worker_instances_shed_total")
 
@@ -215,10 +214,6 @@ def run(ws):
           f"after their instance connected (grace 15-30 s), the last {last:.0f} s after the restart")
     if len(inbox["messages"]) < SENDS or inbox.get("duplicates", 0) or failed:
         sys.exit("sends lost or duplicated, or connects failed")
-
-
-def metrics(k):
-    return urllib.request.urlopen(f"http://127.0.0.1:{9480 + k}/metrics", timeout=10).read().decode()
 
 
 if __name__ == "__main__":

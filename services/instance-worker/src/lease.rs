@@ -39,13 +39,9 @@ end
 return out
 "#;
 
+/// Per key: deletes it while its value is ARGV[1] (one lease, or a worker shutting down
+/// giving all of its back in a few calls).
 const RELEASE: &str = r#"
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end
-"#;
-
-/// Per key: deletes it while its value is ARGV[1] (a worker shutting down gives all its
-/// leases back in a few calls).
-const RELEASE_MANY: &str = r#"
 local n = 0
 for _, key in ipairs(KEYS) do
   if redis.call('GET', key) == ARGV[1] then n = n + redis.call('DEL', key) end
@@ -103,15 +99,13 @@ impl Leases {
 
     /// Gives the lease up (only if it is still ours).
     pub async fn release(&self, id: &InstanceId) -> redis::RedisResult<()> {
-        let mut conn = self.pool.get().await.map_err(pool_err)?;
-        let _: i64 = Script::new(RELEASE).key(self.keys.lease(id)).arg(&self.worker).invoke_async(&mut conn).await?;
-        Ok(())
+        self.release_many(std::slice::from_ref(id)).await
     }
 
     /// Gives up the leases of `ids` that are still ours, `RENEW_CHUNK` keys per call.
     pub async fn release_many(&self, ids: &[InstanceId]) -> redis::RedisResult<()> {
         let mut conn = self.pool.get().await.map_err(pool_err)?;
-        let script = Script::new(RELEASE_MANY);
+        let script = Script::new(RELEASE);
         for chunk in ids.chunks(RENEW_CHUNK) {
             let mut call = script.prepare_invoke();
             for id in chunk {
@@ -334,10 +328,12 @@ impl Round {
     async fn release(&mut self, ids: &[InstanceId]) {
         let Some(conn) = &mut self.conn else { return };
         static SCRIPT: std::sync::LazyLock<Script> = std::sync::LazyLock::new(|| Script::new(RELEASE));
-        for id in ids {
+        for chunk in ids.chunks(RENEW_CHUNK) {
             let mut inv = SCRIPT.prepare_invoke();
-            inv.key(self.keys.lease(id)).arg(&self.worker);
-            let _: Result<i64, _> = inv.invoke_async(conn).await;
+            for id in chunk {
+                inv.key(self.keys.lease(id));
+            }
+            let _: Result<i64, _> = inv.arg(&self.worker).invoke_async(conn).await;
         }
     }
 
