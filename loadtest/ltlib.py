@@ -135,18 +135,25 @@ def redis_info(url, section):
     return out
 
 
+def sql(db_url, query, schema=None, psql="psql"):
+    """The rows `query` answers (in `schema` when given), as lists of strings."""
+    import subprocess
+
+    args = [psql, "-XAtq", "-F", "\t", db_url]
+    if schema:
+        args += ["-c", f"SET search_path TO {schema}"]
+    out = subprocess.run(args + ["-c", query], capture_output=True, text=True, check=True).stdout
+    return [line.split("\t") for line in out.splitlines() if line]
+
+
 def counters(db_url, redis_url, nats_monitor_port, psql="psql"):
     """What the backends did so far: (time, Postgres commits, rows written, rows read,
     Redis commands, NATS messages in or None without NATS's monitor). Differences of two
     readings are a window's load."""
     import json
-    import subprocess
 
-    pg = subprocess.run(
-        [psql, "-XAtq", "-F", "\t", db_url, "-c",
-         "SELECT sum(xact_commit), sum(tup_inserted + tup_updated + tup_deleted), sum(tup_fetched) "
-         "FROM pg_stat_database"],
-        capture_output=True, text=True, check=True).stdout.split("\t")
+    pg = sql(db_url, "SELECT sum(xact_commit), sum(tup_inserted + tup_updated + tup_deleted), sum(tup_fetched) "
+             "FROM pg_stat_database", psql=psql)[0]
     redis = int(redis_info(redis_url, "stats")["total_commands_processed"])
     try:
         url = f"http://127.0.0.1:{nats_monitor_port}/varz"

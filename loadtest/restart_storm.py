@@ -7,7 +7,6 @@ reach the network after their post-connection grace. Stdlib only.
 
 import concurrent.futures as cf
 import os
-import subprocess
 import sys
 import time
 
@@ -31,9 +30,7 @@ NATS_MONITOR = os.environ.get("PL_NATS_MONITOR_PORT", "28222")
 
 def sql(query):
     """Rows of `query` in the run's schema, as lists of strings."""
-    out = subprocess.run([PSQL, "-XAtq", "-F", "\t", DB, "-c", f"SET search_path TO {SCHEMA}", "-c", query],
-                         capture_output=True, text=True, check=True).stdout
-    return [line.split("\t") for line in out.splitlines() if line]
+    return ltlib.sql(DB, query, SCHEMA, PSQL)
 
 
 def pair(i):
