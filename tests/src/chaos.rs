@@ -373,7 +373,8 @@ pub async fn run(bin: &Path, opts: Options) -> Report {
         // The relay marks an event published before the fan-out has created its
         // deliveries: an event of ours with no finished delivery is pending too.
         let pending: i64 = sqlx::query_scalar(
-            "SELECT (SELECT count(*) FROM outbox WHERE published_at IS NULL) + \
+            "SELECT (SELECT count(*) FROM outbox o WHERE NOT EXISTS \
+                (SELECT 1 FROM outbox_published p WHERE p.event_id = o.id)) + \
              (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending') + \
              (SELECT count(*) FROM outbox o WHERE o.instance_id = ANY($1) AND o.type = ANY($2) \
                 AND o.created_at > $3::timestamptz AND NOT EXISTS ( \

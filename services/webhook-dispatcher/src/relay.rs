@@ -1,8 +1,10 @@
 //! The outbox relay: publishes events committed in Postgres to JetStream, with
-//! `Nats-Msg-Id` = the event id, and marks them published only after JetStream acked
-//! them, in the same transaction that locked them. A crash or a NATS outage between the
-//! commit of an event and its publish loses nothing (the row stays unpublished and is
-//! sent again), and JetStream's de-duplication window drops the repeats.
+//! `Nats-Msg-Id` = the event id, in batches of commits told apart by Postgres snapshots
+//! (`db::outbox::page`), and moves its position past a page only after JetStream acked
+//! it, in the transaction that locked the position. A crash or a NATS outage between the
+//! commit of an event and its publish loses nothing (the position stays and the page is
+//! sent again), and JetStream's de-duplication window drops the repeats. Nothing is
+//! written to the events' own rows.
 
 use std::time::Duration;
 
@@ -75,11 +77,15 @@ pub async fn run(
     }
 }
 
-/// Publishes one batch; returns how many events went out.
+/// Publishes one page; returns how many events went out.
 async fn relay_once(db: &sqlx::PgPool, js: &jetstream::Context, subjects: &Subjects) -> Result<usize, RoundError> {
     let mut tx = db.begin().await?;
-    let events = outbox::lock_unpublished(&mut tx, BATCH).await?;
-    if events.is_empty() {
+    // Another relay is publishing: this one waits its turn.
+    let Some(at) = outbox::lock_position(&mut tx).await? else { return Ok(0) };
+    let events = outbox::page(&mut tx, &at, BATCH).await?;
+    // Nothing new since the last batch: the position may stay where it is (the next batch
+    // then starts from it), so an idle relay writes nothing.
+    if events.is_empty() && at.first_page() {
         return Ok(0);
     }
     let mut acks = Vec::with_capacity(events.len());
@@ -104,11 +110,14 @@ async fn relay_once(db: &sqlx::PgPool, js: &jetstream::Context, subjects: &Subje
             .await
             .map_err(|_| RoundError::Timeout("the publish ack"))?
             .map_err(RoundError::nats)?;
-        published.push((ev.id.clone(), ack.sequence, ack.duplicate));
+        published.push((ev.id.clone(), ack.sequence));
     }
-    outbox::mark_published(&mut tx, &published).await?;
+    // A short page ends its batch: the next round takes a new snapshot.
+    let last = if events.len() as i64 == BATCH { events.last() } else { None };
+    outbox::published(&mut tx, &at, &published, last).await?;
     // The events' usage counts in the same transaction: once, with their publication.
-    let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).collect();
+    // Queued messages counted in the statement that accepted them.
+    let ids: Vec<&str> = events.iter().filter(|e| e.kind != "message.queued").map(|e| e.id.as_str()).collect();
     shared::db::usage::count_events(&mut tx, &ids).await?;
     tx.commit().await?;
     if let Some(created) = events.last().and_then(|e| e.payload.get("created_at")).and_then(|c| c.as_str()) {

@@ -97,35 +97,99 @@ pub struct Pending {
     #[sqlx(rename = "type")]
     pub kind: String,
     pub payload: serde_json::Value,
+    /// The id of the transaction that wrote it (`xid8` as text): with `id`, the page
+    /// cursor.
+    pub xid: String,
 }
 
-/// Locks up to `limit` unpublished events, oldest first, skipping ones another relay
-/// holds; the caller publishes them and marks them in the same transaction.
-pub async fn lock_unpublished(tx: &mut sqlx::PgConnection, limit: i64) -> Result<Vec<Pending>, sqlx::Error> {
+/// Where the relay stands (`outbox_relay`, migration 0044): every event visible in
+/// `done` is published, and `batch` is being published, a page at a time after
+/// `after`. The snapshots and transaction ids travel as Postgres's text forms.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Position {
+    pub done: String,
+    pub batch: String,
+    /// The last event of the batch published so far: `(xid, id)`; `("0", "")` before
+    /// its first page.
+    pub after_xid: String,
+    pub after_id: String,
+}
+
+impl Position {
+    /// Whether no page of the batch is published yet.
+    pub fn first_page(&self) -> bool {
+        self.after_xid == "0" && self.after_id.is_empty()
+    }
+}
+
+/// Locks the relay's position for this transaction, starting a new batch (a snapshot
+/// of what is committed now) when none is open. `None` while another relay holds it:
+/// one relay publishes at a time, so the batches' order is the stream's.
+pub async fn lock_position(tx: &mut sqlx::PgConnection) -> Result<Option<Position>, sqlx::Error> {
     sqlx::query_as(
-        "SELECT id, instance_id, type, payload FROM outbox WHERE published_at IS NULL \
-         ORDER BY created_at, id LIMIT $1 FOR UPDATE SKIP LOCKED",
+        "SELECT done::text, COALESCE(batch, pg_current_snapshot())::text AS batch, \
+                COALESCE(after_xid, '0')::text AS after_xid, COALESCE(after_id, '') AS after_id \
+         FROM outbox_relay FOR UPDATE SKIP LOCKED",
     )
+    .fetch_optional(tx)
+    .await
+}
+
+/// The next page of up to `limit` events of the position's batch, in `(xid, id)` order:
+/// those visible in `batch` and not in `done`. Those are the transactions still running
+/// when `done` was taken (a short list, looked up one by one) and those begun since
+/// (a range of the index), so a transaction that stays open for long costs later pages
+/// nothing. Each event is in exactly one batch, whichever order transactions commit in.
+pub async fn page(tx: &mut sqlx::PgConnection, at: &Position, limit: i64) -> Result<Vec<Pending>, sqlx::Error> {
+    sqlx::query_as(
+        "WITH late AS ( \
+             SELECT id, instance_id, type, payload, xid FROM outbox \
+             WHERE xid = ANY(ARRAY(SELECT pg_snapshot_xip($1::pg_snapshot))) AND (xid, id) > ($3::xid8, $4) \
+               AND pg_visible_in_snapshot(xid, $2::pg_snapshot) \
+             ORDER BY xid, id LIMIT $5), \
+         fresh AS ( \
+             SELECT id, instance_id, type, payload, xid FROM outbox \
+             WHERE xid >= pg_snapshot_xmax($1::pg_snapshot) AND xid < pg_snapshot_xmax($2::pg_snapshot) \
+               AND (xid, id) > ($3::xid8, $4) AND pg_visible_in_snapshot(xid, $2::pg_snapshot) \
+             ORDER BY xid, id LIMIT $5) \
+         SELECT id, instance_id, type, payload, xid::text AS xid \
+         FROM (SELECT * FROM late UNION ALL SELECT * FROM fresh) p ORDER BY p.xid, p.id LIMIT $5",
+    )
+    .bind(&at.done)
+    .bind(&at.batch)
+    .bind(&at.after_xid)
+    .bind(&at.after_id)
     .bind(limit)
     .fetch_all(tx)
     .await
 }
 
-/// Marks events published with the stream sequence JetStream acked for each. A repeat
-/// (JetStream's de-duplication answered for an earlier copy) keeps the sequence already
-/// recorded.
-pub async fn mark_published(tx: &mut sqlx::PgConnection, acks: &[(EventId, u64, bool)]) -> Result<(), sqlx::Error> {
+/// Records a page as published, with the stream sequence JetStream acked for each event
+/// (a repeat, which JetStream's de-duplication answered for an earlier copy, keeps the
+/// sequence already recorded), and moves the position: past the page's last event, or,
+/// for the batch's last page (`last` is `None`), to the next batch.
+pub async fn published(
+    tx: &mut sqlx::PgConnection,
+    at: &Position,
+    acks: &[(EventId, u64)],
+    last: Option<&Pending>,
+) -> Result<(), sqlx::Error> {
     let ids: Vec<&str> = acks.iter().map(|a| a.0.as_str()).collect();
     let seqs: Vec<i64> = acks.iter().map(|a| a.1 as i64).collect();
-    let dups: Vec<bool> = acks.iter().map(|a| a.2).collect();
     sqlx::query(
-        "UPDATE outbox o SET published_at = now(), \
-             stream_seq = CASE WHEN v.dup THEN COALESCE(o.stream_seq, v.seq) ELSE v.seq END \
-         FROM UNNEST($1::text[], $2::bigint[], $3::bool[]) AS v(id, seq, dup) WHERE o.id = v.id",
+        "WITH p AS ( \
+             INSERT INTO outbox_published (event_id, stream_seq) \
+             SELECT * FROM UNNEST($1::text[], $2::bigint[]) ON CONFLICT (event_id) DO NOTHING) \
+         UPDATE outbox_relay SET \
+             done = CASE WHEN $4::text IS NULL THEN $3::pg_snapshot ELSE done END, \
+             batch = CASE WHEN $4::text IS NULL THEN NULL ELSE $3::pg_snapshot END, \
+             after_xid = $4::xid8, after_id = $5",
     )
     .bind(&ids)
     .bind(&seqs)
-    .bind(&dups)
+    .bind(&at.batch)
+    .bind(last.map(|p| p.xid.as_str()))
+    .bind(last.map(|p| p.id.as_str()))
     .execute(tx)
     .await?;
     Ok(())
@@ -139,11 +203,14 @@ pub async fn stream_seq(
     event: &EventId,
     instance: Option<&InstanceId>,
 ) -> Result<Option<Option<i64>>, sqlx::Error> {
-    sqlx::query_scalar("SELECT stream_seq FROM outbox WHERE id = $1 AND ($2::text IS NULL OR instance_id = $2)")
-        .bind(event)
-        .bind(instance)
-        .fetch_optional(db)
-        .await
+    sqlx::query_scalar(
+        "SELECT p.stream_seq FROM outbox o LEFT JOIN outbox_published p ON p.event_id = o.id \
+         WHERE o.id = $1 AND ($2::text IS NULL OR o.instance_id = $2)",
+    )
+    .bind(event)
+    .bind(instance)
+    .fetch_optional(db)
+    .await
 }
 
 /// Writes an event only while `epoch` still owns the instance (a worker's events are

@@ -1,6 +1,7 @@
-//! Daily usage per instance (`usage_daily`). Message and media counts are added by the
-//! outbox relay from the events of the fenced transitions, in the transaction that marks
-//! them published; delivery counts are rolled up from the delivery records, each batch
+//! Daily usage per instance (`usage_daily`). Queued messages are counted by the
+//! statement that accepts them (`db::messages::enqueue`); the other message and media
+//! counts are added by the outbox relay from the events of the fenced transitions, in
+//! the transaction that records them published; delivery counts are rolled up from the delivery records, each batch
 //! marking its rows counted in the statement that adds them. Either way every row counts
 //! exactly once whichever dispatcher handles it, and a crash loses nothing. Number
 //! lookups and API requests are added where they happen.
@@ -159,8 +160,9 @@ pub async fn add_requests(db: impl PgExecutor<'_>, rows: &[(InstanceId, [i64; 4]
     .map(drop)
 }
 
-/// Adds the usage of these outbox events, in the relay's transaction that marks them
-/// published, to the day of their creation. Media bytes sent are those of the messages
+/// Adds the usage of these outbox events, in the relay's transaction that records them
+/// published, to the day of their creation (`message.queued` is not among them: the
+/// accept counted it). Media bytes sent are those of the messages
 /// that went out (`message.sent`); received, those a `message.received` carried (stored
 /// ones; media still being downloaded counts 0). Messages from the account's own phone
 /// are not "received". Every value read from a payload is type-checked first, so no
@@ -174,7 +176,6 @@ pub async fn count_events(tx: &mut sqlx::PgConnection, ids: &[&str]) -> Result<(
              SELECT o.instance_id, o.type, o.created_at, o.payload->'data' AS d FROM outbox o WHERE o.id = ANY($1) \
          ), agg AS ( \
              SELECT k.instance_id, (k.created_at AT TIME ZONE 'UTC')::date AS day, \
-                 count(*) FILTER (WHERE k.type = 'message.queued') AS queued, \
                  count(*) FILTER (WHERE k.type = 'message.sent') AS sent, \
                  count(*) FILTER (WHERE k.type = 'message.failed' AND coalesce(k.d->>'error', '') NOT LIKE 'message_expired%') AS failed, \
                  count(*) FILTER (WHERE k.type = 'message.failed' AND k.d->>'error' LIKE 'message_expired%') AS expired, \
@@ -186,12 +187,12 @@ pub async fn count_events(tx: &mut sqlx::PgConnection, ids: &[&str]) -> Result<(
              FROM k LEFT JOIN messages m ON k.type = 'message.sent' AND m.id = k.d->>'id' \
              GROUP BY 1, 2 \
          ) \
-         INSERT INTO usage_daily (instance_id, day, messages_queued, messages_sent, messages_failed, \
+         INSERT INTO usage_daily (instance_id, day, messages_sent, messages_failed, \
              messages_expired, messages_received, media_bytes_sent, media_bytes_received) \
-         SELECT instance_id, day, queued, sent, failed, expired, received, bytes_sent, bytes_received FROM agg \
-         WHERE queued + sent + failed + expired + received > 0 AND EXISTS (SELECT 1 FROM instances i WHERE i.id = agg.instance_id) \
+         SELECT instance_id, day, sent, failed, expired, received, bytes_sent, bytes_received FROM agg \
+         WHERE sent + failed + expired + received > 0 AND EXISTS (SELECT 1 FROM instances i WHERE i.id = agg.instance_id) \
+         ORDER BY instance_id, day \
          ON CONFLICT (instance_id, day) DO UPDATE SET \
-             messages_queued = usage_daily.messages_queued + EXCLUDED.messages_queued, \
              messages_sent = usage_daily.messages_sent + EXCLUDED.messages_sent, \
              messages_failed = usage_daily.messages_failed + EXCLUDED.messages_failed, \
              messages_expired = usage_daily.messages_expired + EXCLUDED.messages_expired, \
@@ -223,6 +224,7 @@ pub async fn roll_up_deliveries(db: impl PgExecutor<'_>, limit: i64) -> Result<u
          ), added AS ( \
              INSERT INTO usage_daily (instance_id, day, deliveries_succeeded, deliveries_failed) \
              SELECT instance_id, day, ok, bad FROM agg WHERE EXISTS (SELECT 1 FROM instances i WHERE i.id = agg.instance_id) \
+             ORDER BY instance_id, day \
              ON CONFLICT (instance_id, day) DO UPDATE SET \
                  deliveries_succeeded = usage_daily.deliveries_succeeded + EXCLUDED.deliveries_succeeded, \
                  deliveries_failed = usage_daily.deliveries_failed + EXCLUDED.deliveries_failed \

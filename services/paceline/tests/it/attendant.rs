@@ -201,8 +201,8 @@ async fn consumer_info(c: &Cluster) -> Option<async_nats::jetstream::consumer::I
 async fn handled(c: &Cluster, pool: &sqlx::PgPool, id: &str, text: &str) {
     let seq: i64 = wait_for(Duration::from_secs(20), || async {
         sqlx::query_scalar::<_, Option<i64>>(
-            "SELECT stream_seq FROM outbox WHERE instance_id = $1 AND type = 'message.received' \
-             AND payload->'data'->'content'->>'text' = $2",
+            "SELECT p.stream_seq FROM outbox o LEFT JOIN outbox_published p ON p.event_id = o.id \
+             WHERE o.instance_id = $1 AND o.type = 'message.received' AND o.payload->'data'->'content'->>'text' = $2",
         )
         .bind(id)
         .bind(text)

@@ -401,7 +401,8 @@ async fn nats_restarting_mid_stream_loses_no_event() {
         // Say where things stopped: the dispatcher, the outbox, the delivery rows.
         let db = shared::db::connect(&s.api.config).await.unwrap();
         let (unpublished, published): (i64, i64) = sqlx::query_as(
-            "SELECT count(*) FILTER (WHERE published_at IS NULL), count(*) FILTER (WHERE published_at IS NOT NULL) FROM outbox",
+            "SELECT count(*) FILTER (WHERE p.event_id IS NULL), count(p.event_id) \
+             FROM outbox o LEFT JOIN outbox_published p ON p.event_id = o.id",
         )
         .fetch_one(&db)
         .await

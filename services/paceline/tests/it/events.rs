@@ -21,12 +21,13 @@ async fn events_reach_jetstream_once_under_their_id() {
         .expect(202);
     let db = shared::db::connect(&api.config).await.unwrap();
     let published = || async {
-        let (n,): (i64,) =
-            sqlx::query_as("SELECT count(*) FROM outbox WHERE instance_id = $1 AND published_at IS NOT NULL")
-                .bind(&id)
-                .fetch_one(&db)
-                .await
-                .unwrap();
+        let (n,): (i64,) = sqlx::query_as(
+            "SELECT count(*) FROM outbox o JOIN outbox_published p ON p.event_id = o.id WHERE o.instance_id = $1",
+        )
+        .bind(&id)
+        .fetch_one(&db)
+        .await
+        .unwrap();
         // The instance's creation and the message's queueing.
         (n == 2).then_some(())
     };
@@ -51,9 +52,18 @@ async fn events_reach_jetstream_once_under_their_id() {
         msg.headers.as_ref().and_then(|h| h.get(async_nats::header::NATS_MESSAGE_ID)).map(|v| v.as_str().to_string());
     assert_eq!(msg_id.as_deref(), body["id"].as_str(), "published under the event's id");
 
-    // As if the relay died after publishing but before marking: it publishes again, and
-    // the stream keeps one copy.
-    sqlx::query("UPDATE outbox SET published_at = NULL WHERE instance_id = $1").bind(&id).execute(&db).await.unwrap();
+    // As if the relay died after publishing but before moving its position: it publishes
+    // again, and the stream keeps one copy.
+    sqlx::query(
+        "WITH e AS (DELETE FROM outbox_published WHERE event_id IN (SELECT id FROM outbox WHERE instance_id = $1)) \
+         UPDATE outbox_relay SET done = format('%s:%s:', x.m, x.m)::pg_snapshot, batch = NULL, after_xid = NULL, \
+             after_id = NULL \
+         FROM (SELECT min(xid) AS m FROM outbox WHERE instance_id = $1) x",
+    )
+    .bind(&id)
+    .execute(&db)
+    .await
+    .unwrap();
     wait_for(Duration::from_secs(10), published).await.expect("published again");
     assert_eq!(stream.info().await.unwrap().state.messages, 2, "de-duplicated by Nats-Msg-Id");
     api.shutdown.cancel();
@@ -65,11 +75,14 @@ async fn events_reach_jetstream_once_under_their_id() {
 pub(crate) async fn settled(api: &TestApi, id: &str) {
     let db = shared::db::connect(&api.config).await.unwrap();
     let done = wait_for(Duration::from_secs(10), || async {
-        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox WHERE instance_id = $1 AND published_at IS NULL")
-            .bind(id)
-            .fetch_one(&db)
-            .await
-            .unwrap();
+        let n: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM outbox o WHERE o.instance_id = $1 \
+               AND NOT EXISTS (SELECT 1 FROM outbox_published p WHERE p.event_id = o.id)",
+        )
+        .bind(id)
+        .fetch_one(&db)
+        .await
+        .unwrap();
         (n == 0).then_some(())
     })
     .await;
@@ -340,4 +353,121 @@ async fn a_keys_event_stream_leaves_out_the_pairing_qr() {
     assert!(!first.data.contains("secret-pairing"));
     api.shutdown.cancel();
     dispatcher.await.unwrap().unwrap();
+}
+
+/// One relay round without NATS: the next page of at most `limit`, recorded published
+/// (sequence 1 each) as the relay does. Returns the page's event ids.
+async fn relay_round(db: &sqlx::PgPool, limit: i64) -> Vec<String> {
+    use shared::db::outbox;
+    let mut tx = db.begin().await.unwrap();
+    let at = outbox::lock_position(&mut tx).await.unwrap().expect("no other relay");
+    let page = outbox::page(&mut tx, &at, limit).await.unwrap();
+    let acks: Vec<_> = page.iter().map(|e| (e.id.clone(), 1)).collect();
+    let last = if page.len() as i64 == limit { page.last() } else { None };
+    outbox::published(&mut tx, &at, &acks, last).await.unwrap();
+    tx.commit().await.unwrap();
+    page.iter().map(|e| e.id.to_string()).collect()
+}
+
+/// Writes an event of the relay test's own; returns its id.
+async fn insert_test_event(c: &mut sqlx::PgConnection) -> String {
+    let id = shared::ids::EventId::new().to_string();
+    sqlx::query("INSERT INTO outbox (id, instance_id, type, payload) VALUES ($1, 'inst_relay', 'test', '{}')")
+        .bind(&id)
+        .execute(c)
+        .await
+        .unwrap();
+    id
+}
+
+/// The relay's batches are told apart by snapshots, not by marks on the events: every
+/// committed event is published exactly once, in pages, however long the transaction
+/// that wrote it stayed open and whatever order transactions commit in; an aborted one
+/// never is, and one relay publishes at a time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_relay_publishes_each_committed_event_once_whatever_order_they_commit_in() {
+    let api = TestApi::start().await;
+    let db = shared::db::connect(&api.config).await.unwrap();
+    // Whatever the set-up wrote is published first.
+    while !relay_round(&db, 500).await.is_empty() {}
+    assert!(relay_round(&db, 500).await.is_empty());
+    let insert = |db: sqlx::PgPool| async move {
+        let mut c = db.acquire().await.unwrap();
+        insert_test_event(&mut c).await
+    };
+    // A transaction opened first and left open: its event has the smallest id.
+    let mut long = db.begin().await.unwrap();
+    let late = insert_test_event(&mut long).await;
+    let mut aborted = db.begin().await.unwrap();
+    let gone = insert_test_event(&mut aborted).await;
+    let (b, c, d) = (insert(db.clone()).await, insert(db.clone()).await, insert(db.clone()).await);
+    // A page at a time, in commit order; the open transaction's event is not there.
+    assert_eq!(relay_round(&db, 2).await, [b.clone(), c.clone()]);
+    // A second relay waits while one holds the position.
+    let mut holder = db.begin().await.unwrap();
+    assert!(shared::db::outbox::lock_position(&mut holder).await.unwrap().is_some());
+    let mut other = db.begin().await.unwrap();
+    assert!(shared::db::outbox::lock_position(&mut other).await.unwrap().is_none(), "one relay at a time");
+    holder.rollback().await.unwrap();
+    other.rollback().await.unwrap();
+    assert_eq!(relay_round(&db, 2).await, std::slice::from_ref(&d));
+    assert!(relay_round(&db, 2).await.is_empty(), "nothing twice");
+    // The long transaction commits after those batches; the other is rolled back.
+    long.commit().await.unwrap();
+    aborted.rollback().await.unwrap();
+    let e = insert(db.clone()).await;
+    assert_eq!(relay_round(&db, 500).await, [late.clone(), e.clone()], "the late commit comes in the next batch");
+    assert!(relay_round(&db, 500).await.is_empty());
+    let recorded: Vec<String> = sqlx::query_scalar(
+        "SELECT o.id FROM outbox o JOIN outbox_published p ON p.event_id = o.id \
+         WHERE o.instance_id = 'inst_relay' ORDER BY o.id",
+    )
+    .fetch_all(&db)
+    .await
+    .unwrap();
+    let mut all = vec![late, b, c, d, e];
+    all.sort();
+    assert_eq!(recorded, all, "each recorded once; the aborted {gone} never");
+}
+
+/// An upgrade to the snapshot relay (migration 0044) loses nothing: an event an earlier
+/// relay published keeps its stream sequence, one it had not yet published is the new
+/// relay's first page, and a row written afterwards carries the epoch in the old column,
+/// so an earlier build's relay still running leaves it alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_not_yet_published_at_the_upgrade_are_published_by_the_new_relay() {
+    let config = harness::test_config();
+    let db = shared::db::connect(&config).await.unwrap();
+    let before = sqlx::migrate::Migrator {
+        migrations: std::borrow::Cow::Owned(shared::db::MIGRATOR.iter().filter(|m| m.version < 44).cloned().collect()),
+        ignore_missing: false,
+        locking: true,
+        no_tx: false,
+    };
+    before.run(&db).await.unwrap();
+    let (told, untold) = (shared::ids::EventId::new(), shared::ids::EventId::new());
+    sqlx::query(
+        "INSERT INTO outbox (id, instance_id, type, payload, published_at, stream_seq) \
+         VALUES ($1, 'inst_up', 'test', '{}', now(), 7), ($2, 'inst_up', 'test', '{}', NULL, NULL)",
+    )
+    .bind(&told)
+    .bind(&untold)
+    .execute(&db)
+    .await
+    .unwrap();
+    shared::db::MIGRATOR.run(&db).await.unwrap();
+    use shared::db::outbox::stream_seq;
+    assert_eq!(stream_seq(&db, &told, None).await.unwrap(), Some(Some(7)));
+    assert_eq!(stream_seq(&db, &untold, None).await.unwrap(), Some(None), "waiting for the relay");
+    assert_eq!(relay_round(&db, 500).await, [untold.to_string()]);
+    assert!(relay_round(&db, 500).await.is_empty());
+    let mut c = db.acquire().await.unwrap();
+    let new = insert_test_event(&mut c).await;
+    let old_relay_sees: bool = sqlx::query_scalar("SELECT published_at IS NULL FROM outbox WHERE id = $1")
+        .bind(&new)
+        .fetch_one(&db)
+        .await
+        .unwrap();
+    assert!(!old_relay_sees, "an earlier build's relay leaves a new row alone");
+    assert_eq!(relay_round(&db, 500).await, [new]);
 }

@@ -25,13 +25,17 @@ async fn events_and_deliveries_past_retention_are_pruned_by_age() {
         let db = db.clone();
         let id = id.clone();
         async move {
-            sqlx::query("INSERT INTO outbox (id, instance_id, type, payload, published_at) VALUES ($1, $2, 'message.queued', '{}', CASE WHEN $3 THEN now() END)")
-                .bind(eid)
-                .bind(id)
-                .bind(published)
-                .execute(&db)
-                .await
-                .unwrap();
+            // Published: the relay's record of it (what retention reads).
+            sqlx::query(
+                "WITH e AS (INSERT INTO outbox (id, instance_id, type, payload) VALUES ($1, $2, 'message.queued', '{}')) \
+                 INSERT INTO outbox_published (event_id, stream_seq) SELECT $1, 1 WHERE $3",
+            )
+            .bind(eid)
+            .bind(id)
+            .bind(published)
+            .execute(&db)
+            .await
+            .unwrap();
         }
     };
     let delivery = |did: String, eid: String, state: &'static str| {

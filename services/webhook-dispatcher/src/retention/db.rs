@@ -20,7 +20,7 @@ pub struct Pruned {
 
 /// Removes, in batches of `batch`, what was created before `cutoff`: deliveries (a
 /// pending one is failed first), then published outbox rows no delivery refers to any
-/// more. Unpublished rows stay, whatever their age: they are events not told yet. Returns what a pass removed; call
+/// more (with their publication records). Unpublished rows stay, whatever their age: they are events not told yet. Returns what a pass removed; call
 /// again while a count equals `batch`.
 pub async fn prune(db: &PgPool, cutoff: DateTime<Utc>, batch: i64) -> Result<Pruned, sqlx::Error> {
     let (dlv, evt) = (DeliveryId::bound_at(cutoff), EventId::bound_at(cutoff));
@@ -37,18 +37,34 @@ pub async fn prune(db: &PgPool, cutoff: DateTime<Utc>, batch: i64) -> Result<Pru
     let deliveries = delete_older(db, "webhook_deliveries", "state <> 'pending'", &dlv, batch).await?;
     // An event stays while a delivery refers to it (one made late, or resent), so no
     // delivery is ever left without its payload; it goes once they have.
-    let events = delete_older(
-        db,
-        "outbox",
-        "published_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = outbox.id)",
-        &evt,
-        batch,
-    )
-    .await?;
+    let events = prune_events(db, &evt, batch).await?;
     // An instance's past membership of an account matters while its events may still be
     // read; past their retention, none can.
     sqlx::query("DELETE FROM account_departures WHERE left_at < $1").bind(cutoff).execute(db).await?;
     Ok(Pruned { failed, deliveries, events })
+}
+
+/// Deletes up to `batch` published events with ids below `bound` that no delivery refers
+/// to, with their publication records. Published: recorded by the relay, or (a row from
+/// before migration 0044, which carries no transaction id) marked by an earlier one.
+async fn prune_events(db: &PgPool, bound: &str, batch: i64) -> Result<u64, sqlx::Error> {
+    let n: i64 = sqlx::query_scalar(
+        "WITH gone AS ( \
+             DELETE FROM outbox WHERE id IN ( \
+                 SELECT o.id FROM outbox o WHERE o.id < $1 \
+                   AND (EXISTS (SELECT 1 FROM outbox_published p WHERE p.event_id = o.id) \
+                        OR (o.xid IS NULL AND o.published_at IS NOT NULL)) \
+                   AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = o.id) \
+                 LIMIT $2) \
+             RETURNING id), \
+         marks AS (DELETE FROM outbox_published WHERE event_id IN (SELECT id FROM gone)) \
+         SELECT count(*) FROM gone",
+    )
+    .bind(bound)
+    .bind(batch)
+    .fetch_one(db)
+    .await?;
+    Ok(n as u64)
 }
 
 /// Deletes up to `batch` rows of `table` with ids below `bound` that match `condition`.
