@@ -11,6 +11,7 @@ use std::time::Duration;
 use async_nats::jetstream;
 use shared::bus::Subjects;
 use shared::db::outbox;
+use shared::db::usage::EventUsage;
 
 use crate::error::RoundError;
 
@@ -116,9 +117,9 @@ async fn relay_once(db: &sqlx::PgPool, js: &jetstream::Context, subjects: &Subje
     let last = if events.len() as i64 == BATCH { events.last() } else { None };
     outbox::published(&mut tx, &at, &published, last).await?;
     // The events' usage counts in the same transaction: once, with their publication.
-    // Queued messages counted in the statement that accepted them.
-    let ids: Vec<&str> = events.iter().filter(|e| e.kind != "message.queued").map(|e| e.id.as_str()).collect();
-    shared::db::usage::count_events(&mut tx, &ids).await?;
+    let usage: Vec<_> =
+        events.iter().filter_map(|e| EventUsage::of(e.instance_id.as_str(), &e.kind, &e.payload)).collect();
+    shared::db::usage::count_events(&mut tx, &usage).await?;
     tx.commit().await?;
     if let Some(created) = events.last().and_then(|e| e.payload.get("created_at")).and_then(|c| c.as_str()) {
         if let Ok(t) = created.parse::<chrono::DateTime<chrono::Utc>>() {

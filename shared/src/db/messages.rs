@@ -201,12 +201,7 @@ pub async fn enqueue(pool: &PgPool, batch: &[NewMessage]) -> Result<Vec<Queued>,
            SELECT t.event_id, ins.instance_id, 'message.queued', t.event, $12 FROM ins JOIN input t ON t.id = ins.id), \
          claimed AS ( \
            UPDATE media SET claimed = true \
-           WHERE id IN (SELECT content->'media'->>'id' FROM ins WHERE content ? 'media') AND NOT claimed), \
-         counted AS ( \
-           INSERT INTO usage_daily (instance_id, day, messages_queued) \
-           SELECT instance_id, ($12 AT TIME ZONE 'UTC')::date, count(*) FROM ins GROUP BY instance_id \
-           ORDER BY instance_id \
-           ON CONFLICT (instance_id, day) DO UPDATE SET messages_queued = usage_daily.messages_queued + EXCLUDED.messages_queued) \
+           WHERE id IN (SELECT content->'media'->>'id' FROM ins WHERE content ? 'media') AND NOT claimed) \
          SELECT {COLUMNS} FROM ins"
     ))
     .bind(col(|m| m.id.to_string()))

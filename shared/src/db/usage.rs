@@ -1,7 +1,6 @@
-//! Daily usage per instance (`usage_daily`). Queued messages are counted by the
-//! statement that accepts them (`db::messages::enqueue`); the other message and media
-//! counts are added by the outbox relay from the events of the fenced transitions, in
-//! the transaction that records them published; delivery counts are rolled up from the delivery records, each batch
+//! Daily usage per instance (`usage_daily`). Message and media counts are added by the
+//! outbox relay from the events of the fenced transitions, in the transaction that
+//! records them published; delivery counts are rolled up from the delivery records, each batch
 //! marking its rows counted in the statement that adds them. Either way every row counts
 //! exactly once whichever dispatcher handles it, and a crash loses nothing. Number
 //! lookups and API requests are added where they happen.
@@ -160,39 +159,78 @@ pub async fn add_requests(db: impl PgExecutor<'_>, rows: &[(InstanceId, [i64; 4]
     .map(drop)
 }
 
-/// Adds the usage of these outbox events, in the relay's transaction that records them
-/// published, to the day of their creation (`message.queued` is not among them: the
-/// accept counted it). Media bytes sent are those of the messages
-/// that went out (`message.sent`); received, those a `message.received` carried (stored
-/// ones; media still being downloaded counts 0). Messages from the account's own phone
-/// are not "received". Every value read from a payload is type-checked first, so no
-/// payload can fail the relay's transaction.
-pub async fn count_events(tx: &mut sqlx::PgConnection, ids: &[&str]) -> Result<(), sqlx::Error> {
-    if ids.is_empty() {
+/// What one published event adds to its instance's day (`None`: nothing).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventUsage {
+    pub instance_id: String,
+    pub day: NaiveDate,
+    /// `queued`, `sent`, `failed`, `expired` or `received`.
+    pub kind: &'static str,
+    /// Media bytes a received message carried (stored ones; still downloading: 0).
+    pub bytes_received: i64,
+    /// A sent message's id: its media bytes are read from the message.
+    pub sent_id: Option<String>,
+}
+
+impl EventUsage {
+    /// Reads an event's usage from its payload (`{"created_at", "data"}`). Every value is
+    /// type-checked, so no payload can fail the relay's transaction; messages from the
+    /// account's own phone are not "received".
+    pub fn of(instance: &str, kind: &str, payload: &serde_json::Value) -> Option<EventUsage> {
+        let d = &payload["data"];
+        let kind = match kind {
+            "message.queued" => "queued",
+            "message.sent" => "sent",
+            "message.failed" if d["error"].as_str().is_some_and(|e| e.starts_with("message_expired")) => "expired",
+            "message.failed" => "failed",
+            "message.received" if d["from_me"] != serde_json::Value::Bool(true) => "received",
+            _ => return None,
+        };
+        let day = payload["created_at"]
+            .as_str()
+            .and_then(|t| t.parse::<chrono::DateTime<chrono::Utc>>().ok())
+            .unwrap_or_else(chrono::Utc::now)
+            .date_naive();
+        let bytes_received = match (kind, d["content"]["media"]["size"].as_f64()) {
+            ("received", Some(n)) => n.clamp(0.0, 1e15) as i64,
+            _ => 0,
+        };
+        let sent_id = (kind == "sent").then(|| d["id"].as_str().map(str::to_string)).flatten();
+        Some(EventUsage { instance_id: instance.to_string(), day, kind, bytes_received, sent_id })
+    }
+}
+
+/// Adds the usage of published events, in the relay's transaction that records them
+/// published, to the day of their creation: the page's own values, so no event is read
+/// again. Media bytes sent are those of the messages that went out.
+pub async fn count_events(tx: &mut sqlx::PgConnection, events: &[EventUsage]) -> Result<(), sqlx::Error> {
+    if events.is_empty() {
         return Ok(());
     }
+    let col = |f: fn(&EventUsage) -> String| events.iter().map(f).collect::<Vec<_>>();
     sqlx::query(
         "WITH k AS ( \
-             SELECT o.instance_id, o.type, o.created_at, o.payload->'data' AS d FROM outbox o WHERE o.id = ANY($1) \
+             SELECT * FROM UNNEST($1::text[], $2::date[], $3::text[], $4::bigint[], $5::text[]) \
+                 AS k(instance_id, day, kind, rbytes, sent_id) \
          ), agg AS ( \
-             SELECT k.instance_id, (k.created_at AT TIME ZONE 'UTC')::date AS day, \
-                 count(*) FILTER (WHERE k.type = 'message.sent') AS sent, \
-                 count(*) FILTER (WHERE k.type = 'message.failed' AND coalesce(k.d->>'error', '') NOT LIKE 'message_expired%') AS failed, \
-                 count(*) FILTER (WHERE k.type = 'message.failed' AND k.d->>'error' LIKE 'message_expired%') AS expired, \
-                 count(*) FILTER (WHERE k.type = 'message.received' AND k.d->'from_me' IS DISTINCT FROM 'true'::jsonb) AS received, \
-                 coalesce(sum(CASE WHEN jsonb_typeof(m.content->'media'->'size') = 'number' THEN greatest(least((m.content->'media'->>'size')::numeric, 1e15), 0)::bigint END) FILTER (WHERE k.type = 'message.sent'), 0) AS bytes_sent, \
-                 coalesce(sum(CASE WHEN jsonb_typeof(k.d->'content'->'media'->'size') = 'number' \
-                     THEN greatest(least((k.d->'content'->'media'->>'size')::numeric, 1e15), 0)::bigint END) \
-                     FILTER (WHERE k.type = 'message.received' AND k.d->'from_me' IS DISTINCT FROM 'true'::jsonb), 0) AS bytes_received \
-             FROM k LEFT JOIN messages m ON k.type = 'message.sent' AND m.id = k.d->>'id' \
+             SELECT k.instance_id, k.day, \
+                 count(*) FILTER (WHERE k.kind = 'queued') AS queued, \
+                 count(*) FILTER (WHERE k.kind = 'sent') AS sent, \
+                 count(*) FILTER (WHERE k.kind = 'failed') AS failed, \
+                 count(*) FILTER (WHERE k.kind = 'expired') AS expired, \
+                 count(*) FILTER (WHERE k.kind = 'received') AS received, \
+                 coalesce(sum(CASE WHEN jsonb_typeof(m.content->'media'->'size') = 'number' THEN greatest(least((m.content->'media'->>'size')::numeric, 1e15), 0)::bigint END), 0) AS bytes_sent, \
+                 coalesce(sum(k.rbytes), 0) AS bytes_received \
+             FROM k LEFT JOIN messages m ON m.id = k.sent_id \
              GROUP BY 1, 2 \
          ) \
-         INSERT INTO usage_daily (instance_id, day, messages_sent, messages_failed, \
+         INSERT INTO usage_daily (instance_id, day, messages_queued, messages_sent, messages_failed, \
              messages_expired, messages_received, media_bytes_sent, media_bytes_received) \
-         SELECT instance_id, day, sent, failed, expired, received, bytes_sent, bytes_received FROM agg \
-         WHERE sent + failed + expired + received > 0 AND EXISTS (SELECT 1 FROM instances i WHERE i.id = agg.instance_id) \
+         SELECT instance_id, day, queued, sent, failed, expired, received, bytes_sent, bytes_received FROM agg \
+         WHERE EXISTS (SELECT 1 FROM instances i WHERE i.id = agg.instance_id) \
          ORDER BY instance_id, day \
          ON CONFLICT (instance_id, day) DO UPDATE SET \
+             messages_queued = usage_daily.messages_queued + EXCLUDED.messages_queued, \
              messages_sent = usage_daily.messages_sent + EXCLUDED.messages_sent, \
              messages_failed = usage_daily.messages_failed + EXCLUDED.messages_failed, \
              messages_expired = usage_daily.messages_expired + EXCLUDED.messages_expired, \
@@ -200,7 +238,11 @@ pub async fn count_events(tx: &mut sqlx::PgConnection, ids: &[&str]) -> Result<(
              media_bytes_sent = usage_daily.media_bytes_sent + EXCLUDED.media_bytes_sent, \
              media_bytes_received = usage_daily.media_bytes_received + EXCLUDED.media_bytes_received",
     )
-    .bind(ids)
+    .bind(col(|e| e.instance_id.clone()))
+    .bind(events.iter().map(|e| e.day).collect::<Vec<_>>())
+    .bind(col(|e| e.kind.to_string()))
+    .bind(events.iter().map(|e| e.bytes_received).collect::<Vec<_>>())
+    .bind(events.iter().map(|e| e.sent_id.clone()).collect::<Vec<_>>())
     .execute(tx)
     .await
     .map(drop)
@@ -235,4 +277,40 @@ pub async fn roll_up_deliveries(db: impl PgExecutor<'_>, limit: i64) -> Result<u
     .fetch_one(db)
     .await?;
     Ok(n as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EventUsage;
+    use serde_json::json;
+
+    fn of(kind: &str, data: serde_json::Value) -> Option<EventUsage> {
+        EventUsage::of("inst_a", kind, &json!({ "created_at": "2026-11-27T23:59:59Z", "data": data }))
+    }
+
+    #[test]
+    fn each_counted_event_names_its_kind_day_and_bytes() {
+        let q = of("message.queued", json!({ "id": "msg_1" })).unwrap();
+        assert_eq!((q.kind, q.day.to_string(), q.sent_id), ("queued", "2026-11-27".into(), None));
+        assert_eq!(of("message.sent", json!({ "id": "msg_1" })).unwrap().sent_id.as_deref(), Some("msg_1"));
+        assert_eq!(of("message.failed", json!({ "error": "message_expired: late" })).unwrap().kind, "expired");
+        assert_eq!(of("message.failed", json!({ "error": "recipient_invalid" })).unwrap().kind, "failed");
+        assert_eq!(of("message.failed", json!({})).unwrap().kind, "failed");
+        let r = of("message.received", json!({ "content": { "media": { "size": 1234 } } })).unwrap();
+        assert_eq!((r.kind, r.bytes_received), ("received", 1234));
+        assert!(of("message.received", json!({ "from_me": true })).is_none(), "the account's own phone");
+        assert!(of("instance.state", json!({})).is_none());
+    }
+
+    #[test]
+    fn hostile_payloads_count_within_bounds() {
+        let size = |v: serde_json::Value| of("message.received", json!({ "content": { "media": { "size": v } } }));
+        assert_eq!(size(json!(-5)).unwrap().bytes_received, 0);
+        assert_eq!(size(json!(1e300)).unwrap().bytes_received, 1_000_000_000_000_000);
+        assert_eq!(size(json!("12")).unwrap().bytes_received, 0, "only a number counts");
+        assert_eq!(of("message.sent", json!({ "id": 7 })).unwrap().sent_id, None);
+        let no_time = EventUsage::of("inst_a", "message.queued", &json!({ "created_at": 5 })).unwrap();
+        assert_eq!(no_time.day, chrono::Utc::now().date_naive(), "an unreadable time counts today");
+        assert_eq!(of("message.received", json!({ "from_me": "true" })).unwrap().kind, "received");
+    }
 }
