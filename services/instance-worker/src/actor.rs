@@ -56,7 +56,9 @@ pub struct Ctx {
     pub retry_base: Duration,
     /// How received media is kept (retries, the instance's quota).
     pub media: crate::receive::MediaPolicy,
-    /// Write the ends of sends and the receipts, batched across the worker's instances.
+    /// Take queue heads in flight, write the ends of sends and the receipts, batched
+    /// across the worker's instances.
+    pub starts: crate::batch::Batcher<(InstanceId, i64, bool), Option<shared::db::messages::MessageRow>>,
     pub finisher: crate::batch::Batcher<crate::batch::Finish, Option<shared::db::messages::MessageRow>>,
     pub receipts: crate::batch::Batcher<shared::db::log::ReceiptIn, bool>,
     /// Write sessions stopped on request, batched.

@@ -2,7 +2,8 @@
 //! job that arrived while its previous batch was being written and writes them in one
 //! transaction. A thousand instances sending at once then cost Postgres a few commits a
 //! second instead of a thousand, and no actor waits longer than one batch. The worker
-//! has three: the ends of sends (`messages::finish_many`), receipts
+//! has four: the starts of sends (`messages::start_heads`), their ends
+//! (`messages::finish_many`), receipts
 //! (`log::apply_receipts`) and sessions stopped on request (`sessions::set_stopped_many`:
 //! a worker shutting down with 10,000 sessions writes them in a few transactions instead
 //! of queueing 10,000 on its pool).
@@ -100,6 +101,17 @@ pub fn finisher(db: sqlx::PgPool) -> Batcher<Finish, Option<MessageRow>> {
                 .collect();
             messages::finish_many(&db, &items).await
         }
+    })
+}
+
+/// The worker's starter of sends: each instance's queue head taken in flight
+/// (`messages::start_heads`), for (instance, lease epoch, hold first contacts). `None`:
+/// the queue is empty or the instance has a new owner. A thousand instances due in the
+/// same second take their heads in a few statements.
+pub fn starts(db: sqlx::PgPool) -> Batcher<(InstanceId, i64, bool), Option<MessageRow>> {
+    Batcher::start("start", move |jobs: Vec<(InstanceId, i64, bool)>| {
+        let db = db.clone();
+        async move { messages::start_heads(&db, &jobs).await }
     })
 }
 

@@ -126,6 +126,7 @@ pub async fn run_with(config: Config, drivers: Drivers, shutdown: Shutdown) -> a
         },
         retry_base: config.worker.queue_retry_base,
         media,
+        starts: batch::starts(pool.clone()),
         finisher: batch::finisher(pool.clone()),
         receipts: batch::receipts(pool.clone()),
         stops: batch::stops(pool.clone()),

@@ -218,7 +218,7 @@ impl Queue {
                     self.wake_at = prepare_at.min(now + (head.expires_at - wall).to_std().unwrap_or_default());
                     return Step::Continue;
                 }
-                match messages::start_head(&held.ctx.db, held.id, held.epoch, self.hold).await {
+                match held.ctx.starts.call((held.id.clone(), held.epoch, self.hold)).await {
                     Ok(Some(m)) => {
                         self.idle = false;
                         self.prepare_time = (self.prepare_time * 3 + now.elapsed()) / 4;

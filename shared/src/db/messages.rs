@@ -268,7 +268,8 @@ pub async fn head(
 ) -> Result<Option<MessageRow>, sqlx::Error> {
     sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM messages m WHERE instance_id = $1 AND status IN ('queued', 'in_flight') \
-           AND {ELIGIBLE} ORDER BY seq LIMIT 1"
+           AND {} ORDER BY seq LIMIT 1",
+        eligible("$1", "$2")
     ))
     .bind(instance)
     .bind(hold_first_contacts)
@@ -276,12 +277,18 @@ pub async fn head(
     .await
 }
 
-/// With `$2` (holding first contacts, docs/ban-risk.md), the queue's head skips queued
-/// messages to chats that never wrote to the account: those wait while replies go. One in
-/// flight is finished, and an expired one is still found (to fail it). Every message of
-/// one chat is held or not alike, so each chat keeps its order.
-const ELIGIBLE: &str = "(NOT $2 OR m.status = 'in_flight' OR m.expires_at <= now() \
-    OR EXISTS (SELECT 1 FROM log_messages l WHERE l.instance_id = $1 AND l.chat_jid = m.to_jid AND NOT l.from_me))";
+/// Whether message `m` of `instance` may be the head. With `hold` (holding first
+/// contacts, docs/ban-risk.md), the queue's head skips queued messages to chats that
+/// never wrote to the account: those wait while replies go. One in flight is finished,
+/// and an expired one is still found (to fail it). Every message of one chat is held or
+/// not alike, so each chat keeps its order.
+fn eligible(instance: &str, hold: &str) -> String {
+    format!(
+        "(NOT {hold} OR m.status = 'in_flight' OR m.expires_at <= now() \
+         OR EXISTS (SELECT 1 FROM log_messages l WHERE l.instance_id = {instance} AND l.chat_jid = m.to_jid \
+                    AND NOT l.from_me))"
+    )
+}
 
 /// Unfinished messages of an instance (queue depth).
 pub async fn depth(db: impl PgExecutor<'_>, instance: &InstanceId) -> Result<i64, sqlx::Error> {
@@ -326,18 +333,37 @@ pub async fn start_head(
     epoch: i64,
     hold_first_contacts: bool,
 ) -> Result<Option<MessageRow>, sqlx::Error> {
-    sqlx::query_as(&format!(
-        "WITH owner AS (SELECT id FROM instances WHERE id = $1 AND owner_epoch = $3 FOR SHARE) \
+    let mut heads = start_heads(db, &[(instance.clone(), epoch, hold_first_contacts)]).await?;
+    Ok(heads.pop().flatten())
+}
+
+/// [`start_head`] for many instances in one statement: `(instance, lease epoch, hold
+/// first contacts)` each, answered in order. The owners' rows are share-locked in id
+/// order, so concurrent batches never deadlock. Each instance appears once (one actor
+/// sends for it); a repeat is answered `None`.
+pub async fn start_heads(
+    db: impl PgExecutor<'_>,
+    jobs: &[(InstanceId, i64, bool)],
+) -> Result<Vec<Option<MessageRow>>, sqlx::Error> {
+    let rows: Vec<MessageRow> = sqlx::query_as(&format!(
+        "WITH input AS (SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::bool[]) AS t(instance_id, epoch, hold)), \
+         owner AS (SELECT i.id, t.hold FROM instances i JOIN input t ON t.instance_id = i.id AND i.owner_epoch = t.epoch \
+                   ORDER BY i.id FOR SHARE OF i), \
+         heads AS (SELECT h.id FROM owner o CROSS JOIN LATERAL ( \
+                     SELECT m.id FROM messages m WHERE m.instance_id = o.id AND m.status IN ('queued', 'in_flight') \
+                       AND {} ORDER BY m.seq LIMIT 1) h) \
          UPDATE messages SET status = 'in_flight', attempts = attempts + 1, updated_at = now() \
-         WHERE id = (SELECT id FROM messages m WHERE instance_id = $1 AND status IN ('queued', 'in_flight') \
-                     AND {ELIGIBLE} ORDER BY seq LIMIT 1) \
-           AND instance_id IN (SELECT id FROM owner) AND status IN ('queued', 'in_flight') RETURNING {COLUMNS}"
+         WHERE id IN (SELECT id FROM heads) AND status IN ('queued', 'in_flight') RETURNING {COLUMNS}",
+        eligible("o.id", "o.hold")
     ))
-    .bind(instance)
-    .bind(hold_first_contacts)
-    .bind(epoch)
-    .fetch_optional(db)
-    .await
+    .bind(jobs.iter().map(|j| j.0.to_string()).collect::<Vec<_>>())
+    .bind(jobs.iter().map(|j| j.1).collect::<Vec<_>>())
+    .bind(jobs.iter().map(|j| j.2).collect::<Vec<_>>())
+    .fetch_all(db)
+    .await?;
+    let mut by_instance: std::collections::HashMap<InstanceId, MessageRow> =
+        rows.into_iter().map(|r| (r.instance_id.clone(), r)).collect();
+    Ok(jobs.iter().map(|j| by_instance.remove(&j.0)).collect())
 }
 
 /// The network refused message `id`'s send for its rate (it is tried again later):

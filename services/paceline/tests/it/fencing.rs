@@ -200,3 +200,54 @@ async fn claimed_with_its_send_in_flight(
     assert_eq!(started.id, mid);
     (id, mid, epoch, started.wa_message_id)
 }
+
+/// Queue heads taken together (many instances due at once) in one statement, each fenced
+/// on its own epoch: every owner gets its own oldest message in flight, a stale epoch and
+/// an empty queue get nothing and change nothing, the answers keep the input order, and
+/// a head taken again is the same message, one attempt more.
+#[tokio::test]
+async fn a_batch_of_queue_heads_is_taken_per_instance_and_fenced() {
+    use shared::db::messages;
+    let api = TestApi::start().await;
+    let db = shared::db::connect(&api.config).await.unwrap();
+    let mut jobs = Vec::new();
+    let mut first = Vec::new();
+    for (k, name) in ["head-a", "head-b", "head-c", "head-empty"].into_iter().enumerate() {
+        let (inst, token) = api.create_instance(name).await;
+        let id = InstanceId::parse(inst.id.as_str()).unwrap();
+        let own = api.client(Some(token));
+        let mut ids = Vec::new();
+        for n in 0..if k == 3 { 0 } else { 2 } {
+            let body = json!({ "to": "5511999990001", "type": "text", "text": format!("{name} {n}") });
+            ids.push(own.post(&format!("/v1/instances/{id}/messages"), &body).await.expect(202)["id"].clone());
+        }
+        first.push(ids.first().cloned());
+        api.admin().post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect(202);
+        let epoch = sessions::claim(&db, &id, 1, "wk_a").await.unwrap().unwrap().owner_epoch;
+        jobs.push((id, epoch, false));
+    }
+    // b moved on to another worker.
+    sessions::claim(&db, &jobs[1].0, 1, "wk_b").await.unwrap().unwrap();
+    let taken = messages::start_heads(&db, &jobs).await.unwrap();
+    let got: Vec<_> = taken.iter().map(|m| m.as_ref().map(|m| (json!(m.id), m.attempts))).collect();
+    assert_eq!(
+        got,
+        vec![first[0].clone().map(|id| (id, 1)), None, first[2].clone().map(|id| (id, 1)), None],
+        "each owner's oldest message, in input order"
+    );
+    for (k, (id, _, _)) in jobs.iter().enumerate() {
+        let states: Vec<String> = sqlx::query_scalar("SELECT status FROM messages WHERE instance_id = $1 ORDER BY seq")
+            .bind(id)
+            .fetch_all(&db)
+            .await
+            .unwrap();
+        let expect: &[&str] = match k {
+            1 => &["queued", "queued"],
+            3 => &[],
+            _ => &["in_flight", "queued"],
+        };
+        assert_eq!(states, expect, "instance {k}");
+    }
+    let again = messages::start_heads(&db, &jobs[..1]).await.unwrap();
+    assert_eq!(again[0].as_ref().map(|m| (json!(m.id), m.attempts)), first[0].clone().map(|id| (id, 2)));
+}
