@@ -174,6 +174,12 @@ def main():
     for t in all_ts:
         buckets[int(t)] = buckets.get(int(t), 0) + 1
     per_second = sorted(buckets.values())
+    # Whole minutes from the first send (a run of 10 minutes or more, as #38 asks, has
+    # a busiest and a median minute worth reading; shorter runs print theirs too).
+    per_minute = {}
+    for t in all_ts:
+        per_minute[int((t - all_ts[0]) // 60)] = per_minute.get(int((t - all_ts[0]) // 60), 0) + 1
+    whole = sorted(n for k, n in per_minute.items() if all_ts[0] + (k + 1) * 60 <= all_ts[-1])
     metrics = urllib.request.urlopen(METRICS, timeout=10).read().decode()
     lost = ltlib.metric_sum(metrics, "paceline_worker_lease_lost_total")
     revived = ltlib.metric_sum(metrics, "paceline_worker_lease_revived_total")
@@ -183,6 +189,9 @@ def main():
     print(f"  (the floor allows {connected * 1000 / INTERVAL_MS:.0f}/s; over the whole run "
           f"{len(all_ts) / (all_ts[-1] - all_ts[0]):.0f}/s, busiest second {per_second[-1]}, "
           f"median second {per_second[len(per_second) // 2]})")
+    if whole:
+        print(f"  whole minutes: {len(whole)}; busiest {whole[-1] / 60:.0f} sends/s, "
+              f"median {whole[len(whole) // 2] / 60:.0f} sends/s")
     print(f"pacing error (real gap - chosen gap {INTERVAL_MS} ms): p50 {ltlib.pct(gaps, 50):.0f} ms, "
           f"p99 {ltlib.pct(gaps, 99):.0f} ms, max {max(gaps) if gaps else float('nan'):.0f} ms, mean "
           f"{statistics.mean(gaps) if gaps else float('nan'):.0f} ms over {len(gaps)} gaps")

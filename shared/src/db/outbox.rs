@@ -120,6 +120,18 @@ impl Position {
     pub fn first_page(&self) -> bool {
         self.after_xid == "0" && self.after_id.is_empty()
     }
+
+    /// Where the index range of transactions begun since `done` starts: after the
+    /// cursor, or at `done`'s xmax while the cursor is still before it. One lower bound,
+    /// so a btree scan starts there rather than at xmax with every later page.
+    fn fresh_after(&self) -> (String, &str) {
+        let xmax = self.done.split(':').nth(1).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
+        match self.after_xid.parse::<u64>() {
+            Ok(x) if x >= xmax => (self.after_xid.clone(), &self.after_id),
+            // No id is empty, so `> (xmax, '')` keeps all of xmax's events.
+            _ => (xmax.to_string(), ""),
+        }
+    }
 }
 
 /// Locks the relay's position for this transaction, starting a new batch (a snapshot
@@ -141,6 +153,7 @@ pub async fn lock_position(tx: &mut sqlx::PgConnection) -> Result<Option<Positio
 /// (a range of the index), so a transaction that stays open for long costs later pages
 /// nothing. Each event is in exactly one batch, whichever order transactions commit in.
 pub async fn page(tx: &mut sqlx::PgConnection, at: &Position, limit: i64) -> Result<Vec<Pending>, sqlx::Error> {
+    let fresh = at.fresh_after();
     sqlx::query_as(
         "WITH late AS ( \
              SELECT id, instance_id, type, payload, xid FROM outbox \
@@ -149,8 +162,8 @@ pub async fn page(tx: &mut sqlx::PgConnection, at: &Position, limit: i64) -> Res
              ORDER BY xid, id LIMIT $5), \
          fresh AS ( \
              SELECT id, instance_id, type, payload, xid FROM outbox \
-             WHERE xid >= pg_snapshot_xmax($1::pg_snapshot) AND xid < pg_snapshot_xmax($2::pg_snapshot) \
-               AND (xid, id) > ($3::xid8, $4) AND pg_visible_in_snapshot(xid, $2::pg_snapshot) \
+             WHERE (xid, id) > ($6::xid8, $7) AND xid < pg_snapshot_xmax($2::pg_snapshot) \
+               AND pg_visible_in_snapshot(xid, $2::pg_snapshot) \
              ORDER BY xid, id LIMIT $5) \
          SELECT id, instance_id, type, payload, xid::text AS xid \
          FROM (SELECT * FROM late UNION ALL SELECT * FROM fresh) p ORDER BY p.xid, p.id LIMIT $5",
@@ -160,6 +173,8 @@ pub async fn page(tx: &mut sqlx::PgConnection, at: &Position, limit: i64) -> Res
     .bind(&at.after_xid)
     .bind(&at.after_id)
     .bind(limit)
+    .bind(fresh.0)
+    .bind(fresh.1)
     .fetch_all(tx)
     .await
 }
@@ -235,4 +250,27 @@ pub async fn insert_fenced(
     .execute(db)
     .await?;
     Ok(r.rows_affected() == 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Position;
+
+    fn at(after_xid: &str, after_id: &str) -> Position {
+        Position {
+            done: "100:105:101,103".into(),
+            batch: "100:110:".into(),
+            after_xid: after_xid.into(),
+            after_id: after_id.into(),
+        }
+    }
+
+    #[test]
+    fn the_range_of_new_transactions_starts_at_the_later_of_the_cursor_and_dones_xmax() {
+        assert_eq!(at("0", "").fresh_after(), ("105".to_string(), ""), "a new batch");
+        assert_eq!(at("103", "evt_b").fresh_after(), ("105".to_string(), ""), "still among the late ones");
+        assert_eq!(at("105", "evt_c").fresh_after(), ("105".to_string(), "evt_c"));
+        assert_eq!(at("107", "evt_d").fresh_after(), ("107".to_string(), "evt_d"));
+        assert!(at("0", "").first_page() && !at("103", "evt_b").first_page());
+    }
 }
