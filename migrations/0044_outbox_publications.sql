@@ -12,8 +12,9 @@
 -- Needs PostgreSQL 13 or later (xid8, pg_snapshot).
 ALTER TABLE outbox ADD COLUMN xid xid8;
 -- Events not yet published when this runs are published by the new relay: they carry
--- this transaction's id, which the first snapshot below does not see.
-UPDATE outbox SET xid = pg_current_xact_id() WHERE published_at IS NULL;
+-- this transaction's id, which the first snapshot below does not see, and the epoch as
+-- their old mark, so an earlier build's relay does not publish (and count) them too.
+UPDATE outbox SET xid = pg_current_xact_id(), published_at = 'epoch' WHERE published_at IS NULL;
 ALTER TABLE outbox ALTER COLUMN xid SET DEFAULT pg_current_xact_id();
 -- A relay of an earlier build (a rolling upgrade) publishes rows whose `published_at` is
 -- NULL: new rows carry the epoch there, so it leaves them to this one. The column (and

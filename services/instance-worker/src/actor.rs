@@ -58,7 +58,7 @@ pub struct Ctx {
     pub media: crate::receive::MediaPolicy,
     /// Take queue heads in flight, write the ends of sends and the receipts, batched
     /// across the worker's instances.
-    pub starts: crate::batch::Batcher<(InstanceId, i64, bool), Option<shared::db::messages::MessageRow>>,
+    pub starts: crate::batch::Batcher<(InstanceId, i64, bool), shared::db::messages::Start>,
     pub finisher: crate::batch::Batcher<crate::batch::Finish, Option<shared::db::messages::MessageRow>>,
     pub receipts: crate::batch::Batcher<shared::db::log::ReceiptIn, bool>,
     /// Write sessions stopped on request, batched.

@@ -11,7 +11,7 @@
 use std::future::Future;
 
 use shared::db::log::{self, ReceiptIn};
-use shared::db::messages::{self, Finishing, MessageRow, Outcome};
+use shared::db::messages::{self, Finishing, MessageRow, Outcome, Start};
 use shared::ids::{InstanceId, MessageId};
 use tokio::sync::{mpsc, oneshot};
 
@@ -105,10 +105,9 @@ pub fn finisher(db: sqlx::PgPool) -> Batcher<Finish, Option<MessageRow>> {
 }
 
 /// The worker's starter of sends: each instance's queue head taken in flight
-/// (`messages::start_heads`), for (instance, lease epoch, hold first contacts). `None`:
-/// the queue is empty or the instance has a new owner. A thousand instances due in the
-/// same second take their heads in a few statements.
-pub fn starts(db: sqlx::PgPool) -> Batcher<(InstanceId, i64, bool), Option<MessageRow>> {
+/// (`messages::start_heads`), for (instance, lease epoch, hold first contacts). A
+/// thousand instances due in the same second take their heads in a few statements.
+pub fn starts(db: sqlx::PgPool) -> Batcher<(InstanceId, i64, bool), Start> {
     Batcher::start("start", move |jobs: Vec<(InstanceId, i64, bool)>| {
         let db = db.clone();
         async move { messages::start_heads(&db, &jobs).await }

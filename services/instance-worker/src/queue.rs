@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::db::sessions;
 use chrono::Utc;
-use shared::db::messages::{self, MessageRow, Outcome as Finish};
+use shared::db::messages::{self, MessageRow, Outcome as Finish, Start};
 use shared::message::Outbound;
 use shared::ErrorCode;
 use tokio::time::Instant;
@@ -219,17 +219,18 @@ impl Queue {
                     return Step::Continue;
                 }
                 match held.ctx.starts.call((held.id.clone(), held.epoch, self.hold)).await {
-                    Ok(Some(m)) => {
+                    Ok(Start::Started(m)) => {
                         self.idle = false;
                         self.prepare_time = (self.prepare_time * 3 + now.elapsed()) / 4;
                         m
                     }
-                    // Empty, or another worker owns the instance now.
-                    Ok(None) => {
-                        return match self.read_head(held).await {
-                            Ok(Some(_)) => fenced(Ok(false)),
-                            Ok(None) | Err(_) => Step::Continue,
+                    Ok(Start::Fenced) => return fenced(Ok(false)),
+                    // Nothing eligible when the batch ran; one queued since goes next.
+                    Ok(Start::Empty) => {
+                        if let Ok(Some(_)) = self.read_head(held).await {
+                            self.wake_at = Instant::now();
                         }
+                        return Step::Continue;
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "starting a send failed");

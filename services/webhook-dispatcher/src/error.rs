@@ -15,6 +15,10 @@ pub enum RoundError {
     /// A pull request the server lost (it restarted).
     #[error("the fetch stalled")]
     Stalled,
+    /// The relay's position is past every transaction of this database: it was restored
+    /// from a logical dump (docs/operations.md says how to reset it).
+    #[error("the outbox relay's position is ahead of this database's transactions (a logical restore?): reset it")]
+    PositionAhead,
 }
 
 impl RoundError {

@@ -83,6 +83,9 @@ async fn relay_once(db: &sqlx::PgPool, js: &jetstream::Context, subjects: &Subje
     let mut tx = db.begin().await?;
     // Another relay is publishing: this one waits its turn.
     let Some(at) = outbox::lock_position(&mut tx).await? else { return Ok(0) };
+    if at.ahead {
+        return Err(RoundError::PositionAhead);
+    }
     let events = outbox::page(&mut tx, &at, BATCH).await?;
     // Nothing new since the last batch: the position may stay where it is (the next batch
     // then starts from it), so an idle relay writes nothing.

@@ -328,23 +328,36 @@ pub async fn queue_stats(
 /// attempt, if it already was), fenced. `None`: the queue is empty or the instance has a
 /// new owner (tell them apart with [`head`]).
 pub async fn start_head(
-    db: impl PgExecutor<'_>,
+    db: &PgPool,
     instance: &InstanceId,
     epoch: i64,
     hold_first_contacts: bool,
 ) -> Result<Option<MessageRow>, sqlx::Error> {
     let mut heads = start_heads(db, &[(instance.clone(), epoch, hold_first_contacts)]).await?;
-    Ok(heads.pop().flatten())
+    Ok(match heads.pop() {
+        Some(Start::Started(m)) => Some(m),
+        _ => None,
+    })
+}
+
+/// What taking a queue's head found.
+#[derive(Debug)]
+pub enum Start {
+    /// Taken in flight.
+    Started(MessageRow),
+    /// The epoch still owns the instance, and nothing was eligible to go.
+    Empty,
+    /// The instance has a new owner: nothing was taken.
+    Fenced,
 }
 
 /// [`start_head`] for many instances in one statement: `(instance, lease epoch, hold
 /// first contacts)` each, answered in order. The owners' rows are share-locked in id
 /// order, so concurrent batches never deadlock. Each instance appears once (one actor
-/// sends for it); a repeat is answered `None`.
-pub async fn start_heads(
-    db: impl PgExecutor<'_>,
-    jobs: &[(InstanceId, i64, bool)],
-) -> Result<Vec<Option<MessageRow>>, sqlx::Error> {
+/// sends for it); a repeat is answered `Empty`. A job that got nothing is told `Empty`
+/// from `Fenced` by its epoch afterwards: epochs only grow, so one that owns the
+/// instance then owned it during the statement.
+pub async fn start_heads(db: &PgPool, jobs: &[(InstanceId, i64, bool)]) -> Result<Vec<Start>, sqlx::Error> {
     let rows: Vec<MessageRow> = sqlx::query_as(&format!(
         "WITH input AS (SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::bool[]) AS t(instance_id, epoch, hold)), \
          owner AS (SELECT i.id, t.hold FROM instances i JOIN input t ON t.instance_id = i.id AND i.owner_epoch = t.epoch \
@@ -363,7 +376,29 @@ pub async fn start_heads(
     .await?;
     let mut by_instance: std::collections::HashMap<InstanceId, MessageRow> =
         rows.into_iter().map(|r| (r.instance_id.clone(), r)).collect();
-    Ok(jobs.iter().map(|j| by_instance.remove(&j.0)).collect())
+    let without: Vec<&(InstanceId, i64, bool)> = jobs.iter().filter(|j| !by_instance.contains_key(&j.0)).collect();
+    let owned: std::collections::HashSet<InstanceId> = if without.is_empty() {
+        Default::default()
+    } else {
+        sqlx::query_scalar(
+            "SELECT i.id FROM instances i JOIN UNNEST($1::text[], $2::bigint[]) AS t(id, epoch) \
+               ON t.id = i.id AND i.owner_epoch = t.epoch",
+        )
+        .bind(without.iter().map(|j| j.0.to_string()).collect::<Vec<_>>())
+        .bind(without.iter().map(|j| j.1).collect::<Vec<_>>())
+        .fetch_all(db)
+        .await?
+        .into_iter()
+        .collect()
+    };
+    Ok(jobs
+        .iter()
+        .map(|j| match by_instance.remove(&j.0) {
+            Some(m) => Start::Started(m),
+            None if owned.contains(&j.0) => Start::Empty,
+            None => Start::Fenced,
+        })
+        .collect())
 }
 
 /// The network refused message `id`'s send for its rate (it is tried again later):

@@ -113,6 +113,9 @@ pub struct Position {
     /// its first page.
     pub after_xid: String,
     pub after_id: String,
+    /// `done` is past every transaction this database has begun: it came from another
+    /// database (a logical dump restored), whose transaction ids these are not.
+    pub ahead: bool,
 }
 
 impl Position {
@@ -134,14 +137,24 @@ impl Position {
     }
 }
 
-/// Locks the relay's position for this transaction, starting a new batch (a snapshot
-/// of what is committed now) when none is open. `None` while another relay holds it:
-/// one relay publishes at a time, so the batches' order is the stream's.
+/// Takes the relay's turn for this transaction and reads its position, starting a new
+/// batch (a snapshot of what is committed now) when none is open. `None` while another
+/// relay has the turn: one relay publishes at a time, so the batches' order is the
+/// stream's. The turn is a transaction-level advisory lock (one per schema), so an idle
+/// relay's rounds take no transaction id and write nothing; the position is read after
+/// it is held, so it is the last one committed.
 pub async fn lock_position(tx: &mut sqlx::PgConnection) -> Result<Option<Position>, sqlx::Error> {
+    let turn: bool = sqlx::query_scalar("SELECT pg_try_advisory_xact_lock(hashtext(current_schema() || '.outbox_relay'))")
+        .fetch_one(&mut *tx)
+        .await?;
+    if !turn {
+        return Ok(None);
+    }
     sqlx::query_as(
         "SELECT done::text, COALESCE(batch, pg_current_snapshot())::text AS batch, \
-                COALESCE(after_xid, '0')::text AS after_xid, COALESCE(after_id, '') AS after_id \
-         FROM outbox_relay FOR UPDATE SKIP LOCKED",
+                COALESCE(after_xid, '0')::text AS after_xid, COALESCE(after_id, '') AS after_id, \
+                pg_snapshot_xmax(done) > pg_snapshot_xmax(pg_current_snapshot()) AS ahead \
+         FROM outbox_relay",
     )
     .fetch_optional(tx)
     .await
@@ -262,6 +275,7 @@ mod tests {
             batch: "100:110:".into(),
             after_xid: after_xid.into(),
             after_id: after_id.into(),
+            ahead: false,
         }
     }
 

@@ -192,7 +192,7 @@ impl EventUsage {
             .unwrap_or_else(chrono::Utc::now)
             .date_naive();
         let bytes_received = match (kind, d["content"]["media"]["size"].as_f64()) {
-            ("received", Some(n)) => n.clamp(0.0, 1e15) as i64,
+            ("received", Some(n)) => n.clamp(0.0, 1e15).round() as i64,
             _ => 0,
         };
         let sent_id = (kind == "sent").then(|| d["id"].as_str().map(str::to_string)).flatten();

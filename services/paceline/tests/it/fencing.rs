@@ -203,7 +203,8 @@ async fn claimed_with_its_send_in_flight(
 
 /// Queue heads taken together (many instances due at once) in one statement, each fenced
 /// on its own epoch: every owner gets its own oldest message in flight, a stale epoch and
-/// an empty queue get nothing and change nothing, the answers keep the input order, and
+/// an empty queue get nothing, change nothing and are told apart (only a stale epoch ends
+/// the session), the answers keep the input order, and
 /// a head taken again is the same message, one attempt more.
 #[tokio::test]
 async fn a_batch_of_queue_heads_is_taken_per_instance_and_fenced() {
@@ -228,12 +229,16 @@ async fn a_batch_of_queue_heads_is_taken_per_instance_and_fenced() {
     }
     // b moved on to another worker.
     sessions::claim(&db, &jobs[1].0, 1, "wk_b").await.unwrap().unwrap();
-    let taken = messages::start_heads(&db, &jobs).await.unwrap();
-    let got: Vec<_> = taken.iter().map(|m| m.as_ref().map(|m| (json!(m.id), m.attempts))).collect();
+    let seen = |s: &messages::Start| match s {
+        messages::Start::Started(m) => json!([m.id, m.attempts]),
+        messages::Start::Empty => json!("empty"),
+        messages::Start::Fenced => json!("fenced"),
+    };
+    let taken: Vec<_> = messages::start_heads(&db, &jobs).await.unwrap().iter().map(seen).collect();
     assert_eq!(
-        got,
-        vec![first[0].clone().map(|id| (id, 1)), None, first[2].clone().map(|id| (id, 1)), None],
-        "each owner's oldest message, in input order"
+        taken,
+        vec![json!([first[0], 1]), json!("fenced"), json!([first[2], 1]), json!("empty")],
+        "each owner's oldest message, in input order; a stale epoch told from an empty queue"
     );
     for (k, (id, _, _)) in jobs.iter().enumerate() {
         let states: Vec<String> = sqlx::query_scalar("SELECT status FROM messages WHERE instance_id = $1 ORDER BY seq")
@@ -248,6 +253,6 @@ async fn a_batch_of_queue_heads_is_taken_per_instance_and_fenced() {
         };
         assert_eq!(states, expect, "instance {k}");
     }
-    let again = messages::start_heads(&db, &jobs[..1]).await.unwrap();
-    assert_eq!(again[0].as_ref().map(|m| (json!(m.id), m.attempts)), first[0].clone().map(|id| (id, 2)));
+    let again: Vec<_> = messages::start_heads(&db, &jobs[..1]).await.unwrap().iter().map(seen).collect();
+    assert_eq!(again, [json!([first[0], 2])], "the same message, one attempt more");
 }
