@@ -222,7 +222,7 @@ impl Queue {
                     Ok(Start::Started(m)) => {
                         self.idle = false;
                         self.prepare_time = (self.prepare_time * 3 + now.elapsed()) / 4;
-                        m
+                        *m
                     }
                     Ok(Start::Fenced) => return fenced(Ok(false)),
                     // Nothing eligible when the batch ran; one queued since goes next.

@@ -335,7 +335,7 @@ pub async fn start_head(
 ) -> Result<Option<MessageRow>, sqlx::Error> {
     let mut heads = start_heads(db, &[(instance.clone(), epoch, hold_first_contacts)]).await?;
     Ok(match heads.pop() {
-        Some(Start::Started(m)) => Some(m),
+        Some(Start::Started(m)) => Some(*m),
         _ => None,
     })
 }
@@ -344,7 +344,7 @@ pub async fn start_head(
 #[derive(Debug)]
 pub enum Start {
     /// Taken in flight.
-    Started(MessageRow),
+    Started(Box<MessageRow>),
     /// The epoch still owns the instance, and nothing was eligible to go.
     Empty,
     /// The instance has a new owner: nothing was taken.
@@ -394,7 +394,7 @@ pub async fn start_heads(db: &PgPool, jobs: &[(InstanceId, i64, bool)]) -> Resul
     Ok(jobs
         .iter()
         .map(|j| match by_instance.remove(&j.0) {
-            Some(m) => Start::Started(m),
+            Some(m) => Start::Started(Box::new(m)),
             None if owned.contains(&j.0) => Start::Empty,
             None => Start::Fenced,
         })

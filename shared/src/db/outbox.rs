@@ -144,9 +144,10 @@ impl Position {
 /// relay's rounds take no transaction id and write nothing; the position is read after
 /// it is held, so it is the last one committed.
 pub async fn lock_position(tx: &mut sqlx::PgConnection) -> Result<Option<Position>, sqlx::Error> {
-    let turn: bool = sqlx::query_scalar("SELECT pg_try_advisory_xact_lock(hashtext(current_schema() || '.outbox_relay'))")
-        .fetch_one(&mut *tx)
-        .await?;
+    let turn: bool =
+        sqlx::query_scalar("SELECT pg_try_advisory_xact_lock(hashtext(current_schema() || '.outbox_relay'))")
+            .fetch_one(&mut *tx)
+            .await?;
     if !turn {
         return Ok(None);
     }
