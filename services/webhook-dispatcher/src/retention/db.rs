@@ -45,15 +45,15 @@ pub async fn prune(db: &PgPool, cutoff: DateTime<Utc>, batch: i64) -> Result<Pru
 }
 
 /// Deletes up to `batch` published events with ids below `bound` that no delivery refers
-/// to, with their publication records. Published: recorded by the relay, or (a row from
-/// before migration 0044, which carries no transaction id) marked by an earlier one.
+/// to, with their publication records. Published: recorded by the relay, or a row without
+/// a transaction id (older than migration 0044, which gave every row still unpublished
+/// one, so an earlier relay had published it).
 async fn prune_events(db: &PgPool, bound: &str, batch: i64) -> Result<u64, sqlx::Error> {
     let n: i64 = sqlx::query_scalar(
         "WITH gone AS ( \
              DELETE FROM outbox WHERE id IN ( \
                  SELECT o.id FROM outbox o WHERE o.id < $1 \
-                   AND (EXISTS (SELECT 1 FROM outbox_published p WHERE p.event_id = o.id) \
-                        OR (o.xid IS NULL AND o.published_at IS NOT NULL)) \
+                   AND (o.xid IS NULL OR EXISTS (SELECT 1 FROM outbox_published p WHERE p.event_id = o.id)) \
                    AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = o.id) \
                  LIMIT $2) \
              RETURNING id), \
