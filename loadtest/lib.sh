@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Shared by the loadtest scripts: start the local cluster (release build, netsim) in the
 # background (`LT_PROFILE`, default release) and wait until the API is ready; stop it on exit. Callers may set
-# LT_EXTRA_CLEANUP to a command run on exit too. Sets LOG (the cluster's output), DEV
+# LT_EXTRA_CLEANUP to a command run on exit too; the webhook sink (lt_start_sink) stops then as well. Sets LOG (the cluster's output), DEV
 # (its pid) and, once ready, the variables of .paceline/env.
 
 lt_start_cluster() {
@@ -34,10 +34,40 @@ lt_cleanup() {
         python3 loadtest/ltlib.py delete-stream "$PACELINE_NATS_URL" \
             "$(tr '[:lower:]-' '[:upper:]_' <<<"$PACELINE_NAMESPACE__SUBJECT_PREFIX")_EVENTS" || true
     fi
-    kill -TERM "$DEV" 2>/dev/null || true
-    wait "$DEV" 2>/dev/null || true
+    if [[ -n ${DEV:-} ]]; then
+        kill -TERM "$DEV" 2>/dev/null || true
+        wait "$DEV" 2>/dev/null || true
+    fi
+    if [[ -n ${SINK:-} ]]; then kill "$SINK" 2>/dev/null || true; fi
     if [[ -n ${LT_EXTRA_CLEANUP:-} ]]; then eval "$LT_EXTRA_CLEANUP"; fi
-    rm -f "$LOG"
+    rm -f "${LOG:-}"
+}
+
+# lt_build_bins BIN...: the loadtest crate's binaries (release) into
+# $CARGO_TARGET_DIR/loadtest/release.
+lt_build_bins() {
+    local args=() b
+    for b in "$@"; do args+=(--bin "$b"); done
+    cargo build --release --manifest-path loadtest/Cargo.toml --target-dir "$CARGO_TARGET_DIR/loadtest" "${args[@]}" >/dev/null
+}
+
+# lt_start_sink: builds and starts the webhook sink (src/webhook_sink.rs), stopped on
+# exit; sets SINK (its pid) and SINK_URL.
+lt_start_sink() {
+    local out port=''
+    lt_build_bins webhook-sink
+    out=$(mktemp)
+    "$CARGO_TARGET_DIR/loadtest/release/webhook-sink" >"$out" &
+    SINK=$!
+    trap lt_cleanup EXIT
+    for _ in $(seq 1 100); do
+        port=$(sed -nE 's/^port=([0-9]+)$/\1/p' "$out")
+        [[ -n $port ]] && break
+        sleep 0.1
+    done
+    rm -f "$out"
+    [[ -n $port ]] || { echo "the webhook sink did not start" >&2; exit 1; }
+    SINK_URL=http://127.0.0.1:$port
 }
 
 # CPU per process over $2 seconds after waiting $1, into file $3 (200% = both cores).

@@ -50,6 +50,83 @@ def pair(api, netsim, admin, number, body, tries=600):
     raise RuntimeError(f"instance {body.get('name')} never showed a QR")
 
 
+def pair_fleet(api, netsim, admin, n, prefix, body=None, threads=32, timeout_s=600):
+    """Pairs n instances (named `prefix-<run>-<i>`, `body`'s fields added, each with a
+    simulated phone of its own) and waits until all are connected or timeout_s passes.
+    Returns ([(instance id, token, number)], how many connected, seconds taken)."""
+    import concurrent.futures as cf
+
+    run, t0 = int(time.time()), time.time()
+
+    def one(i):
+        number = f"55119{run % 100000:05d}{i:04d}"
+        inst, token = pair(api, netsim, admin, number, dict(body or {}, name=f"{prefix}-{run}-{i}"))
+        return inst, token, number
+
+    def state(x):
+        return call("GET", f"{api}/v1/instances/{x[0]}", None, admin)["state"]
+
+    with cf.ThreadPoolExecutor(threads) as pool:
+        fleet = list(pool.map(one, range(n)))
+        states = []
+        while time.time() < t0 + timeout_s:
+            states = list(pool.map(state, fleet))
+            if all(s == "connected" for s in states):
+                break
+            time.sleep(1)
+    return fleet, sum(s == "connected" for s in states), time.time() - t0
+
+
+def seconds(rfc3339):
+    """Unix seconds of an RFC 3339 UTC time with up to nanoseconds."""
+    import calendar
+
+    whole, _, frac = rfc3339.rstrip("Z").partition(".")
+    t = calendar.timegm(time.strptime(whole, "%Y-%m-%dT%H:%M:%S"))
+    return t + (float("0." + frac) if frac else 0.0)
+
+
+def bucket_quantile(text, name, q):
+    """The upper bound of the Prometheus histogram bucket holding quantile q (seconds)."""
+    buckets = []
+    for line in text.splitlines():
+        if line.startswith(name + "_bucket{"):
+            le = line.split('le="', 1)[1].split('"', 1)[0]
+            buckets.append((float("inf") if le == "+Inf" else float(le), float(line.rsplit(" ", 1)[1])))
+    buckets.sort()
+    if not buckets or buckets[-1][1] == 0:
+        return float("nan")
+    for le, count in buckets:
+        if count >= q * buckets[-1][1]:
+            return le
+    return float("inf")
+
+
+def cpu_by_process(seconds_, labels=None):
+    """CPU per process name over the next seconds_ (top's second frame; 200% = two cores);
+    `labels` ({pid: name}) names processes that share a command name (paceline's roles)."""
+    out = subprocess.run(["top", "-b", "-d", str(seconds_), "-n", "2", "-w", "200"],
+                         capture_output=True, text=True).stdout
+    cpu = {}
+    for line in out.split("\ntop -")[-1].splitlines():
+        f = line.split()
+        if len(f) >= 12 and f[0].isdigit():
+            name = (labels or {}).get(int(f[0]), f[11])
+            cpu[name] = cpu.get(name, 0.0) + float(f[8])
+    return cpu
+
+
+def proc_status(pid):
+    """A process's resident memory and its peak ({"VmRSS", "VmHWM"}, MiB), from /proc."""
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("VmRSS", "VmHWM"):
+                out[k] = int(v.split()[0]) / 1024
+    return out
+
+
 def connected(api, admin):
     """How many instances are connected, from the API (paged)."""
     n, cursor = 0, None
@@ -63,18 +140,19 @@ def connected(api, admin):
 
 
 class Workers:
-    """`paceline worker` processes started by a load script, worker k serving its metrics on
-    port 9480 + k and logging to a file of its own (removed by `stop_all`)."""
+    """`paceline worker` processes (or another role's) started by a load script, process k
+    serving its metrics on port 9480 + k and logging to a file of its own (removed by
+    `stop_all`)."""
 
     def __init__(self, log_level="warn"):
         self.log_level = log_level
         self.procs = []  # (process, log path)
 
-    def start(self, k):
+    def start(self, k, role="worker"):
         env = dict(os.environ)
         env.update({"PACELINE_METRICS_ADDR": f"127.0.0.1:{9480 + k}", "PACELINE_LOG__LEVEL": self.log_level})
-        log = tempfile.NamedTemporaryFile(prefix=f"paceline-wk{k}-", suffix=".log", delete=False)
-        p = subprocess.Popen([env["PACELINE_BIN"], "worker"], env=env, stdout=subprocess.DEVNULL, stderr=log)
+        log = tempfile.NamedTemporaryFile(prefix=f"paceline-{role}{k}-", suffix=".log", delete=False)
+        p = subprocess.Popen([env["PACELINE_BIN"], role], env=env, stdout=subprocess.DEVNULL, stderr=log)
         self.procs.append((p, log.name))
         return p
 

@@ -10,11 +10,9 @@ message reached the network):
 Stdlib only; run by loadtest/paced-sends.sh against a running local cluster.
 """
 
-import calendar
 import concurrent.futures as cf
 import os
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -33,7 +31,6 @@ INTERVAL_MS = int(os.environ.get("MIN_INTERVAL_MS", "1000"))
 PER_MINUTE = int(os.environ.get("MAX_PER_MINUTE", "60"))
 UNSAFE = INTERVAL_MS < 1000 or PER_MINUTE > 60
 RECIPIENT = "5511900000000"
-RUN = str(int(time.time()))
 
 
 def backends():
@@ -42,60 +39,13 @@ def backends():
                           os.path.join(os.environ.get("PL_PG_BIN", "/usr/bin"), "psql"))
 
 
-def pair(i):
-    """One instance, paired by QR with its own simulated phone."""
-    number = f"55119{int(RUN) % 100000:05d}{i:04d}"
-    body = {"name": f"paced-{RUN}-{i}", "min_interval_ms": INTERVAL_MS, "max_per_minute": PER_MINUTE}
-    if UNSAFE:
-        body["unsafe_pacing"] = True
-    inst, token = ltlib.pair(API, NETSIM, ADMIN, number, body)
-    return inst, token, number
-
-
-def state(inst):
-    return call("GET", f"{API}/v1/instances/{inst}", None, ADMIN)["state"]
-
-
-
-
-def bucket_quantile(text, name, q):
-    """The upper bound of the Prometheus histogram bucket holding quantile q (seconds)."""
-    buckets = []
-    for line in text.splitlines():
-        if line.startswith(name + "_bucket{"):
-            le = line.split('le="', 1)[1].split('"', 1)[0]
-            buckets.append((float("inf") if le == "+Inf" else float(le), float(line.rsplit(" ", 1)[1])))
-    buckets.sort()
-    if not buckets or buckets[-1][1] == 0:
-        return float("nan")
-    for le, count in buckets:
-        if count >= q * buckets[-1][1]:
-            return le
-    return float("inf")
-
-
-def seconds(rfc3339):
-    """Unix seconds of an RFC 3339 UTC time with up to nanoseconds."""
-    whole, _, frac = rfc3339.rstrip("Z").partition(".")
-    t = calendar.timegm(time.strptime(whole, "%Y-%m-%dT%H:%M:%S"))
-    return t + (float("0." + frac) if frac else 0.0)
-
-
-
-
 def main():
     call("POST", f"{NETSIM}/control/phones", {"number": RECIPIENT})
-    t0 = time.time()
-    with cf.ThreadPoolExecutor(32) as pool:
-        instances = list(pool.map(pair, range(N)))
-    for _ in range(600):
-        with cf.ThreadPoolExecutor(32) as pool:
-            states = list(pool.map(lambda x: state(x[0]), instances))
-        if all(s == "connected" for s in states):
-            break
-        time.sleep(1)
-    connected = sum(s == "connected" for s in states)
-    print(f"    {connected} of {N} instances connected in {time.time() - t0:.1f}s")
+    body = {"min_interval_ms": INTERVAL_MS, "max_per_minute": PER_MINUTE}
+    if UNSAFE:
+        body["unsafe_pacing"] = True
+    instances, connected, took = ltlib.pair_fleet(API, NETSIM, ADMIN, N, "paced", body)
+    print(f"    {connected} of {N} instances connected in {took:.1f}s")
 
     # One moment for all: every instance's send window opens at the same minute, after
     # every send is queued (so pairing and queueing do not stagger the instances).
@@ -130,13 +80,8 @@ def main():
     def sample():
         time.sleep(max(0, opens + 10 - time.time()))
         load.append(backends())
-        out = subprocess.run(["top", "-b", "-d", "10", "-n", "2", "-w", "200"], capture_output=True, text=True).stdout
+        cpu.update(ltlib.cpu_by_process(10))
         load.append(backends())
-        second = out.split("\ntop -")[-1]
-        for line in second.splitlines():
-            f = line.split()
-            if len(f) >= 12 and f[0].isdigit():
-                cpu[f[11]] = cpu.get(f[11], 0.0) + float(f[8])
 
     sampler = threading.Thread(target=sample)
     sampler.start()
@@ -152,9 +97,9 @@ def main():
     msgs = inbox["messages"]
     by_sender = {}
     for m in msgs:
-        by_sender.setdefault(m["from"], []).append(seconds(m["received_at"]))
+        by_sender.setdefault(m["from"], []).append(ltlib.seconds(m["received_at"]))
     gaps, firsts, lasts, long_gaps = [], [], [], []
-    min_t = min(seconds(m["received_at"]) for m in msgs) if msgs else 0
+    min_t = min(ltlib.seconds(m["received_at"]) for m in msgs) if msgs else 0
     for ts in by_sender.values():
         ts.sort()
         firsts.append(ts[0])
@@ -201,7 +146,7 @@ def main():
     # the send starting after the pacer's moment, and the network taking the send.
     for label, name in (("send started late by", "paceline_queue_send_lateness_seconds"),
                         ("network took the send in", "paceline_queue_send_latency_seconds")):
-        qs = [bucket_quantile(metrics, name, q) * 1000 for q in (0.5, 0.99, 0.999)]
+        qs = [ltlib.bucket_quantile(metrics, name, q) * 1000 for q in (0.5, 0.99, 0.999)]
         print(f"{label}: p50 <= {qs[0]:.0f} ms, p99 <= {qs[1]:.0f} ms, p99.9 <= {qs[2]:.0f} ms (histogram buckets)")
     if long_gaps:
         print(f"gaps over 5 s longer than chosen: {len(long_gaps)}; after send #: "

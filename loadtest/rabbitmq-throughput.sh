@@ -22,25 +22,18 @@ pl_ensure_deps
 pl_ensure_test_python
 export PATH=$PL_PG_BIN:$PATH
 
-echo "==> building the webhook sink"
-cargo build --release --manifest-path loadtest/Cargo.toml --target-dir "$CARGO_TARGET_DIR/loadtest" --bin webhook-sink >/dev/null
-SINK_BIN=$CARGO_TARGET_DIR/loadtest/release/webhook-sink
-
-RMQ_DIR=$(mktemp -d)
-echo "==> a RabbitMQ node of this run's own on :$AMQP_PORT"
-PL_TEST_RABBITMQ_DIST_PORT=$((AMQP_PORT + 1)) PL_TEST_EPMD_PORT=$((AMQP_PORT + 2)) pl_start_rabbitmq "$RMQ_DIR" "$AMQP_PORT"
-AMQP_URL=amqp://guest:guest@127.0.0.1:$AMQP_PORT/%2f
-SINK_OUT=$(mktemp)
-"$SINK_BIN" >"$SINK_OUT" &
-SINK=$!
-LT_EXTRA_CLEANUP='kill "$SINK" 2>/dev/null || true; rm -f "$SINK_OUT"; _pl_stop_rabbitmq; rm -rf "$RMQ_DIR"'
-echo "==> starting the local cluster (release build; sinks and webhooks may target loopback)"
-export PACELINE_ALLOW_PRIVATE_TARGETS=true
 # shellcheck source=loadtest/lib.sh
 source loadtest/lib.sh
+echo "==> building and starting the webhook sink"
+lt_start_sink
+RMQ_DIR=$(mktemp -d)
+echo "==> a RabbitMQ node of this run's own on :$AMQP_PORT"
+LT_EXTRA_CLEANUP='_pl_stop_rabbitmq; rm -rf "$RMQ_DIR"'
+PL_TEST_RABBITMQ_DIST_PORT=$((AMQP_PORT + 1)) PL_TEST_EPMD_PORT=$((AMQP_PORT + 2)) pl_start_rabbitmq "$RMQ_DIR" "$AMQP_PORT"
+AMQP_URL=amqp://guest:guest@127.0.0.1:$AMQP_PORT/%2f
+echo "==> starting the local cluster (release build; sinks and webhooks may target loopback)"
+export PACELINE_ALLOW_PRIVATE_TARGETS=true
 lt_start_cluster
-PORT=$(sed -nE 's/^port=([0-9]+)$/\1/p' "$SINK_OUT")
-SINK_URL=http://127.0.0.1:$PORT
 ADMIN=$PACELINE_ADMIN_TOKEN
 json() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 

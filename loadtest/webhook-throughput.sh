@@ -20,21 +20,13 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$(pl_cache_dir)/target}
 pl_ensure_deps
 export PATH=$PL_PG_BIN:$PATH
 
-echo "==> building the sink"
-cargo build --release --manifest-path loadtest/Cargo.toml --target-dir "$CARGO_TARGET_DIR/loadtest" --bin webhook-sink >/dev/null
-SINK_BIN=$CARGO_TARGET_DIR/loadtest/release/webhook-sink
-
-SINK_OUT=$(mktemp)
-"$SINK_BIN" >"$SINK_OUT" &
-SINK=$!
-LT_EXTRA_CLEANUP='kill "$SINK" 2>/dev/null || true; rm -f "$SINK_OUT"'
-echo "==> starting the local cluster (release build; webhooks may target loopback)"
-export PACELINE_ALLOW_PRIVATE_TARGETS=true
 # shellcheck source=loadtest/lib.sh
 source loadtest/lib.sh
+echo "==> building and starting the sink"
+lt_start_sink
+echo "==> starting the local cluster (release build; webhooks may target loopback)"
+export PACELINE_ALLOW_PRIVATE_TARGETS=true
 lt_start_cluster
-PORT=$(sed -nE 's/^port=([0-9]+)$/\1/p' "$SINK_OUT")
-SINK_URL=http://127.0.0.1:$PORT
 ADMIN=$PACELINE_ADMIN_TOKEN
 json() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 

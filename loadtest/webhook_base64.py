@@ -84,16 +84,6 @@ def recorder():
     return srv.server_address[1]
 
 
-def proc_status(pid):
-    out = {}
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            k, _, v = line.partition(":")
-            if k in ("VmRSS", "VmHWM"):
-                out[k] = int(v.split()[0]) / 1024  # MiB
-    return out
-
-
 def metric(name):
     try:
         text = urllib.request.urlopen(f"http://{METRICS}/metrics", timeout=5).read().decode()
@@ -151,7 +141,7 @@ def run(hole, rec, dsp):
     t = threading.Thread(target=chatter, daemon=True)
     t.start()
     time.sleep(10)
-    idle = proc_status(dsp.pid)
+    idle = ltlib.proc_status(dsp.pid)
     print(f"    dispatcher before the images: RSS {idle['VmRSS']:.0f} MiB (peak {idle['VmHWM']:.0f} MiB)")
 
     PHASE[0] = "during"
@@ -168,7 +158,7 @@ def run(hole, rec, dsp):
     samples = []
     end = time.time() + HOLD_SECS
     while time.time() < end:
-        st = proc_status(dsp.pid)
+        st = ltlib.proc_status(dsp.pid)
         samples.append(st["VmRSS"])
         b = metric("paceline_webhook_body_bytes_in_flight")
         if b is not None:
@@ -176,7 +166,7 @@ def run(hole, rec, dsp):
         time.sleep(0.5)
     stop.set()
     t.join(timeout=5)
-    st = proc_status(dsp.pid)
+    st = ltlib.proc_status(dsp.pid)
     attempts = metric('paceline_webhook_attempts_total{result="no_answer"}') or 0
     deferred = metric("paceline_webhook_deferred_total") or 0
     received = call("GET", f"{API}/v1/instances/{tenants[0][0]}/chats?limit=50", None, ADMIN)

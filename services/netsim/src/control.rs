@@ -1,6 +1,7 @@
 //! The control API of contract.md ("netsim control API"), for tests, demos and load tests.
 
-use axum::extract::{Path, State};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -159,8 +160,23 @@ async fn phone_send(
     Ok((StatusCode::CREATED, Json(json!({ "id": id, "media_id": media_id }))))
 }
 
-async fn inbox(State(app): State<App>, Path(number): Path<String>) -> Result<Json<Value>, ApiError> {
-    let inbox = app.net.inbox(&number).ok_or_else(|| err(NetError::NoAccount))?;
+/// `?offset=&limit=`: a page of the inbox in the order received (all of it by default).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InboxQuery {
+    #[serde(default)]
+    offset: usize,
+    limit: Option<usize>,
+}
+
+async fn inbox(
+    State(app): State<App>,
+    Path(number): Path<String>,
+    q: Result<Query<InboxQuery>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Query(q) = q.map_err(|_| ApiError::validation("offset and limit must be whole numbers"))?;
+    let inbox =
+        app.net.inbox_page(&number, q.offset, q.limit.unwrap_or(usize::MAX)).ok_or_else(|| err(NetError::NoAccount))?;
     Ok(Json(serde_json::to_value(inbox).expect("inbox serializes")))
 }
 

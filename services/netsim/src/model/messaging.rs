@@ -76,12 +76,20 @@ impl Net {
     }
 
     pub fn inbox(&self, number: &str) -> Option<Inbox> {
+        self.inbox_page(number, 0, usize::MAX)
+    }
+
+    /// At most `limit` of the phone's inbox from position `offset` (in the order received),
+    /// so a long run's observer reads only what is new while sends go on.
+    pub fn inbox_page(&self, number: &str, offset: usize, limit: usize) -> Option<Inbox> {
         let s = self.lock();
         let p = s.phones.get(number)?;
         Some(Inbox {
             messages: p
                 .inbox
                 .iter()
+                .skip(offset)
+                .take(limit)
                 .map(|m| InboxItem {
                     id: m.id.clone(),
                     from: m.from.clone(),

@@ -124,6 +124,14 @@ fn sends_deduplicate_by_network_id_and_reach_linked_recipients() {
     net.device_send(c3, 9, msg("ID1", "5511999990002"));
     assert_eq!(net.inbox("5511999990002").unwrap().duplicates, 1);
     assert_eq!(inbox.messages[0].from, "5511999990001");
+    net.device_send(a, 4, msg("ID3", "5511999990002"));
+    let ids = |offset, limit| -> Vec<String> {
+        net.inbox_page("5511999990002", offset, limit).unwrap().messages.into_iter().map(|m| m.id).collect()
+    };
+    assert_eq!(ids(0, usize::MAX), ["ID1", "ID3"]);
+    assert_eq!(ids(1, usize::MAX), ["ID3"], "a page starts at its offset, in the order received");
+    assert_eq!(ids(0, 1), ["ID1"]);
+    assert!(ids(2, 5).is_empty());
     let got: Vec<_> = drain(&mut brx).into_iter().filter(|e| matches!(e, ServerEv::Message { .. })).collect();
     assert_eq!(got.len(), 1, "the recipient's device sees the message once");
     let replies: Vec<_> = drain(&mut arx)
