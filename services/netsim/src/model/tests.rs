@@ -101,6 +101,27 @@ fn pairing_code_links_only_the_number_it_was_asked_for() {
 }
 
 #[test]
+fn an_inbox_is_read_a_page_at_a_time_in_the_order_received() {
+    let net = Net::default();
+    for n in ["5511999990001", "5511999990002"] {
+        net.register(n, false).unwrap();
+    }
+    let (a, _arx, _) = paired(&net, "5511999990001");
+    for (req, id) in [(1, "ID1"), (2, "ID2"), (3, "ID3")] {
+        net.device_send(a, req, msg(id, "5511999990002"));
+    }
+    let ids = |offset, limit| -> Vec<String> {
+        net.inbox_page("5511999990002", offset, limit).unwrap().messages.into_iter().map(|m| m.id).collect()
+    };
+    assert_eq!(ids(0, usize::MAX), ["ID1", "ID2", "ID3"]);
+    assert_eq!(ids(1, usize::MAX), ["ID2", "ID3"], "a page starts at its offset");
+    assert_eq!(ids(1, 1), ["ID2"], "and holds at most its limit");
+    assert!(ids(3, 5).is_empty());
+    assert_eq!(net.inbox("5511999990002").unwrap().messages.len(), 3, "the whole inbox by default");
+    assert!(net.inbox_page("5511999990404", 0, 1).is_none(), "a number with no account has no inbox");
+}
+
+#[test]
 fn sends_deduplicate_by_network_id_and_reach_linked_recipients() {
     let net = Net::default();
     for n in ["5511999990001", "5511999990002"] {
@@ -124,14 +145,6 @@ fn sends_deduplicate_by_network_id_and_reach_linked_recipients() {
     net.device_send(c3, 9, msg("ID1", "5511999990002"));
     assert_eq!(net.inbox("5511999990002").unwrap().duplicates, 1);
     assert_eq!(inbox.messages[0].from, "5511999990001");
-    net.device_send(a, 4, msg("ID3", "5511999990002"));
-    let ids = |offset, limit| -> Vec<String> {
-        net.inbox_page("5511999990002", offset, limit).unwrap().messages.into_iter().map(|m| m.id).collect()
-    };
-    assert_eq!(ids(0, usize::MAX), ["ID1", "ID3"]);
-    assert_eq!(ids(1, usize::MAX), ["ID3"], "a page starts at its offset, in the order received");
-    assert_eq!(ids(0, 1), ["ID1"]);
-    assert!(ids(2, 5).is_empty());
     let got: Vec<_> = drain(&mut brx).into_iter().filter(|e| matches!(e, ServerEv::Message { .. })).collect();
     assert_eq!(got.len(), 1, "the recipient's device sees the message once");
     let replies: Vec<_> = drain(&mut arx)
