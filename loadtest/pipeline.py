@@ -13,6 +13,7 @@ was sent, the sink for what was delivered):
 Stdlib only; run by loadtest/pipeline.sh against a running local cluster and sink.
 """
 
+import concurrent.futures as cf
 import json
 import os
 import subprocess
@@ -117,8 +118,6 @@ def run(procs):
     print(f"    {connected} of {N} instances connected in {took:.1f}s")
     if connected < N:
         sys.exit("not every instance connected")
-
-    import concurrent.futures as cf
 
     # Each instance's webhook at an endpoint URL of its own (as many tenants' endpoints
     # are), or ENDPOINTS URLs shared round robin: the dispatcher runs each URL's
