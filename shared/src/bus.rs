@@ -279,14 +279,42 @@ pub async fn events_consumer(
     config: async_nats::jetstream::consumer::pull::Config,
     deadline: Duration,
 ) -> Result<async_nats::jetstream::consumer::Consumer<async_nats::jetstream::consumer::pull::Config>, String> {
-    let js = async_nats::jetstream::new(nats.clone());
-    let stream = tokio::time::timeout(deadline, js.get_stream(subjects.events_stream()))
-        .await
-        .map_err(|_| "finding the events stream timed out".to_string())?
-        .map_err(|e| format!("finding the events stream: {e}"))?;
+    let stream = events_stream(nats, subjects, deadline).await?;
     let name = config.durable_name.clone().unwrap_or_default();
     tokio::time::timeout(deadline, stream.get_or_create_consumer(&name, config))
         .await
         .map_err(|_| format!("opening the {name} consumer timed out"))?
         .map_err(|e| format!("opening the {name} consumer: {e}"))
+}
+
+/// Removes the durable consumer `name` from the events stream, so the stream no longer
+/// filters and keeps events for it; false when there was none.
+pub async fn drop_events_consumer(
+    nats: &async_nats::Client,
+    subjects: &Subjects,
+    name: &str,
+    deadline: Duration,
+) -> Result<bool, String> {
+    use async_nats::jetstream::{stream::ConsumerErrorKind, ErrorCode as JsCode};
+    let stream = events_stream(nats, subjects, deadline).await?;
+    match tokio::time::timeout(deadline, stream.delete_consumer(name)).await {
+        Err(_) => Err(format!("removing the {name} consumer timed out")),
+        Ok(Ok(_)) => Ok(true),
+        Ok(Err(e)) => match e.kind() {
+            ConsumerErrorKind::JetStream(j) if j.error_code() == JsCode::CONSUMER_NOT_FOUND => Ok(false),
+            _ => Err(format!("removing the {name} consumer: {e}")),
+        },
+    }
+}
+
+async fn events_stream(
+    nats: &async_nats::Client,
+    subjects: &Subjects,
+    deadline: Duration,
+) -> Result<async_nats::jetstream::stream::Stream, String> {
+    let js = async_nats::jetstream::new(nats.clone());
+    tokio::time::timeout(deadline, js.get_stream(subjects.events_stream()))
+        .await
+        .map_err(|_| "finding the events stream timed out".to_string())?
+        .map_err(|e| format!("finding the events stream: {e}"))
 }

@@ -10,7 +10,9 @@
 //!   `message.failed`, and writes a job for
 //!   each one an instance's inbox carries (`chatwoot_jobs`, keyed by the event, so a
 //!   redelivered event makes none), then acks. The API's webhook route writes the jobs
-//!   for what Chatwoot tells (agents' messages, conversations resolved).
+//!   for what Chatwoot tells (agents' messages, conversations resolved). The consumer
+//!   exists only while some instance or account has Chatwoot settings, so a gateway
+//!   without Chatwoot pays nothing in NATS for it.
 //! - **work**: claims due jobs (the oldest of each instance only, so an instance's
 //!   messages reach Chatwoot in order), does them, and writes each outcome under its
 //!   claim. Chatwoot down or slow: the job waits with backoff in Postgres (visible as
@@ -54,6 +56,10 @@ const GRACE: Duration = Duration::from_secs(5);
 const KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
 /// The longest one NATS call may take.
 const NATS_CALL: Duration = Duration::from_secs(10);
+/// How often the intake looks whether any instance or account has Chatwoot settings.
+const WATCH: Duration = Duration::from_secs(2);
+/// How far back a newly made consumer starts reading.
+const LOOKBACK: Duration = Duration::from_secs(300);
 /// The events the bridge reads.
 const EVENTS: [&str; 6] =
     ["message.received", "reaction.received", "message.edited", "message.deleted", "message.sent", "message.failed"];
@@ -118,35 +124,62 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Reads events into jobs until shutdown, reopening the consumer after a failure.
+/// Reads events into jobs until shutdown, reopening the consumer after a failure. The
+/// consumer exists only while some instance or account has Chatwoot settings: with none,
+/// it is removed (a stale one from an earlier build too), so the stream neither filters
+/// every message event for it nor keeps them until it reads them. Once settings appear it
+/// is made again, from `LOOKBACK` before, so what happened since is still read.
 async fn intake(b: Arc<Bridge>, shutdown: Shutdown) {
     let mut failures = 0u32;
+    // Whether this pod has seen the consumer gone since it last read (none yet).
+    let mut gone = false;
     while !shutdown.is_cancelled() {
-        match consume(&b, &shutdown).await {
-            Ok(()) => failures = 0,
+        let step = match rows::in_use(&b.core.db).await {
+            Ok(true) => {
+                gone = false;
+                consume(&b, &shutdown).await
+            }
+            Ok(false) if gone => Ok(()),
+            Ok(false) => shared::bus::drop_events_consumer(&b.core.nats, &b.core.subjects, CONSUMER, NATS_CALL)
+                .await
+                .map(|dropped| {
+                    gone = true;
+                    if dropped {
+                        tracing::info!("no chatwoot settings: the chatwoot consumer is removed");
+                    }
+                })
+                .map_err(anyhow::Error::msg),
+            Err(e) => Err(e.into()),
+        };
+        let wait = match step {
+            Ok(()) => {
+                failures = 0;
+                WATCH
+            }
             Err(e) => {
                 failures += 1;
                 tracing::warn!(error = %e, "chatwoot consumer failed; retrying");
-                let wait =
-                    shared::backoff::doubling(Duration::from_millis(200), failures, Duration::from_millis(6_400));
-                tokio::select! {
-                    _ = shutdown.cancelled() => break,
-                    _ = tokio::time::sleep(wait) => {}
-                }
+                shared::backoff::doubling(Duration::from_millis(200), failures, Duration::from_millis(6_400))
             }
+        };
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = tokio::time::sleep(wait) => {}
         }
     }
 }
 
+/// Reads events into jobs until shutdown or until no instance or account has Chatwoot
+/// settings any more (looked at every `WATCH`).
 async fn consume(b: &Bridge, shutdown: &Shutdown) -> anyhow::Result<()> {
     let subjects = &b.core.subjects;
     let config = pull::Config {
         durable_name: Some(CONSUMER.to_string()),
         filter_subjects: EVENTS.iter().map(|k| subjects.events_filter(None, Some(k))).collect(),
-        // Created by the first pod: events from a little before (an inbox set just
-        // before the role first started still gets them).
+        // Made when settings first appear: events from a little before, so an inbox set
+        // up to `LOOKBACK` before the consumer was made still gets them.
         deliver_policy: jetstream::consumer::DeliverPolicy::ByStartTime {
-            start_time: time::OffsetDateTime::now_utc() - Duration::from_secs(300),
+            start_time: time::OffsetDateTime::now_utc() - LOOKBACK,
         },
         ack_policy: jetstream::consumer::AckPolicy::Explicit,
         ack_wait: Duration::from_secs(60),
@@ -155,7 +188,14 @@ async fn consume(b: &Bridge, shutdown: &Shutdown) -> anyhow::Result<()> {
     };
     let consumer =
         shared::bus::events_consumer(&b.core.nats, subjects, config, NATS_CALL).await.map_err(anyhow::Error::msg)?;
+    let mut looked = tokio::time::Instant::now();
     loop {
+        if looked.elapsed() >= WATCH {
+            looked = tokio::time::Instant::now();
+            if !rows::in_use(&b.core.db).await? {
+                return Ok(());
+            }
+        }
         let batch = consumer.fetch().max_messages(500).expires(Duration::from_secs(1)).messages();
         let mut batch = tokio::select! {
             _ = shutdown.cancelled() => return Ok(()),

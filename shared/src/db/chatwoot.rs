@@ -39,6 +39,14 @@ pub struct InboxRow {
 const INBOX: &str = "SELECT instance_id, config, token_sealed, inbox_id, hook_sealed, private_origin, generation, \
      last_error, from_account, updated_at FROM chatwoot_inboxes";
 
+/// Whether any instance or account has Chatwoot settings: the bridge reads the event
+/// stream only while one does.
+pub async fn in_use(db: impl PgExecutor<'_>) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM chatwoot_inboxes) OR EXISTS (SELECT 1 FROM chatwoot_accounts)")
+        .fetch_one(db)
+        .await
+}
+
 pub async fn get(db: impl PgExecutor<'_>, id: &InstanceId) -> Result<Option<InboxRow>, sqlx::Error> {
     sqlx::query_as(&format!("{INBOX} WHERE instance_id = $1")).bind(id).fetch_optional(db).await
 }

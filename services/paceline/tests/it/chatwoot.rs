@@ -489,3 +489,50 @@ async fn an_accounts_settings_give_each_of_its_instances_an_inbox() {
     assert!(problems.is_empty(), "{problems:#?}");
     stop.cancel();
 }
+
+/// Whether the bridge's consumer is on the events stream.
+async fn consumer_exists(c: &Cluster) -> bool {
+    let nats = async_nats::connect(&c.config.nats_url).await.unwrap();
+    let js = async_nats::jetstream::new(nats);
+    let stream = js.get_stream(shared::bus::Subjects::new(&c.config).events_stream()).await.unwrap();
+    stream.consumer_info(chatwoot::CONSUMER).await.is_ok()
+}
+
+async fn consumer_becomes(c: &Cluster, there: bool, why: &str) {
+    wait_for(Duration::from_secs(30), || async { (consumer_exists(c).await == there).then_some(()) })
+        .await
+        .unwrap_or_else(|| panic!("{why}"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bridge_reads_the_event_stream_only_while_chatwoot_is_set() {
+    let c = Cluster::start(bin(), 1, |_| {}).await;
+    let cw = ChatwootDouble::start().await;
+    // A consumer left by an earlier build, with no instance or account set up.
+    let subjects = shared::bus::Subjects::new(&c.config);
+    let nats = async_nats::connect(&c.config.nats_url).await.unwrap();
+    let js = async_nats::jetstream::new(nats.clone());
+    shared::bus::ensure_events_stream(&js, &subjects, c.config.events.stream_max_bytes).await.unwrap();
+    let stale = async_nats::jetstream::consumer::pull::Config {
+        durable_name: Some(chatwoot::CONSUMER.to_string()),
+        filter_subjects: vec![subjects.events_filter(None, Some("message.received"))],
+        ..Default::default()
+    };
+    shared::bus::events_consumer(&nats, &subjects, stale, Duration::from_secs(10)).await.unwrap();
+    assert!(consumer_exists(&c).await);
+    let stop = bridge(&c);
+    consumer_becomes(&c, false, "with no chatwoot settings the consumer is removed").await;
+
+    // An inbox set: the consumer is made, and what the contact wrote reaches Chatwoot.
+    let (id, _) = setup(&c, &cw).await;
+    say(&c, ANA, SHOP, json!({ "text": "anyone there?" })).await;
+    consumer_becomes(&c, true, "an inbox makes the consumer").await;
+    held(&cw, 1, |m| m.content.as_deref() == Some("anyone there?")).await;
+
+    // The last inbox removed: the consumer goes again.
+    c.api.admin().delete(&format!("/v1/instances/{id}/chatwoot")).await.expect(204);
+    consumer_becomes(&c, false, "the last inbox removed takes the consumer").await;
+    let problems = cw.validate();
+    assert!(problems.is_empty(), "{problems:#?}");
+    stop.cancel();
+}
