@@ -147,14 +147,24 @@ class Workers:
     def __init__(self, log_level="warn"):
         self.log_level = log_level
         self.procs = []  # (process, log path)
+        self.old_logs = []  # of processes restarted
 
     def start(self, k, role="worker"):
         env = dict(os.environ)
         env.update({"PACELINE_METRICS_ADDR": f"127.0.0.1:{9480 + k}", "PACELINE_LOG__LEVEL": self.log_level})
         log = tempfile.NamedTemporaryFile(prefix=f"paceline-{role}{k}-", suffix=".log", delete=False)
         p = subprocess.Popen([env["PACELINE_BIN"], role], env=env, stdout=subprocess.DEVNULL, stderr=log)
-        self.procs.append((p, log.name))
+        if k < len(self.procs):
+            self.old_logs.append(self.procs[k][1])
+            self.procs[k] = (p, log.name)
+        else:
+            self.procs.append((p, log.name))
         return p
+
+    def restart(self, k, role="worker"):
+        """Starts process k again (its metrics port and a new log) once the last has exited."""
+        self.procs[k][0].wait()
+        return self.start(k, role)
 
     def process(self, k):
         return self.procs[k][0]
@@ -188,6 +198,8 @@ class Workers:
                 p.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 p.kill()
+            os.unlink(log)
+        for log in self.old_logs:
             os.unlink(log)
 
 

@@ -13,6 +13,7 @@ pub mod actor;
 pub mod batch;
 pub mod connects;
 pub mod db;
+mod drain;
 pub mod driver;
 pub mod lease;
 pub mod metrics;
@@ -137,6 +138,8 @@ pub async fn run_with(config: Config, drivers: Drivers, shutdown: Shutdown) -> a
         ctx,
         leases,
         renewer,
+        handoff: bytes::Bytes::from(format!("handoff {worker_id}")),
+        connect_rate: config.worker.connects_per_second,
         worker_id,
         max: config.worker.max_instances,
         held: HashMap::new(),
@@ -154,33 +157,44 @@ pub async fn run_with(config: Config, drivers: Drivers, shutdown: Shutdown) -> a
     let mut sweep = tokio::time::interval(SWEEP_EVERY);
     sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut wake = nats.subscribe(subjects.workers_wake()).await.context("subscribing to wake-ups")?;
+    let handoff = w.handoff.clone();
     let mut scan = tokio::time::interval(config.worker.scan);
     scan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
             _ = scan.tick() => w.scan(false).await,
-            Some(_) = wake.next() => {
+            Some(m) = wake.next() => {
                 // One scan answers every wake-up already waiting (thousands arrive while
-                // many instances connect at once).
-                while let Some(Some(_)) = futures::FutureExt::now_or_never(wake.next()) {}
-                w.scan(true).await
+                // many instances connect at once); this worker's own handoffs need none.
+                let mut others = m.payload != handoff;
+                while let Some(Some(m)) = futures::FutureExt::now_or_never(wake.next()) {
+                    others |= m.payload != handoff;
+                }
+                if others {
+                    w.scan(true).await
+                }
             }
             Some(r) = renewals.recv() => w.renewed(r).await,
             _ = stats.tick() => w.queue_stats().await,
             _ = sweep.tick() => w.sweep().await,
             Some(done) = w.actors.join_next_with_id(), if !w.actors.is_empty() => {
+                let handing = !w.stopping.is_empty();
                 if let Some(id) = w.finished(done) {
                     // Compare-and-delete: harmless when the lease is already someone else's.
                     if let Err(e) = w.leases.release(&id).await {
                         tracing::warn!(error = %e, "lease release failed");
+                    }
+                    // A handover's sessions all released: the workers under their share
+                    // claim them now, not on their next scan (up to `worker.scan` later).
+                    if handing && w.stopping.is_empty() {
+                        let _ = nats.publish(subjects.workers_wake(), handoff.clone()).await;
                     }
                 }
             }
         }
     }
     w.shutdown().await;
-    let _ = nats.publish(subjects.workers_wake(), "handoff".into()).await;
     bus::flush_bounded(&nats).await;
     pool.close().await;
     tracing::info!("worker stopped");
@@ -193,6 +207,11 @@ struct Worker {
     /// Renews the held leases on its own thread.
     renewer: lease::Renewer,
     worker_id: String,
+    /// What this worker publishes when it hands instances over (the others scan at once).
+    handoff: bytes::Bytes,
+    /// Sessions a worker connects a second (`worker.connects_per_second`): how fast a
+    /// stopping worker hands over.
+    connect_rate: u32,
     max: usize,
     /// Each held instance's stop signal and the epoch it was claimed at.
     held: HashMap<InstanceId, (CancellationToken, i64)>,
@@ -263,8 +282,13 @@ impl Worker {
             let Some(n) = self.count_desired().await else { return };
             share = n.div_ceil(workers).min(self.max);
         }
+        // Handing over only on the periodic scan: at most a twentieth a `worker.scan`,
+        // however many wake-ups (other workers' handoffs) arrive meanwhile.
         if running > share {
-            return self.shed(share);
+            if !woken {
+                self.shed(share);
+            }
+            return;
         }
         if self.held.len() >= share {
             return;
@@ -283,28 +307,38 @@ impl Worker {
         };
         // Workers scanning at once should not all race for the same instances.
         free.shuffle(&mut rand::thread_rng());
-        free.truncate(share - self.held.len());
-        // A few claims at once (each is a Redis and a Postgres round trip): a fresh worker
-        // takes thousands in seconds, and their sessions then connect at the paced rate.
-        let this = &*self;
-        let claims: Vec<(InstanceId, Option<sessions::Claim>)> = futures::stream::iter(free)
-            .map(|id| async move {
-                let claim = this.claim(&id).await;
-                (id, claim)
-            })
-            .buffer_unordered(CLAIMS_IN_FLIGHT)
-            .collect()
-            .await;
-        for (id, claim) in claims {
-            if let Some(claim) = claim {
-                self.start(id, claim);
+        let mut free = free.into_iter();
+        // Up to the share; claims lost to another worker (two woken by the same handoff)
+        // are made up from the rest of the list at once, not on the next scan.
+        loop {
+            let want = share.saturating_sub(self.held.len());
+            let round: Vec<InstanceId> = free.by_ref().take(want).collect();
+            if round.is_empty() {
+                break;
+            }
+            // A few claims at once (each is a Redis and a Postgres round trip): a fresh
+            // worker takes thousands in seconds, and their sessions then connect at the
+            // paced rate.
+            let this = &*self;
+            let claims: Vec<(InstanceId, Option<sessions::Claim>)> = futures::stream::iter(round)
+                .map(|id| async move {
+                    let claim = this.claim(&id).await;
+                    (id, claim)
+                })
+                .buffer_unordered(CLAIMS_IN_FLIGHT)
+                .collect()
+                .await;
+            for (id, claim) in claims {
+                if let Some(claim) = claim {
+                    self.start(id, claim);
+                }
             }
         }
     }
 
     /// Hands instances over to workers under their share (one joined): stops a few
-    /// sessions; `finished` releases their leases and the others claim them on their next
-    /// scan, resuming from the credentials in Postgres.
+    /// sessions; `finished` releases their leases, and once the last is released a wake-up
+    /// has the others claim them at once, resuming from the credentials in Postgres.
     fn shed(&mut self, share: usize) {
         // Sessions stopped for another reason (a lost lease) do not count either.
         let mut running: Vec<InstanceId> = self
@@ -542,36 +576,5 @@ impl Worker {
         ::metrics::gauge!(LEASES_HELD).set(self.held.len() as f64);
         tracing::debug!(instance_id = %id, outcome, "instance released");
         Some(id)
-    }
-
-    /// Stops every session, then releases the leases so others take over at once.
-    async fn shutdown(&mut self) {
-        for (c, _) in self.held.values() {
-            c.cancel();
-        }
-        // Every lease goes back at the end, a few hundred per Redis call (one call each
-        // made 10,000 sessions take seconds more to hand over).
-        let all: Vec<InstanceId> = self.held.keys().cloned().collect();
-        let deadline = tokio::time::Instant::now() + STOP_GRACE;
-        while !self.actors.is_empty() {
-            match tokio::time::timeout_at(deadline, self.actors.join_next_with_id()).await {
-                Ok(Some(done)) => {
-                    self.finished(done);
-                }
-                Ok(None) => break,
-                Err(_) => {
-                    tracing::warn!("sessions did not stop in time; releasing leases anyway");
-                    self.actors.abort_all();
-                    break;
-                }
-            }
-        }
-        for id in &all {
-            self.renewer.forget(id);
-        }
-        if let Err(e) = self.leases.release_many(&all).await {
-            tracing::warn!(error = %e, "releasing the leases failed; they lapse after their TTL");
-        }
-        let _ = self.leases.leave().await;
     }
 }

@@ -462,6 +462,53 @@ async fn a_new_worker_takes_its_share_from_the_others() {
     assert!(reported.is_some(), "both workers report 6 desired, 0 unleased");
 }
 
+/// A stopping worker hands its instances over a batch at a time, as fast as the others
+/// connect them (here 5 a second: one every 200 ms), so each goes without a session only
+/// for its own handoff; every one ends connected on the other worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_worker_hands_over_a_batch_at_a_time() {
+    let mut c = Cluster::start(bin(), 1, |cfg| cfg.worker.connects_per_second = 5).await;
+    let mut ids = Vec::new();
+    for n in 0..6 {
+        let number = format!("55119999980{n:02}");
+        c.phone(&number, false).await;
+        let (inst, _) = c.paired_instance(&format!("drain-{n}"), &number).await;
+        ids.push(inst.id.to_string());
+    }
+    let other = c.spawn_worker();
+    // The new worker is alive (it took one over): the stopping one hands the rest to it.
+    wait_for(Duration::from_secs(30), || async {
+        (c.worker_metric(other, "paceline_worker_leases_held", "").await >= 1.0).then_some(())
+    })
+    .await
+    .expect("the second worker takes one");
+    let stopped = chrono::Utc::now();
+    c.signal(0, "TERM");
+    let status = c.workers[0].child.wait().unwrap();
+    assert!(status.success(), "the stopped worker exits cleanly: {status:?}");
+    for id in &ids {
+        c.wait_state(id, "connected", Duration::from_secs(30)).await;
+    }
+    assert_eq!(c.worker_metric(other, "paceline_worker_leases_held", "").await, 6.0);
+    let pool = c.pool().await;
+    let released: Vec<chrono::DateTime<chrono::Utc>> = sqlx::query_scalar(
+        "SELECT created_at FROM outbox WHERE instance_id = ANY($1) AND type = 'instance.state' \
+         AND payload->'data'->>'state' = 'disconnected' AND created_at >= $2 ORDER BY 1",
+    )
+    .bind(&ids)
+    .bind(stopped)
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    let k = released.len();
+    assert!(k >= 3, "the stopping worker held at least 3: {k}");
+    // One a batch, batches at least 200 ms apart (the first may end as late as the second
+    // begins): the last release at least (k - 2) x 200 ms after the first.
+    let spread = released[k - 1] - released[0];
+    println!("{k} sessions handed over in {} ms", spread.num_milliseconds());
+    assert!(spread >= chrono::Duration::milliseconds(200 * (k as i64 - 2)), "not handed over in batches: {spread}");
+}
+
 /// Sessions come back paced after a restart: a fresh worker claims every instance at
 /// once, then opens their sessions at `worker.connects_per_second`, never faster.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

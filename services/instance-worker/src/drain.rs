@@ -1,0 +1,100 @@
+//! A stopping worker's handover: its instances given to the other workers a batch at a
+//! time, as fast as they connect them, so each instance is without a session only for its
+//! own handoff while the rest keep sending.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use rand::seq::SliceRandom;
+use shared::ids::InstanceId;
+
+use crate::{Worker, STOP_GRACE};
+
+/// How long a stopping worker hands its instances over a batch at a time (the chart
+/// gives a worker 20 s: this, then `STOP_GRACE` for what is left).
+const DRAIN: Duration = Duration::from_secs(6);
+/// A stopping worker's batches are this far apart.
+const DRAIN_TICK: Duration = Duration::from_millis(200);
+
+impl Worker {
+    /// Hands every instance over, a batch every `DRAIN_TICK`, as fast as the other workers
+    /// connect them (`worker.connects_per_second` each): each batch's sessions stopped,
+    /// their leases released and the others woken to claim them, while the rest keep
+    /// running. So an instance goes without a session only for its own handoff, not
+    /// for the whole worker's. What is left after `DRAIN` (or everything, with no other
+    /// worker alive) is stopped and released at once.
+    pub(crate) async fn shutdown(&mut self) {
+        // Out of the live set first, so the others' shares grow to take these instances.
+        let others = self.leases.heartbeat().await.map(|n| n.saturating_sub(1)).unwrap_or(0);
+        let _ = self.leases.leave().await;
+        let per_tick = (self.connect_rate as usize * others)
+            .div_ceil((Duration::from_secs(1).as_millis() / DRAIN_TICK.as_millis()) as usize);
+        let mut left: Vec<InstanceId> = self.held.keys().cloned().collect();
+        left.shuffle(&mut rand::thread_rng());
+        let drain_until = tokio::time::Instant::now() + DRAIN;
+        while !left.is_empty() {
+            let tick = tokio::time::Instant::now();
+            let n = if others == 0 || tick >= drain_until { left.len() } else { per_tick.max(1).min(left.len()) };
+            let batch: Vec<InstanceId> = left.drain(..n).collect();
+            let stuck = self.hand_over(&batch, left.is_empty()).await;
+            if !stuck.is_empty() {
+                // Sessions that would not stop: they and the rest go at once.
+                let mut rest = stuck;
+                rest.append(&mut left);
+                self.hand_over(&rest, true).await;
+                break;
+            }
+            if !left.is_empty() {
+                tokio::time::sleep_until(tick + DRAIN_TICK).await;
+            }
+        }
+        let _ = self.leases.leave().await;
+    }
+
+    /// Stops the sessions of `batch` (those still held), releases their leases a few
+    /// hundred per Redis call, and wakes the other workers. Returns the sessions that did
+    /// not stop within `STOP_GRACE`, whose leases are kept (a lease is never given up
+    /// under a session still open); with `last` (every session is stopping) they are
+    /// aborted and released too.
+    async fn hand_over(&mut self, batch: &[InstanceId], last: bool) -> Vec<InstanceId> {
+        let mut waiting: HashSet<InstanceId> = HashSet::new();
+        for id in batch {
+            if let Some((c, _)) = self.held.get(id) {
+                c.cancel();
+                waiting.insert(id.clone());
+            }
+        }
+        let mut release: Vec<InstanceId> = batch.iter().filter(|id| !self.held.contains_key(*id)).cloned().collect();
+        let deadline = tokio::time::Instant::now() + STOP_GRACE;
+        while !waiting.is_empty() {
+            match tokio::time::timeout_at(deadline, self.actors.join_next_with_id()).await {
+                Ok(Some(done)) => {
+                    if let Some(id) = self.finished(done) {
+                        // Of the batch, or ended on its own meanwhile (logged out, lease
+                        // lost): given back either way.
+                        waiting.remove(&id);
+                        release.push(id);
+                    }
+                }
+                Ok(None) => break,
+                Err(_) if last => {
+                    tracing::warn!("sessions did not stop in time; releasing leases anyway");
+                    self.actors.abort_all();
+                    release.extend(waiting.drain());
+                }
+                Err(_) => {
+                    tracing::warn!("sessions did not stop in time; the rest are stopped at once");
+                    break;
+                }
+            }
+        }
+        for id in &release {
+            self.renewer.forget(id);
+        }
+        if let Err(e) = self.leases.release_many(&release).await {
+            tracing::warn!(error = %e, "releasing the leases failed; they lapse after their TTL");
+        }
+        let _ = self.ctx.nats.publish(self.ctx.subjects.workers_wake(), self.handoff.clone()).await;
+        waiting.into_iter().collect()
+    }
+}
