@@ -12,23 +12,29 @@ use crate::{Worker, STOP_GRACE};
 
 /// How long a stopping worker hands its instances over a batch at a time (the chart
 /// gives a worker 20 s: this, then `STOP_GRACE` for what is left).
-const DRAIN: Duration = Duration::from_secs(6);
+const DRAIN: Duration = Duration::from_secs(8);
+/// The longest a stopping worker waits for a batch to be connected elsewhere before it
+/// hands over the next.
+const CATCH_UP: Duration = Duration::from_millis(1500);
 /// A stopping worker's batches are this far apart.
 const DRAIN_TICK: Duration = Duration::from_millis(200);
 
 impl Worker {
-    /// Hands every instance over, a batch every `DRAIN_TICK`, as fast as the other workers
-    /// connect them (`worker.connects_per_second` each): each batch's sessions stopped,
-    /// their leases released and the others woken to claim them, while the rest keep
-    /// running. So an instance goes without a session only for its own handoff, not
-    /// for the whole worker's. What is left after `DRAIN` (or everything, with no other
-    /// worker alive) is stopped and released at once.
+    /// Hands every instance over a batch at a time: each batch's sessions stopped, their
+    /// leases released and the others woken to claim them, while the rest keep running.
+    /// A batch is what the other workers connect in a `DRAIN_TICK`
+    /// (`worker.connects_per_second` each, counting at most two workers), and the next goes once most of the last is
+    /// connected elsewhere (at most `CATCH_UP` later): when only a fresh worker has room
+    /// (a rolling update), the batches slow to its pace. So an instance goes without a
+    /// session only for its own handoff, not for the whole worker's. What is left after
+    /// `DRAIN` (or everything, with no other worker alive) is stopped and released at once.
     pub(crate) async fn shutdown(&mut self) {
         // Out of the live set first, so the others' shares grow to take these instances.
         let others = self.leases.heartbeat().await.map(|n| n.saturating_sub(1)).unwrap_or(0);
         let _ = self.leases.leave().await;
-        let per_tick = (self.connect_rate as usize * others)
-            .div_ceil((Duration::from_secs(1).as_millis() / DRAIN_TICK.as_millis()) as usize);
+        let ticks_a_second = (Duration::from_secs(1).as_millis() / DRAIN_TICK.as_millis()) as usize;
+        // Never more than one worker connects in two ticks: all may go to the one with room.
+        let per_tick = (self.connect_rate as usize * others.min(2)).div_ceil(ticks_a_second);
         let mut left: Vec<InstanceId> = self.held.keys().cloned().collect();
         left.shuffle(&mut rand::thread_rng());
         let drain_until = tokio::time::Instant::now() + DRAIN;
@@ -46,9 +52,23 @@ impl Worker {
             }
             if !left.is_empty() {
                 tokio::time::sleep_until(tick + DRAIN_TICK).await;
+                self.caught_up(&batch, (tick + CATCH_UP).min(drain_until)).await;
             }
         }
         let _ = self.leases.leave().await;
+    }
+
+    /// Waits until nine in ten of `batch` are connected on other workers, or `until`.
+    async fn caught_up(&self, batch: &[InstanceId], until: tokio::time::Instant) {
+        let need = (batch.len() * 9).div_ceil(10) as i64;
+        while tokio::time::Instant::now() < until {
+            match crate::db::sessions::connected_elsewhere(&self.ctx.db, batch, &self.worker_id).await {
+                Ok(n) if n >= need => return,
+                Ok(_) => {}
+                Err(e) => return tracing::debug!(error = %e, "reading the handover's progress failed"),
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// Stops the sessions of `batch` (those still held), releases their leases a few
