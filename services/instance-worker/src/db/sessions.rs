@@ -35,20 +35,14 @@ pub async fn desired_count(db: impl PgExecutor<'_>) -> Result<i64, sqlx::Error> 
     sqlx::query_scalar("SELECT count(*) FROM instances WHERE desired").fetch_one(db).await
 }
 
-/// How many of `ids` another worker than `worker` has connected (a stopping worker's
+/// How many of `ids` another worker than `worker` has claimed since (a stopping worker's
 /// handover, caught up).
-pub async fn connected_elsewhere(
-    db: impl PgExecutor<'_>,
-    ids: &[InstanceId],
-    worker: &str,
-) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT count(*) FROM instances WHERE id = ANY($1) AND state = 'connected' AND owner_worker IS DISTINCT FROM $2",
-    )
-    .bind(ids)
-    .bind(worker)
-    .fetch_one(db)
-    .await
+pub async fn claimed_elsewhere(db: impl PgExecutor<'_>, ids: &[InstanceId], worker: &str) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar("SELECT count(*) FROM instances WHERE id = ANY($1) AND owner_worker IS DISTINCT FROM $2")
+        .bind(ids)
+        .bind(worker)
+        .fetch_one(db)
+        .await
 }
 
 /// What a worker loads when it claims an instance.
