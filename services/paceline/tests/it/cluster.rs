@@ -424,18 +424,24 @@ async fn workers_report_unleased_instances_and_their_backends() {
     }
 }
 
+/// Six instances paired on the cluster (numbers `prefix` + 00..05, named `name-n`).
+async fn six_paired(c: &Cluster, prefix: &str, name: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    for n in 0..6 {
+        let number = format!("{prefix}{n:02}");
+        c.phone(&number, false).await;
+        let (inst, _) = c.paired_instance(&format!("{name}-{n}"), &number).await;
+        ids.push(inst.id.to_string());
+    }
+    ids
+}
+
 /// A worker that joins gets its share: the others hand instances over (a few per scan)
 /// and every instance ends up connected again, on one worker each.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_worker_takes_its_share_from_the_others() {
     let mut c = Cluster::start(bin(), 1, |_| {}).await;
-    let mut ids = Vec::new();
-    for n in 0..6 {
-        let number = format!("55119999960{n:02}");
-        c.phone(&number, false).await;
-        let (inst, _) = c.paired_instance(&format!("share-{n}"), &number).await;
-        ids.push(inst.id.to_string());
-    }
+    let ids = six_paired(&c, "55119999960", "share").await;
     assert_eq!(c.worker_metric(0, "paceline_worker_leases_held", "").await, 6.0);
     c.spawn_worker();
     let balanced = wait_for(Duration::from_secs(30), || async {
@@ -468,13 +474,7 @@ async fn a_new_worker_takes_its_share_from_the_others() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopping_worker_hands_over_a_batch_at_a_time() {
     let mut c = Cluster::start(bin(), 1, |cfg| cfg.worker.connects_per_second = 5).await;
-    let mut ids = Vec::new();
-    for n in 0..6 {
-        let number = format!("55119999980{n:02}");
-        c.phone(&number, false).await;
-        let (inst, _) = c.paired_instance(&format!("drain-{n}"), &number).await;
-        ids.push(inst.id.to_string());
-    }
+    let ids = six_paired(&c, "55119999980", "drain").await;
     let other = c.spawn_worker();
     // The new worker is alive (it took one over): the stopping one hands the rest to it.
     wait_for(Duration::from_secs(30), || async {
@@ -514,13 +514,7 @@ async fn a_stopping_worker_hands_over_a_batch_at_a_time() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_worker_reconnects_its_sessions_at_the_paced_rate() {
     let mut c = Cluster::start(bin(), 1, |cfg| cfg.worker.connects_per_second = 2).await;
-    let mut ids = Vec::new();
-    for n in 0..6 {
-        let number = format!("55119999970{n:02}");
-        c.phone(&number, false).await;
-        let (inst, _) = c.paired_instance(&format!("storm-{n}"), &number).await;
-        ids.push(inst.id.to_string());
-    }
+    let ids = six_paired(&c, "55119999970", "storm").await;
     // The whole cluster's workers go at once (no handoff), and one comes back.
     c.signal(0, "KILL");
     let _ = c.workers[0].child.wait();
