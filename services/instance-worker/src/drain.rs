@@ -34,13 +34,13 @@ impl Worker {
         let others = self.leases.heartbeat().await.map(|n| n.saturating_sub(1)).unwrap_or(0);
         let _ = self.leases.leave().await;
         let ticks_a_second = (Duration::from_secs(1).as_millis() / DRAIN_TICK.as_millis()) as usize;
-        let per_tick = (self.connect_rate as usize).div_ceil(ticks_a_second);
+        let per_tick = (self.connect_rate.max(1) as usize).div_ceil(ticks_a_second);
         let mut left: Vec<InstanceId> = self.held.keys().cloned().collect();
         left.shuffle(&mut rand::thread_rng());
         let drain_until = tokio::time::Instant::now() + DRAIN;
         while !left.is_empty() {
             let tick = tokio::time::Instant::now();
-            let n = if others == 0 || tick >= drain_until { left.len() } else { per_tick.max(1).min(left.len()) };
+            let n = if others == 0 || tick >= drain_until { left.len() } else { per_tick.min(left.len()) };
             let batch: Vec<InstanceId> = left.drain(..n).collect();
             let stuck = self.hand_over(&batch, left.is_empty()).await;
             if !stuck.is_empty() {
@@ -55,7 +55,6 @@ impl Worker {
                 self.caught_up(&batch, (tick + CATCH_UP).min(drain_until)).await;
             }
         }
-        let _ = self.leases.leave().await;
     }
 
     /// Waits until nine in ten of `batch` are claimed by other workers, or `until`.
@@ -85,8 +84,6 @@ impl Worker {
                 waiting.insert(id.clone());
             }
         }
-        let gone: Vec<InstanceId> = batch.iter().filter(|id| !self.held.contains_key(*id)).cloned().collect();
-        self.give_back(&gone).await;
         let deadline = tokio::time::Instant::now() + STOP_GRACE;
         while !waiting.is_empty() {
             match tokio::time::timeout_at(deadline, self.actors.join_next_with_id()).await {
