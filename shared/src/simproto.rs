@@ -56,6 +56,12 @@ pub enum ClientOp {
     CheckNumbers { req: u64, numbers: Vec<String> },
     /// An operation of the worker contract (answers its reply type, `crate::contract`).
     Net { req: u64, call: crate::contract::NetOp },
+    /// These messages (network ids of `message` events) are stored: the network stops
+    /// delivering them again. Until then every connect of the device resumes with them,
+    /// as WhatsApp's offline queue does for a device that never confirmed.
+    Ack { ids: Vec<String> },
+    /// The history chunk `chunk` is stored: the network sends the next one.
+    HistoryAck { chunk: u32 },
 }
 
 /// netsim to client.
@@ -103,8 +109,19 @@ pub enum ServerEv {
     Message { message: SimMessage, from_me: bool },
     /// A receipt for a message this account sent.
     Receipt { id: String, status: String, from: String, timestamp: DateTime<Utc> },
-    /// The account's recent messages, once after linking.
-    History { messages: Vec<SimMessage> },
+    /// The account's messages, once after linking, in chunks oldest first: the next
+    /// chunk comes once this one is acknowledged (`history_ack`), and an unacknowledged
+    /// chunk comes again on the device's next connect. `chunk` counts from 0; `total` is
+    /// the sync's message count and `sent` how many went before this chunk's end.
+    History {
+        messages: Vec<SimMessage>,
+        #[serde(default)]
+        chunk: u32,
+        #[serde(default)]
+        total: u64,
+        #[serde(default)]
+        sent: u64,
+    },
     /// An incoming voice call.
     Call { call_id: String, from: String },
     /// A label changed on the phone.

@@ -27,6 +27,8 @@ mod rpc;
 
 /// Session operations in flight at once per instance (beyond it: retry later).
 const RPCS_IN_FLIGHT: usize = 16;
+/// Received messages logged in one transaction, at most.
+const RECEIVE_BATCH: usize = 200;
 /// The longest a session operation may take on this side (the API stops waiting sooner).
 const RPC_DEADLINE: Duration = Duration::from_secs(30);
 
@@ -256,6 +258,7 @@ impl Actor {
                         self.media_retry.retry_media(&held!(self), self.state, &*session).await
                     }
                     ev = events.recv() => match ev {
+                        Some(DriverEvent::Message { message }) => self.messages(&*session, message, &mut events).await,
                         Some(ev) => {
                             if matches!(ev, DriverEvent::Connected { .. } | DriverEvent::Paired { .. }) {
                                 attempt = 0;
@@ -428,17 +431,50 @@ impl Actor {
             DriverEvent::Message { message } => {
                 // A chat that writes in may free its held first-contact sends.
                 self.queue.wrote_in();
-                self.media_retry.receive(&held!(self), session, vec![message], Source::Live).await
+                self.media_retry.receive(&held!(self), session, vec![message], Source::Live, None).await
             }
             DriverEvent::Changed(c) => {
                 fenced(shared::db::log::apply_change(&self.ctx.db, &self.id, self.epoch, &c).await)
             }
-            DriverEvent::History { messages } => {
-                self.media_retry.receive(&held!(self), session, messages, Source::History).await
+            DriverEvent::History { messages, chunk, progress } => {
+                if let Some((done, total)) = progress {
+                    tracing::info!(done, total, "history sync");
+                }
+                self.media_retry.receive(&held!(self), session, messages, Source::History, chunk).await
             }
             DriverEvent::Receipt { wa_message_id, receipt, at } => {
                 crate::receive::receipt(&held!(self), &wa_message_id, receipt, at).await
             }
+        }
+    }
+
+    /// A received message and those right behind it (up to `RECEIVE_BATCH`), logged in
+    /// one transaction; an event of another kind behind them is handled after.
+    async fn messages(
+        &mut self,
+        session: &dyn Session,
+        first: crate::driver::Incoming,
+        events: &mut tokio::sync::mpsc::Receiver<DriverEvent>,
+    ) -> Step {
+        let mut batch = vec![first];
+        let mut behind = None;
+        while batch.len() < RECEIVE_BATCH {
+            match events.try_recv() {
+                Ok(DriverEvent::Message { message }) => batch.push(message),
+                Ok(other) => {
+                    behind = Some(other);
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        metrics::counter!(SESSIONS, "kind" => "message").increment(batch.len() as u64);
+        // A chat that writes in may free its held first-contact sends.
+        self.queue.wrote_in();
+        let step = self.media_retry.receive(&held!(self), session, batch, Source::Live, None).await;
+        match (step, behind) {
+            (Step::Continue, Some(ev)) => self.event(session, ev).await,
+            (step, _) => step,
         }
     }
 

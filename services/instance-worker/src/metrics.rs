@@ -25,6 +25,7 @@ pub const INSTANCES_DESIRED: &str = "paceline_instances_desired";
 pub const INSTANCES_SHED: &str = "paceline_worker_instances_shed_total";
 pub const WRITE_BATCH: &str = "paceline_worker_write_batch_size";
 pub const CONNECTS_WAITING: &str = "paceline_worker_connects_waiting";
+pub const RECEIVED: &str = "paceline_worker_received_total";
 
 pub fn describe() {
     shared::telemetry::prometheus();
@@ -69,6 +70,10 @@ pub fn describe() {
     metrics::describe_counter!(
         FENCED_WRITES,
         "fenced Postgres writes, by result (applied or rejected: ownership moved on)"
+    );
+    metrics::describe_counter!(
+        RECEIVED,
+        "messages from the network newly logged, by source (live, history); redeliveries of logged ones not counted"
     );
     metrics::describe_counter!(SESSIONS, "network session events, by kind (`open_failed`: an opening that failed)");
     metrics::describe_counter!(RPC, "worker RPC requests handled, by type and result");

@@ -175,23 +175,44 @@ impl MediaRetry {
         MediaRetry { at: tokio::time::Instant::now() + Duration::from_secs(2) }
     }
 
-    /// Logs messages from the network; a refused fence ends the actor's hold.
+    /// Logs messages from the network, then tells the network they are logged: live
+    /// messages by id, a history sync's `chunk` by number. Until then the network
+    /// delivers them again on the session's next connect, so a crash, a refused fence
+    /// (the new owner gets them) or a failed write loses nothing. A refused fence ends
+    /// the actor's hold.
     pub(crate) async fn receive(
         &mut self,
         held: &Held<'_>,
         session: &dyn Session,
         batch: Vec<Incoming>,
         source: Source,
+        chunk: Option<u32>,
     ) -> Step {
+        let ids: Vec<String> = match chunk {
+            None => batch.iter().map(|i| i.message.wa_message_id.clone()).collect(),
+            Some(_) => Vec::new(),
+        };
         let msgs = prepare(&held.ctx.store, held.id, batch, &SessionFetch(session), held.ctx.media).await;
         if msgs.iter().any(|m| m.content["media"]["pending"] == true) {
             self.at = self.at.min(tokio::time::Instant::now() + held.ctx.media.retry_base);
         }
         match write(&held.ctx.db, held.id, held.epoch, &msgs, source).await {
-            Ok(Some(_)) => Step::Continue,
+            Ok(Some(new)) => {
+                let source = if source == Source::Live { "live" } else { "history" };
+                metrics::counter!(crate::metrics::RECEIVED, "source" => source).increment(new as u64);
+                session.logged(match chunk {
+                    Some(c) => crate::driver::Logged::HistoryChunk(c),
+                    None => crate::driver::Logged::Messages(&ids),
+                });
+                Step::Continue
+            }
             Ok(None) => fenced(Ok(false)),
             Err(e) => {
-                tracing::error!(error = %e, n = msgs.len(), "logging received messages failed; they are lost");
+                tracing::error!(
+                    error = %e,
+                    n = msgs.len(),
+                    "logging received messages failed; unacknowledged, the network delivers them again on the next connect"
+                );
                 Step::Continue
             }
         }

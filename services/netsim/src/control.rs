@@ -46,6 +46,8 @@ pub fn router() -> Router<App> {
         .route("/control/phones/{number}/state", get(phone_state))
         .route("/control/phones/{number}/addressing", post(set_addressing))
         .route("/control/phones/{number}/resync", post(resync))
+        .route("/control/phones/{number}/archive", post(archive))
+        .route("/control/phones/{number}/queues", get(queues))
         .route("/control/phones/{number}/labels", get(labels).post(label))
         .route("/control/phones/{number}/ops", post(phone_op))
         .route("/control/media/{id}/expire", post(expire_media))
@@ -328,6 +330,29 @@ async fn phone_state(State(app): State<App>, Path(number): Path<String>) -> Resu
 async fn resync(State(app): State<App>, Path(number): Path<String>) -> Result<Json<Value>, ApiError> {
     let n = app.net.resync(&number).map_err(err)?;
     Ok(Json(json!({ "devices": n })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ArchiveIn {
+    /// Old messages the next history sync carries (at most `model::ARCHIVE_LIMIT`).
+    messages: u64,
+}
+
+/// Gives the account an archive of old messages for its next history sync.
+async fn archive(
+    State(app): State<App>,
+    Path(number): Path<String>,
+    ValidatedJson(b): ValidatedJson<ArchiveIn>,
+) -> Result<Json<Value>, ApiError> {
+    app.net.set_archive(&number, b.messages).map_err(err)?;
+    Ok(Json(json!({ "messages": b.messages })))
+}
+
+/// The account's linked devices' queues: unacknowledged messages, history under way.
+async fn queues(State(app): State<App>, Path(number): Path<String>) -> Result<Json<Value>, ApiError> {
+    let (devices, dropped) = app.net.queues(&number).map_err(err)?;
+    Ok(Json(json!({ "devices": devices, "dropped": dropped })))
 }
 
 /// The network forgets a media's bytes: downloading it gives 410 from now on.

@@ -71,8 +71,11 @@ struct Phone {
     absorbed: u64,
     /// What this account sent (for history sync).
     sent: Vec<SimMessage>,
-    /// Events for linked devices that were offline, delivered on their next connect.
+    /// Events other than messages for linked devices that were offline, delivered on
+    /// their next connect (messages wait in each device's queue, `delivery`).
     pending: Vec<ServerEv>,
+    /// Synthetic old messages the next history sync carries before the recent ones.
+    archive: u64,
     /// Numbers this account blocked: their messages are refused (`forbidden`).
     blocked: HashSet<String>,
     /// Profile: display name, about text, business profile, picture (mime, bytes).
@@ -148,6 +151,10 @@ struct State {
     /// Groups by id (the user part of `<id>@g.us`).
     groups: HashMap<String, groups::Group>,
     next_group: u64,
+    /// Each linked device's unacknowledged messages and history sync, by session.
+    queues: HashMap<String, delivery::DeviceQueue>,
+    /// Messages dropped from full device queues.
+    dropped: u64,
 }
 
 /// Why a control or session operation failed.
@@ -227,9 +234,14 @@ impl State {
         }
     }
 
-    /// Delivers an event to every online device of `number`, or queues it.
+    /// Delivers an event to every online device of `number`, or queues it. A message
+    /// waits in each device's queue until acknowledged (`delivery`).
     fn notify_account(&mut self, number: &str, ev: ServerEv) {
         let ev = self.addressed_event(number, ev);
+        if let ServerEv::Message { message, .. } = &ev {
+            let id = message.id.clone();
+            return self.deliver_to_devices(number, &id, ev);
+        }
         let conns = self.online_conns(number);
         if conns.is_empty() {
             if self.devices.values().any(|n| n == number) {
@@ -308,6 +320,7 @@ impl Net {
 
 mod accounts;
 mod channels;
+mod delivery;
 mod faults;
 mod groups;
 mod labels;
@@ -315,6 +328,7 @@ mod lids;
 mod messaging;
 mod ops;
 mod pairing;
+pub use delivery::QueueView;
 pub use ops::{MediaIn, ProfileIn, Served};
 
 #[cfg(test)]

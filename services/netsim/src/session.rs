@@ -84,5 +84,7 @@ fn handle_op(app: &App, conn: u64, op: ClientOp) {
         ClientOp::RejectCall { req, call_id, message } => app.net.reject_call(conn, req, &call_id, message),
         ClientOp::CheckNumbers { req, numbers } => app.net.check_numbers(conn, req, &numbers),
         ClientOp::Net { req, call } => app.net.net_op(conn, req, call),
+        ClientOp::Ack { ids } => app.net.ack(conn, &ids),
+        ClientOp::HistoryAck { chunk } => app.net.history_ack(conn, chunk),
     }
 }

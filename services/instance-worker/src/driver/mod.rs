@@ -50,8 +50,19 @@ pub enum DriverEvent {
     Changed(shared::db::log::Changed),
     /// A receipt (`delivered`, `read`) for a message the account sent.
     Receipt { wa_message_id: String, receipt: shared::db::log::Receipt, at: DateTime<Utc> },
-    /// Recent messages, synced after linking (and possibly again later).
-    History { messages: Vec<Incoming> },
+    /// Recent messages, synced after linking (and possibly again later). `chunk`: the
+    /// network sends its history in chunks, one at a time, the next once this one is
+    /// logged (`Session::logged`); `progress` is (messages up to this chunk's end, of).
+    History { messages: Vec<Incoming>, chunk: Option<u32>, progress: Option<(u64, u64)> },
+}
+
+/// What the actor has logged durably, for the network to stop delivering it again.
+#[derive(Debug, Clone, Copy)]
+pub enum Logged<'a> {
+    /// Messages, by network id.
+    Messages(&'a [String]),
+    /// History chunk `n`.
+    HistoryChunk(u32),
 }
 
 /// A message from the network, with its media still on the network.
@@ -339,4 +350,8 @@ pub trait Session: Send + Sync {
     async fn reject_call(&self, call_id: &str, message: Option<String>) -> Result<(), DriverError>;
     /// Closes the connection (the device stays linked).
     async fn close(&self);
+    /// Tells the network what is logged, so it stops delivering it again; until then a
+    /// reconnect brings it anew. The WhatsApp driver's client acknowledges from its
+    /// inbound durability hook, so by default this does nothing.
+    fn logged(&self, _what: Logged<'_>) {}
 }

@@ -102,6 +102,7 @@ impl Driver for SimDriver {
         // Reader: frames to events and replies; a closed socket is `Closed`.
         let reader_pending = pending.clone();
         let reader_closer = closer.clone();
+        let reader_out = out_tx.clone();
         tokio::spawn(async move {
             let mut reason = "connection closed".to_string();
             // The account's number, to tell its own messages in a history sync.
@@ -142,7 +143,9 @@ impl Driver for SimDriver {
                     ServerEv::Banned => DriverEvent::Banned,
                     ServerEv::TempBanned { until } => DriverEvent::TemporarilyBanned { until },
                     ServerEv::Replaced => DriverEvent::Replaced,
+                    // Edits and deletions are acknowledged as the actor takes them.
                     ServerEv::Message { message, from_me } if matches!(message.kind.as_str(), "edit" | "revoke") => {
+                        let _ = reader_out.send(ClientOp::Ack { ids: vec![message.id.clone()] });
                         match changed(message, from_me) {
                             Some(c) => DriverEvent::Changed(c),
                             None => continue,
@@ -155,7 +158,9 @@ impl Driver for SimDriver {
                         Some(receipt) => DriverEvent::Receipt { wa_message_id: id, receipt, at: timestamp },
                         None => continue,
                     },
-                    ServerEv::History { messages } => DriverEvent::History {
+                    ServerEv::History { messages, chunk, total, sent } => DriverEvent::History {
+                        chunk: Some(chunk),
+                        progress: Some((sent, total)),
                         messages: messages
                             .into_iter()
                             .filter(|m| !matches!(m.kind.as_str(), "edit" | "revoke"))
@@ -440,6 +445,15 @@ impl Session for SimSession {
             404 | 410 => Err(unavailable("the network no longer has this media")),
             s => Err(failed(format!("status {s}"))),
         }
+    }
+
+    fn logged(&self, what: super::Logged<'_>) {
+        let op = match what {
+            super::Logged::Messages(ids) => ClientOp::Ack { ids: ids.to_vec() },
+            super::Logged::HistoryChunk(chunk) => ClientOp::HistoryAck { chunk },
+        };
+        // A closed session is told nothing: the network delivers it again on the next.
+        let _ = self.out.send(op);
     }
 
     async fn reject_call(&self, call_id: &str, message: Option<String>) -> Result<(), DriverError> {

@@ -34,6 +34,7 @@ impl Net {
             s.devices.iter().filter(|(_, n)| n.as_str() == number).map(|(k, _)| k.clone()).collect();
         for sess in &sessions {
             s.devices.remove(sess);
+            s.forget_device(sess);
             if let Some(conn) = s.online.get(sess).copied() {
                 s.close(conn, ServerEv::LoggedOut);
             }
@@ -113,6 +114,7 @@ impl Net {
         };
         let session = session.clone();
         s.devices.remove(&session);
+        s.forget_device(&session);
         s.send_to(conn, ServerEv::ok(req, serde_json::Value::Null));
         s.close(conn, ServerEv::LoggedOut);
     }

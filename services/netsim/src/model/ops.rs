@@ -165,12 +165,16 @@ impl Net {
         if !s.phones.contains_key(number) {
             return Err(NetError::NoAccount);
         }
-        let history = s.history(number);
-        let conns = s.online_conns(number);
-        for c in &conns {
-            s.send_to(*c, ServerEv::History { messages: history.clone() });
+        let online: Vec<String> = s
+            .devices
+            .iter()
+            .filter(|(sess, n)| n.as_str() == number && s.online.contains_key(*sess))
+            .map(|(sess, _)| sess.clone())
+            .collect();
+        for sess in &online {
+            s.start_history(sess, number);
         }
-        Ok(conns.len())
+        Ok(online.len())
     }
 
     /// A phone's own operations (the control API), as its devices would ask them.

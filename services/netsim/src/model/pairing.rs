@@ -27,8 +27,7 @@ impl State {
             conn,
             ServerEv::Paired { session: session.clone(), phone: number.to_string(), business, push_name },
         );
-        let history = self.history(number);
-        self.send_to(conn, ServerEv::History { messages: history });
+        self.start_history(&session, number);
         Ok(session)
     }
 
@@ -81,9 +80,10 @@ impl Net {
                     }
                 }
                 if let Some(c) = s.conns.get_mut(&conn) {
-                    c.state = ConnState::Online { number: number.clone(), session: sess };
+                    c.state = ConnState::Online { number: number.clone(), session: sess.clone() };
                 }
                 s.send_to(conn, ServerEv::Connected { phone: number.clone(), business, push_name });
+                s.resume(&sess, conn);
                 let pending = s.phones.get_mut(&number).map(|p| std::mem::take(&mut p.pending)).unwrap_or_default();
                 for ev in pending {
                     s.send_to(conn, ev);

@@ -1,3 +1,4 @@
+use super::delivery::{ARCHIVE_LIMIT, HISTORY_CHUNK};
 use super::*;
 use serde_json::json;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
@@ -218,7 +219,7 @@ fn history_sync_carries_earlier_messages() {
     let history = drain(&mut rx)
         .into_iter()
         .find_map(|e| match e {
-            ServerEv::History { messages } => Some(messages),
+            ServerEv::History { messages, .. } => Some(messages),
             _ => None,
         })
         .unwrap();
@@ -351,4 +352,101 @@ fn a_phone_is_addressed_by_number_by_lid_with_its_number_or_by_lid_alone() {
     net.device_send(dev, 7, msg("OWN1", b));
     assert!(net.inbox(b).unwrap().messages.iter().all(|m| m.from == a));
     assert_eq!(net.set_addressing("5511999990404", Addressing::Lid), Err(NetError::NoAccount));
+}
+
+/// The messages of the `message` events in `evs`, by text.
+fn texts(evs: &[ServerEv]) -> Vec<String> {
+    evs.iter()
+        .filter_map(|e| match e {
+            ServerEv::Message { message, .. } => message.text.clone(),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_message_comes_again_on_each_connect_until_the_device_acknowledges_it() {
+    let net = Net::default();
+    net.register("5511999990001", false).unwrap();
+    net.register("5511999990002", false).unwrap();
+    let (a, mut arx, session) = paired(&net, "5511999990001");
+    drain(&mut arx);
+    let send = |t: &str| {
+        net.phone_send("5511999990002", "5511999990001", "text", Some(t.into()), serde_json::Value::Null).unwrap()
+    };
+    let first = send("one");
+    send("two");
+    assert_eq!(texts(&drain(&mut arx)), ["one", "two"]);
+    // The device stored the first only, then its connection dropped.
+    net.ack(a, std::slice::from_ref(&first));
+    net.disconnect(a);
+    send("three");
+    let (b, mut brx) = conn(&net);
+    net.hello(b, Some(session.clone()), ttl());
+    let evs = drain(&mut brx);
+    assert!(matches!(evs[0], ServerEv::Connected { .. }));
+    assert_eq!(texts(&evs), ["two", "three"], "what was not acknowledged comes again, in order");
+    assert_eq!(net.queues("5511999990001").unwrap().0[0].unacked, 2);
+    // An acknowledgement on a connection that is no longer the device's changes nothing.
+    net.ack(a, std::slice::from_ref(&first));
+    let all: Vec<String> = net.inbox("5511999990001").unwrap().messages.iter().map(|m| m.id.clone()).collect();
+    net.ack(b, &all);
+    net.disconnect(b);
+    let (c, mut crx) = conn(&net);
+    net.hello(c, Some(session), ttl());
+    assert!(texts(&drain(&mut crx)).is_empty(), "acknowledged messages do not come again");
+    assert_eq!(net.queues("5511999990001").unwrap().0[0].unacked, 0);
+    // Unlinking drops the device's queue.
+    send("four");
+    net.logout_phone("5511999990001").unwrap();
+    assert!(net.queues("5511999990001").unwrap().0.is_empty());
+}
+
+#[test]
+fn a_long_history_goes_in_chunks_each_after_the_last_is_acknowledged() {
+    let net = Net::default();
+    net.register("5511999990001", false).unwrap();
+    net.register("5511999990002", false).unwrap();
+    net.phone_send("5511999990002", "5511999990001", "text", Some("recent".into()), serde_json::Value::Null).unwrap();
+    assert!(matches!(net.set_archive("5511999990001", ARCHIVE_LIMIT + 1), Err(NetError::Invalid(_))));
+    net.set_archive("5511999990001", 1_100).unwrap();
+    let (a, mut arx, session) = paired(&net, "5511999990001");
+    let chunk_of = |evs: Vec<ServerEv>| -> Vec<(u32, usize, u64, u64, Vec<SimMessage>)> {
+        evs.into_iter()
+            .filter_map(|e| match e {
+                ServerEv::History { messages, chunk, total, sent } => {
+                    Some((chunk, messages.len(), total, sent, messages))
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let c0 = chunk_of(drain(&mut arx));
+    assert_eq!(c0.len(), 1, "one chunk at a time");
+    assert_eq!((c0[0].0, c0[0].1, c0[0].2, c0[0].3), (0, HISTORY_CHUNK, 1_101, HISTORY_CHUNK as u64));
+    // Oldest first, a second apart, from the archive's contacts.
+    let m = &c0[0].4;
+    assert!(m.windows(2).all(|w| w[0].timestamp < w[1].timestamp));
+    assert_eq!(m[0].to, "5511999990001");
+    // A wrong chunk number is ignored; the right one brings the next.
+    net.history_ack(a, 1);
+    assert!(chunk_of(drain(&mut arx)).is_empty());
+    net.history_ack(a, 0);
+    let c1 = chunk_of(drain(&mut arx));
+    assert_eq!((c1[0].0, c1[0].3), (1, 1_000));
+    assert_eq!(c1[0].4[0].id, format!("ARC5511999990001{:07}", HISTORY_CHUNK));
+    // Crashed before storing chunk 1: the next connect brings it again.
+    net.disconnect(a);
+    let (b, mut brx) = conn(&net);
+    net.hello(b, Some(session), ttl());
+    let again = chunk_of(drain(&mut brx));
+    assert_eq!((again[0].0, again[0].4[0].id.clone()), (1, c1[0].4[0].id.clone()));
+    net.history_ack(b, 1);
+    let last = chunk_of(drain(&mut brx));
+    assert_eq!((last[0].0, last[0].1, last[0].3), (2, 101, 1_101));
+    assert_eq!(last[0].4.last().unwrap().text.as_deref(), Some("recent"), "the recent messages come last");
+    assert_eq!(net.queues("5511999990001").unwrap().0[0].history_chunk, Some(2));
+    net.history_ack(b, 2);
+    assert!(chunk_of(drain(&mut brx)).is_empty());
+    assert_eq!(net.queues("5511999990001").unwrap().0[0].history_chunk, None, "the sync is over");
 }

@@ -24,6 +24,7 @@ mod evolution;
 mod evolution_manager;
 mod fencing;
 mod groups;
+mod inbound;
 mod instances;
 mod labels;
 mod leases;

@@ -88,7 +88,7 @@ pub(super) fn to_driver_events(event: &Event, client: &Client, business: bool, c
             .filter_map(|(event, data)| shared::events::network_event(event, data).map(DriverEvent::Network))
             .collect(),
         Event::HistorySync(h) => match h.get() {
-            Some(sync) => vec![DriverEvent::History { messages: history(sync) }],
+            Some(sync) => vec![DriverEvent::History { messages: history(sync), chunk: None, progress: None }],
             None => Vec::new(),
         },
         _ => Vec::new(),
