@@ -4,6 +4,8 @@
 //! invariants are checked:
 //! - every accepted message ends `sent`, or `failed` with a reason;
 //! - netsim's inboxes hold each network id once, and only ids of sent messages;
+//! - every message netsim delivered to an instance (contacts write in meanwhile) is in
+//!   the instance's log exactly once, with one `message.received`;
 //! - every event reaches its webhook at least once, and the delivery log shows it once;
 //! - no lease epoch of an instance was claimed twice, and the instance's fence is the
 //!   newest claim.
@@ -108,6 +110,8 @@ pub struct Report {
     pub failed: usize,
     pub received: usize,
     pub resends_absorbed: u64,
+    /// Messages contacts sent to the instances, each logged once.
+    pub inbound: usize,
     pub events: usize,
     pub deliveries: usize,
     pub webhook_requests: usize,
@@ -123,6 +127,7 @@ impl std::fmt::Display for Report {
             "messages: {} accepted, {} sent, {} failed; netsim received {} (0 duplicates), absorbed {} re-sends",
             self.accepted, self.sent, self.failed, self.received, self.resends_absorbed
         )?;
+        writeln!(f, "inbound: {} messages from contacts, each logged once with one message.received", self.inbound)?;
         writeln!(
             f,
             "events: {} for the webhooks, {} in the delivery log (each once), {} requests at the receiver",
@@ -145,7 +150,7 @@ const FAULTS: [&str; 7] = [
 ];
 
 const RECIPIENTS: [&str; 3] = ["5511970000001", "5511970000002", "5511970000003"];
-const EVENTS: [&str; 3] = ["message.queued", "message.sent", "message.failed"];
+const EVENTS: [&str; 4] = ["message.queued", "message.sent", "message.failed", "message.received"];
 
 struct Procs {
     apis: Vec<(SocketAddr, Option<ApiProc>)>,
@@ -259,9 +264,29 @@ pub async fn run(bin: &Path, opts: Options) -> Report {
         }));
     }
 
+    // Contacts write in to the instances meanwhile: (instance, network id) of each
+    // message netsim took.
+    let inbound: Accepted = Arc::default();
+    let netsim = cluster.netsim();
+    let numbers: Vec<String> = (0..opts.instances).map(|i| format!("55119800{i:05}")).collect();
+    let writer = {
+        let (inbound, stop, netsim) = (inbound.clone(), stop.clone(), netsim.clone());
+        let ids: Vec<String> = instances.iter().map(|(i, _)| i.clone()).collect();
+        tokio::spawn(async move {
+            let mut k = 0usize;
+            while !stop.load(Ordering::Relaxed) {
+                let (from, i) = (RECIPIENTS[k % RECIPIENTS.len()], k % numbers.len());
+                let body = json!({ "to": numbers[i], "text": format!("inbound {k}") });
+                let r = netsim.post(&format!("/control/phones/{from}/messages"), &body).await.expect(201);
+                inbound.lock().unwrap().push((ids[i].clone(), r["id"].as_str().unwrap().to_string()));
+                k += 1;
+                tokio::time::sleep(Duration::from_millis(40)).await;
+            }
+        })
+    };
+
     // The faults, in turn, one per step.
     let mut report = Report::default();
-    let netsim = cluster.netsim();
     let mut rng = 7u64;
     let mut next = |n: usize| {
         rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -321,6 +346,7 @@ pub async fn run(bin: &Path, opts: Options) -> Report {
     for s in senders {
         s.await.expect("a sender failed");
     }
+    writer.await.expect("the inbound writer failed");
     let calm = Instant::now();
     let accepted: Vec<(String, String)> = accepted.lock().unwrap().clone();
     report.accepted = accepted.len();
@@ -366,7 +392,33 @@ pub async fn run(bin: &Path, opts: Options) -> Report {
     assert!(missing.is_empty(), "{} sent messages never arrived, e.g. {:?}", missing.len(), missing.first());
     report.received = seen.len();
 
-    // 3. Every event for the webhooks reaches the receiver, and the log shows it once.
+    // 3. Every message netsim took for an instance is logged once, with one
+    // `message.received` (it reaches its webhook by 4).
+    let inbound: Vec<(String, String)> = inbound.lock().unwrap().clone();
+    let (inst_of, wa_ids): (Vec<String>, Vec<String>) = inbound.iter().cloned().unzip();
+    let logged: Vec<(String, String, i64, i64)> = wait_for(settle, || async {
+        let rows: Vec<(String, String, i64, i64)> = sqlx::query_as(
+            "SELECT v.i, v.w, (SELECT count(*) FROM log_messages l WHERE l.instance_id = v.i AND l.wa_message_id = v.w), \
+                 (SELECT count(*) FROM outbox o WHERE o.instance_id = v.i AND o.type = 'message.received' \
+                    AND o.payload->'data'->>'wa_message_id' = v.w) \
+             FROM UNNEST($1::text[], $2::text[]) AS v(i, w)",
+        )
+        .bind(&inst_of)
+        .bind(&wa_ids)
+        .fetch_all(&pool)
+        .await
+        .ok()?;
+        rows.iter().all(|r| r.2 > 0).then_some(rows)
+    })
+    .await
+    .unwrap_or_else(|| panic!("received messages still unlogged {settle:?} after the last fault"));
+    for (inst, wa, n, events) in &logged {
+        assert_eq!((*n, *events), (1, 1), "{inst}: network id {wa} logged {n} times with {events} events");
+    }
+    report.inbound = logged.len();
+    assert!(report.inbound > 0, "no contact wrote in");
+
+    // 4. Every event for the webhooks reaches the receiver, and the log shows it once.
     let types: Vec<String> = EVENTS.iter().map(|s| s.to_string()).collect();
     let inst_ids: Vec<String> = instances.iter().map(|(i, _)| i.clone()).collect();
     let events: Vec<String> = wait_for(settle, || async {
@@ -431,7 +483,7 @@ pub async fn run(bin: &Path, opts: Options) -> Report {
     report.deliveries = logged.len();
     report.converged_in = calm.elapsed();
 
-    // 4. Lease epochs: each claimed once per instance; the fence is the newest claim.
+    // 5. Lease epochs: each claimed once per instance; the fence is the newest claim.
     let mut claims: HashMap<String, Vec<i64>> = HashMap::new();
     for entry in std::fs::read_dir(&logs).unwrap() {
         let path = entry.unwrap().path();
