@@ -67,6 +67,7 @@ pub fn router() -> Router<App> {
         .route("/control/enter-code", post(enter_code))
         .route("/control/faults", get(get_faults).post(set_faults))
         .route("/control/stats", get(stats))
+        .route("/control/messages", post(bulk_send))
 }
 
 fn err(e: NetError) -> ApiError {
@@ -292,7 +293,46 @@ async fn set_faults(State(app): State<App>, ValidatedJson(f): ValidatedJson<Faul
 
 async fn stats(State(app): State<App>) -> Json<Value> {
     let (accounts, linked, online, conns) = app.net.stats();
-    Json(json!({ "accounts": accounts, "linked_devices": linked, "online_sessions": online, "connections": conns }))
+    let (unacked, dropped) = app.net.unacked();
+    Json(json!({
+        "accounts": accounts, "linked_devices": linked, "online_sessions": online, "connections": conns,
+        "unacked": unacked, "dropped": dropped,
+    }))
+}
+
+/// Texts sent by many phones in one call (load tests): at most `BULK_LIMIT`.
+const BULK_LIMIT: usize = 1_000;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BulkIn {
+    messages: Vec<BulkText>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BulkText {
+    from: String,
+    to: String,
+    text: String,
+}
+
+/// Each text as `POST /control/phones/{from}/messages` would send it: `ids` in order,
+/// `null` where the network refused one (no such account, blocked).
+async fn bulk_send(
+    State(app): State<App>,
+    ValidatedJson(b): ValidatedJson<BulkIn>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    if b.messages.len() > BULK_LIMIT {
+        return Err(ApiError::validation("at most 1000 messages a call"));
+    }
+    let ids: Vec<Option<String>> = b
+        .messages
+        .into_iter()
+        .map(|m| app.net.phone_send(&m.from, &m.to, "text", Some(m.text), Value::Null).ok())
+        .collect();
+    let refused = ids.iter().filter(|i| i.is_none()).count();
+    Ok((StatusCode::CREATED, Json(json!({ "ids": ids, "refused": refused }))))
 }
 
 async fn set_profile(

@@ -147,6 +147,12 @@ pub struct QueueView {
 }
 
 impl Net {
+    /// Unacknowledged messages over every device, and those dropped from full queues.
+    pub fn unacked(&self) -> (usize, u64) {
+        let s = self.lock();
+        (s.queues.values().map(|q| q.unacked.len()).sum(), s.dropped)
+    }
+
     /// `ack`: the device stored these messages.
     pub fn ack(&self, conn: ConnId, ids: &[String]) {
         let mut s = self.lock();
