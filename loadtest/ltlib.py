@@ -32,9 +32,9 @@ def call(method, url, body=None, token=None, expect=(200, 201, 202, 204)):
 
 
 def pair(api, netsim, admin, number, body, tries=600):
-    """Registers `number` on netsim, creates the instance (`body`), connects it and has the
+    """Registers `number` on netsim (unless it is), creates the instance (`body`), connects it and has the
     phone scan its QR. Returns (instance id, instance token)."""
-    call("POST", f"{netsim}/control/phones", {"number": number})
+    call("POST", f"{netsim}/control/phones", {"number": number}, expect=(201, 409))  # 409: registered already
     created = call("POST", f"{api}/v1/instances", body, admin)
     inst, token = created["instance"]["id"], created["token"]
     call("POST", f"{api}/v1/instances/{inst}/connect", {}, token)

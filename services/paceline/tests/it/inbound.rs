@@ -106,7 +106,13 @@ async fn a_long_history_sync_is_logged_a_chunk_at_a_time() {
     let c = Cluster::start(bin(), 1, |_| {}).await;
     c.phone(A, false).await;
     c.phone(B, false).await;
-    phone_text(&c, B, A, "recent").await;
+    // The recent message, sent in bulk beside one the network refuses (no such account).
+    let bulk = json!({ "messages": [
+        { "from": B, "to": A, "text": "recent" },
+        { "from": "5511987770099", "to": A, "text": "nobody" },
+    ] });
+    let r = c.netsim().post("/control/messages", &bulk).await.expect(201);
+    assert_eq!((r["ids"][0].is_string(), r["ids"][1].is_null(), r["refused"].as_u64()), (true, true, Some(1)));
     // 2,400 archived messages from 50 contacts before the recent one: five chunks.
     c.netsim().post(&format!("/control/phones/{A}/archive"), &json!({ "messages": 2_400 })).await.expect(200);
     let bad = c.netsim().post(&format!("/control/phones/{A}/archive"), &json!({ "messages": 2_000_000 })).await;

@@ -79,6 +79,8 @@ pub async fn record_received(
         })
         .collect();
     let rows: Vec<ChatRow> = touch_chats(&mut tx, &touched).await?.into_iter().map(|(_, c)| c).collect();
+    // The batch's events in one statement: each fresh message's, then each chat's.
+    let mut events: Vec<(&InstanceId, Event)> = Vec::with_capacity(fresh.len() + rows.len());
     if source == Source::Live {
         for (id, m) in &fresh {
             let event = if m.kind == "reaction" {
@@ -116,12 +118,11 @@ pub async fn record_received(
                     Event::MessageReceived(data)
                 }
             };
-            outbox::insert(&mut *tx, instance, &event).await?;
+            events.push((instance, event));
         }
     }
-    for chat in &rows {
-        outbox::insert(&mut *tx, instance, &chat.event(false)).await?;
-    }
+    events.extend(rows.iter().map(|chat| (instance, chat.event(false))));
+    outbox::insert_many(&mut *tx, events).await?;
     tx.commit().await?;
     Ok(Some(fresh.len()))
 }
