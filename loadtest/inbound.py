@@ -8,7 +8,6 @@ logged once and delivered. Then a history sync of HISTORY messages to a new inst
 the same worker, with the worker's RSS sampled every 200 ms. Stdlib only."""
 
 import concurrent.futures as cf
-import json
 import os
 import sys
 import threading
@@ -49,7 +48,7 @@ def logged():
 
 
 def sink_stats():
-    return json.loads(urllib.request.urlopen(f"{SINK}/stats", timeout=30).read())
+    return ltlib.sink_stats(SINK)
 
 
 def netsim_stats():
@@ -57,18 +56,10 @@ def netsim_stats():
 
 
 def main():
-    procs = ltlib.Workers()
-    try:
-        run(procs)
-    finally:
-        procs.stop_all()
+    ltlib.run_roles(run)
 
 
-def run(procs):
-    worker, dispatcher = procs.start(0), procs.start(1, "dispatcher")
-    with open(os.path.join(os.environ.get("PL_DEV_DIR", ".paceline"), "paceline.pid")) as f:
-        dev = int(f.read().split()[0])
-    roles = {worker.pid: "worker", dispatcher.pid: "dispatcher", dev: "api+netsim"}
+def run(procs, worker, dispatcher, roles):
     for c in CONTACTS:
         call("POST", f"{NETSIM}/control/phones", {"number": c})
     fleet, connected, took = ltlib.pair_fleet(API, NETSIM, ADMIN, N, "inbound")

@@ -203,6 +203,26 @@ class Workers:
             os.unlink(log)
 
 
+def run_roles(run):
+    """Runs run(procs, worker, dispatcher, roles) with a worker (0) and a dispatcher (1)
+    as processes of their own beside `paceline dev` (the API, console and netsim), so
+    CPU and memory are told per role (`roles`: {pid: role name}); stops them after."""
+    procs = Workers()
+    try:
+        worker, dispatcher = procs.start(0), procs.start(1, "dispatcher")
+        with open(os.path.join(os.environ.get("PL_DEV_DIR", ".paceline"), "paceline.pid")) as f:
+            dev = int(f.read().split()[0])
+        roles = {worker.pid: "worker", dispatcher.pid: "dispatcher", dev: "api+netsim"}
+        run(procs, worker, dispatcher, roles)
+    finally:
+        procs.stop_all()
+
+
+def sink_stats(sink):
+    """The webhook sink's figures since its last reset (loadtest/src/webhook_sink.rs)."""
+    return json.loads(urllib.request.urlopen(f"{sink}/stats", timeout=30).read())
+
+
 def redis_info(url, section):
     """Redis's INFO `section` as a dict, over a plain socket (RESP inline command)."""
     import socket

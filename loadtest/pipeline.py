@@ -94,24 +94,14 @@ def fanout_pending():
 
 
 def sink_stats():
-    return json.loads(urllib.request.urlopen(f"{SINK}/stats", timeout=30).read())
+    return ltlib.sink_stats(SINK)
 
 
 def main():
-    procs = ltlib.Workers()
-    try:
-        run(procs)
-    finally:
-        procs.stop_all()
+    ltlib.run_roles(run)
 
 
-def run(procs):
-    # The worker and the dispatcher as processes of their own beside `paceline dev` (the
-    # API, console and netsim), so CPU and memory are told per role.
-    worker, dispatcher = procs.start(0), procs.start(1, "dispatcher")
-    with open(os.path.join(os.environ.get("PL_DEV_DIR", ".paceline"), "paceline.pid")) as f:
-        dev = int(f.read().split()[0])
-    roles = {worker.pid: "worker", dispatcher.pid: "dispatcher", dev: "api+netsim"}
+def run(procs, worker, dispatcher, roles):
     call("POST", f"{NETSIM}/control/phones", {"number": RECIPIENT})
     body = {"min_interval_ms": INTERVAL_MS, "max_per_minute": 60 * 1000 // INTERVAL_MS}
     fleet, connected, took = ltlib.pair_fleet(API, NETSIM, ADMIN, N, "pipeline", body)

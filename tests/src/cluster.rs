@@ -149,6 +149,13 @@ impl Cluster {
         self.netsim().post("/control/phones", &json!({ "number": number, "business": business })).await.expect(201);
     }
 
+    /// The phone `from` texts `to` through netsim; returns the message's network id.
+    pub async fn phone_text(&self, from: &str, to: &str, text: &str) -> String {
+        let path = format!("/control/phones/{from}/messages");
+        let r = self.netsim().post(&path, &json!({ "to": to, "text": text })).await.expect(201);
+        r["id"].as_str().expect("a network id").to_string()
+    }
+
     /// Creates an instance, connects it and pairs it by QR with `number`; returns
     /// (instance, token).
     pub async fn paired_instance(&self, name: &str, number: &str) -> (Instance, String) {

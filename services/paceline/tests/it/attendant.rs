@@ -173,7 +173,7 @@ async fn inbox(c: &Cluster, number: &str, from: &str) -> Vec<String> {
 }
 
 async fn say(c: &Cluster, from: &str, to: &str, text: &str) {
-    c.netsim().post(&format!("/control/phones/{from}/messages"), &json!({ "to": to, "text": text })).await.expect(201);
+    c.phone_text(from, to, text).await;
 }
 
 /// Events of `kind` of the instance, oldest first.

@@ -14,12 +14,7 @@ const B: &str = "5511987770002";
 
 /// `from` sends a text to `to` through netsim; returns its network id.
 async fn phone_text(c: &Cluster, from: &str, to: &str, text: &str) -> String {
-    let r = c
-        .netsim()
-        .post(&format!("/control/phones/{from}/messages"), &json!({ "to": to, "text": text }))
-        .await
-        .expect(201);
-    r["id"].as_str().unwrap().to_string()
+    c.phone_text(from, to, text).await
 }
 
 /// The queue of `number`'s one linked device on netsim.
