@@ -49,6 +49,20 @@ end
 return n
 "#;
 
+/// Per instance (KEYS in pairs: its lease, its epoch counter): takes the lease while
+/// nobody holds it and returns the next epoch, or 0 where another worker holds it.
+const ACQUIRE: &str = r#"
+local out = {}
+for i = 1, #KEYS, 2 do
+  if redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then
+    out[#out + 1] = redis.call('INCR', KEYS[i + 1])
+  else
+    out[#out + 1] = 0
+  end
+end
+return out
+"#;
+
 /// Keys per renewal script call (Lua runs atomically; keep each call short).
 const RENEW_CHUNK: usize = 500;
 
@@ -95,6 +109,19 @@ impl Leases {
         }
         let epoch: i64 = redis::cmd("INCR").arg(self.keys.epoch(id)).query_async(&mut conn).await?;
         Ok(Some(epoch))
+    }
+
+    /// Tries to take the leases of `ids` in one call: the epoch of each taken (the Redis
+    /// counter's next), `None` where another worker holds it.
+    pub async fn acquire_many(&self, ids: &[InstanceId]) -> redis::RedisResult<Vec<Option<i64>>> {
+        let mut conn = self.pool.get().await.map_err(pool_err)?;
+        let script = Script::new(ACQUIRE);
+        let mut call = script.prepare_invoke();
+        for id in ids {
+            call.key(self.keys.lease(id)).key(self.keys.epoch(id));
+        }
+        let epochs: Vec<i64> = call.arg(&self.worker).arg(self.ttl.as_millis() as u64).invoke_async(&mut conn).await?;
+        Ok(epochs.into_iter().map(|e| (e > 0).then_some(e)).collect())
     }
 
     /// Gives the lease up (only if it is still ours).

@@ -4,10 +4,12 @@
 //! Scheduling: every `worker.scan_ms` (or at once when the API publishes a wake-up) the
 //! worker lists the instances that should run, finds those nobody holds, and claims up to
 //! its fair share (instances / live workers). Each claim takes a lease (`SET NX PX`) and
-//! a new epoch recorded on the instance row; all later writes are fenced on it. Leases are
-//! renewed in batches every third of their TTL on a thread of their own (`lease::Renewer`),
-//! so no load here delays them; on SIGTERM the worker stops its sessions,
-//! releases its leases and wakes the others, which take over at once.
+//! a new epoch recorded on the instance row, a hundred instances a round trip (one Lua
+//! call, one transaction); all later writes are fenced on it. Leases are renewed in
+//! batches every third of their TTL on a thread of their own (`lease::Renewer`), so no
+//! load here delays them; on SIGTERM the worker hands its sessions over a batch at a
+//! time (`drain`): each batch stopped, its leases released and the others woken to take
+//! it over at once.
 
 pub mod actor;
 pub mod batch;
@@ -55,8 +57,8 @@ const SHED_COOLDOWN: Duration = Duration::from_secs(30);
 /// How often the worker looks for queued messages of its idle instances, in one
 /// statement (a wake-up NATS lost waits at most this).
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
-/// Claims a scan makes at once (each holds a Postgres connection of the worker's pool).
-const CLAIMS_IN_FLIGHT: usize = 8;
+/// Instances a scan claims in one round trip to Redis and one Postgres transaction.
+const CLAIM_BATCH: usize = 100;
 /// How often queue depth and age are measured for the metrics.
 const QUEUE_STATS_EVERY: Duration = Duration::from_secs(5);
 
@@ -316,20 +318,11 @@ impl Worker {
             if round.is_empty() {
                 break;
             }
-            // A few claims at once (each is a Redis and a Postgres round trip): a fresh
-            // worker takes thousands in seconds, and their sessions then connect at the
-            // paced rate.
-            let this = &*self;
-            let claims: Vec<(InstanceId, Option<sessions::Claim>)> = futures::stream::iter(round)
-                .map(|id| async move {
-                    let claim = this.claim(&id).await;
-                    (id, claim)
-                })
-                .buffer_unordered(CLAIMS_IN_FLIGHT)
-                .collect()
-                .await;
-            for (id, claim) in claims {
-                if let Some(claim) = claim {
+            // A batch at a time, each one Redis call and one Postgres transaction: a
+            // fresh worker takes thousands in seconds, and a stopping worker's batch is
+            // taken over at once; their sessions then connect at the paced rate.
+            for batch in round.chunks(CLAIM_BATCH) {
+                for (id, claim) in self.claim_many(batch).await {
                     self.start(id, claim);
                 }
             }
@@ -364,30 +357,34 @@ impl Worker {
         }
     }
 
-    /// Takes the instance's lease and its epoch on the row; `None` when another worker was
-    /// first or the instance no longer runs.
-    async fn claim(&self, id: &InstanceId) -> Option<sessions::Claim> {
-        let epoch = match self.leases.acquire(id).await {
-            Ok(Some(e)) => e,
-            Ok(None) => return None,
+    /// Takes the leases of `ids` that nobody holds, then their epochs on the rows; leaves
+    /// out those another worker was first to and those no longer to run (their leases
+    /// given back at once).
+    async fn claim_many(&self, ids: &[InstanceId]) -> Vec<(InstanceId, sessions::Claim)> {
+        let epochs = match self.leases.acquire_many(ids).await {
+            Ok(e) => e,
             Err(e) => {
                 tracing::warn!(error = %e, "lease acquire failed");
-                return None;
+                return Vec::new();
             }
         };
-        match sessions::claim(&self.ctx.db, id, epoch, &self.worker_id).await {
-            Ok(Some(c)) => Some(c),
-            Ok(None) => {
-                // Deleted or no longer wanted since the scan.
-                let _ = self.leases.release(id).await;
-                None
-            }
+        let taken: Vec<(InstanceId, i64)> =
+            ids.iter().zip(epochs).filter_map(|(id, e)| e.map(|e| (id.clone(), e))).collect();
+        let claims = match sessions::claim_many(&self.ctx.db, &taken, &self.worker_id).await {
+            Ok(c) => c,
             Err(e) => {
                 tracing::warn!(error = %e, "claim failed");
-                let _ = self.leases.release(id).await;
-                None
+                Vec::new()
             }
+        };
+        // Deleted or no longer wanted since the scan (or the claim failed).
+        let claimed: HashSet<&InstanceId> = claims.iter().map(|(id, _)| id).collect();
+        let unwanted: Vec<InstanceId> =
+            taken.iter().filter(|(id, _)| !claimed.contains(id)).map(|(id, _)| id.clone()).collect();
+        if !unwanted.is_empty() {
+            let _ = self.leases.release_many(&unwanted).await;
         }
+        claims
     }
 
     /// Runs a claimed instance: its lease renewed, its actor started.

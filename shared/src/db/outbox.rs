@@ -56,7 +56,7 @@ pub async fn insert_many(db: impl PgExecutor<'_>, events: Vec<(&InstanceId, Even
     Ok(())
 }
 
-/// Event types of an instance, newest first (tests and the delivery log read these).
+/// Event types of an instance, oldest first (tests and the delivery log read these).
 pub async fn types_for(
     db: impl PgExecutor<'_>,
     instance: &InstanceId,

@@ -10,7 +10,6 @@ use shared::db::outbox;
 use shared::events::{ConnectedEventData, EmptyEventData, Event, InstanceStateEventData, QrUpdatedEventData};
 use shared::ids::InstanceId;
 
-/// Ids of instances that should run (connect asked, not logged out, banned or deleted).
 /// Which of `ids` are still owned at the epoch given beside each (a worker checks the
 /// leases it took again after they had expired).
 pub async fn still_owned(db: impl PgExecutor<'_>, owned: &[(InstanceId, i64)]) -> Result<Vec<InstanceId>, sqlx::Error> {
@@ -26,6 +25,7 @@ pub async fn still_owned(db: impl PgExecutor<'_>, owned: &[(InstanceId, i64)]) -
     .await
 }
 
+/// Ids of instances that should run (connect asked, not logged out, banned or deleted).
 pub async fn desired_ids(db: impl PgExecutor<'_>, limit: i64) -> Result<Vec<InstanceId>, sqlx::Error> {
     sqlx::query_scalar("SELECT id FROM instances WHERE desired ORDER BY id LIMIT $1").bind(limit).fetch_all(db).await
 }
@@ -55,34 +55,77 @@ pub struct Claim {
     pub state: InstanceState,
 }
 
-/// Takes ownership: sets `owner_epoch` to more than it was and at least `lease_epoch`
-/// (the Redis counter, which may have been lost), only while the instance should run.
-/// The state becomes `connecting` in the same write: whatever the previous owner last
-/// recorded (say `connected`) is no longer true once it is gone.
+/// Takes ownership of one instance ([`claim_many`] with one).
 pub async fn claim(
     db: &sqlx::PgPool,
     id: &InstanceId,
     lease_epoch: i64,
     worker: &str,
 ) -> Result<Option<Claim>, sqlx::Error> {
-    let mut tx = db.begin().await?;
-    let Some(old) = lock_state(&mut tx, id).await? else { return Ok(None) };
-    let claim: Option<Claim> = sqlx::query_as(
-        "UPDATE instances SET owner_epoch = GREATEST(owner_epoch + 1, $2), owner_worker = $3, \
-         state = 'connecting', qr_code = NULL, qr_expires_at = NULL, \
-         state_changed_at = CASE WHEN state = 'connecting' THEN state_changed_at ELSE now() END, updated_at = now() \
-         WHERE id = $1 AND desired RETURNING owner_epoch, proxy_url, session, network, state",
-    )
-    .bind(id)
-    .bind(lease_epoch)
-    .bind(worker)
-    .fetch_optional(&mut *tx)
-    .await?;
-    if claim.is_some() {
-        emit(&mut tx, id, &old, InstanceState::Connecting, Change::None).await?;
+    let mut claims = claim_many(db, &[(id.clone(), lease_epoch)], worker).await?;
+    Ok(claims.pop().map(|(_, c)| c))
+}
+
+/// A claim with its instance.
+#[derive(sqlx::FromRow)]
+struct ClaimRow {
+    id: InstanceId,
+    #[sqlx(flatten)]
+    claim: Claim,
+    old_state: String,
+}
+
+/// Takes ownership of many instances in one transaction of two statements: each sets
+/// `owner_epoch` to more than it was and at least its lease epoch (the Redis counter,
+/// which may have been lost), only while the instance should run. The state becomes
+/// `connecting` in the same write: whatever the previous owner last recorded (say
+/// `connected`) is no longer true once it is gone; an `instance.state` is written for
+/// each that moved. Rows are locked in id order, so two workers' batches never wait on
+/// each other. Returns the claims of those still wanted (deleted or stopped ones are left
+/// out); a worker taking over a stopping worker's batch does so in one round trip, not
+/// one per instance.
+pub async fn claim_many(
+    db: &sqlx::PgPool,
+    claims: &[(InstanceId, i64)],
+    worker: &str,
+) -> Result<Vec<(InstanceId, Claim)>, sqlx::Error> {
+    if claims.is_empty() {
+        return Ok(Vec::new());
     }
+    let ids: Vec<&str> = claims.iter().map(|(id, _)| id.as_str()).collect();
+    let epochs: Vec<i64> = claims.iter().map(|(_, e)| *e).collect();
+    let mut tx = db.begin().await?;
+    let rows: Vec<ClaimRow> = sqlx::query_as(
+        "WITH c AS (SELECT * FROM UNNEST($1::text[], $2::bigint[]) AS c(id, epoch)), \
+              old AS (SELECT i.id, i.state, c.epoch FROM instances i JOIN c ON c.id = i.id \
+                      WHERE i.desired ORDER BY i.id FOR UPDATE OF i) \
+         UPDATE instances i SET owner_epoch = GREATEST(i.owner_epoch + 1, old.epoch), owner_worker = $3, \
+             state = 'connecting', qr_code = NULL, qr_expires_at = NULL, \
+             state_changed_at = CASE WHEN i.state = 'connecting' THEN i.state_changed_at ELSE now() END, \
+             updated_at = now() \
+         FROM old WHERE i.id = old.id AND i.desired \
+         RETURNING i.id, i.owner_epoch, i.proxy_url, i.session, i.network, i.state, old.state AS old_state",
+    )
+    .bind(&ids)
+    .bind(&epochs)
+    .bind(worker)
+    .fetch_all(&mut *tx)
+    .await?;
+    let moved: Vec<(&InstanceId, Event)> = rows
+        .iter()
+        .filter(|r| r.old_state != InstanceState::Connecting.as_str())
+        .map(|r| {
+            let data = InstanceStateEventData {
+                state: InstanceState::Connecting.as_str().into(),
+                previous_state: r.old_state.clone(),
+                reason: None,
+            };
+            (&r.id, Event::InstanceState(data))
+        })
+        .collect();
+    outbox::insert_many(&mut *tx, moved).await?;
     tx.commit().await?;
-    Ok(claim)
+    Ok(rows.into_iter().map(|r| (r.id, r.claim)).collect())
 }
 
 /// The row's state, locked until the transaction ends (to tell what a write changed).

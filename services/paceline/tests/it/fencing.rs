@@ -47,6 +47,59 @@ async fn writes_under_an_old_epoch_are_refused() {
 /// Sessions stopped together (a worker shutting down) are written in one transaction,
 /// each fenced on its own epoch: the stale one is untouched, the others end
 /// `disconnected` with their `instance.state` event, and the answers keep the input order.
+/// A batch claim takes every instance that should run, each at an epoch above the last
+/// and its state `connecting` with one `instance.state` where it moved; an instance no
+/// longer to run is left out.
+#[tokio::test]
+async fn a_batch_claim_takes_only_instances_that_should_run_each_at_a_newer_epoch() {
+    let api = TestApi::start().await;
+    let db = shared::db::connect(&api.config).await.unwrap();
+    let mut ids = Vec::new();
+    for name in ["batch-a", "batch-b", "batch-c"] {
+        let (inst, _) = api.create_instance(name).await;
+        ids.push(InstanceId::parse(inst.id.as_str()).unwrap());
+    }
+    for id in &ids[..2] {
+        api.admin().post(&format!("/v1/instances/{id}/connect"), &json!({})).await.expect(202);
+    }
+    let a = sessions::claim(&db, &ids[0], 1, "wk_a").await.unwrap().unwrap();
+    assert!(sessions::set_state(&db, &ids[0], a.owner_epoch, InstanceState::Connected, None).await.unwrap());
+    let states_before = shared::db::outbox::types_for(&db, &ids[0]).await.unwrap().len();
+    // ids[2] was never asked to connect; a lost Redis counter (epoch 1) still moves on.
+    let batch: Vec<(InstanceId, i64)> = ids.iter().map(|id| (id.clone(), 1)).collect();
+    let claims = sessions::claim_many(&db, &batch, "wk_b").await.unwrap();
+    let claimed: Vec<&InstanceId> = claims.iter().map(|(id, _)| id).collect();
+    assert_eq!(claimed.len(), 2);
+    assert!(claimed.contains(&&ids[0]) && claimed.contains(&&ids[1]));
+    for (id, c) in &claims {
+        assert_eq!(c.state, InstanceState::Connecting);
+        if id == &ids[0] {
+            assert!(c.owner_epoch > a.owner_epoch);
+        }
+    }
+    // The old owner is fenced out; the row names the new one.
+    assert!(!sessions::set_state(&db, &ids[0], a.owner_epoch, InstanceState::Disconnected, None).await.unwrap());
+    let owner: Option<String> = sqlx::query_scalar("SELECT owner_worker FROM instances WHERE id = $1")
+        .bind(&ids[0])
+        .fetch_one(&db)
+        .await
+        .unwrap();
+    assert_eq!(owner.as_deref(), Some("wk_b"));
+    // connected → connecting is one new event (newest first).
+    let events = shared::db::outbox::types_for(&db, &ids[0]).await.unwrap();
+    assert_eq!(events.len(), states_before + 1);
+    let newest = events.iter().rev().find(|(t, _)| t == "instance.state").unwrap();
+    assert_eq!(newest.1["data"]["previous_state"], "connected");
+    assert_eq!(newest.1["data"]["state"], "connecting");
+    let (state, epoch): (String, i64) = sqlx::query_as("SELECT state, owner_epoch FROM instances WHERE id = $1")
+        .bind(&ids[2])
+        .fetch_one(&db)
+        .await
+        .unwrap();
+    assert_ne!(state, "connecting", "an instance not to run is not claimed");
+    assert_eq!(epoch, 0);
+}
+
 #[tokio::test]
 async fn a_batch_of_stopped_sessions_is_fenced_per_instance() {
     let api = TestApi::start().await;

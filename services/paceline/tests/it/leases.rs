@@ -88,3 +88,30 @@ async fn a_worker_gives_back_its_leases_in_batches_and_only_its_own() {
     assert!(!free.contains(&ids[0]), "the other worker's lease stays");
     assert!(mine.acquire(&ids[0]).await.unwrap().is_none());
 }
+
+/// A worker takes a batch of leases in one call: each free one with an epoch above the
+/// last, none another worker holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_of_leases_is_taken_in_one_call_and_never_from_another_holder() {
+    let config = harness::test_config();
+    let pool = shared::kv::connect(&config).unwrap();
+    let keys = shared::kv::Keys::new(&config);
+    let ttl = Duration::from_secs(60);
+    let mine = Leases::new(pool.clone(), keys.clone(), "wk_mine".into(), ttl);
+    let other = Leases::new(pool.clone(), keys.clone(), "wk_other".into(), ttl);
+    let ids: Vec<InstanceId> = (0..5).map(|_| InstanceId::new()).collect();
+    let first = other.acquire(&ids[2]).await.unwrap().unwrap();
+    let before = mine.acquire(&ids[4]).await.unwrap().unwrap();
+    mine.release(&ids[4]).await.unwrap();
+    let epochs = mine.acquire_many(&ids).await.unwrap();
+    assert_eq!(epochs.len(), 5);
+    assert_eq!(epochs[2], None, "another worker's lease is not taken");
+    assert!(epochs[4].unwrap() > before, "epochs only grow");
+    assert!(epochs.iter().enumerate().all(|(i, e)| i == 2 || e.is_some()));
+    assert!(mine.free(&ids).await.unwrap().is_empty(), "all five are held");
+    // The one held elsewhere is still that worker's; taking the batch again takes nothing.
+    assert!(mine.acquire_many(&ids).await.unwrap().iter().all(Option::is_none));
+    other.release(&ids[2]).await.unwrap();
+    assert_eq!(mine.free(&ids[2..3]).await.unwrap(), [ids[2].clone()], "released by its holder");
+    assert!(mine.acquire_many(&ids[2..3]).await.unwrap()[0].unwrap() > first);
+}
