@@ -203,6 +203,32 @@ class Workers:
             os.unlink(log)
 
 
+class Inbox:
+    """A netsim phone's inbox, read a page at a time from where the last read stopped
+    (so a long run copies only what is new)."""
+
+    def __init__(self, netsim, number, page=50000):
+        self.url, self.page = f"{netsim}/control/phones/{number}/inbox", page
+        self.received = []  # (sender, unix seconds)
+        self.duplicates = 0
+
+    def read(self):
+        while True:
+            got = call("GET", f"{self.url}?offset={len(self.received)}&limit={self.page}")
+            self.received += [(m["from"], seconds(m["received_at"])) for m in got["messages"]]
+            self.duplicates = got.get("duplicates", 0)
+            if len(got["messages"]) < self.page:
+                return len(self.received)
+
+
+def feed_file(fleet, name):
+    """Writes the fleet's `inst token` lines for loadtest/src/pipeline_feed.rs (FEED_FILE)."""
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"{name}-{os.getpid()}.txt")
+    with open(path, "w") as f:
+        f.writelines(f"{x[0]} {x[1]}\n" for x in fleet)
+    return path
+
+
 def run_roles(run):
     """Runs run(procs, worker, dispatcher, roles) with a worker (0) and a dispatcher (1)
     as processes of their own beside `paceline dev` (the API, console and netsim), so

@@ -7,12 +7,19 @@ message reached the network):
   chose (jitter is 0 here, so the chosen gap is the instance's min_interval_ms);
 - the worker's lease losses and revivals (its metrics).
 
+With REPLY_EVERY_S set, the recipient writes back to every instance that often while
+they send (a conversation, which the ban-risk evaluation treats as such), through
+netsim's bulk route. Sends are queued through loadtest/src/pipeline_feed.rs (FEED_BIN)
+when the script built it, which takes a million texts in minutes.
+
 Stdlib only; run by loadtest/paced-sends.sh against a running local cluster.
 """
 
 import concurrent.futures as cf
 import os
+import json
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -31,6 +38,7 @@ INTERVAL_MS = int(os.environ.get("MIN_INTERVAL_MS", "1000"))
 PER_MINUTE = int(os.environ.get("MAX_PER_MINUTE", "60"))
 UNSAFE = INTERVAL_MS < 1000 or PER_MINUTE > 60
 RECIPIENT = "5511900000000"
+REPLY_EVERY_S = float(os.environ.get("REPLY_EVERY_S", "0"))
 
 
 def backends():
@@ -47,31 +55,64 @@ def main():
     instances, connected, took = ltlib.pair_fleet(API, NETSIM, ADMIN, N, "paced", body)
     print(f"    {connected} of {N} instances connected in {took:.1f}s")
 
-    # One moment for all: every instance's send window opens at the same minute, after
-    # every send is queued (so pairing and queueing do not stagger the instances).
-    opens = (int(time.time() + N * M / 900 + N / 300 + 30) // 60 + 1) * 60
-    window = {"start": time.strftime("%H:%M", time.gmtime(opens)),
-              "end": time.strftime("%H:%M", time.gmtime(opens + 3 * 3600))}
+    # One moment for all: every instance's send window stays shut while the sends are
+    # queued, then opens at the same minute (so pairing and queueing do not stagger the
+    # instances). Workers re-read pacing settings every 5 s.
+    def window_at(opens):
+        return {"start": time.strftime("%H:%M", time.gmtime(opens)),
+                "end": time.strftime("%H:%M", time.gmtime(opens + 3 * 3600))}
 
-    def close(x):
-        call("PATCH", f"{API}/v1/instances/{x[0]}", {"time_zone": "UTC", "send_window": window}, x[1])
+    def set_window(window):
+        def one(x):
+            call("PATCH", f"{API}/v1/instances/{x[0]}", {"time_zone": "UTC", "send_window": window}, x[1])
 
-    with cf.ThreadPoolExecutor(32) as pool:
-        list(pool.map(close, instances))
-    # Workers re-read pacing settings every 5 s: none sends before its window from here.
+        with cf.ThreadPoolExecutor(32) as pool:
+            list(pool.map(one, instances))
+
+    set_window(window_at(time.time() + 4 * 3600))
     time.sleep(6)
 
-    def queue(x):
-        inst, token, _ = x
-        for k in range(M):
-            call("POST", f"{API}/v1/instances/{inst}/messages",
-                 {"to": RECIPIENT, "type": "text", "text": f"{inst} {k}"}, token)
-
     t1 = time.time()
-    with cf.ThreadPoolExecutor(32) as pool:
-        list(pool.map(queue, instances))
-    print(f"    {N * M} sends queued in {time.time() - t1:.1f}s; every send window opens at "
+    if os.environ.get("FEED_BIN"):
+        feed_file = ltlib.feed_file(instances, "paced-feed")
+        env = dict(os.environ, FEED_FILE=feed_file, RECIPIENT=RECIPIENT, HEAD=str(M), DURATION_S="0", API=API,
+                   CONCURRENCY="512")
+        feed = json.loads(subprocess.run([os.environ["FEED_BIN"]], env=env, stdout=subprocess.PIPE, text=True,
+                                         check=True).stdout)
+        os.unlink(feed_file)
+        if feed["failed"]:
+            sys.exit(f"sends not accepted: {feed['failed']}")
+    else:
+        def queue(x):
+            inst, token, _ = x
+            for k in range(M):
+                call("POST", f"{API}/v1/instances/{inst}/messages",
+                     {"to": RECIPIENT, "type": "text", "text": f"{inst} {k}"}, token)
+
+        with cf.ThreadPoolExecutor(32) as pool:
+            list(pool.map(queue, instances))
+    queued = time.time() - t1
+    opens = (int(time.time() + 20 + N / 300) // 60 + 1) * 60
+    window = window_at(opens)
+    set_window(window)
+    print(f"    {N * M} sends queued in {queued:.1f}s ({N * M / queued:.0f}/s); every send window opens at "
           f"{window['start']} UTC, {opens - time.time():.0f}s from now")
+    replies = {"sent": 0}
+    done = threading.Event()
+
+    def reply():
+        # The recipient writes back to every instance every REPLY_EVERY_S while they send.
+        time.sleep(max(0, opens - time.time()))
+        numbers = [x[2] for x in instances]
+        while not done.wait(REPLY_EVERY_S):
+            for i in range(0, len(numbers), 1000):
+                batch = [{"from": RECIPIENT, "to": n, "text": "ok"} for n in numbers[i:i + 1000]]
+                got = call("POST", f"{NETSIM}/control/messages", {"messages": batch})
+                replies["sent"] += len(batch) - got["refused"]
+
+    replier = threading.Thread(target=reply)
+    if REPLY_EVERY_S > 0:
+        replier.start()
     # CPU per process while every instance sends (200% = both cores).
     cpu = {}
 
@@ -88,18 +129,23 @@ def main():
 
     want = connected * M
     deadline = time.time() + max(600, M * INTERVAL_MS / 1000 * 4 + 120)
-    inbox = {"messages": []}
+    inbox = ltlib.Inbox(NETSIM, RECIPIENT)
     while time.time() < deadline:
-        inbox = call("GET", f"{NETSIM}/control/phones/{RECIPIENT}/inbox")
-        if len(inbox["messages"]) >= want:
+        # Only whether the last has arrived: the whole inbox is read once, at the end.
+        tail = call("GET", f"{NETSIM}/control/phones/{RECIPIENT}/inbox?offset={want - 1}&limit=1")
+        if tail["messages"]:
             break
-        time.sleep(2)
-    msgs = inbox["messages"]
+        time.sleep(5)
+    done.set()
+    if replier.is_alive():
+        replier.join()
+    inbox.read()
     by_sender = {}
-    for m in msgs:
-        by_sender.setdefault(m["from"], []).append(ltlib.seconds(m["received_at"]))
+    for sender, t in inbox.received:
+        by_sender.setdefault(sender, []).append(t)
+    msgs = inbox.received
     gaps, firsts, lasts, long_gaps = [], [], [], []
-    min_t = min(ltlib.seconds(m["received_at"]) for m in msgs) if msgs else 0
+    min_t = min(t for _, t in msgs) if msgs else 0
     for ts in by_sender.values():
         ts.sort()
         firsts.append(ts[0])
@@ -128,7 +174,9 @@ def main():
     metrics = urllib.request.urlopen(METRICS, timeout=10).read().decode()
     lost = ltlib.metric_sum(metrics, "paceline_worker_lease_lost_total")
     revived = ltlib.metric_sum(metrics, "paceline_worker_lease_revived_total")
-    print(f"    {len(msgs)} of {want} sends reached the network; duplicates {inbox.get('duplicates', 0)}")
+    print(f"    {len(msgs)} of {want} sends reached the network; duplicates {inbox.duplicates}")
+    if REPLY_EVERY_S > 0:
+        print(f"    the recipient wrote back {replies['sent']} times (to each instance every {REPLY_EVERY_S:g} s)")
     print()
     print(f"sustained sends/s (one worker, all {connected} instances sending): {rate:.0f}")
     print(f"  (the floor allows {connected * 1000 / INTERVAL_MS:.0f}/s; over the whole run "

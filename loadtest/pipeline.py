@@ -53,22 +53,6 @@ def backlog():
     return int(q), int(d)
 
 
-class Inbox:
-    """The recipient's inbox, read a page at a time from where the last read stopped."""
-
-    def __init__(self):
-        self.received = []  # (sender, unix seconds)
-        self.duplicates = 0
-
-    def read(self):
-        while True:
-            page = call("GET", f"{NETSIM}/control/phones/{RECIPIENT}/inbox?offset={len(self.received)}&limit=50000")
-            self.received += [(m["from"], ltlib.seconds(m["received_at"])) for m in page["messages"]]
-            self.duplicates = page.get("duplicates", 0)
-            if len(page["messages"]) < 50000:
-                return len(self.received)
-
-
 def relay_lag():
     """The relay's lag (s: now minus the last published event's creation), from the dispatcher."""
     try:
@@ -120,12 +104,10 @@ def run(procs, worker, dispatcher, roles):
     with cf.ThreadPoolExecutor(32) as pool:
         list(pool.map(hook, range(len(fleet))))
     urllib.request.urlopen(urllib.request.Request(f"{SINK}/reset", method="POST"), timeout=10).read()
-    feed_file = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"pipeline-feed-{os.getpid()}.txt")
-    with open(feed_file, "w") as f:
-        f.writelines(f"{inst} {token}\n" for inst, token, _ in fleet)
+    feed_file = ltlib.feed_file(fleet, "pipeline-feed")
     print(f"    a webhook on each ({min(ENDPOINTS, N)} endpoint URLs); feeding {N} instances for {MINUTES:g} min ({HEAD} queued on each first)")
 
-    inbox = Inbox()
+    inbox = ltlib.Inbox(NETSIM, RECIPIENT)
     minutes = []  # one row per minute of the feed
     feeding = threading.Event()
     feeding.set()

@@ -121,9 +121,7 @@ def main():
     call("POST", f"{NETSIM}/control/phones", {"number": RECIPIENT})
 
     # Texts fed to every instance, one every GAP_MS, through the whole upgrade.
-    feed_file = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"rolling-feed-{os.getpid()}.txt")
-    with open(feed_file, "w") as f:
-        f.writelines(f"{inst} {token}\n" for inst, token, _ in fleet)
+    feed_file = ltlib.feed_file(fleet, "rolling-feed")
     env = dict(os.environ, FEED_FILE=feed_file, RECIPIENT=RECIPIENT, INTERVAL_MS=str(GAP_MS), HEAD="2",
                DURATION_S=str(FEED_S), CONCURRENCY="1024")
     feed = subprocess.Popen([os.environ["FEED_BIN"]], env=env, stdout=subprocess.PIPE, text=True)

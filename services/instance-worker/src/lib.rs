@@ -244,16 +244,19 @@ impl Worker {
     /// workers do not each count every instance every second.
     async fn scan(&mut self, woken: bool) {
         // Messages of logged-out and banned instances: every 30th scan (it probes each such
-        // instance, and abandoned ones pile up over the years).
-        self.scans += 1;
-        match shared::db::messages::fail_idle(&self.ctx.db, 500, self.scans % 30 == 1).await {
-            Ok(rows) => {
-                for r in rows {
-                    let payload = serde_json::to_vec(&r.view()).expect("serializes");
-                    let _ = self.ctx.nats.publish(self.ctx.subjects.message_result(&r.id), payload.into()).await;
+        // instance, and abandoned ones pile up over the years). Periodic scans only: a
+        // woken one is claiming a handover, which waits for nothing else.
+        if !woken {
+            self.scans += 1;
+            match shared::db::messages::fail_idle(&self.ctx.db, 500, self.scans % 30 == 1).await {
+                Ok(rows) => {
+                    for r in rows {
+                        let payload = serde_json::to_vec(&r.view()).expect("serializes");
+                        let _ = self.ctx.nats.publish(self.ctx.subjects.message_result(&r.id), payload.into()).await;
+                    }
                 }
+                Err(e) => tracing::warn!(error = %e, "expiring idle messages failed"),
             }
-            Err(e) => tracing::warn!(error = %e, "expiring idle messages failed"),
         }
         let workers = match self.leases.heartbeat().await {
             Ok(n) => n.max(1),

@@ -8,14 +8,21 @@ use deadpool_redis::redis;
 use shared::ids::InstanceId;
 use worker::lease::{Leases, Renewal, Renewer};
 
+/// Two workers' views of the leases (`wk_mine`, `wk_other`) on the test Redis, under the
+/// key prefix of `config` (each test config has its own).
+fn two_workers(config: &shared::Config, ttl: Duration) -> (Leases, Leases) {
+    let pool = shared::kv::connect(config).unwrap();
+    let keys = shared::kv::Keys::new(config);
+    let mine = Leases::new(pool.clone(), keys.clone(), "wk_mine".into(), ttl);
+    (mine, Leases::new(pool, keys, "wk_other".into(), ttl))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thousands_of_leases_renew_in_batches_on_their_own_thread() {
     let config = harness::test_config();
-    let pool = shared::kv::connect(&config).unwrap();
     let keys = shared::kv::Keys::new(&config);
     let ttl = Duration::from_millis(1_500);
-    let mine = Leases::new(pool.clone(), keys.clone(), "wk_mine".into(), ttl);
-    let other = Leases::new(pool.clone(), keys.clone(), "wk_other".into(), ttl);
+    let (mine, other) = two_workers(&config, ttl);
     let (renewer, mut reports) = Renewer::start(&config.redis_url, keys.clone(), "wk_mine".into(), ttl).unwrap();
     let ids: Vec<InstanceId> = (0..2_000).map(|_| InstanceId::new()).collect();
     for id in &ids {
@@ -33,7 +40,7 @@ async fn thousands_of_leases_renew_in_batches_on_their_own_thread() {
     // A lease another worker holds now (taken over after a lapse) is reported lost, and
     // only that one. (Released and taken with `acquire` instead, the renewal thread may
     // revive it in between, as it should a lease that lapsed while nobody took it.)
-    let mut conn = pool.get().await.unwrap();
+    let mut conn = shared::kv::connect(&config).unwrap().get().await.unwrap();
     let _: () = redis::cmd("SET")
         .arg(keys.lease(&ids[7]))
         .arg("wk_other")
@@ -70,12 +77,7 @@ async fn thousands_of_leases_renew_in_batches_on_their_own_thread() {
 /// is free at once, and one another worker took meanwhile stays that worker's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_gives_back_its_leases_in_batches_and_only_its_own() {
-    let config = harness::test_config();
-    let pool = shared::kv::connect(&config).unwrap();
-    let keys = shared::kv::Keys::new(&config);
-    let ttl = Duration::from_secs(60);
-    let mine = Leases::new(pool.clone(), keys.clone(), "wk_mine".into(), ttl);
-    let other = Leases::new(pool.clone(), keys.clone(), "wk_other".into(), ttl);
+    let (mine, other) = two_workers(&harness::test_config(), Duration::from_secs(60));
     // More than one call's worth (500 keys each).
     let ids: Vec<InstanceId> = (0..1_200).map(|_| InstanceId::new()).collect();
     for id in &ids[1..] {
@@ -93,12 +95,7 @@ async fn a_worker_gives_back_its_leases_in_batches_and_only_its_own() {
 /// last, none another worker holds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_of_leases_is_taken_in_one_call_and_never_from_another_holder() {
-    let config = harness::test_config();
-    let pool = shared::kv::connect(&config).unwrap();
-    let keys = shared::kv::Keys::new(&config);
-    let ttl = Duration::from_secs(60);
-    let mine = Leases::new(pool.clone(), keys.clone(), "wk_mine".into(), ttl);
-    let other = Leases::new(pool.clone(), keys.clone(), "wk_other".into(), ttl);
+    let (mine, other) = two_workers(&harness::test_config(), Duration::from_secs(60));
     let ids: Vec<InstanceId> = (0..5).map(|_| InstanceId::new()).collect();
     let first = other.acquire(&ids[2]).await.unwrap().unwrap();
     let before = mine.acquire(&ids[4]).await.unwrap().unwrap();
