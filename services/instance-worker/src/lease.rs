@@ -93,22 +93,10 @@ impl Leases {
         self.ttl
     }
 
-    /// Tries to take the lease; on success returns the next epoch from the Redis counter.
+    /// Tries to take the lease; on success returns the next epoch from the Redis counter
+    /// ([`Leases::acquire_many`] with one).
     pub async fn acquire(&self, id: &InstanceId) -> redis::RedisResult<Option<i64>> {
-        let mut conn = self.pool.get().await.map_err(pool_err)?;
-        let ok: Option<String> = redis::cmd("SET")
-            .arg(self.keys.lease(id))
-            .arg(&self.worker)
-            .arg("NX")
-            .arg("PX")
-            .arg(self.ttl.as_millis() as u64)
-            .query_async(&mut conn)
-            .await?;
-        if ok.is_none() {
-            return Ok(None);
-        }
-        let epoch: i64 = redis::cmd("INCR").arg(self.keys.epoch(id)).query_async(&mut conn).await?;
-        Ok(Some(epoch))
+        Ok(self.acquire_many(std::slice::from_ref(id)).await?.pop().flatten())
     }
 
     /// Tries to take the leases of `ids` in one call: the epoch of each taken (the Redis
